@@ -1,0 +1,88 @@
+# Helpers shared by every folder: sparq_library(), sparq_executable(), sparq_add_test()
+# and sparq_add_mpi_test().
+
+# Flags every sparq target gets: warnings, native code, OpenMP, the src/ include root and the
+# SPARQ_HAS_* feature macros. No -ffast-math: f16/bf16 rounding and NaN checks rely on IEEE.
+add_library(sparq_options INTERFACE)
+target_include_directories(sparq_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(sparq_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SPARQ_NATIVE}>>:-march=native>)
+target_link_libraries(sparq_options INTERFACE OpenMP::OpenMP_CXX fmt::fmt spdlog::spdlog)
+target_compile_definitions(sparq_options INTERFACE SPDLOG_FMT_EXTERNAL)
+if(SPARQ_HAS_CUDA)
+  target_compile_definitions(sparq_options INTERFACE SPARQ_HAS_CUDA=1)
+  target_link_libraries(sparq_options INTERFACE CUDA::cudart CUDA::cublas)
+  target_compile_options(sparq_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-fopenmp>)
+  # nvcc's front end cannot compile fmt's consteval format checks: .cu files include
+  # core/fatal.h and core/cuda/cuda_check.h, never fmt (or check.h, log.h, status.h).
+endif()
+if(SPARQ_HAS_NCCL)
+  target_compile_definitions(sparq_options INTERFACE SPARQ_HAS_NCCL=1)
+endif()
+if(SPARQ_HAS_CUDNN)
+  target_compile_definitions(sparq_options INTERFACE SPARQ_HAS_CUDNN=1)
+endif()
+if(SPARQ_HAS_MPI)
+  target_compile_definitions(sparq_options INTERFACE SPARQ_HAS_MPI=1)
+endif()
+
+# sparq_library(NAME SOURCES ... [CUDA_SOURCES ...] [DEPS ...])
+# CUDA_SOURCES are only compiled when CUDA is available.
+function(sparq_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;CUDA_SOURCES;DEPS" ${ARGN})
+  set(srcs ${ARG_SOURCES})
+  if(SPARQ_HAS_CUDA)
+    list(APPEND srcs ${ARG_CUDA_SOURCES})
+  endif()
+  add_library(${name} STATIC ${srcs})
+  target_link_libraries(${name} PUBLIC sparq_options ${ARG_DEPS})
+endfunction()
+
+function(sparq_executable name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS})
+endfunction()
+
+# Tests run with one OpenMP thread so several ctest jobs or MPI ranks share 2 cores fairly.
+set(SPARQ_TEST_ENV "OMP_NUM_THREADS=1;OMPI_MCA_mpi_yield_when_idle=1")
+
+# sparq_add_test(NAME SOURCES ... DEPS ...): one GoogleTest binary, registered with ctest.
+function(sparq_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${SPARQ_TEST_ENV}" LABELS "unit;${ARG_LABELS}")
+endfunction()
+
+# mpirun needs --allow-run-as-root only when we are root (CI runs as root).
+execute_process(COMMAND id -u OUTPUT_VARIABLE SPARQ_UID OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(SPARQ_MPIRUN_FLAGS --oversubscribe)
+if(SPARQ_UID STREQUAL "0")
+  list(APPEND SPARQ_MPIRUN_FLAGS --allow-run-as-root)
+endif()
+
+# sparq_add_mpi_test(NAME SOURCES ... DEPS ... RANKS 1 2 3 4 [TIMEOUT s]): one binary, one
+# ctest entry per rank count, each run under mpirun.
+function(sparq_add_mpi_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;RANKS;ARGS" ${ARGN})
+  if(NOT SPARQ_HAS_MPI)
+    message(STATUS "MPI not found: skipping MPI test ${name}")
+    return()
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS} GTest::gtest MPI::MPI_CXX)
+  foreach(np IN LISTS ARG_RANKS)
+    add_test(NAME ${name}_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${SPARQ_MPIRUN_FLAGS}
+                     $<TARGET_FILE:${name}> ${ARG_ARGS})
+    set_tests_properties(${name}_np${np} PROPERTIES ENVIRONMENT "${SPARQ_TEST_ENV}"
+                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np})
+  endforeach()
+endfunction()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that sparq's build, tests and benchmarks need.
+# Idempotent and non-interactive; runs apt-get directly as root, through sudo otherwise.
+#   scripts/install_deps.sh            build + test dependencies
+#   scripts/install_deps.sh --torch    also python3-torch (only to regenerate test references)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libeigen3-dev libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
+  python3
+)
+if [[ "${1:-}" == "--torch" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  echo "install_deps.sh: not root and no sudo; install these packages by hand: ${packages[*]}" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps.sh: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "install_deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,122 @@
+#include "core/buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#ifdef SPARQ_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_check.h"
+#endif
+
+namespace sparq {
+
+Buffer Buffer::host(std::size_t bytes, bool zeroed, std::size_t alignment) {
+  Buffer b;
+  b.kind_ = Kind::kHost;
+  b.bytes_ = bytes;
+  if (bytes > 0) {
+    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    b.data_ = std::aligned_alloc(alignment, rounded);
+    SPARQ_CHECK(b.data_ != nullptr, "out of host memory allocating {} bytes", bytes);
+    if (zeroed) std::memset(b.data_, 0, bytes);
+  }
+  return b;
+}
+
+Buffer Buffer::pinned(std::size_t bytes, bool zeroed) {
+#ifdef SPARQ_HAS_CUDA
+  if (cuda_available()) {
+    Buffer b;
+    b.kind_ = Kind::kPinned;
+    b.bytes_ = bytes;
+    if (bytes > 0) {
+      CUDA_CHECK(cudaMallocHost(&b.data_, bytes));
+      if (zeroed) std::memset(b.data_, 0, bytes);
+    }
+    return b;
+  }
+#endif
+  return host(bytes, zeroed);
+}
+
+Buffer Buffer::device(std::size_t bytes, bool zeroed) {
+#ifdef SPARQ_HAS_CUDA
+  Buffer b;
+  b.kind_ = Kind::kDevice;
+  b.bytes_ = bytes;
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMalloc(&b.data_, bytes));
+    if (zeroed) CUDA_CHECK(cudaMemset(b.data_, 0, bytes));
+  }
+  return b;
+#else
+  (void)zeroed;
+  SPARQ_FATAL("device buffer of {} bytes requested, but sparq was built without CUDA", bytes);
+#endif
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      kind_(other.kind_) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    kind_ = other.kind_;
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { release(); }
+
+void Buffer::release() {
+  if (data_ == nullptr) return;
+  switch (kind_) {
+    case Kind::kHost: std::free(data_); break;
+#ifdef SPARQ_HAS_CUDA
+    case Kind::kPinned: cudaFreeHost(data_); break;
+    case Kind::kDevice: cudaFree(data_); break;
+#else
+    default: std::free(data_); break;
+#endif
+  }
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+Tensor Buffer::view(DType dtype, Shape shape, std::size_t byte_offset) const {
+  const std::size_t need = byte_offset + static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  SPARQ_CHECK(need <= bytes_, "view {}{} at offset {} needs {} bytes, buffer has {}",
+              dtype_name(dtype), shape.str(), byte_offset, need, bytes_);
+  return Tensor(static_cast<char*>(data_) + byte_offset, dtype, shape, device());
+}
+
+void Buffer::zero() {
+  if (bytes_ == 0) return;
+#ifdef SPARQ_HAS_CUDA
+  if (kind_ == Kind::kDevice) {
+    CUDA_CHECK(cudaMemset(data_, 0, bytes_));
+    return;
+  }
+#endif
+  std::memset(data_, 0, bytes_);
+}
+
+bool cuda_available() {
+#ifdef SPARQ_HAS_CUDA
+  static const bool available = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
+}  // namespace sparq

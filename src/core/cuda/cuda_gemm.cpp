@@ -1,0 +1,44 @@
+#include "core/cuda/cuda_gemm.h"
+
+#include "core/cuda/cuda_check.h"
+
+namespace sparq::cuda {
+namespace {
+
+// cuBLAS is column-major. A row-major C[M,N] is a column-major C^T[N,M], and
+// C^T = op(B)^T op(A)^T, so we call cuBLAS with the operands swapped and M/N exchanged; the
+// transpose flags carry over unchanged.
+struct ColMajorCall {
+  cublasOperation_t op_first, op_second;
+  int m, n, k, ld_first, ld_second, ldc;
+};
+
+ColMajorCall to_col_major(const GemmShape& s) {
+  const long long lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
+  const long long ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
+  const long long ldc = s.ldc ? s.ldc : s.n;
+  return {s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+          s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+          static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),
+          static_cast<int>(ldb), static_cast<int>(lda), static_cast<int>(ldc)};
+}
+
+}  // namespace
+
+void gemm(const CublasHandle& handle, const GemmShape& shape, float alpha, const float* a,
+          const float* b, float beta, float* c) {
+  const ColMajorCall k = to_col_major(shape);
+  CUBLAS_CHECK(cublasSgemm(handle.get(), k.op_first, k.op_second, k.m, k.n, k.k, &alpha, b,
+                           k.ld_first, a, k.ld_second, &beta, c, k.ldc));
+}
+
+void gemm_strided_batched(const CublasHandle& handle, const GemmShape& shape, float alpha,
+                          const float* a, long long stride_a, const float* b, long long stride_b,
+                          float beta, float* c, long long stride_c, int batch) {
+  const ColMajorCall k = to_col_major(shape);
+  CUBLAS_CHECK(cublasSgemmStridedBatched(handle.get(), k.op_first, k.op_second, k.m, k.n, k.k,
+                                         &alpha, b, k.ld_first, stride_b, a, k.ld_second,
+                                         stride_a, &beta, c, k.ldc, stride_c, batch));
+}
+
+}  // namespace sparq::cuda

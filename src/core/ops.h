@@ -1,0 +1,22 @@
+// Flat elementwise and reduction helpers on host f32 arrays, OpenMP-parallel above a size
+// threshold so tiny calls do not pay for a parallel region. Reductions accumulate in double
+// and combine per-thread partials in a fixed order, so results do not depend on timing.
+#pragma once
+
+#include <cstddef>
+
+namespace sparq::ops {
+
+void fill(float* x, std::size_t n, float value);
+void copy(const float* x, float* y, std::size_t n);
+void scale(float* x, std::size_t n, float alpha);               // x *= alpha
+void axpy(float alpha, const float* x, float* y, std::size_t n);  // y += alpha * x
+void add(const float* a, const float* b, float* out, std::size_t n);  // out = a + b
+
+double sum(const float* x, std::size_t n);
+double dot(const float* x, const float* y, std::size_t n);
+double sum_squares(const float* x, std::size_t n);
+float max_abs(const float* x, std::size_t n);
+bool all_finite(const float* x, std::size_t n);
+
+}  // namespace sparq::ops

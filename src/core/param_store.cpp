@@ -1,0 +1,138 @@
+#include "core/param_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/rng.h"
+
+#ifdef SPARQ_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_check.h"
+#endif
+
+namespace sparq {
+
+void ParamStore::add(ParamSpec spec) {
+  SPARQ_CHECK(!allocated_, "cannot add parameter '{}' after allocate()", spec.name);
+  SPARQ_CHECK(!spec.name.empty(), "parameter name must not be empty");
+  SPARQ_CHECK(index_.count(spec.name) == 0, "duplicate parameter name '{}'", spec.name);
+  ParamEntry e;
+  e.numel = spec.shape.numel();
+  e.offset = (flat_numel_ + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  flat_numel_ = e.offset + e.numel;
+  e.spec = std::move(spec);
+  index_.emplace(e.spec.name, entries_.size());
+  entries_.push_back(std::move(e));
+}
+
+void ParamStore::allocate(Device device) {
+  SPARQ_CHECK(!allocated_, "ParamStore::allocate() called twice");
+  // Pad the end too, so a range of the last tensor may be read in aligned vector widths.
+  flat_numel_ = (flat_numel_ + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  const auto bytes = static_cast<std::size_t>(flat_numel_) * sizeof(float);
+  device_ = device;
+  if (device == Device::kCPU) {
+    params_ = Buffer::host(bytes, /*zeroed=*/true);
+    grads_ = Buffer::host(bytes, /*zeroed=*/true);
+  } else {
+    params_ = Buffer::device(bytes, /*zeroed=*/true);
+    grads_ = Buffer::device(bytes, /*zeroed=*/true);
+  }
+  allocated_ = true;
+}
+
+void ParamStore::initialize(std::uint64_t seed) {
+  SPARQ_CHECK(allocated_, "ParamStore::initialize() before allocate()");
+  // Initialise on the host so CPU and CUDA runs start from bit-identical weights.
+  Buffer staging;
+  float* host = params();
+  if (device_ != Device::kCPU) {
+    staging = Buffer::host(static_cast<std::size_t>(flat_numel_) * sizeof(float), true);
+    host = staging.as<float>();
+  }
+  for (const ParamEntry& e : entries_) {
+    Tensor view(host + e.offset, DType::kF32, e.spec.shape);
+    apply_init(e.spec.init, view, seed,
+               make_stream(RngPurpose::kInit, 0, hash_name(e.spec.name.c_str())));
+  }
+#ifdef SPARQ_HAS_CUDA
+  if (device_ != Device::kCPU) {
+    CUDA_CHECK(cudaMemcpy(params(), host, staging.size(), cudaMemcpyHostToDevice));
+  }
+#endif
+}
+
+const ParamEntry& ParamStore::entry(const std::string& name) const {
+  auto it = index_.find(name);
+  SPARQ_CHECK(it != index_.end(), "no parameter named '{}'", name);
+  return entries_[it->second];
+}
+
+Tensor ParamStore::param(const std::string& name) const {
+  SPARQ_CHECK(allocated_, "parameter '{}' viewed before allocate()", name);
+  const ParamEntry& e = entry(name);
+  return Tensor(params() + e.offset, DType::kF32, e.spec.shape, device_);
+}
+
+Tensor ParamStore::grad(const std::string& name) const {
+  SPARQ_CHECK(allocated_, "gradient '{}' viewed before allocate()", name);
+  const ParamEntry& e = entry(name);
+  return Tensor(grads() + e.offset, DType::kF32, e.spec.shape, device_);
+}
+
+Tensor ParamStore::param_range(ParamRange range) const {
+  SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
+              "param range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
+              flat_numel_);
+  return Tensor(params() + range.offset, DType::kF32, Shape{range.count}, device_);
+}
+
+Tensor ParamStore::grad_range(ParamRange range) const {
+  SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
+              "grad range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
+              flat_numel_);
+  return Tensor(grads() + range.offset, DType::kF32, Shape{range.count}, device_);
+}
+
+ParamRange ParamStore::range_of(const std::vector<std::string>& names) const {
+  SPARQ_CHECK(!names.empty(), "range_of() needs at least one parameter name");
+  std::int64_t lo = flat_numel_, hi = 0;
+  for (const auto& n : names) {
+    const ParamEntry& e = entry(n);
+    lo = std::min(lo, e.offset);
+    hi = std::max(hi, e.offset + e.numel);
+  }
+  return {lo, hi - lo};
+}
+
+std::int64_t ParamStore::param_count() const {
+  std::int64_t n = 0;
+  for (const auto& e : entries_) n += e.numel;
+  return n;
+}
+
+void ParamStore::zero_grads() {
+  SPARQ_CHECK(allocated_, "zero_grads() before allocate()");
+  grads_.zero();
+}
+
+std::string ParamStore::summary() const {
+  std::size_t width = 4;
+  for (const auto& e : entries_) width = std::max(width, e.spec.name.size());
+  std::string out = fmt::format("{:<{}}  {:<18} {:>12} {:>12}  {:<16} {}\n", "name", width,
+                                "shape", "numel", "offset", "init", "decay");
+  for (const auto& e : entries_) {
+    out += fmt::format("{:<{}}  {:<18} {:>12} {:>12}  {:<16} {}\n", e.spec.name, width,
+                       e.spec.shape.str(), e.numel, e.offset, e.spec.init.str(),
+                       e.spec.weight_decay ? "yes" : "no");
+  }
+  out += fmt::format("{} tensors, {} parameters, flat layout {} floats ({:.2f} MiB)",
+                     entries_.size(), param_count(), flat_numel_,
+                     static_cast<double>(flat_numel_) * 4.0 / (1 << 20));
+  return out;
+}
+
+}  // namespace sparq

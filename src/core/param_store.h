@@ -1,0 +1,95 @@
+// ParamStore: every trainable tensor of a model lives in ONE contiguous f32 parameter buffer,
+// and its gradient in ONE gradient buffer with the identical layout. Each tensor starts on a
+// 256-byte boundary (64 floats); the gaps are zero and stay zero. Optimizer state, error-
+// feedback residuals and communication buckets are ranges (offset, count) of this same
+// layout, so no gradient is ever copied into a fusion buffer.
+//
+// Usage: add() specs in forward order, then allocate(), then initialize(seed); after that
+// the layout is frozen and views by name stay valid for the store's lifetime.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/init.h"
+#include "core/tensor.h"
+
+namespace sparq {
+
+struct ParamSpec {
+  std::string name;      // unique, e.g. "h.3.attn.qkv.weight"
+  Shape shape;
+  Init init;
+  bool weight_decay = true;  // false for biases, norms and (by convention) embeddings' pos
+};
+
+// A contiguous range of the flat layout, in elements (floats).
+struct ParamRange {
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+  std::int64_t end() const { return offset + count; }
+  bool operator==(const ParamRange&) const = default;
+};
+
+struct ParamEntry {
+  ParamSpec spec;
+  std::int64_t offset = 0;  // in floats, multiple of kAlignFloats
+  std::int64_t numel = 0;
+  ParamRange range() const { return {offset, numel}; }
+};
+
+class ParamStore {
+ public:
+  static constexpr std::int64_t kAlignBytes = 256;
+  static constexpr std::int64_t kAlignFloats = kAlignBytes / 4;
+
+  ParamStore() = default;
+  ParamStore(ParamStore&&) = default;
+  ParamStore& operator=(ParamStore&&) = default;
+
+  // Registers a tensor; names must be unique. Only before allocate().
+  void add(ParamSpec spec);
+  // Freezes the layout and allocates zeroed parameter and gradient buffers.
+  void allocate(Device device = Device::kCPU);
+  // Runs every spec's initialiser, seeded by (seed, hash of the name).
+  void initialize(std::uint64_t seed);
+
+  bool allocated() const { return allocated_; }
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  const ParamEntry& entry(const std::string& name) const;
+  const std::vector<ParamEntry>& entries() const { return entries_; }  // forward order
+
+  Tensor param(const std::string& name) const;
+  Tensor grad(const std::string& name) const;
+  // Views of a range of the flat layout (1-D).
+  Tensor param_range(ParamRange range) const;
+  Tensor grad_range(ParamRange range) const;
+  // The smallest range covering the named tensors (which need not be adjacent in order).
+  ParamRange range_of(const std::vector<std::string>& names) const;
+
+  // Total floats including alignment padding: the length of every flat buffer.
+  std::int64_t flat_numel() const { return flat_numel_; }
+  // Sum of the tensors' element counts (the "parameter count" a user expects).
+  std::int64_t param_count() const;
+  float* params() const { return params_.as<float>(); }
+  float* grads() const { return grads_.as<float>(); }
+  Device device() const { return device_; }
+
+  void zero_grads();
+  // A table of name, shape, numel, offset, init, weight decay for the logs.
+  std::string summary() const;
+
+ private:
+  std::vector<ParamEntry> entries_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::int64_t flat_numel_ = 0;
+  Buffer params_;
+  Buffer grads_;
+  Device device_ = Device::kCPU;
+  bool allocated_ = false;
+};
+
+}  // namespace sparq

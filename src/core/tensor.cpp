@@ -1,0 +1,73 @@
+#include "core/tensor.h"
+
+#include <fmt/format.h>
+
+namespace sparq {
+
+Shape::Shape(std::initializer_list<std::int64_t> dims) {
+  SPARQ_CHECK(dims.size() <= kMaxDims, "shape has {} dims, at most {} supported", dims.size(),
+              kMaxDims);
+  for (std::int64_t d : dims) {
+    SPARQ_CHECK(d >= 0, "negative dimension {}", d);
+    dims_[ndim_++] = d;
+  }
+}
+
+std::int64_t Shape::operator[](int i) const {
+  if (i < 0) i += ndim_;
+  SPARQ_CHECK(i >= 0 && i < ndim_, "dimension {} out of range for {}", i, str());
+  return dims_[i];
+}
+
+std::int64_t Shape::numel() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < ndim_; ++i) n *= dims_[i];
+  return n;
+}
+
+bool Shape::operator==(const Shape& other) const {
+  if (ndim_ != other.ndim_) return false;
+  for (int i = 0; i < ndim_; ++i) {
+    if (dims_[i] != other.dims_[i]) return false;
+  }
+  return true;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < ndim_; ++i) s += fmt::format("{}{}", i ? ", " : "", dims_[i]);
+  return s + "]";
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  SPARQ_CHECK(shape.numel() == numel(), "cannot reshape {} to {}", shape_.str(), shape.str());
+  return Tensor(data_, dtype_, shape, device_);
+}
+
+Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
+  SPARQ_CHECK(ndim() >= 1 && 0 <= begin && begin <= end && end <= dim(0),
+              "row slice [{}, {}) out of range for {}", begin, end, shape_.str());
+  const std::int64_t row = dim(0) == 0 ? 0 : numel() / dim(0);
+  Shape s;
+  switch (ndim()) {
+    case 1: s = Shape{end - begin}; break;
+    case 2: s = Shape{end - begin, shape_[1]}; break;
+    case 3: s = Shape{end - begin, shape_[1], shape_[2]}; break;
+    default: s = Shape{end - begin, shape_[1], shape_[2], shape_[3]}; break;
+  }
+  auto* base = static_cast<char*>(data_) + begin * row * dtype_size(dtype_);
+  return Tensor(base, dtype_, s, device_);
+}
+
+Tensor Tensor::flat_range(std::int64_t offset, std::int64_t count) const {
+  SPARQ_CHECK(offset >= 0 && count >= 0 && offset + count <= numel(),
+              "flat range [{}, {}) out of range for {}", offset, offset + count, shape_.str());
+  auto* base = static_cast<char*>(data_) + offset * dtype_size(dtype_);
+  return Tensor(base, dtype_, Shape{count}, device_);
+}
+
+std::string Tensor::str() const {
+  return fmt::format("{}{} {}", dtype_name(dtype_), shape_.str(), device_name(device_));
+}
+
+}  // namespace sparq

@@ -1,0 +1,53 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/ops.h"
+#include "core/threading.h"
+
+namespace sparq {
+namespace {
+
+TEST(Ops, ElementwiseAndReductions) {
+  const std::size_t n = 100001;  // above the parallel threshold, odd
+  std::vector<float> x(n), y(n), z(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(i % 7) - 3.0f;  // exactly representable sums
+    y[i] = 1.0f;
+  }
+  ops::axpy(2.0f, x.data(), y.data(), n);
+  EXPECT_EQ(y[4], 3.0f);
+  ops::add(x.data(), y.data(), z.data(), n);
+  EXPECT_EQ(z[4], 4.0f);
+  ops::scale(z.data(), n, 0.5f);
+  EXPECT_EQ(z[4], 2.0f);
+  double want_sum = 0, want_sq = 0;
+  for (float v : x) { want_sum += v; want_sq += static_cast<double>(v) * v; }
+  EXPECT_EQ(ops::sum(x.data(), n), want_sum);
+  EXPECT_EQ(ops::sum_squares(x.data(), n), want_sq);
+  EXPECT_EQ(ops::max_abs(x.data(), n), 3.0f);
+  EXPECT_TRUE(ops::all_finite(x.data(), n));
+  x[n - 1] = NAN;
+  EXPECT_FALSE(ops::all_finite(x.data(), n));
+  x[n - 1] = INFINITY;
+  EXPECT_FALSE(ops::all_finite(x.data(), n));
+  ops::fill(x.data(), n, 0.25f);
+  ops::copy(x.data(), y.data(), n);
+  EXPECT_EQ(y[n - 1], 0.25f);
+}
+
+TEST(Ops, ReductionsAreIndependentOfThreadCount) {
+  const std::size_t n = 1 << 20;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(static_cast<float>(i)) * 1e-3f;
+  const int saved = max_threads();
+  set_num_threads(1);
+  const double one = ops::sum(x.data(), n);
+  set_num_threads(saved);
+  const double many = ops::sum(x.data(), n);
+  EXPECT_NEAR(one, many, 1e-9);
+}
+
+}  // namespace
+}  // namespace sparq

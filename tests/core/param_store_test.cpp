@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/ops.h"
+#include "core/param_store.h"
+
+namespace sparq {
+namespace {
+
+ParamStore make_store() {
+  ParamStore s;
+  s.add({"wte", {65, 8}, Init::normal(0.02f), true});
+  s.add({"ln.weight", {8}, Init::ones(), false});
+  s.add({"ln.bias", {8}, Init::zeros(), false});
+  s.add({"fc.weight", {3, 8}, Init::xavier_uniform(), true});
+  s.add({"conv.weight", {4, 3, 3, 3}, Init::kaiming_normal(), true});
+  return s;
+}
+
+TEST(ParamStore, LayoutIsContiguousAlignedAndInForwardOrder) {
+  ParamStore s = make_store();
+  s.allocate();
+  const auto& e = s.entries();
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_EQ(e[0].spec.name, "wte");
+  std::int64_t prev_end = 0;
+  for (const auto& p : e) {
+    EXPECT_EQ(p.offset % ParamStore::kAlignFloats, 0) << p.spec.name;
+    EXPECT_GE(p.offset, prev_end);
+    EXPECT_LT(p.offset - prev_end, ParamStore::kAlignFloats);  // no more padding than needed
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(s.param(p.spec.name).raw()) % 256, 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(s.grad(p.spec.name).raw()) % 256, 0u);
+    prev_end = p.offset + p.numel;
+  }
+  EXPECT_EQ(s.flat_numel() % ParamStore::kAlignFloats, 0);
+  EXPECT_GE(s.flat_numel(), prev_end);
+  EXPECT_EQ(s.param_count(), 65 * 8 + 8 + 8 + 24 + 108);
+  // Gradient views mirror parameter views at the same offset.
+  EXPECT_EQ(static_cast<float*>(s.grad("fc.weight").raw()) - s.grads(),
+            static_cast<float*>(s.param("fc.weight").raw()) - s.params());
+  EXPECT_EQ(s.param("conv.weight").shape(), Shape({4, 3, 3, 3}));
+}
+
+TEST(ParamStore, RangesAndLookup) {
+  ParamStore s = make_store();
+  s.allocate();
+  const ParamRange r = s.range_of({"ln.bias", "ln.weight"});
+  EXPECT_EQ(r.offset, s.entry("ln.weight").offset);
+  EXPECT_EQ(r.end(), s.entry("ln.bias").offset + 8);
+  Tensor g = s.grad_range(r);
+  EXPECT_EQ(g.numel(), r.count);
+  EXPECT_TRUE(s.contains("wte"));
+  EXPECT_FALSE(s.contains("nope"));
+  EXPECT_NE(s.summary().find("fc.weight"), std::string::npos);
+}
+
+TEST(ParamStore, InitializersAreDeterministicPerName) {
+  ParamStore a = make_store();
+  a.allocate();
+  a.initialize(7);
+  // A store with an extra tensor in front initialises shared names identically.
+  ParamStore b;
+  b.add({"extra", {5}, Init::normal(1.0f), true});
+  const ParamStore specs = make_store();
+  for (const auto& e : specs.entries()) b.add(e.spec);
+  b.allocate();
+  b.initialize(7);
+  for (const auto& e : a.entries()) {
+    const float* pa = a.param(e.spec.name).data<float>();
+    const float* pb = b.param(e.spec.name).data<float>();
+    for (std::int64_t i = 0; i < e.numel; ++i) ASSERT_EQ(pa[i], pb[i]) << e.spec.name;
+  }
+  // Statistics of each initialiser.
+  const Tensor w = a.param("wte");
+  const double n = static_cast<double>(w.numel());
+  const double mean = ops::sum(w.data<float>(), w.numel()) / n;
+  const double stddev = std::sqrt(ops::sum_squares(w.data<float>(), w.numel()) / n);
+  EXPECT_NEAR(mean, 0.0, 0.005);
+  EXPECT_NEAR(stddev, 0.02, 0.003);
+  EXPECT_EQ(a.param("ln.weight").data<float>()[3], 1.0f);
+  EXPECT_EQ(a.param("ln.bias").data<float>()[3], 0.0f);
+  const float bound = std::sqrt(6.0f / (8 + 3));
+  EXPECT_LE(ops::max_abs(a.param("fc.weight").data<float>(), 24), bound);
+  // Padding between tensors stays zero.
+  const auto& ln = a.entry("ln.weight");
+  for (std::int64_t i = ln.offset + ln.numel; i < a.entry("ln.bias").offset; ++i) {
+    ASSERT_EQ(a.params()[i], 0.0f);
+  }
+  // A different seed gives different values.
+  ParamStore c = make_store();
+  c.allocate();
+  c.initialize(8);
+  EXPECT_NE(c.param("wte").data<float>()[0], a.param("wte").data<float>()[0]);
+}
+
+TEST(ParamStore, ZeroGrads) {
+  ParamStore s = make_store();
+  s.allocate();
+  ops::fill(s.grads(), s.flat_numel(), 3.0f);
+  s.zero_grads();
+  EXPECT_EQ(ops::max_abs(s.grads(), s.flat_numel()), 0.0f);
+}
+
+TEST(ParamStoreDeathTest, MisuseAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ParamStore s = make_store();
+  EXPECT_DEATH(s.add({"wte", {1}, Init::zeros(), true}), "duplicate parameter name 'wte'");
+  s.allocate();
+  EXPECT_DEATH(s.param("missing"), "no parameter named 'missing'");
+  EXPECT_DEATH(s.add({"late", {1}, Init::zeros(), true}), "after allocate");
+}
+
+}  // namespace
+}  // namespace sparq

@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "core/buffer.h"
+#include "core/tensor.h"
+
+namespace sparq {
+namespace {
+
+TEST(Shape, NumelAndString) {
+  EXPECT_EQ(Shape({4, 256, 768}).numel(), 4 * 256 * 768);
+  EXPECT_EQ(Shape().numel(), 1);
+  EXPECT_EQ(Shape({3, 0}).numel(), 0);
+  EXPECT_EQ(Shape({2, 3}).str(), "[2, 3]");
+  EXPECT_EQ(Shape({2, 3})[-1], 3);
+  EXPECT_TRUE(Shape({2, 3}) == Shape({2, 3}));
+  EXPECT_FALSE(Shape({2, 3}) == Shape({3, 2}));
+}
+
+TEST(Buffer, AlignedZeroedAndMovable) {
+  Buffer b = Buffer::host(1000, /*zeroed=*/true);
+  ASSERT_NE(b.data(), nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 256, 0u);
+  for (std::size_t i = 0; i < 1000; ++i) ASSERT_EQ(b.as<unsigned char>()[i], 0);
+  void* p = b.data();
+  Buffer moved = std::move(b);
+  EXPECT_EQ(moved.data(), p);
+  EXPECT_EQ(b.data(), nullptr);  // NOLINT: moved-from is empty by contract
+  Buffer pinned = Buffer::pinned(64, true);  // plain host memory without CUDA
+  EXPECT_NE(pinned.data(), nullptr);
+}
+
+TEST(Tensor, ViewsSliceAndReshape) {
+  Buffer b = Buffer::host(24 * sizeof(float), true);
+  Tensor t = b.view(DType::kF32, {2, 3, 4});
+  for (int i = 0; i < 24; ++i) t.data<float>()[i] = static_cast<float>(i);
+  Tensor rows = t.slice_rows(1, 2);
+  EXPECT_EQ(rows.shape(), Shape({1, 3, 4}));
+  EXPECT_EQ(rows.data<float>()[0], 12.0f);
+  Tensor flat = t.reshape({24}).flat_range(5, 3);
+  EXPECT_EQ(flat.data<float>()[0], 5.0f);
+  EXPECT_EQ(flat.nbytes(), 12u);
+  EXPECT_EQ(t.str(), "f32[2, 3, 4] cpu");
+}
+
+TEST(TensorDeathTest, WrongTypeAndBadShapesAbort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Buffer b = Buffer::host(16, true);
+  Tensor t = b.view(DType::kF32, {4});
+  EXPECT_DEATH(t.data<std::int32_t>(), "tensor holds f32, read as i32");
+  EXPECT_DEATH(t.reshape({5}), "cannot reshape");
+  EXPECT_DEATH(b.view(DType::kF32, {5}), "needs 20 bytes");
+}
+
+}  // namespace
+}  // namespace sparq

@@ -1,0 +1,84 @@
+// Communicator: synchronous collectives on raw buffers, one implementation per backend:
+//   MPI  (host buffers),  NCCL (device buffers, bootstrapped over MPI),  Self (world of one).
+// Every call blocks until this rank's part is complete and adds the bytes this rank sent and
+// received to the counters (see ByteCounters). All ranks must call collectives in the same
+// order with matching sizes; that is the caller's contract (the WFBP scheduler guarantees it).
+//
+// Sizes are in ELEMENTS of `dtype` unless the name says bytes. In-place is allowed where
+// noted by passing the same pointer as input and output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace sparq::comm {
+
+enum class ReduceOp { kSum, kAvg };
+
+// Bytes this rank put on and took off the wire, by the algorithm's actual volume (for ring
+// collectives: 2(P-1)/P * n for allreduce, (P-1)/P * n for allgather and reduce_scatter).
+struct ByteCounters {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t calls = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Device device() const = 0;     // where buffers passed to this communicator live
+  virtual std::string backend() const = 0;  // "mpi", "nccl", "self"
+
+  // in/out: count elements. in == out is in-place. f16/bf16 are reduced in f32 where the
+  // backend cannot reduce them natively.
+  virtual void allreduce(const void* in, void* out, std::size_t count, DType dtype,
+                         ReduceOp op) = 0;
+  // in: count elements; out: size() * count elements, rank r's block at r * count.
+  virtual void allgather(const void* in, void* out, std::size_t count, DType dtype) = 0;
+  // in: counts[rank()] elements; out: sum(counts), rank r's block at displs[r]
+  // (displs empty means packed in rank order). Zero counts are allowed.
+  virtual void allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
+                          std::span<const std::size_t> displs, DType dtype) = 0;
+  // in: sum(counts) elements; out: counts[rank()] elements, the reduction of every rank's
+  // block [offset_r, offset_r + counts[r]) where offsets are the prefix sums of counts.
+  virtual void reduce_scatter(const void* in, void* out, std::span<const std::size_t> counts,
+                              DType dtype, ReduceOp op) = 0;
+  // in and out: size() * count elements; block j of `in` goes to rank j.
+  virtual void alltoall(const void* in, void* out, std::size_t count, DType dtype) = 0;
+  // Per-peer counts and displacements (elements) for sending and receiving.
+  virtual void alltoallv(const void* in, std::span<const std::size_t> send_counts,
+                         std::span<const std::size_t> send_displs, void* out,
+                         std::span<const std::size_t> recv_counts,
+                         std::span<const std::size_t> recv_displs, DType dtype) = 0;
+  virtual void broadcast(void* buffer, std::size_t count, DType dtype, int root) = 0;
+  virtual void barrier() = 0;
+  virtual void send(const void* buffer, std::size_t count, DType dtype, int peer, int tag) = 0;
+  virtual void recv(void* buffer, std::size_t count, DType dtype, int peer, int tag) = 0;
+
+  const ByteCounters& bytes() const { return bytes_; }
+  void reset_bytes() { bytes_ = {}; }
+
+ protected:
+  void count(std::uint64_t sent, std::uint64_t received) {
+    bytes_.sent += sent;
+    bytes_.received += received;
+    bytes_.calls += 1;
+  }
+
+ private:
+  ByteCounters bytes_;
+};
+
+// A world of one: every collective copies in to out (or does nothing in place).
+std::unique_ptr<Communicator> make_self_communicator(Device device = Device::kCPU);
+
+}  // namespace sparq::comm

@@ -1,0 +1,30 @@
+// main() for GoogleTest binaries run under mpirun. Initialises MPI with
+// MPI_THREAD_MULTIPLE (the MPI communicator accepts an already-initialised MPI), prints the
+// test log on rank 0 only, and makes the process exit non-zero on EVERY rank when any rank
+// failed, so ctest sees the failure whichever rank hit it.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "core/log.h"
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  sparq::log::init({.rank = rank, .world_size = size, .level = "warn"});
+  ::testing::InitGoogleTest(&argc, argv);
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  const int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int any_failed = 0;
+  MPI_Allreduce(&local_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (local_failed) std::fprintf(stderr, "rank %d of %d: tests FAILED\n", rank, size);
+  MPI_Finalize();
+  return any_failed;
+}

@@ -1,0 +1,13 @@
+// Global-norm gradient clipping on the AGGREGATED gradient buffer, so every rank computes the
+// same norm and applies the same scale. Matches torch.nn.utils.clip_grad_norm_:
+//   norm = sqrt(sum g^2) over all tensors; if norm > max_norm: g *= max_norm / (norm + 1e-6)
+#pragma once
+
+#include "core/param_store.h"
+
+namespace sparq::optim {
+
+// Returns the norm before clipping. max_norm <= 0 only measures.
+double clip_grad_norm(const ParamStore& store, double max_norm);
+
+}  // namespace sparq::optim

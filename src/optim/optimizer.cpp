@@ -1,0 +1,43 @@
+#include "optim/optimizer.h"
+
+#include <cmath>
+
+#include "optim/adam.h"
+#include "optim/sgd.h"
+
+namespace sparq::optim {
+
+Status OptimConfig::validate(const std::string& prefix) const {
+  if (name != "sgd" && name != "adam" && name != "adamw") {
+    return Status::error("{}name: '{}' is not one of sgd, adam, adamw", prefix, name);
+  }
+  if (!(weight_decay >= 0.0)) return Status::error("{}weight_decay: must be >= 0, got {}", prefix, weight_decay);
+  if (!(momentum >= 0.0 && momentum < 1.0)) return Status::error("{}momentum: must be in [0, 1), got {}", prefix, momentum);
+  if (!(dampening >= 0.0 && dampening < 1.0)) return Status::error("{}dampening: must be in [0, 1), got {}", prefix, dampening);
+  if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
+    return Status::error("{}nesterov: needs momentum > 0 and dampening 0", prefix);
+  }
+  if (!(beta1 >= 0.0 && beta1 < 1.0)) return Status::error("{}beta1: must be in [0, 1), got {}", prefix, beta1);
+  if (!(beta2 >= 0.0 && beta2 < 1.0)) return Status::error("{}beta2: must be in [0, 1), got {}", prefix, beta2);
+  if (!(eps > 0.0)) return Status::error("{}eps: must be > 0, got {}", prefix, eps);
+  if (freeze_steps < 0) return Status::error("{}freeze_steps: must be >= 0, got {}", prefix, freeze_steps);
+  if (freeze_steps > 0 && name == "sgd") {
+    return Status::error("{}freeze_steps: only adam and adamw have a variance to freeze", prefix);
+  }
+  return Status::ok();
+}
+
+Buffer Optimizer::flat_state_buffer() const {
+  SPARQ_CHECK(store_.allocated() && store_.device() == Device::kCPU,
+              "CPU optimizers need an allocated CPU ParamStore");
+  return Buffer::host(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
+}
+
+Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimConfig& config,
+                                                  const ParamStore& store) {
+  SPARQ_RETURN_IF_ERROR(config.validate());
+  if (config.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(config, store));
+  return std::unique_ptr<Optimizer>(new Adam(config, store));
+}
+
+}  // namespace sparq::optim

@@ -1,0 +1,24 @@
+// SGD with momentum, dampening, Nesterov and L2 weight decay, with PyTorch's semantics:
+//   g = grad + wd * p                       (only tensors whose spec has weight_decay)
+//   buf = g on the first step, else buf = momentum * buf + (1 - dampening) * g
+//   d = nesterov ? g + momentum * buf : buf (d = g when momentum == 0)
+//   p -= lr * d
+#pragma once
+
+#include "optim/optimizer.h"
+
+namespace sparq::optim {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimConfig& config, const ParamStore& store);
+  std::string name() const override { return "sgd"; }
+  void step(double lr) override;
+  std::vector<StateTensor> state() override;
+
+ private:
+  OptimConfig config_;
+  Buffer momentum_;  // empty when momentum == 0
+};
+
+}  // namespace sparq::optim

@@ -1,0 +1,225 @@
+// Optimizers against closed-form single steps and against PyTorch (reference values written
+// by tests/reference/gen_optim.py from the same formula-defined inputs).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "optim/adam.h"
+#include "optim/optimizer.h"
+
+namespace sparq::optim {
+namespace {
+
+constexpr int kSteps = 5;
+
+ParamStore make_store() {
+  ParamStore s;
+  s.add({"weight", {7, 5}, Init::zeros(), true});
+  s.add({"bias", {11}, Init::zeros(), false});
+  s.allocate();
+  return s;
+}
+
+double tensor_offset(const std::string& name) { return name == "weight" ? 1.0 : 2.0; }
+
+void set_initial(ParamStore& s) {
+  for (const auto& e : s.entries()) {
+    float* p = s.param(e.spec.name).data<float>();
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      p[i] = static_cast<float>(std::sin(0.37 * i + tensor_offset(e.spec.name)));
+    }
+  }
+}
+
+void set_grads(ParamStore& s, int step) {
+  for (const auto& e : s.entries()) {
+    float* g = s.grad(e.spec.name).data<float>();
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      g[i] = static_cast<float>(0.5 * std::cos(0.11 * i * (step + 1) + tensor_offset(e.spec.name)));
+    }
+  }
+}
+
+using Reference = std::map<std::string, std::map<std::string, std::vector<float>>>;
+
+Reference load_reference() {
+  std::ifstream in(std::string(SPARQ_SOURCE_DIR) + "/tests/reference/optim/optim_reference.txt");
+  EXPECT_TRUE(in.good()) << "missing tests/reference/optim/optim_reference.txt";
+  Reference ref;
+  std::string line, current;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string head;
+    ls >> head;
+    if (head == "case") {
+      ls >> current;
+      continue;
+    }
+    std::vector<float>& values = ref[current][head];
+    float v;
+    while (ls >> v) values.push_back(v);
+  }
+  return ref;
+}
+
+struct Case {
+  const char* name;
+  OptimConfig config;
+  double lr;
+};
+
+OptimConfig sgd(double momentum, double dampening, bool nesterov, double wd) {
+  OptimConfig c;
+  c.name = "sgd";
+  c.momentum = momentum;
+  c.dampening = dampening;
+  c.nesterov = nesterov;
+  c.weight_decay = wd;
+  return c;
+}
+
+OptimConfig adam(const char* name, double beta2, double wd) {
+  OptimConfig c;
+  c.name = name;
+  c.beta2 = beta2;
+  c.weight_decay = wd;
+  return c;
+}
+
+TEST(Optimizers, MatchPyTorchOverFiveSteps) {
+  const Reference ref = load_reference();
+  const Case cases[] = {
+      {"sgd_plain", sgd(0, 0, false, 0.01), 0.1},
+      {"sgd_momentum", sgd(0.9, 0.1, false, 0.01), 0.1},
+      {"sgd_nesterov", sgd(0.9, 0, true, 0.01), 0.1},
+      {"adam", adam("adam", 0.999, 0.01), 0.01},
+      {"adamw", adam("adamw", 0.95, 0.1), 0.01},
+  };
+  for (const Case& c : cases) {
+    ParamStore s = make_store();
+    set_initial(s);
+    auto opt = make_optimizer(c.config, s);
+    ASSERT_TRUE(opt.is_ok()) << opt.status().message();
+    for (int step = 0; step < kSteps; ++step) {
+      set_grads(s, step);
+      (*opt)->before_communication(step);
+      (*opt)->step(c.lr);
+    }
+    ASSERT_TRUE(ref.count(c.name)) << c.name;
+    for (const auto& e : s.entries()) {
+      const std::vector<float>& want = ref.at(c.name).at(e.spec.name);
+      ASSERT_EQ(static_cast<std::int64_t>(want.size()), e.numel);
+      const float* got = s.param(e.spec.name).data<float>();
+      for (std::int64_t i = 0; i < e.numel; ++i) {
+        EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::fabs(want[i])))
+            << c.name << " " << e.spec.name << "[" << i << "]";
+      }
+    }
+  }
+}
+
+TEST(Optimizers, ClosedFormFirstSteps) {
+  // SGD without momentum: p1 = p0 - lr (g + wd p0) on decayed tensors, p0 - lr g otherwise.
+  ParamStore s = make_store();
+  set_initial(s);
+  const float w0 = s.param("weight").data<float>()[3], b0 = s.param("bias").data<float>()[3];
+  set_grads(s, 0);
+  const float gw = s.grad("weight").data<float>()[3], gb = s.grad("bias").data<float>()[3];
+  auto opt = make_optimizer(sgd(0, 0, false, 0.5), s);
+  (*opt)->step(0.1);
+  EXPECT_FLOAT_EQ(s.param("weight").data<float>()[3], w0 - 0.1f * (gw + 0.5f * w0));
+  EXPECT_FLOAT_EQ(s.param("bias").data<float>()[3], b0 - 0.1f * gb);
+
+  // Adam's first step moves every parameter by lr * g / (|g| + eps') = lr * sign(g).
+  ParamStore a = make_store();
+  set_initial(a);
+  set_grads(a, 0);
+  const float a0 = a.param("weight").data<float>()[2], ga = a.grad("weight").data<float>()[2];
+  auto adam_opt = make_optimizer(adam("adam", 0.999, 0.0), a);
+  (*adam_opt)->step(0.01);
+  EXPECT_NEAR(a.param("weight").data<float>()[2], a0 - 0.01f * (ga > 0 ? 1.0f : -1.0f), 1e-6);
+}
+
+TEST(Optimizers, StateRestoreContinuesIdentically) {
+  ParamStore a = make_store(), b = make_store();
+  set_initial(a);
+  auto oa = make_optimizer(adam("adamw", 0.95, 0.1), a);
+  for (int step = 0; step < 3; ++step) {
+    set_grads(a, step);
+    (*oa)->step(0.01);
+  }
+  // Copy parameters and state into a fresh optimizer, as a checkpoint would.
+  std::copy(a.params(), a.params() + a.flat_numel(), b.params());
+  auto ob = make_optimizer(adam("adamw", 0.95, 0.1), b);
+  auto sa = (*oa)->state(), sb = (*ob)->state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    ASSERT_EQ(sa[i].name, sb[i].name);
+    std::copy(sa[i].data, sa[i].data + sa[i].count, sb[i].data);
+  }
+  (*ob)->set_steps_taken((*oa)->steps_taken());
+  for (int step = 3; step < 5; ++step) {
+    set_grads(a, step);
+    set_grads(b, step);
+    (*oa)->step(0.01);
+    (*ob)->step(0.01);
+  }
+  for (std::int64_t i = 0; i < a.flat_numel(); ++i) ASSERT_EQ(a.params()[i], b.params()[i]);
+}
+
+TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
+  // With freeze_steps = 2: steps 0 and 1 are plain Adam; from step 2 the gradient buffer is
+  // replaced by the local momentum and v stops changing.
+  ParamStore s = make_store();
+  set_initial(s);
+  OptimConfig c = adam("adam", 0.999, 0.0);
+  c.freeze_steps = 2;
+  auto opt = make_optimizer(c, s);
+  auto* adam_opt = dynamic_cast<Adam*>(opt->get());
+  ASSERT_NE(adam_opt, nullptr);
+  for (int step = 0; step < 2; ++step) {
+    set_grads(s, step);
+    adam_opt->before_communication(step);
+    adam_opt->step(0.01);
+  }
+  const auto state = adam_opt->state();
+  const std::vector<float> m_before(state[0].data, state[0].data + state[0].count);
+  const std::vector<float> v_before(state[1].data, state[1].data + state[1].count);
+  set_grads(s, 2);
+  const std::int64_t off = s.entry("weight").offset + 4;
+  const float g = s.grads()[off];
+  EXPECT_FALSE(adam_opt->communicates_momentum(1));
+  EXPECT_TRUE(adam_opt->communicates_momentum(2));
+  adam_opt->before_communication(2);
+  EXPECT_FLOAT_EQ(s.grads()[off], 0.9f * m_before[off] + 0.1f * g);
+  const float p_before = s.params()[off];
+  const float sent = s.grads()[off];
+  adam_opt->step(0.01);
+  EXPECT_EQ(state[1].data[off], v_before[off]);  // variance frozen
+  EXPECT_EQ(state[0].data[off], sent);           // momentum adopted from the buffer
+  const float v_hat = v_before[off] / static_cast<float>(1.0 - std::pow(0.999, 2));
+  EXPECT_NEAR(s.params()[off], p_before - 0.01f * sent / (std::sqrt(v_hat) + 1e-8f), 1e-7);
+}
+
+TEST(Optimizers, BadConfigsNameTheKey) {
+  ParamStore s = make_store();
+  OptimConfig c;
+  c.name = "lamb";
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.name"), std::string::npos);
+  c = OptimConfig{};
+  c.beta2 = 1.0;
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.beta2"), std::string::npos);
+  c = sgd(0.0, 0.0, true, 0.0);
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.nesterov"), std::string::npos);
+  c = sgd(0.9, 0.0, false, -1.0);
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.weight_decay"), std::string::npos);
+  c = sgd(0.9, 0.0, false, 0.0);
+  c.freeze_steps = 10;
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.freeze_steps"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparq::optim

@@ -21,17 +21,32 @@ void ParamStore::add(ParamSpec spec) {
   SPARQ_CHECK(index_.count(spec.name) == 0, "duplicate parameter name '{}'", spec.name);
   ParamEntry e;
   e.numel = spec.shape.numel();
-  e.offset = (flat_numel_ + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
-  flat_numel_ = e.offset + e.numel;
   e.spec = std::move(spec);
   index_.emplace(e.spec.name, entries_.size());
   entries_.push_back(std::move(e));
 }
 
-void ParamStore::allocate(Device device) {
+namespace {
+std::int64_t align_up(std::int64_t n) {
+  return (n + ParamStore::kAlignFloats - 1) / ParamStore::kAlignFloats * ParamStore::kAlignFloats;
+}
+}  // namespace
+
+void ParamStore::allocate(Device device, const PlacementPredicate& place_last) {
   SPARQ_CHECK(!allocated_, "ParamStore::allocate() called twice");
-  // Pad the end too, so a range of the last tensor may be read in aligned vector widths.
-  flat_numel_ = (flat_numel_ + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+  // Two passes: tensors kept in place, then those placed last; forward order within each.
+  std::int64_t cursor = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) place_last_offset_ = cursor;
+    for (ParamEntry& e : entries_) {
+      const bool last = place_last && place_last(e.spec);
+      if (last != (pass == 1)) continue;
+      e.offset = cursor;
+      cursor = align_up(e.offset + e.numel);
+    }
+  }
+  // The end is padded too, so a range of the last tensor may be read in aligned widths.
+  flat_numel_ = cursor;
   const auto bytes = static_cast<std::size_t>(flat_numel_) * sizeof(float);
   device_ = device;
   if (device == Device::kCPU) {

@@ -6,9 +6,15 @@
 //
 // Usage: add() specs in forward order, then allocate(), then initialize(seed); after that
 // the layout is frozen and views by name stay valid for the store's lifetime.
+//
+// allocate() may be given a `place_last` predicate: tensors it selects (for example biases and
+// norms that are sent dense, uncompressed) are laid out after all the others, still in
+// forward order among themselves. Both groups are then contiguous, so compressed and dense
+// communication buckets are each plain ranges of the layout with no copies.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +42,7 @@ struct ParamRange {
 
 struct ParamEntry {
   ParamSpec spec;
-  std::int64_t offset = 0;  // in floats, multiple of kAlignFloats
+  std::int64_t offset = 0;  // in floats, multiple of kAlignFloats (set by allocate())
   std::int64_t numel = 0;
   ParamRange range() const { return {offset, numel}; }
 };
@@ -53,7 +59,8 @@ class ParamStore {
   // Registers a tensor; names must be unique. Only before allocate().
   void add(ParamSpec spec);
   // Freezes the layout and allocates zeroed parameter and gradient buffers.
-  void allocate(Device device = Device::kCPU);
+  using PlacementPredicate = std::function<bool(const ParamSpec&)>;
+  void allocate(Device device = Device::kCPU, const PlacementPredicate& place_last = {});
   // Runs every spec's initialiser, seeded by (seed, hash of the name).
   void initialize(std::uint64_t seed);
 
@@ -70,6 +77,8 @@ class ParamStore {
   // The smallest range covering the named tensors (which need not be adjacent in order).
   ParamRange range_of(const std::vector<std::string>& names) const;
 
+  // Offset where the tensors placed last begin (== flat_numel() when none were).
+  std::int64_t place_last_offset() const { return place_last_offset_; }
   // Total floats including alignment padding: the length of every flat buffer.
   std::int64_t flat_numel() const { return flat_numel_; }
   // Sum of the tensors' element counts (the "parameter count" a user expects).
@@ -86,6 +95,7 @@ class ParamStore {
   std::vector<ParamEntry> entries_;
   std::unordered_map<std::string, std::size_t> index_;
   std::int64_t flat_numel_ = 0;
+  std::int64_t place_last_offset_ = 0;
   Buffer params_;
   Buffer grads_;
   Device device_ = Device::kCPU;

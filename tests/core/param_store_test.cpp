@@ -43,6 +43,22 @@ TEST(ParamStore, LayoutIsContiguousAlignedAndInForwardOrder) {
   EXPECT_EQ(s.param("conv.weight").shape(), Shape({4, 3, 3, 3}));
 }
 
+TEST(ParamStore, PlaceLastGroupsSelectedTensorsAfterTheRest) {
+  ParamStore s = make_store();
+  s.allocate(Device::kCPU, [](const ParamSpec& spec) { return spec.shape.ndim() == 1; });
+  // ln.weight and ln.bias (1-D) go last, in forward order; the others keep forward order.
+  EXPECT_EQ(s.entry("wte").offset, 0);
+  EXPECT_LT(s.entry("fc.weight").offset, s.entry("conv.weight").offset);
+  EXPECT_EQ(s.place_last_offset(), s.entry("ln.weight").offset);
+  EXPECT_GT(s.entry("ln.weight").offset, s.entry("conv.weight").offset);
+  EXPECT_LT(s.entry("ln.weight").offset, s.entry("ln.bias").offset);
+  EXPECT_EQ(s.entries()[1].spec.name, "ln.weight");  // entries() stay in registration order
+  EXPECT_EQ(s.flat_numel() % ParamStore::kAlignFloats, 0);
+  ParamStore plain = make_store();
+  plain.allocate();
+  EXPECT_EQ(plain.place_last_offset(), plain.flat_numel());
+}
+
 TEST(ParamStore, RangesAndLookup) {
   ParamStore s = make_store();
   s.allocate();

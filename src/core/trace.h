@@ -1,0 +1,70 @@
+// Chrome-trace recording: spans of compute (forward, backward per layer, optimizer) and
+// communication (compression and collectives per bucket), written as the Trace Event JSON
+// format that Perfetto (ui.perfetto.dev) and chrome://tracing open. One process row per
+// rank ("pid" = rank) and one thread row per lane, so compute and communication appear on
+// separate rows and their overlap is visible at a glance.
+//
+// Thread-safe: the compute thread and the communication engine's thread record concurrently.
+// Recording is off until enable(); a disabled recorder costs one relaxed atomic load per span.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sparq {
+
+enum class TraceLane : int { kCompute = 0, kCommunication = 1, kCompression = 2 };
+
+struct TraceSpan {
+  std::string name;      // "backward h.3.attn", "allgather bucket 2"
+  std::string category;  // "forward", "backward", "comm", "compress", "optimizer", ...
+  std::int64_t start_us = 0;
+  std::int64_t end_us = 0;
+  TraceLane lane = TraceLane::kCompute;
+  std::int64_t step = -1;
+  std::int64_t bytes = -1;  // shown as an argument when >= 0
+};
+
+class TraceRecorder {
+ public:
+  void enable(bool on) { enabled_.store(on, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+
+  void record(TraceSpan span);
+  std::vector<TraceSpan> spans() const;
+  void clear();
+
+  // Writes {"traceEvents": [...]} for this recorder's spans, with pid = rank. Timestamps are
+  // microseconds relative to the earliest span, so files of different ranks line up when
+  // their clocks are close (one machine, or synchronised hosts).
+  Status write_chrome_json(const std::string& path, int rank) const;
+  // The JSON events only (comma-separated, no brackets), to merge several ranks in one file.
+  std::string chrome_events(int rank, std::int64_t origin_us) const;
+
+ private:
+  std::atomic<bool> enabled_{false};
+  mutable std::mutex mutex_;
+  std::vector<TraceSpan> spans_;
+};
+
+// RAII span on the compute lane: records [construction, destruction) when enabled.
+class ScopedTrace {
+ public:
+  ScopedTrace(TraceRecorder* recorder, std::string_view name, std::string_view category,
+              std::int64_t step = -1, TraceLane lane = TraceLane::kCompute);
+  ~ScopedTrace();
+  ScopedTrace(const ScopedTrace&) = delete;
+  ScopedTrace& operator=(const ScopedTrace&) = delete;
+
+ private:
+  TraceRecorder* recorder_;
+  TraceSpan span_;
+};
+
+}  // namespace sparq

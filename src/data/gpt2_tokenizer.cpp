@@ -1,0 +1,276 @@
+#include "data/gpt2_tokenizer.h"
+
+#include <functional>
+#include <limits>
+
+#include "core/check.h"
+#include "data/file_util.h"
+#include "data/gpt2_pretokenize.h"
+#include "data/unicode.h"
+
+namespace sparq::data {
+namespace {
+
+// Parser for encoder.json: one flat JSON object of string keys and non-negative integers.
+class VocabJsonParser {
+ public:
+  VocabJsonParser(std::string_view text, std::string path) : s_(text), path_(std::move(path)) {}
+
+  Status parse(const std::function<Status(std::string, std::uint64_t)>& on_entry) {
+    skip_ws();
+    if (!eat('{')) return fail("expected '{'");
+    skip_ws();
+    if (eat('}')) return Status::ok();
+    while (true) {
+      std::string key;
+      SPARQ_RETURN_IF_ERROR(parse_string(&key));
+      skip_ws();
+      if (!eat(':')) return fail("expected ':'");
+      skip_ws();
+      std::uint64_t value = 0;
+      if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') return fail("expected an id");
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
+        value = value * 10 + static_cast<std::uint64_t>(s_[pos_++] - '0');
+        if (value > std::numeric_limits<std::uint32_t>::max()) return fail("id out of range");
+      }
+      SPARQ_RETURN_IF_ERROR(on_entry(std::move(key), value));
+      skip_ws();
+      if (eat('}')) return Status::ok();
+      if (!eat(',')) return fail("expected ',' or '}'");
+      skip_ws();
+    }
+  }
+
+ private:
+  Status fail(const char* what) const {
+    return Status::error("{}: malformed encoder.json at byte {}: {}", path_, pos_, what);
+  }
+  bool eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) return ++pos_, true;
+    return false;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+  }
+  Result<std::uint32_t> hex4() {
+    if (pos_ + 4 > s_.size()) return fail("truncated \\u escape");
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = s_[pos_++];
+      const int d = (c >= '0' && c <= '9') ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+      if (d < 0) return fail("bad hex digit in \\u escape");
+      v = v * 16 + static_cast<std::uint32_t>(d);
+    }
+    return v;
+  }
+  Status parse_string(std::string* out) {
+    if (!eat('"')) return fail("expected a string");
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      const char c = s_[pos_++];
+      if (c != '\\') {
+        out->push_back(c);
+        continue;
+      }
+      if (pos_ >= s_.size()) break;
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': case '\\': case '/': out->push_back(e); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u': {
+          SPARQ_ASSIGN_OR_RETURN(std::uint32_t cp, hex4());
+          if (cp >= 0xD800 && cp <= 0xDBFF) {  // surrogate pair
+            if (!eat('\\') || !eat('u')) return fail("unpaired surrogate");
+            SPARQ_ASSIGN_OR_RETURN(std::uint32_t low, hex4());
+            if (low < 0xDC00 || low > 0xDFFF) return fail("unpaired surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(cp, out);
+          break;
+        }
+        default: return fail("unknown escape");
+      }
+    }
+    if (!eat('"')) return fail("unterminated string");
+    return Status::ok();
+  }
+
+  std::string_view s_;
+  std::string path_;
+  std::size_t pos_ = 0;
+};
+
+// Converts a vocab-file token (UTF-8 in the byte-to-unicode alphabet) to raw bytes.
+Result<std::string> unicode_token_to_bytes(std::string_view token,
+                                           const std::unordered_map<std::uint32_t, char>& decoder) {
+  std::string bytes;
+  for (std::size_t pos = 0; pos < token.size();) {
+    int len;
+    const std::uint32_t cp = decode_utf8(token, pos, &len);
+    const auto it = decoder.find(cp);
+    if (it == decoder.end()) {
+      return Status::error("token '{}' has a character outside GPT-2's byte alphabet", token);
+    }
+    bytes.push_back(it->second);
+    pos += static_cast<std::size_t>(len);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::array<std::uint32_t, 256> gpt2_byte_to_unicode() {
+  std::array<std::uint32_t, 256> table{};
+  std::uint32_t next = 256;
+  for (std::uint32_t b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    table[b] = printable ? b : next++;
+  }
+  return table;
+}
+
+Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& encoder_json_path,
+                                                           const std::string& vocab_bpe_path) {
+  std::unique_ptr<Gpt2Tokenizer> tok(new Gpt2Tokenizer());
+  std::unordered_map<std::uint32_t, char> decoder;
+  const auto byte_table = gpt2_byte_to_unicode();
+  for (int b = 0; b < 256; ++b) decoder[byte_table[b]] = static_cast<char>(b);
+
+  SPARQ_ASSIGN_OR_RETURN(const std::string json, read_file(encoder_json_path));
+  std::vector<bool> seen;
+  VocabJsonParser parser(json, encoder_json_path);
+  SPARQ_RETURN_IF_ERROR(parser.parse([&](std::string key, std::uint64_t id) -> Status {
+    SPARQ_ASSIGN_OR_RETURN(std::string bytes, unicode_token_to_bytes(key, decoder));
+    if (id >= (1u << 24)) return Status::error("{}: id {} of '{}' is implausibly large", encoder_json_path, id, key);
+    if (id >= tok->id_to_bytes_.size()) {
+      tok->id_to_bytes_.resize(id + 1);
+      seen.resize(id + 1, false);
+    }
+    if (seen[id]) return Status::error("{}: id {} is used twice", encoder_json_path, id);
+    seen[id] = true;
+    if (!tok->bytes_to_id_.emplace(bytes, static_cast<std::uint32_t>(id)).second) {
+      return Status::error("{}: token '{}' appears twice", encoder_json_path, key);
+    }
+    tok->id_to_bytes_[id] = std::move(bytes);
+    return Status::ok();
+  }));
+  for (std::size_t id = 0; id < seen.size(); ++id) {
+    if (!seen[id]) return Status::error("{}: ids are not contiguous (id {} is missing)", encoder_json_path, id);
+  }
+  for (int b = 0; b < 256; ++b) {
+    const long id = tok->token_id(std::string(1, static_cast<char>(b)));
+    if (id < 0) return Status::error("{}: no token for byte {}", encoder_json_path, b);
+    tok->byte_ids_[b] = static_cast<std::uint32_t>(id);
+  }
+  const long eot = tok->token_id(kEndOfText);
+  if (eot < 0) return Status::error("{}: no {} token", encoder_json_path, kEndOfText);
+  tok->eot_id_ = static_cast<std::uint32_t>(eot);
+
+  SPARQ_ASSIGN_OR_RETURN(const std::string bpe, read_file(vocab_bpe_path));
+  std::size_t line_start = 0, line_no = 0;
+  std::uint32_t rank = 0;
+  while (line_start < bpe.size()) {
+    std::size_t line_end = bpe.find('\n', line_start);
+    if (line_end == std::string::npos) line_end = bpe.size();
+    const std::string_view line(bpe.data() + line_start, line_end - line_start);
+    line_start = line_end + 1;
+    ++line_no;
+    if (line_no == 1 && line.starts_with("#version")) continue;
+    if (line.empty()) continue;
+    const std::size_t space = line.find(' ');
+    if (space == std::string_view::npos || space == 0 || space + 1 == line.size()) {
+      return Status::error("{}:{}: expected two tokens separated by a space", vocab_bpe_path, line_no);
+    }
+    SPARQ_ASSIGN_OR_RETURN(const std::string left, unicode_token_to_bytes(line.substr(0, space), decoder));
+    SPARQ_ASSIGN_OR_RETURN(const std::string right, unicode_token_to_bytes(line.substr(space + 1), decoder));
+    const long a = tok->token_id(left), b = tok->token_id(right), m = tok->token_id(left + right);
+    if (a < 0 || b < 0 || m < 0) {
+      return Status::error("{}:{}: merge '{}' uses a token missing from {}", vocab_bpe_path, line_no, line, encoder_json_path);
+    }
+    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    // encoder.py builds its rank dict from the list, so a repeated pair keeps its last rank.
+    tok->merges_.insert_or_assign(key, MergeInfo{rank++, static_cast<std::uint32_t>(m)});
+  }
+  if (tok->merges_.empty()) return Status::error("{}: no merges found", vocab_bpe_path);
+  return tok;
+}
+
+long Gpt2Tokenizer::token_id(std::string_view bytes) const {
+  const auto it = bytes_to_id_.find(std::string(bytes));
+  return it == bytes_to_id_.end() ? -1 : static_cast<long>(it->second);
+}
+
+void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out) const {
+  CacheStripe& stripe = cache_[std::hash<std::string_view>{}(piece) % kCacheStripes];
+  {
+    std::lock_guard<std::mutex> lock(stripe.mutex);
+    const auto it = stripe.map.find(std::string(piece));
+    if (it != stripe.map.end()) {
+      out->insert(out->end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<std::uint32_t> word;
+  word.reserve(piece.size());
+  for (const char c : piece) word.push_back(byte_ids_[static_cast<std::uint8_t>(c)]);
+  std::vector<std::uint32_t> next;
+  while (word.size() > 1) {
+    // The lowest-ranked adjacent pair; merge every occurrence of it, left to right.
+    std::uint32_t best_rank = std::numeric_limits<std::uint32_t>::max(), merged = 0;
+    std::uint32_t first = 0, second = 0;
+    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
+      const auto it = merges_.find((static_cast<std::uint64_t>(word[i]) << 32) | word[i + 1]);
+      if (it != merges_.end() && it->second.rank < best_rank) {
+        best_rank = it->second.rank, merged = it->second.merged;
+        first = word[i], second = word[i + 1];
+      }
+    }
+    if (best_rank == std::numeric_limits<std::uint32_t>::max()) break;
+    next.clear();
+    for (std::size_t i = 0; i < word.size();) {
+      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
+        next.push_back(merged);
+        i += 2;
+      } else {
+        next.push_back(word[i++]);
+      }
+    }
+    word.swap(next);
+  }
+  out->insert(out->end(), word.begin(), word.end());
+  std::lock_guard<std::mutex> lock(stripe.mutex);
+  if (stripe.map.size() >= kMaxEntriesPerStripe) stripe.map.clear();  // bound the memory
+  stripe.map.emplace(std::string(piece), std::move(word));
+}
+
+void Gpt2Tokenizer::encode(std::string_view text, std::vector<std::uint32_t>* out) const {
+  std::vector<PieceSpan> pieces;
+  gpt2_pretokenize(text, &pieces);
+  for (const PieceSpan& p : pieces) bpe(text.substr(p.begin, p.end - p.begin), out);
+}
+
+void Gpt2Tokenizer::encode_with_special(std::string_view text, std::vector<std::uint32_t>* out) const {
+  const std::string_view eot(kEndOfText);
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t hit = text.find(eot, start);
+    encode(text.substr(start, hit == std::string_view::npos ? std::string_view::npos : hit - start), out);
+    if (hit == std::string_view::npos) break;
+    out->push_back(eot_id_);
+    start = hit + eot.size();
+  }
+}
+
+std::string Gpt2Tokenizer::decode(std::span<const std::uint32_t> ids) const {
+  std::string text;
+  for (const std::uint32_t id : ids) {
+    SPARQ_CHECK(id < id_to_bytes_.size(), "token id {} out of range (vocab {})", id, id_to_bytes_.size());
+    text += id_to_bytes_[id];
+  }
+  return text;
+}
+
+}  // namespace sparq::data

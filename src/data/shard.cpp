@@ -1,0 +1,271 @@
+#include "data/shard.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/check.h"
+
+namespace sparq::data {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "shards are little-endian");
+
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
+constexpr std::size_t kHeaderChecksumOffset = 120;
+
+// Folds whole 8-byte words into h; returns how many bytes were consumed.
+std::size_t fold_words(std::uint64_t* h, const std::uint8_t* p, std::size_t n) {
+  const std::size_t words = n / 8;
+  std::uint64_t state = *h;
+  for (std::size_t i = 0; i < words; ++i) {
+    std::uint64_t w;
+    std::memcpy(&w, p + 8 * i, 8);
+    state = (state ^ w) * kFnvPrime;
+  }
+  *h = state;
+  return words * 8;
+}
+
+void fold_tail(std::uint64_t* h, const std::uint8_t* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) *h = (*h ^ p[i]) * kFnvPrime;
+}
+
+template <typename T>
+void put(std::uint8_t* header, std::size_t offset, T value) {
+  std::memcpy(header + offset, &value, sizeof(T));
+}
+template <typename T>
+T get(const std::uint8_t* header, std::size_t offset) {
+  T value;
+  std::memcpy(&value, header + offset, sizeof(T));
+  return value;
+}
+
+void encode_header(const ShardHeader& h, std::uint8_t* out) {
+  std::memset(out, 0, kShardHeaderBytes);
+  std::memcpy(out, kShardMagic, 8);
+  put(out, 8, h.version);
+  put(out, 12, h.token_width);
+  put(out, 16, h.token_count);
+  put(out, 24, h.vocab_size);
+  put(out, 28, h.document_count);
+  put(out, 32, h.payload_checksum);
+  std::memcpy(out + 40, h.tokenizer.data(), std::min(h.tokenizer.size(), kShardNameBytes - 1));
+  put(out, kHeaderChecksumOffset, shard_checksum(out, kHeaderChecksumOffset));
+}
+
+}  // namespace
+
+std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
+  std::uint64_t h = kFnvOffset;
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  const std::size_t done = fold_words(&h, p, bytes);
+  fold_tail(&h, p + done, bytes - done);
+  return h;
+}
+
+// ---- writer ---------------------------------------------------------------------------
+
+Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tokenizer,
+                                        std::uint32_t vocab_size) {
+  if (tokenizer.size() >= kShardNameBytes) {
+    return Status::error("tokenizer name '{}' is longer than {} bytes", tokenizer, kShardNameBytes - 1);
+  }
+  if (vocab_size == 0) return Status::error("shard '{}': vocab size must be positive", path);
+  ShardWriter w;
+  w.path_ = path;
+  w.header_.tokenizer = std::move(tokenizer);
+  w.header_.vocab_size = vocab_size;
+  w.header_.token_width = vocab_size <= 65536 ? 2 : 4;
+  w.checksum_state_ = kFnvOffset;
+  w.file_ = std::fopen((path + ".tmp").c_str(), "wb");
+  if (!w.file_) return Status::error("cannot create '{}.tmp': {}", path, std::strerror(errno));
+  const std::uint8_t zeros[kShardHeaderBytes] = {};
+  if (std::fwrite(zeros, 1, kShardHeaderBytes, w.file_) != kShardHeaderBytes) {
+    return Status::error("write to '{}.tmp' failed: {}", path, std::strerror(errno));
+  }
+  return w;
+}
+
+ShardWriter::ShardWriter(ShardWriter&& o) noexcept
+    : path_(std::move(o.path_)), file_(o.file_), header_(std::move(o.header_)),
+      checksum_state_(o.checksum_state_), pending_(std::move(o.pending_)) {
+  o.file_ = nullptr;
+}
+
+ShardWriter::~ShardWriter() {
+  if (file_) {
+    std::fclose(file_);
+    std::remove((path_ + ".tmp").c_str());
+  }
+}
+
+Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
+  SPARQ_CHECK(file_ != nullptr, "append() after finish() on shard {}", path_);
+  const std::size_t width = header_.token_width;
+  scratch_.assign(pending_.begin(), pending_.end());
+  const std::size_t base = scratch_.size();
+  scratch_.resize(base + tokens.size() * width);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    SPARQ_CHECK(tokens[i] < header_.vocab_size, "token {} >= vocab size {} in shard {}", tokens[i],
+                header_.vocab_size, path_);
+    if (width == 2) {
+      put(scratch_.data(), base + 2 * i, static_cast<std::uint16_t>(tokens[i]));
+    } else {
+      put(scratch_.data(), base + 4 * i, tokens[i]);
+    }
+  }
+  const std::size_t bytes = tokens.size() * width;
+  if (std::fwrite(scratch_.data() + base, 1, bytes, file_) != bytes) {
+    return Status::error("write to '{}.tmp' failed: {}", path_, std::strerror(errno));
+  }
+  const std::size_t done = fold_words(&checksum_state_, scratch_.data(), scratch_.size());
+  pending_.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(done), scratch_.end());
+  header_.token_count += tokens.size();
+  return Status::ok();
+}
+
+Status ShardWriter::finish() {
+  SPARQ_CHECK(file_ != nullptr, "finish() called twice on shard {}", path_);
+  fold_tail(&checksum_state_, pending_.data(), pending_.size());
+  header_.payload_checksum = checksum_state_;
+  std::uint8_t bytes[kShardHeaderBytes];
+  encode_header(header_, bytes);
+  const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
+                  std::fwrite(bytes, 1, kShardHeaderBytes, file_) == kShardHeaderBytes &&
+                  std::fflush(file_) == 0;
+  const int err = errno;
+  std::fclose(file_);
+  file_ = nullptr;
+  const std::string tmp = path_ + ".tmp";
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return Status::error("writing the header of '{}' failed: {}", tmp, std::strerror(err));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path_, ec);
+  if (ec) return Status::error("cannot rename '{}' to '{}': {}", tmp, path_, ec.message());
+  return Status::ok();
+}
+
+Status write_shard(const std::string& path, const std::string& tokenizer, std::uint32_t vocab_size,
+                   std::span<const std::uint32_t> tokens, std::uint32_t document_count) {
+  SPARQ_ASSIGN_OR_RETURN(ShardWriter writer, ShardWriter::create(path, tokenizer, vocab_size));
+  SPARQ_RETURN_IF_ERROR(writer.append(tokens));
+  writer.add_documents(document_count);
+  return writer.finish();
+}
+
+// ---- reader ---------------------------------------------------------------------------
+
+Result<ShardReader> ShardReader::open(const std::string& path, bool verify_payload) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return Status::error("cannot open shard '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::error("cannot stat shard '{}': {}", path, std::strerror(err));
+  }
+  const auto file_bytes = static_cast<std::size_t>(st.st_size);
+  if (file_bytes < kShardHeaderBytes) {
+    ::close(fd);
+    return Status::error("shard '{}' is truncated: {} bytes, smaller than the {}-byte header", path,
+                         file_bytes, kShardHeaderBytes);
+  }
+  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, fd, 0);
+  const int map_err = errno;
+  ::close(fd);  // the mapping keeps the file alive
+  if (map == MAP_FAILED) return Status::error("cannot mmap shard '{}': {}", path, std::strerror(map_err));
+  ShardReader r;
+  r.path_ = path;
+  r.map_ = map;
+  r.map_bytes_ = file_bytes;
+  const auto* h = static_cast<const std::uint8_t*>(map);
+  if (std::memcmp(h, kShardMagic, 8) != 0) {
+    return Status::error("'{}' is not a sparq token shard (bad magic bytes)", path);
+  }
+  ShardHeader& hd = r.header_;
+  hd.version = get<std::uint32_t>(h, 8);
+  if (hd.version != kShardVersion) {
+    return Status::error("shard '{}' has format version {}; this build reads version {}", path, hd.version, kShardVersion);
+  }
+  if (get<std::uint64_t>(h, kHeaderChecksumOffset) != shard_checksum(h, kHeaderChecksumOffset)) {
+    return Status::error("shard '{}' is corrupt: header checksum mismatch", path);
+  }
+  hd.token_width = get<std::uint32_t>(h, 12);
+  hd.token_count = get<std::uint64_t>(h, 16);
+  hd.vocab_size = get<std::uint32_t>(h, 24);
+  hd.document_count = get<std::uint32_t>(h, 28);
+  hd.payload_checksum = get<std::uint64_t>(h, 32);
+  const char* name = reinterpret_cast<const char*>(h + 40);
+  hd.tokenizer.assign(name, strnlen(name, kShardNameBytes));
+  if (hd.token_width != 2 && hd.token_width != 4) {
+    return Status::error("shard '{}' has token width {} (expected 2 or 4)", path, hd.token_width);
+  }
+  const std::uint64_t expected = kShardHeaderBytes + hd.token_count * hd.token_width;
+  if (file_bytes != expected) {
+    return Status::error("shard '{}' is {}: {} bytes on disk, header promises {} tokens = {} bytes",
+                         path, file_bytes < expected ? "truncated" : "too long", file_bytes,
+                         hd.token_count, expected);
+  }
+  r.payload_ = h + kShardHeaderBytes;
+  if (verify_payload) {
+    const std::uint64_t actual = shard_checksum(r.payload_, file_bytes - kShardHeaderBytes);
+    if (actual != hd.payload_checksum) {
+      return Status::error("shard '{}' is corrupt: payload checksum {:016x} != {:016x} in the header",
+                           path, actual, hd.payload_checksum);
+    }
+  }
+  return r;
+}
+
+ShardReader::ShardReader(ShardReader&& o) noexcept
+    : path_(std::move(o.path_)), header_(std::move(o.header_)), map_(o.map_),
+      map_bytes_(o.map_bytes_), payload_(o.payload_) {
+  o.map_ = nullptr;
+  o.payload_ = nullptr;
+}
+
+ShardReader& ShardReader::operator=(ShardReader&& o) noexcept {
+  if (this != &o) {
+    release();
+    path_ = std::move(o.path_);
+    header_ = std::move(o.header_);
+    map_ = o.map_, map_bytes_ = o.map_bytes_, payload_ = o.payload_;
+    o.map_ = nullptr, o.payload_ = nullptr;
+  }
+  return *this;
+}
+
+ShardReader::~ShardReader() { release(); }
+
+void ShardReader::release() {
+  if (map_) ::munmap(map_, map_bytes_);
+  map_ = nullptr;
+}
+
+std::uint32_t ShardReader::token(std::uint64_t i) const {
+  SPARQ_CHECK(i < header_.token_count, "token {} out of range in shard {} ({} tokens)", i, path_, header_.token_count);
+  return header_.token_width == 2 ? get<std::uint16_t>(payload_, 2 * i) : get<std::uint32_t>(payload_, 4 * i);
+}
+
+void ShardReader::read(std::uint64_t begin, std::uint64_t count, std::uint32_t* out) const {
+  SPARQ_CHECK(begin + count <= header_.token_count, "range [{}, {}) out of shard {} ({} tokens)", begin,
+              begin + count, path_, header_.token_count);
+  if (header_.token_width == 4) {
+    std::memcpy(out, payload_ + 4 * begin, 4 * count);
+    return;
+  }
+  for (std::uint64_t i = 0; i < count; ++i) out[i] = get<std::uint16_t>(payload_, 2 * (begin + i));
+}
+
+}  // namespace sparq::data

@@ -1,0 +1,206 @@
+// GPT-2 BPE against the real OpenAI vocab (skipped without ../shared/data). Expected ids are
+// derived from the vocab files and the published algorithm, never typed in: a deliberately
+// naive re-statement of encoder.py's bpe() (strings, a rank map, repeated min search) serves
+// as the reference for the fast id-based implementation.
+#include "data/gpt2_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/shared_data.h"
+#include "core/rng.h"
+#include "data/file_util.h"
+#include "data/gpt2_pretokenize.h"
+#include "data/unicode.h"
+
+namespace sparq::data {
+namespace {
+
+class ReferenceBpe {
+ public:
+  explicit ReferenceBpe(const std::string& vocab_bpe) {
+    std::ifstream in(vocab_bpe);
+    std::string line;
+    std::getline(in, line);  // "#version: 0.2"
+    int rank = 0;
+    while (std::getline(in, line)) {
+      const auto space = line.find(' ');
+      if (space == std::string::npos) continue;
+      ranks_[{line.substr(0, space), line.substr(space + 1)}] = rank++;
+    }
+    table_ = gpt2_byte_to_unicode();
+  }
+
+  // encoder.py's bpe() on one piece; returns the byte-to-unicode spelled symbols.
+  std::vector<std::string> bpe(std::string_view piece) const {
+    std::vector<std::string> word;
+    for (const char c : piece) {
+      std::string s;
+      append_utf8(table_[static_cast<std::uint8_t>(c)], &s);
+      word.push_back(s);
+    }
+    while (word.size() > 1) {
+      int best = -1;
+      std::pair<std::string, std::string> bigram;
+      for (std::size_t i = 0; i + 1 < word.size(); ++i) {
+        const auto it = ranks_.find({word[i], word[i + 1]});
+        if (it != ranks_.end() && (best < 0 || it->second < best)) best = it->second, bigram = it->first;
+      }
+      if (best < 0) break;
+      std::vector<std::string> merged;
+      for (std::size_t i = 0; i < word.size();) {
+        if (i + 1 < word.size() && word[i] == bigram.first && word[i + 1] == bigram.second) {
+          merged.push_back(word[i] + word[i + 1]);
+          i += 2;
+        } else {
+          merged.push_back(word[i++]);
+        }
+      }
+      word = std::move(merged);
+    }
+    return word;
+  }
+
+  // Maps a spelled symbol back to bytes to look it up in the tokenizer's vocabulary.
+  std::string to_bytes(const std::string& symbol) const {
+    std::string bytes;
+    for (std::size_t pos = 0; pos < symbol.size();) {
+      int len;
+      const std::uint32_t cp = decode_utf8(symbol, pos, &len);
+      for (int b = 0; b < 256; ++b) {
+        if (table_[b] == cp) bytes.push_back(static_cast<char>(b));
+      }
+      pos += static_cast<std::size_t>(len);
+    }
+    return bytes;
+  }
+
+ private:
+  std::map<std::pair<std::string, std::string>, int> ranks_;
+  std::array<std::uint32_t, 256> table_{};
+};
+
+class Gpt2TokenizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    encoder_ = sparq::testing::shared_data_file("gpt2-bpe/encoder.json");
+    vocab_ = sparq::testing::shared_data_file("gpt2-bpe/vocab.bpe");
+    if (encoder_.empty() || vocab_.empty()) GTEST_SKIP() << "../shared/data/gpt2-bpe not found: skipped";
+    auto tok = Gpt2Tokenizer::load(encoder_, vocab_);
+    ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+    tok_ = std::move(tok).value();
+  }
+
+  std::vector<std::uint32_t> reference(std::string_view text, const ReferenceBpe& ref) const {
+    std::vector<PieceSpan> pieces;
+    gpt2_pretokenize(text, &pieces);
+    std::vector<std::uint32_t> ids;
+    for (const auto& p : pieces) {
+      for (const auto& sym : ref.bpe(text.substr(p.begin, p.end - p.begin))) {
+        const long id = tok_->token_id(ref.to_bytes(sym));
+        EXPECT_GE(id, 0) << "merge result missing from the vocab";
+        ids.push_back(static_cast<std::uint32_t>(id));
+      }
+    }
+    return ids;
+  }
+
+  std::vector<std::uint32_t> encode(std::string_view text) const {
+    std::vector<std::uint32_t> ids;
+    tok_->encode(text, &ids);
+    return ids;
+  }
+
+  std::string encoder_, vocab_;
+  std::unique_ptr<Gpt2Tokenizer> tok_;
+};
+
+TEST_F(Gpt2TokenizerTest, VocabularyShape) {
+  EXPECT_EQ(tok_->vocab_size(), 256 + tok_->merge_count() + 1);  // bytes, merges, <|endoftext|>
+  EXPECT_EQ(tok_->eot_id(), tok_->vocab_size() - 1);
+  EXPECT_EQ(tok_->document_separator(), tok_->eot_id());
+  EXPECT_EQ(tok_->name(), "gpt2");
+}
+
+TEST_F(Gpt2TokenizerTest, CommonWordsAreSingleTokens) {
+  for (const char* word : {"Hello", " world", " the", " The", "\n", " ,", "ing", " 2019"}) {
+    const long id = tok_->token_id(word);
+    ASSERT_GE(id, 0) << word;
+    EXPECT_EQ(encode(word), (std::vector<std::uint32_t>{static_cast<std::uint32_t>(id)})) << word;
+  }
+  EXPECT_EQ(encode("Hello world"), (std::vector<std::uint32_t>{static_cast<std::uint32_t>(tok_->token_id("Hello")),
+                                                               static_cast<std::uint32_t>(tok_->token_id(" world"))}));
+}
+
+TEST_F(Gpt2TokenizerTest, MatchesTheReferenceAlgorithmOnHardCases) {
+  const ReferenceBpe ref(vocab_);
+  const char* cases[] = {
+      "Hello, world! It's 2024 and we're testing GPT-2's tokenizer.",
+      "  leading spaces and trailing   ",
+      "naïve façade, coöperate; Ångström; Straße; İstanbul",
+      "cafe\xCC\x81 (combining acute) vs caf\xC3\xA9",
+      "emoji: \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7 \xE2\x9D\xA4\xEF\xB8\x8F",
+      "\xE4\xB8\xAD\xE6\x96\x87\xE5\xAD\x97 \xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xD8\xA7\xD9\x84\xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A\xD8\xA9 \xD0\xA0\xD1\x83\xD1\x81\xD1\x81\xD0\xBA\xD0\xB8\xD0\xB9",
+      "invalid \xFF\xFE bytes \xC3 and \xED\xA0\x80 surrogates",
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa  \t\n\n\r\n  x",
+      "<|endoftext|> is plain text here",
+      "supercalifragilisticexpialidocious antidisestablishmentarianism",
+  };
+  for (const char* text : cases) {
+    EXPECT_EQ(encode(text), reference(text, ref)) << text;
+    const auto ids = encode(text);
+    EXPECT_EQ(tok_->decode(ids), text);
+  }
+}
+
+TEST_F(Gpt2TokenizerTest, SpecialTokenOnlyWhenAsked) {
+  std::vector<std::uint32_t> ids;
+  tok_->encode_with_special("a<|endoftext|>b", &ids);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1], tok_->eot_id());
+  EXPECT_EQ(tok_->decode(ids), "a<|endoftext|>b");
+  const auto plain = encode("<|endoftext|>");
+  EXPECT_GT(plain.size(), 1u);
+}
+
+TEST_F(Gpt2TokenizerTest, RandomBytesRoundTripAndMatchReference) {
+  const ReferenceBpe ref(vocab_);
+  Rng rng(11, 2);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::string s(1 + rng.below(40), '\0');
+    for (char& c : s) c = static_cast<char>(rng.below(4) == 0 ? rng.next_u32() & 0xFF : 'a' + rng.below(26));
+    const auto ids = encode(s);
+    EXPECT_EQ(tok_->decode(ids), s);
+    EXPECT_EQ(ids, reference(s, ref));
+  }
+}
+
+TEST_F(Gpt2TokenizerTest, WikiTextRoundTripsByteForByte) {
+  SPARQ_REQUIRE_SHARED_DATA(path, "wikitext-2/wiki.valid.raw");
+  auto text = read_file(path);
+  ASSERT_TRUE(text.is_ok());
+  const auto ids = encode(*text);
+  EXPECT_GT(ids.size(), text->size() / 8);  // English BPE averages about 4 bytes per token
+  EXPECT_EQ(tok_->decode(ids), *text);
+  // The first few thousand bytes also agree with the reference algorithm.
+  const ReferenceBpe ref(vocab_);
+  const std::string head = text->substr(0, 4000);
+  EXPECT_EQ(encode(head), reference(head, ref));
+}
+
+TEST(Gpt2TokenizerLoad, MissingAndMalformedFilesAreClearErrors) {
+  auto missing = Gpt2Tokenizer::load("/nonexistent/encoder.json", "/nonexistent/vocab.bpe");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/encoder.json"), std::string::npos);
+  const std::string dir = ::testing::TempDir();
+  ASSERT_TRUE(write_file_atomic(dir + "/bad_encoder.json", "{\"a\": 0, \"b\" 1}").is_ok());
+  auto bad = Gpt2Tokenizer::load(dir + "/bad_encoder.json", dir + "/none.bpe");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("malformed encoder.json"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace sparq::data

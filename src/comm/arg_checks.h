@@ -1,0 +1,23 @@
+// Argument checks shared by every Communicator backend, so that a bad call fails the same
+// way (SPARQ_CHECK, naming the operation and the bad value) whichever backend runs it.
+// Broken arguments are programming errors, not expected failures: they end the job.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "comm/communicator.h"
+#include "core/dtype.h"
+
+namespace sparq::comm {
+
+// counts (and displs, unless empty) must have one entry per rank.
+void check_per_rank(const char* op, const char* what, std::span<const std::size_t> values,
+                    int size);
+// ReduceOp::kAvg needs a floating-point dtype (an integer mean would silently truncate).
+void check_reduce(const char* op, DType dtype, ReduceOp reduce);
+void check_rank_arg(const char* op, const char* what, int value, int size);
+// Non-null unless the byte count is zero.
+void check_buffer(const char* op, const char* what, const void* buffer, std::size_t bytes);
+
+}  // namespace sparq::comm

@@ -1,0 +1,93 @@
+#include "comm/byte_model.h"
+
+#include <numeric>
+
+#include "core/check.h"
+
+namespace sparq::comm {
+namespace {
+
+// Block b of `count` elements split as evenly as possible over `size` blocks (the first
+// count % size blocks get one more), which is how ring allreduce partitions the buffer.
+std::uint64_t ring_block(std::size_t count, int block, int size) {
+  const std::size_t base = count / static_cast<std::size_t>(size);
+  const std::size_t extra = count % static_cast<std::size_t>(size);
+  return base + (static_cast<std::size_t>(block) < extra ? 1 : 0);
+}
+
+int wrap(int r, int size) { return ((r % size) + size) % size; }
+
+void check_rank(int rank, int size, const char* what) {
+  SPARQ_CHECK(size > 0 && rank >= 0 && rank < size, "{}: rank {} outside a world of {}", what, rank,
+              size);
+}
+
+}  // namespace
+
+WireBytes ring_allreduce_bytes(std::size_t count, std::size_t elem_bytes, int rank, int size) {
+  check_rank(rank, size, "ring_allreduce_bytes");
+  if (size == 1) return {};
+  const std::uint64_t total = count;
+  // Reduce-scatter leaves block r on rank r: it sends every block but r and receives every
+  // block but r-1. The allgather that follows sends every block but r+1 and receives all but r.
+  const std::uint64_t sent =
+      2 * total - ring_block(count, rank, size) - ring_block(count, wrap(rank + 1, size), size);
+  const std::uint64_t received =
+      2 * total - ring_block(count, wrap(rank - 1, size), size) - ring_block(count, rank, size);
+  return {sent * elem_bytes, received * elem_bytes};
+}
+
+WireBytes ring_allgatherv_bytes(std::span<const std::size_t> counts, std::size_t elem_bytes,
+                                int rank) {
+  const int size = static_cast<int>(counts.size());
+  check_rank(rank, size, "ring_allgatherv_bytes");
+  if (size == 1) return {};
+  const std::uint64_t total = total_count(counts);
+  // The block of the right neighbour travels the whole ring and ends here: never forwarded.
+  return {(total - counts[wrap(rank + 1, size)]) * elem_bytes, (total - counts[rank]) * elem_bytes};
+}
+
+WireBytes ring_reduce_scatter_bytes(std::span<const std::size_t> counts, std::size_t elem_bytes,
+                                    int rank) {
+  const int size = static_cast<int>(counts.size());
+  check_rank(rank, size, "ring_reduce_scatter_bytes");
+  if (size == 1) return {};
+  const std::uint64_t total = total_count(counts);
+  return {(total - counts[rank]) * elem_bytes, (total - counts[wrap(rank - 1, size)]) * elem_bytes};
+}
+
+WireBytes alltoallv_bytes(std::span<const std::size_t> send_counts,
+                          std::span<const std::size_t> recv_counts, std::size_t elem_bytes,
+                          int rank) {
+  const int size = static_cast<int>(send_counts.size());
+  check_rank(rank, size, "alltoallv_bytes");
+  SPARQ_CHECK(recv_counts.size() == send_counts.size(),
+              "alltoallv_bytes: {} send counts but {} receive counts", send_counts.size(),
+              recv_counts.size());
+  return {(total_count(send_counts) - send_counts[rank]) * elem_bytes,
+          (total_count(recv_counts) - recv_counts[rank]) * elem_bytes};
+}
+
+WireBytes chain_broadcast_bytes(std::size_t count, std::size_t elem_bytes, int rank, int root,
+                                int size) {
+  check_rank(rank, size, "chain_broadcast_bytes");
+  check_rank(root, size, "chain_broadcast_bytes root");
+  if (size == 1) return {};
+  const std::uint64_t n = static_cast<std::uint64_t>(count) * elem_bytes;
+  const bool last_in_chain = rank == wrap(root - 1, size);
+  return {last_in_chain ? 0 : n, rank == root ? 0 : n};
+}
+
+std::vector<std::size_t> packed_displs(std::span<const std::size_t> counts) {
+  std::vector<std::size_t> displs(counts.size(), 0);
+  if (!counts.empty()) {
+    std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), std::size_t{0});
+  }
+  return displs;
+}
+
+std::size_t total_count(std::span<const std::size_t> counts) {
+  return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+}
+
+}  // namespace sparq::comm

@@ -1,0 +1,407 @@
+#include "comm/mpi_communicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "comm/arg_checks.h"
+#include "comm/byte_model.h"
+#include "comm/mpi_check.h"
+#include "comm/mpi_types.h"
+#include "core/check.h"
+#include "core/log.h"
+
+namespace sparq::comm {
+namespace {
+
+// Largest element count handed to one MPI call; bigger transfers are split (MPI counts are int).
+constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+
+// The MPI thread level is a property of the process, so the lock that serialises calls below
+// MPI_THREAD_MULTIPLE must be process-wide as well, shared by every MpiCommunicator.
+std::mutex& serial_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Calls fn(first_element, n) over [0, count) in pieces MPI's int counts can hold. A zero count
+// still makes one call with n == 0: point-to-point peers expect exactly one message.
+template <typename Fn>
+void for_each_chunk(std::size_t count, Fn&& fn) {
+  std::size_t done = 0;
+  do {
+    const int n = static_cast<int>(std::min(kMaxChunk, count - done));
+    fn(done, n);
+    done += static_cast<std::size_t>(n);
+  } while (done < count);
+}
+
+bool mpi_alive() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "an unknown MPI thread level";
+  }
+}
+
+int to_int(std::size_t value, const char* op, const char* what) {
+  SPARQ_CHECK(value <= static_cast<std::size_t>(INT_MAX),
+              "{}: {} = {} exceeds INT_MAX, the largest count one MPI call accepts", op, what,
+              value);
+  return static_cast<int>(value);
+}
+
+std::vector<int> to_ints(std::span<const std::size_t> values, const char* op, const char* what) {
+  std::vector<int> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_int(values[i], op, what);
+  return out;
+}
+
+bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+// Extent in elements of a layout of blocks (counts[i] at displs[i]).
+std::size_t extent(std::span<const std::size_t> counts, std::span<const std::size_t> displs) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
+  }
+  return end;
+}
+
+// Finalises MPI on destruction when this process's sparq initialised it. Declared as the
+// communicator's first member so that it runs after every other MPI handle is freed.
+class MpiFinalizer {
+ public:
+  explicit MpiFinalizer(bool owns) : owns_(owns) {}
+  ~MpiFinalizer() {
+    if (owns_ && mpi_alive()) MPI_Finalize();
+  }
+  MpiFinalizer(const MpiFinalizer&) = delete;
+  MpiFinalizer& operator=(const MpiFinalizer&) = delete;
+
+ private:
+  bool owns_;
+};
+
+// Owns a duplicate of a parent communicator, with errors returned to MPI_CHECK.
+class OwnedComm {
+ public:
+  explicit OwnedComm(MPI_Comm parent) {
+    MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+    MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  }
+  ~OwnedComm() {
+    if (comm_ != MPI_COMM_NULL && mpi_alive()) MPI_Comm_free(&comm_);
+  }
+  OwnedComm(const OwnedComm&) = delete;
+  OwnedComm& operator=(const OwnedComm&) = delete;
+  MPI_Comm get() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(bool owns_mpi, int thread_level)
+      : finalizer_(owns_mpi), comm_(MPI_COMM_WORLD), thread_level_(thread_level) {
+    MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
+    MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Device device() const override { return Device::kCPU; }
+  std::string backend() const override { return "mpi"; }
+
+  void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override {
+    check_reduce("allreduce", dtype, op);
+    const std::size_t es = dtype_size(dtype), bytes = count * es;
+    check_buffer("allreduce", "input", in, bytes);
+    check_buffer("allreduce", "output", out, bytes);
+    std::vector<char> staged;
+    const bool in_place = in == out;
+    if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
+    {
+      auto guard = lock();
+      for_each_chunk(count, [&](std::size_t done, int n) {
+        MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
+                                static_cast<char*>(out) + done * es, n, mpi_datatype(dtype),
+                                ops_.sum(dtype), comm_.get()));
+      });
+    }
+    if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
+    record(ring_allreduce_bytes(count, es, rank_, size_));
+  }
+
+  void allgather(const void* in, void* out, std::size_t count, DType dtype) override {
+    const std::size_t es = dtype_size(dtype), bytes = count * es;
+    const int n = to_int(count, "allgather", "count");
+    check_buffer("allgather", "input", in, bytes);
+    check_buffer("allgather", "output", out, bytes * size_);
+    std::vector<char> staged;
+    const bool in_place = in == static_cast<const char*>(out) + rank_ * bytes;
+    if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(staged, in, bytes);
+    {
+      auto guard = lock();
+      MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+                              mpi_datatype(dtype), comm_.get()));
+    }
+    const std::vector<std::size_t> counts(size_, count);
+    record(ring_allgatherv_bytes(counts, es, rank_));
+  }
+
+  void allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
+                  std::span<const std::size_t> displs, DType dtype) override {
+    check_per_rank("allgatherv", "counts", counts, size_);
+    std::vector<std::size_t> packed;
+    if (displs.empty()) {
+      packed = packed_displs(counts);
+      displs = packed;
+    }
+    check_per_rank("allgatherv", "displs", displs, size_);
+    const std::size_t es = dtype_size(dtype), bytes = counts[rank_] * es;
+    const std::size_t out_bytes = extent(counts, displs) * es;
+    check_buffer("allgatherv", "input", in, bytes);
+    check_buffer("allgatherv", "output", out, out_bytes);
+    const std::vector<int> icounts = to_ints(counts, "allgatherv", "counts[r]");
+    const std::vector<int> idispls = to_ints(displs, "allgatherv", "displs[r]");
+    std::vector<char> staged;
+    const bool in_place = in == static_cast<const char*>(out) + displs[rank_] * es;
+    if (!in_place && overlaps(in, bytes, out, out_bytes)) in = stage(staged, in, bytes);
+    {
+      auto guard = lock();
+      MPI_CHECK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
+                               out, icounts.data(), idispls.data(), mpi_datatype(dtype),
+                               comm_.get()));
+    }
+    record(ring_allgatherv_bytes(counts, es, rank_));
+  }
+
+  void reduce_scatter(const void* in, void* out, std::span<const std::size_t> counts, DType dtype,
+                      ReduceOp op) override {
+    check_per_rank("reduce_scatter", "counts", counts, size_);
+    check_reduce("reduce_scatter", dtype, op);
+    const std::size_t es = dtype_size(dtype);
+    const std::size_t in_bytes = total_count(counts) * es, out_bytes = counts[rank_] * es;
+    check_buffer("reduce_scatter", "input", in, in_bytes);
+    check_buffer("reduce_scatter", "output", out, out_bytes);
+    to_int(total_count(counts), "reduce_scatter", "sum(counts)");
+    const std::vector<int> icounts = to_ints(counts, "reduce_scatter", "counts[r]");
+    const std::size_t own_offset = packed_displs(counts)[rank_] * es;
+    const bool in_place = out == static_cast<const char*>(in) + own_offset;
+    std::vector<char> staged;
+    if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
+    {
+      auto guard = lock();
+      if (in_place) {
+        // MPI's in-place form leaves the result at the start of the buffer.
+        MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
+                                     mpi_datatype(dtype), ops_.sum(dtype), comm_.get()));
+      } else {
+        MPI_CHECK(MPI_Reduce_scatter(in, out, icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
+                                     comm_.get()));
+      }
+    }
+    if (in_place && own_offset > 0 && out_bytes > 0) std::memmove(out, in, out_bytes);
+    if (op == ReduceOp::kAvg) divide_host(out, counts[rank_], dtype, size_);
+    record(ring_reduce_scatter_bytes(counts, es, rank_));
+  }
+
+  void alltoall(const void* in, void* out, std::size_t count, DType dtype) override {
+    const std::size_t es = dtype_size(dtype), bytes = count * es * size_;
+    const int n = to_int(count, "alltoall", "count");
+    to_int(count * size_, "alltoall", "size() * count");
+    check_buffer("alltoall", "input", in, bytes);
+    check_buffer("alltoall", "output", out, bytes);
+    std::vector<char> staged;
+    const bool in_place = in == out;
+    if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
+    {
+      auto guard = lock();
+      MPI_CHECK(MPI_Alltoall(in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+                             mpi_datatype(dtype), comm_.get()));
+    }
+    const std::vector<std::size_t> counts(size_, count);
+    record(alltoallv_bytes(counts, counts, es, rank_));
+  }
+
+  void alltoallv(const void* in, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* out,
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+                 DType dtype) override {
+    check_per_rank("alltoallv", "send_counts", send_counts, size_);
+    check_per_rank("alltoallv", "recv_counts", recv_counts, size_);
+    std::vector<std::size_t> packed_send, packed_recv;
+    if (send_displs.empty()) send_displs = packed_send = packed_displs(send_counts);
+    if (recv_displs.empty()) recv_displs = packed_recv = packed_displs(recv_counts);
+    check_per_rank("alltoallv", "send_displs", send_displs, size_);
+    check_per_rank("alltoallv", "recv_displs", recv_displs, size_);
+    const std::size_t es = dtype_size(dtype);
+    const std::size_t in_bytes = extent(send_counts, send_displs) * es;
+    const std::size_t out_bytes = extent(recv_counts, recv_displs) * es;
+    check_buffer("alltoallv", "input", in, in_bytes);
+    check_buffer("alltoallv", "output", out, out_bytes);
+    const auto sc = to_ints(send_counts, "alltoallv", "send_counts[r]");
+    const auto sd = to_ints(send_displs, "alltoallv", "send_displs[r]");
+    const auto rc = to_ints(recv_counts, "alltoallv", "recv_counts[r]");
+    const auto rd = to_ints(recv_displs, "alltoallv", "recv_displs[r]");
+    // MPI's in-place alltoallv sends from the receive layout, so it only applies when both
+    // layouts coincide.
+    const bool in_place = in == out && sc == rc && sd == rd;
+    std::vector<char> staged;
+    if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
+    {
+      auto guard = lock();
+      MPI_CHECK(MPI_Alltoallv(in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
+                              mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
+                              comm_.get()));
+    }
+    record(alltoallv_bytes(send_counts, recv_counts, es, rank_));
+  }
+
+  void broadcast(void* buffer, std::size_t count, DType dtype, int root) override {
+    check_rank_arg("broadcast", "root", root, size_);
+    const std::size_t es = dtype_size(dtype);
+    check_buffer("broadcast", "buffer", buffer, count * es);
+    {
+      auto guard = lock();
+      for_each_chunk(count, [&](std::size_t done, int n) {
+        MPI_CHECK(MPI_Bcast(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), root,
+                            comm_.get()));
+      });
+    }
+    record(chain_broadcast_bytes(count, es, rank_, root, size_));
+  }
+
+  void barrier() override {
+    {
+      auto guard = lock();
+      MPI_CHECK(MPI_Barrier(comm_.get()));
+    }
+    record({});
+  }
+
+  void send(const void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
+    check_rank_arg("send", "peer", peer, size_);
+    SPARQ_CHECK(tag >= 0, "send: tag {} is negative", tag);
+    const std::size_t es = dtype_size(dtype);
+    check_buffer("send", "buffer", buffer, count * es);
+    {
+      auto guard = lock();
+      for_each_chunk(count, [&](std::size_t done, int n) {
+        MPI_CHECK(MPI_Send(static_cast<const char*>(buffer) + done * es, n, mpi_datatype(dtype),
+                           peer, tag, comm_.get()));
+      });
+    }
+    record({count * es, 0});
+  }
+
+  void recv(void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
+    check_rank_arg("recv", "peer", peer, size_);
+    SPARQ_CHECK(tag >= 0, "recv: tag {} is negative", tag);
+    const std::size_t es = dtype_size(dtype);
+    check_buffer("recv", "buffer", buffer, count * es);
+    {
+      auto guard = lock();
+      for_each_chunk(count, [&](std::size_t done, int n) {
+        MPI_Status status;
+        MPI_CHECK(MPI_Recv(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), peer,
+                           tag, comm_.get(), &status));
+        int got = 0;
+        MPI_CHECK(MPI_Get_count(&status, mpi_datatype(dtype), &got));
+        SPARQ_CHECK(got == n, "recv: message from rank {} with tag {} has {} elements, expected {}",
+                    peer, tag, got, n);
+      });
+    }
+    record({0, count * es});
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock() const {
+    if (thread_level_ >= MPI_THREAD_MULTIPLE) return {};
+    return std::unique_lock<std::mutex>(serial_mutex());
+  }
+
+  void record(WireBytes bytes) { count(bytes.sent, bytes.received); }
+
+  static const void* stage(std::vector<char>& storage, const void* in, std::size_t bytes) {
+    storage.assign(static_cast<const char*>(in), static_cast<const char*>(in) + bytes);
+    return storage.data();
+  }
+
+  MpiFinalizer finalizer_;  // first member: destroyed last
+  OwnedComm comm_;
+  MpiSumOps ops_;
+  int rank_ = 0;
+  int size_ = 1;
+  int thread_level_;
+};
+
+void abort_all_ranks(int exit_code) {
+  if (mpi_alive()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** argv) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) return Status::error("make_mpi_communicator: MPI has already been finalised");
+  int provided = MPI_THREAD_SINGLE;
+  bool owns = false;
+  if (!initialized) {
+    const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) {
+      return Status::error("make_mpi_communicator: MPI_Init_thread failed with code {}", rc);
+    }
+    owns = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    if (owns) MPI_Finalize();
+    return Status::error(
+        "make_mpi_communicator: MPI provides {}, but sparq's communication thread needs at "
+        "least MPI_THREAD_SERIALIZED (initialise MPI with MPI_THREAD_MULTIPLE)",
+        thread_level_name(provided));
+  }
+  set_fatal_handler(&abort_all_ranks);
+  auto comm = std::make_unique<MpiCommunicator>(owns, provided);
+  const auto level = spdlog::default_logger()->level();
+  log::init({.rank = comm->rank(),
+             .world_size = comm->size(),
+             .level = std::string(spdlog::level::to_string_view(level).data(),
+                                  spdlog::level::to_string_view(level).size())});
+  if (provided < MPI_THREAD_MULTIPLE) {
+    spdlog::warn(
+        "MPI provides {} only: every MPI call is serialised; route all communication "
+        "through one CommEngine",
+        thread_level_name(provided));
+  }
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+}  // namespace sparq::comm

@@ -1,0 +1,43 @@
+// The MPI backend: collectives on HOST buffers over a private duplicate of MPI_COMM_WORLD
+// (so sparq's traffic never matches anyone else's messages).
+//
+// Initialisation: make_mpi_communicator() initialises MPI with MPI_THREAD_MULTIPLE unless it
+// is already initialised (for example by tests/common/mpi_test_main.cpp or by an
+// application). The communicator that initialised MPI finalises it when destroyed, so it
+// must be destroyed after every other MPI object; one that found MPI initialised never
+// finalises it. The factory also
+//   - installs a fatal handler that calls MPI_Abort(MPI_COMM_WORLD), so a failed
+//     SPARQ_CHECK/MPI_CHECK/CommEngine timeout on any rank ends every rank, and
+//   - re-initialises the logger with this process's rank and world size.
+//
+// Threading: with MPI_THREAD_MULTIPLE any thread may call, one call per thread at a time.
+// When the library provides only MPI_THREAD_SERIALIZED, every call takes a process-wide lock;
+// then all communication should go through one CommEngine (whose thread serialises it), since
+// two threads issuing collectives in different orders on different ranks would deadlock.
+// Less than MPI_THREAD_SERIALIZED is refused (the engine thread could not call MPI at all).
+//
+// f16 and bf16 travel as 16-bit payloads and are summed by a user-defined MPI_Op that adds in
+// f32 and rounds each partial sum back to 16 bits. kAvg divides the sum by size() in f32.
+// Counts above INT_MAX elements are split into several calls for allreduce, broadcast and
+// send/recv; the other collectives refuse them with a message naming the call.
+//
+// In-place forms (besides allreduce's in == out): allgather with in == out + rank * count,
+// allgatherv with in == out + displs[rank], reduce_scatter with out == in + offset[rank],
+// alltoall(v) with in == out. Any other overlap of input and output is staged through a
+// temporary copy.
+#pragma once
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "core/status.h"
+
+namespace sparq::comm {
+
+// argc/argv are passed to MPI_Init_thread when this call initialises MPI (may be null).
+// Fails (Status) when sparq was built without MPI or the library offers less than
+// MPI_THREAD_SERIALIZED.
+Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc = nullptr,
+                                                            char*** argv = nullptr);
+
+}  // namespace sparq::comm

@@ -1,0 +1,201 @@
+// MPI backend, data-movement collectives (allgather(v), alltoall(v), broadcast) and
+// point-to-point messages, run by ctest under mpirun with 1 to 4 ranks.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "comm/byte_model.h"
+#include "comm/mpi_communicator.h"
+#include "comm_test_util.h"
+
+namespace sparq::comm {
+namespace {
+
+using testing::decode;
+using testing::encode;
+using testing::kAllDTypes;
+
+std::unique_ptr<Communicator> make_comm() {
+  auto comm = make_mpi_communicator();
+  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
+  return std::move(comm).value();
+}
+
+// Value of element i of the block that rank `from` addresses to rank `to`.
+double block_value(int from, int to, std::size_t i) {
+  return static_cast<double>((from * 13 + to * 5 + i * 3) % 17);
+}
+
+TEST(MpiCommunicator, AllgatherEveryDtypeOddAndZeroSizesInPlace) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  for (DType dtype : kAllDTypes) {
+    for (std::size_t n : {0, 1, 5, 1001}) {
+      std::vector<double> expected;
+      for (int r = 0; r < size; ++r) {
+        const auto block = testing::rank_values(r, n);
+        expected.insert(expected.end(), block.begin(), block.end());
+      }
+      const auto in = encode(dtype, testing::rank_values(rank, n));
+      std::vector<char> out(in.size() * size);
+      comm->allgather(in.data(), out.data(), n, dtype);
+      EXPECT_EQ(decode(dtype, out.data(), n * size), expected) << dtype_name(dtype) << " n=" << n;
+
+      // In place: this rank's block already sits at its slot of the output.
+      std::vector<char> inout(in.size() * size, 0);
+      std::copy(in.begin(), in.end(), inout.begin() + rank * in.size());
+      comm->allgather(inout.data() + rank * in.size(), inout.data(), n, dtype);
+      EXPECT_EQ(decode(dtype, inout.data(), n * size), expected) << "in place";
+    }
+  }
+}
+
+TEST(MpiCommunicator, AllgathervUnevenZeroCountsPackedAndScatteredDispls) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  std::vector<std::size_t> counts(size);
+  for (int r = 0; r < size; ++r) counts[r] = r % 2 == 1 ? 0 : 2 * r + 3;  // odd ranks send nothing
+  // Scattered layout: blocks in reverse rank order with a gap of 2 elements between them.
+  std::vector<std::size_t> displs(size);
+  std::size_t cursor = 0;
+  for (int r = size - 1; r >= 0; --r) {
+    displs[r] = cursor;
+    cursor += counts[r] + 2;
+  }
+  for (DType dtype : kAllDTypes) {
+    const std::size_t es = dtype_size(dtype);
+    const auto in = encode(dtype, testing::rank_values(rank, counts[rank]));
+    // Packed (empty displs).
+    std::vector<char> packed(testing::total_elements(counts) * es);
+    comm->allgatherv(in.data(), packed.data(), counts, {}, dtype);
+    const auto offsets = packed_displs(counts);
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(decode(dtype, packed.data() + offsets[r] * es, counts[r]),
+                testing::rank_values(r, counts[r]))
+          << dtype_name(dtype) << " block " << r;
+    }
+    // Scattered: gaps keep their sentinel value.
+    const std::vector<char> sentinel = encode(dtype, {9});
+    std::vector<char> scattered(cursor * es);
+    for (std::size_t i = 0; i < cursor; ++i)
+      std::copy(sentinel.begin(), sentinel.end(), scattered.begin() + i * es);
+    comm->allgatherv(in.data(), scattered.data(), counts, displs, dtype);
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(decode(dtype, scattered.data() + displs[r] * es, counts[r]),
+                testing::rank_values(r, counts[r]));
+      EXPECT_EQ(decode(dtype, scattered.data() + (displs[r] + counts[r]) * es, 2),
+                std::vector<double>(2, 9.0))
+          << "gap after block " << r << " overwritten";
+    }
+    // In place at this rank's displacement.
+    std::vector<char> inout(cursor * es, 0);
+    std::copy(in.begin(), in.end(), inout.begin() + displs[rank] * es);
+    comm->allgatherv(inout.data() + displs[rank] * es, inout.data(), counts, displs, dtype);
+    for (int r = 0; r < size; ++r) {
+      EXPECT_EQ(decode(dtype, inout.data() + displs[r] * es, counts[r]),
+                testing::rank_values(r, counts[r]))
+          << "in place block " << r;
+    }
+  }
+}
+
+TEST(MpiCommunicator, AlltoallDeliversBlockJToRankJ) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  for (DType dtype : kAllDTypes) {
+    for (std::size_t n : {0, 1, 7, 513}) {
+      std::vector<double> send, expected;
+      for (int j = 0; j < size; ++j) {
+        for (std::size_t i = 0; i < n; ++i) {
+          send.push_back(block_value(rank, j, i));
+          expected.push_back(block_value(j, rank, i));
+        }
+      }
+      const auto in = encode(dtype, send);
+      std::vector<char> out(in.size());
+      comm->alltoall(in.data(), out.data(), n, dtype);
+      EXPECT_EQ(decode(dtype, out.data(), n * size), expected) << dtype_name(dtype) << " n=" << n;
+      auto inout = in;
+      comm->alltoall(inout.data(), inout.data(), n, dtype);
+      EXPECT_EQ(decode(dtype, inout.data(), n * size), expected) << "in place";
+    }
+  }
+}
+
+TEST(MpiCommunicator, AlltoallvUnevenAndZeroCounts) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  // Rank r sends (2r + j) % 3 elements to rank j, so it receives (2j + r) % 3 from rank j.
+  std::vector<std::size_t> send_counts(size), recv_counts(size);
+  for (int j = 0; j < size; ++j) {
+    send_counts[j] = (2 * rank + j) % 3;
+    recv_counts[j] = (2 * j + rank) % 3;
+  }
+  const auto send_displs = packed_displs(send_counts), recv_displs = packed_displs(recv_counts);
+  std::vector<double> send, expected;
+  for (int j = 0; j < size; ++j) {
+    for (std::size_t i = 0; i < send_counts[j]; ++i) send.push_back(block_value(rank, j, i));
+    for (std::size_t i = 0; i < recv_counts[j]; ++i) expected.push_back(block_value(j, rank, i));
+  }
+  for (DType dtype : kAllDTypes) {
+    const auto in = encode(dtype, send);
+    std::vector<char> out(expected.size() * dtype_size(dtype));
+    comm->alltoallv(in.data(), send_counts, send_displs, out.data(), recv_counts, recv_displs,
+                    dtype);
+    EXPECT_EQ(decode(dtype, out.data(), expected.size()), expected) << dtype_name(dtype);
+    std::vector<char> packed_out(out.size());
+    comm->alltoallv(in.data(), send_counts, {}, packed_out.data(), recv_counts, {}, dtype);
+    EXPECT_EQ(packed_out, out) << "empty displs mean packed blocks";
+  }
+}
+
+TEST(MpiCommunicator, BroadcastFromEveryRoot) {
+  auto comm = make_comm();
+  for (DType dtype : kAllDTypes) {
+    for (int root = 0; root < comm->size(); ++root) {
+      for (std::size_t n : {0, 5, 1001}) {
+        auto buffer = encode(dtype, testing::rank_values(comm->rank(), n));
+        comm->broadcast(buffer.data(), n, dtype, root);
+        EXPECT_EQ(decode(dtype, buffer.data(), n), testing::rank_values(root, n))
+            << dtype_name(dtype) << " root " << root;
+      }
+    }
+  }
+}
+
+TEST(MpiCommunicator, SendRecvAroundTheRingMatchesTags) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  if (size < 2) GTEST_SKIP() << "point-to-point needs at least 2 ranks";
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  const auto first = testing::rank_values(rank, 3), second = testing::rank_values(rank + 7, 3);
+  std::vector<std::int32_t> a(3), b(3), got_first(3), got_second(3);
+  for (int i = 0; i < 3; ++i) {
+    a[i] = static_cast<std::int32_t>(first[i]);
+    b[i] = static_cast<std::int32_t>(second[i]);
+  }
+  comm->reset_bytes();
+  // Even ranks send first, odd ranks receive first: no cycle of blocking sends. The tiny
+  // messages go eagerly, so receiving tag 2 before tag 1 does not block the sender.
+  if (rank % 2 == 0) {
+    comm->send(a.data(), 3, DType::kI32, next, 1);
+    comm->send(b.data(), 3, DType::kI32, next, 2);
+    comm->recv(got_second.data(), 3, DType::kI32, prev, 2);
+    comm->recv(got_first.data(), 3, DType::kI32, prev, 1);
+  } else {
+    comm->recv(got_second.data(), 3, DType::kI32, prev, 2);
+    comm->recv(got_first.data(), 3, DType::kI32, prev, 1);
+    comm->send(a.data(), 3, DType::kI32, next, 1);
+    comm->send(b.data(), 3, DType::kI32, next, 2);
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(got_first[i], static_cast<std::int32_t>(testing::value_at(prev, i)));
+    EXPECT_EQ(got_second[i], static_cast<std::int32_t>(testing::value_at(prev + 7, i)));
+  }
+  EXPECT_EQ(comm->bytes().sent, 24u);
+  EXPECT_EQ(comm->bytes().received, 24u);
+  EXPECT_EQ(comm->bytes().calls, 4u);
+}
+
+}  // namespace
+}  // namespace sparq::comm

@@ -1,0 +1,148 @@
+#include "data/markov_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "core/rng.h"
+#include "data/sampler.h"
+
+namespace sparq::data {
+
+Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
+  if (config.vocab_size < 2) return Status::error("Markov vocab_size must be >= 2, got {}", config.vocab_size);
+  if (config.order < 1) return Status::error("Markov order must be >= 1, got {}", config.order);
+  if (config.branching < 1 || static_cast<std::uint32_t>(config.branching) > config.vocab_size) {
+    return Status::error("Markov branching must be in [1, {}], got {}", config.vocab_size, config.branching);
+  }
+  if (!(config.smoothing > 0 && config.smoothing <= 1)) {
+    return Status::error("Markov smoothing must be in (0, 1], got {}", config.smoothing);
+  }
+  std::uint64_t contexts = 1;
+  for (int i = 0; i < config.order; ++i) {
+    contexts *= config.vocab_size;
+    if (contexts > (1u << 24)) {
+      return Status::error("Markov chain with vocab {} and order {} has more than 2^24 contexts", config.vocab_size,
+                           config.order);
+    }
+  }
+  MarkovChain m;
+  m.config_ = config;
+  m.num_contexts_ = contexts;
+  const std::size_t b = static_cast<std::size_t>(config.branching);
+  m.succ_.resize(contexts * b);
+  m.q_.resize(contexts * b);
+  for (std::uint64_t c = 0; c < contexts; ++c) {
+    Rng rng(config.seed, data_stream(DataStream::kMarkovModel, c));
+    std::uint32_t* succ = m.succ_.data() + c * b;
+    double* q = m.q_.data() + c * b;
+    double total = 0;
+    for (std::size_t k = 0; k < b; ++k) {
+      std::uint32_t y;
+      do {  // distinct successors (b <= V, so this terminates)
+        y = static_cast<std::uint32_t>(rng.below(config.vocab_size));
+      } while (std::find(succ, succ + k, y) != succ + k);
+      succ[k] = y;
+      q[k] = -std::log(1.0 - static_cast<double>(rng.uniform()));  // Exp(1): Dirichlet(1) after normalising
+      total += q[k];
+    }
+    for (std::size_t k = 0; k < b; ++k) q[k] /= total;
+  }
+  m.compute_stationary();
+  // Entropy of each context's distribution, weighted by the stationary distribution.
+  const double v = config.vocab_size, eps = config.smoothing, floor_p = eps / v;
+  double h = 0;
+  for (std::uint64_t c = 0; c < contexts; ++c) {
+    double hc = (v - static_cast<double>(b)) * (-floor_p * std::log(floor_p));
+    for (std::size_t k = 0; k < b; ++k) {
+      const double p = (1 - eps) * m.q_[c * b + k] + floor_p;
+      hc -= p * std::log(p);
+    }
+    h += m.pi_[c] * hc;
+  }
+  m.entropy_rate_ = h;
+  return m;
+}
+
+void MarkovChain::compute_stationary() {
+  const std::uint64_t s = num_contexts_, v = config_.vocab_size;
+  const std::size_t b = static_cast<std::size_t>(config_.branching);
+  const double eps = config_.smoothing;
+  std::vector<double> pi(s, 1.0 / static_cast<double>(s)), next(s), uniform(s / v);
+  residual_ = 1;
+  for (int iter = 0; iter < 100000 && residual_ > 1e-12; ++iter) {
+    std::fill(next.begin(), next.end(), 0.0);
+    std::fill(uniform.begin(), uniform.end(), 0.0);
+    for (std::uint64_t c = 0; c < s; ++c) {
+      const std::uint64_t base = (c % (s / v)) * v;  // drop the oldest token, shift in y
+      const double mass = pi[c];
+      uniform[base / v] += mass * eps / static_cast<double>(v);
+      for (std::size_t k = 0; k < b; ++k) next[base + succ_[c * b + k]] += mass * (1 - eps) * q_[c * b + k];
+    }
+    double diff = 0, total = 0;
+    for (std::uint64_t c = 0; c < s; ++c) {
+      next[c] += uniform[c / v];
+      total += next[c];
+    }
+    for (std::uint64_t c = 0; c < s; ++c) {
+      next[c] /= total;  // guards against drift of the sum by rounding
+      diff += std::abs(next[c] - pi[c]);
+    }
+    pi.swap(next);
+    residual_ = diff;
+  }
+  pi_ = std::move(pi);
+}
+
+double MarkovChain::entropy_rate_bits() const { return entropy_rate_ / std::numbers::ln2; }
+
+double MarkovChain::probability(std::uint64_t context, std::uint32_t token) const {
+  const std::size_t b = static_cast<std::size_t>(config_.branching);
+  double p = config_.smoothing / config_.vocab_size;
+  for (std::size_t k = 0; k < b; ++k) {
+    if (succ_[context * b + k] == token) p += (1 - config_.smoothing) * q_[context * b + k];
+  }
+  return p;
+}
+
+std::uint64_t MarkovChain::advance(std::uint64_t context, std::uint32_t token) const {
+  return (context % (num_contexts_ / config_.vocab_size)) * config_.vocab_size + token;
+}
+
+std::vector<std::uint32_t> MarkovChain::generate(std::uint64_t count, std::uint32_t stream) const {
+  Rng rng(config_.seed, data_stream(DataStream::kMarkov, stream));
+  // 53-bit uniforms, so sampling follows p to double precision.
+  const auto unit = [&rng] { return static_cast<double>(rng.next_u64() >> 11) * 0x1p-53; };
+  // Initial context from the stationary distribution, by inversion.
+  double u = unit(), acc = 0;
+  std::uint64_t context = num_contexts_ - 1;
+  for (std::uint64_t c = 0; c < num_contexts_; ++c) {
+    acc += pi_[c];
+    if (u < acc) {
+      context = c;
+      break;
+    }
+  }
+  const std::size_t b = static_cast<std::size_t>(config_.branching);
+  std::vector<std::uint32_t> out(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint32_t y;
+    if (unit() < config_.smoothing) {
+      y = static_cast<std::uint32_t>(rng.below(config_.vocab_size));
+    } else {
+      const double r = unit();
+      double cum = 0;
+      std::size_t k = 0;
+      for (; k + 1 < b; ++k) {
+        cum += q_[context * b + k];
+        if (r < cum) break;
+      }
+      y = succ_[context * b + k];
+    }
+    out[i] = y;
+    context = advance(context, y);
+  }
+  return out;
+}
+
+}  // namespace sparq::data

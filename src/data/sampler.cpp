@@ -1,0 +1,73 @@
+#include "data/sampler.h"
+
+#include <numeric>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace sparq::data {
+
+std::uint64_t data_stream(DataStream purpose, std::uint64_t epoch) {
+  return make_stream(RngPurpose::kData, static_cast<std::uint32_t>(purpose),
+                     static_cast<std::uint32_t>(epoch));
+}
+
+Result<EpochSampler> EpochSampler::create(std::uint64_t num_items, const SamplerConfig& config) {
+  if (config.micro_batch <= 0) return Status::error("micro_batch must be positive, got {}", config.micro_batch);
+  if (config.world_size <= 0) return Status::error("world_size must be positive, got {}", config.world_size);
+  if (config.rank < 0 || config.rank >= config.world_size) {
+    return Status::error("rank {} is outside [0, {})", config.rank, config.world_size);
+  }
+  const std::uint64_t global = static_cast<std::uint64_t>(config.micro_batch) * config.world_size;
+  if (num_items < global) {
+    return Status::error("dataset has {} items, fewer than one global batch ({} x {} ranks = {})",
+                         num_items, config.micro_batch, config.world_size, global);
+  }
+  EpochSampler s;
+  s.config_ = config;
+  s.num_items_ = num_items;
+  s.steps_per_epoch_ = num_items / global;
+  return s;
+}
+
+void EpochSampler::build_permutation() {
+  perm_.resize(num_items_);
+  std::iota(perm_.begin(), perm_.end(), 0);
+  if (config_.shuffle) {
+    Rng rng(config_.seed, data_stream(DataStream::kShuffle, epoch_));
+    for (std::uint64_t i = num_items_ - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.below(i + 1)]);
+  }
+  perm_epoch_ = epoch_;
+}
+
+std::uint64_t EpochSampler::global_position() const {
+  return step_ * config_.micro_batch * config_.world_size +
+         static_cast<std::uint64_t>(config_.rank) * config_.micro_batch;
+}
+
+void EpochSampler::next(std::vector<std::uint64_t>* items) {
+  if (perm_epoch_ != epoch_) build_permutation();
+  const std::uint64_t first = global_position();
+  items->assign(perm_.begin() + static_cast<std::ptrdiff_t>(first),
+                perm_.begin() + static_cast<std::ptrdiff_t>(first + config_.micro_batch));
+  if (++step_ == steps_per_epoch_) {
+    step_ = 0;
+    ++epoch_;
+  }
+}
+
+Status EpochSampler::restore(const LoaderState& state) {
+  if (state.seed != config_.seed) {
+    return Status::error("loader state was saved with seed {}, but this loader uses seed {}", state.seed,
+                         config_.seed);
+  }
+  if (state.step >= steps_per_epoch_) {
+    return Status::error("loader state step {} is past the {} steps of an epoch (different data or batch size?)",
+                         state.step, steps_per_epoch_);
+  }
+  epoch_ = state.epoch;
+  step_ = state.step;
+  return Status::ok();
+}
+
+}  // namespace sparq::data

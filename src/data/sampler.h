@@ -1,0 +1,79 @@
+// Per-rank, seeded, resumable batch sampling shared by every loader.
+//
+// An epoch is a permutation of the dataset's items (a seeded Fisher-Yates shuffle that is
+// identical on every rank, or the identity when shuffle is off). Step s of the epoch takes
+// the global batch perm[s*G, (s+1)*G) with G = micro_batch * world_size, and rank r gets
+// the contiguous share perm[s*G + r*micro_batch, ... + micro_batch). So the ranks' shares
+// are disjoint, together they are the global batch, and no item repeats within an epoch.
+// The last incomplete global batch of an epoch is dropped; the next epoch reshuffles.
+//
+// Everything that varies during training is (epoch, step): LoaderState is what a checkpoint
+// stores, and restoring it reproduces the very next batch exactly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sparq::data {
+
+struct LoaderState {
+  std::uint64_t seed = 0;   // must match the loader's configured seed on restore
+  std::uint64_t epoch = 0;
+  std::uint64_t step = 0;   // batches already taken in this epoch
+};
+
+struct SamplerConfig {
+  int micro_batch = 1;  // items per rank per step
+  int rank = 0;
+  int world_size = 1;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+};
+
+class EpochSampler {
+ public:
+  // Fails when the configuration is invalid or a single global batch does not fit.
+  static Result<EpochSampler> create(std::uint64_t num_items, const SamplerConfig& config);
+
+  // This rank's item indices for the current step; then advances (rolling into the next
+  // epoch when this one is exhausted).
+  void next(std::vector<std::uint64_t>* items);
+  // Index, within the whole epoch, of this rank's first item of the current step. Loaders
+  // use (epoch, global position) to address per-item random numbers, so that masks and
+  // augmentations do not depend on the world size.
+  std::uint64_t global_position() const;
+
+  std::uint64_t steps_per_epoch() const { return steps_per_epoch_; }
+  std::uint64_t num_items() const { return num_items_; }
+  const SamplerConfig& config() const { return config_; }
+  LoaderState state() const { return {config_.seed, epoch_, step_}; }
+  Status restore(const LoaderState& state);
+
+ private:
+  EpochSampler() = default;
+  void build_permutation();
+
+  SamplerConfig config_;
+  std::uint64_t num_items_ = 0;
+  std::uint64_t steps_per_epoch_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t step_ = 0;
+  std::uint64_t perm_epoch_ = ~0ull;  // epoch that perm_ was built for
+  std::vector<std::uint64_t> perm_;
+};
+
+// Stream ids for the loaders' per-item random numbers. Every rank must draw the same
+// numbers, so the rank field of make_stream carries a sub-purpose instead of the rank.
+enum class DataStream : std::uint32_t {
+  kShuffle = 0,
+  kMask = 1,
+  kAugment = 2,
+  kMarkov = 3,
+  kSyntheticImages = 4,
+  kMarkovModel = 5,
+};
+std::uint64_t data_stream(DataStream purpose, std::uint64_t epoch);
+
+}  // namespace sparq::data

@@ -1,0 +1,231 @@
+// Sampler, LM and MLM loaders: per-rank disjointness, epoch coverage, exact resume, and the
+// BERT masking rates.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "data/lm_loader.h"
+#include "data/mlm_loader.h"
+#include "data/sampler.h"
+
+namespace sparq::data {
+namespace {
+
+SamplerConfig sampler_config(int micro, int rank, int world, std::uint64_t seed = 42) {
+  SamplerConfig c;
+  c.micro_batch = micro, c.rank = rank, c.world_size = world, c.seed = seed;
+  return c;
+}
+
+TEST(EpochSampler, RanksShareEachGlobalBatchDisjointlyAndCoverTheEpoch) {
+  const int world = 3, micro = 4;
+  const std::uint64_t items = 50;  // 4 full global batches of 12, 2 items dropped
+  std::vector<EpochSampler> ranks;
+  for (int r = 0; r < world; ++r) ranks.push_back(EpochSampler::create(items, sampler_config(micro, r, world)).value());
+  ASSERT_EQ(ranks[0].steps_per_epoch(), 4u);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t step = 0; step < 4; ++step) {
+      for (auto& s : ranks) {
+        std::vector<std::uint64_t> batch;
+        s.next(&batch);
+        ASSERT_EQ(batch.size(), static_cast<std::size_t>(micro));
+        for (auto i : batch) {
+          EXPECT_LT(i, items);
+          EXPECT_TRUE(seen.insert(i).second) << "item " << i << " reused within epoch " << epoch;
+        }
+      }
+    }
+    EXPECT_EQ(seen.size(), 48u);
+    EXPECT_EQ(ranks[0].state().epoch, static_cast<std::uint64_t>(epoch + 1));
+  }
+}
+
+TEST(EpochSampler, EpochsAreShuffledDifferentlyAndShuffleCanBeOff) {
+  auto s = EpochSampler::create(100, sampler_config(100, 0, 1)).value();
+  std::vector<std::uint64_t> e0, e1;
+  s.next(&e0);
+  s.next(&e1);
+  EXPECT_NE(e0, e1);
+  EXPECT_TRUE(std::is_permutation(e0.begin(), e0.end(), e1.begin()));
+  auto config = sampler_config(100, 0, 1);
+  config.shuffle = false;
+  auto ordered = EpochSampler::create(100, config).value();
+  ordered.next(&e0);
+  std::vector<std::uint64_t> identity(100);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_EQ(e0, identity);
+}
+
+TEST(EpochSampler, RestoreReproducesTheNextBatch) {
+  auto a = EpochSampler::create(37, sampler_config(3, 1, 2)).value();
+  std::vector<std::uint64_t> batch;
+  for (int i = 0; i < 9; ++i) a.next(&batch);  // crosses an epoch boundary (6 steps per epoch)
+  const LoaderState saved = a.state();
+  EXPECT_EQ(saved.epoch, 1u);
+  EXPECT_EQ(saved.step, 3u);
+  std::vector<std::uint64_t> expected, got;
+  a.next(&expected);
+  auto b = EpochSampler::create(37, sampler_config(3, 1, 2)).value();
+  ASSERT_TRUE(b.restore(saved).is_ok());
+  b.next(&got);
+  EXPECT_EQ(got, expected);
+}
+
+TEST(EpochSampler, BadConfigurationsAreClearErrors) {
+  EXPECT_NE(EpochSampler::create(5, sampler_config(4, 0, 2)).status().message().find("fewer than one global batch"),
+            std::string::npos);
+  EXPECT_FALSE(EpochSampler::create(100, sampler_config(4, 2, 2)).is_ok());
+  EXPECT_FALSE(EpochSampler::create(100, sampler_config(0, 0, 1)).is_ok());
+  auto s = EpochSampler::create(100, sampler_config(4, 0, 1, 7)).value();
+  const Status st = s.restore({8, 0, 0});
+  EXPECT_NE(st.message().find("seed 8"), std::string::npos) << st.message();
+  EXPECT_FALSE(s.restore({7, 0, 25}).is_ok());
+}
+
+std::shared_ptr<VectorTokenSource> counting_source(std::uint32_t n) {
+  std::vector<std::uint32_t> t(n);
+  std::iota(t.begin(), t.end(), 0);
+  return std::make_shared<VectorTokenSource>(std::move(t), n);
+}
+
+TEST(LmLoader, WindowsOfTPlusOneWithShiftedTargets) {
+  LmLoaderConfig config;
+  config.seq_len = 8;
+  config.sampler = sampler_config(2, 0, 1);
+  auto loader = LmLoader::create(counting_source(8 * 10 + 1), config).value();
+  EXPECT_EQ(loader.num_windows(), 10u);
+  std::set<std::uint64_t> windows;
+  for (int step = 0; step < 5; ++step) {
+    const LmBatch& b = loader.next();
+    ASSERT_EQ(b.inputs.shape(), (Shape{2, 8}));
+    for (int row = 0; row < 2; ++row) {
+      const std::uint64_t w = b.windows[row];
+      windows.insert(w);
+      for (int i = 0; i < 8; ++i) {
+        EXPECT_EQ(b.inputs.data<std::int32_t>()[row * 8 + i], static_cast<std::int32_t>(w * 8 + i));
+        EXPECT_EQ(b.targets.data<std::int32_t>()[row * 8 + i], static_cast<std::int32_t>(w * 8 + i + 1));
+      }
+    }
+  }
+  EXPECT_EQ(windows.size(), 10u);  // every window once per epoch
+}
+
+TEST(LmLoader, ResumeFromStateIsExact) {
+  LmLoaderConfig config;
+  config.seq_len = 16;
+  config.sampler = sampler_config(4, 1, 2, 9);
+  auto source = counting_source(5000);
+  auto a = LmLoader::create(source, config).value();
+  for (int i = 0; i < 50; ++i) a.next();
+  const LoaderState state = a.state();
+  const LmBatch& expected = a.next();
+  const std::vector<std::int32_t> want(expected.inputs.data<std::int32_t>(), expected.inputs.data<std::int32_t>() + 64);
+  auto b = LmLoader::create(source, config).value();
+  ASSERT_TRUE(b.restore(state).is_ok());
+  const LmBatch& got = b.next();
+  EXPECT_EQ(std::vector<std::int32_t>(got.inputs.data<std::int32_t>(), got.inputs.data<std::int32_t>() + 64), want);
+}
+
+TEST(LmLoader, TooFewTokensIsAClearError) {
+  LmLoaderConfig config;
+  config.seq_len = 1024;
+  config.sampler = sampler_config(8, 0, 1);
+  auto r = LmLoader::create(counting_source(3000), config);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("3000 tokens"), std::string::npos) << r.status().message();
+}
+
+// Tokens 5.. are "words"; 1 = [SEP] separates documents; 2 [CLS], 3 [MASK], 0 [PAD].
+MlmLoaderConfig mlm_config(int max_len, SamplerConfig s) {
+  MlmLoaderConfig c;
+  c.max_len = max_len;
+  c.pad_id = 0, c.sep_id = 1, c.cls_id = 2, c.mask_id = 3;
+  c.sampler = s;
+  return c;
+}
+
+TEST(MlmLoader, SequencesFollowDocumentsWithClsSepAndPadding) {
+  // Documents of 3 and 9 tokens; max_len 6 leaves 4 tokens per piece: 3 | 4 4 1.
+  std::vector<std::uint32_t> t = {10, 11, 12, 1, 20, 21, 22, 23, 24, 25, 26, 27, 28, 1};
+  auto source = std::make_shared<VectorTokenSource>(t, 100);
+  auto config = mlm_config(6, sampler_config(4, 0, 1));
+  config.sampler.shuffle = false;
+  config.mask_prob = 0;
+  auto loader = MlmLoader::create(source, config).value();
+  ASSERT_EQ(loader.num_sequences(), 4u);
+  const MlmBatch& b = loader.next();
+  const std::vector<std::int32_t> ids(b.input_ids.data<std::int32_t>(), b.input_ids.data<std::int32_t>() + 24);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{2, 10, 11, 12, 1, 0, 2, 20, 21, 22, 23, 1,
+                                            2, 24, 25, 26, 27, 1, 2, 28, 1, 0, 0, 0}));
+  const std::vector<std::int32_t> attn(b.attention_mask.data<std::int32_t>(), b.attention_mask.data<std::int32_t>() + 24);
+  EXPECT_EQ(attn, (std::vector<std::int32_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}));
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_EQ(b.labels.data<std::int32_t>()[i], kIgnoreLabel);
+    EXPECT_EQ(b.token_type_ids.data<std::int32_t>()[i], 0);
+  }
+}
+
+TEST(MlmLoader, MaskingRatesAre15PercentThen80_10_10) {
+  std::vector<std::uint32_t> t(200000);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i % 500 == 499) ? 1 : 5 + static_cast<std::uint32_t>(i % 900);
+  auto source = std::make_shared<VectorTokenSource>(t, 1000);
+  auto loader = MlmLoader::create(source, mlm_config(128, sampler_config(16, 0, 1, 3))).value();
+  std::uint64_t content = 0, chosen = 0, masked = 0, kept = 0, replaced = 0;
+  for (std::uint64_t step = 0; step < loader.steps_per_epoch(); ++step) {
+    const MlmBatch& b = loader.next();
+    const auto* ids = b.input_ids.data<std::int32_t>();
+    const auto* labels = b.labels.data<std::int32_t>();
+    const auto* attn = b.attention_mask.data<std::int32_t>();
+    for (std::int64_t i = 0; i < b.input_ids.numel(); ++i) {
+      const bool special = ids[i] == 0 || ids[i] == 1 || ids[i] == 2;
+      if (labels[i] == kIgnoreLabel) {
+        if (attn[i] && !special) ++content;
+        continue;
+      }
+      ++content, ++chosen;
+      EXPECT_GE(labels[i], 5);  // never a special token
+      if (ids[i] == 3) ++masked;
+      else if (ids[i] == labels[i]) ++kept;
+      else ++replaced;
+    }
+  }
+  ASSERT_GT(content, 150000u);
+  // Binomial standard deviations are ~0.1% of content and ~1% of chosen: 5 sigma bounds.
+  EXPECT_NEAR(static_cast<double>(chosen) / content, 0.15, 0.005);
+  EXPECT_NEAR(static_cast<double>(masked) / chosen, 0.80, 0.02);
+  EXPECT_NEAR(static_cast<double>(replaced) / chosen, 0.10, 0.015);  // a random id equal to the original counts as kept
+  EXPECT_NEAR(static_cast<double>(kept) / chosen, 0.10, 0.015);
+}
+
+TEST(MlmLoader, MasksDoNotDependOnTheWorldSize) {
+  std::vector<std::uint32_t> t(6000);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i % 97 == 96) ? 1 : 5 + static_cast<std::uint32_t>(i % 50);
+  auto source = std::make_shared<VectorTokenSource>(t, 60);
+  auto single = MlmLoader::create(source, mlm_config(32, sampler_config(4, 0, 1))).value();
+  auto rank1 = MlmLoader::create(source, mlm_config(32, sampler_config(2, 1, 2))).value();
+  // Same seed, same epoch: sequence s gets the same masked ids whoever loads it.
+  std::map<std::uint64_t, std::vector<std::int32_t>> by_seq;
+  for (int step = 0; step < 10; ++step) {
+    const MlmBatch& b = single.next();
+    for (std::size_t r = 0; r < b.sequences.size(); ++r) {
+      by_seq[b.sequences[r]] = std::vector<std::int32_t>(b.input_ids.data<std::int32_t>() + r * 32,
+                                                         b.input_ids.data<std::int32_t>() + (r + 1) * 32);
+    }
+  }
+  for (int step = 0; step < 10; ++step) {
+    const MlmBatch& b = rank1.next();
+    for (std::size_t r = 0; r < b.sequences.size(); ++r) {
+      const auto it = by_seq.find(b.sequences[r]);
+      ASSERT_NE(it, by_seq.end());
+      EXPECT_EQ(std::vector<std::int32_t>(b.input_ids.data<std::int32_t>() + r * 32,
+                                          b.input_ids.data<std::int32_t>() + (r + 1) * 32),
+                it->second);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparq::data

@@ -1,0 +1,170 @@
+#include "compress/block_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "compress/byte_io.h"
+#include "core/check.h"
+#include "core/dtype.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+namespace {
+
+constexpr std::size_t kParallelValues = std::size_t{1} << 16;
+// Values are quantized through a small code buffer of this many entries (a multiple of 8,
+// so every chunk of a block starts on a byte boundary for any code width).
+constexpr std::size_t kChunk = 256;
+
+void quantize_chunk(const float* v, std::size_t len, float inv, float levels, bool stochastic,
+                    const RoundingRng& rng, std::size_t j0, std::uint8_t* codes) {
+  if (!stochastic) {
+#pragma omp simd
+    for (std::size_t j = 0; j < len; ++j) {
+      const float q = std::clamp(std::floor(v[j] * inv + 0.5f), -levels, levels);
+      codes[j] = static_cast<std::uint8_t>(static_cast<int>(q + levels));
+    }
+    return;
+  }
+  float u[kChunk];
+  rounding_uniforms(rng, j0, len, u);
+#pragma omp simd
+  for (std::size_t j = 0; j < len; ++j) {
+    const float q = std::clamp(std::floor(v[j] * inv + u[j]), -levels, levels);
+    codes[j] = static_cast<std::uint8_t>(static_cast<int>(q + levels));
+  }
+}
+
+}  // namespace
+
+void rounding_uniforms(const RoundingRng& rng, std::size_t j0, std::size_t len, float* u) {
+  if (rng.positions) {
+    for (std::size_t j = 0; j < len; ++j) {
+      u[j] = uniform_at(rng.key, rng.stream, rng.first_position + rng.positions[j0 + j]);
+    }
+    return;
+  }
+  // Contiguous positions: one Philox block yields the draws of 4 consecutive positions.
+  std::size_t j = 0;
+  while (j < len) {
+    const std::uint64_t pos = rng.first_position + j0 + j;
+    const auto words = philox4x32(rng.key, rng.stream, pos / 4);
+    for (std::uint64_t w = pos % 4; w < 4 && j < len; ++w, ++j) u[j] = u32_to_unit_float(words[w]);
+  }
+}
+
+std::uint16_t half_bits_round_up(float s) {
+  std::uint16_t bits = float_to_half_bits(s);
+  if (half_bits_to_float(bits) < s) ++bits;  // positive f16 bit patterns order like values
+  return std::min<std::uint16_t>(bits, 0x7bff);
+}
+
+void pack_codes(const std::uint8_t* codes, std::size_t count, int bits, std::uint8_t* out) {
+  const std::size_t b = static_cast<std::size_t>(bits);
+  if (bits == 8) {
+    std::memcpy(out, codes, count);
+    return;
+  }
+  if (bits == 4) {
+    const std::size_t pairs = count / 2;
+#pragma omp simd
+    for (std::size_t j = 0; j < pairs; ++j) {
+      out[j] = static_cast<std::uint8_t>(codes[2 * j] | (codes[2 * j + 1] << 4));
+    }
+    if (count % 2) out[pairs] = codes[count - 1];
+    return;
+  }
+  std::size_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    std::uint64_t word = 0;
+    for (std::size_t i = 0; i < 8; ++i) word |= std::uint64_t{codes[j + i]} << (i * b);
+    std::memcpy(out + j / 8 * b, &word, b);
+  }
+  if (j < count) {
+    std::uint64_t word = 0;
+    for (std::size_t i = 0; j + i < count; ++i) word |= std::uint64_t{codes[j + i]} << (i * b);
+    std::memcpy(out + j / 8 * b, &word, ((count - j) * b + 7) / 8);
+  }
+}
+
+void unpack_codes(const std::uint8_t* in, std::size_t count, int bits, std::uint8_t* codes) {
+  const std::size_t b = static_cast<std::size_t>(bits);
+  if (bits == 8) {
+    std::memcpy(codes, in, count);
+    return;
+  }
+  if (bits == 4) {
+    const std::size_t pairs = count / 2;
+#pragma omp simd
+    for (std::size_t j = 0; j < pairs; ++j) {
+      codes[2 * j] = in[j] & 0x0f;
+      codes[2 * j + 1] = in[j] >> 4;
+    }
+    if (count % 2) codes[count - 1] = in[pairs] & 0x0f;
+    return;
+  }
+  const std::uint64_t mask = (std::uint64_t{1} << b) - 1;
+  for (std::size_t j = 0; j < count; j += 8) {
+    std::uint64_t word = 0;
+    const std::size_t group = std::min<std::size_t>(8, count - j);
+    std::memcpy(&word, in + j / 8 * b, (group * b + 7) / 8);
+    for (std::size_t i = 0; i < group; ++i) {
+      codes[j + i] = static_cast<std::uint8_t>((word >> (i * b)) & mask);
+    }
+  }
+}
+
+void blockquant_encode_run(const float* v, std::size_t count, const BlockQuantParams& p,
+                           const RoundingRng& rng, std::uint8_t* out) {
+  SPARQ_CHECK(p.bits >= 2 && p.bits <= 8 && p.block % 8 == 0 && p.block > 0,
+              "block codec: bits {} block {}", p.bits, p.block);
+  const std::size_t nblocks = (count + p.block - 1) / p.block;
+  const float levels = static_cast<float>((1 << (p.bits - 1)) - 1);
+  std::uint8_t* codes_out = out + 2 * nblocks;
+#pragma omp parallel for schedule(static) if (count > kParallelValues)
+  for (std::size_t blk = 0; blk < nblocks; ++blk) {
+    const std::size_t begin = blk * p.block, len = std::min(p.block, count - begin);
+    const float* x = v + begin;
+    float absmax = 0.0f;
+#pragma omp simd reduction(max : absmax)
+    for (std::size_t j = 0; j < len; ++j) absmax = std::max(absmax, std::fabs(x[j]));
+    const std::uint16_t scale_bits = absmax > 0.0f ? half_bits_round_up(absmax / levels) : 0;
+    store_u16(out + 2 * blk, scale_bits);
+    const float scale = half_bits_to_float(scale_bits);
+    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+    std::uint8_t codes[kChunk];
+    for (std::size_t c = 0; c < len; c += kChunk) {
+      const std::size_t clen = std::min(kChunk, len - c);
+      quantize_chunk(x + c, clen, inv, levels, p.stochastic, rng, begin + c, codes);
+      pack_codes(codes, clen, p.bits, codes_out + (begin + c) / 8 * p.bits);
+    }
+  }
+}
+
+void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
+                           float alpha, DecodeMode mode, float* out) {
+  const std::size_t nblocks = (count + p.block - 1) / p.block;
+  const float levels = static_cast<float>((1 << (p.bits - 1)) - 1);
+  const std::uint8_t* codes_in = in + 2 * nblocks;
+#pragma omp parallel for schedule(static) if (count > kParallelValues)
+  for (std::size_t blk = 0; blk < nblocks; ++blk) {
+    const std::size_t begin = blk * p.block, len = std::min(p.block, count - begin);
+    const float f = alpha * half_bits_to_float(load_u16(in + 2 * blk));
+    std::uint8_t codes[kChunk];
+    for (std::size_t c = 0; c < len; c += kChunk) {
+      const std::size_t clen = std::min(kChunk, len - c);
+      unpack_codes(codes_in + (begin + c) / 8 * p.bits, clen, p.bits, codes);
+      float* y = out + begin + c;
+      if (mode == DecodeMode::kSet) {
+#pragma omp simd
+        for (std::size_t j = 0; j < clen; ++j) y[j] = (static_cast<float>(codes[j]) - levels) * f;
+      } else {
+#pragma omp simd
+        for (std::size_t j = 0; j < clen; ++j) y[j] += (static_cast<float>(codes[j]) - levels) * f;
+      }
+    }
+  }
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,98 @@
+// Compressor: encodes a bucket (a contiguous f32 range of the gradient layout) into one byte
+// message and decodes messages back into a dense range. A compressor declares how its
+// messages must be aggregated across ranks (Aggregation), reports the exact byte size of each
+// message (the message IS the bytes put on the wire, nothing is added around it), and keeps
+// any state it needs (momentum, warm-started factors) saveable for checkpoints.
+//
+// Ownership: a compressor instance belongs to ONE bucket (it may keep per-bucket state); the
+// caller owns every input and output range. Error feedback is NOT part of a compressor: wrap
+// it with ErrorFeedback (error_feedback.h). The per-compressor headers document their exact
+// message layouts; every multi-byte field is little-endian and may be unaligned.
+//
+// Determinism: encode and decode depend only on their inputs and the EncodeContext, never on
+// the number of OpenMP threads, so every rank decodes every message to identical floats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace sparq::compress {
+
+// How the messages of all ranks are combined (see aggregation.h):
+//   kAllreduce: the message is an array of wire_dtype() that may be summed elementwise, and
+//               decoding is linear, so D(sum of messages) == sum of D(message).
+//   kAllgather: variable messages; every rank decodes and sums all of them.
+//   kTwoPhase:  per-region messages to region owners, server re-compression, allgather.
+//   kTree:      pairwise merge over log2(P) rounds (gtopk), then an agreed exchange.
+enum class Aggregation { kAllreduce, kAllgather, kTwoPhase, kTree };
+std::string_view aggregation_name(Aggregation a);
+Result<Aggregation> parse_aggregation(const std::string& text, const std::string& key);
+
+// Everything besides the data that an encode or decode may depend on. All ranks pass the same
+// seed, step, bucket_id and world_size for the same bucket; `offset` is where the encoded
+// span starts inside the bucket (non-zero for the per-region messages of two_phase), so that
+// per-element random numbers are addressed by bucket position and not by span position.
+struct EncodeContext {
+  std::uint64_t seed = 0;        // the run's compression seed
+  std::int64_t step = 0;         // training step (random index sets and warm-ups vary by it)
+  std::uint32_t bucket_id = 0;
+  int rank = 0;
+  int world_size = 1;
+  std::size_t offset = 0;
+};
+
+enum class DecodeMode { kSet, kAdd };  // out = alpha * D(m)   or   out += alpha * D(m)
+
+// Bytes of one message. Messages are reused across steps to avoid reallocation.
+using Message = std::vector<std::uint8_t>;
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Aggregation aggregation() const = 0;
+
+  // Encodes `a` (n = a.size() >= 1 floats) into `msg`, resized to the exact message size.
+  virtual void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) = 0;
+
+  // Decodes a message produced by encode() for a span of out.size() floats (the same n).
+  // Checks the message's size and header against n and the configuration.
+  virtual void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+                      DecodeMode mode, const EncodeContext& ctx) const = 0;
+
+  // The size of every message for n floats when it does not depend on the data (lets the
+  // allgather strategy skip the size exchange); nullopt for data-dependent sizes.
+  virtual std::optional<std::size_t> fixed_message_bytes(std::size_t n) const = 0;
+
+  // Only for kAllreduce compressors: the element type of the summable message.
+  virtual DType wire_dtype() const { return DType::kU8; }
+
+  // A documented lower bound on delta in ||a - D(C(a))||^2 <= (1 - delta) ||a||^2 for n
+  // floats; 0 when the compressor is not a contraction (stochastic or unbiased ones).
+  virtual double contraction_delta(std::size_t n) const = 0;
+
+  // Per-bucket state beyond the error-feedback residual (empty for stateless compressors).
+  virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
+  virtual Status load_state(std::span<const std::uint8_t> in) {
+    if (!in.empty()) return Status::error("{}: unexpected saved state", name());
+    return Status::ok();
+  }
+};
+
+// Decodes a message into a freshly zeroed vector: for tests and reference computations.
+std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,
+                                std::size_t n, const EncodeContext& ctx);
+
+// The 64-bit Philox key for (seed, step): distinct steps get independent random streams.
+std::uint64_t step_key(std::uint64_t seed, std::int64_t step);
+
+}  // namespace sparq::compress

@@ -1,0 +1,102 @@
+#include "compress/config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace sparq::compress {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+const std::string* ConfigReader::lookup(const std::string& key) {
+  used_.insert(key);
+  auto it = params_.find(key);
+  return it == params_.end() ? nullptr : &it->second;
+}
+
+Result<double> ConfigReader::real(const std::string& key, double fallback, double lo, double hi,
+                                  bool lo_open) {
+  const std::string* text = lookup(key);
+  double value = fallback;
+  if (text) {
+    char* end = nullptr;
+    value = std::strtod(text->c_str(), &end);
+    if (text->empty() || end != text->c_str() + text->size() || !std::isfinite(value)) {
+      return Status::error("{}: expected a number, got '{}'", full_key(key), *text);
+    }
+  }
+  const bool below = lo_open ? !(value > lo) : !(value >= lo);
+  if (below || !(value <= hi)) {
+    return Status::error("{}: must be in {}{}, {}], got {}", full_key(key), lo_open ? "(" : "[",
+                         lo, hi, value);
+  }
+  return value;
+}
+
+Result<std::int64_t> ConfigReader::integer(const std::string& key, std::int64_t fallback,
+                                           std::int64_t lo, std::int64_t hi) {
+  const std::string* text = lookup(key);
+  std::int64_t value = fallback;
+  if (text) {
+    const char* first = text->data();
+    const char* last = first + text->size();
+    auto [ptr, ec] = std::from_chars(first, last, value);
+    if (text->empty() || ec != std::errc() || ptr != last) {
+      return Status::error("{}: expected an integer, got '{}'", full_key(key), *text);
+    }
+  }
+  if (value < lo || value > hi) {
+    return Status::error("{}: must be in [{}, {}], got {}", full_key(key), lo, hi, value);
+  }
+  return value;
+}
+
+Result<std::int64_t> ConfigReader::integer_in(const std::string& key, std::int64_t fallback,
+                                              const std::vector<std::int64_t>& allowed) {
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t value,
+                         integer(key, fallback, INT64_MIN, INT64_MAX));
+  for (std::int64_t a : allowed) {
+    if (a == value) return value;
+  }
+  std::vector<std::string> names;
+  for (std::int64_t a : allowed) names.push_back(std::to_string(a));
+  return Status::error("{}: must be one of {{{}}}, got {}", full_key(key), join(names), value);
+}
+
+Result<std::string> ConfigReader::choice(const std::string& key, const std::string& fallback,
+                                         const std::vector<std::string>& allowed) {
+  const std::string* text = lookup(key);
+  const std::string value = text ? *text : fallback;
+  for (const auto& a : allowed) {
+    if (a == value) return value;
+  }
+  return Status::error("{}: must be one of {{{}}}, got '{}'", full_key(key), join(allowed), value);
+}
+
+Result<bool> ConfigReader::boolean(const std::string& key, bool fallback) {
+  const std::string* text = lookup(key);
+  if (!text) return fallback;
+  if (*text == "true" || *text == "1" || *text == "yes") return true;
+  if (*text == "false" || *text == "0" || *text == "no") return false;
+  return Status::error("{}: expected true or false, got '{}'", full_key(key), *text);
+}
+
+Status ConfigReader::finish() const {
+  for (const auto& [key, value] : params_) {
+    if (!used_.count(key)) {
+      std::vector<std::string> known(used_.begin(), used_.end());
+      return Status::error("{}: unknown key (known keys: {})", full_key(key),
+                           known.empty() ? std::string("none") : join(known));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace sparq::compress

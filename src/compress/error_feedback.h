@@ -1,0 +1,50 @@
+// ErrorFeedback: the wrapper that turns any compressor into an error-compensated one:
+//     a = g + e;   m = C(a);   e = a - D(m)
+// so decoded message + new residual == gradient + old residual (to float rounding): nothing
+// the compressor drops or rounds away is lost, it is sent in a later step.
+//
+// Ownership: the residual is NOT owned. It is a range of a residual buffer laid out like the
+// ParamStore (the bucket's ParamRange), so it is checkpointed per rank with the rest of the
+// flat state; save()/load() also serialise it on their own. The buffer must outlive this
+// object and must not be touched by anyone else while a bucket is in flight.
+//
+// The sum a is formed in the residual itself (e += g), so the gradient bucket is only read;
+// two_phase encodes several regions of one bucket, hence the offset/count form.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compress/compressor.h"
+#include "core/status.h"
+
+namespace sparq::compress {
+
+class ErrorFeedback {
+ public:
+  explicit ErrorFeedback(std::span<float> residual) : residual_(residual) {}
+
+  // Encodes a = g + e[offset, offset + g.size()) with `c` into msg and leaves a - D(msg) in
+  // that part of the residual. ctx.offset must equal `offset`.
+  void encode(Compressor& c, std::span<const float> g, std::size_t offset,
+              const EncodeContext& ctx, Message& msg);
+
+  // After a strategy decided that part of what was sent was not applied (gtopk drops entries
+  // that lost the global selection), it hands those values back: e += alpha * D(m).
+  void restore(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t offset,
+               std::size_t count, float alpha, const EncodeContext& ctx);
+
+  std::span<float> residual() const { return residual_; }
+  double residual_norm() const;  // ||e||_2, for metrics
+  void zero();
+
+  // Raw little-endian f32 of the residual, for a checkpoint of this bucket alone.
+  void save(std::vector<std::uint8_t>& out) const;
+  Status load(std::span<const std::uint8_t> in);
+
+ private:
+  std::span<float> residual_;
+};
+
+}  // namespace sparq::compress

@@ -1,0 +1,67 @@
+#include "compress/randomk.h"
+
+#include "compress/byte_io.h"
+#include "compress/options.h"
+#include "compress/sparse_format.h"
+#include "compress/topk.h"
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+namespace {
+
+// Visits (j, position of stratum j) for the k strata of a span of n.
+template <typename Fn>
+void for_each_position(std::size_t n, std::size_t k, const EncodeContext& ctx, Fn&& fn) {
+  const std::uint64_t key = step_key(ctx.seed, ctx.step);
+  const std::uint64_t stream = compression_stream(ctx, /*rank=*/0);  // shared by all ranks
+#pragma omp parallel for schedule(static) if (k > (1u << 14))
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t lo = j * n / k, hi = (j + 1) * n / k;
+    const std::size_t pos = lo + random_u32_at(key, stream, j) % (hi - lo);
+    fn(j, pos);
+  }
+}
+
+}  // namespace
+
+Result<RandomkCompressor::Options> RandomkCompressor::Options::parse(ConfigReader& reader) {
+  Options o;
+  SPARQ_ASSIGN_OR_RETURN(o.density, parse_density(reader));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return o;
+}
+
+std::optional<std::size_t> RandomkCompressor::fixed_message_bytes(std::size_t n) const {
+  return 4 * k_for(options_.density, n);
+}
+
+std::vector<std::uint32_t> RandomkCompressor::positions(std::size_t n,
+                                                        const EncodeContext& ctx) const {
+  std::vector<std::uint32_t> out(k_for(options_.density, n));
+  for_each_position(n, out.size(), ctx,
+                    [&](std::size_t j, std::size_t pos) { out[j] = static_cast<std::uint32_t>(pos); });
+  return out;
+}
+
+void RandomkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
+  const std::size_t k = k_for(options_.density, a.size());
+  msg.resize(4 * k);
+  std::uint8_t* out = msg.data();
+  for_each_position(a.size(), k, ctx,
+                    [&](std::size_t j, std::size_t pos) { store_f32(out + 4 * j, a[pos]); });
+}
+
+void RandomkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
+                               float alpha, DecodeMode mode, const EncodeContext& ctx) const {
+  const std::size_t k = k_for(options_.density, out.size());
+  SPARQ_CHECK(msg.size() == 4 * k, "randomk: message of {} bytes, expected {}", msg.size(), 4 * k);
+  prepare_output(out, mode);
+  const std::uint8_t* in = msg.data();
+  // Strata are disjoint, so parallel writes never collide.
+  for_each_position(out.size(), k, ctx, [&](std::size_t j, std::size_t pos) {
+    out[pos] += alpha * load_f32(in + 4 * j);
+  });
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,74 @@
+#include "compress/terngrad.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compress/block_codec.h"
+#include "compress/byte_io.h"
+#include "compress/topk.h"
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq::compress {
+namespace {
+
+constexpr std::size_t kSub = 256;  // values per stack buffer (a multiple of 4)
+
+}  // namespace
+
+Result<TernGradCompressor::Options> TernGradCompressor::Options::parse(ConfigReader& reader) {
+  Options o;
+  SPARQ_ASSIGN_OR_RETURN(o.clip_sigma, reader.real("clip_sigma", 2.5, 0.0, 100.0, true));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return o;
+}
+
+void TernGradCompressor::encode(std::span<const float> a, const EncodeContext& ctx,
+                                Message& msg) {
+  const std::size_t n = a.size();
+  msg.resize(*fixed_message_bytes(n));
+  const double mean = ops::sum(a.data(), n) / static_cast<double>(n);
+  const double var = std::max(0.0, ops::sum_squares(a.data(), n) / static_cast<double>(n) - mean * mean);
+  const float clip = static_cast<float>(options_.clip_sigma * std::sqrt(var));
+  const float s = std::min(ops::max_abs(a.data(), n), clip);
+  store_f32(msg.data(), s);
+  const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  const RoundingRng rng{step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
+                        ctx.offset, nullptr};
+  const std::size_t subs = (n + kSub - 1) / kSub;
+#pragma omp parallel for schedule(static) if (subs > 256)
+  for (std::size_t c = 0; c < subs; ++c) {
+    const std::size_t begin = c * kSub, len = std::min(kSub, n - begin);
+    std::uint8_t codes[kSub];
+    float u[kSub];
+    rounding_uniforms(rng, begin, len, u);
+    for (std::size_t j = 0; j < len; ++j) {
+      const float x = std::clamp(a[begin + j], -s, s);
+      const float b = std::min(std::floor(std::fabs(x) * inv + u[j]), 1.0f);
+      codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -b : b) + 1.0f));
+    }
+    pack_codes(codes, len, 2, msg.data() + 4 + begin / 4);
+  }
+}
+
+void TernGradCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
+                                float alpha, DecodeMode mode, const EncodeContext&) const {
+  const std::size_t n = out.size();
+  SPARQ_CHECK(msg.size() == *fixed_message_bytes(n), "terngrad: message of {} bytes for {} floats",
+              msg.size(), n);
+  const float f = alpha * load_f32(msg.data());
+  const std::size_t subs = (n + kSub - 1) / kSub;
+#pragma omp parallel for schedule(static) if (subs > 256)
+  for (std::size_t c = 0; c < subs; ++c) {
+    const std::size_t begin = c * kSub, len = std::min(kSub, n - begin);
+    std::uint8_t codes[kSub];
+    unpack_codes(msg.data() + 4 + begin / 4, len, 2, codes);
+    float* y = out.data() + begin;
+    for (std::size_t j = 0; j < len; ++j) {
+      const float v = (static_cast<float>(codes[j]) - 1.0f) * f;
+      y[j] = mode == DecodeMode::kSet ? v : y[j] + v;
+    }
+  }
+}
+
+}  // namespace sparq::compress

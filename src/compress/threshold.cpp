@@ -1,0 +1,24 @@
+#include "compress/threshold.h"
+
+#include "compress/sparse_format.h"
+
+namespace sparq::compress {
+
+Result<ThresholdCompressor::Options> ThresholdCompressor::Options::parse(ConfigReader& reader) {
+  Options o;
+  SPARQ_ASSIGN_OR_RETURN(o.threshold, reader.real("threshold", 1e-3, 0.0, 1e30, true));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return o;
+}
+
+void ThresholdCompressor::encode(std::span<const float> a, const EncodeContext&, Message& msg) {
+  selector_.at_least(a, static_cast<float>(options_.threshold), indices_);
+  encode_sparse_f32(a, indices_, msg);
+}
+
+void ThresholdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
+                                 float alpha, DecodeMode mode, const EncodeContext&) const {
+  decode_sparse_f32(msg, out, alpha, mode, name());
+}
+
+}  // namespace sparq::compress

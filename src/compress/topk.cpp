@@ -1,0 +1,46 @@
+#include "compress/topk.h"
+
+#include "compress/options.h"
+#include "compress/sparse_format.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+
+std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
+  // Regions of one bucket (two_phase) must not share draws: fold the offset into the index.
+  const auto index = static_cast<std::uint32_t>(ctx.bucket_id ^ (ctx.offset * 0x9E3779B1u));
+  return make_stream(RngPurpose::kCompression, static_cast<std::uint32_t>(rank), index);
+}
+
+Result<TopkCompressor::Options> TopkCompressor::Options::parse(ConfigReader& reader,
+                                                               bool sampled) {
+  Options o;
+  o.sampled = sampled;
+  SPARQ_ASSIGN_OR_RETURN(o.density, parse_density(reader));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return o;
+}
+
+void TopkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
+  const std::size_t k = k_for(options_.density, a.size());
+  if (options_.sampled) {
+    selector_.sampled(a, k, step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
+                      indices_);
+  } else {
+    selector_.exact(a, k, indices_);
+  }
+  encode_sparse_f32(a, indices_, msg);
+}
+
+void TopkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+                            DecodeMode mode, const EncodeContext&) const {
+  decode_sparse_f32(msg, out, alpha, mode, name());
+}
+
+double TopkCompressor::contraction_delta(std::size_t n) const {
+  const std::size_t k = k_for(options_.density, n);
+  const std::size_t kept = options_.sampled ? TopkSelector::sampled_min(k) : k;
+  return static_cast<double>(kept) / static_cast<double>(n);
+}
+
+}  // namespace sparq::compress

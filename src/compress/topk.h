@@ -1,0 +1,50 @@
+// topk and topk_sampled: keep k = round(density * n) entries of largest |a| (at least 1),
+// send them as a sparse f32 message (sparse_format.h), aggregate by allgather.
+//   topk:          exactly k entries (TopkSelector::exact: radix selection, O(n)).
+//   topk_sampled:  between ceil(0.8 k) and floor(1.3 k) entries, threshold estimated from a
+//                  ~1% sample drawn with Philox at (step, rank, bucket) (TopkSelector::sampled).
+// Message bytes: 12 + min(delta varint bytes, ceil(n / 8)) + 4 * count.
+// Config keys: density (0, 1], default 0.01.
+// Contraction: the kept entries are the count largest, so delta = count / n >= k / n (exact)
+// or ceil(0.8 k) / n (sampled).
+#pragma once
+
+#include "compress/compressor.h"
+#include "compress/config.h"
+#include "compress/topk_select.h"
+
+namespace sparq::compress {
+
+class TopkCompressor final : public Compressor {
+ public:
+  struct Options {
+    double density = 0.01;
+    bool sampled = false;
+    static Result<Options> parse(ConfigReader& reader, bool sampled);
+  };
+  explicit TopkCompressor(Options options) : options_(options) {}
+
+  std::string_view name() const override { return options_.sampled ? "topk_sampled" : "topk"; }
+  Aggregation aggregation() const override { return Aggregation::kAllgather; }
+  void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
+  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+              DecodeMode mode, const EncodeContext& ctx) const override;
+  std::optional<std::size_t> fixed_message_bytes(std::size_t) const override {
+    return std::nullopt;
+  }
+  double contraction_delta(std::size_t n) const override;
+
+  // The indices kept by the last encode (ascending): for the gtopk strategy and tests.
+  const std::vector<std::uint32_t>& last_indices() const { return indices_; }
+
+ private:
+  Options options_;
+  TopkSelector selector_;
+  std::vector<std::uint32_t> indices_;
+};
+
+// The Philox (key, stream) of a bucket's random draws at a step; rank-shared streams pass
+// rank = 0 so that every rank draws the same numbers.
+std::uint64_t compression_stream(const EncodeContext& ctx, int rank);
+
+}  // namespace sparq::compress

@@ -1,0 +1,202 @@
+#include "compress/topk_select.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#include "compress/byte_io.h"
+#include "core/check.h"
+#include "core/rng.h"
+#include "core/threading.h"
+
+namespace sparq::compress {
+namespace {
+
+// Below this size a copy + nth_element beats three passes with 64K-bin histograms.
+constexpr std::size_t kSmallSelect = std::size_t{1} << 15;
+// Each thread should get enough elements to amortise zeroing its histogram.
+constexpr std::size_t kPerThread = std::size_t{1} << 16;
+constexpr std::size_t kBins = std::size_t{1} << 16;
+
+int threads_for(std::size_t n) {
+  const std::size_t want = std::max<std::size_t>(1, n / kPerThread);
+  return static_cast<int>(std::min<std::size_t>(want, static_cast<std::size_t>(max_threads())));
+}
+
+// Finds the bin holding the `need`-th largest entry (1-based) of a histogram scanned from the
+// top; returns the bin and leaves in `need` the rank of the wanted entry inside that bin.
+std::uint32_t find_bin(const std::uint32_t* totals, std::size_t bins, std::size_t& need) {
+  for (std::size_t b = bins; b-- > 0;) {
+    if (totals[b] >= need) return static_cast<std::uint32_t>(b);
+    need -= totals[b];
+  }
+  SPARQ_FATAL("top-k selection: histogram holds fewer entries than requested");
+}
+
+}  // namespace
+
+void TopkSelector::exact(std::span<const float> a, std::size_t k,
+                         std::vector<std::uint32_t>& out) {
+  const std::size_t n = a.size();
+  SPARQ_CHECK(n <= UINT32_MAX, "top-k over {} floats exceeds 32-bit indices", n);
+  out.clear();
+  if (k == 0) return;
+  if (k >= n) {
+    out.resize(n);
+    std::iota(out.begin(), out.end(), 0u);
+    return;
+  }
+  std::uint32_t t = 0;
+  std::size_t ties = 0;
+  if (n < kSmallSelect) {
+    keys_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) keys_[i] = abs_key(a[i]);
+    std::nth_element(keys_.begin(), keys_.begin() + (k - 1), keys_.end(), std::greater<>());
+    t = keys_[k - 1];
+    // Entries before k-1 are >= t; the ones equal to t there plus t itself are the ties taken.
+    ties = 1 + static_cast<std::size_t>(std::count(keys_.begin(), keys_.begin() + (k - 1), t));
+  } else {
+    const int nt = threads_for(n);
+    hist_.assign(static_cast<std::size_t>(nt + 1) * kBins, 0);
+    std::uint32_t* totals = hist_.data() + static_cast<std::size_t>(nt) * kBins;
+    // Pass 1: the top 15 magnitude bits (the sign bit is cleared, so bins < 2^15).
+#pragma omp parallel num_threads(nt)
+    {
+      const std::size_t tid = static_cast<std::size_t>(thread_index());
+      const std::size_t nthr = static_cast<std::size_t>(team_size());
+      std::uint32_t* h = hist_.data() + tid * kBins;
+      const std::size_t begin = n * tid / nthr, end = n * (tid + 1) / nthr;
+      for (std::size_t i = begin; i < end; ++i) ++h[abs_key(a[i]) >> 16];
+    }
+    for (int th = 0; th < nt; ++th) {
+      const std::uint32_t* h = hist_.data() + static_cast<std::size_t>(th) * kBins;
+      for (std::size_t b = 0; b < kBins / 2; ++b) totals[b] += h[b];
+    }
+    std::size_t need = k;
+    const std::uint32_t high = find_bin(totals, kBins / 2, need);
+    // Pass 2: the low 16 bits of the entries inside the boundary bin.
+    std::fill(hist_.begin(), hist_.end(), 0u);
+#pragma omp parallel num_threads(nt)
+    {
+      const std::size_t tid = static_cast<std::size_t>(thread_index());
+      const std::size_t nthr = static_cast<std::size_t>(team_size());
+      std::uint32_t* h = hist_.data() + tid * kBins;
+      const std::size_t begin = n * tid / nthr, end = n * (tid + 1) / nthr;
+      for (std::size_t i = begin; i < end; ++i) {
+        const std::uint32_t key = abs_key(a[i]);
+        if ((key >> 16) == high) ++h[key & 0xffffu];
+      }
+    }
+    for (int th = 0; th < nt; ++th) {
+      const std::uint32_t* h = hist_.data() + static_cast<std::size_t>(th) * kBins;
+      for (std::size_t b = 0; b < kBins; ++b) totals[b] += h[b];
+    }
+    const std::uint32_t low = find_bin(totals, kBins, need);
+    t = (high << 16) | low;
+    ties = need;
+  }
+  gather(a, t, ties, out);
+  SPARQ_CHECK(out.size() == k, "top-k selected {} entries, wanted {}", out.size(), k);
+}
+
+void TopkSelector::gather(std::span<const float> a, std::uint32_t t, std::size_t ties,
+                          std::vector<std::uint32_t>& out) {
+  const std::size_t n = a.size();
+  const int nt = threads_for(n);
+  local_.resize(static_cast<std::size_t>(nt));
+  std::vector<std::size_t> equal(nt, 0), quota(nt, 0), start(nt + 1, 0);
+#pragma omp parallel num_threads(nt)
+  {
+    const std::size_t tid = static_cast<std::size_t>(thread_index());
+    const std::size_t nthr = static_cast<std::size_t>(team_size());
+    std::vector<std::uint32_t>& mine = local_[tid];
+    mine.clear();
+    std::size_t eq = 0;
+    const std::size_t begin = n * tid / nthr, end = n * (tid + 1) / nthr;
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::uint32_t key = abs_key(a[i]);
+      if (key >= t) {
+        mine.push_back(static_cast<std::uint32_t>(i));
+        eq += key == t;
+      }
+    }
+    equal[tid] = eq;
+  }
+  // Ties go to the lowest indices: hand the quota out in chunk order.
+  std::size_t left = ties;
+  for (int th = 0; th < nt; ++th) {
+    quota[th] = std::min(left, equal[th]);
+    left -= quota[th];
+    start[th + 1] = start[th] + (local_[th].size() - equal[th]) + quota[th];
+  }
+  out.resize(start[nt]);
+#pragma omp parallel num_threads(nt)
+  {
+    const std::size_t tid = static_cast<std::size_t>(thread_index());
+    std::size_t pos = start[tid], taken = 0;
+    for (std::uint32_t i : local_[tid]) {
+      if (abs_key(a[i]) == t) {
+        if (taken == quota[tid]) continue;
+        ++taken;
+      }
+      out[pos++] = i;
+    }
+  }
+}
+
+std::size_t TopkSelector::count_at_least(std::span<const float> a, std::uint32_t t) const {
+  const std::size_t n = a.size();
+  std::size_t count = 0;
+#pragma omp parallel for simd reduction(+ : count) schedule(static) if (n > kPerThread)
+  for (std::size_t i = 0; i < n; ++i) count += abs_key(a[i]) >= t;
+  return count;
+}
+
+void TopkSelector::at_least(std::span<const float> a, float threshold,
+                            std::vector<std::uint32_t>& out) {
+  SPARQ_CHECK(a.size() <= UINT32_MAX, "selection over {} floats exceeds 32-bit indices",
+              a.size());
+  gather(a, abs_key(threshold), std::numeric_limits<std::size_t>::max(), out);
+}
+
+void TopkSelector::sampled(std::span<const float> a, std::size_t k, std::uint64_t key,
+                           std::uint64_t stream, std::vector<std::uint32_t>& out) {
+  const std::size_t n = a.size();
+  if (k == 0 || k >= n) return exact(a, k, out);
+  // About 1% of the bucket, but enough that the sample holds >= 32 entries above threshold.
+  std::size_t s = std::max<std::size_t>(n / 100, 1024);
+  if (s * k < 32 * n) s = (32 * n + k - 1) / k;
+  s = std::min(s, n);
+  keys_.resize(s);
+  for (std::size_t j = 0; j < s; ++j) {
+    keys_[j] = abs_key(a[random_u32_at(key, stream, j) % n]);
+  }
+  std::size_t rank = std::max<std::size_t>(1, (k * s + n / 2) / n);
+  const std::size_t lo = sampled_min(k), hi = sampled_max(k);
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    std::nth_element(keys_.begin(), keys_.begin() + (rank - 1), keys_.end(), std::greater<>());
+    const std::uint32_t t = keys_[rank - 1];
+    const std::size_t count = count_at_least(a, t);
+    if (count >= lo && count <= hi) {
+      gather(a, t, std::numeric_limits<std::size_t>::max(), out);
+      return;
+    }
+    if (count > hi) {
+      // Too many: keep the candidates and re-select exactly k among them.
+      gather(a, t, std::numeric_limits<std::size_t>::max(), candidate_idx_);
+      candidates_.resize(candidate_idx_.size());
+      for (std::size_t j = 0; j < candidates_.size(); ++j) candidates_[j] = a[candidate_idx_[j]];
+      exact(candidates_, k, out);
+      for (std::uint32_t& i : out) i = candidate_idx_[i];
+      return;
+    }
+    if (rank == s) break;
+    // Too few: move down the sample in proportion to the shortfall (at least 10% further).
+    const std::size_t scaled = rank * k / std::max<std::size_t>(count, 1);
+    rank = std::min(s, std::max(scaled, rank + rank / 10 + 1));
+  }
+  exact(a, k, out);  // a sample that cannot reach 0.8 k (e.g. mostly zeros): be exact
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,51 @@
+// Selection of large-magnitude entries, shared by the sparsifying compressors.
+//
+// TopkSelector::exact picks EXACTLY k indices: those of the k largest |a[i]|, ties at the
+// boundary magnitude broken towards the lowest index, returned in ascending order. It is a
+// radix selection on the magnitude bits (abs_key): one histogram pass over the top 15 bits,
+// one over the low 16 bits of the boundary bin, one gathering pass; O(n), no sort, per-thread
+// histograms merged in a fixed order, so the result does not depend on the thread count.
+//
+// TopkSelector::sampled estimates the threshold from a seeded random sample (DGC style) and
+// returns between ceil(0.8 k) and floor(1.3 k) indices in ascending order: a threshold that
+// keeps too few is lowered (re-estimated from the sample), a threshold that keeps too many is
+// followed by an exact re-selection of k among the candidates.
+//
+// Ownership: the selector owns its scratch memory, reused across calls; one per compressor.
+// Precondition: a.size() < 2^32 and all entries finite (NaN magnitudes sort above +inf).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sparq::compress {
+
+class TopkSelector {
+ public:
+  void exact(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out);
+  void sampled(std::span<const float> a, std::size_t k, std::uint64_t key, std::uint64_t stream,
+               std::vector<std::uint32_t>& out);
+
+  // Indices with |a[i]| >= threshold, ascending (threshold > 0; the threshold compressor).
+  void at_least(std::span<const float> a, float threshold, std::vector<std::uint32_t>& out);
+
+  // The bounds `sampled` guarantees.
+  static std::size_t sampled_min(std::size_t k) { return (8 * k + 9) / 10; }
+  static std::size_t sampled_max(std::size_t k) { return (13 * k) / 10; }
+
+ private:
+  // Gathers indices i with key(i) > t, plus the first `ties` indices with key(i) == t.
+  void gather(std::span<const float> a, std::uint32_t t, std::size_t ties,
+              std::vector<std::uint32_t>& out);
+  std::size_t count_at_least(std::span<const float> a, std::uint32_t t) const;
+
+  std::vector<std::uint32_t> hist_;
+  std::vector<std::vector<std::uint32_t>> local_;
+  std::vector<std::uint32_t> keys_;
+  std::vector<float> candidates_;
+  std::vector<std::uint32_t> candidate_idx_;
+};
+
+}  // namespace sparq::compress

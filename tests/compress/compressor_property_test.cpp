@@ -1,0 +1,255 @@
+// Properties every compressor must have, checked over a table of configurations: error
+// feedback conserves mass, decode modes agree, encoding is deterministic and independent of
+// the thread count, byte counts follow the documented formulas, and topk / blockquant / lbs
+// are contractions with their documented delta.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "compress/error_feedback.h"
+#include "compress/options.h"
+#include "core/threading.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+using testing::make;
+using testing::normal_vector;
+using Params = std::map<std::string, std::string>;
+
+struct Case {
+  std::string name;
+  Params params;
+};
+
+std::vector<Case> all_cases() {
+  return {{"none", {}},
+          {"fp16", {}},
+          {"bf16", {}},
+          {"topk", {{"density", "0.02"}}},
+          {"topk_sampled", {{"density", "0.02"}}},
+          {"randomk", {{"density", "0.05"}}},
+          {"threshold", {{"threshold", "1.5"}}},
+          {"qsgd", {{"levels", "7"}, {"chunk", "128"}}},
+          {"terngrad", {}},
+          {"signsgd", {}},
+          {"onebit", {}},
+          {"blockquant", {{"bits", "4"}}},
+          {"blockquant", {{"bits", "3"}, {"block", "64"}, {"rounding", "stochastic"}}},
+          {"lbs", {}},
+          {"lbs", {{"density", "0.2"}, {"bits", "2"}, {"selection", "sampled"}}},
+          {"lbs", {{"density", "0.3"}, {"bits", "8"}, {"rounding", "stochastic"}}}};
+}
+
+std::string label(const Case& c) {
+  std::string s = c.name;
+  for (const auto& [k, v] : c.params) s += " " + k + "=" + v;
+  return s;
+}
+
+EncodeContext context(std::int64_t step) {
+  EncodeContext ctx;
+  ctx.seed = 77;
+  ctx.step = step;
+  ctx.bucket_id = 3;
+  ctx.rank = 1;
+  ctx.world_size = 4;
+  return ctx;
+}
+
+TEST(CompressorProperties, ErrorFeedbackConservesMass) {
+  for (const Case& cs : all_cases()) {
+    for (std::size_t n : {1u, 333u, 70001u}) {
+      auto c = make(cs.name, cs.params);
+      std::vector<float> residual = normal_vector(n, 5, 0.3f);
+      const std::vector<float> old_residual = residual;
+      ErrorFeedback ef(residual);
+      for (int step = 0; step < 3; ++step) {
+        const auto g = normal_vector(n, 40 + step);
+        const std::vector<float> before = residual;
+        Message msg;
+        const EncodeContext ctx = context(step);
+        ef.encode(*c, g, 0, ctx, msg);
+        const auto d = decode_dense(*c, msg, n, ctx);
+        for (std::size_t i = 0; i < n; ++i) {
+          const float expected = g[i] + before[i];
+          ASSERT_NEAR(d[i] + residual[i], expected, 1e-5f * (1.0f + std::fabs(expected)))
+              << label(cs) << " n " << n << " step " << step << " i " << i;
+        }
+      }
+      if (cs.name != "none" && n > 1) {
+        EXPECT_GT(ef.residual_norm(), 0.0) << label(cs);
+      }
+      std::vector<std::uint8_t> saved;
+      ef.save(saved);
+      std::vector<float> other(n, 0.0f);
+      ErrorFeedback restored(other);
+      ASSERT_TRUE(restored.load(saved).is_ok());
+      EXPECT_EQ(other, residual);
+      std::vector<float> wrong(n + 1);
+      EXPECT_FALSE(ErrorFeedback(wrong).load(saved).is_ok());
+    }
+  }
+}
+
+TEST(CompressorProperties, AddModeEqualsSetModePlusOutput) {
+  for (const Case& cs : all_cases()) {
+    const std::size_t n = 5000;
+    auto c = make(cs.name, cs.params);
+    const auto a = normal_vector(n, 21);
+    Message msg;
+    const EncodeContext ctx = context(2);
+    c->encode(a, ctx, msg);
+    std::vector<float> set(n, 123.0f), add = normal_vector(n, 22);
+    const std::vector<float> base = add;
+    c->decode(msg, set, 0.5f, DecodeMode::kSet, ctx);
+    c->decode(msg, add, 0.5f, DecodeMode::kAdd, ctx);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(add[i], base[i] + set[i], 1e-5f) << label(cs) << " i " << i;
+    }
+  }
+}
+
+TEST(CompressorProperties, EncodingIsDeterministicAcrossThreadCounts) {
+  const int saved = max_threads();
+  for (const Case& cs : all_cases()) {
+    const std::size_t n = 300001;  // large enough for every parallel path
+    const auto a = normal_vector(n, 31);
+    Message one, two;
+    set_num_threads(1);
+    make(cs.name, cs.params)->encode(a, context(5), one);
+    set_num_threads(2);
+    make(cs.name, cs.params)->encode(a, context(5), two);
+    EXPECT_EQ(one, two) << label(cs);
+  }
+  set_num_threads(saved);
+}
+
+// The index cost by the documented rule, computed here without the library's helpers.
+std::size_t index_bytes(const std::vector<std::uint32_t>& idx, std::size_t n) {
+  std::size_t varint = 0;
+  long long prev = -1;
+  for (std::uint32_t i : idx) {
+    unsigned long long gap = static_cast<unsigned long long>(i - prev - 1);
+    std::size_t len = 1;
+    while (gap >= 128) gap >>= 7, ++len;
+    varint += len;
+    prev = i;
+  }
+  return std::min(varint, (n + 7) / 8);
+}
+
+std::vector<std::uint32_t> largest(const std::vector<float>& a, std::size_t k) {
+  std::vector<std::uint32_t> idx(a.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  std::stable_sort(idx.begin(), idx.end(), [&](auto x, auto y) { return std::fabs(a[x]) > std::fabs(a[y]); });
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+TEST(CompressorProperties, ByteCountsFollowTheDocumentedFormulas) {
+  for (std::size_t n : {1u, 9u, 1000u, 65537u}) {
+    const auto a = normal_vector(n, n + 1);
+    for (double rho : {0.001, 0.01, 0.1, 0.5, 1.0}) {
+      const std::size_t k = std::clamp<std::size_t>(std::llround(rho * n), 1, n);
+      const auto idx = largest(a, k);
+      const std::string density = std::to_string(rho);
+      Message msg;
+      make("topk", {{"density", density}})->encode(a, {}, msg);
+      EXPECT_EQ(msg.size(), 12 + index_bytes(idx, n) + 4 * k) << "topk " << n << " " << rho;
+      make("randomk", {{"density", density}})->encode(a, {}, msg);
+      EXPECT_EQ(msg.size(), 4 * k);
+      for (int bits : {2, 3, 4, 8}) {
+        for (std::size_t block : {8u, 256u}) {
+          make("lbs", {{"density", density}, {"bits", std::to_string(bits)},
+                       {"block", std::to_string(block)}})->encode(a, {}, msg);
+          EXPECT_EQ(msg.size(), 12 + index_bytes(idx, n) + 2 * ceil_div(k, block) +
+                                    ceil_div(k * bits, 8))
+              << "lbs " << n << " " << rho << " " << bits << " " << block;
+        }
+      }
+    }
+    Message msg;
+    const EncodeContext ctx = context(0);
+    const std::pair<std::string, std::size_t> dense[] = {
+        {"none", 4 * n}, {"fp16", 2 * n}, {"bf16", 2 * n},
+        {"signsgd", 4 + ceil_div(n, 8)}, {"onebit", 4 + ceil_div(n, 8)},
+        {"terngrad", 4 + ceil_div(n, 4)},
+        {"blockquant", 2 * ceil_div(n, 256) + ceil_div(4 * n, 8)},
+        {"qsgd", 4 * ceil_div(n, 512) + ceil_div(4 * n, 8)}};
+    for (const auto& [name, bytes] : dense) {
+      auto c = make(name);
+      c->encode(a, ctx, msg);
+      EXPECT_EQ(msg.size(), bytes) << name << " " << n;
+      EXPECT_EQ(c->fixed_message_bytes(n).value(), bytes) << name;
+    }
+    make("qsgd", {{"levels", "127"}, {"chunk", "64"}})->encode(a, ctx, msg);
+    EXPECT_EQ(msg.size(), 4 * ceil_div(n, 64) + n);
+  }
+}
+
+TEST(CompressorProperties, TopkBlockquantAndLbsAreContractions) {
+  const Case cases[] = {{"topk", {{"density", "0.01"}}},
+                        {"topk", {{"density", "0.3"}}},
+                        {"topk_sampled", {{"density", "0.05"}}},
+                        {"blockquant", {{"bits", "2"}}},
+                        {"blockquant", {{"bits", "4"}, {"block", "8"}}},
+                        {"blockquant", {{"bits", "8"}}},
+                        {"lbs", {}},
+                        {"lbs", {{"density", "0.1"}, {"bits", "2"}, {"block", "16"}}},
+                        {"signsgd", {}}};
+  const std::size_t n = 20000;
+  for (const Case& cs : cases) {
+    auto c = make(cs.name, cs.params);
+    const double delta = c->contraction_delta(n);
+    ASSERT_GT(delta, 0.0) << label(cs);
+    // Gaussian, heavy-tailed, and adversarial (one spike per block, the rest just below a
+    // half step) inputs.
+    std::vector<std::vector<float>> inputs = {normal_vector(n, 1), normal_vector(n, 2)};
+    for (float& x : inputs[1]) x = x * x * x;
+    std::vector<float> spiky(n, 0.0f);
+    for (std::size_t i = 0; i < n; ++i) spiky[i] = (i % 256 == 0) ? 7.0f : 0.49f;
+    inputs.push_back(spiky);
+    for (const auto& a : inputs) {
+      Message msg;
+      c->encode(a, context(0), msg);
+      const auto d = decode_dense(*c, msg, n, context(0));
+      const double err = testing::squared_distance(a, d), norm = testing::squared_norm(a);
+      EXPECT_LE(err, (1.0 - delta) * norm) << label(cs) << " delta " << delta;
+      EXPECT_LT(err, norm) << label(cs);
+    }
+  }
+  // The documented deltas themselves.
+  EXPECT_DOUBLE_EQ(make("topk", {{"density", "0.01"}})->contraction_delta(n), 0.01);
+  const double c2 = (1.0 + 1.0 / 1024) * (1.0 + 1.0 / 1024);
+  EXPECT_DOUBLE_EQ(make("blockquant")->contraction_delta(n), (1.0 - c2 / 196.0) / 256.0);
+  EXPECT_DOUBLE_EQ(make("lbs")->contraction_delta(n), 0.01 * (1.0 - c2 / 196.0) / 256.0);
+}
+
+TEST(CompressorProperties, LosslessSettingsRoundTrip) {
+  const auto a = normal_vector(4097, 50);
+  for (const Case& cs : std::vector<Case>{{"none", {}}, {"topk", {{"density", "1"}}},
+                                          {"threshold", {{"threshold", "1e-30"}}}}) {
+    Message msg;
+    auto c = make(cs.name, cs.params);
+    c->encode(a, context(0), msg);
+    EXPECT_EQ(decode_dense(*c, msg, a.size(), context(0)), a) << label(cs);
+  }
+  Message msg;
+  auto c = make("fp16");
+  EncodeContext ctx = context(0);
+  c->encode(a, ctx, msg);
+  const auto d = decode_dense(*c, msg, a.size(), ctx);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(d[i], a[i], std::fabs(a[i]) * (1.0f / 2048) + 1e-6f);
+  }
+}
+
+}  // namespace
+}  // namespace sparq::compress

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "compress/topk_select.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+// Reference: sort indices by (|a| descending, index ascending), take k, sort ascending.
+std::vector<std::uint32_t> brute_topk(const std::vector<float>& a, std::size_t k) {
+  std::vector<std::uint32_t> idx(a.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](std::uint32_t x, std::uint32_t y) { return std::fabs(a[x]) > std::fabs(a[y]); });
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+TEST(TopkSelect, ExactMatchesSortingOnBothPaths) {
+  TopkSelector sel;
+  std::vector<std::uint32_t> out;
+  // 1000 uses nth_element, 200003 the radix histogram path.
+  for (std::size_t n : {1u, 17u, 1000u, 200003u}) {
+    const auto a = testing::normal_vector(n, n);
+    for (double rho : {0.0001, 0.01, 0.3, 1.0}) {
+      const std::size_t k = std::max<std::size_t>(1, static_cast<std::size_t>(rho * n));
+      sel.exact(a, k, out);
+      ASSERT_EQ(out.size(), k);
+      EXPECT_EQ(out, brute_topk(a, k)) << "n " << n << " k " << k;
+    }
+  }
+}
+
+TEST(TopkSelect, TiesAtTheBoundaryGiveExactlyKLowestIndicesFirst) {
+  TopkSelector sel;
+  std::vector<std::uint32_t> out;
+  for (std::size_t n : {100u, 100000u}) {
+    std::vector<float> a(n, 0.0f);
+    for (std::size_t i = 0; i < n; i += 3) a[i] = (i % 2 ? -0.5f : 0.5f);  // many equal magnitudes
+    a[n / 2] = 2.0f;
+    const std::size_t k = n / 10;
+    sel.exact(a, k, out);
+    ASSERT_EQ(out.size(), k);
+    EXPECT_EQ(out, brute_topk(a, k));
+    // All zeros still gives exactly k.
+    std::vector<float> zeros(n, 0.0f);
+    sel.exact(zeros, k, out);
+    ASSERT_EQ(out.size(), k);
+    EXPECT_EQ(out.back(), k - 1);
+  }
+}
+
+TEST(TopkSelect, SampledCountStaysWithinBounds) {
+  TopkSelector sel;
+  std::vector<std::uint32_t> out;
+  for (std::size_t n : {5000u, 300000u}) {
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+      auto a = testing::normal_vector(n, 100 + seed);
+      if (seed == 3) {
+        for (std::size_t i = 0; i < n; i += 2) a[i] = 0.0f;  // half zeros
+      }
+      for (double rho : {0.001, 0.01, 0.1}) {
+        const std::size_t k = static_cast<std::size_t>(rho * n);
+        sel.sampled(a, k, seed, 9, out);
+        EXPECT_GE(out.size(), TopkSelector::sampled_min(k)) << n << " " << rho;
+        EXPECT_LE(out.size(), TopkSelector::sampled_max(k)) << n << " " << rho;
+        EXPECT_TRUE(std::is_sorted(out.begin(), out.end()));
+        EXPECT_TRUE(std::adjacent_find(out.begin(), out.end()) == out.end());
+        // What it keeps are the largest: nothing dropped is larger than anything kept.
+        float min_kept = INFINITY, max_dropped = 0.0f;
+        std::vector<bool> kept(n, false);
+        for (auto i : out) kept[i] = true;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (kept[i]) min_kept = std::min(min_kept, std::fabs(a[i]));
+          else max_dropped = std::max(max_dropped, std::fabs(a[i]));
+        }
+        EXPECT_GE(min_kept, max_dropped);
+      }
+    }
+  }
+}
+
+TEST(TopkSelect, AtLeastKeepsExactlyTheEntriesAboveTheThreshold) {
+  TopkSelector sel;
+  std::vector<std::uint32_t> out;
+  const auto a = testing::normal_vector(150000, 4);
+  sel.at_least(a, 2.0f, out);
+  std::vector<std::uint32_t> expected;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::fabs(a[i]) >= 2.0f) expected.push_back(static_cast<std::uint32_t>(i));
+  }
+  EXPECT_EQ(out, expected);
+}
+
+}  // namespace
+}  // namespace sparq::compress

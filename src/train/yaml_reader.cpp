@@ -1,0 +1,238 @@
+#include "train/yaml_reader.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace sparq::train {
+namespace {
+
+std::vector<std::string> split_key(const std::string& key) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(key);
+  while (std::getline(in, part, '.')) parts.push_back(part);
+  return parts;
+}
+
+void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>* out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string k = kv.first.as<std::string>();
+      collect_leaves(kv.second, prefix.empty() ? k : prefix + "." + k, out);
+    }
+  } else {
+    out->push_back(prefix);
+  }
+}
+
+std::string scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+}  // namespace
+
+Result<YamlReader> YamlReader::from_file(const std::string& path) {
+  try {
+    return YamlReader(YAML::LoadFile(path), path);
+  } catch (const YAML::BadFile&) {
+    return Status::error("{}: cannot open config file", path);
+  } catch (const YAML::Exception& e) {
+    return Status::error("{}: invalid YAML: {}", path, e.what());
+  }
+}
+
+Result<YamlReader> YamlReader::from_string(const std::string& text, const std::string& origin) {
+  try {
+    YAML::Node root = YAML::Load(text);
+    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    if (!root.IsMap()) return Status::error("{}: a config must be a YAML mapping", origin);
+    return YamlReader(root, origin);
+  } catch (const YAML::Exception& e) {
+    return Status::error("{}: invalid YAML: {}", origin, e.what());
+  }
+}
+
+Status YamlReader::fail(const std::string& key, const std::string& what) const {
+  return Status::error("{}: {}: {}", origin_, key, what);
+}
+
+std::optional<YAML::Node> YamlReader::find(const std::string& key) const {
+  // Walk through const nodes: yaml-cpp's non-const operator[] would insert missing keys, and
+  // plain Node assignment would overwrite content instead of rebinding (hence reset()).
+  YAML::Node walk;
+  walk.reset(root_);
+  for (const std::string& part : split_key(key)) {
+    if (!walk.IsMap()) return std::nullopt;
+    const YAML::Node& current = walk;
+    const YAML::Node next = current[part];
+    if (!next.IsDefined()) return std::nullopt;
+    walk.reset(next);
+  }
+  return walk;
+}
+
+Status YamlReader::set_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::error("--set '{}': expected key=value", assignment);
+  }
+  const std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    return Status::error("--set {}: cannot parse the value: {}", key, e.what());
+  }
+  const auto parts = split_key(key);
+  YAML::Node walk = root_;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!walk[parts[i]].IsDefined()) walk[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = walk[parts[i]];
+    if (!next.IsMap()) return Status::error("--set {}: '{}' is not a section", key, parts[i]);
+    walk.reset(next);
+  }
+  walk[parts.back()] = value;
+  return Status::ok();
+}
+
+bool YamlReader::has(const std::string& key) const { return find(key).has_value(); }
+
+template <typename T>
+Status YamlReader::get_number(const std::string& key, T* out, Bounds<T> bounds, const char* kind) {
+  consumed_.insert(key);
+  const auto node = find(key);
+  if (!node) return Status::ok();
+  if (!node->IsScalar()) return fail(key, fmt::format("expected {}, got '{}'", kind, scalar_text(*node)));
+  T value;
+  try {
+    value = node->as<T>();
+  } catch (const YAML::Exception&) {
+    return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return fail(key, fmt::format("must be finite, got {}", node->Scalar()));
+  }
+  if (bounds.min && value < *bounds.min) {
+    return fail(key, fmt::format("must be >= {}, got {}", *bounds.min, node->Scalar()));
+  }
+  if (bounds.max && value > *bounds.max) {
+    return fail(key, fmt::format("must be <= {}, got {}", *bounds.max, node->Scalar()));
+  }
+  *out = value;
+  return Status::ok();
+}
+
+Status YamlReader::get(const std::string& key, double* out, Bounds<double> bounds) {
+  return get_number(key, out, bounds, "a number");
+}
+
+Status YamlReader::get(const std::string& key, std::int64_t* out, Bounds<std::int64_t> bounds) {
+  return get_number(key, out, bounds, "an integer");
+}
+
+Status YamlReader::get(const std::string& key, int* out, Bounds<std::int64_t> bounds) {
+  std::int64_t v = *out;
+  if (!bounds.min) bounds.min = INT32_MIN;
+  if (!bounds.max) bounds.max = INT32_MAX;
+  SPARQ_RETURN_IF_ERROR(get_number(key, &v, bounds, "an integer"));
+  *out = static_cast<int>(v);
+  return Status::ok();
+}
+
+Status YamlReader::get(const std::string& key, bool* out) {
+  consumed_.insert(key);
+  const auto node = find(key);
+  if (!node) return Status::ok();
+  try {
+    if (!node->IsScalar()) throw YAML::Exception(YAML::Mark(), "");
+    *out = node->as<bool>();
+  } catch (const YAML::Exception&) {
+    return fail(key, fmt::format("expected true or false, got '{}'", scalar_text(*node)));
+  }
+  return Status::ok();
+}
+
+Status YamlReader::get(const std::string& key, std::string* out) {
+  consumed_.insert(key);
+  const auto node = find(key);
+  if (!node) return Status::ok();
+  if (!node->IsScalar()) return fail(key, fmt::format("expected a string, got '{}'", scalar_text(*node)));
+  *out = node->Scalar();
+  return Status::ok();
+}
+
+Status YamlReader::get_choice(const std::string& key, std::string* out,
+                              const std::vector<std::string>& choices) {
+  std::string value = *out;
+  SPARQ_RETURN_IF_ERROR(get(key, &value));
+  for (const auto& c : choices) {
+    if (c == value) {
+      *out = value;
+      return Status::ok();
+    }
+  }
+  return fail(key, fmt::format("'{}' is not one of {}", value, fmt::join(choices, ", ")));
+}
+
+Status YamlReader::get(const std::string& key, std::vector<std::string>* out) {
+  consumed_.insert(key);
+  const auto node = find(key);
+  if (!node) return Status::ok();
+  if (!node->IsSequence()) return fail(key, fmt::format("expected a list, got '{}'", scalar_text(*node)));
+  std::vector<std::string> values;
+  for (const auto& item : *node) {
+    if (!item.IsScalar()) return fail(key, "list items must be strings");
+    values.push_back(item.Scalar());
+  }
+  *out = std::move(values);
+  return Status::ok();
+}
+
+Status YamlReader::take_section(const std::string& key,
+                                std::vector<std::pair<std::string, std::string>>* out) {
+  consumed_.insert(key + ".");
+  out->clear();
+  const auto node = find(key);
+  if (!node) return Status::ok();
+  if (!node->IsMap()) return fail(key, "expected a section (a mapping)");
+  std::vector<std::string> leaves;
+  collect_leaves(*node, "", &leaves);
+  for (const auto& leaf : leaves) {
+    out->emplace_back(leaf, scalar_text(*find(key + "." + leaf)));
+  }
+  return Status::ok();
+}
+
+std::vector<std::string> YamlReader::unknown_keys() const {
+  std::vector<std::string> leaves, unknown;
+  collect_leaves(root_, "", &leaves);
+  for (const auto& leaf : leaves) {
+    if (consumed_.count(leaf)) continue;
+    bool in_section = false;
+    for (const auto& c : consumed_) {
+      if (!c.empty() && c.back() == '.' && leaf.rfind(c, 0) == 0) in_section = true;
+    }
+    if (!in_section) unknown.push_back(leaf);
+  }
+  return unknown;
+}
+
+Status YamlReader::check_no_unknown_keys() const {
+  const auto unknown = unknown_keys();
+  if (unknown.empty()) return Status::ok();
+  return Status::error("{}: unknown key{} {}", origin_, unknown.size() > 1 ? "s" : "",
+                       fmt::join(unknown, ", "));
+}
+
+std::string YamlReader::dump() const {
+  YAML::Emitter e;
+  e << root_;
+  return e.c_str();
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,79 @@
+// Strict, typed reading of a YAML config. Every key that is read is remembered, so that
+// after a config has been read in full, unknown_keys() lists everything the user wrote that
+// sparq does not understand (a typo must be an error, never a silently ignored setting).
+// Every failure names the file and the dotted key: "configs/x.yaml: optim.lr: expected a
+// number, got 'fast'".
+//
+// Usage:
+//   SPARQ_ASSIGN_OR_RETURN(auto reader, YamlReader::from_file(path));
+//   SPARQ_RETURN_IF_ERROR(reader.get("optim.lr", &config.lr, Bounds<double>{.min = 0}));
+//   ... read every section ...
+//   SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
+//
+// `--set key=value` overrides are applied with set_override() before reading; the value is
+// parsed as YAML (so "0.1", "true", "[a, b]" work) and the key must already be a known path
+// or a new leaf under an existing section.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sparq::train {
+
+template <typename T>
+struct Bounds {
+  std::optional<T> min;  // inclusive
+  std::optional<T> max;  // inclusive
+};
+
+class YamlReader {
+ public:
+  static Result<YamlReader> from_file(const std::string& path);
+  static Result<YamlReader> from_string(const std::string& text, const std::string& origin);
+
+  // Applies "a.b.c=value" (value parsed as YAML). Fails on a malformed override.
+  Status set_override(const std::string& assignment);
+
+  bool has(const std::string& key) const;
+  // Reads key into *out when present (leaves the default otherwise).
+  Status get(const std::string& key, double* out, Bounds<double> bounds = {});
+  Status get(const std::string& key, std::int64_t* out, Bounds<std::int64_t> bounds = {});
+  Status get(const std::string& key, int* out, Bounds<std::int64_t> bounds = {});
+  Status get(const std::string& key, bool* out);
+  Status get(const std::string& key, std::string* out);
+  // A string that must be one of `choices`.
+  Status get_choice(const std::string& key, std::string* out,
+                    const std::vector<std::string>& choices);
+  Status get(const std::string& key, std::vector<std::string>* out);
+  // Marks a whole subtree as read (for sections handed to another module's parser) and
+  // returns it as flat "key=value" strings relative to the section.
+  Status take_section(const std::string& key, std::vector<std::pair<std::string, std::string>>* out);
+
+  // Every leaf key present in the document that no get()/take_section() consumed.
+  std::vector<std::string> unknown_keys() const;
+  Status check_no_unknown_keys() const;
+
+  const std::string& origin() const { return origin_; }
+  // The resolved document (after overrides), for --dry-run and checkpoints.
+  std::string dump() const;
+
+ private:
+  YamlReader(YAML::Node root, std::string origin) : root_(std::move(root)), origin_(std::move(origin)) {}
+  std::optional<YAML::Node> find(const std::string& key) const;
+  Status fail(const std::string& key, const std::string& what) const;
+  template <typename T>
+  Status get_number(const std::string& key, T* out, Bounds<T> bounds, const char* kind);
+
+  YAML::Node root_;
+  std::string origin_;
+  std::set<std::string> consumed_;  // keys read, and prefixes of taken sections ("a.b.")
+};
+
+}  // namespace sparq::train

@@ -7,14 +7,14 @@ namespace sparq::optim {
 Adam::Adam(const OptimConfig& config, const ParamStore& store)
     : Optimizer(store), config_(config), m_(flat_state_buffer()), v_(flat_state_buffer()) {}
 
-void Adam::before_communication(std::int64_t step) {
+void Adam::before_communication(std::int64_t step, ParamRange range) {
   if (!communicates_momentum(step)) return;
   const float b1 = static_cast<float>(config_.beta1);
   const bool l2 = config_.name == "adam";
   float* grads = store_.grads();
   const float* params = store_.params();
   const float* m = m_.as<float>();
-  for (const ParamEntry& e : store_.entries()) {
+  for_each_in(range, [&](const ParamEntry& e) {
     const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* g = grads + e.offset;
     const float* p = params + e.offset;
@@ -22,7 +22,7 @@ void Adam::before_communication(std::int64_t step) {
     const std::int64_t n = e.numel;
 #pragma omp parallel for simd schedule(static) if (n > 32768)
     for (std::int64_t i = 0; i < n; ++i) g[i] = b1 * mm[i] + (1.0f - b1) * (g[i] + wd * p[i]);
-  }
+  });
 }
 
 void Adam::step(double lr_d) {

@@ -19,7 +19,7 @@ class Adam final : public Optimizer {
  public:
   Adam(const OptimConfig& config, const ParamStore& store);
   std::string name() const override { return config_.name; }
-  void before_communication(std::int64_t step) override;
+  void before_communication(std::int64_t step, ParamRange range) override;
   void step(double lr) override;
   std::vector<StateTensor> state() override;
 

@@ -9,7 +9,8 @@
 // before_communication() lets an error-compensated variant replace the local gradient with
 // what should travel instead: Adam with `freeze_steps` (1-bit Adam style) writes its local
 // momentum there once the variance is frozen, and then treats the aggregated buffer as the
-// shared momentum.
+// shared momentum. It is called per tensor range, right before that range is reported ready
+// to the WFBP scheduler, so it composes with overlapping communication.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +54,9 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
 
-  // Hook before communication of step `step` (0-based). Default: nothing.
-  virtual void before_communication(std::int64_t step) {}
+  // Hook before `range` (one or more whole tensors) of step `step` (0-based) is
+  // communicated. Default: nothing.
+  virtual void before_communication(std::int64_t step, ParamRange range) {}
   // Applies one update from the gradient buffer with learning rate `lr`.
   virtual void step(double lr) = 0;
 
@@ -67,6 +69,13 @@ class Optimizer {
   explicit Optimizer(const ParamStore& store) : store_(store) {}
   // One zeroed f32 buffer with the store's flat layout (momentum, moments, ...).
   Buffer flat_state_buffer() const;
+  // Calls fn(entry) for every parameter tensor lying inside `range`.
+  template <typename Fn>
+  void for_each_in(ParamRange range, Fn&& fn) const {
+    for (const ParamEntry& e : store_.entries()) {
+      if (e.offset >= range.offset && e.offset + e.numel <= range.end()) fn(e);
+    }
+  }
 
   const ParamStore& store_;
   std::int64_t steps_ = 0;

@@ -105,7 +105,7 @@ TEST(Optimizers, MatchPyTorchOverFiveSteps) {
     ASSERT_TRUE(opt.is_ok()) << opt.status().message();
     for (int step = 0; step < kSteps; ++step) {
       set_grads(s, step);
-      (*opt)->before_communication(step);
+      (*opt)->before_communication(step, {0, s.flat_numel()});
       (*opt)->step(c.lr);
     }
     ASSERT_TRUE(ref.count(c.name)) << c.name;
@@ -182,7 +182,7 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   ASSERT_NE(adam_opt, nullptr);
   for (int step = 0; step < 2; ++step) {
     set_grads(s, step);
-    adam_opt->before_communication(step);
+    adam_opt->before_communication(step, {0, s.flat_numel()});
     adam_opt->step(0.01);
   }
   const auto state = adam_opt->state();
@@ -193,7 +193,10 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   const float g = s.grads()[off];
   EXPECT_FALSE(adam_opt->communicates_momentum(1));
   EXPECT_TRUE(adam_opt->communicates_momentum(2));
-  adam_opt->before_communication(2);
+  // Range by range, as the scheduler's callback does it: the bias first, then the weight.
+  adam_opt->before_communication(2, s.entry("bias").range());
+  EXPECT_EQ(s.grads()[off], g);  // the weight is not touched by the bias' range
+  adam_opt->before_communication(2, s.entry("weight").range());
   EXPECT_FLOAT_EQ(s.grads()[off], 0.9f * m_before[off] + 0.1f * g);
   const float p_before = s.params()[off];
   const float sent = s.grads()[off];

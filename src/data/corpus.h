@@ -1,0 +1,64 @@
+// Turning text corpora into token shards (the library side of apps/prepare_data).
+//
+// Input formats, chosen per file (kAuto picks kWikiText for wiki.*.raw / wiki.*.tokens and
+// kText otherwise):
+//   kWikiText  WikiText files: an article starts at a line " = Title = " (one '=' level);
+//              "= = Section = =" headings and all other lines stay in the article as text.
+//   kLines     one document per line (empty lines skipped; the newline is not included).
+//   kText      the whole file is one document.
+// Each document is encoded on its own and preceded by the tokenizer's document separator
+// (<|endoftext|> or [SEP]), so a shard starts with the separator, as llm.c's do.
+//
+// Determinism: documents are numbered in input order (files in the order given, directories
+// expanded recursively in sorted order); with val_fraction F, document g goes to the
+// validation shard iff floor((g + 1) F) > floor(g F), which spreads exactly floor(N F)
+// documents evenly over the corpus. The thread count changes nothing in the output.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/tokenizer.h"
+
+namespace sparq::data {
+
+enum class InputFormat { kAuto, kWikiText, kLines, kText };
+
+Result<InputFormat> parse_input_format(const std::string& name);  // auto|wikitext|lines|text
+// The format kAuto resolves to for this file name.
+InputFormat resolve_format(InputFormat format, const std::string& path);
+// Documents of `text` as views into it.
+std::vector<std::string_view> split_documents(std::string_view text, InputFormat format);
+// Files and directories (recursively, sorted) to a list of regular files.
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs);
+
+struct PrepareProgress {
+  std::uint64_t bytes_done = 0, bytes_total = 0;
+  std::uint64_t documents = 0, tokens = 0;
+  double seconds = 0;
+};
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  std::string name = "train";  // shard file stem; the validation shard is "val"
+  double val_fraction = 0;
+  InputFormat format = InputFormat::kAuto;
+  int threads = 0;  // 0: hardware concurrency
+  std::function<void(const PrepareProgress&)> on_progress;  // called after every chunk
+};
+
+struct PrepareSummary {
+  std::uint64_t documents = 0, bytes = 0;
+  std::uint64_t train_documents = 0, train_tokens = 0;
+  std::uint64_t val_documents = 0, val_tokens = 0;
+  double seconds = 0;
+  std::string train_path, val_path;  // val_path empty when val_fraction == 0
+};
+
+Result<PrepareSummary> prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options);
+
+}  // namespace sparq::data

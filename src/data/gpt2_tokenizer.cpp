@@ -204,10 +204,11 @@ long Gpt2Tokenizer::token_id(std::string_view bytes) const {
 }
 
 void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out) const {
-  CacheStripe& stripe = cache_[std::hash<std::string_view>{}(piece) % kCacheStripes];
+  // Stripe by the high bits so that the stripe and the bucket inside it use different bits.
+  CacheStripe& stripe = cache_[(PieceHash{}(piece) >> 48) % kCacheStripes];
   {
     std::lock_guard<std::mutex> lock(stripe.mutex);
-    const auto it = stripe.map.find(std::string(piece));
+    const auto it = stripe.map.find(piece);
     if (it != stripe.map.end()) {
       out->insert(out->end(), it->second.begin(), it->second.end());
       return;

@@ -62,9 +62,14 @@ class Gpt2Tokenizer final : public Tokenizer {
   // Piece -> ids cache (GPT-2 text repeats words constantly), striped to limit contention.
   static constexpr int kCacheStripes = 64;
   static constexpr std::size_t kMaxEntriesPerStripe = 1 << 14;
+  // Transparent hashing lets string_view pieces be looked up without a copy.
+  struct PieceHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   struct CacheStripe {
     std::mutex mutex;
-    std::unordered_map<std::string, std::vector<std::uint32_t>> map;
+    std::unordered_map<std::string, std::vector<std::uint32_t>, PieceHash, std::equal_to<>> map;
   };
   mutable std::array<CacheStripe, kCacheStripes> cache_;
 };

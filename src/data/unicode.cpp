@@ -1,6 +1,7 @@
 #include "data/unicode.h"
 
 #include <algorithm>
+#include <array>
 
 #include "data/unicode_tables.h"
 
@@ -34,6 +35,10 @@ constexpr std::uint32_t kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount;
 constexpr std::uint32_t kSCount = 19 * kNCount;
 
 void decompose(std::uint32_t cp, std::vector<std::uint32_t>* out) {
+  if (cp < 0xC0) {  // nothing below U+00C0 decomposes
+    out->push_back(cp);
+    return;
+  }
   if (cp >= kSBase && cp < kSBase + kSCount) {
     const std::uint32_t s = cp - kSBase;
     out->push_back(kLBase + s / kNCount);
@@ -99,6 +104,15 @@ void append_utf8(std::uint32_t cp, std::string* out) {
 }
 
 GeneralCategory general_category(std::uint32_t cp) {
+  // Latin-1 dominates real text: answer it from a small table instead of a binary search.
+  static const std::array<std::uint8_t, 256> latin1 = [] {
+    std::array<std::uint8_t, 256> t{};
+    for (std::uint32_t c = 0; c < 256; ++c) {
+      t[c] = range_lookup(ut::kCategoryStarts, ut::kCategoryValues, ut::kCategoryStartsSize, c);
+    }
+    return t;
+  }();
+  if (cp < 256) return static_cast<GeneralCategory>(latin1[cp]);
   if (cp > kMaxCodePoint) return GeneralCategory::kCn;
   return static_cast<GeneralCategory>(
       range_lookup(ut::kCategoryStarts, ut::kCategoryValues, ut::kCategoryStartsSize, cp));

@@ -1,0 +1,116 @@
+// Tokenizer encode throughput in MB/s on real text, next to two references measured in the
+// same run on the same bytes: a plain UTF-8 decoding scan (a floor for any tokenizer) and
+// GPT-2 pre-tokenization alone (the regex part of the encoder, without BPE).
+//
+//   bench_tokenizer [--text FILE] [--gpt2-dir DIR] [--bert-dir DIR] [--threads N]
+// Defaults point at ../shared/data (WikiText-2 validation, GPT-2 and BERT vocabularies).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "core/timer.h"
+#include "data/file_util.h"
+#include "data/gpt2_pretokenize.h"
+#include "data/tokenizer.h"
+#include "data/unicode.h"
+
+namespace {
+
+// Best of `reps` timings of fn over the text, in MB/s.
+template <typename Fn>
+double mb_per_s(const std::string& text, int reps, Fn&& fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    sparq::Stopwatch sw;
+    fn();
+    best = std::min(best, sw.seconds());
+  }
+  return text.size() / 1e6 / best;
+}
+
+// Encodes the text split into lines on `threads` threads (what prepare_data does).
+std::size_t encode_threaded(const sparq::data::Tokenizer& tok, const std::vector<std::string_view>& lines, int threads) {
+  std::atomic<std::size_t> next{0}, tokens{0};
+  auto work = [&] {
+    std::vector<std::uint32_t> ids;
+    for (std::size_t i; (i = next.fetch_add(64)) < lines.size();) {
+      for (std::size_t k = i; k < std::min(lines.size(), i + 64); ++k) {
+        ids.clear();
+        tok.encode(lines[k], &ids);
+        tokens += ids.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  return tokens;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string shared = std::filesystem::path(SPARQ_BENCH_SOURCE_DIR).parent_path().string() + "/shared/data";
+  std::string text_path = shared + "/wikitext-2/wiki.valid.raw";
+  std::string gpt2_dir = shared + "/gpt2-bpe", bert_dir = shared + "/bert-vocab";
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CLI::App app{"Tokenizer encode throughput"};
+  app.add_option("--text", text_path, "UTF-8 text to encode")->capture_default_str();
+  app.add_option("--gpt2-dir", gpt2_dir, "encoder.json + vocab.bpe")->capture_default_str();
+  app.add_option("--bert-dir", bert_dir, "WordPiece vocab.txt")->capture_default_str();
+  app.add_option("--threads", threads, "threads for the parallel row")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto text = sparq::data::read_file(text_path);
+  if (!text.is_ok()) {
+    fmt::print(stderr, "bench_tokenizer: {} (pass --text)\n", text.status().message());
+    return 1;
+  }
+  const std::string& s = text.value();
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos < s.size();) {
+    const std::size_t end = std::min(s.size(), s.find('\n', pos) + 1);
+    lines.emplace_back(s.data() + pos, end - pos);
+    pos = end;
+  }
+  fmt::print("text: {} ({:.2f} MB, {} lines)\n\n", text_path, s.size() / 1e6, lines.size());
+  fmt::print("{:<44} {:>10} {:>10}\n", "what", "MB/s", "tokens");
+
+  volatile std::uint32_t sink = 0;
+  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: UTF-8 decode scan", mb_per_s(s, 5, [&] {
+    std::uint32_t acc = 0;
+    for (std::size_t pos = 0; pos < s.size();) {
+      int len;
+      acc += sparq::data::decode_utf8(s, pos, &len);
+      pos += static_cast<std::size_t>(len);
+    }
+    sink = acc;
+  }), "-");
+  std::vector<sparq::data::PieceSpan> pieces;
+  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: GPT-2 pre-tokenization only", mb_per_s(s, 5, [&] {
+    pieces.clear();
+    sparq::data::gpt2_pretokenize(s, &pieces);
+  }), "-");
+
+  for (const auto& [kind, dir] : {std::pair<std::string, std::string>{"gpt2", gpt2_dir}, {"wordpiece", bert_dir}}) {
+    auto tok = sparq::data::load_tokenizer(kind, dir);
+    if (!tok.is_ok()) {
+      fmt::print("{:<44} skipped: {}\n", kind, tok.status().message());
+      continue;
+    }
+    std::vector<std::uint32_t> ids;
+    // The first pass fills GPT-2's piece cache; later passes show the steady state.
+    const double cold = mb_per_s(s, 1, [&] { ids.clear(), (*tok)->encode(s, &ids); });
+    const double warm = mb_per_s(s, 3, [&] { ids.clear(), (*tok)->encode(s, &ids); });
+    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, first pass", cold, ids.size());
+    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, warm cache", warm, ids.size());
+    std::size_t n = 0;
+    const double par = mb_per_s(s, 3, [&] { n = encode_threaded(**tok, lines, threads); });
+    fmt::print("{:<44} {:>10.1f} {:>10}\n", fmt::format("{} encode, {} threads (by line)", kind, threads), par, n);
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Tests of scripts/get_data.sh that need no network: argument handling, the offline message
+# (a download from a closed local port), checksum mismatches (a tampered --mirror file), and
+# a verified install from ../shared/data when it is present.
+#   get_data_test.sh SCRIPT [SHARED_DATA_DIR]
+set -uo pipefail
+SCRIPT=$1
+SHARED=${2:-}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+
+# expect NAME WANT_RC PATTERN -- COMMAND...: runs COMMAND, checks exit code and output.
+expect() {
+  local name=$1 want_rc=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want_rc ]] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want_rc), output lacks /$pattern/:"
+    sed 's/^/    /' <<<"$out"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+expect "no target" 2 "no target given" -- "$SCRIPT"
+expect "unknown target" 2 "unknown target 'mnist'" -- "$SCRIPT" mnist
+expect "unknown option" 2 "unknown option '--fast'" -- "$SCRIPT" --fast wikitext2
+expect "help" 0 "TARGET: wikitext2 \| wikitext103" -- "$SCRIPT" --help
+expect "missing mirror" 2 "mirror directory '/nonexistent' does not exist" -- "$SCRIPT" --mirror /nonexistent bert-vocab
+expect "verify missing" 4 "missing file" -- "$SCRIPT" --dir "$T/none" --verify-only bert-vocab
+
+if command -v curl >/dev/null || command -v wget >/dev/null; then
+  # Port 9 on localhost is closed: the same failure as being offline, without waiting.
+  GET_DATA_URL_PREFIX=http://127.0.0.1:9/ expect "offline" 3 "could not download http://127.0.0.1:9/vocab.txt" \
+    -- "$SCRIPT" --dir "$T/offline" bert-vocab
+  GET_DATA_URL_PREFIX=http://127.0.0.1:9/ expect "offline hint" 3 "looks offline" -- "$SCRIPT" --dir "$T/offline" cifar10
+  if [[ -n $(find "$T/offline" -mindepth 1 -not -type d 2>/dev/null) ]]; then
+    echo "FAIL offline: left files behind: $(find "$T/offline" -mindepth 1 -not -type d)"
+    failures=$((failures + 1))
+  fi
+else
+  echo "skip offline: neither curl nor wget installed"
+fi
+
+mkdir -p "$T/fake"
+printf '[PAD]\n[UNK]\n' > "$T/fake/vocab.txt"
+expect "checksum mismatch" 4 "expected sha256 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3" \
+  -- "$SCRIPT" --dir "$T/out" --mirror "$T/fake" bert-vocab
+if [[ -e "$T/out/bert-vocab/vocab.txt" || -e "$T/out/bert-vocab/.vocab.txt.part" ]]; then
+  echo "FAIL checksum mismatch: the bad file was kept"
+  failures=$((failures + 1))
+fi
+
+if [[ -n "$SHARED" && -f "$SHARED/gpt2-bpe/vocab.bpe" ]]; then
+  expect "mirror install" 0 "ok   sha256 vocab.bpe" -- "$SCRIPT" --dir "$T/real" --mirror "$SHARED/gpt2-bpe" gpt2-vocab
+  expect "verify installed" 0 "ok   sha256 encoder.json" -- "$SCRIPT" --dir "$T/real" --verify-only gpt2-vocab
+  cmp -s "$T/real/gpt2-bpe/vocab.bpe" "$SHARED/gpt2-bpe/vocab.bpe" || { echo "FAIL mirror install: bytes differ"; failures=$((failures + 1)); }
+else
+  echo "skip mirror install: ../shared/data/gpt2-bpe not found"
+fi
+
+[[ $failures -eq 0 ]] && echo "all get_data.sh checks passed"
+exit $((failures > 0))

@@ -2,10 +2,10 @@
 // docs/data.md). Thin front end over sparq::data::prepare_shards.
 //
 //   prepare_data --tokenizer gpt2 --vocab-dir data/gpt2-bpe --input data/wikitext-2 --out out/wt2
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <thread>
 
@@ -20,9 +20,10 @@ void print_progress(const sparq::data::PrepareProgress& p, bool tty) {
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(frac * kWidth + 0.5);
   const double mb = p.bytes_done / 1e6;
-  const std::string line = fmt::format("[{}{}] {:5.1f}%  {:.1f} MB  {} docs  {} tokens  {:.1f} MB/s",
-                                       std::string(filled, '#'), std::string(kWidth - filled, ' '), 100 * frac, mb,
-                                       p.documents, p.tokens, p.seconds > 0 ? mb / p.seconds : 0.0);
+  const std::string line =
+      fmt::format("[{}{}] {:5.1f}%  {:.1f} MB  {} docs  {} tokens  {:.1f} MB/s",
+                  std::string(filled, '#'), std::string(kWidth - filled, ' '), 100 * frac, mb,
+                  p.documents, p.tokens, p.seconds > 0 ? mb / p.seconds : 0.0);
   // On a terminal the bar redraws in place; in a log every update is its own line.
   std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
   std::fflush(stderr);
@@ -39,8 +40,9 @@ int verify_shards(const std::vector<std::string>& paths) {
       continue;
     }
     const auto& h = shard->header();
-    fmt::print("{}: ok, {} tokens (u{}), {} documents, vocab {}, tokenizer {}, checksum {:016x}\n", path,
-               h.token_count, 8 * h.token_width, h.document_count, h.vocab_size, h.tokenizer, h.payload_checksum);
+    fmt::print("{}: ok, {} tokens (u{}), {} documents, vocab {}, tokenizer {}, checksum {:016x}\n",
+               path, h.token_count, 8 * h.token_width, h.document_count, h.vocab_size, h.tokenizer,
+               h.payload_checksum);
   }
   return failures == 0 ? 0 : 1;
 }
@@ -53,24 +55,30 @@ int main(int argc, char** argv) {
   sparq::data::PrepareOptions options;
   std::vector<std::string> verify;
   app.add_option("--verify", verify, "only validate these shard files and print their headers");
-  app.add_option("--tokenizer", tokenizer_kind, "gpt2 or wordpiece")->check(CLI::IsMember({"gpt2", "wordpiece"}));
+  app.add_option("--tokenizer", tokenizer_kind, "gpt2 or wordpiece")
+      ->check(CLI::IsMember({"gpt2", "wordpiece"}));
   app.add_option("--vocab-dir", vocab_dir,
                  "directory with encoder.json + vocab.bpe (gpt2) or vocab.txt (wordpiece); "
                  "default data/gpt2-bpe or data/bert-vocab");
   app.add_option("--input", options.inputs, "input files or directories (recursive, sorted)");
   app.add_option("--out", options.out_dir, "output directory");
   app.add_option("--name", options.name, "stem of the main shard file")->capture_default_str();
-  app.add_option("--val-fraction", options.val_fraction, "fraction of documents for val.bin, in [0, 1)")
+  app.add_option("--val-fraction", options.val_fraction,
+                 "fraction of documents for val.bin, in [0, 1)")
       ->capture_default_str();
-  app.add_option("--format", format, "auto, wikitext, lines (one document per line) or text (one per file)")
+  app.add_option("--format", format,
+                 "auto, wikitext, lines (one document per line) or text (one per file)")
       ->capture_default_str();
-  app.add_option("--threads", options.threads, "encoder threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", options.threads, "encoder threads (0: all cores)")
+      ->capture_default_str();
   bool quiet = false;
   app.add_flag("--quiet", quiet, "no progress bar");
   CLI11_PARSE(app, argc, argv);
   if (!verify.empty()) return verify_shards(verify);
   if (tokenizer_kind.empty() || options.inputs.empty() || options.out_dir.empty()) {
-    fmt::print(stderr, "prepare_data: --tokenizer, --input and --out are required (or use --verify); see --help\n");
+    fmt::print(stderr,
+               "prepare_data: --tokenizer, --input and --out are required (or use --verify); see "
+               "--help\n");
     return 2;
   }
 
@@ -87,7 +95,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const bool tty = isatty(fileno(stderr));
-  if (!quiet) options.on_progress = [tty](const sparq::data::PrepareProgress& p) { print_progress(p, tty); };
+  if (!quiet)
+    options.on_progress = [tty](const sparq::data::PrepareProgress& p) { print_progress(p, tty); };
   auto summary = sparq::data::prepare_shards(**tokenizer, options);
   if (!quiet && tty) std::fprintf(stderr, "\n");
   if (!summary.is_ok()) {
@@ -95,15 +104,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& s = summary.value();
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   fmt::print("tokenizer      {} (vocab {})\n", (*tokenizer)->name(), (*tokenizer)->vocab_size());
   fmt::print("documents      {}\n", s.documents);
   fmt::print("input bytes    {}\n", s.bytes);
   fmt::print("{:<14} {} tokens, {} documents\n", s.train_path, s.train_tokens, s.train_documents);
-  if (!s.val_path.empty()) fmt::print("{:<14} {} tokens, {} documents\n", s.val_path, s.val_tokens, s.val_documents);
+  if (!s.val_path.empty())
+    fmt::print("{:<14} {} tokens, {} documents\n", s.val_path, s.val_tokens, s.val_documents);
   fmt::print("tokens         {} ({:.3f} bytes/token)\n", s.train_tokens + s.val_tokens,
-             static_cast<double>(s.bytes) / static_cast<double>(std::max<std::uint64_t>(1, s.train_tokens + s.val_tokens)));
-  fmt::print("seconds        {:.2f} ({:.2f} MB/s on {} threads)\n", s.seconds, s.bytes / 1e6 / std::max(s.seconds, 1e-9),
-             threads);
+             static_cast<double>(s.bytes) /
+                 static_cast<double>(std::max<std::uint64_t>(1, s.train_tokens + s.val_tokens)));
+  fmt::print("seconds        {:.2f} ({:.2f} MB/s on {} threads)\n", s.seconds,
+             s.bytes / 1e6 / std::max(s.seconds, 1e-9), threads);
   return 0;
 }

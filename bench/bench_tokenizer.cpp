@@ -4,9 +4,9 @@
 //
 //   bench_tokenizer [--text FILE] [--gpt2-dir DIR] [--bert-dir DIR] [--threads N]
 // Defaults point at ../shared/data (WikiText-2 validation, GPT-2 and BERT vocabularies).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <filesystem>
 #include <thread>
@@ -32,7 +32,8 @@ double mb_per_s(const std::string& text, int reps, Fn&& fn) {
 }
 
 // Encodes the text split into lines on `threads` threads (what prepare_data does).
-std::size_t encode_threaded(const sparq::data::Tokenizer& tok, const std::vector<std::string_view>& lines, int threads) {
+std::size_t encode_threaded(const sparq::data::Tokenizer& tok,
+                            const std::vector<std::string_view>& lines, int threads) {
   std::atomic<std::size_t> next{0}, tokens{0};
   auto work = [&] {
     std::vector<std::uint32_t> ids;
@@ -54,7 +55,8 @@ std::size_t encode_threaded(const sparq::data::Tokenizer& tok, const std::vector
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string shared = std::filesystem::path(SPARQ_BENCH_SOURCE_DIR).parent_path().string() + "/shared/data";
+  const std::string shared =
+      std::filesystem::path(SPARQ_BENCH_SOURCE_DIR).parent_path().string() + "/shared/data";
   std::string text_path = shared + "/wikitext-2/wiki.valid.raw";
   std::string gpt2_dir = shared + "/gpt2-bpe", bert_dir = shared + "/bert-vocab";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -81,22 +83,29 @@ int main(int argc, char** argv) {
   fmt::print("{:<44} {:>10} {:>10}\n", "what", "MB/s", "tokens");
 
   volatile std::uint32_t sink = 0;
-  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: UTF-8 decode scan", mb_per_s(s, 5, [&] {
-    std::uint32_t acc = 0;
-    for (std::size_t pos = 0; pos < s.size();) {
-      int len;
-      acc += sparq::data::decode_utf8(s, pos, &len);
-      pos += static_cast<std::size_t>(len);
-    }
-    sink = acc;
-  }), "-");
+  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: UTF-8 decode scan",
+             mb_per_s(s, 5,
+                      [&] {
+                        std::uint32_t acc = 0;
+                        for (std::size_t pos = 0; pos < s.size();) {
+                          int len;
+                          acc += sparq::data::decode_utf8(s, pos, &len);
+                          pos += static_cast<std::size_t>(len);
+                        }
+                        sink = acc;
+                      }),
+             "-");
   std::vector<sparq::data::PieceSpan> pieces;
-  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: GPT-2 pre-tokenization only", mb_per_s(s, 5, [&] {
-    pieces.clear();
-    sparq::data::gpt2_pretokenize(s, &pieces);
-  }), "-");
+  fmt::print("{:<44} {:>10.1f} {:>10}\n", "reference: GPT-2 pre-tokenization only",
+             mb_per_s(s, 5,
+                      [&] {
+                        pieces.clear();
+                        sparq::data::gpt2_pretokenize(s, &pieces);
+                      }),
+             "-");
 
-  for (const auto& [kind, dir] : {std::pair<std::string, std::string>{"gpt2", gpt2_dir}, {"wordpiece", bert_dir}}) {
+  for (const auto& [kind, dir] :
+       {std::pair<std::string, std::string>{"gpt2", gpt2_dir}, {"wordpiece", bert_dir}}) {
     auto tok = sparq::data::load_tokenizer(kind, dir);
     if (!tok.is_ok()) {
       fmt::print("{:<44} skipped: {}\n", kind, tok.status().message());
@@ -106,11 +115,14 @@ int main(int argc, char** argv) {
     // The first pass fills GPT-2's piece cache; later passes show the steady state.
     const double cold = mb_per_s(s, 1, [&] { ids.clear(), (*tok)->encode(s, &ids); });
     const double warm = mb_per_s(s, 3, [&] { ids.clear(), (*tok)->encode(s, &ids); });
-    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, first pass", cold, ids.size());
-    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, warm cache", warm, ids.size());
+    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, first pass", cold,
+               ids.size());
+    fmt::print("{:<44} {:>10.1f} {:>10}\n", kind + " encode, 1 thread, warm cache", warm,
+               ids.size());
     std::size_t n = 0;
     const double par = mb_per_s(s, 3, [&] { n = encode_threaded(**tok, lines, threads); });
-    fmt::print("{:<44} {:>10.1f} {:>10}\n", fmt::format("{} encode, {} threads (by line)", kind, threads), par, n);
+    fmt::print("{:<44} {:>10.1f} {:>10}\n",
+               fmt::format("{} encode, {} threads (by line)", kind, threads), par, n);
   }
   return 0;
 }

@@ -49,7 +49,8 @@ Result<InputFormat> parse_input_format(const std::string& name) {
 InputFormat resolve_format(InputFormat format, const std::string& path) {
   if (format != InputFormat::kAuto) return format;
   const std::string file = fs::path(path).filename().string();
-  const bool wiki = file.starts_with("wiki.") && (file.ends_with(".raw") || file.ends_with(".tokens"));
+  const bool wiki =
+      file.starts_with("wiki.") && (file.ends_with(".raw") || file.ends_with(".tokens"));
   return wiki ? InputFormat::kWikiText : InputFormat::kText;
 }
 
@@ -76,7 +77,8 @@ std::vector<std::string_view> split_documents(std::string_view text, InputFormat
     }
     pos = end + 1;
   }
-  if (format == InputFormat::kWikiText && doc_start < text.size()) docs.push_back(text.substr(doc_start));
+  if (format == InputFormat::kWikiText && doc_start < text.size())
+    docs.push_back(text.substr(doc_start));
   return docs;
 }
 
@@ -110,18 +112,22 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
   SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files, expand_inputs(options.inputs));
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
-  if (ec) return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());
-  const int threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (ec)
+    return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());
+  const int threads =
+      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
 
   PrepareSummary summary;
   PrepareProgress progress;
   for (const auto& f : files) progress.bytes_total += fs::file_size(f, ec);
   summary.train_path = (fs::path(options.out_dir) / (options.name + ".bin")).string();
-  SPARQ_ASSIGN_OR_RETURN(ShardWriter train, ShardWriter::create(summary.train_path, tok.name(), tok.vocab_size()));
+  SPARQ_ASSIGN_OR_RETURN(ShardWriter train,
+                         ShardWriter::create(summary.train_path, tok.name(), tok.vocab_size()));
   std::optional<ShardWriter> val;
   if (options.val_fraction > 0) {
     summary.val_path = (fs::path(options.out_dir) / "val.bin").string();
-    SPARQ_ASSIGN_OR_RETURN(ShardWriter w, ShardWriter::create(summary.val_path, tok.name(), tok.vocab_size()));
+    SPARQ_ASSIGN_OR_RETURN(ShardWriter w,
+                           ShardWriter::create(summary.val_path, tok.name(), tok.vocab_size()));
     val.emplace(std::move(w));
   }
   const Stopwatch clock;
@@ -130,11 +136,13 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
   std::vector<std::uint32_t> joined;
   for (const std::string& file : files) {
     SPARQ_ASSIGN_OR_RETURN(const std::string text, read_file(file));
-    const std::vector<std::string_view> docs = split_documents(text, resolve_format(options.format, file));
+    const std::vector<std::string_view> docs =
+        split_documents(text, resolve_format(options.format, file));
     const std::uint64_t file_base = progress.bytes_done;
     for (std::size_t first = 0; first < docs.size();) {
       std::size_t last = first, bytes = 0;
-      while (last < docs.size() && (bytes < kChunkBytes || last == first)) bytes += docs[last++].size();
+      while (last < docs.size() && (bytes < kChunkBytes || last == first))
+        bytes += docs[last++].size();
       const std::vector<std::string_view> chunk(docs.begin() + static_cast<std::ptrdiff_t>(first),
                                                 docs.begin() + static_cast<std::ptrdiff_t>(last));
       encode_parallel(tok, chunk, &encoded, threads);
@@ -150,7 +158,9 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
         (to_val ? summary.val_documents : summary.train_documents) += 1;
         (to_val ? summary.val_tokens : summary.train_tokens) += joined.size();
       }
-      progress.bytes_done = file_base + static_cast<std::uint64_t>(docs[last - 1].data() + docs[last - 1].size() - text.data());
+      progress.bytes_done =
+          file_base +
+          static_cast<std::uint64_t>(docs[last - 1].data() + docs[last - 1].size() - text.data());
       progress.documents = summary.documents;
       progress.tokens = summary.train_tokens + summary.val_tokens;
       progress.seconds = clock.seconds();

@@ -47,7 +47,7 @@ struct PrepareOptions {
   std::string name = "train";  // shard file stem; the validation shard is "val"
   double val_fraction = 0;
   InputFormat format = InputFormat::kAuto;
-  int threads = 0;  // 0: hardware concurrency
+  int threads = 0;                                          // 0: hardware concurrency
   std::function<void(const PrepareProgress&)> on_progress;  // called after every chunk
 };
 

@@ -47,7 +47,9 @@ void gpt2_pretokenize(std::string_view text, std::vector<PieceSpan>* pieces) {
   }
   const std::size_t n = chars.size();
   const auto offset = [&](std::size_t i) { return i < n ? chars[i].offset : text.size(); };
-  const auto emit = [&](std::size_t b, std::size_t e) { pieces->push_back({offset(b), offset(e)}); };
+  const auto emit = [&](std::size_t b, std::size_t e) {
+    pieces->push_back({offset(b), offset(e)});
+  };
 
   std::size_t i = 0;
   while (i < n) {

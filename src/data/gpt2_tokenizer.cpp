@@ -50,14 +50,18 @@ class VocabJsonParser {
     return false;
   }
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
+      ++pos_;
   }
   Result<std::uint32_t> hex4() {
     if (pos_ + 4 > s_.size()) return fail("truncated \\u escape");
     std::uint32_t v = 0;
     for (int k = 0; k < 4; ++k) {
       const char c = s_[pos_++];
-      const int d = (c >= '0' && c <= '9') ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+      const int d = (c >= '0' && c <= '9')                   ? c - '0'
+                    : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10
+                                                             : -1;
       if (d < 0) return fail("bad hex digit in \\u escape");
       v = v * 16 + static_cast<std::uint32_t>(d);
     }
@@ -74,12 +78,26 @@ class VocabJsonParser {
       if (pos_ >= s_.size()) break;
       const char e = s_[pos_++];
       switch (e) {
-        case '"': case '\\': case '/': out->push_back(e); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           SPARQ_ASSIGN_OR_RETURN(std::uint32_t cp, hex4());
           if (cp >= 0xD800 && cp <= 0xDBFF) {  // surrogate pair
@@ -91,7 +109,8 @@ class VocabJsonParser {
           append_utf8(cp, out);
           break;
         }
-        default: return fail("unknown escape");
+        default:
+          return fail("unknown escape");
       }
     }
     if (!eat('"')) return fail("unterminated string");
@@ -144,7 +163,8 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
   VocabJsonParser parser(json, encoder_json_path);
   SPARQ_RETURN_IF_ERROR(parser.parse([&](std::string key, std::uint64_t id) -> Status {
     SPARQ_ASSIGN_OR_RETURN(std::string bytes, unicode_token_to_bytes(key, decoder));
-    if (id >= (1u << 24)) return Status::error("{}: id {} of '{}' is implausibly large", encoder_json_path, id, key);
+    if (id >= (1u << 24))
+      return Status::error("{}: id {} of '{}' is implausibly large", encoder_json_path, id, key);
     if (id >= tok->id_to_bytes_.size()) {
       tok->id_to_bytes_.resize(id + 1);
       seen.resize(id + 1, false);
@@ -158,7 +178,8 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
     return Status::ok();
   }));
   for (std::size_t id = 0; id < seen.size(); ++id) {
-    if (!seen[id]) return Status::error("{}: ids are not contiguous (id {} is missing)", encoder_json_path, id);
+    if (!seen[id])
+      return Status::error("{}: ids are not contiguous (id {} is missing)", encoder_json_path, id);
   }
   for (int b = 0; b < 256; ++b) {
     const long id = tok->token_id(std::string(1, static_cast<char>(b)));
@@ -182,13 +203,17 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
     if (line.empty()) continue;
     const std::size_t space = line.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 == line.size()) {
-      return Status::error("{}:{}: expected two tokens separated by a space", vocab_bpe_path, line_no);
+      return Status::error("{}:{}: expected two tokens separated by a space", vocab_bpe_path,
+                           line_no);
     }
-    SPARQ_ASSIGN_OR_RETURN(const std::string left, unicode_token_to_bytes(line.substr(0, space), decoder));
-    SPARQ_ASSIGN_OR_RETURN(const std::string right, unicode_token_to_bytes(line.substr(space + 1), decoder));
+    SPARQ_ASSIGN_OR_RETURN(const std::string left,
+                           unicode_token_to_bytes(line.substr(0, space), decoder));
+    SPARQ_ASSIGN_OR_RETURN(const std::string right,
+                           unicode_token_to_bytes(line.substr(space + 1), decoder));
     const long a = tok->token_id(left), b = tok->token_id(right), m = tok->token_id(left + right);
     if (a < 0 || b < 0 || m < 0) {
-      return Status::error("{}:{}: merge '{}' uses a token missing from {}", vocab_bpe_path, line_no, line, encoder_json_path);
+      return Status::error("{}:{}: merge '{}' uses a token missing from {}", vocab_bpe_path,
+                           line_no, line, encoder_json_path);
     }
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
     // encoder.py builds its rank dict from the list, so a repeated pair keeps its last rank.
@@ -253,12 +278,14 @@ void Gpt2Tokenizer::encode(std::string_view text, std::vector<std::uint32_t>* ou
   for (const PieceSpan& p : pieces) bpe(text.substr(p.begin, p.end - p.begin), out);
 }
 
-void Gpt2Tokenizer::encode_with_special(std::string_view text, std::vector<std::uint32_t>* out) const {
+void Gpt2Tokenizer::encode_with_special(std::string_view text,
+                                        std::vector<std::uint32_t>* out) const {
   const std::string_view eot(kEndOfText);
   std::size_t start = 0;
   while (true) {
     const std::size_t hit = text.find(eot, start);
-    encode(text.substr(start, hit == std::string_view::npos ? std::string_view::npos : hit - start), out);
+    encode(text.substr(start, hit == std::string_view::npos ? std::string_view::npos : hit - start),
+           out);
     if (hit == std::string_view::npos) break;
     out->push_back(eot_id_);
     start = hit + eot.size();
@@ -268,7 +295,8 @@ void Gpt2Tokenizer::encode_with_special(std::string_view text, std::vector<std::
 std::string Gpt2Tokenizer::decode(std::span<const std::uint32_t> ids) const {
   std::string text;
   for (const std::uint32_t id : ids) {
-    SPARQ_CHECK(id < id_to_bytes_.size(), "token id {} out of range (vocab {})", id, id_to_bytes_.size());
+    SPARQ_CHECK(id < id_to_bytes_.size(), "token id {} out of range (vocab {})", id,
+                id_to_bytes_.size());
     text += id_to_bytes_[id];
   }
   return text;

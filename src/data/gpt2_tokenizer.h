@@ -33,7 +33,9 @@ class Gpt2Tokenizer final : public Tokenizer {
                                                      const std::string& vocab_bpe_path);
 
   std::string name() const override { return "gpt2"; }
-  std::uint32_t vocab_size() const override { return static_cast<std::uint32_t>(id_to_bytes_.size()); }
+  std::uint32_t vocab_size() const override {
+    return static_cast<std::uint32_t>(id_to_bytes_.size());
+  }
   void encode(std::string_view text, std::vector<std::uint32_t>* out) const override;
   std::string decode(std::span<const std::uint32_t> ids) const override;
   std::uint32_t document_separator() const override { return eot_id_; }

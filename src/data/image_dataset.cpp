@@ -18,8 +18,9 @@ Result<ImageDataset> load_cifar10(const std::vector<std::string>& files) {
   for (const std::string& file : files) {
     SPARQ_ASSIGN_OR_RETURN(const std::string bytes, read_file(file));
     if (bytes.empty() || bytes.size() % kRecord != 0) {
-      return Status::error("'{}' is not a CIFAR-10 binary file: {} bytes is not a multiple of {}-byte records",
-                           file, bytes.size(), kRecord);
+      return Status::error(
+          "'{}' is not a CIFAR-10 binary file: {} bytes is not a multiple of {}-byte records", file,
+          bytes.size(), kRecord);
     }
     const std::size_t n = bytes.size() / kRecord;
     const std::size_t base = data.labels.size();
@@ -27,9 +28,11 @@ Result<ImageDataset> load_cifar10(const std::vector<std::string>& files) {
     data.pixels.resize((base + n) * ImageDataset::kImageBytes);
     for (std::size_t i = 0; i < n; ++i) {
       const auto* record = reinterpret_cast<const std::uint8_t*>(bytes.data()) + i * kRecord;
-      if (record[0] > 9) return Status::error("'{}': record {} has label {} (expected 0-9)", file, i, record[0]);
+      if (record[0] > 9)
+        return Status::error("'{}': record {} has label {} (expected 0-9)", file, i, record[0]);
       data.labels[base + i] = record[0];
-      std::copy_n(record + 1, ImageDataset::kImageBytes, data.pixels.data() + (base + i) * ImageDataset::kImageBytes);
+      std::copy_n(record + 1, ImageDataset::kImageBytes,
+                  data.pixels.data() + (base + i) * ImageDataset::kImageBytes);
     }
   }
   return data;
@@ -43,10 +46,12 @@ Result<ImageDataset> load_cifar10_dir(const std::string& dir, bool train) {
       const fs::path p = fs::path(dir) / ("data_batch_" + std::to_string(i) + ".bin");
       if (fs::exists(p)) files.push_back(p.string());
     }
-    if (files.empty()) return Status::error("no data_batch_*.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
+    if (files.empty())
+      return Status::error("no data_batch_*.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
   } else {
     const fs::path p = fs::path(dir) / "test_batch.bin";
-    if (!fs::exists(p)) return Status::error("no test_batch.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
+    if (!fs::exists(p))
+      return Status::error("no test_batch.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
     files.push_back(p.string());
   }
   return load_cifar10(files);
@@ -59,9 +64,16 @@ ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
   std::vector<std::array<float, 7>> proto(static_cast<std::size_t>(classes));
   const std::uint64_t proto_stream = data_stream(DataStream::kSyntheticImages, 0);
   for (int c = 0; c < classes; ++c) {
-    const auto u = [&](int k) { return uniform_at(config.seed, proto_stream, static_cast<std::uint64_t>(c) * 8 + k); };
-    proto[c] = {60 + 140 * u(0), 60 + 140 * u(1), 60 + 140 * u(2), 0.15f + 0.6f * u(3),
-                std::numbers::pi_v<float> * u(4), 2 * std::numbers::pi_v<float> * u(5), 30 + 40 * u(6)};
+    const auto u = [&](int k) {
+      return uniform_at(config.seed, proto_stream, static_cast<std::uint64_t>(c) * 8 + k);
+    };
+    proto[c] = {60 + 140 * u(0),
+                60 + 140 * u(1),
+                60 + 140 * u(2),
+                0.15f + 0.6f * u(3),
+                std::numbers::pi_v<float> * u(4),
+                2 * std::numbers::pi_v<float> * u(5),
+                30 + 40 * u(6)};
   }
   ImageDataset data;
   data.num_classes = classes;
@@ -70,7 +82,8 @@ ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
   const std::uint64_t noise_stream = data_stream(DataStream::kSyntheticImages, 1);
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < config.count; ++i) {
-    const int label = static_cast<int>(random_u32_at(config.seed, proto_stream, (1ull << 40) + i) % classes);
+    const int label =
+        static_cast<int>(random_u32_at(config.seed, proto_stream, (1ull << 40) + i) % classes);
     data.labels[i] = static_cast<std::uint8_t>(label);
     const auto& p = proto[label];
     const float cs = std::cos(p[4]), sn = std::sin(p[4]);
@@ -81,7 +94,8 @@ ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
           const std::size_t k = (static_cast<std::size_t>(ch) * kH + y) * kW + x;
           const float stripe = std::sin(p[3] * (cs * x + sn * y) + p[5] + ch);
           const float v = p[ch] + p[6] * stripe +
-                          config.noise * normal_at(config.seed, noise_stream, i * ImageDataset::kImageBytes + k);
+                          config.noise * normal_at(config.seed, noise_stream,
+                                                   i * ImageDataset::kImageBytes + k);
           out[k] = static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
         }
       }

@@ -53,6 +53,7 @@ struct ChannelStats {
 ChannelStats channel_stats(const ImageDataset& data);
 
 // The commonly published CIFAR-10 training-set statistics.
-inline constexpr ChannelStats kCifar10Stats = {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+inline constexpr ChannelStats kCifar10Stats = {{0.4914f, 0.4822f, 0.4465f},
+                                               {0.2470f, 0.2435f, 0.2616f}};
 
 }  // namespace sparq::data

@@ -4,23 +4,29 @@
 
 namespace sparq::data {
 
-Result<ImageLoader> ImageLoader::create(std::shared_ptr<const ImageDataset> data, const ImageLoaderConfig& config) {
+Result<ImageLoader> ImageLoader::create(std::shared_ptr<const ImageDataset> data,
+                                        const ImageLoaderConfig& config) {
   if (!data) return Status::error("image loader needs a dataset");
-  if (config.pad < 0 || config.pad > ImageDataset::kHeight) return Status::error("crop padding {} is out of range", config.pad);
+  if (config.pad < 0 || config.pad > ImageDataset::kHeight)
+    return Status::error("crop padding {} is out of range", config.pad);
   for (int c = 0; c < 3; ++c) {
-    if (!(config.stats.std[c] > 0)) return Status::error("channel {} std must be positive, got {}", c, config.stats.std[c]);
+    if (!(config.stats.std[c] > 0))
+      return Status::error("channel {} std must be positive, got {}", c, config.stats.std[c]);
   }
   auto sampler = EpochSampler::create(data->size(), config.sampler);
   if (!sampler.is_ok()) return sampler.status().with_context("image loader");
   return ImageLoader(std::move(data), config, std::move(sampler).value());
 }
 
-ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> data, ImageLoaderConfig config, EpochSampler sampler)
+ImageLoader::ImageLoader(std::shared_ptr<const ImageDataset> data, ImageLoaderConfig config,
+                         EpochSampler sampler)
     : data_(std::move(data)), config_(config), sampler_(std::move(sampler)) {
   const std::int64_t b = config_.sampler.micro_batch;
-  image_buf_ = Buffer::host(static_cast<std::size_t>(b) * ImageDataset::kImageBytes * sizeof(float));
+  image_buf_ =
+      Buffer::host(static_cast<std::size_t>(b) * ImageDataset::kImageBytes * sizeof(float));
   label_buf_ = Buffer::host(static_cast<std::size_t>(b) * sizeof(std::int32_t));
-  batch_.images = image_buf_.view(DType::kF32, Shape{b, ImageDataset::kChannels, ImageDataset::kHeight, ImageDataset::kWidth});
+  batch_.images = image_buf_.view(
+      DType::kF32, Shape{b, ImageDataset::kChannels, ImageDataset::kHeight, ImageDataset::kWidth});
   batch_.labels = label_buf_.view(DType::kI32, Shape{b});
 }
 

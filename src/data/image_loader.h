@@ -18,20 +18,21 @@ namespace sparq::data {
 
 struct ImageLoaderConfig {
   bool augment = true;
-  int pad = 4;  // crop padding in pixels
+  int pad = 4;                         // crop padding in pixels
   ChannelStats stats = kCifar10Stats;  // value = (pixel / 255 - mean) / std per channel
   SamplerConfig sampler;
 };
 
 struct ImageBatch {
-  Tensor images;  // f32 [micro_batch, 3, 32, 32]
-  Tensor labels;  // i32 [micro_batch]
+  Tensor images;                       // f32 [micro_batch, 3, 32, 32]
+  Tensor labels;                       // i32 [micro_batch]
   std::vector<std::uint64_t> indices;  // dataset index of each row
 };
 
 class ImageLoader {
  public:
-  static Result<ImageLoader> create(std::shared_ptr<const ImageDataset> data, const ImageLoaderConfig& config);
+  static Result<ImageLoader> create(std::shared_ptr<const ImageDataset> data,
+                                    const ImageLoaderConfig& config);
 
   const ImageBatch& next();
   std::uint64_t steps_per_epoch() const { return sampler_.steps_per_epoch(); }
@@ -39,7 +40,8 @@ class ImageLoader {
   Status restore(const LoaderState& state) { return sampler_.restore(state); }
 
  private:
-  ImageLoader(std::shared_ptr<const ImageDataset> data, ImageLoaderConfig config, EpochSampler sampler);
+  ImageLoader(std::shared_ptr<const ImageDataset> data, ImageLoaderConfig config,
+              EpochSampler sampler);
 
   std::shared_ptr<const ImageDataset> data_;
   ImageLoaderConfig config_;

@@ -2,19 +2,22 @@
 
 namespace sparq::data {
 
-Result<LmLoader> LmLoader::create(std::shared_ptr<const TokenSource> source, const LmLoaderConfig& config) {
+Result<LmLoader> LmLoader::create(std::shared_ptr<const TokenSource> source,
+                                  const LmLoaderConfig& config) {
   if (!source) return Status::error("LM loader needs a token source");
   if (config.seq_len <= 0) return Status::error("seq_len must be positive, got {}", config.seq_len);
   const std::uint64_t windows = source->size() > 0 ? (source->size() - 1) / config.seq_len : 0;
   auto sampler = EpochSampler::create(windows, config.sampler);
   if (!sampler.is_ok()) {
-    return sampler.status().with_context(fmt::format("LM loader over {} tokens ({} windows of {}+1 tokens)",
-                                                     source->size(), windows, config.seq_len));
+    return sampler.status().with_context(
+        fmt::format("LM loader over {} tokens ({} windows of {}+1 tokens)", source->size(), windows,
+                    config.seq_len));
   }
   return LmLoader(std::move(source), config, std::move(sampler).value());
 }
 
-LmLoader::LmLoader(std::shared_ptr<const TokenSource> source, LmLoaderConfig config, EpochSampler sampler)
+LmLoader::LmLoader(std::shared_ptr<const TokenSource> source, LmLoaderConfig config,
+                   EpochSampler sampler)
     : source_(std::move(source)), config_(config), sampler_(std::move(sampler)) {
   const std::int64_t b = config_.sampler.micro_batch, t = config_.seq_len;
   input_buf_ = Buffer::host(static_cast<std::size_t>(b * t) * sizeof(std::int32_t));

@@ -23,14 +23,15 @@ struct LmLoaderConfig {
 
 // A batch owned by its loader and overwritten by the next call to next().
 struct LmBatch {
-  Tensor inputs;   // i32 [micro_batch, T]
-  Tensor targets;  // i32 [micro_batch, T]
+  Tensor inputs;                       // i32 [micro_batch, T]
+  Tensor targets;                      // i32 [micro_batch, T]
   std::vector<std::uint64_t> windows;  // window index of each row
 };
 
 class LmLoader {
  public:
-  static Result<LmLoader> create(std::shared_ptr<const TokenSource> source, const LmLoaderConfig& config);
+  static Result<LmLoader> create(std::shared_ptr<const TokenSource> source,
+                                 const LmLoaderConfig& config);
 
   const LmBatch& next();
   std::uint64_t num_windows() const { return sampler_.num_items(); }

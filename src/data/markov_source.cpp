@@ -10,10 +10,12 @@
 namespace sparq::data {
 
 Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
-  if (config.vocab_size < 2) return Status::error("Markov vocab_size must be >= 2, got {}", config.vocab_size);
+  if (config.vocab_size < 2)
+    return Status::error("Markov vocab_size must be >= 2, got {}", config.vocab_size);
   if (config.order < 1) return Status::error("Markov order must be >= 1, got {}", config.order);
   if (config.branching < 1 || static_cast<std::uint32_t>(config.branching) > config.vocab_size) {
-    return Status::error("Markov branching must be in [1, {}], got {}", config.vocab_size, config.branching);
+    return Status::error("Markov branching must be in [1, {}], got {}", config.vocab_size,
+                         config.branching);
   }
   if (!(config.smoothing > 0 && config.smoothing <= 1)) {
     return Status::error("Markov smoothing must be in (0, 1], got {}", config.smoothing);
@@ -22,8 +24,8 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
   for (int i = 0; i < config.order; ++i) {
     contexts *= config.vocab_size;
     if (contexts > (1u << 24)) {
-      return Status::error("Markov chain with vocab {} and order {} has more than 2^24 contexts", config.vocab_size,
-                           config.order);
+      return Status::error("Markov chain with vocab {} and order {} has more than 2^24 contexts",
+                           config.vocab_size, config.order);
     }
   }
   MarkovChain m;
@@ -43,7 +45,8 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
         y = static_cast<std::uint32_t>(rng.below(config.vocab_size));
       } while (std::find(succ, succ + k, y) != succ + k);
       succ[k] = y;
-      q[k] = -std::log(1.0 - static_cast<double>(rng.uniform()));  // Exp(1): Dirichlet(1) after normalising
+      q[k] = -std::log(
+          1.0 - static_cast<double>(rng.uniform()));  // Exp(1): Dirichlet(1) after normalising
       total += q[k];
     }
     for (std::size_t k = 0; k < b; ++k) q[k] /= total;
@@ -77,7 +80,8 @@ void MarkovChain::compute_stationary() {
       const std::uint64_t base = (c % (s / v)) * v;  // drop the oldest token, shift in y
       const double mass = pi[c];
       uniform[base / v] += mass * eps / static_cast<double>(v);
-      for (std::size_t k = 0; k < b; ++k) next[base + succ_[c * b + k]] += mass * (1 - eps) * q_[c * b + k];
+      for (std::size_t k = 0; k < b; ++k)
+        next[base + succ_[c * b + k]] += mass * (1 - eps) * q_[c * b + k];
     }
     double diff = 0, total = 0;
     for (std::uint64_t c = 0; c < s; ++c) {

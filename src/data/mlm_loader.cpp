@@ -6,17 +6,21 @@
 
 namespace sparq::data {
 
-Result<MlmLoader> MlmLoader::create(std::shared_ptr<const TokenSource> source, const MlmLoaderConfig& config) {
+Result<MlmLoader> MlmLoader::create(std::shared_ptr<const TokenSource> source,
+                                    const MlmLoaderConfig& config) {
   if (!source) return Status::error("MLM loader needs a token source");
-  if (config.max_len < 3) return Status::error("max_len must be at least 3, got {}", config.max_len);
+  if (config.max_len < 3)
+    return Status::error("max_len must be at least 3, got {}", config.max_len);
   if (!(config.mask_prob >= 0 && config.mask_prob <= 1) || config.mask_token_prob < 0 ||
       config.random_token_prob < 0 || config.mask_token_prob + config.random_token_prob > 1) {
-    return Status::error("bad masking probabilities: mask_prob {} (in [0, 1]), mask {} + random {} (sum <= 1)",
-                         config.mask_prob, config.mask_token_prob, config.random_token_prob);
+    return Status::error(
+        "bad masking probabilities: mask_prob {} (in [0, 1]), mask {} + random {} (sum <= 1)",
+        config.mask_prob, config.mask_token_prob, config.random_token_prob);
   }
   const std::uint32_t vocab = source->vocab_size();
   for (std::uint32_t id : {config.cls_id, config.sep_id, config.mask_id, config.pad_id}) {
-    if (id >= vocab) return Status::error("special token id {} is outside the vocabulary ({} ids)", id, vocab);
+    if (id >= vocab)
+      return Status::error("special token id {} is outside the vocabulary ({} ids)", id, vocab);
   }
   // Index the sequences: documents end at [SEP]; long documents are cut into pieces.
   const std::uint64_t piece_max = static_cast<std::uint64_t>(config.max_len) - 2;
@@ -45,12 +49,17 @@ Result<MlmLoader> MlmLoader::create(std::shared_ptr<const TokenSource> source, c
     return sampler.status().with_context(
         fmt::format("MLM loader over {} tokens ({} sequences)", source->size(), starts.size()));
   }
-  return MlmLoader(std::move(source), config, std::move(sampler).value(), std::move(starts), std::move(lengths));
+  return MlmLoader(std::move(source), config, std::move(sampler).value(), std::move(starts),
+                   std::move(lengths));
 }
 
-MlmLoader::MlmLoader(std::shared_ptr<const TokenSource> source, MlmLoaderConfig config, EpochSampler sampler,
-                     std::vector<std::uint64_t> starts, std::vector<std::uint32_t> lengths)
-    : source_(std::move(source)), config_(config), sampler_(std::move(sampler)), starts_(std::move(starts)),
+MlmLoader::MlmLoader(std::shared_ptr<const TokenSource> source, MlmLoaderConfig config,
+                     EpochSampler sampler, std::vector<std::uint64_t> starts,
+                     std::vector<std::uint32_t> lengths)
+    : source_(std::move(source)),
+      config_(config),
+      sampler_(std::move(sampler)),
+      starts_(std::move(starts)),
       lengths_(std::move(lengths)) {
   const std::int64_t b = config_.sampler.micro_batch, l = config_.max_len;
   const std::size_t one = static_cast<std::size_t>(b * l) * sizeof(std::int32_t);
@@ -72,7 +81,9 @@ const MlmBatch& MlmLoader::next() {
   auto* labels = batch_.labels.data<std::int32_t>();
   const std::uint64_t stream = data_stream(DataStream::kMask, epoch);
   const std::uint64_t vocab = source_->vocab_size();
-  const auto threshold = [](float p) { return static_cast<std::uint64_t>(static_cast<double>(p) * 4294967296.0); };
+  const auto threshold = [](float p) {
+    return static_cast<std::uint64_t>(static_cast<double>(p) * 4294967296.0);
+  };
   const std::uint64_t choose = threshold(config_.mask_prob);
   const std::uint64_t as_mask = threshold(config_.mask_token_prob);
   const std::uint64_t as_random = threshold(config_.mask_token_prob + config_.random_token_prob);

@@ -35,16 +35,17 @@ struct MlmLoaderConfig {
 inline constexpr std::int32_t kIgnoreLabel = -100;
 
 struct MlmBatch {
-  Tensor input_ids;       // i32 [micro_batch, max_len]
-  Tensor token_type_ids;  // i32 [micro_batch, max_len], all 0 (single segment)
-  Tensor attention_mask;  // i32 [micro_batch, max_len], 1 = real token, 0 = padding
-  Tensor labels;          // i32 [micro_batch, max_len], original id or kIgnoreLabel
+  Tensor input_ids;                      // i32 [micro_batch, max_len]
+  Tensor token_type_ids;                 // i32 [micro_batch, max_len], all 0 (single segment)
+  Tensor attention_mask;                 // i32 [micro_batch, max_len], 1 = real token, 0 = padding
+  Tensor labels;                         // i32 [micro_batch, max_len], original id or kIgnoreLabel
   std::vector<std::uint64_t> sequences;  // sequence index of each row
 };
 
 class MlmLoader {
  public:
-  static Result<MlmLoader> create(std::shared_ptr<const TokenSource> source, const MlmLoaderConfig& config);
+  static Result<MlmLoader> create(std::shared_ptr<const TokenSource> source,
+                                  const MlmLoaderConfig& config);
 
   const MlmBatch& next();
   std::uint64_t num_sequences() const { return sampler_.num_items(); }

@@ -13,8 +13,10 @@ std::uint64_t data_stream(DataStream purpose, std::uint64_t epoch) {
 }
 
 Result<EpochSampler> EpochSampler::create(std::uint64_t num_items, const SamplerConfig& config) {
-  if (config.micro_batch <= 0) return Status::error("micro_batch must be positive, got {}", config.micro_batch);
-  if (config.world_size <= 0) return Status::error("world_size must be positive, got {}", config.world_size);
+  if (config.micro_batch <= 0)
+    return Status::error("micro_batch must be positive, got {}", config.micro_batch);
+  if (config.world_size <= 0)
+    return Status::error("world_size must be positive, got {}", config.world_size);
   if (config.rank < 0 || config.rank >= config.world_size) {
     return Status::error("rank {} is outside [0, {})", config.rank, config.world_size);
   }
@@ -58,12 +60,13 @@ void EpochSampler::next(std::vector<std::uint64_t>* items) {
 
 Status EpochSampler::restore(const LoaderState& state) {
   if (state.seed != config_.seed) {
-    return Status::error("loader state was saved with seed {}, but this loader uses seed {}", state.seed,
-                         config_.seed);
+    return Status::error("loader state was saved with seed {}, but this loader uses seed {}",
+                         state.seed, config_.seed);
   }
   if (state.step >= steps_per_epoch_) {
-    return Status::error("loader state step {} is past the {} steps of an epoch (different data or batch size?)",
-                         state.step, steps_per_epoch_);
+    return Status::error(
+        "loader state step {} is past the {} steps of an epoch (different data or batch size?)",
+        state.step, steps_per_epoch_);
   }
   epoch_ = state.epoch;
   step_ = state.step;

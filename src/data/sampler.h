@@ -19,9 +19,9 @@
 namespace sparq::data {
 
 struct LoaderState {
-  std::uint64_t seed = 0;   // must match the loader's configured seed on restore
+  std::uint64_t seed = 0;  // must match the loader's configured seed on restore
   std::uint64_t epoch = 0;
-  std::uint64_t step = 0;   // batches already taken in this epoch
+  std::uint64_t step = 0;  // batches already taken in this epoch
 };
 
 struct SamplerConfig {

@@ -77,7 +77,8 @@ std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
 Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tokenizer,
                                         std::uint32_t vocab_size) {
   if (tokenizer.size() >= kShardNameBytes) {
-    return Status::error("tokenizer name '{}' is longer than {} bytes", tokenizer, kShardNameBytes - 1);
+    return Status::error("tokenizer name '{}' is longer than {} bytes", tokenizer,
+                         kShardNameBytes - 1);
   }
   if (vocab_size == 0) return Status::error("shard '{}': vocab size must be positive", path);
   ShardWriter w;
@@ -96,8 +97,11 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
 }
 
 ShardWriter::ShardWriter(ShardWriter&& o) noexcept
-    : path_(std::move(o.path_)), file_(o.file_), header_(std::move(o.header_)),
-      checksum_state_(o.checksum_state_), pending_(std::move(o.pending_)) {
+    : path_(std::move(o.path_)),
+      file_(o.file_),
+      header_(std::move(o.header_)),
+      checksum_state_(o.checksum_state_),
+      pending_(std::move(o.pending_)) {
   o.file_ = nullptr;
 }
 
@@ -184,7 +188,8 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, fd, 0);
   const int map_err = errno;
   ::close(fd);  // the mapping keeps the file alive
-  if (map == MAP_FAILED) return Status::error("cannot mmap shard '{}': {}", path, std::strerror(map_err));
+  if (map == MAP_FAILED)
+    return Status::error("cannot mmap shard '{}': {}", path, std::strerror(map_err));
   ShardReader r;
   r.path_ = path;
   r.map_ = map;
@@ -196,7 +201,8 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   ShardHeader& hd = r.header_;
   hd.version = get<std::uint32_t>(h, 8);
   if (hd.version != kShardVersion) {
-    return Status::error("shard '{}' has format version {}; this build reads version {}", path, hd.version, kShardVersion);
+    return Status::error("shard '{}' has format version {}; this build reads version {}", path,
+                         hd.version, kShardVersion);
   }
   if (get<std::uint64_t>(h, kHeaderChecksumOffset) != shard_checksum(h, kHeaderChecksumOffset)) {
     return Status::error("shard '{}' is corrupt: header checksum mismatch", path);
@@ -221,16 +227,20 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   if (verify_payload) {
     const std::uint64_t actual = shard_checksum(r.payload_, file_bytes - kShardHeaderBytes);
     if (actual != hd.payload_checksum) {
-      return Status::error("shard '{}' is corrupt: payload checksum {:016x} != {:016x} in the header",
-                           path, actual, hd.payload_checksum);
+      return Status::error(
+          "shard '{}' is corrupt: payload checksum {:016x} != {:016x} in the header", path, actual,
+          hd.payload_checksum);
     }
   }
   return r;
 }
 
 ShardReader::ShardReader(ShardReader&& o) noexcept
-    : path_(std::move(o.path_)), header_(std::move(o.header_)), map_(o.map_),
-      map_bytes_(o.map_bytes_), payload_(o.payload_) {
+    : path_(std::move(o.path_)),
+      header_(std::move(o.header_)),
+      map_(o.map_),
+      map_bytes_(o.map_bytes_),
+      payload_(o.payload_) {
   o.map_ = nullptr;
   o.payload_ = nullptr;
 }
@@ -254,13 +264,15 @@ void ShardReader::release() {
 }
 
 std::uint32_t ShardReader::token(std::uint64_t i) const {
-  SPARQ_CHECK(i < header_.token_count, "token {} out of range in shard {} ({} tokens)", i, path_, header_.token_count);
-  return header_.token_width == 2 ? get<std::uint16_t>(payload_, 2 * i) : get<std::uint32_t>(payload_, 4 * i);
+  SPARQ_CHECK(i < header_.token_count, "token {} out of range in shard {} ({} tokens)", i, path_,
+              header_.token_count);
+  return header_.token_width == 2 ? get<std::uint16_t>(payload_, 2 * i)
+                                  : get<std::uint32_t>(payload_, 4 * i);
 }
 
 void ShardReader::read(std::uint64_t begin, std::uint64_t count, std::uint32_t* out) const {
-  SPARQ_CHECK(begin + count <= header_.token_count, "range [{}, {}) out of shard {} ({} tokens)", begin,
-              begin + count, path_, header_.token_count);
+  SPARQ_CHECK(begin + count <= header_.token_count, "range [{}, {}) out of shard {} ({} tokens)",
+              begin, begin + count, path_, header_.token_count);
   if (header_.token_width == 4) {
     std::memcpy(out, payload_ + 4 * begin, 4 * count);
     return;

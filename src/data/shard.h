@@ -104,8 +104,7 @@ class ShardReader {
 };
 
 // Writes a whole in-memory token array as a shard (tests, synthetic sources).
-Status write_shard(const std::string& path, const std::string& tokenizer,
-                   std::uint32_t vocab_size, std::span<const std::uint32_t> tokens,
-                   std::uint32_t document_count);
+Status write_shard(const std::string& path, const std::string& tokenizer, std::uint32_t vocab_size,
+                   std::span<const std::uint32_t> tokens, std::uint32_t document_count);
 
 }  // namespace sparq::data

@@ -14,7 +14,7 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const
   }
   if (kind == "gpt2") {
     SPARQ_ASSIGN_OR_RETURN(auto tok, Gpt2Tokenizer::load((fs::path(dir) / "encoder.json").string(),
-                                                          (fs::path(dir) / "vocab.bpe").string()));
+                                                         (fs::path(dir) / "vocab.bpe").string()));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
   if (kind == "wordpiece") {

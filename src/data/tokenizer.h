@@ -31,7 +31,6 @@ class Tokenizer {
 
 // kind "gpt2": `dir` holds encoder.json and vocab.bpe.
 // kind "wordpiece": `dir` holds vocab.txt (or bert-base-uncased-vocab.txt).
-Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind,
-                                                  const std::string& dir);
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const std::string& dir);
 
 }  // namespace sparq::data

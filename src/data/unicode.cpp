@@ -174,7 +174,8 @@ void lower_case(const std::vector<std::uint32_t>& in, std::vector<std::uint32_t>
       bool expanded = false;
       for (std::size_t r = 0; r + 5 <= ut::kLowerMultiSize; r += 5) {
         if (ut::kLowerMulti[r] != cp) continue;
-        out->insert(out->end(), ut::kLowerMulti + r + 2, ut::kLowerMulti + r + 2 + ut::kLowerMulti[r + 1]);
+        out->insert(out->end(), ut::kLowerMulti + r + 2,
+                    ut::kLowerMulti + r + 2 + ut::kLowerMulti[r + 1]);
         expanded = true;
       }
       if (!expanded) out->push_back(cp);

@@ -13,8 +13,36 @@ namespace sparq::data {
 
 // Same order as the generator's CATEGORIES list.
 enum class GeneralCategory : std::uint8_t {
-  kCn, kLu, kLl, kLt, kLm, kLo, kMn, kMc, kMe, kNd, kNl, kNo, kPc, kPd, kPs,
-  kPe, kPi, kPf, kPo, kSm, kSc, kSk, kSo, kZs, kZl, kZp, kCc, kCf, kCs, kCo
+  kCn,
+  kLu,
+  kLl,
+  kLt,
+  kLm,
+  kLo,
+  kMn,
+  kMc,
+  kMe,
+  kNd,
+  kNl,
+  kNo,
+  kPc,
+  kPd,
+  kPs,
+  kPe,
+  kPi,
+  kPf,
+  kPo,
+  kSm,
+  kSc,
+  kSk,
+  kSo,
+  kZs,
+  kZl,
+  kZp,
+  kCc,
+  kCf,
+  kCs,
+  kCo
 };
 
 // Returned by decode_utf8 for a byte that does not start a valid UTF-8 sequence.
@@ -29,11 +57,11 @@ std::uint32_t decode_utf8(std::string_view text, std::size_t pos, int* length);
 void append_utf8(std::uint32_t cp, std::string* out);
 
 GeneralCategory general_category(std::uint32_t cp);  // kCn for kInvalidCodePoint
-bool is_letter(std::uint32_t cp);                     // \p{L}
-bool is_number(std::uint32_t cp);                     // \p{N}
-bool is_white_space(std::uint32_t cp);                // Unicode White_Space (regex \s)
-bool is_python_space(std::uint32_t cp);               // Python str.isspace()
-int combining_class(std::uint32_t cp);                // canonical combining class
+bool is_letter(std::uint32_t cp);                    // \p{L}
+bool is_number(std::uint32_t cp);                    // \p{N}
+bool is_white_space(std::uint32_t cp);               // Unicode White_Space (regex \s)
+bool is_python_space(std::uint32_t cp);              // Python str.isspace()
+int combining_class(std::uint32_t cp);               // canonical combining class
 bool is_cased(std::uint32_t cp);
 bool is_case_ignorable(std::uint32_t cp);
 

@@ -68,7 +68,8 @@ bool is_cjk_ideograph(std::uint32_t cp) {
          (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-Result<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::load(const std::string& vocab_path) {
+Result<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::load(
+    const std::string& vocab_path) {
   SPARQ_ASSIGN_OR_RETURN(const std::string text, read_file(vocab_path));
   std::unique_ptr<WordPieceTokenizer> tok(new WordPieceTokenizer());
   std::size_t start = 0;
@@ -77,8 +78,12 @@ Result<std::unique_ptr<WordPieceTokenizer>> WordPieceTokenizer::load(const std::
     if (end == std::string::npos) end = text.size();
     std::string_view line(text.data() + start, end - start);
     start = end + 1;
-    while (!line.empty() && std::string_view(" \t\r\f\v").find(line.back()) != std::string_view::npos) line.remove_suffix(1);
-    while (!line.empty() && std::string_view(" \t\r\f\v").find(line.front()) != std::string_view::npos) line.remove_prefix(1);
+    while (!line.empty() &&
+           std::string_view(" \t\r\f\v").find(line.back()) != std::string_view::npos)
+      line.remove_suffix(1);
+    while (!line.empty() &&
+           std::string_view(" \t\r\f\v").find(line.front()) != std::string_view::npos)
+      line.remove_prefix(1);
     const auto id = static_cast<std::uint32_t>(tok->tokens_.size());
     tok->tokens_.emplace_back(line);
     tok->ids_.emplace(std::string(line), id);  // a repeated token keeps its first id

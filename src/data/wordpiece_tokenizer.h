@@ -55,7 +55,8 @@ class WordPieceTokenizer final : public Tokenizer {
 
  private:
   WordPieceTokenizer() = default;
-  void wordpiece(const std::string& word, std::size_t num_chars, std::vector<std::uint32_t>* out) const;
+  void wordpiece(const std::string& word, std::size_t num_chars,
+                 std::vector<std::uint32_t>* out) const;
 
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, std::uint32_t> ids_;

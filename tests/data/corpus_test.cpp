@@ -18,10 +18,12 @@ namespace {
 using Docs = std::vector<std::string_view>;
 
 TEST(SplitDocuments, WikiTextArticlesKeepSectionHeadings) {
-  const std::string text = " \n = First = \n \n body one \n = = Section = = \n more \n = Second = \n two \n";
+  const std::string text =
+      " \n = First = \n \n body one \n = = Section = = \n more \n = Second = \n two \n";
   const Docs docs = split_documents(text, InputFormat::kWikiText);
   ASSERT_EQ(docs.size(), 2u);
-  EXPECT_EQ(docs[0], " \n = First = \n \n body one \n = = Section = = \n more \n");  // leading blank joins
+  EXPECT_EQ(docs[0],
+            " \n = First = \n \n body one \n = = Section = = \n more \n");  // leading blank joins
   EXPECT_EQ(docs[1], " = Second = \n two \n");
 }
 
@@ -37,9 +39,12 @@ TEST(SplitDocuments, LinesAndText) {
 class PrepareShards : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/prepare_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = ::testing::TempDir() + "/prepare_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_ + "/in/sub");
-    ASSERT_TRUE(write_file_atomic(dir_ + "/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n##s\n.\n").is_ok());
+    ASSERT_TRUE(write_file_atomic(dir_ + "/vocab.txt",
+                                  "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n##s\n.\n")
+                    .is_ok());
     tok_ = WordPieceTokenizer::load(dir_ + "/vocab.txt").value();
     std::string lines;
     for (int i = 0; i < 40; ++i) lines += (i % 3 == 0) ? "the cat sat.\n" : "cats sat the dog\n";
@@ -116,7 +121,8 @@ TEST(PrepareShardsGpt2, WikiTextValidRoundTrips) {
   shard.read(0, ids.size(), ids.data());
   // Dropping the separators and decoding gives back the file, byte for byte.
   std::vector<std::uint32_t> content;
-  for (auto id : ids) if (id != tok->eot_id()) content.push_back(id);
+  for (auto id : ids)
+    if (id != tok->eot_id()) content.push_back(id);
   EXPECT_EQ(content.size() + 60, ids.size());
   EXPECT_EQ(tok->decode(content), *read_file(raw));
 }

@@ -63,15 +63,19 @@ TEST(Gpt2Pretokenize, UnicodeCategories) {
   // A combining mark (Mn) is neither \p{L} nor \p{N}: it breaks a letter run.
   EXPECT_EQ(split("cafe\xCC\x81s"), (V{"cafe", "\xCC\x81", "s"}));
   // Emoji (So) and skin-tone modifier (Sk) are "other" and join punctuation.
-  EXPECT_EQ(split("hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"), (V{"hi", " \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"}));
-  EXPECT_EQ(split("\xE4\xB8\xAD\xE6\x96\x87 \xD9\xA3\xD9\xA4"), (V{"\xE4\xB8\xAD\xE6\x96\x87", " \xD9\xA3\xD9\xA4"}));
+  EXPECT_EQ(split("hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"),
+            (V{"hi", " \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"}));
+  EXPECT_EQ(split("\xE4\xB8\xAD\xE6\x96\x87 \xD9\xA3\xD9\xA4"),
+            (V{"\xE4\xB8\xAD\xE6\x96\x87", " \xD9\xA3\xD9\xA4"}));
   // No-break space is white space, and only U+0020 may prefix a word.
   EXPECT_EQ(split("\xC2\xA0x"), (V{"\xC2\xA0", "x"}));
   EXPECT_EQ(split("1\xC2\xBD"), (V{"1\xC2\xBD"}));  // ½ is a number (No)
 }
 
 TEST(Gpt2Pretokenize, InvalidUtf8BytesAreOtherCharacters) {
-  EXPECT_EQ(split("\xFF\xFE" "ab"), (V{"\xFF\xFE", "ab"}));
+  EXPECT_EQ(split("\xFF\xFE"
+                  "ab"),
+            (V{"\xFF\xFE", "ab"}));
   EXPECT_EQ(split("a \xC3"), (V{"a", " \xC3"}));
 }
 

@@ -18,7 +18,8 @@ std::shared_ptr<ImageDataset> tiny_dataset(std::size_t n) {
   d->pixels.resize(n * ImageDataset::kImageBytes);
   for (std::size_t i = 0; i < n; ++i) {
     d->labels[i] = static_cast<std::uint8_t>(i % 10);
-    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k) d->pixels[i * ImageDataset::kImageBytes + k] = static_cast<std::uint8_t>((k * 7 + i) % 251);
+    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
+      d->pixels[i * ImageDataset::kImageBytes + k] = static_cast<std::uint8_t>((k * 7 + i) % 251);
   }
   return d;
 }
@@ -46,7 +47,8 @@ TEST(ImageLoader, EvalOnlyNormalizes) {
     EXPECT_EQ(b.labels.data<std::int32_t>()[row], data->labels[idx]);
     for (std::size_t k = 0; k < ImageDataset::kImageBytes; k += 97) {
       const int ch = static_cast<int>(k / 1024);
-      EXPECT_NEAR(b.images.data<float>()[row * ImageDataset::kImageBytes + k], normalized(config, ch, data->image(idx)[k]), 1e-5);
+      EXPECT_NEAR(b.images.data<float>()[row * ImageDataset::kImageBytes + k],
+                  normalized(config, ch, data->image(idx)[k]), 1e-5);
     }
   }
 }
@@ -69,7 +71,9 @@ TEST(ImageLoader, AugmentationIsACropOfThePaddedImagePossiblyFlipped) {
             for (int y = 0; y < 32 && ok; ++y) {
               for (int x = 0; x < 32 && ok; ++x) {
                 const int sy = y + dy, sx = (flip ? 31 - x : x) + dx;
-                const float p = (sy >= 0 && sy < 32 && sx >= 0 && sx < 32) ? src[(c * 32 + sy) * 32 + sx] : 0.0f;
+                const float p = (sy >= 0 && sy < 32 && sx >= 0 && sx < 32)
+                                    ? src[(c * 32 + sy) * 32 + sx]
+                                    : 0.0f;
                 ok = std::abs(out[(c * 32 + y) * 32 + x] - normalized(config, c, p)) < 1e-5f;
               }
             }
@@ -107,7 +111,8 @@ TEST(Cifar10, RealTestBatch) {
   auto data = load_cifar10_dir(dir, /*train=*/false);
   ASSERT_TRUE(data.is_ok()) << data.status().message();
   ASSERT_EQ(data->size(), 10000u);
-  for (std::size_t i = 0; i < 100; ++i) EXPECT_EQ(data->labels[i], i % 10);  // documented interleaving
+  for (std::size_t i = 0; i < 100; ++i)
+    EXPECT_EQ(data->labels[i], i % 10);  // documented interleaving
   const ChannelStats s = channel_stats(*data);
   for (int c = 0; c < 3; ++c) {
     EXPECT_NEAR(s.mean[c], kCifar10Stats.mean[c], 0.02) << c;
@@ -127,7 +132,8 @@ TEST(SyntheticImages, DeterministicAndClassSeparable) {
   std::vector<int> count(10, 0);
   for (std::size_t i = 0; i < 200; ++i) {
     ++count[a.labels[i]];
-    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k) mean[a.labels[i]][k] += a.image(i)[k];
+    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
+      mean[a.labels[i]][k] += a.image(i)[k];
   }
   for (int c = 0; c < 10; ++c) {
     ASSERT_GT(count[c], 0);
@@ -139,7 +145,8 @@ TEST(SyntheticImages, DeterministicAndClassSeparable) {
     double best_d = 1e300;
     for (int c = 0; c < 10; ++c) {
       double d = 0;
-      for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k) d += std::pow(a.image(i)[k] - mean[c][k], 2);
+      for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
+        d += std::pow(a.image(i)[k] - mean[c][k], 2);
       if (d < best_d) best_d = d, best = c;
     }
     correct += best == a.labels[i];

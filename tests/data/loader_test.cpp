@@ -23,7 +23,8 @@ TEST(EpochSampler, RanksShareEachGlobalBatchDisjointlyAndCoverTheEpoch) {
   const int world = 3, micro = 4;
   const std::uint64_t items = 50;  // 4 full global batches of 12, 2 items dropped
   std::vector<EpochSampler> ranks;
-  for (int r = 0; r < world; ++r) ranks.push_back(EpochSampler::create(items, sampler_config(micro, r, world)).value());
+  for (int r = 0; r < world; ++r)
+    ranks.push_back(EpochSampler::create(items, sampler_config(micro, r, world)).value());
   ASSERT_EQ(ranks[0].steps_per_epoch(), 4u);
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::set<std::uint64_t> seen;
@@ -75,7 +76,10 @@ TEST(EpochSampler, RestoreReproducesTheNextBatch) {
 }
 
 TEST(EpochSampler, BadConfigurationsAreClearErrors) {
-  EXPECT_NE(EpochSampler::create(5, sampler_config(4, 0, 2)).status().message().find("fewer than one global batch"),
+  EXPECT_NE(EpochSampler::create(5, sampler_config(4, 0, 2))
+                .status()
+                .message()
+                .find("fewer than one global batch"),
             std::string::npos);
   EXPECT_FALSE(EpochSampler::create(100, sampler_config(4, 2, 2)).is_ok());
   EXPECT_FALSE(EpochSampler::create(100, sampler_config(0, 0, 1)).is_ok());
@@ -106,7 +110,8 @@ TEST(LmLoader, WindowsOfTPlusOneWithShiftedTargets) {
       windows.insert(w);
       for (int i = 0; i < 8; ++i) {
         EXPECT_EQ(b.inputs.data<std::int32_t>()[row * 8 + i], static_cast<std::int32_t>(w * 8 + i));
-        EXPECT_EQ(b.targets.data<std::int32_t>()[row * 8 + i], static_cast<std::int32_t>(w * 8 + i + 1));
+        EXPECT_EQ(b.targets.data<std::int32_t>()[row * 8 + i],
+                  static_cast<std::int32_t>(w * 8 + i + 1));
       }
     }
   }
@@ -122,11 +127,14 @@ TEST(LmLoader, ResumeFromStateIsExact) {
   for (int i = 0; i < 50; ++i) a.next();
   const LoaderState state = a.state();
   const LmBatch& expected = a.next();
-  const std::vector<std::int32_t> want(expected.inputs.data<std::int32_t>(), expected.inputs.data<std::int32_t>() + 64);
+  const std::vector<std::int32_t> want(expected.inputs.data<std::int32_t>(),
+                                       expected.inputs.data<std::int32_t>() + 64);
   auto b = LmLoader::create(source, config).value();
   ASSERT_TRUE(b.restore(state).is_ok());
   const LmBatch& got = b.next();
-  EXPECT_EQ(std::vector<std::int32_t>(got.inputs.data<std::int32_t>(), got.inputs.data<std::int32_t>() + 64), want);
+  EXPECT_EQ(std::vector<std::int32_t>(got.inputs.data<std::int32_t>(),
+                                      got.inputs.data<std::int32_t>() + 64),
+            want);
 }
 
 TEST(LmLoader, TooFewTokensIsAClearError) {
@@ -157,11 +165,14 @@ TEST(MlmLoader, SequencesFollowDocumentsWithClsSepAndPadding) {
   auto loader = MlmLoader::create(source, config).value();
   ASSERT_EQ(loader.num_sequences(), 4u);
   const MlmBatch& b = loader.next();
-  const std::vector<std::int32_t> ids(b.input_ids.data<std::int32_t>(), b.input_ids.data<std::int32_t>() + 24);
-  EXPECT_EQ(ids, (std::vector<std::int32_t>{2, 10, 11, 12, 1, 0, 2, 20, 21, 22, 23, 1,
-                                            2, 24, 25, 26, 27, 1, 2, 28, 1, 0, 0, 0}));
-  const std::vector<std::int32_t> attn(b.attention_mask.data<std::int32_t>(), b.attention_mask.data<std::int32_t>() + 24);
-  EXPECT_EQ(attn, (std::vector<std::int32_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}));
+  const std::vector<std::int32_t> ids(b.input_ids.data<std::int32_t>(),
+                                      b.input_ids.data<std::int32_t>() + 24);
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{2, 10, 11, 12, 1,  0, 2, 20, 21, 22, 23, 1,
+                                            2, 24, 25, 26, 27, 1, 2, 28, 1,  0,  0,  0}));
+  const std::vector<std::int32_t> attn(b.attention_mask.data<std::int32_t>(),
+                                       b.attention_mask.data<std::int32_t>() + 24);
+  EXPECT_EQ(attn, (std::vector<std::int32_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1,
+                                             1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}));
   for (int i = 0; i < 24; ++i) {
     EXPECT_EQ(b.labels.data<std::int32_t>()[i], kIgnoreLabel);
     EXPECT_EQ(b.token_type_ids.data<std::int32_t>()[i], 0);
@@ -170,7 +181,8 @@ TEST(MlmLoader, SequencesFollowDocumentsWithClsSepAndPadding) {
 
 TEST(MlmLoader, MaskingRatesAre15PercentThen80_10_10) {
   std::vector<std::uint32_t> t(200000);
-  for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i % 500 == 499) ? 1 : 5 + static_cast<std::uint32_t>(i % 900);
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t[i] = (i % 500 == 499) ? 1 : 5 + static_cast<std::uint32_t>(i % 900);
   auto source = std::make_shared<VectorTokenSource>(t, 1000);
   auto loader = MlmLoader::create(source, mlm_config(128, sampler_config(16, 0, 1, 3))).value();
   std::uint64_t content = 0, chosen = 0, masked = 0, kept = 0, replaced = 0;
@@ -187,22 +199,27 @@ TEST(MlmLoader, MaskingRatesAre15PercentThen80_10_10) {
       }
       ++content, ++chosen;
       EXPECT_GE(labels[i], 5);  // never a special token
-      if (ids[i] == 3) ++masked;
-      else if (ids[i] == labels[i]) ++kept;
-      else ++replaced;
+      if (ids[i] == 3)
+        ++masked;
+      else if (ids[i] == labels[i])
+        ++kept;
+      else
+        ++replaced;
     }
   }
   ASSERT_GT(content, 150000u);
   // Binomial standard deviations are ~0.1% of content and ~1% of chosen: 5 sigma bounds.
   EXPECT_NEAR(static_cast<double>(chosen) / content, 0.15, 0.005);
   EXPECT_NEAR(static_cast<double>(masked) / chosen, 0.80, 0.02);
-  EXPECT_NEAR(static_cast<double>(replaced) / chosen, 0.10, 0.015);  // a random id equal to the original counts as kept
+  EXPECT_NEAR(static_cast<double>(replaced) / chosen, 0.10,
+              0.015);  // a random id equal to the original counts as kept
   EXPECT_NEAR(static_cast<double>(kept) / chosen, 0.10, 0.015);
 }
 
 TEST(MlmLoader, MasksDoNotDependOnTheWorldSize) {
   std::vector<std::uint32_t> t(6000);
-  for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i % 97 == 96) ? 1 : 5 + static_cast<std::uint32_t>(i % 50);
+  for (std::size_t i = 0; i < t.size(); ++i)
+    t[i] = (i % 97 == 96) ? 1 : 5 + static_cast<std::uint32_t>(i % 50);
   auto source = std::make_shared<VectorTokenSource>(t, 60);
   auto single = MlmLoader::create(source, mlm_config(32, sampler_config(4, 0, 1))).value();
   auto rank1 = MlmLoader::create(source, mlm_config(32, sampler_config(2, 1, 2))).value();
@@ -211,8 +228,9 @@ TEST(MlmLoader, MasksDoNotDependOnTheWorldSize) {
   for (int step = 0; step < 10; ++step) {
     const MlmBatch& b = single.next();
     for (std::size_t r = 0; r < b.sequences.size(); ++r) {
-      by_seq[b.sequences[r]] = std::vector<std::int32_t>(b.input_ids.data<std::int32_t>() + r * 32,
-                                                         b.input_ids.data<std::int32_t>() + (r + 1) * 32);
+      by_seq[b.sequences[r]] =
+          std::vector<std::int32_t>(b.input_ids.data<std::int32_t>() + r * 32,
+                                    b.input_ids.data<std::int32_t>() + (r + 1) * 32);
     }
   }
   for (int step = 0; step < 10; ++step) {

@@ -1,8 +1,8 @@
-#include "data/markov_source.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "data/markov_source.h"
 
 namespace sparq::data {
 namespace {
@@ -23,11 +23,13 @@ TEST(MarkovChain, TransitionRowsAreDistributionsAndPiIsStationary) {
       }
       EXPECT_NEAR(row, 1.0, 1e-12);
     }
-    for (std::uint64_t c = 0; c < m->num_contexts(); ++c) EXPECT_NEAR(next[c], m->stationary()[c], 1e-12);
+    for (std::uint64_t c = 0; c < m->num_contexts(); ++c)
+      EXPECT_NEAR(next[c], m->stationary()[c], 1e-12);
     // The entropy rate recomputed from the public probabilities.
     double h = 0;
     for (std::uint64_t c = 0; c < m->num_contexts(); ++c) {
-      for (std::uint32_t y = 0; y < 12; ++y) h -= m->stationary()[c] * m->probability(c, y) * std::log(m->probability(c, y));
+      for (std::uint32_t y = 0; y < 12; ++y)
+        h -= m->stationary()[c] * m->probability(c, y) * std::log(m->probability(c, y));
     }
     EXPECT_NEAR(m->entropy_rate_nats(), h, 1e-10);
     EXPECT_NEAR(m->entropy_rate_bits(), h / std::log(2.0), 1e-10);
@@ -36,7 +38,8 @@ TEST(MarkovChain, TransitionRowsAreDistributionsAndPiIsStationary) {
 
 TEST(MarkovChain, SampledTextHasTheComputedEntropyRate) {
   MarkovConfig config;
-  config.vocab_size = 64, config.order = 2, config.branching = 4, config.smoothing = 0.02, config.seed = 1;
+  config.vocab_size = 64, config.order = 2, config.branching = 4, config.smoothing = 0.02,
+  config.seed = 1;
   auto m = MarkovChain::create(config).value();
   const auto tokens = m.generate(400000, 0);
   std::uint64_t context = 0;

@@ -46,7 +46,8 @@ TEST(Shard, RoundTripsU16AndU32Widths) {
     reader->read(0, tokens.size(), back.data());
     EXPECT_EQ(back, tokens);
     EXPECT_EQ(reader->token(500), tokens[500]);
-    EXPECT_EQ(std::filesystem::file_size(path), kShardHeaderBytes + tokens.size() * reader->header().token_width);
+    EXPECT_EQ(std::filesystem::file_size(path),
+              kShardHeaderBytes + tokens.size() * reader->header().token_width);
   }
 }
 
@@ -75,7 +76,9 @@ TEST(Shard, EmptyShardIsValid) {
 class CorruptShard : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = temp_path("corrupt_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".bin");
+    path_ = temp_path("corrupt_" +
+                      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                      ".bin");
     ASSERT_TRUE(write_shard(path_, "gpt2", 50257, random_tokens(4096, 50257, 5), 1).is_ok());
   }
   std::string error() {
@@ -125,7 +128,8 @@ TEST(Shard, MissingFileNamesThePath) {
 }
 
 TEST(Shard, ChecksumSeesEveryByteAndOrder) {
-  const std::string a = "abcdefghijklmnopqrstu", b = "abcdefghijklmnopqrstv", c = "bacdefghijklmnopqrstu";
+  const std::string a = "abcdefghijklmnopqrstu", b = "abcdefghijklmnopqrstv",
+                    c = "bacdefghijklmnopqrstu";
   EXPECT_NE(shard_checksum(a.data(), a.size()), shard_checksum(b.data(), b.size()));
   EXPECT_NE(shard_checksum(a.data(), a.size()), shard_checksum(c.data(), c.size()));
   EXPECT_NE(shard_checksum(a.data(), 20), shard_checksum(a.data(), 21));

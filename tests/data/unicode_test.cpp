@@ -25,7 +25,7 @@ TEST(Utf8, DecodesValidSequencesOfEveryLength) {
 
 TEST(Utf8, RejectsMalformedBytesOneAtATime) {
   const std::uint32_t bad = kInvalidCodePoint;
-  EXPECT_EQ(decode_all("\xC0\x80"), (std::vector<std::uint32_t>{bad, bad}));        // overlong
+  EXPECT_EQ(decode_all("\xC0\x80"), (std::vector<std::uint32_t>{bad, bad}));           // overlong
   EXPECT_EQ(decode_all("\xED\xA0\x80"), (std::vector<std::uint32_t>{bad, bad, bad}));  // surrogate
   EXPECT_EQ(decode_all("\xF4\x90\x80\x80"), (std::vector<std::uint32_t>{bad, bad, bad, bad}));
   EXPECT_EQ(decode_all("\xE2\x82"), (std::vector<std::uint32_t>{bad, bad}));  // truncated
@@ -49,13 +49,13 @@ TEST(UnicodeProperties, LettersNumbersAndSpaces) {
   EXPECT_TRUE(is_letter(0x02B0));   // modifier letter (Lm)
   EXPECT_FALSE(is_letter(0x0301));  // combining acute (Mn)
   EXPECT_FALSE(is_letter(0x1F600));
-  EXPECT_TRUE(is_number(0x0663));   // Arabic-Indic three (Nd)
-  EXPECT_TRUE(is_number(0x216B));   // Roman numeral twelve (Nl)
-  EXPECT_TRUE(is_number(0xBD));     // one half (No)
+  EXPECT_TRUE(is_number(0x0663));  // Arabic-Indic three (Nd)
+  EXPECT_TRUE(is_number(0x216B));  // Roman numeral twelve (Nl)
+  EXPECT_TRUE(is_number(0xBD));    // one half (No)
   EXPECT_TRUE(is_white_space(0x3000));
   EXPECT_TRUE(is_white_space(0x85));
-  EXPECT_FALSE(is_white_space(0x1C));  // not White_Space ...
-  EXPECT_TRUE(is_python_space(0x1C));  // ... but Python's isspace() says yes
+  EXPECT_FALSE(is_white_space(0x1C));    // not White_Space ...
+  EXPECT_TRUE(is_python_space(0x1C));    // ... but Python's isspace() says yes
   EXPECT_FALSE(is_white_space(0x200B));  // zero width space is Cf
   EXPECT_EQ(general_category(0x10FFFF), GeneralCategory::kCn);
   EXPECT_EQ(general_category(kInvalidCodePoint), GeneralCategory::kCn);

@@ -1,0 +1,320 @@
+#include "models/bert.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq {
+
+VocabBias::VocabBias(std::string prefix, std::int64_t vocab)
+    : ParamLayer(std::move(prefix)), vocab_(vocab) {
+  bias_ = params_.add("bias", {vocab_}, Init::zeros(), false);
+}
+
+void VocabBias::forward(const Tensor& logits) const {
+  const std::int64_t rows = check_rows(logits, vocab_, name(), "logits");
+  const float* b = params_.param(bias_).data<float>();
+  float* y = logits.data<float>();
+#pragma omp parallel for schedule(static) if (rows * vocab_ > 32768)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * vocab_;
+    for (std::int64_t j = 0; j < vocab_; ++j) row[j] += b[j];
+  }
+}
+
+void VocabBias::backward(const Tensor& dlogits) const {
+  const std::int64_t rows = check_rows(dlogits, vocab_, name(), "dlogits");
+  const float* dy = dlogits.data<float>();
+  float* db = params_.grad(bias_).data<float>();
+  // Threads own column blocks, so the summation order is fixed and no element is shared.
+#pragma omp parallel for schedule(static) if (rows * vocab_ > 32768)
+  for (std::int64_t j0 = 0; j0 < vocab_; j0 += 256) {
+    const std::int64_t j1 = std::min(vocab_, j0 + 256);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* row = dy + r * vocab_;
+      for (std::int64_t j = j0; j < j1; ++j) db[j] += row[j];
+    }
+  }
+}
+
+Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
+  const std::int64_t batch = shape.micro_batch, rows = batch * shape.seq_len, dim = c.n_embd;
+  const std::int64_t vocab = c.padded_vocab();
+
+  word_ = std::make_unique<Embedding>("embeddings.word", Embedding::Config{vocab, dim, c.init_std});
+  position_ = std::make_unique<Embedding>("embeddings.position",
+                                          Embedding::Config{c.n_ctx, dim, c.init_std});
+  token_type_ = std::make_unique<Embedding>("embeddings.token_type",
+                                            Embedding::Config{c.type_vocab_size, dim, c.init_std});
+  emb_ln_ = std::make_unique<LayerNorm>("embeddings.ln", LayerNorm::Config{dim, c.ln_eps, rows});
+  emb_drop_ = std::make_unique<Dropout>("embeddings.drop", c.dropout, 0);
+  layer_word_ = add_layer(word_->name(), word_->param_names());
+  layer_position_ = add_layer(position_->name(), position_->param_names());
+  layer_token_type_ = add_layer(token_type_->name(), token_type_->param_names());
+  layer_emb_ln_ = add_layer(emb_ln_->name(), emb_ln_->param_names());
+  emb_sum_ = arena_.reserve(rows * dim);
+
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "layer." + std::to_string(l);
+    const auto site = static_cast<std::uint32_t>(1 + 3 * l);
+    Encoder e;
+    MultiHeadAttention::Config ac;
+    ac.dim = dim, ac.heads = c.n_head, ac.seq = shape.seq_len, ac.max_batch = batch;
+    ac.causal = false, ac.dropout = c.attn_dropout, ac.layer_index = site;
+    ac.init_std = c.init_std, ac.proj_init_std = c.init_std;
+    e.attn = std::make_unique<MultiHeadAttention>(p + ".attn", ac);
+    e.attn_drop = std::make_unique<Dropout>(p + ".attn.drop", c.dropout, site + 1);
+    e.ln_1 = std::make_unique<LayerNorm>(p + ".ln_1", LayerNorm::Config{dim, c.ln_eps, rows});
+    e.fc = std::make_unique<Linear>(p + ".mlp.fc", Linear::Config{dim, c.ffn_dim, true, c.init_std});
+    e.proj = std::make_unique<Linear>(p + ".mlp.proj", Linear::Config{c.ffn_dim, dim, true, c.init_std});
+    e.mlp_drop = std::make_unique<Dropout>(p + ".mlp.drop", c.dropout, site + 2);
+    e.ln_2 = std::make_unique<LayerNorm>(p + ".ln_2", LayerNorm::Config{dim, c.ln_eps, rows});
+    e.layer_attn = add_layer(e.attn->name(), e.attn->param_names());
+    e.layer_ln_1 = add_layer(e.ln_1->name(), e.ln_1->param_names());
+    e.layer_fc = add_layer(e.fc->name(), e.fc->param_names());
+    e.layer_proj = add_layer(e.proj->name(), e.proj->param_names());
+    e.layer_ln_2 = add_layer(e.ln_2->name(), e.ln_2->param_names());
+    // Kept for backward: layer input (attention's x), x + attn (ln_1's x), ln_1 out (fc's
+    // x), fc out (GELU's x), GELU out (proj's x), h + mlp (ln_2's x).
+    e.x = arena_.reserve(rows * dim);
+    e.r = arena_.reserve(rows * dim);
+    e.h = arena_.reserve(rows * dim);
+    e.f = arena_.reserve(rows * c.ffn_dim);
+    e.g = arena_.reserve(rows * c.ffn_dim);
+    e.s = arena_.reserve(rows * dim);
+    encoders_.push_back(std::move(e));
+  }
+  x_out_ = arena_.reserve(rows * dim);
+
+  mlm_dense_ = std::make_unique<Linear>("mlm.dense", Linear::Config{dim, dim, true, c.init_std});
+  mlm_ln_ = std::make_unique<LayerNorm>("mlm.ln", LayerNorm::Config{dim, c.ln_eps, rows});
+  mlm_bias_ = std::make_unique<VocabBias>("mlm.decoder", vocab);
+  layer_mlm_dense_ = add_layer(mlm_dense_->name(), mlm_dense_->param_names());
+  layer_mlm_ln_ = add_layer(mlm_ln_->name(), mlm_ln_->param_names());
+  layer_mlm_bias_ = add_layer(mlm_bias_->name(), mlm_bias_->param_names());
+  mlm_loss_ = std::make_unique<CrossEntropy>(
+      "mlm.loss", CrossEntropy::Config{vocab, c.vocab_size, kIgnoreIndex, rows});
+  md_ = arena_.reserve(rows * dim);
+  mg_ = arena_.reserve(rows * dim);
+  mln_ = arena_.reserve(rows * dim);
+  logits_ = arena_.reserve(rows * vocab);
+
+  if (c.nsp) {
+    pooler_ = std::make_unique<Linear>("pooler", Linear::Config{dim, dim, true, c.init_std});
+    nsp_ = std::make_unique<Linear>("nsp", Linear::Config{dim, 2, true, c.init_std});
+    layer_pooler_ = add_layer(pooler_->name(), pooler_->param_names());
+    layer_nsp_ = add_layer(nsp_->name(), nsp_->param_names());
+    nsp_loss_ = std::make_unique<CrossEntropy>(
+        "nsp.loss", CrossEntropy::Config{2, 2, kIgnoreIndex, batch});
+    cls_ = arena_.reserve(batch * dim);
+    pooled_ = arena_.reserve(batch * dim);
+    nsp_logits_ = arena_.reserve(batch * 2);
+    dcls_ = arena_.reserve(batch * dim);
+    dpooled_ = arena_.reserve(batch * dim);
+  }
+  g0_ = arena_.reserve(rows * dim);
+  g1_ = arena_.reserve(rows * dim);
+  g2_ = arena_.reserve(rows * dim);
+  g3_ = arena_.reserve(rows * dim);
+  g_wide_ = arena_.reserve(rows * c.ffn_dim);
+  arena_.allocate();
+  zero_types_ = Buffer::host(static_cast<std::size_t>(rows) * sizeof(std::int32_t), true);
+}
+
+void Bert::declare(ParamStore& store) const {
+  word_->declare(store);
+  position_->declare(store);
+  token_type_->declare(store);
+  emb_ln_->declare(store);
+  for (const Encoder& e : encoders_) {
+    e.attn->declare(store);
+    e.ln_1->declare(store);
+    e.fc->declare(store);
+    e.proj->declare(store);
+    e.ln_2->declare(store);
+  }
+  mlm_dense_->declare(store);
+  mlm_ln_->declare(store);
+  mlm_bias_->declare(store);
+  if (config_.nsp) {
+    pooler_->declare(store);
+    nsp_->declare(store);
+  }
+}
+
+void Bert::bind_layers(const ParamStore& store) {
+  word_->bind(store);
+  position_->bind(store);
+  token_type_->bind(store);
+  emb_ln_->bind(store);
+  for (Encoder& e : encoders_) {
+    e.attn->bind(store);
+    e.ln_1->bind(store);
+    e.fc->bind(store);
+    e.proj->bind(store);
+    e.ln_2->bind(store);
+  }
+  mlm_dense_->bind(store);
+  mlm_ln_->bind(store);
+  mlm_bias_->bind(store);
+  if (config_.nsp) {
+    pooler_->bind(store);
+    nsp_->bind(store);
+  }
+}
+
+Tensor Bert::act(int slot, std::int64_t width) const { return arena_.view(slot, {b_, t_, width}); }
+
+Tensor Bert::logits() const {
+  SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
+  return act(logits_, config_.padded_vocab());
+}
+
+Tensor Bert::nsp_logits() const {
+  SPARQ_CHECK(config_.nsp && b_ > 0, "{}: nsp_logits() needs nsp=1 and a forward()", config_.spec);
+  return arena_.view(nsp_logits_, {b_, 2});
+}
+
+float Bert::forward(const Batch& batch) {
+  check_token_batch(batch, &b_, &t_);
+  if (!batch.attention_mask.empty()) {
+    check_batch_tensor(config_.spec, "attention_mask", batch.attention_mask, DType::kU8, {b_, t_});
+  }
+  types_ = Tensor(zero_types_.data(), DType::kI32, {b_, t_});
+  if (!batch.token_types.empty()) {
+    check_batch_tensor(config_.spec, "token_types", batch.token_types, DType::kI32, {b_, t_});
+    types_ = batch.token_types;
+  }
+  if (config_.nsp) check_batch_tensor(config_.spec, "nsp_labels", batch.nsp_labels, DType::kI32, {b_});
+  batch_ = batch;
+  const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
+
+  const Tensor emb = act(emb_sum_, dim), x0 = act(encoders_.front().x, dim);
+  word_->forward(batch.tokens, emb);
+  position_->forward_positions(emb, /*accumulate=*/true);
+  token_type_->forward(types_, emb, /*accumulate=*/true);
+  emb_ln_->forward(emb, x0);
+  emb_drop_->forward(x0, x0, step_);
+
+  const Tensor branch = act(g0_, dim);
+  for (std::size_t l = 0; l < encoders_.size(); ++l) {
+    Encoder& e = encoders_[l];
+    const Tensor x = act(e.x, dim), r = act(e.r, dim), h = act(e.h, dim), s = act(e.s, dim);
+    const Tensor f = act(e.f, wide), g = act(e.g, wide);
+    const Tensor next = act(l + 1 < encoders_.size() ? encoders_[l + 1].x : x_out_, dim);
+    e.attn->forward(x, branch, batch.attention_mask, step_);
+    e.attn_drop->forward(branch, branch, step_);
+    residual_.forward(x, branch, r);
+    e.ln_1->forward(r, h);
+    e.fc->forward(h, f);
+    gelu_.forward(f, g);
+    e.proj->forward(g, branch);
+    e.mlp_drop->forward(branch, branch, step_);
+    residual_.forward(h, branch, s);
+    e.ln_2->forward(s, next);
+  }
+
+  const Tensor hidden = act(x_out_, dim);
+  mlm_dense_->forward(hidden, act(md_, dim));
+  gelu_.forward(act(md_, dim), act(mg_, dim));
+  mlm_ln_->forward(act(mg_, dim), act(mln_, dim));
+  word_->project(act(mln_, dim), logits());
+  mlm_bias_->forward(logits());
+  float loss = mlm_loss_->forward(logits(), batch.targets);
+  if (config_.nsp) {
+    forward_nsp(hidden);
+    loss += nsp_loss_->forward(nsp_logits(), batch.nsp_labels);
+  }
+  has_forward_ = true;
+  return loss;
+}
+
+void Bert::forward_nsp(const Tensor& hidden) {
+  const std::int64_t dim = config_.n_embd;
+  const Tensor cls = arena_.view(cls_, {b_, dim}), pooled = arena_.view(pooled_, {b_, dim});
+  for (std::int64_t b = 0; b < b_; ++b) {  // the first token of every sequence
+    ops::copy(hidden.data<float>() + b * t_ * dim, cls.data<float>() + b * dim,
+              static_cast<std::size_t>(dim));
+  }
+  pooler_->forward(cls, pooled);
+  tanh_.forward(pooled, pooled);
+  nsp_->forward(pooled, nsp_logits());
+}
+
+void Bert::backward_nsp() {
+  const std::int64_t dim = config_.n_embd;
+  const Tensor pooled = arena_.view(pooled_, {b_, dim}), dpooled = arena_.view(dpooled_, {b_, dim});
+  nsp_loss_->forward_backward(nsp_logits(), batch_.nsp_labels, nsp_logits());
+  nsp_->backward(pooled, nsp_logits(), dpooled);
+  ready(layer_nsp_);
+  tanh_.backward(pooled, dpooled, dpooled);
+  pooler_->backward(arena_.view(cls_, {b_, dim}), dpooled, arena_.view(dcls_, {b_, dim}));
+  ready(layer_pooler_);
+}
+
+void Bert::backward_layers() {
+  const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
+  const Tensor g0 = act(g0_, dim), g1 = act(g1_, dim), g2 = act(g2_, dim), g3 = act(g3_, dim);
+  const Tensor gw = act(g_wide_, wide);
+  const std::size_t n = static_cast<std::size_t>(g0.numel());
+
+  if (config_.nsp) backward_nsp();  // declared last, so reported first
+  mlm_loss_->forward_backward(logits(), batch_.targets, logits());
+  mlm_bias_->backward(logits());
+  word_->project_backward(act(mln_, dim), logits(), g1);  // tied decoder: adds into dword
+  ready(layer_mlm_bias_);
+  mlm_ln_->backward(act(mg_, dim), g1, g2);
+  ready(layer_mlm_ln_);
+  gelu_.backward(act(md_, dim), g2, g2);
+  mlm_dense_->backward(act(x_out_, dim), g2, g0);
+  ready(layer_mlm_dense_);
+  if (config_.nsp) {  // the pooler read the first token of every sequence
+    const float* dcls = arena_.data(dcls_);
+    for (std::int64_t b = 0; b < b_; ++b) {
+      ops::axpy(1.0f, dcls + b * dim, g0.data<float>() + b * t_ * dim, static_cast<std::size_t>(dim));
+    }
+  }
+
+  // g0 holds the gradient of the layer output; the residual adds' backward is the fan-out
+  // of that gradient to both summands, realised by adding each branch's input gradient.
+  for (auto it = encoders_.rbegin(); it != encoders_.rend(); ++it) {
+    Encoder& e = *it;
+    const Tensor x = act(e.x, dim), r = act(e.r, dim), h = act(e.h, dim), s = act(e.s, dim);
+    const Tensor f = act(e.f, wide), g = act(e.g, wide);
+    e.ln_2->backward(s, g0, g1);
+    ready(e.layer_ln_2);
+    e.proj->backward(g, dropout_grad(*e.mlp_drop, g1, g2), gw);
+    ready(e.layer_proj);
+    gelu_.backward(f, gw, gw);
+    e.fc->backward(h, gw, g2);
+    ready(e.layer_fc);
+    ops::axpy(1.0f, g2.data<float>(), g1.data<float>(), n);  // dh = skip + mlp branch
+    e.ln_1->backward(r, g1, g0);
+    ready(e.layer_ln_1);
+    e.attn->backward(x, dropout_grad(*e.attn_drop, g0, g2), g3, step_);
+    ready(e.layer_attn);
+    ops::axpy(1.0f, g3.data<float>(), g0.data<float>(), n);  // dx = skip + attention branch
+  }
+  emb_drop_->backward(g0, g0, step_);
+  emb_ln_->backward(act(emb_sum_, dim), g0, g1);
+  ready(layer_emb_ln_);
+  token_type_->backward(types_, g1);
+  ready(layer_token_type_);
+  position_->backward_positions(g1);
+  ready(layer_position_);
+  word_->backward(batch_.tokens, g1);
+  ready(layer_word_);
+}
+
+std::size_t Bert::activation_bytes() const {
+  std::size_t bytes = arena_.bytes() + zero_types_.size() + emb_ln_->cache_bytes() +
+                      mlm_ln_->cache_bytes();
+  for (const Encoder& e : encoders_) {
+    bytes += e.attn->cache_bytes() + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();
+  }
+  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
+  return bytes + static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
+}
+
+}  // namespace sparq

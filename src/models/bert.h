@@ -1,0 +1,103 @@
+// BERT (pre-training model): embeddings = LayerNorm(word + position + token type), dropout;
+// n_layer post-LN encoder layers
+//   x = ln_1(x + drop(attn(x)))      bidirectional self-attention with a key-padding mask
+//   x = ln_2(x + drop(mlp(x)))       fc [C -> ffn_dim], exact erf GELU, proj [ffn_dim -> C]
+// an MLM head (dense, erf GELU, LayerNorm, decoder tied to the word embedding + a bias over
+// the vocabulary) and, with `nsp`, a pooler (dense + tanh on the first token) and a
+// next-sentence classifier [C -> 2]. Loss = MLM cross-entropy over the labelled positions
+// (+ NSP cross-entropy). Init as BERT: weights N(0, init_std), biases zero, LayerNorm 1/0.
+//
+// Parameter names: embeddings.{word, position, token_type}.weight, embeddings.ln.*,
+// layer.<l>.{attn.qkv, attn.proj, ln_1, mlp.fc, mlp.proj, ln_2}.*, mlm.{dense, ln}.*,
+// mlm.decoder.bias, and with nsp pooler.* and nsp.*.
+// Layers, forward order: embeddings.word, embeddings.position, embeddings.token_type,
+// embeddings.ln, per layer (attn, ln_1, mlp.fc, mlp.proj, ln_2), mlm.dense, mlm.ln,
+// mlm.decoder (the bias; the tied table is reported with embeddings.word, last), pooler, nsp.
+//
+// Batch: tokens, targets (MLM labels, kIgnoreIndex where nothing is predicted),
+// attention_mask (optional; padded positions must come after at least one real token),
+// token_types (optional), nsp_labels (required with nsp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "layers/activation.h"
+#include "layers/attention.h"
+#include "layers/cross_entropy.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/layer_norm.h"
+#include "layers/linear.h"
+#include "layers/residual.h"
+#include "models/model.h"
+
+namespace sparq {
+
+// The decoder bias of a tied output head: logits[r, :] += bias. "<prefix>.bias" [vocab],
+// zeros, no weight decay. backward ADDS the column sums of dlogits into dbias.
+class VocabBias : public ParamLayer {
+ public:
+  VocabBias(std::string prefix, std::int64_t vocab);
+  void forward(const Tensor& logits) const;   // in place, [rows, vocab]
+  void backward(const Tensor& dlogits) const;
+
+ private:
+  std::int64_t vocab_;
+  int bias_ = -1;
+};
+
+class Bert : public Model {
+ public:
+  Bert(const ModelConfig& config, RunShape shape);
+
+  void declare(ParamStore& store) const override;
+  float forward(const Batch& batch) override;
+  Tensor logits() const override;  // MLM logits [B, T, padded_vocab]
+  Tensor nsp_logits() const;       // [B, 2]; only with nsp
+  std::size_t activation_bytes() const override;
+
+ private:
+  struct Encoder {
+    std::unique_ptr<MultiHeadAttention> attn;
+    std::unique_ptr<LayerNorm> ln_1, ln_2;
+    std::unique_ptr<Linear> fc, proj;
+    std::unique_ptr<Dropout> attn_drop, mlp_drop;
+    int x = -1, r = -1, h = -1, f = -1, g = -1, s = -1;  // arena slots
+    int layer_attn = -1, layer_ln_1 = -1, layer_fc = -1, layer_proj = -1, layer_ln_2 = -1;
+  };
+
+  void bind_layers(const ParamStore& store) override;
+  void backward_layers() override;
+  Tensor act(int slot, std::int64_t width) const;
+  void forward_nsp(const Tensor& hidden);
+  void backward_nsp();
+
+  std::unique_ptr<Embedding> word_, position_, token_type_;
+  std::unique_ptr<LayerNorm> emb_ln_;
+  std::unique_ptr<Dropout> emb_drop_;
+  std::vector<Encoder> encoders_;
+  std::unique_ptr<Linear> mlm_dense_;
+  std::unique_ptr<LayerNorm> mlm_ln_;
+  std::unique_ptr<VocabBias> mlm_bias_;
+  std::unique_ptr<Linear> pooler_, nsp_;
+  std::unique_ptr<CrossEntropy> mlm_loss_, nsp_loss_;
+  Gelu gelu_{GeluKind::kErf, "gelu"};
+  Tanh tanh_{"pooler.tanh"};
+  Residual residual_{"residual"};
+
+  ActivationArena arena_;
+  int emb_sum_ = -1, x_out_ = -1, md_ = -1, mg_ = -1, mln_ = -1, logits_ = -1;
+  int cls_ = -1, pooled_ = -1, nsp_logits_ = -1, dcls_ = -1, dpooled_ = -1;
+  int g0_ = -1, g1_ = -1, g2_ = -1, g3_ = -1, g_wide_ = -1;
+  Buffer zero_types_;  // i32 zeros, the token types of a batch that gives none
+  int layer_word_ = -1, layer_position_ = -1, layer_token_type_ = -1, layer_emb_ln_ = -1;
+  int layer_mlm_dense_ = -1, layer_mlm_ln_ = -1, layer_mlm_bias_ = -1;
+  int layer_pooler_ = -1, layer_nsp_ = -1;
+
+  Batch batch_;
+  Tensor types_;  // batch.token_types or a view of zero_types_
+  std::int64_t b_ = 0, t_ = 0;
+};
+
+}  // namespace sparq

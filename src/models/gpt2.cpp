@@ -1,0 +1,184 @@
+#include "models/gpt2.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq {
+
+Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
+  const std::int64_t rows = shape.micro_batch * shape.seq_len, dim = c.n_embd;
+  const float proj_std = c.init_std / std::sqrt(2.0f * static_cast<float>(c.n_layer));
+
+  wte_ = std::make_unique<Embedding>("wte", Embedding::Config{c.padded_vocab(), dim, c.init_std});
+  wpe_ = std::make_unique<Embedding>("wpe", Embedding::Config{c.n_ctx, dim, c.init_std});
+  emb_drop_ = std::make_unique<Dropout>("drop", c.dropout, 0);
+  layer_wte_ = add_layer("wte", wte_->param_names());
+  layer_wpe_ = add_layer("wpe", wpe_->param_names());
+
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "h." + std::to_string(l);
+    const auto site = static_cast<std::uint32_t>(1 + 3 * l);  // unique dropout streams
+    Block blk;
+    blk.ln_1 = std::make_unique<LayerNorm>(p + ".ln_1", LayerNorm::Config{dim, c.ln_eps, rows});
+    MultiHeadAttention::Config ac;
+    ac.dim = dim, ac.heads = c.n_head, ac.seq = shape.seq_len, ac.max_batch = shape.micro_batch;
+    ac.causal = true, ac.dropout = c.attn_dropout, ac.layer_index = site;
+    ac.init_std = c.init_std, ac.proj_init_std = proj_std;
+    blk.attn = std::make_unique<MultiHeadAttention>(p + ".attn", ac);
+    blk.attn_drop = std::make_unique<Dropout>(p + ".attn.drop", c.dropout, site + 1);
+    blk.ln_2 = std::make_unique<LayerNorm>(p + ".ln_2", LayerNorm::Config{dim, c.ln_eps, rows});
+    blk.fc = std::make_unique<Linear>(p + ".mlp.fc", Linear::Config{dim, c.ffn_dim, true, c.init_std});
+    blk.proj = std::make_unique<Linear>(p + ".mlp.proj", Linear::Config{c.ffn_dim, dim, true, proj_std});
+    blk.mlp_drop = std::make_unique<Dropout>(p + ".mlp.drop", c.dropout, site + 2);
+
+    blk.layer_ln_1 = add_layer(blk.ln_1->name(), blk.ln_1->param_names());
+    blk.layer_attn = add_layer(blk.attn->name(), blk.attn->param_names());
+    blk.layer_ln_2 = add_layer(blk.ln_2->name(), blk.ln_2->param_names());
+    blk.layer_fc = add_layer(blk.fc->name(), blk.fc->param_names());
+    blk.layer_proj = add_layer(blk.proj->name(), blk.proj->param_names());
+
+    // Kept for backward: block input (ln_1's x), ln_1 out (attention's x), the stream after
+    // attention (ln_2's x), ln_2 out (fc's x), fc out (GELU's x), GELU out (proj's x).
+    blk.x = arena_.reserve(rows * dim);
+    blk.ln1 = arena_.reserve(rows * dim);
+    blk.mid = arena_.reserve(rows * dim);
+    blk.ln2 = arena_.reserve(rows * dim);
+    blk.fc_out = arena_.reserve(rows * c.ffn_dim);
+    blk.gelu_out = arena_.reserve(rows * c.ffn_dim);
+    blocks_.push_back(std::move(blk));
+  }
+  ln_f_ = std::make_unique<LayerNorm>("ln_f", LayerNorm::Config{dim, c.ln_eps, rows});
+  layer_ln_f_ = add_layer("ln_f", ln_f_->param_names());
+  loss_ = std::make_unique<CrossEntropy>(
+      "loss", CrossEntropy::Config{c.padded_vocab(), c.vocab_size, kIgnoreIndex, rows});
+
+  x_out_ = arena_.reserve(rows * dim);
+  lnf_ = arena_.reserve(rows * dim);
+  logits_ = arena_.reserve(rows * c.padded_vocab());
+  g0_ = arena_.reserve(rows * dim);
+  g1_ = arena_.reserve(rows * dim);
+  g2_ = arena_.reserve(rows * dim);
+  g_wide_ = arena_.reserve(rows * c.ffn_dim);
+  arena_.allocate();
+}
+
+void Gpt2::declare(ParamStore& store) const {
+  wte_->declare(store);
+  wpe_->declare(store);
+  for (const Block& blk : blocks_) {
+    blk.ln_1->declare(store);
+    blk.attn->declare(store);
+    blk.ln_2->declare(store);
+    blk.fc->declare(store);
+    blk.proj->declare(store);
+  }
+  ln_f_->declare(store);
+}
+
+void Gpt2::bind_layers(const ParamStore& store) {
+  wte_->bind(store);
+  wpe_->bind(store);
+  for (Block& blk : blocks_) {
+    blk.ln_1->bind(store);
+    blk.attn->bind(store);
+    blk.ln_2->bind(store);
+    blk.fc->bind(store);
+    blk.proj->bind(store);
+  }
+  ln_f_->bind(store);
+}
+
+Tensor Gpt2::act(int slot, std::int64_t width) const { return arena_.view(slot, {b_, t_, width}); }
+
+Tensor Gpt2::logits() const {
+  SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
+  return act(logits_, config_.padded_vocab());
+}
+
+float Gpt2::forward(const Batch& batch) {
+  check_token_batch(batch, &b_, &t_);
+  batch_ = batch;
+  const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
+
+  const Tensor x0 = act(blocks_.front().x, dim);
+  wte_->forward(batch.tokens, x0);
+  wpe_->forward_positions(x0, /*accumulate=*/true);
+  emb_drop_->forward(x0, x0, step_);
+
+  const Tensor branch = act(g0_, dim);  // a branch's output before it joins the stream
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    Block& blk = blocks_[l];
+    const Tensor x = act(blk.x, dim), ln1 = act(blk.ln1, dim), mid = act(blk.mid, dim);
+    const Tensor ln2 = act(blk.ln2, dim), fc = act(blk.fc_out, wide), gelu = act(blk.gelu_out, wide);
+    const Tensor next = act(l + 1 < blocks_.size() ? blocks_[l + 1].x : x_out_, dim);
+    blk.ln_1->forward(x, ln1);
+    blk.attn->forward(ln1, branch, Tensor(), step_);
+    blk.attn_drop->forward(branch, branch, step_);
+    residual_.forward(x, branch, mid);
+    blk.ln_2->forward(mid, ln2);
+    blk.fc->forward(ln2, fc);
+    gelu_.forward(fc, gelu);
+    blk.proj->forward(gelu, branch);
+    blk.mlp_drop->forward(branch, branch, step_);
+    residual_.forward(mid, branch, next);
+  }
+  ln_f_->forward(act(x_out_, dim), act(lnf_, dim));
+  wte_->project(act(lnf_, dim), logits());
+  const float loss = loss_->forward(logits(), batch.targets);
+  has_forward_ = true;
+  return loss;
+}
+
+void Gpt2::backward_layers() {
+  const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
+  const Tensor dres = act(g0_, dim), d1 = act(g1_, dim), d2 = act(g2_, dim);
+  const Tensor dwide = act(g_wide_, wide);
+  const std::size_t n = static_cast<std::size_t>(dres.numel());
+
+  // The logits' buffer receives their gradient: they are not needed any more.
+  loss_->forward_backward(logits(), batch_.targets, logits());
+  wte_->project_backward(act(lnf_, dim), logits(), d1);  // tied head: adds into dwte
+  ln_f_->backward(act(x_out_, dim), d1, dres);
+  ready(layer_ln_f_);
+
+  // dres carries the gradient of the residual stream; each branch's input gradient is
+  // added to it where the branch forked off (the residual add's backward is that fan-out).
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+    Block& blk = *it;
+    const Tensor x = act(blk.x, dim), ln1 = act(blk.ln1, dim), mid = act(blk.mid, dim);
+    const Tensor ln2 = act(blk.ln2, dim), fc = act(blk.fc_out, wide), gelu = act(blk.gelu_out, wide);
+
+    blk.proj->backward(gelu, dropout_grad(*blk.mlp_drop, dres, d1), dwide);
+    ready(blk.layer_proj);
+    gelu_.backward(fc, dwide, dwide);
+    blk.fc->backward(ln2, dwide, d1);
+    ready(blk.layer_fc);
+    blk.ln_2->backward(mid, d1, d2);
+    ready(blk.layer_ln_2);
+    ops::axpy(1.0f, d2.data<float>(), dres.data<float>(), n);
+
+    blk.attn->backward(ln1, dropout_grad(*blk.attn_drop, dres, d1), d2, step_);
+    ready(blk.layer_attn);
+    blk.ln_1->backward(x, d2, d1);
+    ready(blk.layer_ln_1);
+    ops::axpy(1.0f, d1.data<float>(), dres.data<float>(), n);
+  }
+  emb_drop_->backward(dres, dres, step_);
+  wpe_->backward_positions(dres);
+  ready(layer_wpe_);
+  wte_->backward(batch_.tokens, dres);
+  ready(layer_wte_);
+}
+
+std::size_t Gpt2::activation_bytes() const {
+  std::size_t bytes = arena_.bytes() + ln_f_->cache_bytes();
+  for (const Block& blk : blocks_) {
+    bytes += blk.ln_1->cache_bytes() + blk.ln_2->cache_bytes() + blk.attn->cache_bytes();
+  }
+  // CrossEntropy keeps one float per row.
+  return bytes + static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(float);
+}
+
+}  // namespace sparq

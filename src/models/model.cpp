@@ -1,0 +1,154 @@
+#include "models/model.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "models/bert.h"
+#include "models/gpt2.h"
+#include "models/vgg.h"
+
+namespace sparq {
+
+Model::Model(ModelConfig config, RunShape shape) : config_(std::move(config)), shape_(shape) {
+  step_.training = true;
+}
+
+int Model::add_layer(std::string name, std::vector<std::string> tensors) {
+  SPARQ_CHECK(!tensors.empty(), "{}: layer '{}' has no parameters", config_.spec, name);
+  layers_.push_back({std::move(name), std::move(tensors)});
+  return static_cast<int>(layers_.size()) - 1;
+}
+
+void Model::bind(const ParamStore& store) {
+  SPARQ_CHECK(store.allocated(), "{}: bind() before ParamStore::allocate()", config_.spec);
+  bind_layers(store);
+  ranges_.clear();
+  for (const ModelLayer& layer : layers_) {
+    std::vector<ParamRange> ranges;
+    for (const std::string& name : layer.tensors) ranges.push_back(store.entry(name).range());
+    ranges_.push_back(std::move(ranges));
+  }
+  store_ = &store;
+}
+
+const ParamStore& Model::store() const {
+  SPARQ_CHECK(store_ != nullptr, "{}: used before bind()", config_.spec);
+  return *store_;
+}
+
+void Model::backward(const GradReadyFn& on_ready) {
+  SPARQ_CHECK(store_ != nullptr, "{}: backward() before bind()", config_.spec);
+  SPARQ_CHECK(has_forward_, "{}: backward() without a forward() since the last backward()",
+              config_.spec);
+  on_ready_ = on_ready ? &on_ready : nullptr;
+  next_ready_ = static_cast<int>(layers_.size()) - 1;
+  backward_layers();
+  // Every layer must have reported, or the scheduler would wait forever on a bucket.
+  SPARQ_CHECK(next_ready_ == -1, "{}: backward finished with layer '{}' never reported",
+              config_.spec, layers_[next_ready_].name);
+  on_ready_ = nullptr;
+  has_forward_ = false;
+}
+
+void Model::ready(int layer_index) {
+  SPARQ_CHECK(layer_index == next_ready_,
+              "{}: layer {} ('{}') reported ready out of order, expected layer {}", config_.spec,
+              layer_index, layers_.at(layer_index).name, next_ready_);
+  --next_ready_;
+  if (on_ready_ != nullptr) {
+    (*on_ready_)(GradReady{layer_index, &layers_[layer_index], &ranges_[layer_index]});
+  }
+}
+
+void Model::check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const {
+  SPARQ_CHECK(store_ != nullptr, "{}: forward() before bind()", config_.spec);
+  const Tensor& tokens = batch.tokens;
+  SPARQ_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(0) <= shape_.micro_batch &&
+                  tokens.dim(1) >= 1 && tokens.dim(1) <= shape_.seq_len,
+              "{}: batch.tokens {} must be [B <= {}, T <= {}]", config_.spec, tokens.str(),
+              shape_.micro_batch, shape_.seq_len);
+  *b = tokens.dim(0);
+  *t = tokens.dim(1);
+  check_batch_tensor(config_.spec, "tokens", tokens, DType::kI32, {*b, *t});
+  check_batch_tensor(config_.spec, "targets", batch.targets, DType::kI32, {*b, *t});
+}
+
+Tensor Model::dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& scratch) const {
+  if (!step_.training || drop.p() == 0.0f) return dy;
+  drop.backward(dy, scratch, step_);
+  return scratch;
+}
+
+std::int64_t Model::param_count() const {
+  ParamStore scratch;
+  declare(scratch);
+  return scratch.param_count();
+}
+
+std::string Model::summary() const {
+  const double mib = static_cast<double>(activation_bytes()) / (1 << 20);
+  if (config_.is_language_model()) {
+    return fmt::format("model {}: {} parameters in {} layers, activations {:.1f} MiB for B={} T={}",
+                       config_.spec, param_count(), layers_.size(), mib, shape_.micro_batch,
+                       shape_.seq_len);
+  }
+  return fmt::format("model {}: {} parameters in {} layers, activations {:.1f} MiB for B={} "
+                     "images of {}x{}x{}",
+                     config_.spec, param_count(), layers_.size(), mib, shape_.micro_batch,
+                     config_.in_channels, config_.image_size, config_.image_size);
+}
+
+Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape) {
+  SPARQ_RETURN_IF_ERROR(validate_model_config(config));
+  if (shape.micro_batch < 1) {
+    return Status::error("{}: micro_batch must be at least 1, got {}", config.spec,
+                         shape.micro_batch);
+  }
+  if (config.is_language_model() && (shape.seq_len < 1 || shape.seq_len > config.n_ctx)) {
+    return Status::error("{}: seq_len {} must be in [1, n_ctx = {}]", config.spec, shape.seq_len,
+                         config.n_ctx);
+  }
+  switch (config.arch) {
+    case ModelArch::kGpt2: return std::unique_ptr<Model>(new Gpt2(config, shape));
+    case ModelArch::kBert: return std::unique_ptr<Model>(new Bert(config, shape));
+    case ModelArch::kVgg: return std::unique_ptr<Model>(new Vgg(config, shape));
+  }
+  return Status::error("{}: unsupported architecture", config.spec);
+}
+
+int ActivationArena::reserve(std::int64_t numel) {
+  SPARQ_CHECK(buffer_.data() == nullptr, "ActivationArena: reserve() after allocate()");
+  SPARQ_CHECK(numel > 0, "ActivationArena: reserve({}) must be positive", numel);
+  offsets_.push_back(total_);
+  sizes_.push_back(numel);
+  // 64-float alignment keeps every activation on its own cache lines and SIMD-aligned.
+  total_ += (numel + 63) / 64 * 64;
+  return static_cast<int>(offsets_.size()) - 1;
+}
+
+void ActivationArena::allocate() {
+  SPARQ_CHECK(buffer_.data() == nullptr, "ActivationArena: allocate() called twice");
+  buffer_ = Buffer::host(static_cast<std::size_t>(total_) * sizeof(float), /*zeroed=*/true);
+}
+
+float* ActivationArena::data(int slot) const {
+  SPARQ_CHECK(buffer_.data() != nullptr, "ActivationArena: used before allocate()");
+  return buffer_.as<float>() + offsets_.at(slot);
+}
+
+Tensor ActivationArena::view(int slot, Shape shape) const {
+  SPARQ_CHECK(shape.numel() <= sizes_.at(slot),
+              "ActivationArena: view {} of slot {} exceeds its {} reserved floats", shape.str(),
+              slot, sizes_[slot]);
+  return Tensor(data(slot), DType::kF32, shape);
+}
+
+void check_batch_tensor(const std::string& model, const char* field, const Tensor& t, DType dtype,
+                        const Shape& shape) {
+  SPARQ_CHECK(!t.empty(), "{}: batch.{} is missing", model, field);
+  SPARQ_CHECK(t.is_cpu() && t.dtype() == dtype && t.shape() == shape,
+              "{}: batch.{} is {}, expected {}{} on cpu", model, field, t.str(),
+              dtype_name(dtype), shape.str());
+}
+
+}  // namespace sparq

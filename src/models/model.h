@@ -1,0 +1,184 @@
+// Model: the uniform surface of GPT-2, BERT and VGG that the trainer and the WFBP scheduler
+// are built on. Models are composed in code from src/layers (no graph, no autograd).
+//
+// Life cycle:
+//   auto model = make_model(config, {micro_batch, seq_len}).value();  // activations allocated
+//   ParamStore store;
+//   model->declare(store);            // every parameter, in forward order
+//   store.allocate(device, place_last);  // the caller chooses the layout
+//   store.initialize(seed);           // or load a checkpoint
+//   model->bind(store);               // layers get views; callback ranges are fixed here
+//   loop: model->set_step(step); loss = model->forward(batch); model->backward(on_ready);
+//
+// Gradients follow the layer rule: backward ADDS into the store's gradient buffer (zero it
+// between optimizer steps; not zeroing accumulates micro-batches).
+//
+// Ownership: the model owns its activations (one arena sized for the configured micro-batch,
+// plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A
+// Batch holds views only: its buffers must stay alive and unchanged from forward() until
+// backward() returns.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/param_store.h"
+#include "core/tensor.h"
+#include "layers/dropout.h"
+#include "models/config.h"
+
+namespace sparq {
+
+// Targets equal to this are not counted in the loss (PyTorch's default ignore index).
+inline constexpr std::int32_t kIgnoreIndex = -100;
+
+// One micro-batch. Which fields are read depends on the architecture; B and T may be
+// smaller than the configured micro_batch and seq_len (a short last batch, a short eval
+// context) but not larger.
+struct Batch {
+  // GPT-2 and BERT.
+  Tensor tokens;          // i32 [B, T], ids in [0, vocab_size)
+  Tensor targets;         // i32 [B, T]: next token (GPT-2) or MLM label (BERT), or kIgnoreIndex
+  Tensor attention_mask;  // u8 [B, T], BERT: 1 = real token, 0 = padding; empty = no padding
+  Tensor token_types;     // i32 [B, T], BERT segment ids; empty = all zero
+  Tensor nsp_labels;      // i32 [B], BERT with nsp: 1 = B follows A
+  // VGG.
+  Tensor images;  // f32 [B, C, H, W]
+  Tensor labels;  // i32 [B], classes in [0, num_classes)
+};
+
+// A unit of gradient readiness: one layer and its parameter tensors (forward order).
+struct ModelLayer {
+  std::string name;                  // "h.3.attn"
+  std::vector<std::string> tensors;  // "h.3.attn.qkv.weight", ...
+};
+
+// What backward's callback receives right after a layer's backward finished: its gradients
+// are final for this micro-batch. `ranges[i]` is tensors[i]'s range of the flat layout.
+struct GradReady {
+  int index = 0;  // into layers()
+  const ModelLayer* layer = nullptr;
+  const std::vector<ParamRange>* ranges = nullptr;
+};
+using GradReadyFn = std::function<void(const GradReady&)>;
+
+// Micro-batch dimensions the activations are allocated for.
+struct RunShape {
+  std::int64_t micro_batch = 1;
+  std::int64_t seq_len = 0;  // language models only (<= n_ctx); ignored by VGG
+};
+
+// Non-trainable state a checkpoint must save (BatchNorm running statistics).
+struct StateTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const RunShape& run_shape() const { return shape_; }
+
+  // Registers every parameter spec in forward order.
+  virtual void declare(ParamStore& store) const = 0;
+  // Binds the layers to an allocated store and records each layer's tensor ranges.
+  void bind(const ParamStore& store);
+  bool bound() const { return store_ != nullptr; }
+
+  // Runs the layers in order and returns the mean loss (LM: over counted target tokens;
+  // BERT with nsp: MLM loss + NSP loss; VGG: over images). Caches what backward needs.
+  virtual float forward(const Batch& batch) = 0;
+  // Differentiates the last forward. After each layer's backward, calls on_ready (if set)
+  // with that layer: exactly once per layer, in reverse order of layers().
+  void backward(const GradReadyFn& on_ready = {});
+
+  // Layer -> parameter tensor names, forward order. Fixed at construction.
+  const std::vector<ModelLayer>& layers() const { return layers_; }
+
+  // Output of the last forward: logits [B, T, padded_vocab] (LMs; columns at and past
+  // vocab_size are never predicted) or [B, num_classes] (VGG). backward() consumes LM logits
+  // (their buffer receives the logits' gradient), so read them before.
+  virtual Tensor logits() const = 0;
+  virtual std::vector<StateTensor> state() const { return {}; }
+
+  // Train mode enables dropout and BatchNorm batch statistics; eval mode disables both.
+  void set_training(bool training) { step_.training = training; }
+  bool training() const { return step_.training; }
+  // Dropout masks are a pure function of (seed, rank, step): set the step before forward.
+  void set_dropout_seed(std::uint64_t seed, std::uint32_t rank) {
+    step_.seed = seed;
+    step_.rank = rank;
+  }
+  void set_step(std::uint64_t step) { step_.step = step; }
+  const DropoutStep& dropout_step() const { return step_; }
+
+  // Bytes of activations and layer caches held for the configured micro-batch.
+  virtual std::size_t activation_bytes() const = 0;
+  // Parameters (elements) the model declares.
+  std::int64_t param_count() const;
+  // One line for the start-up log: name, parameters, activation memory, micro-batch.
+  std::string summary() const;
+
+ protected:
+  Model(ModelConfig config, RunShape shape);
+  virtual void bind_layers(const ParamStore& store) = 0;
+  // The architecture's backward; must call ready(i) after layer i's backward.
+  virtual void backward_layers() = 0;
+  // Adds a layer to layers(); the constructor calls it in forward order.
+  int add_layer(std::string name, std::vector<std::string> tensors);
+  void ready(int layer_index);
+  const ParamStore& store() const;
+  // Language models: checks batch.tokens and batch.targets (i32 [B, T] within the run
+  // shape) and returns B and T.
+  void check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const;
+  // Dropout's input gradient, or dy itself when dropout is the identity (eval mode or
+  // p == 0), which saves a copy of the activation per dropout site.
+  Tensor dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& scratch) const;
+
+  ModelConfig config_;
+  RunShape shape_;
+  DropoutStep step_;
+  bool has_forward_ = false;
+
+ private:
+  std::vector<ModelLayer> layers_;
+  std::vector<std::vector<ParamRange>> ranges_;
+  const ParamStore* store_ = nullptr;
+  const GradReadyFn* on_ready_ = nullptr;
+  int next_ready_ = -1;
+};
+
+// Builds the model a config describes, with activations for `shape`. Bad shapes (seq_len
+// outside [1, n_ctx], micro_batch < 1) are reported as errors naming the value.
+Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape);
+
+// A bump allocator for a model's activations: slots are reserved at construction (in
+// floats), backed by one buffer, and viewed with the shape of the current micro-batch.
+class ActivationArena {
+ public:
+  int reserve(std::int64_t numel);
+  void allocate();
+  // A view of slot `slot` with `shape`, which must fit in the reserved size.
+  Tensor view(int slot, Shape shape) const;
+  float* data(int slot) const;
+  std::size_t bytes() const { return buffer_.size(); }
+
+ private:
+  std::vector<std::int64_t> offsets_, sizes_;
+  std::int64_t total_ = 0;
+  Buffer buffer_;
+};
+
+// Shared checks of batch fields; the messages name the model and the field.
+void check_batch_tensor(const std::string& model, const char* field, const Tensor& t, DType dtype,
+                        const Shape& shape);
+
+}  // namespace sparq

@@ -1,0 +1,120 @@
+// Presets, config keys and their error messages, and the shape checks of make_model.
+#include <gtest/gtest.h>
+
+#include "models/config.h"
+#include "models/model.h"
+
+namespace sparq {
+namespace {
+
+// Expects a failed Status whose message contains every fragment.
+template <typename R>
+void expect_error(const R& result, std::initializer_list<const char*> fragments) {
+  ASSERT_FALSE(result.is_ok()) << "expected an error";
+  const std::string& message = [&]() -> const std::string& {
+    if constexpr (std::is_same_v<R, Status>) {
+      return result.message();
+    } else {
+      return result.status().message();
+    }
+  }();
+  for (const char* f : fragments) {
+    EXPECT_NE(message.find(f), std::string::npos) << "'" << f << "' missing from: " << message;
+  }
+}
+
+TEST(ModelConfig, EveryPresetIsValid) {
+  const auto names = model_preset_names();
+  for (const char* expected : {"gpt2-124M", "gpt2-350M", "gpt2-tiny", "bert-base", "bert-large",
+                               "bert-tiny", "vgg16", "vgg11", "vgg-tiny"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+  for (const auto& name : names) {
+    auto config = parse_model_spec(name);
+    ASSERT_TRUE(config.is_ok()) << name << ": " << config.status().message();
+    EXPECT_EQ(config->preset, name);
+  }
+}
+
+TEST(ModelConfig, PublishedSizes) {
+  const ModelConfig gpt2 = parse_model_spec("gpt2-124M").value();
+  EXPECT_EQ(gpt2.arch, ModelArch::kGpt2);
+  EXPECT_EQ(gpt2.n_layer, 12);
+  EXPECT_EQ(gpt2.n_embd, 768);
+  EXPECT_EQ(gpt2.n_ctx, 1024);
+  EXPECT_EQ(gpt2.vocab_size, 50257);
+  EXPECT_EQ(gpt2.padded_vocab(), 50304);  // next multiple of 64
+  EXPECT_EQ(gpt2.ffn_dim, 4 * 768);
+  EXPECT_FLOAT_EQ(gpt2.dropout, 0.0f);
+  const ModelConfig bert = parse_model_spec("bert-large").value();
+  EXPECT_EQ(bert.n_layer, 24);
+  EXPECT_EQ(bert.n_head, 16);
+  EXPECT_EQ(bert.ffn_dim, 4096);
+  EXPECT_EQ(bert.padded_vocab(), 30522);  // BERT is not padded by default
+  EXPECT_FLOAT_EQ(bert.ln_eps, 1e-12f);
+  const ModelConfig vgg = parse_model_spec("vgg16").value();
+  EXPECT_EQ(std::count_if(vgg.layout.begin(), vgg.layout.end(),
+                          [](std::int64_t w) { return w != ModelConfig::kPool; }),
+            13);
+  EXPECT_EQ(std::count(vgg.layout.begin(), vgg.layout.end(), ModelConfig::kPool), 5);
+}
+
+TEST(ModelConfig, OverridesApplyAndAreRecorded) {
+  const ModelConfig c =
+      parse_model_spec("gpt2-tiny n_layer=2 n_embd=64 vocab_size=50257 dropout=0.1").value();
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.ffn_dim, 256);  // follows n_embd
+  EXPECT_EQ(c.padded_vocab(), 50304);
+  EXPECT_FLOAT_EQ(c.dropout, 0.1f);
+  EXPECT_EQ(c.spec, "gpt2-tiny n_layer=2 n_embd=64 vocab_size=50257 dropout=0.1");
+  const ModelConfig b = make_model_config("bert-tiny", {{"nsp", "true"}, {"ffn_dim", "96"}}).value();
+  EXPECT_TRUE(b.nsp);
+  EXPECT_EQ(b.ffn_dim, 96);
+  const ModelConfig v = parse_model_spec("vgg11 layout=8,M,16,M num_classes=100").value();
+  EXPECT_EQ(vgg_layout_str(v.layout), "8,M,16,M");
+  EXPECT_EQ(v.num_classes, 100);
+}
+
+TEST(ModelConfig, ErrorsNameTheBadInput) {
+  expect_error(parse_model_spec("gpt2-1T"), {"unknown model preset 'gpt2-1T'", "gpt2-124M"});
+  expect_error(parse_model_spec(""), {"empty model spec"});
+  expect_error(parse_model_spec("gpt2-tiny n_layers=3"), {"unknown model key 'n_layers'"});
+  expect_error(parse_model_spec("gpt2-tiny layout=64,M"), {"'layout'", "gpt2"});
+  expect_error(parse_model_spec("vgg16 n_head=4"), {"'n_head'", "vgg"});
+  expect_error(parse_model_spec("gpt2-tiny nsp=1"), {"'nsp'", "gpt2"});
+  expect_error(parse_model_spec("gpt2-tiny n_embd=100 n_head=3"),
+               {"n_embd 100 is not divisible by n_head 3"});
+  expect_error(parse_model_spec("gpt2-tiny n_layer=abc"), {"'n_layer'", "'abc'", "integer"});
+  expect_error(parse_model_spec("gpt2-tiny n_layer=0"), {"n_layer must be positive"});
+  expect_error(parse_model_spec("bert-tiny dropout=1.5"), {"dropout", "[0, 1)", "1.5"});
+  expect_error(parse_model_spec("bert-tiny nsp=maybe"), {"'nsp'", "'maybe'", "boolean"});
+  expect_error(parse_model_spec("bert-tiny ln_eps=nan"), {"'ln_eps'", "finite"});
+  expect_error(parse_model_spec("gpt2-tiny n_layer"), {"'n_layer' is not key=value"});
+  expect_error(parse_model_spec("vgg16 image_size=24"), {"image_size 24", "halved"});
+  expect_error(parse_model_spec("vgg16 layout=64,X,M"), {"'layout'", "'X'"});
+  expect_error(parse_model_spec("vgg16 layout=M,64"), {"must start with a convolution"});
+  expect_error(parse_model_spec("vgg16 num_classes=1"), {"num_classes"});
+}
+
+TEST(ModelConfig, MakeModelChecksTheRunShape) {
+  const ModelConfig gpt2 = parse_model_spec("gpt2-tiny").value();
+  expect_error(make_model(gpt2, {2, 129}), {"seq_len 129", "n_ctx = 128"});
+  expect_error(make_model(gpt2, {2, 0}), {"seq_len 0"});
+  expect_error(make_model(gpt2, {0, 16}), {"micro_batch must be at least 1, got 0"});
+  ModelConfig broken = gpt2;
+  broken.n_head = 3;  // edited without validation: make_model still refuses it
+  expect_error(make_model(broken, {1, 8}), {"not divisible by n_head 3"});
+  EXPECT_TRUE(make_model(parse_model_spec("vgg-tiny").value(), {4, 0}).is_ok());
+}
+
+TEST(ModelConfig, SummaryReportsParametersAndActivations) {
+  auto model = make_model(parse_model_spec("gpt2-tiny").value(), {2, 32}).value();
+  const std::string s = model->summary();
+  EXPECT_NE(s.find(std::to_string(model->param_count()) + " parameters"), std::string::npos) << s;
+  EXPECT_NE(s.find("B=2 T=32"), std::string::npos) << s;
+  // At least the logits [2, 32, 1024] and the per-block activations must be counted.
+  EXPECT_GT(model->activation_bytes(), std::size_t{2 * 32 * 1024 * 4 + 4 * 2 * 32 * 128 * 12 * 4});
+}
+
+}  // namespace
+}  // namespace sparq

@@ -28,7 +28,10 @@ void encode_parallel(const Tokenizer& tok, const std::vector<std::string_view>& 
   out->assign(docs.size(), {});
   std::atomic<std::size_t> next{0};
   const auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < docs.size();) tok.encode(docs[i], &(*out)[i]);
+    const std::unique_ptr<EncodeCache> cache = tok.new_cache();  // private: no contention
+    for (std::size_t i; (i = next.fetch_add(1)) < docs.size();) {
+      tok.encode_cached(docs[i], &(*out)[i], cache.get());
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);

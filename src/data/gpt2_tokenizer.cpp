@@ -228,7 +228,59 @@ long Gpt2Tokenizer::token_id(std::string_view bytes) const {
   return it == bytes_to_id_.end() ? -1 : static_cast<long>(it->second);
 }
 
-void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out) const {
+struct Gpt2Tokenizer::LocalCache final : EncodeCache {
+  static constexpr std::size_t kMaxEntries = 1 << 20;
+  std::unordered_map<std::string, std::vector<std::uint32_t>, PieceHash, std::equal_to<>> map;
+};
+
+std::unique_ptr<EncodeCache> Gpt2Tokenizer::new_cache() const {
+  return std::make_unique<LocalCache>();
+}
+
+void Gpt2Tokenizer::merge(std::string_view piece, std::vector<std::uint32_t>* word) const {
+  word->clear();
+  for (const char c : piece) word->push_back(byte_ids_[static_cast<std::uint8_t>(c)]);
+  std::vector<std::uint32_t> next;
+  while (word->size() > 1) {
+    // The lowest-ranked adjacent pair; merge every occurrence of it, left to right.
+    const std::vector<std::uint32_t>& w = *word;
+    std::uint32_t best_rank = std::numeric_limits<std::uint32_t>::max(), merged = 0;
+    std::uint32_t first = 0, second = 0;
+    for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+      const auto it = merges_.find((static_cast<std::uint64_t>(w[i]) << 32) | w[i + 1]);
+      if (it != merges_.end() && it->second.rank < best_rank) {
+        best_rank = it->second.rank, merged = it->second.merged;
+        first = w[i], second = w[i + 1];
+      }
+    }
+    if (best_rank == std::numeric_limits<std::uint32_t>::max()) break;
+    next.clear();
+    for (std::size_t i = 0; i < w.size();) {
+      if (i + 1 < w.size() && w[i] == first && w[i + 1] == second) {
+        next.push_back(merged);
+        i += 2;
+      } else {
+        next.push_back(w[i++]);
+      }
+    }
+    word->swap(next);
+  }
+}
+
+void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out,
+                        EncodeCache* local) const {
+  if (local != nullptr) {
+    auto& map = static_cast<LocalCache*>(local)->map;
+    auto it = map.find(piece);
+    if (it == map.end()) {
+      if (map.size() >= LocalCache::kMaxEntries) map.clear();  // bound the memory
+      std::vector<std::uint32_t> word;
+      merge(piece, &word);
+      it = map.emplace(std::string(piece), std::move(word)).first;
+    }
+    out->insert(out->end(), it->second.begin(), it->second.end());
+    return;
+  }
   // Stripe by the high bits so that the stripe and the bucket inside it use different bits.
   CacheStripe& stripe = cache_[(PieceHash{}(piece) >> 48) % kCacheStripes];
   {
@@ -240,32 +292,7 @@ void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out)
     }
   }
   std::vector<std::uint32_t> word;
-  word.reserve(piece.size());
-  for (const char c : piece) word.push_back(byte_ids_[static_cast<std::uint8_t>(c)]);
-  std::vector<std::uint32_t> next;
-  while (word.size() > 1) {
-    // The lowest-ranked adjacent pair; merge every occurrence of it, left to right.
-    std::uint32_t best_rank = std::numeric_limits<std::uint32_t>::max(), merged = 0;
-    std::uint32_t first = 0, second = 0;
-    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
-      const auto it = merges_.find((static_cast<std::uint64_t>(word[i]) << 32) | word[i + 1]);
-      if (it != merges_.end() && it->second.rank < best_rank) {
-        best_rank = it->second.rank, merged = it->second.merged;
-        first = word[i], second = word[i + 1];
-      }
-    }
-    if (best_rank == std::numeric_limits<std::uint32_t>::max()) break;
-    next.clear();
-    for (std::size_t i = 0; i < word.size();) {
-      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-        next.push_back(merged);
-        i += 2;
-      } else {
-        next.push_back(word[i++]);
-      }
-    }
-    word.swap(next);
-  }
+  merge(piece, &word);
   out->insert(out->end(), word.begin(), word.end());
   std::lock_guard<std::mutex> lock(stripe.mutex);
   if (stripe.map.size() >= kMaxEntriesPerStripe) stripe.map.clear();  // bound the memory
@@ -273,9 +300,14 @@ void Gpt2Tokenizer::bpe(std::string_view piece, std::vector<std::uint32_t>* out)
 }
 
 void Gpt2Tokenizer::encode(std::string_view text, std::vector<std::uint32_t>* out) const {
+  encode_cached(text, out, nullptr);
+}
+
+void Gpt2Tokenizer::encode_cached(std::string_view text, std::vector<std::uint32_t>* out,
+                                  EncodeCache* cache) const {
   std::vector<PieceSpan> pieces;
   gpt2_pretokenize(text, &pieces);
-  for (const PieceSpan& p : pieces) bpe(text.substr(p.begin, p.end - p.begin), out);
+  for (const PieceSpan& p : pieces) bpe(text.substr(p.begin, p.end - p.begin), out, cache);
 }
 
 void Gpt2Tokenizer::encode_with_special(std::string_view text,

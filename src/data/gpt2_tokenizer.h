@@ -10,7 +10,9 @@
 // become U+0100.. in increasing byte order. Internally tokens are plain byte strings, so
 // decode(encode(x)) == x for every byte string x (invalid UTF-8 included).
 //
-// Thread safety: encode() may run concurrently; the per-piece cache is lock-striped.
+// Thread safety: encode() may run concurrently; its shared piece cache is lock-striped.
+// Threads that encode a lot should each use their own cache (new_cache + encode_cached):
+// common words would otherwise make every thread contend for the same stripe.
 #pragma once
 
 #include <array>
@@ -37,6 +39,9 @@ class Gpt2Tokenizer final : public Tokenizer {
     return static_cast<std::uint32_t>(id_to_bytes_.size());
   }
   void encode(std::string_view text, std::vector<std::uint32_t>* out) const override;
+  std::unique_ptr<EncodeCache> new_cache() const override;
+  void encode_cached(std::string_view text, std::vector<std::uint32_t>* out,
+                     EncodeCache* cache) const override;
   std::string decode(std::span<const std::uint32_t> ids) const override;
   std::uint32_t document_separator() const override { return eot_id_; }
 
@@ -49,7 +54,10 @@ class Gpt2Tokenizer final : public Tokenizer {
 
  private:
   Gpt2Tokenizer() = default;
-  void bpe(std::string_view piece, std::vector<std::uint32_t>* out) const;
+  // Appends the ids of one piece, through `local` when given, else the shared cache.
+  void bpe(std::string_view piece, std::vector<std::uint32_t>* out, EncodeCache* local) const;
+  // The merges themselves (no caching).
+  void merge(std::string_view piece, std::vector<std::uint32_t>* word) const;
 
   struct MergeInfo {
     std::uint32_t rank;
@@ -69,11 +77,15 @@ class Gpt2Tokenizer final : public Tokenizer {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  struct CacheStripe {
+  struct alignas(64) CacheStripe {  // own cache line: stripes must not share one
     std::mutex mutex;
     std::unordered_map<std::string, std::vector<std::uint32_t>, PieceHash, std::equal_to<>> map;
   };
   mutable std::array<CacheStripe, kCacheStripes> cache_;
+
+ public:
+  // The per-thread cache (exposed only so that the .cpp can define it).
+  struct LocalCache;
 };
 
 // GPT-2's byte-to-unicode table: the code point that spells byte b in the vocab files.

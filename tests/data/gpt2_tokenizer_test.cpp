@@ -163,6 +163,18 @@ TEST_F(Gpt2TokenizerTest, MatchesTheReferenceAlgorithmOnHardCases) {
   }
 }
 
+TEST_F(Gpt2TokenizerTest, PrivateCacheGivesTheSameIds) {
+  const auto cache = tok_->new_cache();
+  ASSERT_NE(cache, nullptr);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass is served from the cache
+    for (const char* text : {"the cat and the hat", "the the the", " caf\xC3\xA9 \xFF"}) {
+      std::vector<std::uint32_t> ids;
+      tok_->encode_cached(text, &ids, cache.get());
+      EXPECT_EQ(ids, encode(text)) << text;
+    }
+  }
+}
+
 TEST_F(Gpt2TokenizerTest, SpecialTokenOnlyWhenAsked) {
   std::vector<std::uint32_t> ids;
   tok_->encode_with_special("a<|endoftext|>b", &ids);

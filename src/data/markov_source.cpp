@@ -98,6 +98,14 @@ void MarkovChain::compute_stationary() {
   pi_ = std::move(pi);
 }
 
+std::string MarkovChain::describe() const {
+  return fmt::format(
+      "Markov chain (vocab {}, order {}, branching {}, smoothing {}, seed {}): entropy rate "
+      "{:.6f} nats/token = {:.6f} bits/token (stationary residual {:.1e})",
+      config_.vocab_size, config_.order, config_.branching, config_.smoothing, config_.seed,
+      entropy_rate_, entropy_rate_bits(), residual_);
+}
+
 double MarkovChain::entropy_rate_bits() const { return entropy_rate_ / std::numbers::ln2; }
 
 double MarkovChain::probability(std::uint64_t context, std::uint32_t token) const {

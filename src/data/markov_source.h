@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -44,6 +45,9 @@ class MarkovChain {
   double probability(std::uint64_t context, std::uint32_t token) const;
   // Successor context after emitting token from context.
   std::uint64_t advance(std::uint64_t context, std::uint32_t token) const;
+
+  // One line for logs: the configuration and the entropy rate in nats and bits per token.
+  std::string describe() const;
 
   // `count` tokens from stream `stream` (different streams give independent samples).
   std::vector<std::uint32_t> generate(std::uint64_t count, std::uint32_t stream) const;

@@ -62,6 +62,8 @@ TEST(MarkovChain, UniformChainHasLogVEntropy) {
   config.vocab_size = 10, config.smoothing = 1.0;  // every transition uniform
   auto m = MarkovChain::create(config).value();
   EXPECT_NEAR(m.entropy_rate_nats(), std::log(10.0), 1e-12);
+  EXPECT_NE(m.describe().find("entropy rate 2.302585 nats/token"), std::string::npos)
+      << m.describe();
 }
 
 TEST(MarkovChain, BadConfigurationsAreClearErrors) {

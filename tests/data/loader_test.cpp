@@ -118,6 +118,30 @@ TEST(LmLoader, WindowsOfTPlusOneWithShiftedTargets) {
   EXPECT_EQ(windows.size(), 10u);  // every window once per epoch
 }
 
+TEST(LmLoader, ReadsFromAMemoryMappedShard) {
+  std::vector<std::uint32_t> tokens(4 * 64 + 1);
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<std::uint32_t>(i * 7 % 1000);
+  const std::string path = ::testing::TempDir() + "/lm_loader_shard.bin";
+  ASSERT_TRUE(write_shard(path, "test", 1000, tokens, 1).is_ok());
+  auto source = ShardTokenSource::open(path);
+  ASSERT_TRUE(source.is_ok()) << source.status().message();
+  LmLoaderConfig config;
+  config.seq_len = 64;
+  config.sampler = sampler_config(4, 0, 1);
+  auto loader = LmLoader::create(source.value(), config).value();
+  const LmBatch& b = loader.next();
+  for (int row = 0; row < 4; ++row) {
+    const std::uint64_t w = b.windows[row];
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_EQ(b.inputs.data<std::int32_t>()[row * 64 + i],
+                static_cast<std::int32_t>(tokens[w * 64 + i]));
+      EXPECT_EQ(b.targets.data<std::int32_t>()[row * 64 + i],
+                static_cast<std::int32_t>(tokens[w * 64 + i + 1]));
+    }
+  }
+}
+
 TEST(LmLoader, ResumeFromStateIsExact) {
   LmLoaderConfig config;
   config.seq_len = 16;

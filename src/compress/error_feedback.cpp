@@ -12,19 +12,10 @@ void ErrorFeedback::encode(Compressor& c, std::span<const float> g, std::size_t 
                            const EncodeContext& ctx, Message& msg) {
   SPARQ_CHECK(offset + g.size() <= residual_.size(), "error feedback: range [{}, {}) outside a "
               "residual of {}", offset, offset + g.size(), residual_.size());
-  SPARQ_CHECK(ctx.offset == offset, "error feedback: ctx.offset {} != offset {}", ctx.offset,
-              offset);
   std::span<float> e = residual_.subspan(offset, g.size());
   ops::axpy(1.0f, g.data(), e.data(), e.size());  // e now holds a = g + e
   c.encode(e, ctx, msg);
   c.decode(msg, e, -1.0f, DecodeMode::kAdd, ctx);  // e = a - D(m)
-}
-
-void ErrorFeedback::restore(const Compressor& c, std::span<const std::uint8_t> msg,
-                            std::size_t offset, std::size_t count, float alpha,
-                            const EncodeContext& ctx) {
-  SPARQ_CHECK(offset + count <= residual_.size(), "error feedback: restore range out of bounds");
-  c.decode(msg, residual_.subspan(offset, count), alpha, DecodeMode::kAdd, ctx);
 }
 
 double ErrorFeedback::residual_norm() const {

@@ -26,15 +26,13 @@ class ErrorFeedback {
   explicit ErrorFeedback(std::span<float> residual) : residual_(residual) {}
 
   // Encodes a = g + e[offset, offset + g.size()) with `c` into msg and leaves a - D(msg) in
-  // that part of the residual. ctx.offset must equal `offset`.
+  // that part of the residual. `offset` indexes the residual; ctx.offset is where g sits in
+  // the bucket (they differ for a server-side residual that covers one region only).
   void encode(Compressor& c, std::span<const float> g, std::size_t offset,
               const EncodeContext& ctx, Message& msg);
 
-  // After a strategy decided that part of what was sent was not applied (gtopk drops entries
-  // that lost the global selection), it hands those values back: e += alpha * D(m).
-  void restore(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t offset,
-               std::size_t count, float alpha, const EncodeContext& ctx);
-
+  // Strategies that decide only after the exchange what was applied (gtopk) update the
+  // residual themselves through this view.
   std::span<float> residual() const { return residual_; }
   double residual_norm() const;  // ||e||_2, for metrics
   void zero();

@@ -40,9 +40,9 @@ Factory sign(SignCompressor::Kind kind) {
   };
 }
 
-Factory topk(bool sampled) {
-  return [sampled](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
-    SPARQ_ASSIGN_OR_RETURN(auto options, TopkCompressor::Options::parse(r, sampled));
+Factory topk(bool sampled, bool global = false) {
+  return [sampled, global](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
+    SPARQ_ASSIGN_OR_RETURN(auto options, TopkCompressor::Options::parse(r, sampled, global));
     return std::unique_ptr<Compressor>(std::make_unique<TopkCompressor>(options));
   };
 }
@@ -56,6 +56,7 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"topk_sampled", topk(true)},
       {"randomk", with_options<RandomkCompressor>()},
       {"threshold", with_options<ThresholdCompressor>()},
+      {"gtopk", topk(false, true)},
       {"qsgd", with_options<QsgdCompressor>()},
       {"terngrad", with_options<TernGradCompressor>()},
       {"signsgd", sign(SignCompressor::Kind::kSignSgd)},

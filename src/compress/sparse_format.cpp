@@ -85,15 +85,47 @@ void encode_sparse_f32(std::span<const float> a, std::span<const std::uint32_t> 
   for (std::size_t j = 0; j < idx.size(); ++j) store_f32(values + 4 * j, a[idx[j]]);
 }
 
-void decode_sparse_f32(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
-                       DecodeMode mode, std::string_view who) {
-  const SparseHeader h = read_sparse_header(msg, out.size(), 32, who);
+void encode_sparse_pairs(std::span<const std::uint32_t> idx, std::span<const float> values,
+                         std::size_t n, Message& msg) {
+  const SparseHeader h = plan_indices(idx, n, 32);
+  msg.resize(kSparseHeaderBytes + h.index_bytes + 4 * idx.size());
+  std::uint8_t* out = write_sparse_prefix(h, idx, n, msg.data());
+  for (std::size_t j = 0; j < idx.size(); ++j) store_f32(out + 4 * j, values[j]);
+}
+
+namespace {
+
+// Validates the header and total size; returns the header and the start of the values.
+const std::uint8_t* sparse_f32_values(std::span<const std::uint8_t> msg, std::size_t n,
+                                      std::string_view who, SparseHeader& h) {
+  h = read_sparse_header(msg, n, 32, who);
   const std::size_t value_offset = kSparseHeaderBytes + h.index_bytes;
   SPARQ_CHECK(msg.size() == value_offset + 4 * std::size_t{h.count},
               "{}: message is {} bytes, its header implies {}", who, msg.size(),
               value_offset + 4 * std::size_t{h.count});
+  return msg.data() + value_offset;
+}
+
+}  // namespace
+
+void parse_sparse_f32(std::span<const std::uint8_t> msg, std::size_t n,
+                      std::vector<std::uint32_t>& indices, std::vector<float>& values,
+                      std::string_view who) {
+  SparseHeader h;
+  const std::uint8_t* in = sparse_f32_values(msg, n, who, h);
+  indices.resize(h.count);
+  values.resize(h.count);
+  for_each_index(h, msg.data() + kSparseHeaderBytes, n, [&](std::uint32_t j, std::uint32_t i) {
+    indices[j] = i;
+    values[j] = load_f32(in + 4 * j);
+  });
+}
+
+void decode_sparse_f32(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+                       DecodeMode mode, std::string_view who) {
+  SparseHeader h;
+  const std::uint8_t* values = sparse_f32_values(msg, out.size(), who, h);
   prepare_output(out, mode);
-  const std::uint8_t* values = msg.data() + value_offset;
   for_each_index(h, msg.data() + kSparseHeaderBytes, out.size(),
                  [&](std::uint32_t j, std::uint32_t i) { out[i] += alpha * load_f32(values + 4 * j); });
 }

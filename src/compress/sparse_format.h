@@ -93,6 +93,13 @@ void for_each_index(const SparseHeader& h, const std::uint8_t* section, std::siz
 // Bytes: 12 + index_bytes + 4 * count.
 void encode_sparse_f32(std::span<const float> a, std::span<const std::uint32_t> indices,
                        Message& msg);
+// The same message from (index, value) pairs, for merged lists (gtopk).
+void encode_sparse_pairs(std::span<const std::uint32_t> indices, std::span<const float> values,
+                         std::size_t n, Message& msg);
+// Reads a sparse f32 message back into (index, value) pairs.
+void parse_sparse_f32(std::span<const std::uint8_t> msg, std::size_t n,
+                      std::vector<std::uint32_t>& indices, std::vector<float>& values,
+                      std::string_view who);
 void decode_sparse_f32(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                        DecodeMode mode, std::string_view who);
 

@@ -13,9 +13,10 @@ std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
 }
 
 Result<TopkCompressor::Options> TopkCompressor::Options::parse(ConfigReader& reader,
-                                                               bool sampled) {
+                                                               bool sampled, bool global) {
   Options o;
   o.sampled = sampled;
+  o.global = global;
   SPARQ_ASSIGN_OR_RETURN(o.density, parse_density(reader));
   SPARQ_RETURN_IF_ERROR(reader.finish());
   return o;

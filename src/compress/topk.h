@@ -4,6 +4,8 @@
 //   topk_sampled:  between ceil(0.8 k) and floor(1.3 k) entries, threshold estimated from a
 //                  ~1% sample drawn with Philox at (step, rank, bucket) (TopkSelector::sampled).
 // Message bytes: 12 + min(delta varint bytes, ceil(n / 8)) + 4 * count.
+//   gtopk:         the same local message (exact k); aggregated by the tree strategy
+//                  (gtopk_aggregator.h), which agrees on a global top-k set.
 // Config keys: density (0, 1], default 0.01.
 // Contraction: the kept entries are the count largest, so delta = count / n >= k / n (exact)
 // or ceil(0.8 k) / n (sampled).
@@ -20,12 +22,17 @@ class TopkCompressor final : public Compressor {
   struct Options {
     double density = 0.01;
     bool sampled = false;
-    static Result<Options> parse(ConfigReader& reader, bool sampled);
+    bool global = false;  // gtopk
+    static Result<Options> parse(ConfigReader& reader, bool sampled, bool global = false);
   };
   explicit TopkCompressor(Options options) : options_(options) {}
 
-  std::string_view name() const override { return options_.sampled ? "topk_sampled" : "topk"; }
-  Aggregation aggregation() const override { return Aggregation::kAllgather; }
+  std::string_view name() const override {
+    return options_.global ? "gtopk" : options_.sampled ? "topk_sampled" : "topk";
+  }
+  Aggregation aggregation() const override {
+    return options_.global ? Aggregation::kTree : Aggregation::kAllgather;
+  }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
               DecodeMode mode, const EncodeContext& ctx) const override;

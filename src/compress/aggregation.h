@@ -1,0 +1,80 @@
+// Aggregation strategies: compress -> exchange -> decompress, in place, for one bucket.
+//
+//   bucket (this rank's gradient range, n floats)  ==>  (1/P) sum over ranks r of D(m_r)
+//
+// where m_r is rank r's message (encoded from a_r = g_r + e_r when error feedback is on),
+// so every rank ends with the same floats. Strategies:
+//   allreduce  m_r summable (wire_dtype): one allreduce of the messages, then decode the sum
+//              with alpha = 1/P. Requires Compressor::aggregation() == kAllreduce.
+//   allgather  exchange sizes (skipped when fixed_message_bytes is known), allgatherv of the
+//              bytes, then decode every rank's message in rank order with alpha = 1/P.
+//   two_phase  the bucket is cut into P regions [j n / P, (j + 1) n / P); each rank encodes
+//              every region separately and sends region j's message to rank j (alltoallv);
+//              rank j decodes and averages them, then (server compression on) re-encodes the
+//              average plus its server-side residual with the same compressor (1-bit Adam /
+//              Ok-Topk style), or (off) sends the average as dense f32; allgatherv of the
+//              region results, which every rank decodes into its region. With server
+//              compression off the result equals allgather's, float for float.
+//   tree       gtopk (gtopk_aggregator.h).
+//
+// Ownership: an Aggregator belongs to one bucket (two_phase keeps that bucket's server
+// residual); it borrows the compressor, the residual and the communicator for each call.
+// All ranks must call run() for the same bucket in the same order with the same n, the same
+// compressor configuration and the same ctx.seed/step/bucket_id (the scheduler's contract).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "compress/compressor.h"
+#include "compress/error_feedback.h"
+
+namespace sparq::compress {
+
+struct AggregatorOptions {
+  bool server_compression = true;  // two_phase: re-compress the region average
+};
+
+class Aggregator {
+ public:
+  virtual ~Aggregator() = default;
+  virtual Aggregation kind() const = 0;
+
+  // Replaces `bucket` by the average of all ranks' decoded contributions. `ef` may be null
+  // (no error feedback); otherwise its residual covers exactly the bucket. ctx.rank and
+  // ctx.world_size are taken from `comm`.
+  virtual void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                   comm::Communicator& comm, const EncodeContext& ctx) = 0;
+
+  // Bytes of the compressed payload this rank put into its messages during the last run
+  // (all phases), the numerator of the compression ratio against 4 n.
+  std::size_t last_payload_bytes() const { return payload_bytes_; }
+
+  // Strategy state beyond the compressor and the client residual (two_phase: the server
+  // residual of this rank's region). Empty for stateless strategies.
+  virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
+  virtual Status load_state(std::span<const std::uint8_t> in);
+
+ protected:
+  std::size_t payload_bytes_ = 0;
+};
+
+// Builds the strategy for `kind`; the caller usually passes compressor.aggregation().
+std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions options = {});
+
+// Encodes with or without error feedback: the one place strategies form a = g + e.
+void encode_maybe_ef(Compressor& c, ErrorFeedback* ef, std::span<const float> g,
+                     std::size_t offset, const EncodeContext& ctx, Message& msg);
+
+// Allgathers variable-size byte messages: `recv` gets every rank's bytes packed in rank
+// order, `counts`/`displs` their sizes and offsets. When `fixed` is set every message has
+// that size and the size exchange is skipped.
+void allgather_messages(comm::Communicator& comm, const Message& mine,
+                        std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
+                        std::vector<std::size_t>& counts, std::vector<std::size_t>& displs);
+
+}  // namespace sparq::compress

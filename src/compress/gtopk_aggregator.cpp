@@ -1,0 +1,101 @@
+#include "compress/gtopk_aggregator.h"
+
+#include "compress/sparse_format.h"
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq::compress {
+
+void GtopkAggregator::merge_and_reselect(std::size_t n, std::size_t k) {
+  merged_indices_.clear();
+  merged_values_.clear();
+  std::size_t x = 0, y = 0;
+  while (x < indices_.size() || y < peer_indices_.size()) {
+    const bool take_x = y == peer_indices_.size() ||
+                        (x < indices_.size() && indices_[x] <= peer_indices_[y]);
+    const bool take_y = x == indices_.size() ||
+                        (y < peer_indices_.size() && peer_indices_[y] <= indices_[x]);
+    float v = 0.0f;
+    std::uint32_t i = 0;
+    if (take_x) v += values_[x], i = indices_[x++];
+    if (take_y) v += peer_values_[y], i = peer_indices_[y++];
+    merged_indices_.push_back(i);
+    merged_values_.push_back(v);
+  }
+  selector_.exact(merged_values_, std::min(k, merged_values_.size()), selected_);
+  indices_.resize(selected_.size());
+  values_.resize(selected_.size());
+  for (std::size_t j = 0; j < selected_.size(); ++j) {
+    indices_[j] = merged_indices_[selected_[j]];
+    values_[j] = merged_values_[selected_[j]];
+  }
+  encode_sparse_pairs(indices_, values_, n, msg_);
+}
+
+void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                          comm::Communicator& comm, const EncodeContext& ctx_in) {
+  const std::size_t n = bucket.size();
+  const int p = comm.size(), rank = comm.rank();
+  EncodeContext ctx = ctx_in;
+  ctx.rank = rank;
+  ctx.world_size = p;
+  ctx.offset = 0;
+
+  // a = g + e, formed in the residual (or a scratch copy without error feedback).
+  std::span<float> a;
+  if (ef) {
+    SPARQ_CHECK(ef->residual().size() == n, "tree: residual of {} for a bucket of {}",
+                ef->residual().size(), n);
+    a = ef->residual();
+    ops::axpy(1.0f, bucket.data(), a.data(), n);
+  } else {
+    scratch_.assign(bucket.begin(), bucket.end());
+    a = scratch_;
+  }
+  c.encode(a, ctx, msg_);
+  payload_bytes_ = msg_.size();
+  parse_sparse_f32(msg_, n, indices_, values_, c.name());
+  std::int64_t k = static_cast<std::int64_t>(indices_.size());
+  comm.broadcast(&k, 1, DType::kI64, 0);  // rank 0's k rules (equal for topk-style configs)
+
+  for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
+    if (rank % (2 * dist) == dist) {
+      std::int64_t bytes = static_cast<std::int64_t>(msg_.size());
+      comm.send(&bytes, 1, DType::kI64, rank - dist, round);
+      comm.send(msg_.data(), msg_.size(), DType::kU8, rank - dist, round);
+      payload_bytes_ += msg_.size();
+      break;
+    }
+    if (rank % (2 * dist) == 0 && rank + dist < p) {
+      std::int64_t bytes = 0;
+      comm.recv(&bytes, 1, DType::kI64, rank + dist, round);
+      peer_msg_.resize(static_cast<std::size_t>(bytes));
+      comm.recv(peer_msg_.data(), peer_msg_.size(), DType::kU8, rank + dist, round);
+      parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
+      merge_and_reselect(n, static_cast<std::size_t>(k));
+    }
+  }
+
+  std::int64_t count = rank == 0 ? static_cast<std::int64_t>(indices_.size()) : 0;
+  comm.broadcast(&count, 1, DType::kI64, 0);
+  global_.resize(static_cast<std::size_t>(count));
+  if (rank == 0) global_ = indices_;
+  comm.broadcast(global_.data(), global_.size(), DType::kI32, 0);
+
+  values_.resize(global_.size());
+  for (std::size_t j = 0; j < global_.size(); ++j) {
+    SPARQ_CHECK(global_[j] < n, "tree: global index {} outside a bucket of {}", global_[j], n);
+    values_[j] = a[global_[j]];
+  }
+  comm.allreduce(values_.data(), values_.data(), values_.size(), DType::kF32,
+                 comm::ReduceOp::kSum);
+  payload_bytes_ += 4 * values_.size();
+  if (ef) {
+    for (std::uint32_t i : global_) a[i] = 0.0f;  // applied in full; the rest stays in e
+  }
+  ops::fill(bucket.data(), n, 0.0f);
+  const float inv_p = 1.0f / static_cast<float>(p);
+  for (std::size_t j = 0; j < global_.size(); ++j) bucket[global_[j]] = values_[j] * inv_p;
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,40 @@
+// tree (gTop-k, Shi et al. 2019): agree on ONE global set of k indices, then average every
+// rank's values on that set.
+//   1. a = g + e; each rank encodes its local top-k (a sparse f32 message, sparse_format.h).
+//   2. Binomial-tree reduction to rank 0 over ceil(log2 P) rounds (any P): in round s, rank
+//      r with r mod 2^(s+1) == 2^s sends its current list to r - 2^s (size as one i64, then
+//      the message bytes, tag s); the receiver merges the two lists (values summed on common
+//      indices) and re-selects the k largest |value|.
+//   3. Rank 0 broadcasts the k global indices (an i64 count, then u32 indices).
+//   4. Every rank contributes a[G] (k f32) to one allreduce; bucket = sum / P on G, 0 off G.
+//   5. Error feedback: e = a with e[G] = 0. What a rank selected locally but the tree
+//      dropped was never applied and stays in e; a[G] was applied in full (also where it was
+//      not in the local top-k), so D(m_r) = a_r restricted to G and mass is conserved exactly.
+// Works with any compressor producing sparse f32 messages (gtopk, topk, topk_sampled); k is
+// the size of rank 0's local list.
+#pragma once
+
+#include "compress/aggregation.h"
+#include "compress/topk_select.h"
+
+namespace sparq::compress {
+
+class GtopkAggregator final : public Aggregator {
+ public:
+  Aggregation kind() const override { return Aggregation::kTree; }
+  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+           const EncodeContext& ctx) override;
+
+  // The global index set of the last run (ascending), identical on every rank.
+  const std::vector<std::uint32_t>& global_indices() const { return global_; }
+
+ private:
+  void merge_and_reselect(std::size_t n, std::size_t k);
+
+  TopkSelector selector_;
+  Message msg_, peer_msg_;
+  std::vector<float> scratch_, values_, peer_values_, merged_values_;
+  std::vector<std::uint32_t> indices_, peer_indices_, merged_indices_, selected_, global_;
+};
+
+}  // namespace sparq::compress

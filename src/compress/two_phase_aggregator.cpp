@@ -1,0 +1,112 @@
+#include "compress/two_phase_aggregator.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace sparq::compress {
+namespace {
+
+std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n * j / p; }
+
+void prefix(const std::vector<std::size_t>& counts, std::vector<std::size_t>& displs) {
+  displs.assign(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
+}
+
+}  // namespace
+
+void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                             comm::Communicator& comm, const EncodeContext& ctx_in) {
+  const std::size_t n = bucket.size(), p = static_cast<std::size_t>(comm.size());
+  const std::size_t me = static_cast<std::size_t>(comm.rank());
+  EncodeContext ctx = ctx_in;
+  ctx.rank = comm.rank();
+  ctx.world_size = comm.size();
+  payload_bytes_ = 0;
+
+  // Phase 1: one message per region, packed in region order.
+  send_.clear();
+  send_counts_.assign(p, 0);
+  for (std::size_t j = 0; j < p; ++j) {
+    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    if (len == 0) continue;
+    ctx.offset = begin;
+    encode_maybe_ef(c, ef, bucket.subspan(begin, len), begin, ctx, msg_);
+    send_counts_[j] = msg_.size();
+    send_.insert(send_.end(), msg_.begin(), msg_.end());
+  }
+  payload_bytes_ += send_.size();
+  prefix(send_counts_, send_displs_);
+  std::vector<std::int64_t> sizes_out(send_counts_.begin(), send_counts_.end()), sizes_in(p);
+  comm.alltoall(sizes_out.data(), sizes_in.data(), 1, DType::kI64);
+  recv_counts_.assign(sizes_in.begin(), sizes_in.end());
+  prefix(recv_counts_, recv_displs_);
+  recv_.resize(recv_displs_[p - 1] + recv_counts_[p - 1]);
+  comm.alltoallv(send_.data(), send_counts_, send_displs_, recv_.data(), recv_counts_,
+                 recv_displs_, DType::kU8);
+
+  // The owner averages its region in rank order (the order allgather decodes in).
+  const std::size_t my_begin = region_begin(n, p, me);
+  const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
+  average_.resize(my_len);
+  ctx.offset = my_begin;
+  if (my_len > 0) {
+    for (std::size_t r = 0; r < p; ++r) {
+      EncodeContext from = ctx;
+      from.rank = static_cast<int>(r);
+      c.decode(std::span<const std::uint8_t>(recv_.data() + recv_displs_[r], recv_counts_[r]),
+               average_, 1.0f / static_cast<float>(p), r == 0 ? DecodeMode::kSet : DecodeMode::kAdd,
+               from);
+    }
+  }
+
+  // Phase 2: the region result, re-compressed against the server residual or dense.
+  if (options_.server_compression) {
+    if (server_residual_.empty()) server_residual_.assign(my_len, 0.0f);
+    SPARQ_CHECK(server_residual_.size() == my_len, "two_phase: server residual of {} floats "
+                "for a region of {} (state saved with another world size?)",
+                server_residual_.size(), my_len);
+    if (my_len > 0) {
+      ErrorFeedback server(server_residual_);
+      server.encode(c, average_, 0, ctx, msg_);
+    } else {
+      msg_.clear();
+    }
+  } else {
+    msg_.resize(4 * my_len);
+    if (my_len > 0) std::memcpy(msg_.data(), average_.data(), 4 * my_len);
+  }
+  payload_bytes_ += msg_.size();
+  allgather_messages(comm, msg_, std::nullopt, recv_, recv_counts_, recv_displs_);
+  for (std::size_t j = 0; j < p; ++j) {
+    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    if (len == 0) continue;
+    const std::span<const std::uint8_t> m(recv_.data() + recv_displs_[j], recv_counts_[j]);
+    if (options_.server_compression) {
+      EncodeContext from = ctx;
+      from.rank = static_cast<int>(j);
+      from.offset = begin;
+      c.decode(m, bucket.subspan(begin, len), 1.0f, DecodeMode::kSet, from);
+    } else {
+      SPARQ_CHECK(m.size() == 4 * len, "two_phase: region {} result of {} bytes", j, m.size());
+      std::memcpy(bucket.data() + begin, m.data(), m.size());
+    }
+  }
+}
+
+void TwoPhaseAggregator::save_state(std::vector<std::uint8_t>& out) const {
+  out.resize(4 * server_residual_.size());
+  if (!out.empty()) std::memcpy(out.data(), server_residual_.data(), out.size());
+}
+
+Status TwoPhaseAggregator::load_state(std::span<const std::uint8_t> in) {
+  if (in.size() % 4 != 0) {
+    return Status::error("two_phase: saved server residual of {} bytes is not f32", in.size());
+  }
+  server_residual_.resize(in.size() / 4);
+  if (!in.empty()) std::memcpy(server_residual_.data(), in.data(), in.size());
+  return Status::ok();
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,35 @@
+// two_phase: all-to-all of per-region messages, region owners average and re-compress with a
+// server-side residual, then allgather of the region results (see aggregation.h).
+//
+// Phase 1 (rank r -> rank j): C(a_r[R_j]) with R_j = [j n / P, (j + 1) n / P), encoded with
+// ctx.offset = begin of R_j; a region of zero length sends a zero-byte message.
+// Phase 2 (rank j -> all): server compression on:  C(avg_j + s_j), s_j = avg_j + s_j - D(.)
+//                          server compression off: avg_j as raw f32 (4 |R_j| bytes).
+// The server residual s_j (|R_j| floats, zero at start) is this aggregator's state.
+#pragma once
+
+#include "compress/aggregation.h"
+
+namespace sparq::compress {
+
+class TwoPhaseAggregator final : public Aggregator {
+ public:
+  explicit TwoPhaseAggregator(AggregatorOptions options) : options_(options) {}
+  Aggregation kind() const override { return Aggregation::kTwoPhase; }
+  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+           const EncodeContext& ctx) override;
+
+  std::span<const float> server_residual() const { return server_residual_; }
+  void save_state(std::vector<std::uint8_t>& out) const override;
+  Status load_state(std::span<const std::uint8_t> in) override;
+
+ private:
+  AggregatorOptions options_;
+  std::vector<float> server_residual_;
+  std::vector<float> average_;
+  Message msg_;
+  std::vector<std::uint8_t> send_, recv_;
+  std::vector<std::size_t> send_counts_, send_displs_, recv_counts_, recv_displs_;
+};
+
+}  // namespace sparq::compress

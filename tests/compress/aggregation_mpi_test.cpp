@@ -1,0 +1,241 @@
+// Aggregation strategies under mpirun (2, 3, 4 ranks). Every rank simulates ALL ranks
+// locally (their gradients are seeded by rank) with fresh compressors and residuals, computes
+// the expected average of the decoded contributions itself, and compares it with what the
+// strategy left in its bucket after a real exchange.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/mpi_communicator.h"
+#include "compress/aggregation.h"
+#include "compress/gtopk_aggregator.h"
+#include "compress/two_phase_aggregator.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+using testing::make;
+using Params = std::map<std::string, std::string>;
+
+std::unique_ptr<comm::Communicator> world() {
+  auto result = comm::make_mpi_communicator();
+  EXPECT_TRUE(result.is_ok()) << result.status().message();
+  return std::move(result).value();
+}
+
+std::vector<float> gradient(int rank, int step, std::size_t n) {
+  return testing::normal_vector(n, 1000 + 17 * step + rank);
+}
+
+EncodeContext context(int step, int rank, int p, std::size_t offset = 0) {
+  EncodeContext ctx;
+  ctx.seed = 99;
+  ctx.step = step;
+  ctx.bucket_id = 2;
+  ctx.rank = rank;
+  ctx.world_size = p;
+  ctx.offset = offset;
+  return ctx;
+}
+
+// Summation order inside an allreduce is the MPI library's: tolerances are relative to the
+// magnitude of the operands (O(1) here), not of the possibly cancelled result.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, float tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tol * (1.0f + std::fabs(want[i]))) << what << " i " << i;
+  }
+}
+
+// The average of decoded messages, accumulated in rank order with alpha = 1/P (decoding
+// with a factor is part of D's definition: out += alpha * D(m)).
+void accumulate(const Compressor& c, const Message& msg, int r, int p, std::vector<float>& out,
+                const EncodeContext& ctx) {
+  c.decode(msg, out, 1.0f / static_cast<float>(p), r == 0 ? DecodeMode::kSet : DecodeMode::kAdd,
+           ctx);
+}
+
+// Simulated rank r: its compressor and residual.
+struct Sim {
+  std::unique_ptr<Compressor> c;
+  std::vector<float> residual;
+};
+
+TEST(AggregationMpi, AllreduceAndAllgatherLeaveTheAverageOfDecodedContributions) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  const std::size_t n = 10007;
+  const std::pair<std::string, Params> cases[] = {
+      {"none", {}}, {"fp16", {}}, {"bf16", {}},
+      {"topk", {{"density", "0.01"}}}, {"topk_sampled", {{"density", "0.02"}}},
+      {"randomk", {{"density", "0.05"}}}, {"threshold", {{"threshold", "2"}}},
+      {"qsgd", {}}, {"terngrad", {}}, {"signsgd", {}}, {"blockquant", {}},
+      {"blockquant", {{"bits", "2"}, {"rounding", "stochastic"}}},
+      {"lbs", {}}, {"lbs", {{"density", "0.1"}, {"bits", "3"}, {"selection", "sampled"}}}};
+  for (const auto& [name, params] : cases) {
+    auto mine = make(name, params);
+    auto strategy = make_aggregator(mine->aggregation());
+    std::vector<float> residual(n, 0.0f);
+    ErrorFeedback ef(residual);
+    std::vector<Sim> sims(p);
+    for (auto& s : sims) s = {make(name, params), std::vector<float>(n, 0.0f)};
+    // Allgather results must be exact; allreduce sums are formed by MPI (fp16/bf16 partial
+    // sums rounded to 16 bits).
+    const bool summed = mine->aggregation() == Aggregation::kAllreduce;
+    const float tol = name == "fp16" ? 4e-3f : name == "bf16" ? 3e-2f : 1e-6f;
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> bucket = gradient(me, step, n);
+      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p));
+      std::vector<float> expected(n, 0.0f);
+      for (int r = 0; r < p; ++r) {
+        ErrorFeedback sim_ef(sims[r].residual);
+        Message msg;
+        sim_ef.encode(*sims[r].c, gradient(r, step, n), 0, context(step, r, p), msg);
+        accumulate(*sims[r].c, msg, r, p, expected, context(step, r, p));
+      }
+      const std::string what = name + " step " + std::to_string(step);
+      if (summed) {
+        expect_close(bucket, expected, tol, what);
+      } else {
+        EXPECT_EQ(bucket, expected) << what;
+      }
+      EXPECT_EQ(residual, sims[me].residual) << name;
+      EXPECT_GT(strategy->last_payload_bytes(), 0u);
+    }
+  }
+}
+
+TEST(AggregationMpi, TwoPhaseWithoutServerCompressionMatchesAllgather) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  // Regions of 9216 / P floats are whole 256-blocks for P = 2, 3, 4, so per-region block
+  // quantization produces the same codes as whole-bucket quantization.
+  const std::size_t n = 9216;
+  auto c = make("blockquant", {{"bits", "4"}});
+  auto gather = make_aggregator(Aggregation::kAllgather);
+  auto two_phase = make_aggregator(Aggregation::kTwoPhase, {.server_compression = false});
+  std::vector<float> a = gradient(me, 0, n), b = a;
+  gather->run(a, *c, nullptr, *comm, context(0, me, p));
+  two_phase->run(b, *c, nullptr, *comm, context(0, me, p));
+  EXPECT_EQ(a, b);
+}
+
+TEST(AggregationMpi, TwoPhaseMatchesTheRegionwiseReference) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  const std::size_t n = 20011;
+  const std::pair<std::string, Params> cases[] = {
+      {"lbs", {{"exchange", "two_phase"}, {"density", "0.05"}}},
+      {"onebit", {}},
+      {"topk", {{"density", "0.02"}}}};
+  for (const auto& [name, params] : cases) {
+    for (bool server : {false, true}) {
+      auto mine = make(name, params);
+      auto strategy = make_aggregator(Aggregation::kTwoPhase, {.server_compression = server});
+      std::vector<float> residual(n, 0.0f);
+      ErrorFeedback ef(residual);
+      std::vector<Sim> sims(p);
+      for (auto& s : sims) s = {make(name, params), std::vector<float>(n, 0.0f)};
+      std::vector<std::vector<float>> server_residuals(p);
+      const std::string what = name + (server ? " server" : " plain");
+      for (int step = 0; step < 2; ++step) {
+        std::vector<float> bucket = gradient(me, step, n);
+        strategy->run(bucket, *mine, &ef, *comm, context(step, me, p));
+        std::vector<float> expected(n, 0.0f);
+        for (int j = 0; j < p; ++j) {
+          const std::size_t begin = n * j / p, len = n * (j + 1) / p - begin;
+          std::vector<float> avg(len, 0.0f);
+          for (int r = 0; r < p; ++r) {
+            ErrorFeedback sim_ef(sims[r].residual);
+            const auto g = gradient(r, step, n);
+            Message msg;
+            sim_ef.encode(*sims[r].c, std::span<const float>(g).subspan(begin, len), begin,
+                          context(step, r, p, begin), msg);
+            accumulate(*sims[r].c, msg, r, p, avg, context(step, r, p, begin));
+          }
+          if (server) {
+            if (server_residuals[j].empty()) server_residuals[j].assign(len, 0.0f);
+            ErrorFeedback server_ef(server_residuals[j]);
+            Message msg;
+            server_ef.encode(*sims[j].c, avg, 0, context(step, j, p, begin), msg);
+            avg = decode_dense(*sims[j].c, msg, len, context(step, j, p, begin));
+          }
+          std::copy(avg.begin(), avg.end(), expected.begin() + begin);
+        }
+        EXPECT_EQ(bucket, expected) << what << " step " << step;
+        EXPECT_EQ(residual, sims[me].residual) << what;
+        if (server) {
+          auto* tp = dynamic_cast<TwoPhaseAggregator*>(strategy.get());
+          ASSERT_NE(tp, nullptr);
+          const auto sr = tp->server_residual();
+          EXPECT_EQ(std::vector<float>(sr.begin(), sr.end()), server_residuals[me]) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(AggregationMpi, GtopkAgreesOnOneIndexSetAndAveragesOnIt) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  const std::size_t n = 30001;
+  auto c = make("gtopk", {{"density", "0.01"}});
+  const std::size_t k = 300;
+  GtopkAggregator strategy;
+  std::vector<float> residual(n, 0.0f);
+  ErrorFeedback ef(residual);
+  std::vector<std::vector<float>> sim_residual(p, std::vector<float>(n, 0.0f));
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> bucket = gradient(me, step, n);
+    strategy.run(bucket, *c, &ef, *comm, context(step, me, p));
+    const auto& global = strategy.global_indices();
+    ASSERT_EQ(global.size(), k);
+    ASSERT_TRUE(std::is_sorted(global.begin(), global.end()));
+    std::vector<std::int32_t> all(k * p);
+    comm->allgather(global.data(), all.data(), k, DType::kI32);
+    for (int r = 0; r < p; ++r) {
+      for (std::size_t j = 0; j < k; ++j) {
+        ASSERT_EQ(static_cast<std::uint32_t>(all[r * k + j]), global[j]) << "rank " << r;
+      }
+    }
+    // Expected: the average of a_r = g_r + e_r on the global set, and e_r = a_r off it.
+    std::vector<float> expected(n, 0.0f);
+    std::vector<std::vector<float>> a(p);
+    for (int r = 0; r < p; ++r) {
+      a[r] = gradient(r, step, n);
+      for (std::size_t i = 0; i < n; ++i) a[r][i] += sim_residual[r][i];
+    }
+    std::vector<bool> in_global(n, false);
+    for (std::uint32_t i : global) {
+      in_global[i] = true;
+      float sum = 0.0f;
+      for (int r = 0; r < p; ++r) sum += a[r][i];
+      expected[i] = sum / static_cast<float>(p);
+    }
+    for (int r = 0; r < p; ++r) {
+      for (std::size_t i = 0; i < n; ++i) sim_residual[r][i] = in_global[i] ? 0.0f : a[r][i];
+    }
+    expect_close(bucket, expected, 1e-6f, "gtopk step " + std::to_string(step));
+    EXPECT_EQ(residual, sim_residual[me]);
+    // The global set holds the largest |sum| entries among its candidates: every global
+    // entry's merged magnitude is non-trivial (it won at least one local selection).
+    std::size_t in_some_local_topk = 0;
+    for (std::uint32_t i : global) {
+      for (int r = 0; r < p; ++r) {
+        std::size_t larger = 0;
+        for (std::size_t x = 0; x < n; ++x) larger += std::fabs(a[r][x]) > std::fabs(a[r][i]);
+        if (larger < k) {
+          ++in_some_local_topk;
+          break;
+        }
+      }
+    }
+    EXPECT_EQ(in_some_local_topk, k) << "global indices come from local top-k sets";
+  }
+}
+
+}  // namespace
+}  // namespace sparq::compress

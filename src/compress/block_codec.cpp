@@ -20,10 +20,13 @@ constexpr std::size_t kChunk = 256;
 void quantize_chunk(const float* v, std::size_t len, float inv, float levels, bool stochastic,
                     const RoundingRng& rng, std::size_t j0, std::uint8_t* codes) {
   if (!stochastic) {
+    // c = floor(clamp(y) + 0.5) + L = trunc(clamp(y) + L + 0.5): the operand is >= 0.5, so
+    // truncation is floor and the conversion needs no separate rounding instruction.
+    const float bias = levels + 0.5f;
 #pragma omp simd
     for (std::size_t j = 0; j < len; ++j) {
-      const float q = std::clamp(std::floor(v[j] * inv + 0.5f), -levels, levels);
-      codes[j] = static_cast<std::uint8_t>(static_cast<int>(q + levels));
+      const float y = std::min(std::max(v[j] * inv, -levels), levels);
+      codes[j] = static_cast<std::uint8_t>(static_cast<int>(y + bias));
     }
     return;
   }
@@ -31,8 +34,8 @@ void quantize_chunk(const float* v, std::size_t len, float inv, float levels, bo
   rounding_uniforms(rng, j0, len, u);
 #pragma omp simd
   for (std::size_t j = 0; j < len; ++j) {
-    const float q = std::clamp(std::floor(v[j] * inv + u[j]), -levels, levels);
-    codes[j] = static_cast<std::uint8_t>(static_cast<int>(q + levels));
+    const float y = std::min(std::max(v[j] * inv, -levels), levels);
+    codes[j] = static_cast<std::uint8_t>(static_cast<int>(y + levels + u[j]));
   }
 }
 

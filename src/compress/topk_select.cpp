@@ -1,6 +1,7 @@
 #include "compress/topk_select.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -38,6 +39,34 @@ std::uint32_t find_bin(const std::uint32_t* totals, std::size_t bins, std::size_
 
 void TopkSelector::exact(std::span<const float> a, std::size_t k,
                          std::vector<std::uint32_t>& out) {
+  exact_impl(a, k, out, /*allow_prefilter=*/true);
+}
+
+bool TopkSelector::prefilter(std::span<const float> a, std::size_t k,
+                             std::vector<std::uint32_t>& out) {
+  const std::size_t n = a.size();
+  // A threshold from a sample that should keep ~1.25 k (plus 4 standard deviations of the
+  // sample count): one gathering pass then leaves a short candidate list to select from.
+  // The sample positions only affect speed, never the result, so their key is fixed.
+  const std::size_t s = std::min(n, std::max<std::size_t>(4096, n / 1024));
+  const double expected = static_cast<double>(k) * static_cast<double>(s) / static_cast<double>(n);
+  const auto rank = static_cast<std::size_t>(expected * 1.25 + 4.0 * std::sqrt(expected) + 8.0);
+  if (rank >= s) return false;
+  keys_.resize(s);
+  for (std::size_t j = 0; j < s; ++j) keys_[j] = abs_key(a[random_u32_at(0x70b5e1ec7, 0, j) % n]);
+  std::nth_element(keys_.begin(), keys_.begin() + (rank - 1), keys_.end(), std::greater<>());
+  gather(a, keys_[rank - 1], std::numeric_limits<std::size_t>::max(), prefilter_idx_);
+  if (prefilter_idx_.size() < k) return false;  // the sample overestimated the threshold
+  prefilter_values_.resize(prefilter_idx_.size());
+  for (std::size_t j = 0; j < prefilter_idx_.size(); ++j) prefilter_values_[j] = a[prefilter_idx_[j]];
+  // Candidates are in index order, so ties among them still go to the lowest index.
+  exact_impl(prefilter_values_, k, out, /*allow_prefilter=*/false);
+  for (std::uint32_t& i : out) i = prefilter_idx_[i];
+  return true;
+}
+
+void TopkSelector::exact_impl(std::span<const float> a, std::size_t k,
+                              std::vector<std::uint32_t>& out, bool allow_prefilter) {
   const std::size_t n = a.size();
   SPARQ_CHECK(n <= UINT32_MAX, "top-k over {} floats exceeds 32-bit indices", n);
   out.clear();
@@ -47,6 +76,7 @@ void TopkSelector::exact(std::span<const float> a, std::size_t k,
     std::iota(out.begin(), out.end(), 0u);
     return;
   }
+  if (allow_prefilter && n >= kSmallSelect && 8 * k <= n && prefilter(a, k, out)) return;
   std::uint32_t t = 0;
   std::size_t ties = 0;
   if (n < kSmallSelect) {
@@ -187,7 +217,7 @@ void TopkSelector::sampled(std::span<const float> a, std::size_t k, std::uint64_
       gather(a, t, std::numeric_limits<std::size_t>::max(), candidate_idx_);
       candidates_.resize(candidate_idx_.size());
       for (std::size_t j = 0; j < candidates_.size(); ++j) candidates_[j] = a[candidate_idx_[j]];
-      exact(candidates_, k, out);
+      exact_impl(candidates_, k, out, /*allow_prefilter=*/false);
       for (std::uint32_t& i : out) i = candidate_idx_[i];
       return;
     }

@@ -1,10 +1,13 @@
 // Selection of large-magnitude entries, shared by the sparsifying compressors.
 //
 // TopkSelector::exact picks EXACTLY k indices: those of the k largest |a[i]|, ties at the
-// boundary magnitude broken towards the lowest index, returned in ascending order. It is a
-// radix selection on the magnitude bits (abs_key): one histogram pass over the top 15 bits,
-// one over the low 16 bits of the boundary bin, one gathering pass; O(n), no sort, per-thread
-// histograms merged in a fixed order, so the result does not depend on the thread count.
+// boundary magnitude broken towards the lowest index, returned in ascending order. For
+// k <= n / 8 it first gathers the candidates above a threshold estimated from a small sample
+// (one pass over a) and selects among those; if the sample guessed too high it falls back to
+// the full radix selection on the magnitude bits (abs_key): one histogram pass over the top
+// 15 bits, one over the low 16 bits of the boundary bin, one gathering pass. Either way O(n),
+// no sort, per-thread parts merged in a fixed order, and the result is the same set, whatever
+// the path or the thread count.
 //
 // TopkSelector::sampled estimates the threshold from a seeded random sample (DGC style) and
 // returns between ceil(0.8 k) and floor(1.3 k) indices in ascending order: a threshold that
@@ -40,12 +43,18 @@ class TopkSelector {
   void gather(std::span<const float> a, std::uint32_t t, std::size_t ties,
               std::vector<std::uint32_t>& out);
   std::size_t count_at_least(std::span<const float> a, std::uint32_t t) const;
+  void exact_impl(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out,
+                  bool allow_prefilter);
+  // The sample-threshold shortcut of exact(); false when it cannot be sure of k entries.
+  bool prefilter(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out);
 
   std::vector<std::uint32_t> hist_;
   std::vector<std::vector<std::uint32_t>> local_;
   std::vector<std::uint32_t> keys_;
   std::vector<float> candidates_;
   std::vector<std::uint32_t> candidate_idx_;
+  std::vector<float> prefilter_values_;
+  std::vector<std::uint32_t> prefilter_idx_;
 };
 
 }  // namespace sparq::compress

@@ -1,0 +1,142 @@
+// Encode and decode throughput of every compressor on 1M, 16M and 64M floats, in GB/s of
+// f32 input, next to this machine's memcpy bandwidth measured in the same run (GB/s of bytes
+// copied, with the same thread count), plus the bytes sent as a fraction of dense f32.
+// Targets (issue 7): blockquant encode >= 50% of memcpy, lbs (exact, rho 0.01, 4 bits)
+// encode >= 15%. Nothing here is asserted; the table is for reports.
+//
+//   bench_compress [--threads N] [--seconds S] [--sizes 1,16,64] (sizes in Mi floats)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compress/registry.h"
+#include "core/buffer.h"
+#include "core/rng.h"
+#include "core/threading.h"
+#include "core/timer.h"
+
+namespace {
+
+using sparq::compress::CompressConfig;
+using sparq::compress::Compressor;
+using sparq::compress::DecodeMode;
+using sparq::compress::EncodeContext;
+using sparq::compress::Message;
+
+// Best of at least 3 runs and at least `seconds` of repetitions.
+template <typename Fn>
+double best_seconds(double seconds, Fn&& fn) {
+  fn();  // warm-up: page faults, message allocation
+  double best = 1e30;
+  sparq::Stopwatch total;
+  for (int reps = 0; reps < 3 || total.seconds() < seconds; ++reps) {
+    sparq::Stopwatch sw;
+    fn();
+    best = std::min(best, sw.seconds());
+  }
+  return best;
+}
+
+double memcpy_gbps(const float* in, float* out, std::size_t n, double seconds) {
+  const double t = best_seconds(seconds, [&] {
+    const int threads = sparq::max_threads();
+#pragma omp parallel num_threads(threads)
+    {
+      const std::size_t t_id = static_cast<std::size_t>(sparq::thread_index());
+      const std::size_t nt = static_cast<std::size_t>(sparq::team_size());
+      const std::size_t begin = n * t_id / nt, end = n * (t_id + 1) / nt;
+      std::memcpy(out + begin, in + begin, (end - begin) * sizeof(float));
+    }
+  });
+  return 4.0 * static_cast<double>(n) / t / 1e9;
+}
+
+struct Case {
+  std::string label;
+  CompressConfig config;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  double seconds = 0.3;
+  std::vector<std::size_t> sizes_mi = {1, 16, 64};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--threads")) {
+      threads = std::atoi(argv[i + 1]);
+    } else if (!std::strcmp(argv[i], "--seconds")) {
+      seconds = std::atof(argv[i + 1]);
+    } else if (!std::strcmp(argv[i], "--sizes")) {
+      sizes_mi.clear();
+      for (const char* p = argv[i + 1]; *p;) {
+        sizes_mi.push_back(std::strtoul(p, const_cast<char**>(&p), 10));
+        if (*p == ',') ++p;
+      }
+    } else {
+      fmt::print(stderr, "unknown option {}\nusage: bench_compress [--threads N] [--seconds S] "
+                 "[--sizes 1,16,64]\n", argv[i]);
+      return 2;
+    }
+  }
+  sparq::set_num_threads(threads);
+
+  const std::vector<Case> cases = {
+      {"none", {"none", {}}},
+      {"fp16", {"fp16", {}}},
+      {"bf16", {"bf16", {}}},
+      {"topk rho=0.01", {"topk", {{"density", "0.01"}}}},
+      {"topk_sampled rho=0.01", {"topk_sampled", {{"density", "0.01"}}}},
+      {"randomk rho=0.01", {"randomk", {{"density", "0.01"}}}},
+      {"threshold 2.5", {"threshold", {{"threshold", "2.5"}}}},
+      {"qsgd s=7", {"qsgd", {}}},
+      {"terngrad", {"terngrad", {}}},
+      {"signsgd", {"signsgd", {}}},
+      {"onebit", {"onebit", {}}},
+      {"blockquant b=4", {"blockquant", {}}},
+      {"blockquant b=2", {"blockquant", {{"bits", "2"}}}},
+      {"blockquant b=4 stoch", {"blockquant", {{"rounding", "stochastic"}}}},
+      {"lbs rho=0.01 b=4", {"lbs", {}}},
+      {"lbs rho=0.01 b=4 sampled", {"lbs", {{"selection", "sampled"}}}},
+      {"lbs rho=0.1 b=2", {"lbs", {{"density", "0.1"}, {"bits", "2"}}}},
+  };
+
+  fmt::print("bench_compress: {} thread(s), gradients ~ N(0, 1)\n", threads);
+  for (std::size_t mi : sizes_mi) {
+    const std::size_t n = mi << 20;
+    sparq::Buffer in_buf = sparq::Buffer::host(4 * n), out_buf = sparq::Buffer::host(4 * n, true);
+    float* in = in_buf.as<float>();
+    float* out = out_buf.as<float>();
+    sparq::fill_normal(in, n, 0.0f, 1.0f, 42, 1);
+    const double copy = memcpy_gbps(in, out, n, seconds);
+    fmt::print("\n{}M floats ({} MiB): memcpy {:.2f} GB/s\n", mi, 4 * mi, copy);
+    fmt::print("{:<26} {:>10} {:>8} {:>10} {:>8} {:>12}\n", "compressor", "enc GB/s", "enc/cpy",
+               "dec GB/s", "dec/cpy", "bytes/f32");
+    for (const Case& c : cases) {
+      auto made = sparq::compress::make_compressor(c.config);
+      if (!made.is_ok()) {
+        fmt::print(stderr, "{}\n", made.status().message());
+        return 1;
+      }
+      Compressor& comp = *made.value();
+      EncodeContext ctx;
+      ctx.seed = 7;
+      ctx.world_size = 4;
+      Message msg;
+      const std::span<const float> a(in, n);
+      const double enc = best_seconds(seconds, [&] { comp.encode(a, ctx, msg); });
+      const double dec = best_seconds(seconds, [&] {
+        comp.decode(msg, std::span<float>(out, n), 1.0f, DecodeMode::kSet, ctx);
+      });
+      const double enc_gbps = 4.0 * n / enc / 1e9, dec_gbps = 4.0 * n / dec / 1e9;
+      fmt::print("{:<26} {:>10.2f} {:>7.1f}% {:>10.2f} {:>7.1f}% {:>12.5f}\n", c.label, enc_gbps,
+                 100.0 * enc_gbps / copy, dec_gbps, 100.0 * dec_gbps / copy,
+                 static_cast<double>(msg.size()) / (4.0 * n));
+    }
+  }
+  return 0;
+}

@@ -1,5 +1,8 @@
 #include "compress/compressor.h"
 
+#include "core/check.h"
+#include "core/ops.h"
+
 namespace sparq::compress {
 
 std::string_view aggregation_name(Aggregation a) {
@@ -19,6 +22,13 @@ Result<Aggregation> parse_aggregation(const std::string& text, const std::string
   }
   return Status::error("{}: unknown aggregation '{}' (allreduce, allgather, two_phase, tree)",
                        key, text);
+}
+
+void Compressor::accumulate(std::span<const float> g, std::span<float> e,
+                            const EncodeContext&) {
+  SPARQ_CHECK(g.size() == e.size(), "accumulate: {} gradients for {} residuals", g.size(),
+              e.size());
+  ops::axpy(1.0f, g.data(), e.data(), e.size());
 }
 
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,

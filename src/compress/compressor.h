@@ -80,6 +80,11 @@ class Compressor {
   // floats; 0 when the compressor is not a contraction (stochastic or unbiased ones).
   virtual double contraction_delta(std::size_t n) const = 0;
 
+  // Forms a = T(g) + e in the residual span `e` (error_feedback.h calls this). T is the
+  // identity for every compressor but dgc, whose T applies clipping and momentum correction
+  // (state indexed by bucket position ctx.offset + i).
+  virtual void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx);
+
   // Per-bucket state beyond the error-feedback residual (empty for stateless compressors).
   virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
   virtual Status load_state(std::span<const std::uint8_t> in) {

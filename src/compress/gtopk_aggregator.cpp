@@ -47,7 +47,7 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
     SPARQ_CHECK(ef->residual().size() == n, "tree: residual of {} for a bucket of {}",
                 ef->residual().size(), n);
     a = ef->residual();
-    ops::axpy(1.0f, bucket.data(), a.data(), n);
+    c.accumulate(bucket, a, ctx);
   } else {
     scratch_.assign(bucket.begin(), bucket.end());
     a = scratch_;

@@ -5,6 +5,7 @@
 
 #include "compress/blockquant.h"
 #include "compress/dense_cast.h"
+#include "compress/dgc.h"
 #include "compress/lbs.h"
 #include "compress/qsgd.h"
 #include "compress/randomk.h"
@@ -62,6 +63,7 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"signsgd", sign(SignCompressor::Kind::kSignSgd)},
       {"onebit", sign(SignCompressor::Kind::kOneBit)},
       {"blockquant", with_options<BlockQuantCompressor>()},
+      {"dgc", with_options<DgcCompressor>()},
       {"lbs", with_options<LbsCompressor>()},
   };
   return table;

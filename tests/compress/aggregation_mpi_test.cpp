@@ -74,6 +74,7 @@ TEST(AggregationMpi, AllreduceAndAllgatherLeaveTheAverageOfDecodedContributions)
       {"randomk", {{"density", "0.05"}}}, {"threshold", {{"threshold", "2"}}},
       {"qsgd", {}}, {"terngrad", {}}, {"signsgd", {}}, {"blockquant", {}},
       {"blockquant", {{"bits", "2"}, {"rounding", "stochastic"}}},
+      {"dgc", {{"density", "0.01"}, {"warmup_steps", "1"}}},
       {"lbs", {}}, {"lbs", {{"density", "0.1"}, {"bits", "3"}, {"selection", "sampled"}}}};
   for (const auto& [name, params] : cases) {
     auto mine = make(name, params);

@@ -1,0 +1,85 @@
+#include "compress/dgc.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "compress/options.h"
+#include "compress/sparse_format.h"
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq::compress {
+
+Result<DgcCompressor::Options> DgcCompressor::Options::parse(ConfigReader& reader) {
+  Options o;
+  SPARQ_ASSIGN_OR_RETURN(o.density, parse_density(reader, 0.001));
+  SPARQ_ASSIGN_OR_RETURN(o.momentum, reader.real("momentum", 0.9, 0.0, 0.999999));
+  SPARQ_ASSIGN_OR_RETURN(o.clip_norm, reader.real("clip_norm", 0.0, 0.0, 1e30));
+  SPARQ_ASSIGN_OR_RETURN(o.warmup_steps, reader.integer("warmup_steps", 0, 0, 1000000000));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return o;
+}
+
+double DgcCompressor::density_at(std::int64_t step) const {
+  const double start = 0.25;
+  if (options_.warmup_steps == 0 || step >= options_.warmup_steps || options_.density >= start) {
+    return options_.density;
+  }
+  const double t = static_cast<double>(std::max<std::int64_t>(step, 0)) /
+                   static_cast<double>(options_.warmup_steps);
+  return start * std::pow(options_.density / start, t);
+}
+
+void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
+                               const EncodeContext& ctx) {
+  SPARQ_CHECK(g.size() == e.size(), "dgc: {} gradients for {} residuals", g.size(), e.size());
+  if (u_.size() < ctx.offset + g.size()) u_.resize(ctx.offset + g.size(), 0.0f);
+  float scale = 1.0f;
+  if (options_.clip_norm > 0.0) {
+    const double norm = std::sqrt(ops::sum_squares(g.data(), g.size()));
+    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(ctx.world_size));
+    if (norm > limit) scale = static_cast<float>(limit / norm);
+  }
+  const float m = static_cast<float>(options_.momentum);
+  float* u = u_.data() + ctx.offset;
+  const std::size_t n = g.size();
+#pragma omp parallel for simd schedule(static) if (n > (1u << 16))
+  for (std::size_t i = 0; i < n; ++i) {
+    u[i] = m * u[i] + scale * g[i];
+    e[i] += u[i];
+  }
+}
+
+void DgcCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
+  selector_.exact(a, k_for(density_at(ctx.step), a.size()), indices_);
+  encode_sparse_f32(a, indices_, msg);
+  // Momentum factor masking: what was sent stops accumulating momentum.
+  if (u_.size() >= ctx.offset + a.size()) {
+    for (std::uint32_t i : indices_) u_[ctx.offset + i] = 0.0f;
+  }
+}
+
+void DgcCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+                           DecodeMode mode, const EncodeContext&) const {
+  decode_sparse_f32(msg, out, alpha, mode, name());
+}
+
+double DgcCompressor::contraction_delta(std::size_t n) const {
+  return static_cast<double>(k_for(options_.density, n)) / static_cast<double>(n);
+}
+
+void DgcCompressor::save_state(std::vector<std::uint8_t>& out) const {
+  out.resize(4 * u_.size());
+  if (!out.empty()) std::memcpy(out.data(), u_.data(), out.size());
+}
+
+Status DgcCompressor::load_state(std::span<const std::uint8_t> in) {
+  if (in.size() % 4 != 0) {
+    return Status::error("dgc: saved momentum of {} bytes is not f32", in.size());
+  }
+  u_.resize(in.size() / 4);
+  if (!in.empty()) std::memcpy(u_.data(), in.data(), in.size());
+  return Status::ok();
+}
+
+}  // namespace sparq::compress

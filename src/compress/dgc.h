@@ -1,0 +1,58 @@
+// dgc (Deep Gradient Compression, Lin et al. 2018): top-k sparsification of a
+// momentum-corrected accumulation, used WITH error feedback (the wrapper's residual is DGC's
+// accumulator v). Per step, for the gradient g of a bucket:
+//   local clipping:      g *= min(1, (clip_norm / sqrt(P)) / ||g||)   (clip_norm 0: off)
+//   momentum correction: u = momentum * u + g;   v = v + u              (accumulate())
+//   selection:           the k_t largest |v| (exact), k_t = round(rho_t n), sent as topk
+//   momentum masking:    u = 0 and v = 0 at the sent positions          (v by the wrapper)
+// Sparsity warm-up: rho_t = 0.25 (rho / 0.25)^(t / warmup_steps) for t < warmup_steps (an
+// exponential ramp from 25% to the target density), then rho; no ramp when rho >= 0.25.
+// Message: the sparse f32 format of sparse_format.h, 12 + index bytes + 4 count.
+// State: u (one f32 per bucket position), saved by save_state.
+// Config keys: density (0, 1] = 0.001, momentum [0, 1) = 0.9, clip_norm [0, 1e30] = 0,
+//              warmup_steps [0, 1e9] = 0.
+// Mass: decoded message + new residual == u_t + old residual (the corrected gradient
+// replaces g); contraction of the selection step: delta = k / n at the target density.
+#pragma once
+
+#include "compress/compressor.h"
+#include "compress/config.h"
+#include "compress/topk_select.h"
+
+namespace sparq::compress {
+
+class DgcCompressor final : public Compressor {
+ public:
+  struct Options {
+    double density = 0.001;
+    double momentum = 0.9;
+    double clip_norm = 0.0;
+    std::int64_t warmup_steps = 0;
+    static Result<Options> parse(ConfigReader& reader);
+  };
+  explicit DgcCompressor(Options options) : options_(options) {}
+
+  std::string_view name() const override { return "dgc"; }
+  Aggregation aggregation() const override { return Aggregation::kAllgather; }
+  void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx) override;
+  void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
+  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+              DecodeMode mode, const EncodeContext& ctx) const override;
+  std::optional<std::size_t> fixed_message_bytes(std::size_t) const override {
+    return std::nullopt;
+  }
+  double contraction_delta(std::size_t n) const override;
+
+  double density_at(std::int64_t step) const;  // rho_t of the warm-up schedule
+  std::span<const float> momentum_state() const { return u_; }
+  void save_state(std::vector<std::uint8_t>& out) const override;
+  Status load_state(std::span<const std::uint8_t> in) override;
+
+ private:
+  Options options_;
+  TopkSelector selector_;
+  std::vector<std::uint32_t> indices_;
+  std::vector<float> u_;
+};
+
+}  // namespace sparq::compress

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""PyTorch side of bench/bench_models: forward + backward steps of one model on the CPU.
+
+Usage: bench_models_torch.py --model gpt2|bert|vgg [--threads N] [--steps S] [--warmup W]
+
+The models are the independent PyTorch implementations of tests/reference/gen_models.py
+(the ones sparq's golden tests match), in float32, in training mode, without dropout. A
+step is zero_grad + forward + backward, as in the C++ driver. Prints one line
+"RESULT <tokens or images per second> <peak RSS MiB> <seconds per step>" on stdout and the
+per-step log on stderr. Benchmark only: nothing is asserted.
+"""
+import argparse
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+import gen_models  # noqa: E402  (the reference model definitions)
+
+WORKLOADS = {
+    # key: spec (as bench_models.cpp), micro-batch, sequence length (0 for images)
+    "gpt2": ("gpt2-124M", 4, 256),
+    "bert": ("bert-base dropout=0 attn_dropout=0", 8, 128),
+    "vgg": ("vgg16", 32, 0),
+}
+
+
+def init_like_sparq(model, cfg):
+    """sparq's initialisation (models/*.h), so both sides compute on the same value ranges.
+    PyTorch's module defaults (N(0, 1) embeddings) give GPT-2 logits in the hundreds, whose
+    softmax underflows into denormals and slows every later step down many times over."""
+    import math
+    import torch.nn as nn
+    with torch.no_grad():
+        for name, m in model.named_modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)) and cfg["arch"] != "vgg":
+                std = cfg["init_std"]
+                if cfg["arch"] == "gpt2" and name.endswith("proj"):
+                    std /= math.sqrt(2 * cfg["n_layer"])
+                nn.init.normal_(m.weight, 0.0, std)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0.0, 0.01)
+            elif isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            if getattr(m, "bias", None) is not None and isinstance(m.bias, torch.Tensor):
+                nn.init.zeros_(m.bias)
+
+
+def make_batch(cfg, b, t, gen):
+    if cfg["arch"] == "vgg":
+        s = cfg["image_size"]
+        return {"images": torch.randn(b, cfg["in_channels"], s, s, generator=gen),
+                "labels": torch.randint(0, cfg["num_classes"], (b,), generator=gen)}
+    v = cfg["vocab_size"]
+    tokens = torch.randint(0, v, (b, t), generator=gen)
+    targets = torch.randint(0, v, (b, t), generator=gen)
+    batch = {"tokens": tokens, "targets": targets}
+    if cfg["arch"] == "bert":
+        unlabelled = torch.rand(b, t, generator=gen) >= 0.15
+        batch["targets"] = targets.masked_fill(unlabelled, gen_models.IGNORE)
+        batch["mask"] = torch.ones(b, t, dtype=torch.uint8)
+        batch["token_types"] = torch.zeros(b, t, dtype=torch.long)
+    return batch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True, choices=sorted(WORKLOADS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    spec, b, t = WORKLOADS[args.model]
+    cfg = gen_models.parse_spec(spec)
+    model = gen_models.build(cfg)  # float32
+    init_like_sparq(model, cfg)
+    model.train()
+    gen = torch.Generator().manual_seed(99)
+    batch = make_batch(cfg, b, t, gen)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
+    total = 0.0
+    for step in range(args.warmup + args.steps):
+        start = time.perf_counter()
+        model.zero_grad(set_to_none=False)
+        _, loss = model(batch)
+        loss.backward()
+        elapsed = time.perf_counter() - start
+        if step >= args.warmup:
+            total += elapsed
+        print(f"  torch {args.model} step {step}: loss {float(loss):.4f}, {elapsed:.2f} s", file=sys.stderr)
+    items = b * (t if t > 0 else 1) * args.steps
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"RESULT {items / total} {peak_mib} {total / args.steps}")
+
+
+if __name__ == "__main__":
+    main()

@@ -60,11 +60,24 @@ void SignCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> 
   const float s = alpha * load_f32(msg.data());
   const std::uint8_t* bits = msg.data() + 4;
   float* y = out.data();
-  const bool set = mode == DecodeMode::kSet;
-#pragma omp parallel for simd schedule(static) if (n > 8 * kParallelBytes)
-  for (std::size_t i = 0; i < n; ++i) {
+  // One byte -> 8 values per iteration; the sign is a select between +s and -s.
+  const std::size_t full = n / 8;
+  if (mode == DecodeMode::kSet) {
+#pragma omp parallel for schedule(static) if (full > kParallelBytes)
+    for (std::size_t j = 0; j < full; ++j) {
+      const unsigned byte = bits[j];
+      for (unsigned b = 0; b < 8; ++b) y[8 * j + b] = ((byte >> b) & 1u) ? -s : s;
+    }
+  } else {
+#pragma omp parallel for schedule(static) if (full > kParallelBytes)
+    for (std::size_t j = 0; j < full; ++j) {
+      const unsigned byte = bits[j];
+      for (unsigned b = 0; b < 8; ++b) y[8 * j + b] += ((byte >> b) & 1u) ? -s : s;
+    }
+  }
+  for (std::size_t i = 8 * full; i < n; ++i) {
     const float v = ((bits[i >> 3] >> (i & 7)) & 1) ? -s : s;
-    y[i] = set ? v : y[i] + v;
+    y[i] = mode == DecodeMode::kSet ? v : y[i] + v;
   }
 }
 

@@ -77,6 +77,9 @@ Result<std::unique_ptr<Compressor>> make_compressor(const CompressConfig& config
     ConfigReader reader(config.params, config.prefix);
     return factory(reader);
   }
+  if (config.name == "powersgd") {
+    return Status::error("{}.name: powersgd is not implemented yet in this build", config.prefix);
+  }
   std::string known;
   for (const auto& name : compressor_names()) known += (known.empty() ? "" : ", ") + name;
   return Status::error("{}.name: unknown compressor '{}' (known: {})", config.prefix,

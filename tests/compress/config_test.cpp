@@ -32,6 +32,9 @@ TEST(CompressConfig, UnknownNameListsTheKnownOnes) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("compress.name"), std::string::npos);
   EXPECT_NE(s.message().find("lbs"), std::string::npos);
+  const Status reserved = build("powersgd", {});
+  ASSERT_FALSE(reserved.is_ok());
+  EXPECT_NE(reserved.message().find("not implemented"), std::string::npos);
 }
 
 TEST(CompressConfig, DensityOutsideUnitIntervalIsRejected) {

@@ -1,6 +1,7 @@
 #include "models/model.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/check.h"
 #include "models/bert.h"
@@ -108,12 +109,16 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
     return Status::error("{}: seq_len {} must be in [1, n_ctx = {}]", config.spec, shape.seq_len,
                          config.n_ctx);
   }
+  std::unique_ptr<Model> model;
   switch (config.arch) {
-    case ModelArch::kGpt2: return std::unique_ptr<Model>(new Gpt2(config, shape));
-    case ModelArch::kBert: return std::unique_ptr<Model>(new Bert(config, shape));
-    case ModelArch::kVgg: return std::unique_ptr<Model>(new Vgg(config, shape));
+    case ModelArch::kGpt2: model.reset(new Gpt2(config, shape)); break;
+    case ModelArch::kBert: model.reset(new Bert(config, shape)); break;
+    case ModelArch::kVgg: model.reset(new Vgg(config, shape)); break;
   }
-  return Status::error("{}: unsupported architecture", config.spec);
+  if (!model) return Status::error("{}: unsupported architecture", config.spec);
+  // The start-up report: parameter count and activation memory for this micro-batch.
+  spdlog::info("{}", model->summary());
+  return model;
 }
 
 int ActivationArena::reserve(std::int64_t numel) {

@@ -156,8 +156,9 @@ class Model {
   int next_ready_ = -1;
 };
 
-// Builds the model a config describes, with activations for `shape`. Bad shapes (seq_len
-// outside [1, n_ctx], micro_batch < 1) are reported as errors naming the value.
+// Builds the model a config describes, with activations for `shape`, and logs its
+// summary() (parameters, activation memory). Bad shapes (seq_len outside [1, n_ctx],
+// micro_batch < 1) are reported as errors naming the value.
 Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape);
 
 // A bump allocator for a model's activations: slots are reserved at construction (in

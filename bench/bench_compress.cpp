@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
       {"blockquant b=4", {"blockquant", {}}},
       {"blockquant b=2", {"blockquant", {{"bits", "2"}}}},
       {"blockquant b=4 stoch", {"blockquant", {{"rounding", "stochastic"}}}},
+      {"powersgd r=4", {"powersgd", {}}},
       {"lbs rho=0.01 b=4", {"lbs", {}}},
       {"lbs rho=0.01 b=4 sampled", {"lbs", {{"selection", "sampled"}}}},
       {"lbs rho=0.1 b=2", {"lbs", {{"density", "0.1"}, {"bits", "2"}}}},

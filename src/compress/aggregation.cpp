@@ -24,6 +24,7 @@ class AllreduceAggregator final : public Aggregator {
                 "allreduce needs summable messages; {} aggregates by {}", c.name(),
                 aggregation_name(c.aggregation()));
     const EncodeContext ctx = with_world(ctx_in, comm);
+    if (c.exchange(bucket, ef, comm, ctx, payload_bytes_)) return;
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
     const std::size_t width = dtype_size(c.wire_dtype());

@@ -24,7 +24,13 @@
 #include "core/dtype.h"
 #include "core/status.h"
 
+namespace sparq::comm {
+class Communicator;
+}
+
 namespace sparq::compress {
+
+class ErrorFeedback;
 
 // How the messages of all ranks are combined (see aggregation.h):
 //   kAllreduce: the message is an array of wire_dtype() that may be summed elementwise, and
@@ -84,6 +90,15 @@ class Compressor {
   // identity for every compressor but dgc, whose T applies clipping and momentum correction
   // (state indexed by bucket position ctx.offset + i).
   virtual void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx);
+
+  // Compressors whose exchange takes several dependent collectives (powersgd: allreduce of
+  // P, orthogonalisation, allreduce of Q) run it here; the allreduce strategy calls this
+  // first and returns when it answers true, with the average in `bucket` and `payload_bytes`
+  // set to this rank's message bytes. The default answers false (one message per rank).
+  virtual bool exchange(std::span<float> bucket, ErrorFeedback* ef, comm::Communicator& comm,
+                        const EncodeContext& ctx, std::size_t& payload_bytes) {
+    return false;
+  }
 
   // Per-bucket state beyond the error-feedback residual (empty for stateless compressors).
   virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }

@@ -7,6 +7,7 @@
 #include "compress/dense_cast.h"
 #include "compress/dgc.h"
 #include "compress/lbs.h"
+#include "compress/powersgd.h"
 #include "compress/qsgd.h"
 #include "compress/randomk.h"
 #include "compress/sign.h"
@@ -63,6 +64,7 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"signsgd", sign(SignCompressor::Kind::kSignSgd)},
       {"onebit", sign(SignCompressor::Kind::kOneBit)},
       {"blockquant", with_options<BlockQuantCompressor>()},
+      {"powersgd", with_options<PowerSgdCompressor>()},
       {"dgc", with_options<DgcCompressor>()},
       {"lbs", with_options<LbsCompressor>()},
   };
@@ -76,9 +78,6 @@ Result<std::unique_ptr<Compressor>> make_compressor(const CompressConfig& config
     if (name != config.name) continue;
     ConfigReader reader(config.params, config.prefix);
     return factory(reader);
-  }
-  if (config.name == "powersgd") {
-    return Status::error("{}.name: powersgd is not implemented yet in this build", config.prefix);
   }
   std::string known;
   for (const auto& name : compressor_names()) known += (known.empty() ? "" : ", ") + name;

@@ -1,7 +1,6 @@
 // The compressor factory: a stable name plus key/value settings -> a configured compressor.
 // Names: none, fp16, bf16, topk, topk_sampled, randomk, threshold, gtopk, qsgd, terngrad,
-// signsgd, onebit, blockquant, dgc, lbs (see docs/compress.md for every key). `powersgd` is
-// reserved and answers with a clear "not implemented" error.
+// signsgd, onebit, blockquant, powersgd, dgc, lbs (see docs/compress.md for every key).
 // Unknown names, unknown keys and out-of-range values are errors naming the key.
 #pragma once
 

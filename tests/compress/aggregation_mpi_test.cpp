@@ -10,6 +10,7 @@
 #include "comm/mpi_communicator.h"
 #include "compress/aggregation.h"
 #include "compress/gtopk_aggregator.h"
+#include "compress/powersgd.h"
 #include "compress/two_phase_aggregator.h"
 #include "test_util.h"
 
@@ -235,6 +236,60 @@ TEST(AggregationMpi, GtopkAgreesOnOneIndexSetAndAveragesOnIt) {
       }
     }
     EXPECT_EQ(in_some_local_topk, k) << "global indices come from local top-k sets";
+  }
+}
+
+TEST(AggregationMpi, PowerSgdAveragesTheRanksProjectionsAndAgrees) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  const std::size_t rows = 60, cols = 40, r = 3, n = rows * cols + 7;
+  for (bool alternate : {true, false}) {
+    auto made = make("powersgd", {{"rank", "3"}, {"min_compress_numel", "16"},
+                                  {"alternate", alternate ? "true" : "false"}});
+    auto& c = dynamic_cast<PowerSgdCompressor&>(*made);
+    ASSERT_TRUE(c.set_layout(n, {{"w", 0, rows, cols}}).is_ok());
+    c.prepare(n, context(0, me, p));
+    // The test's own Gram-Schmidt of the shared initial Q.
+    std::vector<double> q(c.q_factor(0).begin(), c.q_factor(0).end());
+    for (std::size_t j = 0; j < r; ++j) {
+      for (std::size_t k = 0; k < j; ++k) {
+        double dot = 0;
+        for (std::size_t i = 0; i < cols; ++i) dot += q[i * r + j] * q[i * r + k];
+        for (std::size_t i = 0; i < cols; ++i) q[i * r + j] -= dot * q[i * r + k];
+      }
+      double norm = 0;
+      for (std::size_t i = 0; i < cols; ++i) norm += q[i * r + j] * q[i * r + j];
+      for (std::size_t i = 0; i < cols; ++i) q[i * r + j] /= std::sqrt(norm);
+    }
+    auto strategy = make_aggregator(c.aggregation());
+    std::vector<float> bucket = gradient(me, 0, n);
+    strategy->run(bucket, c, nullptr, *comm, context(0, me, p));
+    std::vector<float> all(n * p);
+    comm->allgather(bucket.data(), all.data(), n, DType::kF32);
+    for (int rr = 0; rr < p; ++rr) {
+      EXPECT_TRUE(std::equal(bucket.begin(), bucket.end(), all.begin() + rr * n)) << rr;
+    }
+    if (!alternate) continue;
+    // First alternate exchange: the average over ranks of a_r Q Q^T, dense tail averaged.
+    std::vector<double> expected(n, 0.0);
+    for (int rr = 0; rr < p; ++rr) {
+      const auto g = gradient(rr, 0, n);
+      for (std::size_t i = 0; i < rows; ++i) {
+        double proj[3] = {0, 0, 0};
+        for (std::size_t k = 0; k < cols; ++k) {
+          for (std::size_t j = 0; j < r; ++j) proj[j] += g[i * cols + k] * q[k * r + j];
+        }
+        for (std::size_t k = 0; k < cols; ++k) {
+          double v = 0;
+          for (std::size_t j = 0; j < r; ++j) v += proj[j] * q[k * r + j];
+          expected[i * cols + k] += v / p;
+        }
+      }
+      for (std::size_t i = rows * cols; i < n; ++i) expected[i] += double(g[i]) / p;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(bucket[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << i;
+    }
   }
 }
 

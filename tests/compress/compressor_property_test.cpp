@@ -37,6 +37,7 @@ std::vector<Case> all_cases() {
           {"terngrad", {}},
           {"signsgd", {}},
           {"onebit", {}},
+          {"powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}}},
           {"blockquant", {{"bits", "4"}}},
           {"blockquant", {{"bits", "3"}, {"block", "64"}, {"rounding", "stochastic"}}},
           {"lbs", {}},

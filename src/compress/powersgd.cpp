@@ -1,0 +1,357 @@
+#include "compress/powersgd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "compress/error_feedback.h"
+#include "core/check.h"
+#include "core/ops.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+namespace {
+
+// The three products below are thin (one side has r columns), and each output element is
+// accumulated in a fixed order by one thread: results are identical on every rank whatever
+// its thread count (a multithreaded BLAS may split reductions differently).
+constexpr std::size_t kParallelWork = std::size_t{1} << 16;
+
+// out[rows, r] = M[rows, cols] * F[cols, r]
+void times(const float* m, const MatrixSegment& s, const float* f, std::size_t r, float* out) {
+#pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
+  for (std::size_t i = 0; i < s.rows; ++i) {
+    float* o = out + i * r;
+    std::fill(o, o + r, 0.0f);
+    for (std::size_t k = 0; k < s.cols; ++k) {
+      const float x = m[i * s.cols + k];
+      for (std::size_t j = 0; j < r; ++j) o[j] += x * f[k * r + j];
+    }
+  }
+}
+
+// out[cols, r] = M^T * F[rows, r], parallel over blocks of columns of M.
+void times_t(const float* m, const MatrixSegment& s, const float* f, std::size_t r, float* out) {
+  constexpr std::size_t kBlock = 64;
+  const std::size_t blocks = (s.cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t k0 = b * kBlock, k1 = std::min(s.cols, k0 + kBlock);
+    std::fill(out + k0 * r, out + k1 * r, 0.0f);
+    for (std::size_t i = 0; i < s.rows; ++i) {
+      const float* fi = f + i * r;
+      for (std::size_t k = k0; k < k1; ++k) {
+        const float x = m[i * s.cols + k];
+        for (std::size_t j = 0; j < r; ++j) out[k * r + j] += x * fi[j];
+      }
+    }
+  }
+}
+
+// out[rows, cols] = P[rows, r] * Q[cols, r]^T
+void outer(const float* p, const float* q, const MatrixSegment& s, std::size_t r, float* out) {
+#pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
+  for (std::size_t i = 0; i < s.rows; ++i) {
+    for (std::size_t k = 0; k < s.cols; ++k) {
+      float v = 0.0f;
+      for (std::size_t j = 0; j < r; ++j) v += p[i * r + j] * q[k * r + j];
+      out[i * s.cols + k] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void orthonormalize_columns(float* m, std::size_t rows, std::size_t r) {
+  for (std::size_t j = 0; j < r; ++j) {
+    for (std::size_t prev = 0; prev < j; ++prev) {
+      double dot = 0.0;
+      for (std::size_t i = 0; i < rows; ++i) dot += double(m[i * r + j]) * m[i * r + prev];
+      for (std::size_t i = 0; i < rows; ++i) m[i * r + j] -= static_cast<float>(dot) * m[i * r + prev];
+    }
+    double norm = 0.0;
+    for (std::size_t i = 0; i < rows; ++i) norm += double(m[i * r + j]) * m[i * r + j];
+    norm = std::sqrt(norm);
+    const float inv = norm > 1e-30 ? static_cast<float>(1.0 / norm) : 0.0f;
+    for (std::size_t i = 0; i < rows; ++i) m[i * r + j] *= inv;
+  }
+}
+
+Result<PowerSgdCompressor::Options> PowerSgdCompressor::Options::parse(ConfigReader& reader) {
+  Options o;
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t rank, reader.integer("rank", 4, 1, 1024));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t min_numel,
+                         reader.integer("min_compress_numel", 4096, 1, std::int64_t{1} << 40));
+  SPARQ_ASSIGN_OR_RETURN(o.alternate, reader.boolean("alternate", false));
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  o.rank = static_cast<int>(rank);
+  o.min_compress_numel = static_cast<std::size_t>(min_numel);
+  o.rank_key = reader.full_key("rank");
+  return o;
+}
+
+Status PowerSgdCompressor::set_layout(std::size_t n, std::vector<MatrixSegment> segments) {
+  std::sort(segments.begin(), segments.end(),
+            [](const auto& x, const auto& y) { return x.offset < y.offset; });
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  matrices_.clear();
+  dense_.clear();
+  std::size_t pos = 0;
+  for (const MatrixSegment& s : segments) {
+    const std::size_t numel = s.rows * s.cols;
+    if (s.offset < pos || s.offset + numel > n) {
+      return Status::error("powersgd: tensor '{}' [{}, {}] at {} overlaps another or leaves the "
+                           "bucket of {}", s.name, s.rows, s.cols, s.offset, n);
+    }
+    if (s.offset > pos) dense_.push_back({pos, s.offset - pos});
+    const bool compress = s.rows > 1 && s.cols > 1 && numel >= options_.min_compress_numel;
+    if (compress && r > std::min(s.rows, s.cols)) {
+      return Status::error("{}: {} exceeds min(rows, cols) = {} of tensor '{}' [{}, {}]",
+                           options_.rank_key, r, std::min(s.rows, s.cols), s.name, s.rows, s.cols);
+    }
+    if (compress) {
+      matrices_.push_back(s);
+    } else if (numel > 0) {
+      dense_.push_back({s.offset, numel});
+    }
+    pos = s.offset + numel;
+  }
+  if (pos < n) dense_.push_back({pos, n - pos});
+  n_ = n;
+  planned_ = true;
+  p_.assign(matrices_.size(), {});
+  q_.assign(matrices_.size(), {});
+  exchanges_ = 0;
+  return Status::ok();
+}
+
+void PowerSgdCompressor::plan_default(std::size_t n) {
+  const std::size_t cols = std::max<std::size_t>(1, static_cast<std::size_t>(std::sqrt(double(n))));
+  const std::size_t rows = n / cols;
+  std::vector<MatrixSegment> segments;
+  if (std::min(rows, cols) >= static_cast<std::size_t>(options_.rank)) {
+    segments.push_back({"bucket", 0, rows, cols});
+  }
+  const Status s = set_layout(n, segments);
+  SPARQ_CHECK(s.is_ok(), "{}", s.message());
+}
+
+void PowerSgdCompressor::prepare(std::size_t n, const EncodeContext& ctx) {
+  if (!planned_) plan_default(n);
+  SPARQ_CHECK(n == n_, "powersgd: planned for {} floats, got {}", n_, n);
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    if (!q_[m].empty()) continue;
+    q_[m].resize(matrices_[m].cols * r);
+    // Rank 0's stream: every rank starts from the same Q.
+    fill_normal(q_[m].data(), q_[m].size(), 0.0f, 1.0f, ctx.seed,
+                make_stream(RngPurpose::kCompression, 0, ctx.bucket_id * 4099u + static_cast<std::uint32_t>(m)));
+  }
+}
+
+std::size_t PowerSgdCompressor::factor_floats(bool p) const {
+  std::size_t total = 0;
+  for (const auto& s : matrices_) total += (p ? s.rows : s.cols) * options_.rank;
+  return total;
+}
+
+std::size_t PowerSgdCompressor::dense_floats() const {
+  std::size_t total = 0;
+  for (const Range& d : dense_) total += d.count;
+  return total;
+}
+
+std::optional<std::size_t> PowerSgdCompressor::fixed_message_bytes(std::size_t n) const {
+  if (!planned_ || n != n_) return std::nullopt;
+  return 4 * (factor_floats(true) + factor_floats(false) + dense_floats());
+}
+
+void PowerSgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx,
+                                Message& msg) {
+  prepare(a.size(), ctx);
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  msg.resize(*fixed_message_bytes(a.size()));
+  float* p = reinterpret_cast<float*>(msg.data());
+  float* q = p + factor_floats(true);
+  float* dense = q + factor_floats(false);
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const MatrixSegment& s = matrices_[m];
+    times(a.data() + s.offset, s, q_[m].data(), r, p);
+    orthonormalize_columns(p, s.rows, r);
+    times_t(a.data() + s.offset, s, p, r, q);
+    std::copy(q, q + s.cols * r, q_[m].begin());  // warm start
+    p += s.rows * r;
+    q += s.cols * r;
+  }
+  for (const Range& d : dense_) {
+    std::memcpy(dense, a.data() + d.offset, 4 * d.count);
+    dense += d.count;
+  }
+}
+
+void PowerSgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
+                                float alpha, DecodeMode mode, const EncodeContext&) const {
+  SPARQ_CHECK(planned_ && out.size() == n_ && msg.size() == *fixed_message_bytes(n_),
+              "powersgd: message of {} bytes for {} floats", msg.size(), out.size());
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  const float* p = reinterpret_cast<const float*>(msg.data());
+  const float* q = p + factor_floats(true);
+  const float* dense = q + factor_floats(false);
+  std::vector<float> approx;
+  for (const MatrixSegment& s : matrices_) {
+    approx.resize(s.rows * s.cols);
+    outer(p, q, s, r, approx.data());
+    float* y = out.data() + s.offset;
+    if (mode == DecodeMode::kSet) ops::fill(y, approx.size(), 0.0f);
+    ops::axpy(alpha, approx.data(), y, approx.size());
+    p += s.rows * r;
+    q += s.cols * r;
+  }
+  for (const Range& d : dense_) {
+    float* y = out.data() + d.offset;
+    if (mode == DecodeMode::kSet) ops::fill(y, d.count, 0.0f);
+    ops::axpy(alpha, dense, y, d.count);
+    dense += d.count;
+  }
+}
+
+bool PowerSgdCompressor::exchange(std::span<float> bucket, ErrorFeedback* ef,
+                                  comm::Communicator& comm, const EncodeContext& ctx,
+                                  std::size_t& payload_bytes) {
+  const std::size_t n = bucket.size(), r = static_cast<std::size_t>(options_.rank);
+  prepare(n, ctx);
+  std::span<float> a;
+  if (ef) {
+    SPARQ_CHECK(ef->residual().size() == n, "powersgd: residual of {} for a bucket of {}",
+                ef->residual().size(), n);
+    a = ef->residual();
+    accumulate(bucket, a, ctx);
+  } else {
+    scratch_.assign(bucket.begin(), bucket.end());
+    a = scratch_;
+  }
+  const float inv_world = 1.0f / static_cast<float>(comm.size());
+  // Which factor is sent this exchange: full sends P then Q; alternate sends one of them.
+  const bool send_p = !options_.alternate || exchanges_ % 2 == 0;
+  const bool send_q = !options_.alternate || exchanges_ % 2 == 1;
+  const std::size_t dense = dense_floats();
+  payload_bytes = 0;
+
+  // First message: P = M * (Q, orthonormalised in the alternate variant) plus dense floats;
+  // in the alternate odd exchange it is Q = M^T orth(P) plus dense floats instead.
+  const bool first_is_p = send_p;
+  send_.resize(factor_floats(first_is_p) + dense);
+  float* f = send_.data();
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const MatrixSegment& s = matrices_[m];
+    const float* mat = a.data() + s.offset;
+    if (first_is_p) {
+      if (options_.alternate) orthonormalize_columns(q_[m].data(), s.cols, r);
+      times(mat, s, q_[m].data(), r, f);
+      f += s.rows * r;
+    } else {
+      orthonormalize_columns(p_[m].data(), s.rows, r);
+      times_t(mat, s, p_[m].data(), r, f);
+      f += s.cols * r;
+    }
+  }
+  for (const Range& d : dense_) {
+    std::memcpy(f, a.data() + d.offset, 4 * d.count);
+    f += d.count;
+  }
+  comm.allreduce(send_.data(), send_.data(), send_.size(), DType::kF32, comm::ReduceOp::kSum);
+  payload_bytes += 4 * send_.size();
+
+  f = send_.data();
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const std::size_t len = (first_is_p ? matrices_[m].rows : matrices_[m].cols) * r;
+    auto& keep = first_is_p ? p_[m] : q_[m];
+    keep.assign(f, f + len);
+    f += len;
+  }
+  float* dense_sum = f;
+  if (send_p && send_q) {
+    // Full variant: orthonormalise the summed P, then one more allreduce for Q = M^T P.
+    fixed_.resize(factor_floats(false));
+    float* q = fixed_.data();
+    for (std::size_t m = 0; m < matrices_.size(); ++m) {
+      const MatrixSegment& s = matrices_[m];
+      orthonormalize_columns(p_[m].data(), s.rows, r);
+      times_t(a.data() + s.offset, s, p_[m].data(), r, q);
+      q += s.cols * r;
+    }
+    comm.allreduce(fixed_.data(), fixed_.data(), fixed_.size(), DType::kF32,
+                   comm::ReduceOp::kSum);
+    payload_bytes += 4 * fixed_.size();
+    q = fixed_.data();
+    for (std::size_t m = 0; m < matrices_.size(); ++m) {
+      q_[m].assign(q, q + matrices_[m].cols * r);
+      q += matrices_[m].cols * r;
+    }
+  }
+  // Decode: M_hat = P Q^T with the summed factor scaled by 1/world.
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const MatrixSegment& s = matrices_[m];
+    auto& summed = (send_p && send_q) || !first_is_p ? q_[m] : p_[m];
+    ops::scale(summed.data(), summed.size(), inv_world);
+    float* y = bucket.data() + s.offset;
+    outer(p_[m].data(), q_[m].data(), s, r, y);
+    if (ef) ops::axpy(-1.0f, y, a.data() + s.offset, s.rows * s.cols);
+  }
+  for (const Range& d : dense_) {
+    for (std::size_t i = 0; i < d.count; ++i) bucket[d.offset + i] = dense_sum[i] * inv_world;
+    if (ef) ops::fill(a.data() + d.offset, d.count, 0.0f);
+    dense_sum += d.count;
+  }
+  ++exchanges_;
+  return true;
+}
+
+// State layout: u64 parity, then per matrix u64 |P|, f32 P, u64 |Q|, f32 Q.
+void PowerSgdCompressor::save_state(std::vector<std::uint8_t>& out) const {
+  std::size_t bytes = 8;
+  for (std::size_t m = 0; m < matrices_.size(); ++m) bytes += 16 + 4 * (p_[m].size() + q_[m].size());
+  out.resize(bytes);
+  std::uint8_t* w = out.data();
+  const std::uint64_t parity = exchanges_ % 2;
+  std::memcpy(w, &parity, 8);
+  w += 8;
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    for (const auto* v : {&p_[m], &q_[m]}) {
+      const std::uint64_t len = v->size();
+      std::memcpy(w, &len, 8);
+      if (len) std::memcpy(w + 8, v->data(), 4 * len);
+      w += 8 + 4 * len;
+    }
+  }
+}
+
+Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
+  if (!planned_) return Status::error("powersgd: set_layout or prepare before load_state");
+  std::size_t pos = 0;
+  auto get = [&](void* data, std::size_t bytes) {
+    if (pos + bytes > in.size()) return false;
+    std::memcpy(data, in.data() + pos, bytes);
+    pos += bytes;
+    return true;
+  };
+  std::uint64_t parity = 0;
+  if (!get(&parity, 8)) return Status::error("powersgd: saved state truncated");
+  std::vector<std::vector<float>> p(matrices_.size()), q(matrices_.size());
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    for (auto* v : {&p[m], &q[m]}) {
+      std::uint64_t len = 0;
+      if (!get(&len, 8) || len > in.size()) return Status::error("powersgd: saved state truncated");
+      v->resize(len);
+      if (!get(v->data(), 4 * len)) return Status::error("powersgd: saved state truncated");
+    }
+  }
+  if (pos != in.size()) return Status::error("powersgd: saved state has trailing bytes");
+  p_ = std::move(p);
+  q_ = std::move(q);
+  exchanges_ = parity;
+  return Status::ok();
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "compress/aggregation.h"
+#include "compress/powersgd.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+std::unique_ptr<PowerSgdCompressor> make_psgd(std::map<std::string, std::string> params) {
+  auto c = testing::make("powersgd", std::move(params));
+  return std::unique_ptr<PowerSgdCompressor>(dynamic_cast<PowerSgdCompressor*>(c.release()));
+}
+
+TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
+  const std::size_t rows = 64, cols = 48, tail = 10, n = rows * cols + tail;
+  const auto a = testing::normal_vector(rows * 2, 1), b = testing::normal_vector(cols * 2, 2);
+  std::vector<float> g(n);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      g[i * cols + j] = a[2 * i] * b[2 * j] + a[2 * i + 1] * b[2 * j + 1];
+    }
+  }
+  for (std::size_t i = 0; i < tail; ++i) g[rows * cols + i] = 0.5f * i;
+  for (const char* alternate : {"false", "true"}) {
+    auto c = make_psgd({{"rank", "2"}, {"min_compress_numel", "16"}, {"alternate", alternate}});
+    ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
+    auto comm = comm::make_self_communicator();
+    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    std::vector<float> bucket = g;
+    strategy->run(bucket, *c, nullptr, *comm, {});
+    // The alternate variant's first exchange projects onto a random orthonormal Q, which
+    // recovers a rank-2 matrix only after its P step: run one more exchange.
+    if (std::string(alternate) == "true") {
+      bucket = g;
+      strategy->run(bucket, *c, nullptr, *comm, {});
+    }
+    const double err = testing::squared_distance(bucket, g), norm = testing::squared_norm(g);
+    EXPECT_LT(err, 1e-9 * norm) << alternate;
+    for (std::size_t i = 0; i < tail; ++i) EXPECT_EQ(bucket[rows * cols + i], g[rows * cols + i]);
+    EXPECT_EQ(strategy->last_payload_bytes(),
+              std::string(alternate) == "true" ? 4 * (cols * 2 + tail) : 4 * ((rows + cols) * 2 + tail));
+  }
+}
+
+TEST(PowerSgd, ErrorFeedbackConservesMassThroughTheExchange) {
+  const std::size_t n = 3000;
+  for (const char* alternate : {"false", "true"}) {
+    auto c = make_psgd({{"rank", "3"}, {"min_compress_numel", "64"}, {"alternate", alternate}});
+    ASSERT_TRUE(c->set_layout(n, {{"a", 0, 40, 50}, {"bias", 2000, 1, 50}, {"b", 2100, 30, 30}})
+                    .is_ok());
+    EXPECT_EQ(c->matrices().size(), 2u);
+    auto comm = comm::make_self_communicator();
+    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    std::vector<float> residual(n, 0.0f);
+    ErrorFeedback ef(residual);
+    for (int step = 0; step < 4; ++step) {
+      const auto g = testing::normal_vector(n, 10 + step);
+      const std::vector<float> before = residual;
+      std::vector<float> bucket = g;
+      EncodeContext ctx;
+      ctx.step = step;
+      strategy->run(bucket, *c, &ef, *comm, ctx);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(bucket[i] + residual[i], g[i] + before[i], 1e-4f) << alternate << " " << i;
+      }
+      EXPECT_GT(ef.residual_norm(), 0.0);
+    }
+  }
+}
+
+TEST(PowerSgd, StateRoundTripsAndContinuesIdentically) {
+  const std::size_t n = 4096;
+  auto comm = comm::make_self_communicator();
+  auto strategy = make_aggregator(Aggregation::kAllreduce);
+  auto first = make_psgd({{"rank", "2"}, {"alternate", "true"}});
+  std::vector<float> bucket = testing::normal_vector(n, 3);
+  strategy->run(bucket, *first, nullptr, *comm, {});
+  std::vector<std::uint8_t> state;
+  first->save_state(state);
+  auto second = make_psgd({{"rank", "2"}, {"alternate", "true"}});
+  second->prepare(n, {});
+  ASSERT_TRUE(second->load_state(state).is_ok());
+  std::vector<float> x = testing::normal_vector(n, 4), y = x;
+  strategy->run(x, *first, nullptr, *comm, {});
+  strategy->run(y, *second, nullptr, *comm, {});
+  EXPECT_EQ(x, y);
+  EXPECT_FALSE(second->load_state(std::span<const std::uint8_t>(state.data(), 5)).is_ok());
+}
+
+TEST(PowerSgd, LayoutErrorsNameTheKeyAndTensor) {
+  auto c = make_psgd({{"rank", "8"}, {"min_compress_numel", "16"}});
+  const Status too_big = c->set_layout(1000, {{"h.0.attn.proj.weight", 0, 4, 200}});
+  ASSERT_FALSE(too_big.is_ok());
+  EXPECT_NE(too_big.message().find("compress.rank"), std::string::npos) << too_big.message();
+  EXPECT_NE(too_big.message().find("h.0.attn.proj.weight"), std::string::npos);
+  EXPECT_FALSE(c->set_layout(1000, {{"a", 0, 20, 20}, {"b", 300, 20, 20}}).is_ok());
+  EXPECT_FALSE(c->set_layout(100, {{"a", 0, 20, 20}}).is_ok());
+  // Small tensors go dense instead of failing.
+  EXPECT_TRUE(c->set_layout(1000, {{"tiny", 0, 2, 4}}).is_ok());
+  EXPECT_TRUE(c->matrices().empty());
+}
+
+}  // namespace
+}  // namespace sparq::compress

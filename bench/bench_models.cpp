@@ -136,7 +136,11 @@ Measurement run_measured(const std::string& command) {
     std::istringstream in(line);
     std::string tag;
     in >> tag;
-    if (tag == "RESULT" && (in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s)) m.ok = true;
+    if (tag == "RESULT") {
+      m.ok = static_cast<bool>(in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s);
+    } else {
+      std::fputs(line, stderr);  // the child's log (e.g. the model summary)
+    }
   }
   return m;
 }

@@ -1,0 +1,70 @@
+// Elementwise activations: ReLU (VGG), GELU in its tanh (GPT-2) and exact erf (BERT) forms,
+// and Tanh (BERT pooler). Shapes are free: x, y, dy, dx all hold the same element count.
+//
+// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
+// into parameter gradients. These layers have no parameters, so only the first half applies.
+//
+// What backward reads: ReLU and Tanh read the forward OUTPUT y (so forward may run in place,
+// x == y); GELU reads the forward INPUT x. dx may alias dy.
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+
+namespace sparq {
+
+enum class GeluKind { kTanh, kErf };
+
+namespace cpu {
+template <typename T>
+void relu_forward(const T* x, T* y, std::int64_t n);
+template <typename T>
+void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n);
+template <typename T>
+void gelu_forward(GeluKind kind, const T* x, T* y, std::int64_t n);
+template <typename T>
+void gelu_backward(GeluKind kind, const T* x, const T* dy, T* dx, std::int64_t n);
+template <typename T>
+void tanh_forward(const T* x, T* y, std::int64_t n);
+template <typename T>
+void tanh_backward(const T* y, const T* dy, T* dx, std::int64_t n);
+}  // namespace cpu
+
+class Relu {
+ public:
+  explicit Relu(std::string name = "relu") : name_(std::move(name)) {}
+  void forward(const Tensor& x, const Tensor& y) const;
+  void backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const;
+
+ private:
+  std::string name_;
+};
+
+class Gelu {
+ public:
+  explicit Gelu(GeluKind kind, std::string name = "gelu") : kind_(kind), name_(std::move(name)) {}
+  void forward(const Tensor& x, const Tensor& y) const;
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const;
+  GeluKind kind() const { return kind_; }
+
+ private:
+  GeluKind kind_;
+  std::string name_;
+};
+
+class Tanh {
+ public:
+  explicit Tanh(std::string name = "tanh") : name_(std::move(name)) {}
+  void forward(const Tensor& x, const Tensor& y) const;
+  void backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const;
+
+ private:
+  std::string name_;
+};
+
+// Checks that `b` is a host f32 view with as many elements as `a`; returns that count.
+std::int64_t check_same_numel(const Tensor& a, const Tensor& b, const std::string& layer,
+                              const char* a_name, const char* b_name);
+
+}  // namespace sparq

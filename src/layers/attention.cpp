@@ -1,0 +1,103 @@
+#include "layers/attention.h"
+
+#include "core/check.h"
+#include "core/threading.h"
+
+namespace sparq {
+
+MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
+    : name_(std::move(prefix)),
+      config_(config),
+      qkv_proj_(name_ + ".qkv", {config.dim, 3 * config.dim, true, config.init_std}),
+      out_proj_(name_ + ".proj", {config.dim, config.dim, true, config.proj_init_std}) {
+  const Config& c = config_;
+  SPARQ_CHECK(c.heads > 0 && c.dim % c.heads == 0, "{}: {} heads do not divide dim {}", name_,
+              c.heads, c.dim);
+  SPARQ_CHECK(c.seq > 0 && c.max_batch > 0, "{}: need seq > 0 and max_batch > 0, got {} and {}",
+              name_, c.seq, c.max_batch);
+  SPARQ_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "{}: dropout must be in [0, 1), got {}",
+              name_, c.dropout);
+  const std::int64_t tokens = c.max_batch * c.seq;
+  cache_ = Buffer::host((tokens * 4 * c.dim + c.max_batch * c.heads * c.seq * c.seq) * sizeof(float));
+  slots_ = max_threads();
+  scratch_ = Buffer::host((tokens * 4 * c.dim + slots_ * cpu::attention_scratch_per_slot(c.seq)) *
+                          sizeof(float));
+}
+
+void MultiHeadAttention::declare(ParamStore& store) const {
+  qkv_proj_.declare(store);
+  out_proj_.declare(store);
+}
+
+void MultiHeadAttention::bind(const ParamStore& store) {
+  qkv_proj_.bind(store);
+  out_proj_.bind(store);
+}
+
+std::vector<std::string> MultiHeadAttention::param_names() const {
+  std::vector<std::string> names = qkv_proj_.param_names();
+  for (auto& n : out_proj_.param_names()) names.push_back(n);
+  return names;
+}
+
+Tensor MultiHeadAttention::probs() const {
+  const std::int64_t off = config_.max_batch * config_.seq * 3 * config_.dim;
+  return Tensor(cache_.as<float>() + off, DType::kF32, {batch_, config_.heads, t_, t_});
+}
+
+AttentionGeom MultiHeadAttention::geom(const DropoutStep& step) const {
+  AttentionGeom g;
+  g.batch = batch_;
+  g.seq = t_;
+  g.dim = config_.dim;
+  g.heads = config_.heads;
+  g.causal = config_.causal;
+  g.key_valid = key_valid_.empty() ? nullptr : key_valid_.data<std::uint8_t>();
+  g.dropout_p = step.training ? config_.dropout : 0.0f;
+  g.key = DropoutKey::make(step, config_.layer_index);
+  return g;
+}
+
+void MultiHeadAttention::forward(const Tensor& x, const Tensor& y, const Tensor& key_valid,
+                                 const DropoutStep& step) {
+  SPARQ_CHECK(x.ndim() == 3, "{}: x must be [B, T, C], got {}", name_, x.shape().str());
+  const std::int64_t b = x.dim(0), t = x.dim(1), c = config_.dim;
+  check_arg(x, {b, t, c}, name_, "x");
+  check_arg(y, {b, t, c}, name_, "y");
+  SPARQ_CHECK(b <= config_.max_batch && t <= config_.seq,
+              "{}: x {} exceeds the cache's max_batch {} or seq {}", name_, x.shape().str(),
+              config_.max_batch, config_.seq);
+  if (!key_valid.empty()) check_arg(key_valid, {b, t}, name_, "key_valid", DType::kU8);
+  batch_ = b;
+  t_ = t;
+  key_valid_ = key_valid;
+  float* qkv = cache_.as<float>();
+  float* ctx = probs().data<float>() + b * config_.heads * t * t;
+  qkv_proj_.forward(x, Tensor(qkv, DType::kF32, {b, t, 3 * c}));
+  cpu::attention_forward<float>(geom(step), qkv, probs().data<float>(), ctx,
+                                scratch_.as<float>() + config_.max_batch * config_.seq * 4 * c,
+                                slots_);
+  out_proj_.forward(Tensor(ctx, DType::kF32, {b, t, c}), y);
+}
+
+void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tensor& dx,
+                                  const DropoutStep& step) {
+  const std::int64_t b = batch_, t = t_, c = config_.dim;
+  SPARQ_CHECK(b > 0, "{}: backward before forward", name_);
+  check_arg(x, {b, t, c}, name_, "x (shape of the last forward)");
+  check_arg(dy, {b, t, c}, name_, "dy");
+  check_arg(dx, {b, t, c}, name_, "dx");
+  const Tensor qkv(cache_.as<float>(), DType::kF32, {b, t, 3 * c});
+  const Tensor ctx(probs().data<float>() + b * config_.heads * t * t, DType::kF32, {b, t, c});
+  const Tensor dctx(scratch_.as<float>(), DType::kF32, {b, t, c});
+  const Tensor dqkv(scratch_.as<float>() + config_.max_batch * config_.seq * c, DType::kF32,
+                    {b, t, 3 * c});
+  out_proj_.backward(ctx, dy, dctx);
+  cpu::attention_backward<float>(geom(step), qkv.data<float>(), probs().data<float>(),
+                                 dctx.data<float>(), dqkv.data<float>(),
+                                 scratch_.as<float>() + config_.max_batch * config_.seq * 4 * c,
+                                 slots_);
+  qkv_proj_.backward(x, dqkv, dx);
+}
+
+}  // namespace sparq

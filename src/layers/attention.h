@@ -1,0 +1,68 @@
+// MultiHeadAttention: the self-attention block of GPT-2 and BERT,
+//   qkv = x Wqkv^T + bqkv          [B, T, 3C]  (fused projection, GPT-2's c_attn layout)
+//   ctx = attention(qkv)            [B, T, C]   (attention_kernels.h: masks, softmax, dropout)
+//   y   = ctx Wproj^T + bproj       [B, T, C]
+//
+// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
+// (+=) into all four parameter gradients.
+//
+// Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
+// "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].
+// Cache and workspace (owned, allocated once for max_batch x seq at construction):
+// qkv [B, T, 3C], probs [B, H, T, T] (the O(B*H*T^2) term; the dropout mask is regenerated),
+// ctx [B, T, C], and backward scratch (dctx, dqkv, per-thread T x T areas for up to
+// max_threads() at construction). backward reads the forward input x and the cache, and
+// must get the same DropoutStep (and mask) as the forward.
+#pragma once
+
+#include <vector>
+
+#include "core/buffer.h"
+#include "layers/attention_kernels.h"
+#include "layers/linear.h"
+
+namespace sparq {
+
+class MultiHeadAttention {
+ public:
+  struct Config {
+    std::int64_t dim = 0;     // C
+    std::int64_t heads = 0;   // H, divides C
+    std::int64_t seq = 0;     // maximum T
+    std::int64_t max_batch = 0;
+    bool causal = false;
+    float dropout = 0.0f;     // on the attention probabilities
+    std::uint32_t layer_index = 0;  // dropout stream, unique among a model's dropout sites
+    float init_std = 0.02f;
+    float proj_init_std = 0.02f;  // GPT-2 scales the residual projection by 1/sqrt(2L)
+  };
+  MultiHeadAttention(std::string prefix, Config config);
+
+  void declare(ParamStore& store) const;
+  void bind(const ParamStore& store);
+  std::vector<std::string> param_names() const;
+  ParamRange param_range(const ParamStore& store) const { return store.range_of(param_names()); }
+  const std::string& name() const { return name_; }
+
+  // x, y [B, T, C] with B <= max_batch, T <= seq. key_valid: empty, or u8 [B, T].
+  void forward(const Tensor& x, const Tensor& y, const Tensor& key_valid,
+               const DropoutStep& step);
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const DropoutStep& step);
+
+  // Attention probabilities of the last forward, [B, H, T, T] (before dropout).
+  Tensor probs() const;
+  std::size_t cache_bytes() const { return cache_.size() + scratch_.size(); }
+
+ private:
+  AttentionGeom geom(const DropoutStep& step) const;
+  std::string name_;
+  Config config_;
+  Linear qkv_proj_, out_proj_;
+  Buffer cache_;    // qkv | probs | ctx
+  Buffer scratch_;  // dctx | dqkv | per-thread areas
+  int slots_ = 1;
+  std::int64_t batch_ = 0, t_ = 0;  // of the last forward
+  Tensor key_valid_;
+};
+
+}  // namespace sparq

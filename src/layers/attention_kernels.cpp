@@ -1,0 +1,123 @@
+#include "layers/attention_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/threading.h"
+#include "layers/matmul.h"
+
+namespace sparq::cpu {
+namespace {
+
+bool visible(const AttentionGeom& g, std::int64_t b, std::int64_t i, std::int64_t j) {
+  if (g.causal && j > i) return false;
+  return g.key_valid == nullptr || g.key_valid[b * g.seq + j] != 0;
+}
+
+// In-place masked softmax of one score row.
+template <typename T>
+void softmax_row(const AttentionGeom& g, std::int64_t b, std::int64_t i, T* row) {
+  const std::int64_t t = g.seq;
+  // Causal rows only look at j <= i, and nothing beyond needs the exp.
+  const std::int64_t end = g.causal ? i + 1 : t;
+  T mx = -std::numeric_limits<T>::infinity();
+  for (std::int64_t j = 0; j < end; ++j) {
+    if (visible(g, b, i, j)) mx = std::max(mx, row[j]);
+  }
+  if (mx == -std::numeric_limits<T>::infinity()) {
+    std::fill(row, row + t, T(0));
+    return;
+  }
+  T sum = 0;
+  for (std::int64_t j = 0; j < end; ++j) {
+    row[j] = visible(g, b, i, j) ? std::exp(row[j] - mx) : T(0);
+    sum += row[j];
+  }
+  const T inv = T(1) / sum;
+  for (std::int64_t j = 0; j < end; ++j) row[j] *= inv;
+  std::fill(row + end, row + t, T(0));
+}
+
+int team_for(int slots) { return std::max(1, std::min(slots, max_threads())); }
+
+}  // namespace
+
+template <typename T>
+void attention_forward(const AttentionGeom& g, const T* qkv, T* probs, T* ctx, T* scratch,
+                       int slots) {
+  const std::int64_t t = g.seq, c = g.dim, d = g.head_dim(), bh_count = g.batch * g.heads;
+  const T scale = T(1) / std::sqrt(static_cast<T>(d));
+#pragma omp parallel for schedule(dynamic) num_threads(team_for(slots)) if (bh_count > 1)
+  for (std::int64_t bh = 0; bh < bh_count; ++bh) {
+    const std::int64_t b = bh / g.heads, h = bh % g.heads;
+    const T* q = qkv + b * t * 3 * c + h * d;
+    T* p = probs + bh * t * t;
+    matmul<T>(GemmShape{false, true, t, t, d, 3 * c, 3 * c, t}, scale, q, q + c, T(0), p);
+    for (std::int64_t i = 0; i < t; ++i) softmax_row(g, b, i, p + i * t);
+    const T* use = p;
+    if (g.dropout_p > 0.0f) {
+      T* dropped = scratch + thread_index() * attention_scratch_per_slot(t);
+      cpu::dropout_scales<T>(g.key, static_cast<std::uint64_t>(bh * t * t), t * t, g.dropout_p,
+                             dropped);
+      for (std::int64_t e = 0; e < t * t; ++e) dropped[e] *= p[e];
+      use = dropped;
+    }
+    matmul<T>(GemmShape{false, false, t, d, t, t, 3 * c, c}, T(1), use, q + 2 * c, T(0),
+              ctx + b * t * c + h * d);
+  }
+}
+
+template <typename T>
+void attention_backward(const AttentionGeom& g, const T* qkv, const T* probs, const T* dctx,
+                        T* dqkv, T* scratch, int slots) {
+  const std::int64_t t = g.seq, c = g.dim, d = g.head_dim(), bh_count = g.batch * g.heads;
+  const T scale = T(1) / std::sqrt(static_cast<T>(d));
+#pragma omp parallel for schedule(dynamic) num_threads(team_for(slots)) if (bh_count > 1)
+  for (std::int64_t bh = 0; bh < bh_count; ++bh) {
+    const std::int64_t b = bh / g.heads, h = bh % g.heads;
+    const T* q = qkv + b * t * 3 * c + h * d;
+    const T* p = probs + bh * t * t;
+    const T* dc = dctx + b * t * c + h * d;
+    T* dq = dqkv + b * t * 3 * c + h * d;
+    T* dp = scratch + thread_index() * attention_scratch_per_slot(t);  // [t, t]
+    T* used = dp + t * t;                                               // [t, t]
+    // dP_used = dctx v^T.
+    matmul<T>(GemmShape{false, true, t, t, d, c, 3 * c, t}, T(1), dc, q + 2 * c, T(0), dp);
+    const T* use = p;
+    if (g.dropout_p > 0.0f) {
+      // Regenerate the mask as scales, fold it into dP and rebuild the dropped probs.
+      cpu::dropout_scales<T>(g.key, static_cast<std::uint64_t>(bh * t * t), t * t, g.dropout_p,
+                             used);
+      for (std::int64_t e = 0; e < t * t; ++e) {
+        dp[e] *= used[e];
+        used[e] *= p[e];
+      }
+      use = used;
+    }
+    // dV = P_used^T dctx.
+    matmul<T>(GemmShape{true, false, t, d, t, t, c, 3 * c}, T(1), use, dc, T(0), dq + 2 * c);
+    // Softmax backward: dS = P * (dP - rowsum(P * dP)).
+    for (std::int64_t i = 0; i < t; ++i) {
+      const T* pr = p + i * t;
+      T* dr = dp + i * t;
+      T dot = 0;
+      for (std::int64_t j = 0; j < t; ++j) dot += pr[j] * dr[j];
+      for (std::int64_t j = 0; j < t; ++j) dr[j] = pr[j] * (dr[j] - dot);
+    }
+    // dQ = dS K * scale, dK = dS^T Q * scale.
+    matmul<T>(GemmShape{false, false, t, d, t, t, 3 * c, 3 * c}, scale, dp, q + c, T(0), dq);
+    matmul<T>(GemmShape{true, false, t, d, t, t, 3 * c, 3 * c}, scale, dp, q, T(0), dq + c);
+  }
+}
+
+template void attention_forward<float>(const AttentionGeom&, const float*, float*, float*, float*,
+                                       int);
+template void attention_forward<double>(const AttentionGeom&, const double*, double*, double*,
+                                        double*, int);
+template void attention_backward<float>(const AttentionGeom&, const float*, const float*,
+                                        const float*, float*, float*, int);
+template void attention_backward<double>(const AttentionGeom&, const double*, const double*,
+                                         const double*, double*, double*, int);
+
+}  // namespace sparq::cpu

@@ -1,0 +1,111 @@
+#include "layers/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/check.h"
+#include "layers/param_set.h"
+
+namespace sparq {
+namespace cpu {
+
+template <typename T>
+double cross_entropy(const T* logits, const std::int32_t* targets, T* dlogits, T* row_loss,
+                     std::int64_t n, std::int64_t v, std::int64_t valid, std::int32_t ignore_index,
+                     T dloss) {
+  std::int64_t count = 0;
+  for (std::int64_t i = 0; i < n; ++i) count += targets[i] != ignore_index;
+  const T grad_scale = count > 0 ? dloss / static_cast<T>(count) : T(0);
+#pragma omp parallel for schedule(static) if (n * v > 32768)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T* x = logits + i * v;
+    T* dx = dlogits != nullptr ? dlogits + i * v : nullptr;
+    if (targets[i] == ignore_index) {
+      row_loss[i] = 0;
+      if (dx != nullptr) std::fill(dx, dx + v, T(0));
+      continue;
+    }
+    T mx = -std::numeric_limits<T>::infinity();
+    for (std::int64_t j = 0; j < valid; ++j) mx = std::max(mx, x[j]);
+    const T target_logit = x[targets[i]];
+    // Sum the exponentials, keeping them in dx when a gradient is wanted: the gradient pass
+    // then only rescales a row that is still in cache.
+    T sum = 0;
+    if (dx != nullptr) {
+      for (std::int64_t j = 0; j < valid; ++j) {
+        dx[j] = std::exp(x[j] - mx);
+        sum += dx[j];
+      }
+    } else {
+      for (std::int64_t j = 0; j < valid; ++j) sum += std::exp(x[j] - mx);
+    }
+    row_loss[i] = std::log(sum) + mx - target_logit;
+    if (dx == nullptr) continue;
+    const T k = grad_scale / sum;
+    for (std::int64_t j = 0; j < valid; ++j) dx[j] *= k;
+    dx[targets[i]] -= grad_scale;
+    std::fill(dx + valid, dx + v, T(0));
+  }
+  double total = 0;
+  for (std::int64_t i = 0; i < n; ++i) total += row_loss[i];
+  return count > 0 ? total / static_cast<double>(count) : 0.0;
+}
+
+template double cross_entropy<float>(const float*, const std::int32_t*, float*, float*,
+                                     std::int64_t, std::int64_t, std::int64_t, std::int32_t,
+                                     float);
+template double cross_entropy<double>(const double*, const std::int32_t*, double*, double*,
+                                      std::int64_t, std::int64_t, std::int64_t, std::int32_t,
+                                      double);
+
+}  // namespace cpu
+
+CrossEntropy::CrossEntropy(std::string name, Config config)
+    : name_(std::move(name)), config_(config) {
+  if (config_.valid_vocab == 0) config_.valid_vocab = config_.vocab;
+  SPARQ_CHECK(config_.vocab > 0 && config_.valid_vocab > 0 && config_.valid_vocab <= config_.vocab,
+              "{}: need 0 < valid_vocab {} <= vocab {}", name_, config_.valid_vocab,
+              config_.vocab);
+  SPARQ_CHECK(config_.max_rows > 0, "{}: max_rows must be positive, got {}", name_,
+              config_.max_rows);
+  losses_ = Buffer::host(config_.max_rows * sizeof(float), true);
+}
+
+float CrossEntropy::run(const Tensor& logits, const Tensor& targets, float* dlogits, float dloss) {
+  const std::int64_t n = check_rows(logits, config_.vocab, name_, "logits");
+  SPARQ_CHECK(n <= config_.max_rows, "{}: {} rows exceed max_rows {}", name_, n, config_.max_rows);
+  SPARQ_CHECK(!targets.empty() && targets.is_cpu() && targets.dtype() == DType::kI32 &&
+                  targets.numel() == n,
+              "{}: targets must be host int32 with {} elements, got {}", name_, n, targets.str());
+  const std::int32_t* t = targets.data<std::int32_t>();
+  std::int64_t counted = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (t[i] == config_.ignore_index) continue;
+    SPARQ_CHECK(t[i] >= 0 && t[i] < config_.valid_vocab,
+                "{}: target {} at row {} is outside [0, {}) and is not the ignore index {}", name_,
+                t[i], i, config_.valid_vocab, config_.ignore_index);
+    ++counted;
+  }
+  rows_ = n;
+  counted_ = counted;
+  return static_cast<float>(cpu::cross_entropy<float>(logits.data<float>(), t, dlogits,
+                                                      losses_.as<float>(), n, config_.vocab,
+                                                      config_.valid_vocab, config_.ignore_index,
+                                                      dloss));
+}
+
+float CrossEntropy::forward(const Tensor& logits, const Tensor& targets) {
+  return run(logits, targets, nullptr, 0.0f);
+}
+
+float CrossEntropy::forward_backward(const Tensor& logits, const Tensor& targets,
+                                     const Tensor& dlogits, float dloss) {
+  SPARQ_CHECK(check_rows(dlogits, config_.vocab, name_, "dlogits") * config_.vocab ==
+                  logits.numel(),
+              "{}: dlogits {} does not match logits {}", name_, dlogits.shape().str(),
+              logits.shape().str());
+  return run(logits, targets, dlogits.data<float>(), dloss);
+}
+
+}  // namespace sparq

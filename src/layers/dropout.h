@@ -1,0 +1,70 @@
+// Dropout with masks that are regenerated, never stored. The keep decision for element i of
+// a layer's tensor at a training step is a pure function of
+//   (seed, stream = make_stream(kDropout, rank, layer_index), offset = step * 2^40 + i)
+// through the core Philox generator, so forward and backward (and a re-run of the step)
+// draw the same mask. Element i is kept when its uniform draw u satisfies u >= p, and kept
+// values are scaled by 1 / (1 - p) (inverted dropout). In eval mode, or with p == 0, dropout
+// is the identity.
+//
+// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
+// into parameter gradients (Dropout has none). dx may alias dy; y may alias x.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace sparq {
+
+// Which random numbers a step uses: shared by every dropout site of a model.
+struct DropoutStep {
+  std::uint64_t seed = 0;
+  std::uint32_t rank = 0;
+  std::uint64_t step = 0;
+  bool training = true;
+};
+
+// The Philox coordinates of one dropout site (a layer) at one step.
+struct DropoutKey {
+  std::uint64_t seed = 0;
+  std::uint64_t stream = 0;
+  std::uint64_t first = 0;  // offset of element 0
+  static constexpr int kStepShift = 40;  // elements per step and site: 2^40
+  static DropoutKey make(const DropoutStep& step, std::uint32_t layer_index) {
+    return {step.seed, make_stream(RngPurpose::kDropout, step.rank, layer_index),
+            step.step << kStepShift};
+  }
+};
+
+namespace cpu {
+// scale[i] = (draw(first + offset + i) >= p) ? 1 / (1 - p) : 0, for i in [0, n).
+// Uses all four words of each Philox block, so it costs a quarter of per-element draws.
+template <typename T>
+void dropout_scales(const DropoutKey& key, std::uint64_t offset, std::int64_t n, float p,
+                    T* scale);
+// y = x * scale, regenerating the scales block by block (x may alias y).
+template <typename T>
+void dropout_apply(const DropoutKey& key, float p, const T* x, T* y, std::int64_t n);
+}  // namespace cpu
+
+class Dropout {
+ public:
+  // layer_index must be unique among the dropout sites of a model (it selects the stream).
+  Dropout(std::string name, float p, std::uint32_t layer_index);
+
+  void forward(const Tensor& x, const Tensor& y, const DropoutStep& step) const;
+  // Must receive the same DropoutStep as the forward it differentiates.
+  void backward(const Tensor& dy, const Tensor& dx, const DropoutStep& step) const;
+  float p() const { return p_; }
+
+ private:
+  void run(const Tensor& in, const Tensor& out, const DropoutStep& step, const char* in_name,
+           const char* out_name) const;
+  std::string name_;
+  float p_;
+  std::uint32_t layer_index_;
+};
+
+}  // namespace sparq

@@ -1,0 +1,60 @@
+// Embedding: a lookup table [num, dim]. Serves token embeddings (ids from the data),
+// learned position embeddings (id = position t) and BERT's token-type embeddings, and the
+// tied output head (logits = x * table^T, GPT-2 and the BERT MLM decoder).
+//
+// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
+// into parameter gradients. Lookups have no input gradient (ids are discrete): their
+// backward is a scatter-add into dtable, summing rows of repeated ids. The tied head's
+// backward overwrites dx and adds into dtable.
+//
+// Parameter: "<prefix>.weight" [num, dim], N(0, init_std), no weight decay by convention.
+// No caches. Ids are int32 and must lie in [0, num); an id outside is a fatal error that
+// names the layer, the position and the id.
+#pragma once
+
+#include "layers/param_set.h"
+
+namespace sparq {
+
+namespace cpu {
+// y[i] (=|+=) table[ids[i]] for i in [0, n).
+template <typename T>
+void embedding_forward(const std::int32_t* ids, const T* table, T* y, std::int64_t n,
+                       std::int64_t dim, bool accumulate);
+// dtable[ids[i]] += dy[i]; deterministic (threads own column ranges).
+template <typename T>
+void embedding_backward(const std::int32_t* ids, const T* dy, T* dtable, std::int64_t n,
+                        std::int64_t dim);
+}  // namespace cpu
+
+class Embedding : public ParamLayer {
+ public:
+  struct Config {
+    std::int64_t num = 0;
+    std::int64_t dim = 0;
+    float init_std = 0.02f;
+  };
+  Embedding(std::string prefix, Config config);
+
+  // ids int32 [...], y f32 [..., dim] with the same leading element count. With
+  // `accumulate`, the rows are added to y (position embeddings on top of tokens).
+  void forward(const Tensor& ids, const Tensor& y, bool accumulate = false) const;
+  void backward(const Tensor& ids, const Tensor& dy) const;
+
+  // Position embeddings: row (b, t) of y [batch, seq, dim] gets table[t] (seq <= num).
+  void forward_positions(const Tensor& y, bool accumulate) const;
+  void backward_positions(const Tensor& dy) const;
+
+  // Tied output head: logits [rows, num] = x [rows, dim] * table^T.
+  void project(const Tensor& x, const Tensor& logits) const;
+  void project_backward(const Tensor& x, const Tensor& dlogits, const Tensor& dx) const;
+
+  const Tensor& table() const { return params_.param(table_); }
+
+ private:
+  std::int64_t check_ids(const Tensor& ids, const Tensor& y, const char* y_name) const;
+  Config config_;
+  int table_ = -1;
+};
+
+}  // namespace sparq

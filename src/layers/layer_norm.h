@@ -1,0 +1,51 @@
+// LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
+// rstd = 1 / sqrt(biased variance + eps), per row of x [rows, C] (any leading dims).
+//
+// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
+// (+=) into dgamma and dbeta.
+//
+// Parameters: "<prefix>.weight" [C] (ones) and "<prefix>.bias" [C] (zeros), no weight decay.
+// Cache: the layer owns mean and rstd for up to `max_rows` rows (allocated once at
+// construction); forward fills them and backward reads them together with the forward
+// input x, which the caller keeps alive. y may not alias x; dx may not alias dy.
+#pragma once
+
+#include "core/buffer.h"
+#include "layers/param_set.h"
+
+namespace sparq {
+
+namespace cpu {
+template <typename T>
+void layer_norm_forward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd,
+                        std::int64_t rows, std::int64_t c, T eps);
+template <typename T>
+void layer_norm_backward(const T* x, const T* gamma, const T* mean, const T* rstd, const T* dy,
+                         T* dx, T* dgamma, T* dbeta, std::int64_t rows, std::int64_t c);
+}  // namespace cpu
+
+class LayerNorm : public ParamLayer {
+ public:
+  struct Config {
+    std::int64_t dim = 0;
+    float eps = 1e-5f;
+    std::int64_t max_rows = 0;  // micro-batch rows (B * T) the cache is sized for
+  };
+  LayerNorm(std::string prefix, Config config);
+
+  void forward(const Tensor& x, const Tensor& y);
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const;
+
+  std::size_t cache_bytes() const { return cache_.size(); }
+  // Statistics of the last forward, [rows].
+  Tensor mean() const { return Tensor(cache_.as<float>(), DType::kF32, {rows_}); }
+  Tensor rstd() const { return Tensor(cache_.as<float>() + config_.max_rows, DType::kF32, {rows_}); }
+
+ private:
+  Config config_;
+  int gamma_ = -1, beta_ = -1;
+  Buffer cache_;  // mean [max_rows] then rstd [max_rows]
+  std::int64_t rows_ = 0;
+};
+
+}  // namespace sparq

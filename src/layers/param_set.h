@@ -1,0 +1,70 @@
+// ParamSet: the trainable tensors of one layer, named "<prefix>.<local name>" in the
+// ParamStore. A layer registers its specs here at construction, declares them into the
+// store (in forward order) before ParamStore::allocate(), and binds to the store's views
+// after it. The views point into the store's flat buffers, which own the memory; a bound
+// layer must not outlive its store.
+//
+// ParamLayer is the small base every layer with parameters derives from, so models and the
+// WFBP scheduler see one uniform surface: declare(), bind(), param_names(), param_range().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/param_store.h"
+#include "core/tensor.h"
+
+namespace sparq {
+
+class ParamSet {
+ public:
+  ParamSet() = default;
+  explicit ParamSet(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  // Registers "<prefix>.<name>" and returns its slot for param()/grad().
+  int add(const std::string& name, Shape shape, Init init, bool weight_decay);
+  void declare(ParamStore& store) const;
+  // Fetches parameter and gradient views; the store must be allocated and hold every spec.
+  void bind(const ParamStore& store);
+
+  bool bound() const { return bound_; }
+  const Tensor& param(int slot) const;
+  const Tensor& grad(int slot) const;
+  const std::string& prefix() const { return prefix_; }
+  std::vector<std::string> names() const;
+  int size() const { return static_cast<int>(specs_.size()); }
+
+ private:
+  std::string prefix_;
+  std::vector<ParamSpec> specs_;
+  std::vector<Tensor> params_;
+  std::vector<Tensor> grads_;
+  bool bound_ = false;
+};
+
+class ParamLayer {
+ public:
+  explicit ParamLayer(std::string prefix) : params_(std::move(prefix)) {}
+
+  void declare(ParamStore& store) const { params_.declare(store); }
+  void bind(const ParamStore& store) { params_.bind(store); }
+  std::vector<std::string> param_names() const { return params_.names(); }
+  // The span of the flat layout holding this layer's parameters (for gradient readiness).
+  ParamRange param_range(const ParamStore& store) const { return store.range_of(names_or_die()); }
+  const std::string& name() const { return params_.prefix(); }
+
+ protected:
+  std::vector<std::string> names_or_die() const;
+  ParamSet params_;
+};
+
+// Checks a host f32 (or other dtype) view against the expected shape; the message names
+// the layer and the argument, e.g. "h.0.ln_1: x has shape [4, 7], expected [4, 8]".
+void check_arg(const Tensor& t, const Shape& expected, const std::string& layer, const char* arg,
+               DType dtype = DType::kF32);
+// Same, for layers that accept any leading dimensions: the last dim must equal `last` and
+// the result is the number of rows (product of the leading dims).
+std::int64_t check_rows(const Tensor& t, std::int64_t last, const std::string& layer,
+                        const char* arg);
+
+}  // namespace sparq

@@ -1,0 +1,115 @@
+// Conv2d, MaxPool2d, AdaptiveAvgPool2d and flatten: hand-computed forward, float64 central
+// differences on odd shapes, and gradient accumulation.
+#include <gtest/gtest.h>
+
+#include "layer_test_util.h"
+#include "layers/conv2d.h"
+#include "layers/pooling.h"
+
+namespace sparq {
+namespace {
+
+using testing::expect_gradient;
+using testing::random_vec;
+using testing::weighted_sum;
+
+TEST(Conv2d, HandComputedForward) {
+  // 1 image, 1 channel 3x3, kernel 2x2 of ones, bias 0.5, padding 0: window sums + 0.5.
+  Conv2d conv("conv", {1, 1, 2, 2, 1, 0, 1, true, 3, 3});
+  ParamStore store = testing::bind_layers(conv);
+  testing::copy_into(store.param("conv.weight"), {1, 1, 1, 1});
+  testing::copy_into(store.param("conv.bias"), {0.5f});
+  std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, y(4);
+  conv.forward(testing::view(x, {1, 1, 3, 3}), testing::view(y, {1, 1, 2, 2}));
+  EXPECT_EQ(y, (std::vector<float>{12.5f, 16.5f, 24.5f, 28.5f}));
+  // Padding 1, stride 2, a single 1 at the kernel's centre: picks x[0,0], x[0,2], ...
+  Conv2d strided("s", {1, 1, 3, 3, 2, 1, 1, false, 3, 3});
+  ParamStore store2 = testing::bind_layers(strided);
+  testing::copy_into(store2.param("s.weight"), {0, 0, 0, 0, 1, 0, 0, 0, 0});
+  strided.forward(testing::view(x, {1, 1, 3, 3}), testing::view(y, {1, 1, 2, 2}));
+  EXPECT_EQ(y, (std::vector<float>{1, 3, 7, 9}));
+}
+
+struct ConvCase { std::int64_t n, c, h, w, k, r, s, stride, pad, dil; };
+
+TEST(Conv2d, BackwardMatchesFiniteDifferences) {
+  for (const ConvCase& cc : {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{1, 2, 7, 6, 3, 3, 2, 2, 1, 1},
+                             ConvCase{2, 2, 7, 7, 2, 3, 3, 1, 2, 2}, ConvCase{2, 3, 3, 5, 5, 1, 1, 1, 0, 1}}) {
+    Conv2dGeom g{cc.n, cc.c, cc.h, cc.w, cc.k, cc.r, cc.s, cc.stride, cc.stride, cc.pad, cc.pad, cc.dil, cc.dil};
+    auto x = random_vec(g.n * g.c * g.h * g.w, 31), w = random_vec(g.k * g.col_rows(), 32),
+         b = random_vec(g.k, 33), r = random_vec(g.n * g.k * g.col_cols(), 34);
+    std::vector<double> y(r.size()), col(g.col_rows() * g.col_cols());
+    auto loss = [&] {
+      cpu::conv2d_forward<double>(g, x.data(), w.data(), b.data(), y.data(), col.data());
+      return weighted_sum(y, r);
+    };
+    std::vector<double> dx(x.size(), 7.0), dw(w.size(), 0.0), db(b.size(), 0.0);
+    cpu::conv2d_backward<double>(g, x.data(), w.data(), r.data(), dx.data(), dw.data(), db.data(),
+                                 col.data());
+    expect_gradient(loss, x, dx, "conv dx");
+    expect_gradient(loss, w, dw, "conv dw");
+    expect_gradient(loss, b, db, "conv db");
+  }
+}
+
+TEST(Conv2d, TwoBackwardCallsAccumulate) {
+  Conv2d conv("conv", {2, 3, 3, 3, 1, 1, 1, true, 5, 4});
+  ParamStore store = testing::bind_layers(conv);
+  auto x = testing::to_float(random_vec(2 * 2 * 20, 35)), dy = testing::to_float(random_vec(2 * 3 * 20, 36));
+  std::vector<float> dx(x.size());
+  const Shape xs{2, 2, 5, 4}, ys{2, 3, 5, 4};
+  conv.backward(testing::view(x, xs), testing::view(dy, ys), testing::view(dx, xs));
+  const auto dw1 = testing::to_vector(store.grad("conv.weight"));
+  const auto dx1 = dx;
+  conv.backward(testing::view(x, xs), testing::view(dy, ys), testing::view(dx, xs));
+  const auto dw2 = testing::to_vector(store.grad("conv.weight"));
+  for (std::size_t i = 0; i < dw1.size(); ++i) EXPECT_FLOAT_EQ(dw2[i], 2 * dw1[i]);
+  EXPECT_EQ(dx, dx1);
+}
+
+TEST(MaxPool2d, HandComputedForwardAndBackward) {
+  MaxPool2d pool("pool", {1, 4, 4, 2, 2, 0, 1});
+  std::vector<float> x{1, 5, 2, 0, 3, 4, 8, 1, 0, 0, -1, -2, 9, 0, -3, -4}, y(4), dy{1, 2, 3, 4},
+      dx(16);
+  pool.forward(testing::view(x, {1, 1, 4, 4}), testing::view(y, {1, 1, 2, 2}));
+  EXPECT_EQ(y, (std::vector<float>{5, 8, 9, -1}));
+  pool.backward(testing::view(dy, {1, 1, 2, 2}), testing::view(dx, {1, 1, 4, 4}));
+  EXPECT_EQ(dx, (std::vector<float>{0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 3, 0, 0, 0}));
+}
+
+TEST(Pooling, BackwardMatchesFiniteDifferences) {
+  const PoolGeom mg{2 * 3, 7, 5, 3, 2, 3, 2, 1};  // k3 s2 p1 on 7x5
+  auto x = random_vec(mg.planes * mg.h * mg.w, 37), r = random_vec(mg.planes * mg.out_h * mg.out_w, 38);
+  std::vector<double> y(r.size()), dx(x.size());
+  std::vector<std::int32_t> argmax(r.size());
+  auto max_loss = [&] {
+    cpu::max_pool_forward<double>(mg, x.data(), y.data(), argmax.data());
+    return weighted_sum(y, r);
+  };
+  max_loss();
+  cpu::max_pool_backward<double>(mg, argmax.data(), r.data(), dx.data());
+  expect_gradient(max_loss, x, dx, "maxpool dx");
+
+  const PoolGeom ag{2 * 3, 7, 5, 3, 2};
+  auto avg_loss = [&] {
+    cpu::avg_pool_forward<double>(ag, x.data(), y.data());
+    return weighted_sum(y, r);
+  };
+  cpu::avg_pool_backward<double>(ag, r.data(), dx.data());
+  expect_gradient(avg_loss, x, dx, "avgpool dx");
+}
+
+TEST(Pooling, GlobalAverageAndFlatten) {
+  AdaptiveAvgPool2d gap("gap", 1, 1);
+  std::vector<float> x{1, 2, 3, 6, 10, 20, 30, 40}, y(2), dy{4, 8}, dx(8);
+  gap.forward(testing::view(x, {1, 2, 2, 2}), testing::view(y, {1, 2, 1, 1}));
+  EXPECT_EQ(y, (std::vector<float>{3, 25}));
+  gap.backward(testing::view(dy, {1, 2, 1, 1}), testing::view(dx, {1, 2, 2, 2}));
+  EXPECT_EQ(dx, (std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2}));
+  const Tensor flat = flatten(testing::view(x, {2, 2, 2, 1}));
+  EXPECT_EQ(flat.shape(), (Shape{2, 4}));
+  EXPECT_EQ(flat.raw(), x.data());
+}
+
+}  // namespace
+}  // namespace sparq

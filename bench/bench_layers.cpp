@@ -1,0 +1,163 @@
+// Forward+backward time of every layer at GPT-2-124M shapes (B=4, T=256, C=768, 12 heads,
+// vocab 50304) and VGG-16 first-block shapes (B=32, 64 channels, 32x32), next to PyTorch's
+// time for the same op measured by bench/bench_layers_torch.py on the same machine.
+//
+//   /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
+//   bench_layers --threads 2 [--torch-results torch.txt] [--seconds 1]
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/threading.h"
+#include "core/timer.h"
+#include "layers/activation.h"
+#include "layers/attention.h"
+#include "layers/batch_norm.h"
+#include "layers/conv2d.h"
+#include "layers/cross_entropy.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/layer_norm.h"
+#include "layers/linear.h"
+#include "layers/pooling.h"
+#include "layers/residual.h"
+
+namespace {
+
+using namespace sparq;
+
+constexpr std::int64_t kB = 4, kT = 256, kC = 768, kH = 12, kV = 50304;
+constexpr std::int64_t kN = 32, kCh = 64, kHW = 32;
+
+struct Arena {  // one vector per tensor, filled with N(0, 1)
+  std::vector<std::vector<float>> store;
+  Tensor make(Shape s) {
+    store.emplace_back(s.numel());
+    fill_normal(store.back().data(), store.back().size(), 0, 1, 7, store.size());
+    return Tensor(store.back().data(), DType::kF32, s);
+  }
+};
+
+double time_ms(const std::function<void()>& step, double seconds) {
+  step();  // warm-up
+  double best = 1e30;
+  Stopwatch total;
+  int reps = 0;
+  while (total.seconds() < seconds || reps < 3) {
+    Stopwatch sw;
+    step();
+    best = std::min(best, sw.millis());
+    ++reps;
+  }
+  return best;
+}
+
+template <typename L>
+ParamStore bind(L& layer) {
+  ParamStore store;
+  layer.declare(store);
+  store.allocate();
+  store.initialize(1);
+  layer.bind(store);
+  return store;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  double seconds = 1.0;
+  std::string torch_file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
+    else if (a == "--torch-results" && i + 1 < argc) torch_file = argv[++i];
+    else {
+      fmt::print(stderr, "usage: bench_layers [--threads N] [--seconds S] [--torch-results FILE]\n");
+      return 2;
+    }
+  }
+  set_num_threads(threads);
+  std::map<std::string, double> torch_ms;
+  if (!torch_file.empty()) {
+    std::ifstream in(torch_file);
+    if (!in) {
+      fmt::print(stderr, "cannot read torch results '{}'\n", torch_file);
+      return 1;
+    }
+    std::string name;
+    double ms;
+    while (in >> name >> ms) torch_ms[name] = ms;
+  }
+
+  Arena a;
+  const Shape tok{kB, kT, kC}, img{kN, kCh, kHW, kHW};
+  const DropoutStep step{1, 0, 0, true};
+  std::vector<std::pair<std::string, std::function<void()>>> cases;
+
+  Linear qkv("qkv", {kC, 3 * kC}), fc("fc", {kC, 4 * kC}), proj("proj", {4 * kC, kC});
+  ParamStore s1 = bind(qkv), s2 = bind(fc), s3 = bind(proj);
+  Tensor x = a.make(tok), dx = a.make(tok), y3 = a.make({kB, kT, 3 * kC}), y4 = a.make({kB, kT, 4 * kC}),
+         dy4 = a.make({kB, kT, 4 * kC}), dx4 = a.make({kB, kT, 4 * kC}), y = a.make(tok), dy = a.make(tok);
+  cases.push_back({"linear_768x2304", [&] { qkv.forward(x, y3); qkv.backward(x, y3, dx); }});
+  cases.push_back({"linear_768x3072", [&] { fc.forward(x, y4); fc.backward(x, dy4, dx); }});
+  cases.push_back({"linear_3072x768", [&] { proj.forward(y4, y); proj.backward(y4, dy, dx4); }});
+  LayerNorm ln("ln", {kC, 1e-5f, kB * kT});
+  ParamStore s4 = bind(ln);
+  cases.push_back({"layernorm", [&] { ln.forward(x, y); ln.backward(x, dy, dx); }});
+  Gelu gelu(GeluKind::kTanh);
+  cases.push_back({"gelu_tanh", [&] { gelu.forward(y4, dx4); gelu.backward(y4, dy4, dx4); }});
+  Dropout drop("drop", 0.1f, 1);
+  cases.push_back({"dropout", [&] { drop.forward(x, y, step); drop.backward(dy, dx, step); }});
+  Residual res;
+  cases.push_back({"residual", [&] { res.forward(x, dy, y); res.backward(dy, dx, y); }});
+  MultiHeadAttention mha("attn", {kC, kH, kT, kB, true, 0.0f, 2});
+  ParamStore s5 = bind(mha);
+  cases.push_back({"attention_causal", [&] { mha.forward(x, y, Tensor(), step); mha.backward(x, dy, dx, step); }});
+  Embedding wte("wte", {kV, kC});
+  ParamStore s6 = bind(wte);
+  std::vector<std::int32_t> ids(kB * kT);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919) % kV);
+  const Tensor idv(ids.data(), DType::kI32, {kB, kT});
+  cases.push_back({"embedding", [&] { wte.forward(idv, y); wte.backward(idv, dy); }});
+  Tensor logits = a.make({kB * kT, kV}), dlogits = a.make({kB * kT, kV});
+  CrossEntropy ce("ce", {kV, 50257, -100, kB * kT});
+  std::vector<std::int32_t> tgt(ids);
+  for (auto& t : tgt) t %= 50257;  // the padded columns are never targets
+  const Tensor targets(tgt.data(), DType::kI32, {kB * kT});
+  cases.push_back({"cross_entropy", [&] { ce.forward_backward(logits, targets, dlogits); }});
+
+  Conv2d conv("conv", {kCh, kCh, 3, 3, 1, 1, 1, true, kHW, kHW});
+  ParamStore s7 = bind(conv);
+  Tensor xi = a.make(img), yi = a.make(img), dyi = a.make(img), dxi = a.make(img);
+  cases.push_back({"conv3x3_64", [&] { conv.forward(xi, yi); conv.backward(xi, dyi, dxi); }});
+  BatchNorm2d bn("bn", {kCh});
+  ParamStore s8 = bind(bn);
+  cases.push_back({"batchnorm2d", [&] { bn.forward(xi, yi, true); bn.backward(xi, dyi, dxi); }});
+  Relu relu;
+  cases.push_back({"relu", [&] { relu.forward(xi, yi); relu.backward(yi, dyi, dxi); }});
+  MaxPool2d pool("pool", {kCh, kHW, kHW, 2, 2, 0, kN});
+  Tensor yp = a.make({kN, kCh, kHW / 2, kHW / 2}), dyp = a.make({kN, kCh, kHW / 2, kHW / 2});
+  cases.push_back({"maxpool2x2", [&] { pool.forward(xi, yp); pool.backward(dyp, dxi); }});
+
+  fmt::print("sparq layers, forward+backward, best of >= {:.1f} s, {} threads\n", seconds, threads);
+  fmt::print("{:<18} {:>11} {:>11} {:>8}\n", "layer", "sparq ms", "torch ms", "ratio");
+  for (auto& [name, fn] : cases) {
+    const double ms = time_ms(fn, seconds);
+    auto it = torch_ms.find(name);
+    if (it == torch_ms.end()) {
+      fmt::print("{:<18} {:>11.3f} {:>11} {:>8}\n", name, ms, "-", "-");
+    } else {
+      fmt::print("{:<18} {:>11.3f} {:>11.3f} {:>7.2f}x\n", name, ms, it->second, ms / it->second);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""PyTorch times for the ops bench_layers measures (same names, shapes and thread count).
+
+    /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
+    build/bench/bench_layers --threads 2 --torch-results torch.txt
+
+Writes one "name milliseconds" line per op (best forward+backward time, like the C++ side).
+"""
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+B, T, C, H, V = 4, 256, 768, 12, 50304
+N, CH, HW = 32, 64, 32
+
+
+def best_ms(step, seconds):
+    step()
+    best, start, reps = 1e30, time.perf_counter(), 0
+    while time.perf_counter() - start < seconds or reps < 3:
+        t0 = time.perf_counter()
+        step()
+        best = min(best, (time.perf_counter() - t0) * 1e3)
+        reps += 1
+    return best
+
+
+def fwd_bwd(module_fn, *inputs):
+    """Forward then backward with a given upstream gradient, like the C++ calls."""
+    def step():
+        for t in inputs:
+            if t.grad is not None:
+                t.grad = None
+        y = module_fn(*inputs)
+        y.backward(torch.ones_like(y))
+    return step
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--out", default="torch_layers.txt")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    req = dict(requires_grad=True)
+    x = torch.randn(B, T, C, **req)
+    x4 = torch.randn(B, T, 4 * C, **req)
+    cases = {}
+    for name, i, o, inp in (("linear_768x2304", C, 3 * C, x), ("linear_768x3072", C, 4 * C, x),
+                            ("linear_3072x768", 4 * C, C, x4)):
+        lin = torch.nn.Linear(i, o)
+        cases[name] = fwd_bwd(lin, inp)
+    ln = torch.nn.LayerNorm(C)
+    cases["layernorm"] = fwd_bwd(ln, x)
+    cases["gelu_tanh"] = fwd_bwd(lambda t: F.gelu(t, approximate="tanh"), x4)
+    cases["dropout"] = fwd_bwd(lambda t: F.dropout(t, 0.1, True), x)
+    y2 = torch.randn(B, T, C, **req)
+    cases["residual"] = fwd_bwd(lambda a, b: a + b, x, y2)
+    qkv = torch.nn.Linear(C, 3 * C)
+    proj = torch.nn.Linear(C, C)
+
+    def attention(t):
+        q, k, v = qkv(t).split(C, dim=2)
+        q, k, v = (z.view(B, T, H, C // H).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) / (C // H) ** 0.5
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        return proj((att @ v).transpose(1, 2).reshape(B, T, C))
+    cases["attention_causal"] = fwd_bwd(attention, x)
+    emb = torch.nn.Embedding(V, C)
+    ids = (torch.arange(B * T) * 7919 % V).view(B, T)
+    cases["embedding"] = fwd_bwd(emb, ids)
+    logits = torch.randn(B * T, V, **req)
+    targets = ids.view(-1) % 50257
+    cases["cross_entropy"] = fwd_bwd(lambda t: F.cross_entropy(t[:, :50257], targets), logits)
+    xi = torch.randn(N, CH, HW, HW, **req)
+    conv = torch.nn.Conv2d(CH, CH, 3, padding=1)
+    cases["conv3x3_64"] = fwd_bwd(conv, xi)
+    bn = torch.nn.BatchNorm2d(CH)
+    cases["batchnorm2d"] = fwd_bwd(bn, xi)
+    cases["relu"] = fwd_bwd(F.relu, xi)
+    cases["maxpool2x2"] = fwd_bwd(lambda t: F.max_pool2d(t, 2, 2), xi)
+    with open(args.out, "w") as f:
+        for name, step in cases.items():
+            ms = best_ms(step, args.seconds)
+            f.write(f"{name} {ms:.4f}\n")
+            print(f"{name:<18} {ms:10.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

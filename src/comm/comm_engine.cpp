@@ -1,0 +1,236 @@
+#include "comm/comm_engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/check.h"
+#include "core/log.h"
+#include "core/timer.h"
+
+namespace sparq::comm {
+namespace detail {
+
+// One submitted task. Fields written by the engine thread are published to waiters under the
+// engine mutex; the timestamps are atomics so that handles can be polled without it.
+struct TaskState {
+  std::string name;
+  std::int64_t step = 0;
+  std::uint64_t sequence = 0;
+  CommEngine::Task body;
+  std::atomic<std::int64_t> enqueue_us{0};
+  std::atomic<std::int64_t> start_us{0};
+  std::atomic<std::int64_t> end_us{0};
+  std::atomic<bool> done{false};
+  Status status;                 // valid once done
+  std::exception_ptr exception;  // valid once done
+  WireBytes bytes;               // valid once done
+  bool reported = false;         // its failure was already returned by a wait (engine mutex)
+};
+
+}  // namespace detail
+
+using detail::TaskState;
+
+bool CommHandle::started() const { return state_ && state_->start_us.load() != 0; }
+bool CommHandle::done() const { return state_ && state_->done.load(std::memory_order_acquire); }
+TaskTimes CommHandle::times() const {
+  SPARQ_CHECK(state_, "CommHandle::times() on an invalid handle");
+  return {state_->enqueue_us.load(), state_->start_us.load(), state_->end_us.load()};
+}
+const std::string& CommHandle::name() const {
+  SPARQ_CHECK(state_, "CommHandle::name() on an invalid handle");
+  return state_->name;
+}
+std::int64_t CommHandle::step() const {
+  SPARQ_CHECK(state_, "CommHandle::step() on an invalid handle");
+  return state_->step;
+}
+std::uint64_t CommHandle::sequence() const {
+  SPARQ_CHECK(state_, "CommHandle::sequence() on an invalid handle");
+  return state_->sequence;
+}
+WireBytes CommHandle::bytes() const {
+  SPARQ_CHECK(done(), "CommHandle::bytes() before the task finished");
+  return state_->bytes;
+}
+
+CommEngine::CommEngine(Communicator& comm, Options options)
+    : comm_(comm), options_(std::move(options)) {
+  SPARQ_CHECK(options_.timeout_s > 0, "CommEngine '{}': timeout_s must be positive, got {}",
+              options_.name, options_.timeout_s);
+  thread_ = std::thread([this] { worker(); });
+}
+
+CommEngine::~CommEngine() {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stop_ = true;
+    queue_cv_.notify_all();
+    // Draining is bounded like any wait: a task stuck in a collective must not hang exit.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
+    while (in_flight_ > 0) {
+      if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout && in_flight_ > 0) {
+        timed_out(running_ ? *running_ : *queue_.front(), lock);
+      }
+    }
+    for (const auto& task : unreported_) {
+      if (!task->reported && (!task->status.is_ok() || task->exception)) {
+        spdlog::warn("CommEngine '{}': task '{}' (step {}) failed and was never waited on",
+                     options_.name, task->name, task->step);
+      }
+    }
+  }
+  thread_.join();
+}
+
+CommHandle CommEngine::submit(std::string name, std::int64_t step, Task task) {
+  SPARQ_CHECK(task != nullptr, "CommEngine '{}': submit('{}') without a task body", options_.name,
+              name);
+  auto state = std::make_shared<TaskState>();
+  state->name = std::move(name);
+  state->step = step;
+  state->body = std::move(task);
+  state->enqueue_us = now_us();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SPARQ_CHECK(!stop_, "CommEngine '{}': submit('{}') while shutting down", options_.name,
+                state->name);
+    state->sequence = next_sequence_++;
+    queue_.push_back(state);
+    // Keep only what wait_all() may still have to report.
+    if (unreported_.size() >= 4096) {
+      std::erase_if(unreported_, [](const auto& t) { return t->done.load() && t->reported; });
+    }
+    unreported_.push_back(state);
+    ++in_flight_;
+  }
+  queue_cv_.notify_one();
+  return CommHandle(std::move(state));
+}
+
+void CommEngine::worker() {
+  for (;;) {
+    std::shared_ptr<TaskState> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = task;
+    }
+    const ByteCounters before = comm_.bytes();
+    task->start_us = now_us();
+    Status status;
+    std::exception_ptr exception;
+    try {
+      status = task->body(comm_);
+    } catch (...) {
+      exception = std::current_exception();
+    }
+    task->end_us = now_us();
+    task->body = nullptr;  // release what the task captured as soon as it is done
+    const ByteCounters after = comm_.bytes();
+    if (options_.trace) {
+      options_.trace->record({.name = task->name,
+                              .category = "comm",
+                              .start_us = task->start_us,
+                              .end_us = task->end_us,
+                              .lane = TraceLane::kCommunication,
+                              .step = task->step,
+                              .bytes = static_cast<std::int64_t>(after.sent - before.sent)});
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      task->status = std::move(status);
+      task->exception = exception;
+      task->bytes = {after.sent - before.sent, after.received - before.received};
+      task->done.store(true, std::memory_order_release);
+      running_.reset();
+      --in_flight_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+Status CommEngine::wait(const CommHandle& handle) {
+  SPARQ_CHECK(handle.valid(), "CommEngine '{}': wait() on an invalid handle", options_.name);
+  TaskState& task = *handle.state_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
+  while (!task.done.load(std::memory_order_acquire)) {
+    if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        !task.done.load(std::memory_order_acquire)) {
+      timed_out(task, lock);
+    }
+  }
+  return report(task);
+}
+
+Status CommEngine::wait_all() {
+  std::vector<std::shared_ptr<TaskState>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks.swap(unreported_);
+  }
+  // FIFO: once the last one is done, all are; waiting in order keeps the timeout per task.
+  Status first_failure;
+  std::exception_ptr first_exception;
+  for (const auto& task : tasks) {
+    CommHandle handle(task);
+    bool fresh = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fresh = !task->reported;
+    }
+    try {
+      Status status = wait(handle);
+      if (fresh && !status.is_ok() && first_failure.is_ok() && !first_exception) {
+        first_failure = status;
+      }
+    } catch (...) {
+      if (fresh && first_failure.is_ok() && !first_exception) {
+        first_exception = std::current_exception();
+      }
+    }
+  }
+  if (first_exception) std::rethrow_exception(first_exception);
+  return first_failure;
+}
+
+Status CommEngine::report(TaskState& task) {
+  // Called with the engine mutex held.
+  task.reported = true;
+  if (task.exception) std::rethrow_exception(task.exception);
+  return task.status;
+}
+
+std::size_t CommEngine::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_;
+}
+
+void CommEngine::timed_out(const TaskState& task, std::unique_lock<std::mutex>& lock) {
+  const std::int64_t now = now_us();
+  std::string state;
+  if (task.start_us.load() != 0) {
+    state = fmt::format("it has been running for {:.3f} s", (now - task.start_us.load()) * 1e-6);
+  } else if (running_) {
+    state = fmt::format("it is still queued behind task '{}' (step {}, #{}), running for {:.3f} s",
+                        running_->name, running_->step, running_->sequence,
+                        (now - running_->start_us.load()) * 1e-6);
+  } else {
+    state = "it never started";
+  }
+  const std::string message = fmt::format(
+      "CommEngine '{}': task '{}' (step {}, #{}) did not finish within {} s on rank {} of {}; "
+      "{}; {} task(s) queued. A peer rank probably never joined this collective.",
+      options_.name, task.name, task.step, task.sequence, options_.timeout_s, comm_.rank(),
+      comm_.size(), state, queue_.size());
+  lock.unlock();
+  SPARQ_FATAL("{}", message);
+}
+
+}  // namespace sparq::comm

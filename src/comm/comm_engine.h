@@ -1,0 +1,142 @@
+// CommEngine: runs communication tasks in FIFO order on one dedicated thread, off the
+// compute path (the CPU/MPI flavour; NCCL uses StreamCommEngine in stream_engine.h).
+//
+// A task is a callable taking the engine's Communicator&. It returns Status or void, and
+// may throw. submit() returns at once with a CommHandle; wait() blocks until that task is
+// done. Tasks run strictly one after another in submission order, so every rank that submits
+// the same collectives in the same order issues them to MPI in that order, whatever the
+// timing of its compute thread.
+//
+// Threading: submit/wait/wait_all may be called from any thread; the task bodies run only on
+// the engine thread, which is then the only thread that should touch the communicator while
+// the engine is alive (the only way to be correct below MPI_THREAD_MULTIPLE). For a one-off
+// synchronous call use run().
+//
+// Errors: a task's failed Status is returned by wait() (and wait_all()); an exception thrown
+// by a task is rethrown by wait() on the waiting thread, the same object with its original
+// message. Later tasks still run: a failure is reported, not swallowed, and does not stall
+// the queue.
+//
+// Timeouts: every wait is bounded by Options::timeout_s. When it expires the job ends
+// through SPARQ_FATAL (MPI_Abort once make_mpi_communicator installed its handler) with a
+// message naming the task, its step, this rank, and what the engine was running, because a
+// peer that never joins a collective would otherwise hang every rank forever.
+//
+// Ownership: the engine borrows the communicator (and the optional trace recorder), which
+// must outlive it. The destructor drains the queue (bounded by the same timeout) and joins.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "comm/byte_model.h"
+#include "comm/communicator.h"
+#include "core/status.h"
+#include "core/trace.h"
+
+namespace sparq::comm {
+
+// Microseconds on the now_us() clock (core/timer.h); 0 until the task reaches that point.
+struct TaskTimes {
+  std::int64_t enqueue_us = 0;
+  std::int64_t start_us = 0;
+  std::int64_t end_us = 0;
+};
+
+namespace detail {
+struct TaskState;
+}
+
+// Shared, copyable reference to a submitted task. Default-constructed handles are invalid.
+class CommHandle {
+ public:
+  CommHandle() = default;
+  bool valid() const { return state_ != nullptr; }
+  bool started() const;
+  bool done() const;  // finished, successfully or not
+  TaskTimes times() const;
+  const std::string& name() const;
+  std::int64_t step() const;
+  std::uint64_t sequence() const;  // 0, 1, 2, ... in submission order
+  // Bytes the task's calls added to the communicator's counters (valid once done()).
+  WireBytes bytes() const;
+
+ private:
+  friend class CommEngine;
+  explicit CommHandle(std::shared_ptr<detail::TaskState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::TaskState> state_;
+};
+
+struct CommEngineOptions {
+  double timeout_s = 300.0;        // bound on every wait (and on draining at destruction)
+  std::string name = "comm";       // names the engine in messages
+  TraceRecorder* trace = nullptr;  // when set, each task is recorded as a kCommunication span
+};
+
+class CommEngine {
+ public:
+  using Options = CommEngineOptions;
+  using Task = std::function<Status(Communicator&)>;
+
+  explicit CommEngine(Communicator& comm, Options options = {});
+  ~CommEngine();
+  CommEngine(const CommEngine&) = delete;
+  CommEngine& operator=(const CommEngine&) = delete;
+
+  // `name` and `step` identify the task in timeouts, traces and errors ("allreduce bucket 3").
+  CommHandle submit(std::string name, std::int64_t step, Task task);
+  template <typename F>
+  requires std::is_void_v<std::invoke_result_t<F&, Communicator&>> CommHandle
+  submit(std::string name, std::int64_t step, F&& body) {
+    return submit(std::move(name), step,
+                  Task([fn = std::forward<F>(body)](Communicator& c) mutable {
+                    fn(c);
+                    return Status::ok();
+                  }));
+  }
+
+  // Blocks until the task is done (bounded, see above). Returns its Status or rethrows its
+  // exception. Precondition: the handle came from this engine.
+  Status wait(const CommHandle& handle);
+  // Waits for every task submitted so far; returns the first failure not yet reported by
+  // wait() (rethrowing an exception), after all of them are done.
+  Status wait_all();
+  // submit + wait: a synchronous call executed on the engine thread.
+  Status run(std::string name, std::int64_t step, Task task) {
+    return wait(submit(std::move(name), step, std::move(task)));
+  }
+
+  std::size_t in_flight() const;  // submitted and not yet done
+  Communicator& communicator() const { return comm_; }
+  const Options& options() const { return options_; }
+
+ private:
+  void worker();
+  [[noreturn]] void timed_out(const detail::TaskState& task, std::unique_lock<std::mutex>& lock);
+  Status report(detail::TaskState& task);
+
+  Communicator& comm_;
+  Options options_;
+  mutable std::mutex mutex_;
+  std::condition_variable queue_cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::shared_ptr<detail::TaskState>> queue_;
+  std::vector<std::shared_ptr<detail::TaskState>> unreported_;  // submitted, not yet waited
+  std::shared_ptr<detail::TaskState> running_;
+  std::uint64_t next_sequence_ = 0;
+  std::size_t in_flight_ = 0;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after every other member is ready
+};
+
+}  // namespace sparq::comm

@@ -1,0 +1,155 @@
+// CommEngine on the self communicator (no mpirun needed): FIFO order, execution off the
+// caller's thread, error propagation, traces, and the timeout that ends the process naming
+// the task, step and rank.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "comm/comm_engine.h"
+
+namespace sparq::comm {
+namespace {
+
+TEST(CommEngine, RunsManyTasksInFifoOrderWithOrderedTimes) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm);
+  constexpr int kTasks = 500;
+  std::vector<int> order;  // touched only by the engine thread until wait_all returns
+  std::vector<float> results(kTasks, -1.0f);
+  std::vector<CommHandle> handles;
+  for (int i = 0; i < kTasks; ++i) {
+    handles.push_back(engine.submit("task " + std::to_string(i), i, [&, i](Communicator& c) {
+      order.push_back(i);
+      const float value = static_cast<float>(i);
+      c.allreduce(&value, &results[i], 1, DType::kF32, ReduceOp::kSum);
+    }));
+  }
+  for (int i = kTasks - 1; i >= 0; --i) ASSERT_TRUE(engine.wait(handles[i]).is_ok());
+  EXPECT_TRUE(engine.wait_all().is_ok());
+  EXPECT_EQ(engine.in_flight(), 0u);
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(kTasks));
+  for (int i = 0; i < kTasks; ++i) {
+    EXPECT_EQ(order[i], i);
+    EXPECT_EQ(results[i], static_cast<float>(i));
+    const TaskTimes t = handles[i].times();
+    EXPECT_EQ(handles[i].sequence(), static_cast<std::uint64_t>(i));
+    EXPECT_EQ(handles[i].step(), i);
+    EXPECT_LE(t.enqueue_us, t.start_us);
+    EXPECT_LE(t.start_us, t.end_us);
+    if (i > 0) {
+      EXPECT_GE(t.start_us, handles[i - 1].times().end_us) << "tasks overlapped";
+    }
+  }
+}
+
+TEST(CommEngine, TaskRunsOnItsOwnThreadWhileTheCallerWorks) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm);
+  std::promise<void> caller_done;
+  std::thread::id task_thread;
+  CommHandle handle = engine.submit("blocked on caller", 0, [&](Communicator&) {
+    task_thread = std::this_thread::get_id();
+    caller_done.get_future().wait();
+  });
+  // The task starts without the caller waiting on it ...
+  while (!handle.started()) std::this_thread::yield();
+  // ... and cannot finish until the caller's own work is over: the two overlap.
+  double caller_sum = 0.0;
+  for (int i = 1; i <= 100000; ++i) caller_sum += 1.0 / i;
+  EXPECT_FALSE(handle.done());
+  caller_done.set_value();
+  ASSERT_TRUE(engine.wait(handle).is_ok());
+  EXPECT_NE(task_thread, std::this_thread::get_id());
+  EXPECT_GT(caller_sum, 12.0);
+}
+
+TEST(CommEngine, FailedStatusAndExceptionsReachTheWaiterWithTheirMessage) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm);
+  CommHandle failing = engine.submit("status task", 3, [](Communicator&) {
+    return Status::error("bucket {} could not be encoded", 3);
+  });
+  CommHandle throwing = engine.submit("throwing task", 4, [](Communicator&) {
+    throw std::invalid_argument("decoder saw 17 bytes, expected 24");
+  });
+  float out = 0.0f;
+  CommHandle after = engine.submit("after", 5, [&](Communicator& c) {
+    const float one = 1.0f;
+    c.allreduce(&one, &out, 1, DType::kF32, ReduceOp::kSum);
+  });
+  const Status status = engine.wait(failing);
+  EXPECT_FALSE(status.is_ok());
+  EXPECT_EQ(status.message(), "bucket 3 could not be encoded");
+  try {
+    (void)engine.wait(throwing);
+    ADD_FAILURE() << "wait() did not rethrow";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "decoder saw 17 bytes, expected 24");
+  }
+  EXPECT_TRUE(engine.wait(after).is_ok()) << "a failure must not stall later tasks";
+  EXPECT_EQ(out, 1.0f);
+  EXPECT_TRUE(engine.wait_all().is_ok()) << "failures already reported by wait()";
+
+  engine.submit("unwaited failure", 6, [](Communicator&) { return Status::error("lost bucket"); });
+  const Status all = engine.wait_all();
+  EXPECT_EQ(all.message(), "lost bucket");
+}
+
+TEST(CommEngine, RecordsTraceSpansWithBytes) {
+  auto comm = make_self_communicator();
+  TraceRecorder trace;
+  trace.enable(true);
+  CommEngine engine(*comm, {.timeout_s = 30, .name = "traced", .trace = &trace});
+  float x = 2.0f;
+  ASSERT_TRUE(engine
+                  .run("allreduce bucket 0", 11,
+                       [&](Communicator& c) {
+                         c.allreduce(&x, &x, 1, DType::kF32, ReduceOp::kSum);
+                         return Status::ok();
+                       })
+                  .is_ok());
+  const auto spans = trace.spans();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].name, "allreduce bucket 0");
+  EXPECT_EQ(spans[0].step, 11);
+  EXPECT_EQ(spans[0].lane, TraceLane::kCommunication);
+  EXPECT_EQ(spans[0].bytes, 0);  // a world of one puts nothing on the wire
+  EXPECT_LE(spans[0].start_us, spans[0].end_us);
+}
+
+using CommEngineDeathTest = ::testing::Test;
+
+TEST_F(CommEngineDeathTest, TimeoutEndsTheProcessNamingTaskStepAndRank) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto stuck = [] {
+    auto comm = make_self_communicator();
+    CommEngine engine(*comm, {.timeout_s = 0.2, .name = "grads"});
+    std::promise<void> never;
+    auto future = never.get_future();
+    CommHandle h = engine.submit("allreduce bucket 2", 7, [&](Communicator&) { future.wait(); });
+    (void)engine.wait(h);
+  };
+  EXPECT_DEATH(stuck(),
+               "CommEngine 'grads': task 'allreduce bucket 2' \\(step 7, #0\\) did not finish "
+               "within 0.2 s on rank 0 of 1; it has been running for");
+}
+
+TEST_F(CommEngineDeathTest, TimeoutOfAQueuedTaskNamesTheTaskAhead) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto queued = [] {
+    auto comm = make_self_communicator();
+    CommEngine engine(*comm, {.timeout_s = 0.2});
+    std::promise<void> never;
+    auto future = never.get_future();
+    engine.submit("stuck head", 1, [&](Communicator&) { future.wait(); });
+    CommHandle second = engine.submit("second", 2, [](Communicator&) {});
+    (void)engine.wait(second);
+  };
+  EXPECT_DEATH(queued(), "task 'second' \\(step 2, #1\\).*queued behind task 'stuck head'");
+}
+
+}  // namespace
+}  // namespace sparq::comm

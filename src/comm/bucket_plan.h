@@ -1,0 +1,70 @@
+// The bucket plan: how the gradient buffer is cut into communication buckets, computed once
+// from the ParamStore layout (see DESIGN.md, "Buckets and the WFBP scheduler").
+//
+// Walking from the LAST parameter (whose gradient backward produces first) towards the
+// first: a first bucket of at most `first_bucket_mb`, then buckets of at most `bucket_mb`;
+// a tensor is split only when it alone exceeds the cap. `bucket_mb: 0` cuts at every layer
+// boundary instead (plain WFBP). Tensors that compress badly (below `min_compress_numel`
+// elements or matching a `dense_patterns` glob such as "*.bias") go to dense buckets; the
+// store must have been allocated with is_dense() as its place_last predicate, so that those
+// tensors sit after all others and every bucket is one contiguous range.
+//
+// Bucket ranges tile [0, flat_numel) exactly, padding included, in layout order reversed:
+// bucket 0 is the highest compressed range, and the dense buckets come last. Launch order is
+// bucket index order on every rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/param_store.h"
+#include "core/status.h"
+
+namespace sparq::comm {
+
+// One layer's parameter tensors by name, as a model reports them (layers in forward order).
+struct LayerParams {
+  std::string name;
+  std::vector<std::string> tensors;
+};
+
+struct BucketPlanConfig {
+  double first_bucket_mb = 1.0;
+  double bucket_mb = 25.0;                  // 0: one bucket per layer
+  std::int64_t min_compress_numel = 0;      // tensors with fewer elements are sent dense
+  std::vector<std::string> dense_patterns;  // shell-style globs on parameter names
+
+  Status validate(const std::string& prefix = "comm.") const;
+  // The routing rule; also the place_last predicate for ParamStore::allocate().
+  bool is_dense(const ParamSpec& spec) const;
+};
+
+struct Bucket {
+  int index = 0;
+  ParamRange range;                  // contiguous, padding included
+  std::int64_t ready_count = 0;      // tensor elements inside: ready when this many are reported
+  std::vector<std::string> tensors;  // in backward order; a split tensor appears in several
+  bool dense = false;
+};
+
+class BucketPlan {
+ public:
+  static Result<BucketPlan> build(const ParamStore& store, const std::vector<LayerParams>& layers,
+                                  const BucketPlanConfig& config);
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  std::size_t size() const { return buckets_.size(); }
+
+  // The buckets that a tensor range overlaps, with the number of its elements in each.
+  std::vector<std::pair<int, std::int64_t>> overlaps(ParamRange range) const;
+
+  // A table for the start-up log: index, kind, offset, MiB, tensor count, first/last tensor.
+  std::string describe() const;
+
+ private:
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace sparq::comm

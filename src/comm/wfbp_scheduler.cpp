@@ -1,0 +1,113 @@
+#include "comm/wfbp_scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/timer.h"
+
+namespace sparq::comm {
+
+WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange,
+                             Options options)
+    : plan_(plan),
+      engine_(engine),
+      exchange_(std::move(exchange)),
+      options_(options),
+      ready_(plan.size(), 0),
+      handles_(plan.size()) {
+  SPARQ_CHECK(exchange_ != nullptr, "WfbpScheduler needs a bucket exchange function");
+}
+
+void WfbpScheduler::begin_step(std::int64_t step, bool communicate) {
+  SPARQ_CHECK(next_launch_ == 0 || next_launch_ == static_cast<int>(plan_.size()),
+              "begin_step({}) while step {} still has unlaunched buckets", step, step_);
+  step_ = step;
+  communicate_ = communicate;
+  backward_done_ = false;
+  next_launch_ = 0;
+  std::fill(ready_.begin(), ready_.end(), 0);
+  std::fill(handles_.begin(), handles_.end(), CommHandle{});
+  stats_ = StepCommStats{};
+  stats_.step = step;
+  stats_.communicated = communicate;
+  stats_.buckets.assign(plan_.size(), BucketTiming{});
+  for (std::size_t b = 0; b < plan_.size(); ++b) stats_.buckets[b].index = static_cast<int>(b);
+}
+
+void WfbpScheduler::on_grads_ready(ParamRange tensor_range) {
+  if (!communicate_) return;
+  SPARQ_CHECK(!backward_done_, "gradients reported after on_backward_done() in step {}", step_);
+  const std::int64_t now = now_us();
+  for (auto [b, count] : plan_.overlaps(tensor_range)) {
+    ready_[b] += count;
+    const Bucket& bucket = plan_.buckets()[b];
+    SPARQ_CHECK(ready_[b] <= bucket.ready_count,
+                "bucket {} got {} of {} gradient elements in step {}: a tensor was reported twice",
+                b, ready_[b], bucket.ready_count, step_);
+    if (ready_[b] == bucket.ready_count) stats_.buckets[b].ready_us = now;
+  }
+  if (options_.overlap) launch_ready();
+}
+
+void WfbpScheduler::launch_ready() {
+  while (next_launch_ < static_cast<int>(plan_.size()) &&
+         ready_[next_launch_] == plan_.buckets()[next_launch_].ready_count) {
+    launch(next_launch_++);
+  }
+}
+
+void WfbpScheduler::launch(int b) {
+  const Bucket& bucket = plan_.buckets()[b];
+  stats_.buckets[b].enqueue_us = now_us();
+  handles_[b] = engine_.submit(fmt::format("bucket {}", b), step_,
+                               [this, &bucket, step = step_](Communicator& comm) {
+                                 return exchange_(comm, bucket, step);
+                               });
+}
+
+void WfbpScheduler::on_backward_done() {
+  stats_.backward_end_us = now_us();
+  backward_done_ = true;
+  if (!communicate_) return;
+  for (std::size_t b = 0; b < plan_.size(); ++b) {
+    const Bucket& bucket = plan_.buckets()[b];
+    SPARQ_CHECK(ready_[b] == bucket.ready_count,
+                "backward of step {} ended but bucket {} has {} of {} gradient elements (first "
+                "tensor '{}'): the model did not report every parameter",
+                step_, b, ready_[b], bucket.ready_count, bucket.tensors.front());
+  }
+  launch_ready();
+}
+
+Status WfbpScheduler::wait_all() {
+  SPARQ_CHECK(backward_done_, "wait_all() before on_backward_done() in step {}", step_);
+  if (!communicate_) return Status::ok();
+  Status first_error;
+  for (std::size_t b = 0; b < plan_.size(); ++b) {
+    Status s = engine_.wait(handles_[b]);
+    if (!s.is_ok() && first_error.is_ok()) {
+      first_error = s.with_context(fmt::format("bucket {} of step {}", b, step_));
+    }
+  }
+  stats_.wait_end_us = now_us();
+  std::int64_t last_end = stats_.backward_end_us;
+  for (std::size_t b = 0; b < plan_.size(); ++b) {
+    BucketTiming& t = stats_.buckets[b];
+    const TaskTimes times = handles_[b].times();
+    t.start_us = times.start_us;
+    t.end_us = times.end_us;
+    t.bytes = handles_[b].bytes();
+    stats_.bytes_sent += t.bytes.sent;
+    stats_.bytes_received += t.bytes.received;
+    stats_.comm_busy_ms += static_cast<double>(t.end_us - t.start_us) / 1e3;
+    const std::int64_t hidden_end = std::min(t.end_us, stats_.backward_end_us);
+    if (hidden_end > t.start_us) stats_.hidden_ms += static_cast<double>(hidden_end - t.start_us) / 1e3;
+    last_end = std::max(last_end, t.end_us);
+  }
+  stats_.exposed_ms = static_cast<double>(last_end - stats_.backward_end_us) / 1e3;
+  return first_error;
+}
+
+}  // namespace sparq::comm

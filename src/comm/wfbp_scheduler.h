@@ -1,0 +1,98 @@
+// Wait-free backprop (WFBP) scheduler: launches each gradient bucket on the CommEngine as
+// soon as backward has produced all of its gradients, so communication of late layers
+// overlaps with backward of early ones (see DESIGN.md, "One iteration", steps 3-5).
+//
+// Per step:
+//   begin_step(step, communicate)   resets readiness; communicate=false for the non-final
+//                                   micro-batches of gradient accumulation (nothing is sent)
+//   on_grads_ready(tensor_range)    from the model's backward callback, once per tensor
+//                                   (the range must be exactly one tensor's elements)
+//   on_backward_done()              backward finished (launches everything in the
+//                                   non-overlapping baseline mode; checks completeness)
+//   wait_all()                      blocks until every bucket is back; fills step_stats()
+//
+// Ordering guarantee (what prevents hangs): bucket b is submitted only after buckets
+// 0..b-1, so every rank submits the same buckets in the same order whatever the timing of
+// its backward. A bucket that completes early waits for its predecessors.
+//
+// The scheduler does not know how a bucket is exchanged: the BucketExchange callback (error
+// feedback, compression, the compressor's aggregation strategy, decompression and averaging
+// in place) runs on the engine thread. Threading: all methods are called from the compute
+// thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "comm/bucket_plan.h"
+#include "comm/comm_engine.h"
+#include "core/status.h"
+
+namespace sparq::comm {
+
+struct BucketTiming {
+  int index = 0;
+  std::int64_t ready_us = 0;    // the last gradient of the bucket was reported
+  std::int64_t enqueue_us = 0;  // submitted to the engine
+  std::int64_t start_us = 0;    // the engine started the exchange
+  std::int64_t end_us = 0;      // the averaged gradient is back in place
+  WireBytes bytes;
+};
+
+struct StepCommStats {
+  std::int64_t step = 0;
+  bool communicated = false;
+  std::int64_t backward_end_us = 0;
+  std::int64_t wait_end_us = 0;
+  double comm_busy_ms = 0;  // sum of the buckets' exchange durations
+  double hidden_ms = 0;     // the part of comm_busy_ms that ran before backward ended
+  double exposed_ms = 0;    // wait after backward ended, until the last bucket was back
+  double hidden_fraction() const { return comm_busy_ms > 0 ? hidden_ms / comm_busy_ms : 0.0; }
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::vector<BucketTiming> buckets;
+};
+
+class WfbpScheduler {
+ public:
+  using BucketExchange = std::function<Status(Communicator&, const Bucket&, std::int64_t step)>;
+
+  struct Options {
+    // false: hold every bucket until on_backward_done() (the "communicate after backward"
+    // baseline that overlap is measured against). Launch order is the same either way.
+    bool overlap = true;
+  };
+
+  // The plan, the engine and the exchange must outlive the scheduler.
+  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange,
+                Options options);
+  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange)
+      : WfbpScheduler(plan, engine, std::move(exchange), Options{}) {}
+
+  void begin_step(std::int64_t step, bool communicate = true);
+  void on_grads_ready(ParamRange tensor_range);
+  void on_backward_done();
+  Status wait_all();
+
+  const StepCommStats& step_stats() const { return stats_; }
+  const BucketPlan& plan() const { return plan_; }
+
+ private:
+  void launch_ready();
+  void launch(int bucket);
+
+  const BucketPlan& plan_;
+  CommEngine& engine_;
+  BucketExchange exchange_;
+  Options options_;
+  std::int64_t step_ = 0;
+  bool communicate_ = true;
+  bool backward_done_ = false;
+  int next_launch_ = 0;
+  std::vector<std::int64_t> ready_;  // reported elements per bucket
+  std::vector<CommHandle> handles_;
+  StepCommStats stats_;
+};
+
+}  // namespace sparq::comm

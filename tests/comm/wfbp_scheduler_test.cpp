@@ -1,0 +1,175 @@
+// WFBP scheduler in one process (Self communicator): launch order, out-of-order readiness,
+// the non-overlapping baseline, gradient accumulation, and misuse.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+
+#include "comm/comm_engine.h"
+#include "comm/stack_fixture.h"
+#include "comm/wfbp_scheduler.h"
+
+namespace sparq::comm {
+namespace {
+
+using testing::make_stack;
+using testing::Stack;
+
+struct Recorder {
+  std::mutex mutex;
+  std::vector<int> order;
+  WfbpScheduler::BucketExchange exchange() {
+    return [this](Communicator&, const Bucket& b, std::int64_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      order.push_back(b.index);
+      return Status::ok();
+    };
+  }
+};
+
+BucketPlanConfig small_buckets() {
+  BucketPlanConfig cfg;
+  cfg.first_bucket_mb = 0.02;
+  cfg.bucket_mb = 0.05;
+  return cfg;
+}
+
+// Reports every tensor in reverse layout order, as backward would.
+void report_backward(const Stack& s, WfbpScheduler& sched) {
+  std::vector<const ParamEntry*> entries;
+  for (const auto& e : s.store.entries()) entries.push_back(&e);
+  std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->offset > b->offset; });
+  for (const ParamEntry* e : entries) sched.on_grads_ready(e->range());
+}
+
+TEST(WfbpScheduler, LaunchesEveryBucketOnceInPlanOrder) {
+  const BucketPlanConfig cfg = small_buckets();
+  Stack s = make_stack(3, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  ASSERT_TRUE(plan.is_ok());
+  ASSERT_GT(plan->size(), 3u);
+  auto self = make_self_communicator();
+  CommEngine engine(*self);
+  Recorder rec;
+  WfbpScheduler sched(*plan, engine, rec.exchange());
+  for (int step = 0; step < 3; ++step) {
+    sched.begin_step(step);
+    report_backward(s, sched);
+    sched.on_backward_done();
+    ASSERT_TRUE(sched.wait_all().is_ok());
+    const auto& stats = sched.step_stats();
+    for (const auto& t : stats.buckets) {
+      EXPECT_GT(t.ready_us, 0);
+      EXPECT_GE(t.enqueue_us, t.ready_us);
+      EXPECT_GE(t.start_us, t.enqueue_us);
+      EXPECT_GE(t.end_us, t.start_us);
+    }
+  }
+  ASSERT_EQ(rec.order.size(), 3 * plan->size());
+  for (std::size_t i = 0; i < rec.order.size(); ++i) {
+    EXPECT_EQ(rec.order[i], static_cast<int>(i % plan->size()));
+  }
+}
+
+TEST(WfbpScheduler, OutOfOrderReadinessStillLaunchesInOrder) {
+  const BucketPlanConfig cfg = small_buckets();
+  Stack s = make_stack(2, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  auto self = make_self_communicator();
+  CommEngine engine(*self);
+  Recorder rec;
+  WfbpScheduler sched(*plan, engine, rec.exchange());
+  sched.begin_step(0);
+  std::vector<ParamRange> ranges;
+  for (const auto& e : s.store.entries()) ranges.push_back(e.range());
+  std::mt19937 rng(7);
+  std::shuffle(ranges.begin(), ranges.end(), rng);
+  // Nothing may launch while bucket 0 is incomplete, whatever else is ready.
+  const Bucket& first = plan->buckets()[0];
+  for (const ParamRange& r : ranges) {
+    const bool in_first = r.offset >= first.range.offset && r.end() <= first.range.end();
+    if (!in_first) sched.on_grads_ready(r);
+  }
+  EXPECT_EQ(engine.in_flight(), 0u);
+  EXPECT_TRUE(rec.order.empty());
+  for (const ParamRange& r : ranges) {
+    if (r.offset >= first.range.offset && r.end() <= first.range.end()) sched.on_grads_ready(r);
+  }
+  sched.on_backward_done();
+  ASSERT_TRUE(sched.wait_all().is_ok());
+  ASSERT_EQ(rec.order.size(), plan->size());
+  for (std::size_t i = 0; i < rec.order.size(); ++i) EXPECT_EQ(rec.order[i], static_cast<int>(i));
+}
+
+TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {
+  const BucketPlanConfig cfg = small_buckets();
+  Stack s = make_stack(2, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  auto self = make_self_communicator();
+  CommEngine engine(*self);
+  Recorder rec;
+  WfbpScheduler sched(*plan, engine, rec.exchange(), {.overlap = false});
+  sched.begin_step(0, /*communicate=*/false);  // a non-final micro-batch
+  report_backward(s, sched);
+  sched.on_backward_done();
+  ASSERT_TRUE(sched.wait_all().is_ok());
+  EXPECT_TRUE(rec.order.empty());
+  sched.begin_step(0, /*communicate=*/true);
+  report_backward(s, sched);
+  EXPECT_EQ(engine.in_flight(), 0u);  // held back until backward ends
+  EXPECT_TRUE(rec.order.empty());
+  sched.on_backward_done();
+  ASSERT_TRUE(sched.wait_all().is_ok());
+  EXPECT_EQ(rec.order.size(), plan->size());
+  for (const auto& t : sched.step_stats().buckets) {
+    EXPECT_GE(t.start_us, sched.step_stats().backward_end_us);
+  }
+  EXPECT_EQ(sched.step_stats().hidden_ms, 0.0);
+}
+
+TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
+  const BucketPlanConfig cfg = small_buckets();
+  Stack s = make_stack(1, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  auto self = make_self_communicator();
+  CommEngine engine(*self);
+  WfbpScheduler sched(*plan, engine, [](Communicator&, const Bucket& b, std::int64_t) {
+    return b.index == 1 ? Status::error("decode failed") : Status::ok();
+  });
+  sched.begin_step(4);
+  report_backward(s, sched);
+  sched.on_backward_done();
+  const Status st = sched.wait_all();
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.message(), "bucket 1 of step 4: decode failed");
+}
+
+TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const BucketPlanConfig cfg = small_buckets();
+  Stack s = make_stack(1, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  auto self = make_self_communicator();
+  CommEngine engine(*self);
+  Recorder rec;
+  WfbpScheduler sched(*plan, engine, rec.exchange());
+  EXPECT_DEATH(
+      {
+        sched.begin_step(0);
+        sched.on_grads_ready(s.store.entry("ln_f.bias").range());
+        sched.on_backward_done();
+      },
+      "did not report every parameter");
+  // A bucket that receives more elements than it holds had a tensor reported twice.
+  EXPECT_DEATH(
+      {
+        sched.begin_step(0);
+        report_backward(s, sched);
+        sched.on_grads_ready(s.store.entry("ln_f.bias").range());
+      },
+      "reported twice");
+}
+
+}  // namespace
+}  // namespace sparq::comm

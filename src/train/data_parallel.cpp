@@ -1,0 +1,81 @@
+#include "train/data_parallel.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "core/timer.h"
+#include "optim/clip.h"
+
+namespace sparq::train {
+
+DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
+                                         optim::Optimizer& optimizer,
+                                         const optim::LrSchedule& schedule,
+                                         comm::WfbpScheduler& scheduler, Options options,
+                                         TraceRecorder* trace)
+    : model_(model),
+      store_(store),
+      optimizer_(optimizer),
+      schedule_(schedule),
+      scheduler_(scheduler),
+      options_(options),
+      trace_(trace) {}
+
+StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> micro_batches) {
+  SPARQ_CHECK(!micro_batches.empty(), "step {} has no micro-batch", step);
+  StepResult r;
+  r.step = step;
+  r.lr = schedule_.lr_at(step);
+  Stopwatch step_watch;
+  const auto count = static_cast<std::int64_t>(micro_batches.size());
+  const float accumulation_scale = 1.0f / static_cast<float>(count);
+  double loss_sum = 0.0;
+  model_.set_step(static_cast<std::uint64_t>(step));
+
+  for (std::int64_t i = 0; i < count; ++i) {
+    const bool last = i + 1 == count;
+    scheduler_.begin_step(step, /*communicate=*/last);
+    Stopwatch watch;
+    {
+      ScopedTrace span(trace_, fmt::format("forward {}", i), "forward", step);
+      loss_sum += model_.forward(micro_batches[i]);
+    }
+    r.forward_ms += watch.millis();
+    watch.restart();
+    {
+      ScopedTrace span(trace_, fmt::format("backward {}", i), "backward", step);
+      model_.backward([&](const GradReady& ready) {
+        for (const ParamRange& range : *ready.ranges) {
+          if (last && count > 1) {
+            ops::scale(store_.grads() + range.offset, static_cast<std::size_t>(range.count),
+                       accumulation_scale);
+          }
+          if (last) optimizer_.before_communication(step, range);
+          scheduler_.on_grads_ready(range);
+        }
+      });
+    }
+    r.backward_ms += watch.millis();
+    scheduler_.on_backward_done();
+  }
+  const Status comm_status = scheduler_.wait_all();
+  SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
+  r.comm = scheduler_.step_stats();
+  r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
+
+  Stopwatch opt_watch;
+  {
+    ScopedTrace span(trace_, "optimizer", "optimizer", step);
+    r.grad_norm = optim::clip_grad_norm(store_, options_.clip_norm);
+    r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
+    if (!r.skipped) optimizer_.step(r.lr);
+    store_.zero_grads();
+  }
+  r.optimizer_ms = opt_watch.millis();
+  r.step_ms = step_watch.millis();
+  return r;
+}
+
+}  // namespace sparq::train

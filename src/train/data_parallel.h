@@ -1,0 +1,65 @@
+// One data-parallel training step, as DESIGN.md's "One iteration" describes it:
+//
+//   for each micro-batch: forward -> backward, whose per-layer callback reports gradient
+//   readiness to the WFBP scheduler (only the last micro-batch communicates)
+//   -> wait_all (every bucket averaged in place across ranks)
+//   -> global-norm clipping on the aggregated gradient -> optimizer step -> zero gradients
+//
+// Gradient accumulation: micro-batch losses are means, so the summed gradients of A
+// micro-batches are scaled by 1/A (layer by layer, on the compute thread, just before a layer
+// is reported ready) and the step's gradient is the mean over all A * P micro-batches.
+//
+// The caller chooses train or eval mode (model.set_training) before calling step().
+//
+// Non-finite loss or gradient norm: the update is skipped (parameters and optimizer state
+// untouched, gradients zeroed) and reported in the result; the caller decides when to abort.
+// Every rank sees the same aggregated norm, so every rank skips the same steps.
+//
+// Ownership: borrows everything; all of it must outlive the stepper.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "comm/wfbp_scheduler.h"
+#include "core/trace.h"
+#include "models/model.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+
+namespace sparq::train {
+
+struct StepResult {
+  std::int64_t step = 0;
+  float loss = 0;         // mean of the micro-batch losses on this rank
+  double grad_norm = 0;   // of the aggregated gradient, before clipping
+  double lr = 0;
+  bool skipped = false;   // non-finite loss or gradient: no update was applied
+  double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
+  comm::StepCommStats comm;  // exposed time, hidden fraction, bytes, per-bucket timings
+};
+
+class DataParallelStepper {
+ public:
+  struct Options {
+    double clip_norm = 0.0;  // <= 0: no clipping (the norm is still measured)
+  };
+
+  DataParallelStepper(Model& model, ParamStore& store, optim::Optimizer& optimizer,
+                      const optim::LrSchedule& schedule, comm::WfbpScheduler& scheduler,
+                      Options options, TraceRecorder* trace = nullptr);
+
+  // Runs step `step` over the given micro-batches (at least one).
+  StepResult step(std::int64_t step, std::span<const Batch> micro_batches);
+
+ private:
+  Model& model_;
+  ParamStore& store_;
+  optim::Optimizer& optimizer_;
+  const optim::LrSchedule& schedule_;
+  comm::WfbpScheduler& scheduler_;
+  Options options_;
+  TraceRecorder* trace_;
+};
+
+}  // namespace sparq::train

@@ -35,6 +35,19 @@ BucketPlanConfig small_buckets() {
   return cfg;
 }
 
+// A stack, its plan with small buckets, and an engine over a world of one.
+struct SchedulerEnv {
+  explicit SchedulerEnv(int blocks)
+      : stack(make_stack(blocks, 32, small_buckets())),
+        plan(BucketPlan::build(stack.store, stack.layers, small_buckets()).value()),
+        self(make_self_communicator()),
+        engine(*self, CommEngine::Options{}) {}
+  Stack stack;
+  BucketPlan plan;
+  std::unique_ptr<Communicator> self;
+  CommEngine engine;
+};
+
 // Reports every tensor in reverse layout order, as backward would.
 void report_backward(const Stack& s, WfbpScheduler& sched) {
   std::vector<const ParamEntry*> entries;
@@ -44,15 +57,13 @@ void report_backward(const Stack& s, WfbpScheduler& sched) {
 }
 
 TEST(WfbpScheduler, LaunchesEveryBucketOnceInPlanOrder) {
-  const BucketPlanConfig cfg = small_buckets();
-  Stack s = make_stack(3, 32, cfg);
-  auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  ASSERT_TRUE(plan.is_ok());
-  ASSERT_GT(plan->size(), 3u);
-  auto self = make_self_communicator();
-  CommEngine engine(*self);
+  SchedulerEnv env(3);
+  Stack& s = env.stack;
+  const BucketPlan& plan = env.plan;
+  CommEngine& engine = env.engine;
+  ASSERT_GT(plan.size(), 3u);
   Recorder rec;
-  WfbpScheduler sched(*plan, engine, rec.exchange());
+  WfbpScheduler sched(plan, engine, rec.exchange());
   for (int step = 0; step < 3; ++step) {
     sched.begin_step(step);
     report_backward(s, sched);
@@ -66,27 +77,26 @@ TEST(WfbpScheduler, LaunchesEveryBucketOnceInPlanOrder) {
       EXPECT_GE(t.end_us, t.start_us);
     }
   }
-  ASSERT_EQ(rec.order.size(), 3 * plan->size());
+  ASSERT_EQ(rec.order.size(), 3 * plan.size());
   for (std::size_t i = 0; i < rec.order.size(); ++i) {
-    EXPECT_EQ(rec.order[i], static_cast<int>(i % plan->size()));
+    EXPECT_EQ(rec.order[i], static_cast<int>(i % plan.size()));
   }
 }
 
 TEST(WfbpScheduler, OutOfOrderReadinessStillLaunchesInOrder) {
-  const BucketPlanConfig cfg = small_buckets();
-  Stack s = make_stack(2, 32, cfg);
-  auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  auto self = make_self_communicator();
-  CommEngine engine(*self);
+  SchedulerEnv env(2);
+  Stack& s = env.stack;
+  const BucketPlan& plan = env.plan;
+  CommEngine& engine = env.engine;
   Recorder rec;
-  WfbpScheduler sched(*plan, engine, rec.exchange());
+  WfbpScheduler sched(plan, engine, rec.exchange());
   sched.begin_step(0);
   std::vector<ParamRange> ranges;
   for (const auto& e : s.store.entries()) ranges.push_back(e.range());
   std::mt19937 rng(7);
   std::shuffle(ranges.begin(), ranges.end(), rng);
   // Nothing may launch while bucket 0 is incomplete, whatever else is ready.
-  const Bucket& first = plan->buckets()[0];
+  const Bucket& first = plan.buckets()[0];
   for (const ParamRange& r : ranges) {
     const bool in_first = r.offset >= first.range.offset && r.end() <= first.range.end();
     if (!in_first) sched.on_grads_ready(r);
@@ -98,18 +108,17 @@ TEST(WfbpScheduler, OutOfOrderReadinessStillLaunchesInOrder) {
   }
   sched.on_backward_done();
   ASSERT_TRUE(sched.wait_all().is_ok());
-  ASSERT_EQ(rec.order.size(), plan->size());
+  ASSERT_EQ(rec.order.size(), plan.size());
   for (std::size_t i = 0; i < rec.order.size(); ++i) EXPECT_EQ(rec.order[i], static_cast<int>(i));
 }
 
 TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {
-  const BucketPlanConfig cfg = small_buckets();
-  Stack s = make_stack(2, 32, cfg);
-  auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  auto self = make_self_communicator();
-  CommEngine engine(*self);
+  SchedulerEnv env(2);
+  Stack& s = env.stack;
+  const BucketPlan& plan = env.plan;
+  CommEngine& engine = env.engine;
   Recorder rec;
-  WfbpScheduler sched(*plan, engine, rec.exchange(), {.overlap = false});
+  WfbpScheduler sched(plan, engine, rec.exchange(), {.overlap = false});
   sched.begin_step(0, /*communicate=*/false);  // a non-final micro-batch
   report_backward(s, sched);
   sched.on_backward_done();
@@ -121,7 +130,7 @@ TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {
   EXPECT_TRUE(rec.order.empty());
   sched.on_backward_done();
   ASSERT_TRUE(sched.wait_all().is_ok());
-  EXPECT_EQ(rec.order.size(), plan->size());
+  EXPECT_EQ(rec.order.size(), plan.size());
   for (const auto& t : sched.step_stats().buckets) {
     EXPECT_GE(t.start_us, sched.step_stats().backward_end_us);
   }
@@ -129,12 +138,11 @@ TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {
 }
 
 TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
-  const BucketPlanConfig cfg = small_buckets();
-  Stack s = make_stack(1, 32, cfg);
-  auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  auto self = make_self_communicator();
-  CommEngine engine(*self);
-  WfbpScheduler sched(*plan, engine, [](Communicator&, const Bucket& b, std::int64_t) {
+  SchedulerEnv env(1);
+  Stack& s = env.stack;
+  const BucketPlan& plan = env.plan;
+  CommEngine& engine = env.engine;
+  WfbpScheduler sched(plan, engine, [](Communicator&, const Bucket& b, std::int64_t) {
     return b.index == 1 ? Status::error("decode failed") : Status::ok();
   });
   sched.begin_step(4);
@@ -147,13 +155,12 @@ TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
 
 TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const BucketPlanConfig cfg = small_buckets();
-  Stack s = make_stack(1, 32, cfg);
-  auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  auto self = make_self_communicator();
-  CommEngine engine(*self);
+  SchedulerEnv env(1);
+  Stack& s = env.stack;
+  const BucketPlan& plan = env.plan;
+  CommEngine& engine = env.engine;
   Recorder rec;
-  WfbpScheduler sched(*plan, engine, rec.exchange());
+  WfbpScheduler sched(plan, engine, rec.exchange());
   EXPECT_DEATH(
       {
         sched.begin_step(0);

@@ -1,0 +1,193 @@
+#include "compress/gradient_exchange.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compress/error_feedback.h"
+#include "compress/powersgd.h"
+#include "compress/registry.h"
+#include "core/check.h"
+#include "core/ops.h"
+
+namespace sparq::compress {
+namespace {
+
+// The strategies a compressor's messages can go through. powersgd's exchange() needs whole
+// matrices and two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
+Status check_aggregation(const Compressor& c, Aggregation kind, const std::string& prefix) {
+  const bool sparse_f32 = c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled";
+  bool ok = true;
+  switch (kind) {
+    case Aggregation::kAllreduce: ok = c.aggregation() == Aggregation::kAllreduce; break;
+    case Aggregation::kAllgather:
+    case Aggregation::kTwoPhase: ok = c.name() != "powersgd"; break;
+    case Aggregation::kTree: ok = sparse_f32; break;
+  }
+  if (!ok) {
+    return Status::error("{}.aggregation: {} cannot aggregate by {} (its own strategy is {})",
+                         prefix, c.name(), aggregation_name(kind),
+                         aggregation_name(c.aggregation()));
+  }
+  return Status::ok();
+}
+
+// powersgd's matrices: every tensor of rank >= 2 lying wholly inside the bucket, viewed as
+// [shape[0], numel / shape[0]] (a linear weight [out, in], a conv weight [out, in*kh*kw]).
+// Pieces of a split tensor and 1-D tensors stay dense.
+std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::Bucket& bucket) {
+  std::vector<MatrixSegment> segments;
+  for (const ParamEntry& e : store.entries()) {
+    if (e.offset < bucket.range.offset || e.offset + e.numel > bucket.range.end()) continue;
+    const Shape& shape = e.spec.shape;
+    if (shape.ndim() < 2) continue;
+    const auto rows = static_cast<std::size_t>(shape[0]);
+    segments.push_back({e.spec.name, static_cast<std::size_t>(e.offset - bucket.range.offset),
+                        rows, static_cast<std::size_t>(e.numel) / rows});
+  }
+  return segments;
+}
+
+}  // namespace
+
+GradientExchange::GradientExchange(const ParamStore& store, const comm::BucketPlan& plan,
+                                   GradientExchangeConfig config)
+    : store_(store), plan_(plan), config_(std::move(config)) {}
+
+Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
+    const ParamStore& store, const comm::BucketPlan& plan, const GradientExchangeConfig& config) {
+  SPARQ_CHECK(store.allocated(), "GradientExchange needs an allocated ParamStore");
+  std::unique_ptr<GradientExchange> x(new GradientExchange(store, plan, config));
+  const std::string& prefix = config.compress.prefix;
+  x->buckets_.resize(plan.size());
+  x->stats_.assign(plan.size(), BucketExchangeStats{});
+  SPARQ_ASSIGN_OR_RETURN(x->dense_compressor_, make_compressor({"none", {}, prefix}));
+  x->dense_aggregator_ = make_aggregator(Aggregation::kAllreduce);
+
+  bool any_compressed = false;
+  for (const comm::Bucket& bucket : plan.buckets()) {
+    if (bucket.dense || config.compress.name == "none") continue;
+    PerBucket& slot = x->buckets_[bucket.index];
+    SPARQ_ASSIGN_OR_RETURN(slot.compressor, make_compressor(config.compress));
+    const Aggregation kind = config.aggregation.value_or(slot.compressor->aggregation());
+    SPARQ_RETURN_IF_ERROR(check_aggregation(*slot.compressor, kind, prefix));
+    if (auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get())) {
+      SPARQ_RETURN_IF_ERROR(
+          psgd->set_layout(static_cast<std::size_t>(bucket.range.count),
+                           bucket_matrices(store, bucket))
+              .with_context(fmt::format("bucket {}", bucket.index)));
+    }
+    slot.aggregator = make_aggregator(kind, config.aggregator);
+    any_compressed = true;
+  }
+  if (any_compressed && config.error_feedback) {
+    const auto n = static_cast<std::size_t>(store.flat_numel());
+    x->residual_ = Buffer::host(n * sizeof(float), /*zeroed=*/true);
+    for (const comm::Bucket& bucket : plan.buckets()) {
+      PerBucket& slot = x->buckets_[bucket.index];
+      if (!slot.compressor) continue;
+      slot.error_feedback = std::make_unique<ErrorFeedback>(
+          x->residual().subspan(static_cast<std::size_t>(bucket.range.offset),
+                                static_cast<std::size_t>(bucket.range.count)));
+    }
+  }
+  return x;
+}
+
+bool GradientExchange::compressing_at(std::int64_t step) const {
+  return step >= config_.dense_warmup_steps;
+}
+
+Status GradientExchange::exchange(comm::Communicator& comm, const comm::Bucket& bucket,
+                                  std::int64_t step) {
+  PerBucket& slot = buckets_[bucket.index];
+  std::span<float> grads(store_.grads() + bucket.range.offset,
+                         static_cast<std::size_t>(bucket.range.count));
+  EncodeContext ctx;
+  ctx.seed = config_.seed;
+  ctx.step = step;
+  ctx.bucket_id = static_cast<std::uint32_t>(bucket.index);
+  BucketExchangeStats& stats = stats_[bucket.index];
+  stats.dense_bytes = grads.size() * sizeof(float);
+  stats.compressed = slot.compressor != nullptr && compressing_at(step);
+  if (stats.compressed) {
+    slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx);
+    stats.payload_bytes = slot.aggregator->last_payload_bytes();
+  } else {
+    dense_aggregator_->run(grads, *dense_compressor_, nullptr, comm, ctx);
+    stats.payload_bytes = dense_aggregator_->last_payload_bytes();
+  }
+  return Status::ok();
+}
+
+std::size_t GradientExchange::last_payload_bytes() const {
+  std::size_t total = 0;
+  for (const BucketExchangeStats& s : stats_) total += s.payload_bytes;
+  return total;
+}
+
+std::size_t GradientExchange::last_dense_bytes() const {
+  std::size_t total = 0;
+  for (const BucketExchangeStats& s : stats_) total += s.dense_bytes;
+  return total;
+}
+
+std::span<float> GradientExchange::residual() const {
+  return {residual_.as<float>(), residual_.size() / sizeof(float)};
+}
+
+double GradientExchange::residual_norm() const {
+  const std::span<float> e = residual();
+  return e.empty() ? 0.0 : std::sqrt(ops::sum_squares(e.data(), e.size()));
+}
+
+std::string GradientExchange::compressor_name(int bucket) const {
+  const PerBucket& slot = buckets_[bucket];
+  if (!slot.compressor) return "none";
+  return fmt::format("{}/{}{}", slot.compressor->name(), aggregation_name(slot.aggregator->kind()),
+                     slot.error_feedback ? "+ef" : "");
+}
+
+std::vector<NamedState> GradientExchange::save_state() const {
+  std::vector<NamedState> out;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const PerBucket& slot = buckets_[b];
+    if (!slot.compressor) continue;
+    NamedState compressor{fmt::format("bucket{}.compressor", b), {}};
+    slot.compressor->save_state(compressor.second);
+    NamedState aggregator{fmt::format("bucket{}.aggregator", b), {}};
+    slot.aggregator->save_state(aggregator.second);
+    out.push_back(std::move(compressor));
+    out.push_back(std::move(aggregator));
+  }
+  return out;
+}
+
+Status GradientExchange::load_state(const std::vector<NamedState>& state) {
+  std::size_t next = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    PerBucket& slot = buckets_[b];
+    if (!slot.compressor) continue;
+    for (const char* part : {"compressor", "aggregator"}) {
+      const std::string want = fmt::format("bucket{}.{}", b, part);
+      if (next >= state.size() || state[next].first != want) {
+        return Status::error("compression state: expected '{}', found '{}'", want,
+                             next < state.size() ? state[next].first : "end of state");
+      }
+      const std::span<const std::uint8_t> bytes(state[next].second);
+      SPARQ_RETURN_IF_ERROR((std::string_view(part) == "compressor"
+                                 ? slot.compressor->load_state(bytes)
+                                 : slot.aggregator->load_state(bytes))
+                                .with_context(want));
+      ++next;
+    }
+  }
+  if (next != state.size()) {
+    return Status::error("compression state: {} unexpected entries from '{}' on (was the "
+                         "checkpoint written with another bucket plan or compressor?)",
+                         state.size() - next, state[next].first);
+  }
+  return Status::ok();
+}
+
+}  // namespace sparq::compress

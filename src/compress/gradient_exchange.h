@@ -1,0 +1,109 @@
+// GradientExchange: what the WFBP scheduler runs for each launched bucket (DESIGN.md, "One
+// iteration", step 4): error-feedback compensation, compression, the compressor's aggregation
+// strategy, decompression and averaging, in place in the gradient buffer.
+//
+// It owns, per bucket of the plan, one compressor instance and one aggregator (both may keep
+// per-bucket state: dgc's momentum, powersgd's Q, two_phase's server residual), and ONE
+// residual buffer with the ParamStore's flat layout, so bucket b's error-feedback residual is
+// exactly the range bucket b covers in the gradient buffer (checkpointed per rank as one
+// flat array, like the optimizer state).
+//
+// Routing, decided per bucket and step (identically on every rank, which keeps every rank's
+// collectives in the same order):
+//   dense bucket (plan routing: biases, norms, small tensors)  -> allreduce of f32, no residual
+//   step < dense_warmup_steps                                  -> allreduce of f32, residual
+//                                                                 untouched
+//   otherwise -> the configured compressor with its aggregation (or the `aggregation`
+//               override), through ErrorFeedback unless error_feedback is off.
+//
+// Threading: exchange() runs on the CommEngine thread, one bucket at a time; everything else
+// is called from the compute thread while no bucket is in flight (after wait_all()).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/bucket_plan.h"
+#include "comm/communicator.h"
+#include "compress/aggregation.h"
+#include "compress/compressor.h"
+#include "compress/config.h"
+#include "core/buffer.h"
+#include "core/param_store.h"
+
+namespace sparq::compress {
+
+struct GradientExchangeConfig {
+  CompressConfig compress;                 // the compressor of compressed buckets
+  std::optional<Aggregation> aggregation;  // nullopt: the compressor's own strategy
+  AggregatorOptions aggregator;            // two_phase server compression
+  bool error_feedback = true;
+  std::int64_t dense_warmup_steps = 0;     // steps before compression starts
+  std::uint64_t seed = 0;                  // the run's compression seed (same on all ranks)
+};
+
+// One bucket's share of a step, for metrics.
+struct BucketExchangeStats {
+  bool compressed = false;          // false: sent dense (dense bucket or warm-up)
+  std::size_t payload_bytes = 0;    // this rank's message bytes, all phases
+  std::size_t dense_bytes = 0;      // 4 * floats in the bucket: what `none` would send
+};
+
+// A named blob of per-rank state for checkpoints.
+using NamedState = std::pair<std::string, std::vector<std::uint8_t>>;
+
+class GradientExchange {
+ public:
+  // Checks the configuration (unknown compressor or key, an aggregation the compressor
+  // cannot use) and builds one compressor + aggregator per compressed bucket. powersgd gets
+  // the bucket's weight matrices as its layout ([out, in...] tensors wholly inside it).
+  static Result<std::unique_ptr<GradientExchange>> create(const ParamStore& store,
+                                                          const comm::BucketPlan& plan,
+                                                          const GradientExchangeConfig& config);
+
+  // The BucketExchange of comm::WfbpScheduler: averages `bucket` of the store's gradient
+  // buffer across ranks, in place.
+  Status exchange(comm::Communicator& comm, const comm::Bucket& bucket, std::int64_t step);
+
+  // True when step `step` sends compressed buckets (false during the dense warm-up).
+  bool compressing_at(std::int64_t step) const;
+  const std::vector<BucketExchangeStats>& last_stats() const { return stats_; }
+  // Sums of last_stats() over the buckets of the last communicated step.
+  std::size_t last_payload_bytes() const;
+  std::size_t last_dense_bytes() const;
+  // ||e||_2 over every bucket's residual (0 without error feedback).
+  double residual_norm() const;
+
+  const GradientExchangeConfig& config() const { return config_; }
+  std::string compressor_name(int bucket) const;  // for the start-up plan table
+
+  // Flat residual (the store's layout) and per-bucket compressor/aggregator state.
+  std::span<float> residual() const;
+  std::vector<NamedState> save_state() const;
+  Status load_state(const std::vector<NamedState>& state);
+
+ private:
+  GradientExchange(const ParamStore& store, const comm::BucketPlan& plan,
+                   GradientExchangeConfig config);
+  struct PerBucket {
+    std::unique_ptr<Compressor> compressor;  // null for dense buckets
+    std::unique_ptr<Aggregator> aggregator;
+    std::unique_ptr<ErrorFeedback> error_feedback;
+  };
+
+  const ParamStore& store_;
+  const comm::BucketPlan& plan_;
+  GradientExchangeConfig config_;
+  Buffer residual_;
+  std::vector<PerBucket> buckets_;
+  std::unique_ptr<Compressor> dense_compressor_;  // `none`: stateless, shared by buckets
+  std::unique_ptr<Aggregator> dense_aggregator_;  // allreduce: stateless apart from counters
+  std::vector<BucketExchangeStats> stats_;
+};
+
+}  // namespace sparq::compress

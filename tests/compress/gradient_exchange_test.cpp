@@ -1,0 +1,191 @@
+// GradientExchange on one rank (Self communicator): routing of dense buckets and the dense
+// warm-up, error-feedback mass conservation on the store's gradient buffer, the powersgd
+// layout taken from the bucket's tensors, configuration errors, and state round trips.
+// Multi-rank averaging is covered by aggregation_mpi_test and the convergence test.
+#include "compress/gradient_exchange.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "comm/stack_fixture.h"
+#include "compress/powersgd.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+namespace {
+
+using comm::testing::Stack;
+
+struct Fixture {
+  comm::BucketPlanConfig plan_config;
+  Stack stack;
+  comm::BucketPlan plan;
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+
+  explicit Fixture(std::vector<std::string> dense_patterns = {})
+      : plan_config(make_plan_config(std::move(dense_patterns))),
+        stack(comm::testing::make_stack(2, 32, plan_config)),
+        plan(comm::BucketPlan::build(stack.store, stack.layers, plan_config).value()) {}
+
+  static comm::BucketPlanConfig make_plan_config(std::vector<std::string> dense_patterns) {
+    comm::BucketPlanConfig c;
+    c.first_bucket_mb = 0.01;
+    c.bucket_mb = 0.02;
+    c.dense_patterns = std::move(dense_patterns);
+    return c;
+  }
+
+  void fill_grads(std::uint32_t seed) {
+    const ParamStore& s = stack.store;
+    fill_normal(s.grads(), static_cast<std::size_t>(s.flat_numel()), 0.0f, 1.0f, seed, 7);
+  }
+  std::vector<float> grads() const {
+    const ParamStore& s = stack.store;
+    return {s.grads(), s.grads() + s.flat_numel()};
+  }
+  std::unique_ptr<GradientExchange> make(GradientExchangeConfig config) {
+    auto x = GradientExchange::create(stack.store, plan, config);
+    EXPECT_TRUE(x.is_ok()) << x.status().message();
+    return std::move(x).value();
+  }
+  void exchange_all(GradientExchange& x, std::int64_t step) {
+    for (const comm::Bucket& b : plan.buckets()) ASSERT_TRUE(x.exchange(*self, b, step).is_ok());
+  }
+};
+
+GradientExchangeConfig lbs_config() {
+  GradientExchangeConfig c;
+  c.compress = {"lbs", {{"density", "0.05"}, {"bits", "4"}}, "compress"};
+  c.seed = 11;
+  return c;
+}
+
+TEST(GradientExchange, NoneIsTheExactAverageAndCountsDenseBytes) {
+  Fixture f;
+  GradientExchangeConfig c;
+  auto x = f.make(c);
+  f.fill_grads(1);
+  const std::vector<float> before = f.grads();
+  f.exchange_all(*x, 0);
+  EXPECT_EQ(f.grads(), before);
+  EXPECT_EQ(x->last_payload_bytes(), x->last_dense_bytes());
+  EXPECT_EQ(x->last_dense_bytes(), static_cast<std::size_t>(f.stack.store.flat_numel()) * 4);
+  EXPECT_TRUE(x->residual().empty());
+  EXPECT_EQ(x->compressor_name(0), "none");
+}
+
+TEST(GradientExchange, ErrorFeedbackConservesMassInTheStoreLayout) {
+  Fixture f;
+  auto x = f.make(lbs_config());
+  EXPECT_EQ(x->compressor_name(0), "lbs/allgather+ef");
+  ASSERT_EQ(x->residual().size(), static_cast<std::size_t>(f.stack.store.flat_numel()));
+  std::vector<float> carried(x->residual().size(), 0.0f);  // the residual before the step
+  for (int step = 0; step < 3; ++step) {
+    f.fill_grads(100 + step);
+    const std::vector<float> g = f.grads();
+    f.exchange_all(*x, step);
+    const std::vector<float> sent = f.grads();
+    double max_err = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const double conserved = double(sent[i]) + x->residual()[i] - (g[i] + carried[i]);
+      max_err = std::max(max_err, std::fabs(conserved));
+    }
+    EXPECT_LT(max_err, 1e-5) << "step " << step;
+    carried.assign(x->residual().begin(), x->residual().end());
+    EXPECT_GT(x->residual_norm(), 0.0);
+    EXPECT_LT(x->last_payload_bytes() * 5, x->last_dense_bytes()) << "lbs should compress";
+  }
+}
+
+TEST(GradientExchange, DenseBucketsAndWarmupStepsAreSentExactly) {
+  Fixture f({"*.bias", "*ln_*"});
+  GradientExchangeConfig c = lbs_config();
+  c.dense_warmup_steps = 2;
+  auto x = f.make(c);
+  ASSERT_TRUE(f.plan.buckets().back().dense);
+  EXPECT_FALSE(x->compressing_at(1));
+  EXPECT_TRUE(x->compressing_at(2));
+
+  f.fill_grads(3);
+  const std::vector<float> before = f.grads();
+  f.exchange_all(*x, 1);  // warm-up: everything dense, residual untouched
+  EXPECT_EQ(f.grads(), before);
+  EXPECT_EQ(x->residual_norm(), 0.0);
+
+  f.exchange_all(*x, 2);  // compressing: dense buckets still exact, their residual stays 0
+  for (const comm::Bucket& b : f.plan.buckets()) {
+    const ParamRange r = b.range;
+    for (std::int64_t i = r.offset; i < r.end(); ++i) {
+      if (b.dense) {
+        ASSERT_EQ(f.grads()[i], before[i]) << "dense bucket " << b.index;
+        ASSERT_EQ(x->residual()[i], 0.0f);
+      }
+    }
+    EXPECT_EQ(x->last_stats()[b.index].compressed, !b.dense);
+  }
+}
+
+TEST(GradientExchange, PowerSgdSeesTheBucketsWeightMatrices) {
+  Fixture f({"*.bias", "*ln_*"});
+  GradientExchangeConfig c;
+  c.compress = {"powersgd", {{"rank", "2"}, {"min_compress_numel", "64"}}, "compress"};
+  auto x = f.make(c);
+  f.fill_grads(5);
+  f.exchange_all(*x, 0);
+  EXPECT_GT(x->residual_norm(), 0.0);  // rank 2 of random matrices loses something
+  EXPECT_EQ(x->compressor_name(0), "powersgd/allreduce+ef");
+}
+
+TEST(GradientExchange, RejectsAnAggregationTheCompressorCannotUse) {
+  Fixture f;
+  GradientExchangeConfig c;
+  c.compress = {"powersgd", {}, "compress"};
+  c.aggregation = Aggregation::kAllgather;
+  auto x = GradientExchange::create(f.stack.store, f.plan, c);
+  ASSERT_FALSE(x.is_ok());
+  EXPECT_NE(x.status().message().find("compress.aggregation"), std::string::npos)
+      << x.status().message();
+
+  c.compress = {"lbs", {{"densty", "0.1"}}, "compress"};
+  c.aggregation.reset();
+  x = GradientExchange::create(f.stack.store, f.plan, c);
+  ASSERT_FALSE(x.is_ok());
+  EXPECT_NE(x.status().message().find("compress.densty"), std::string::npos)
+      << x.status().message();
+}
+
+// dgc keeps momentum per bucket and two_phase a server residual: a restored exchange must
+// continue exactly like the original.
+TEST(GradientExchange, SavedStateContinuesIdentically) {
+  Fixture f;
+  GradientExchangeConfig c;
+  c.compress = {"dgc", {{"density", "0.05"}, {"momentum", "0.9"}}, "compress"};
+  c.aggregation = Aggregation::kTwoPhase;
+  auto original = f.make(c);
+  for (int step = 0; step < 2; ++step) {
+    f.fill_grads(20 + step);
+    f.exchange_all(*original, step);
+  }
+  const std::vector<NamedState> state = original->save_state();
+  const std::vector<float> residual(original->residual().begin(), original->residual().end());
+
+  auto restored = f.make(c);
+  ASSERT_TRUE(restored->load_state(state).is_ok());
+  std::copy(residual.begin(), residual.end(), restored->residual().begin());
+
+  f.fill_grads(30);
+  f.exchange_all(*original, 2);
+  const std::vector<float> want = f.grads();
+  f.fill_grads(30);
+  f.exchange_all(*restored, 2);
+  EXPECT_EQ(f.grads(), want);
+
+  std::vector<NamedState> truncated(state.begin(), state.end() - 1);
+  const Status s = f.make(c)->load_state(truncated);
+  EXPECT_FALSE(s.is_ok());
+}
+
+}  // namespace
+}  // namespace sparq::compress

@@ -11,9 +11,9 @@
 //
 // Streams: all work goes to the communicator's own non-blocking stream(). By default each call
 // is synchronous like every Communicator (it returns when the stream has finished it). With
-// set_synchronous(false) calls only enqueue and return, for a stream-ordered engine (a FIFO
-// of tasks on stream() gated by events; not written yet): results are then valid once an
-// event recorded after them has completed (wait_event).
+// set_synchronous(false) calls only enqueue and return, for the stream-ordered engine (a FIFO
+// of tasks on stream() gated by events; StreamCommEngine in stream_engine.h): results are
+// then valid once an event recorded after them has completed (wait_event).
 //
 // Semantics: f16 and bf16 are reduced natively by NCCL (ncclFloat16 / ncclBfloat16); kAvg uses
 // ncclAvg; u16 can be moved but not reduced (NCCL has no 16-bit integer type). Uneven

@@ -1,0 +1,259 @@
+#include "comm/stream_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "core/check.h"
+#include "core/cuda/cuda_check.h"
+#include "core/log.h"
+#include "core/timer.h"
+
+namespace sparq::comm {
+namespace detail {
+
+struct StreamAnchor {
+  cuda::Event event{/*timing=*/true};
+  std::int64_t host_us = 0;
+};
+
+// One submitted task. Everything is touched by the engine's single calling thread (see the
+// header), so nothing here is atomic.
+struct StreamTask {
+  const StreamCommEngine* owner = nullptr;
+  std::string name;
+  std::int64_t step = 0;
+  std::uint64_t sequence = 0;
+  cuda::Event start{/*timing=*/true};
+  cuda::Event end{/*timing=*/true};
+  std::shared_ptr<const StreamAnchor> anchor;  // released once the times are known
+  TaskTimes times;
+  bool timed = false;     // start_us and end_us are known
+  bool traced = false;    // its span was handed to the trace recorder
+  bool reported = false;  // its outcome was returned by a wait
+  Status status;
+  std::exception_ptr exception;
+  WireBytes bytes;
+
+  bool failed() const { return exception != nullptr || !status.is_ok(); }
+};
+
+namespace {
+
+std::int64_t anchored_us(const StreamAnchor& anchor, const cuda::Event& event) {
+  return anchor.host_us +
+         std::llround(static_cast<double>(event.elapsed_ms_since(anchor.event)) * 1e3);
+}
+
+// Converts the task's GPU times to the host clock. Precondition: its end event has completed
+// (so has its start event, earlier on the same stream). The anchor is seen complete a little
+// after it really completed, so estimates can only be late; the clamps keep the order
+// enqueue <= start <= end that the GPU guarantees against float rounding.
+void fix_times(StreamTask& task) {
+  if (task.timed) return;
+  const StreamAnchor& anchor = *task.anchor;
+  task.times.start_us = std::max(task.times.enqueue_us, anchored_us(anchor, task.start));
+  task.times.end_us = std::max(task.times.start_us, anchored_us(anchor, task.end));
+  task.timed = true;
+  task.anchor.reset();
+}
+
+}  // namespace
+}  // namespace detail
+
+using detail::StreamAnchor;
+using detail::StreamTask;
+
+bool StreamCommHandle::done() const { return task_ && (task_->timed || task_->end.ready()); }
+TaskTimes StreamCommHandle::times() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::times() on an invalid handle");
+  if (!task_->timed && task_->end.ready()) detail::fix_times(*task_);
+  return task_->times;
+}
+const std::string& StreamCommHandle::name() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::name() on an invalid handle");
+  return task_->name;
+}
+std::int64_t StreamCommHandle::step() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::step() on an invalid handle");
+  return task_->step;
+}
+std::uint64_t StreamCommHandle::sequence() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::sequence() on an invalid handle");
+  return task_->sequence;
+}
+WireBytes StreamCommHandle::bytes() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::bytes() on an invalid handle");
+  return task_->bytes;
+}
+cudaEvent_t StreamCommHandle::end_event() const {
+  SPARQ_CHECK(task_, "StreamCommHandle::end_event() on an invalid handle");
+  return task_->end.get();
+}
+
+StreamCommEngine::StreamCommEngine(NcclCommunicator& comm, Options options)
+    : comm_(comm), options_(std::move(options)), was_synchronous_(comm.synchronous()) {
+  SPARQ_CHECK(options_.timeout_s > 0, "StreamCommEngine '{}': timeout_s must be positive, got {}",
+              options_.name, options_.timeout_s);
+  int device = -1;
+  CUDA_CHECK(cudaGetDevice(&device));
+  SPARQ_CHECK(device == comm_.cuda_device(),
+              "StreamCommEngine '{}': the current CUDA device is {} but the communicator's is {}",
+              options_.name, device, comm_.cuda_device());
+  comm_.set_synchronous(false);
+  anchor_ = make_anchor();
+}
+
+StreamCommEngine::~StreamCommEngine() {
+  for (const auto& task : outstanding_) {
+    complete(*task);
+    if (!task->reported && task->failed()) {
+      spdlog::warn("StreamCommEngine '{}': task '{}' (step {}) failed and was never waited on",
+                   options_.name, task->name, task->step);
+    }
+  }
+  comm_.set_synchronous(was_synchronous_);
+}
+
+std::shared_ptr<const StreamAnchor> StreamCommEngine::make_anchor() const {
+  const cudaStream_t stream = comm_.stream();
+  cuda::Event drained;
+  drained.record(stream);
+  comm_.wait_event(drained.get(),
+                   fmt::format("StreamCommEngine '{}': draining the stream", options_.name),
+                   options_.timeout_s);
+  // On the now idle stream the reference completes at once; spinning (not sleeping) notes
+  // that moment within microseconds.
+  auto anchor = std::make_shared<StreamAnchor>();
+  anchor->event.record(stream);
+  while (!anchor->event.ready()) std::this_thread::yield();
+  anchor->host_us = now_us();
+  return anchor;
+}
+
+StreamCommHandle StreamCommEngine::submit(std::string name, std::int64_t step, Task task,
+                                          cudaStream_t producer) {
+  SPARQ_CHECK(task != nullptr, "StreamCommEngine '{}': submit('{}') without a task body",
+              options_.name, name);
+  auto state = std::make_shared<StreamTask>();
+  state->owner = this;
+  state->name = std::move(name);
+  state->step = step;
+  state->sequence = next_sequence_++;
+  state->anchor = anchor_;
+  state->times.enqueue_us = now_us();
+  const cudaStream_t stream = comm_.stream();
+  if (producer != stream) {
+    // cudaStreamWaitEvent captures the event's latest record, so ready_ can be re-recorded by
+    // the next submit without loosening this gate.
+    ready_.record(producer);
+    ready_.gate(stream);
+  }
+  state->start.record(stream);
+  const ByteCounters before = comm_.bytes();
+  try {
+    state->status = task(comm_);
+  } catch (...) {
+    state->exception = std::current_exception();
+  }
+  const ByteCounters after = comm_.bytes();
+  // Recorded even after a failure, so that waits and gated streams see the task finish.
+  state->end.record(stream);
+  state->bytes = {after.sent - before.sent, after.received - before.received};
+  // Keep only what wait_all() may still have to wait for or report.
+  if (outstanding_.size() >= 4096) {
+    std::erase_if(outstanding_, [](const auto& t) { return t->timed && t->traced && t->reported; });
+  }
+  outstanding_.push_back(state);
+  return StreamCommHandle(std::move(state));
+}
+
+std::string StreamCommEngine::describe_wait(const StreamTask& task) const {
+  std::string what = fmt::format("StreamCommEngine '{}': task '{}' (step {}, #{})", options_.name,
+                                 task.name, task.step, task.sequence);
+  // In FIFO order a task behind a stalled collective stalls too: name the oldest one ahead.
+  for (const auto& earlier : outstanding_) {
+    if (earlier->sequence >= task.sequence) break;
+    if (!earlier->timed && !earlier->end.ready()) {
+      what += fmt::format(
+          ", queued behind task '{}' (step {}, #{}) that was unfinished when the "
+          "wait began,",
+          earlier->name, earlier->step, earlier->sequence);
+      break;
+    }
+  }
+  return what;
+}
+
+void StreamCommEngine::complete(StreamTask& task) {
+  if (!task.timed && !task.end.ready()) {
+    comm_.wait_event(task.end.get(), describe_wait(task), options_.timeout_s);
+  }
+  detail::fix_times(task);
+  if (options_.trace != nullptr && !task.traced) {
+    options_.trace->record({.name = task.name,
+                            .category = "comm",
+                            .start_us = task.times.start_us,
+                            .end_us = task.times.end_us,
+                            .lane = TraceLane::kCommunication,
+                            .step = task.step,
+                            .bytes = static_cast<std::int64_t>(task.bytes.sent)});
+  }
+  task.traced = true;
+}
+
+Status StreamCommEngine::report(StreamTask& task) {
+  task.reported = true;
+  if (task.exception) std::rethrow_exception(task.exception);
+  return task.status;
+}
+
+Status StreamCommEngine::wait(const StreamCommHandle& handle) {
+  SPARQ_CHECK(handle.valid(), "StreamCommEngine '{}': wait() on an invalid handle", options_.name);
+  StreamTask& task = *handle.task_;
+  SPARQ_CHECK(task.owner == this, "StreamCommEngine '{}': wait('{}') on another engine's handle",
+              options_.name, task.name);
+  complete(task);
+  return report(task);
+}
+
+Status StreamCommEngine::wait_all() {
+  std::vector<std::shared_ptr<StreamTask>> tasks;
+  tasks.swap(outstanding_);
+  // FIFO: waiting in order bounds each task by its own timeout and names the oldest stall.
+  Status first_failure;
+  std::exception_ptr first_exception;
+  for (const auto& task : tasks) {
+    complete(*task);
+    if (task->reported) continue;
+    task->reported = true;
+    if (first_failure.is_ok() && !first_exception) {
+      if (task->exception) {
+        first_exception = task->exception;
+      } else if (!task->status.is_ok()) {
+        first_failure = task->status;
+      }
+    }
+  }
+  // Idle now: a fresh anchor keeps the next tasks' float elapsed times short and precise.
+  if (!tasks.empty()) anchor_ = make_anchor();
+  if (first_exception) std::rethrow_exception(first_exception);
+  return first_failure;
+}
+
+void StreamCommEngine::wait_on_stream(const StreamCommHandle& handle, cudaStream_t consumer) const {
+  SPARQ_CHECK(handle.valid(), "StreamCommEngine '{}': wait_on_stream() on an invalid handle",
+              options_.name);
+  SPARQ_CHECK(handle.task_->owner == this,
+              "StreamCommEngine '{}': wait_on_stream('{}') on another engine's handle",
+              options_.name, handle.task_->name);
+  handle.task_->end.gate(consumer);
+}
+
+std::size_t StreamCommEngine::in_flight() const {
+  return static_cast<std::size_t>(
+      std::count_if(outstanding_.begin(), outstanding_.end(),
+                    [](const auto& t) { return !t->timed && !t->end.ready(); }));
+}
+
+}  // namespace sparq::comm

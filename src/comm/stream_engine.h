@@ -1,0 +1,162 @@
+// StreamCommEngine: the CUDA-stream flavour of CommEngine (comm_engine.h), for NCCL.
+//
+// Tasks run in FIFO order on the NCCL communicator's own stream, off the compute stream:
+// submit() records a "ready" event on the producer (compute) stream, makes the communicator's
+// stream wait for it, records a start event, runs the task body, then records an end event.
+// The body runs on the CALLING thread but only ENQUEUES work (NCCL calls, kernels, copies) on
+// comm.stream(): with the communicator in asynchronous mode (set_synchronous(false), set for
+// the engine's lifetime) each call returns once enqueued. Enqueueing is cheap and the stream
+// already executes in issue order, so a host thread would add a hand-off and a context switch
+// per task and buy nothing; it would also put a second thread on a communicator that allows
+// one. Every rank that submits the same collectives in the same order thus issues them to
+// NCCL in that order.
+//
+// Results of a task are valid once it is done: wait() blocks the host until then; for the
+// compute stream, wait_on_stream() makes that stream wait for the task's end event without
+// blocking the host (the "gated by events" path of an optimizer that consumes gradients).
+//
+// Errors: a body that returns a failed Status or throws is captured at submit; wait()
+// returns that Status or rethrows the exception (same object, original message) once the
+// task's stream work is done. The end event is recorded even then, so later tasks and gated
+// streams never wait forever on this rank; what the body had enqueued before failing still
+// runs. wait_all() reports the first failure not already reported by wait().
+//
+// Timeouts: every wait is bounded by Options::timeout_s and polls NCCL's asynchronous error
+// state (NcclCommunicator::wait_event). On expiry or an asynchronous NCCL error the NCCL
+// communicator is aborted and the job ends through SPARQ_FATAL (MPI_Abort) with a message
+// naming this rank, the engine, the task, its step and the oldest earlier task still
+// unfinished when the wait began (in FIFO order that one is usually the stalled collective).
+//
+// Times (TaskTimes, on the now_us() clock of core/timer.h like CommEngine's): enqueue_us is
+// the host time at submit; start_us and end_us come from the GPU: the elapsed time between
+// the task's events and a reference event, added to the host time at which that reference
+// was seen complete. They are known once the task is done (0 before). The anchor is renewed
+// whenever wait_all() leaves the engine idle, because cudaEventElapsedTime returns float
+// milliseconds, whose resolution decays with the distance to the reference. Bytes are what
+// the body's calls added to the communicator's counters, known as soon as submit returns.
+//
+// Threading: NOT thread-safe. Call submit/wait/wait_all from one thread at a time (normally
+// the compute thread): bodies run on the caller and the communicator is single-threaded.
+// Preconditions: the current CUDA device is comm.cuda_device(); nobody else enqueues work on
+// comm.stream() while the engine lives (that would serialise with, and be timed into, tasks).
+//
+// Ownership: borrows the communicator (and the optional trace recorder), which must outlive
+// the engine. The destructor waits for every task (bounded by the same timeout), records the
+// remaining trace spans and restores the communicator's previous synchronous mode.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "comm/byte_model.h"
+#include "comm/comm_engine.h"
+#include "comm/nccl_communicator.h"
+#include "core/cuda/cuda_handles.h"
+#include "core/status.h"
+#include "core/trace.h"
+
+namespace sparq::comm {
+
+namespace detail {
+struct StreamTask;
+struct StreamAnchor;  // a reference event and the host time at which it was seen complete
+}  // namespace detail
+
+// Shared, copyable reference to a task submitted to a StreamCommEngine. Default-constructed
+// handles are invalid.
+class StreamCommHandle {
+ public:
+  StreamCommHandle() = default;
+  bool valid() const { return task_ != nullptr; }
+  bool done() const;  // its stream work has completed (a failure is also done)
+  // enqueue_us always; start_us and end_us once done() (0 before).
+  TaskTimes times() const;
+  const std::string& name() const;
+  std::int64_t step() const;
+  std::uint64_t sequence() const;  // 0, 1, 2, ... in submission order
+  // Bytes the task's calls added to the communicator's counters (NCCL counts at enqueue).
+  WireBytes bytes() const;
+  // Completes when the task's stream work has (for cudaStreamWaitEvent / cudaEventQuery).
+  cudaEvent_t end_event() const;
+
+ private:
+  friend class StreamCommEngine;
+  explicit StreamCommHandle(std::shared_ptr<detail::StreamTask> task) : task_(std::move(task)) {}
+  std::shared_ptr<detail::StreamTask> task_;
+};
+
+struct StreamCommEngineOptions {
+  double timeout_s = 300.0;        // bound on every wait (and on draining at destruction)
+  std::string name = "comm";       // names the engine in messages
+  TraceRecorder* trace = nullptr;  // when set, each task becomes a kCommunication span
+};
+
+class StreamCommEngine {
+ public:
+  using Options = StreamCommEngineOptions;
+  // Enqueues the task's work on comm.stream() and returns without waiting for it.
+  using Task = std::function<Status(NcclCommunicator&)>;
+
+  explicit StreamCommEngine(NcclCommunicator& comm, Options options = {});
+  ~StreamCommEngine();
+  StreamCommEngine(const StreamCommEngine&) = delete;
+  StreamCommEngine& operator=(const StreamCommEngine&) = delete;
+
+  // `name` and `step` identify the task in timeouts, traces and errors. The task's stream work
+  // starts after everything enqueued on `producer` so far (the compute stream that wrote its
+  // inputs; 0 is the legacy default stream; comm.stream() itself needs no gate).
+  StreamCommHandle submit(std::string name, std::int64_t step, Task task, cudaStream_t producer);
+  template <typename F>
+  requires std::is_void_v<std::invoke_result_t<F&, NcclCommunicator&>> StreamCommHandle
+  submit(std::string name, std::int64_t step, F&& body, cudaStream_t producer) {
+    return submit(std::move(name), step,
+                  Task([fn = std::forward<F>(body)](NcclCommunicator& c) mutable {
+                    fn(c);
+                    return Status::ok();
+                  }),
+                  producer);
+  }
+
+  // Blocks the host until the task is done (bounded, see above). Returns its Status or
+  // rethrows its exception. Precondition: the handle came from this engine.
+  Status wait(const StreamCommHandle& handle);
+  // Waits for every task submitted so far, in FIFO order; returns the first failure not yet
+  // reported by wait() (rethrowing an exception) after all of them are done.
+  Status wait_all();
+  // Makes `consumer` wait for the task without blocking the host. Its failure, if any, is
+  // still reported only by wait()/wait_all(), which the caller must call eventually.
+  void wait_on_stream(const StreamCommHandle& handle, cudaStream_t consumer) const;
+
+  std::size_t in_flight() const;  // submitted since the last wait_all and not yet done
+  NcclCommunicator& communicator() const { return comm_; }
+  cudaStream_t stream() const { return comm_.stream(); }
+  const Options& options() const { return options_; }
+
+ private:
+  // Drains comm.stream(), then records a reference event on it and notes when it completes.
+  std::shared_ptr<const detail::StreamAnchor> make_anchor() const;
+  // Blocks until the task's end event completes, then fixes its times and records its span
+  // (once). Ends the job on a timeout or an asynchronous NCCL error.
+  void complete(detail::StreamTask& task);
+  std::string describe_wait(const detail::StreamTask& task) const;
+  Status report(detail::StreamTask& task);
+
+  NcclCommunicator& comm_;
+  Options options_;
+  bool was_synchronous_;
+  cuda::Event ready_;  // recorded on the producer and waited on at once, so one is enough
+  std::shared_ptr<const detail::StreamAnchor> anchor_;
+  std::vector<std::shared_ptr<detail::StreamTask>> outstanding_;  // since the last wait_all
+  std::uint64_t next_sequence_ = 0;
+};
+
+}  // namespace sparq::comm

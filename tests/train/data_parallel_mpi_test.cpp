@@ -4,12 +4,19 @@
 // the single-worker reference (Self communicator), so nothing has to be compared across
 // processes.
 //
+// SGD must agree to 1e-5 relative on every element. Adam(W) gets a tolerance of its own,
+// explained at Agreement below.
+//
 // VGG runs with BatchNorm in eval mode (running statistics): with batch statistics, P
 // workers normalise over b images and one worker over P*b, so the two are different
 // computations by definition (as in PyTorch DDP without SyncBatchNorm).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "comm/comm_engine.h"
 #include "comm/mpi_communicator.h"
@@ -82,6 +89,7 @@ struct Run {
   ParamStore store;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<comm::BucketPlan> plan;
+  std::vector<float> initial;  // the parameters before step 0
 
   Run(const ModelConfig& mc, RunShape shape, const optim::OptimConfig& oc) {
     auto m = make_model(mc, shape);
@@ -91,6 +99,7 @@ struct Run {
     store.allocate();
     store.initialize(1234);
     model->bind(store);
+    initial.assign(store.params(), store.params() + store.flat_numel());
     if (!mc.is_language_model()) model->set_training(false);
     optimizer = std::move(optim::make_optimizer(oc, store)).value();
     comm::BucketPlanConfig pc;
@@ -119,6 +128,62 @@ struct Run {
   }
 };
 
+// How far the P-worker parameters `got` are from the one-worker parameters `want`.
+//
+// SGD moves an element by lr * g, so gradients that differ by float rounding (P means of b
+// rows against one mean of P*b rows: ||g_P - g_1|| / ||g_1|| is 1.3e-7 at step 0) give
+// parameters that agree to ~1e-6 relative; every element must be within 1e-5.
+//
+// Adam moves an element by lr * m / (sqrt(v) + eps): about lr whatever the gradient's size,
+// which amplifies rounding wherever the gradient is itself rounding noise. GPT-2's key bias
+// has a gradient of exactly zero in exact arithmetic (softmax ignores a shift shared by every
+// key), so in float it is noise of ~1e-11; with eps = 1e-8 Adam turns that into steps of
+// lr * g / eps ~ 1e-3 lr, and the two runs' noise differs in sign and size. Measured with
+// AdamW (lr 1e-3, 5 steps, 2 ranks): 269 elements, almost all of them key biases (the rest
+// have gradients that are sums of cancelling terms), differ by more than 1e-5, at most by
+// 1.2e-3 relative or 2.5e-3 lr * steps; the median element differs by 5e-8. ONE worker
+// whose gradients are perturbed by +-2^-24 relative (half an ulp) differs from itself as much:
+// 248 elements, 8.4e-4, 1.7e-3 lr * steps. So for Adam three things are checked: almost
+// every element still agrees to 1e-5 (a wrong gradient anywhere reaches nearly all of them
+// within a few steps), no element moved differently by more than 1% of Adam's largest
+// movement lr * steps, and the whole difference vector is below 1e-4 of the update p_1 - p_0.
+// Averaging by P - 1 instead of P, which Adam is nearly blind to, fails all three (7.8% of
+// the elements, 1.4e-2 lr * steps, 2.2e-4 with 4 ranks; noise: 0.06%, 1.2e-3, 1.8e-5).
+struct Agreement {
+  double max_rel = 0;          // max over elements of |got - want| / max(|want|, 1e-2)
+  double share_above = 0;      // share of the elements where that exceeds kElementTolerance
+  double max_in_lr_steps = 0;  // max |got - want| / (lr * kSteps)
+  double rel_l2 = 0;           // ||got - want|| / ||want - initial||
+  std::string worst;
+};
+
+constexpr double kElementTolerance = 1e-5;
+
+Agreement compare(const Run& want, const Run& got, double lr) {
+  Agreement a;
+  double diff2 = 0, update2 = 0;
+  std::int64_t above = 0, count = 0;
+  for (const auto& e : want.store.entries()) {
+    for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      const double w = want.store.params()[i], g = got.store.params()[i];
+      const double rel = std::fabs(g - w) / std::max(1e-2, std::fabs(w));
+      // Written as !(x <= y) so that a NaN counts as a failure.
+      if (!(rel <= a.max_rel)) {
+        a.max_rel = rel;
+        a.worst = e.spec.name + "[" + std::to_string(i - e.offset) + "]";
+      }
+      if (!(rel <= kElementTolerance)) ++above;
+      a.max_in_lr_steps = std::max(a.max_in_lr_steps, std::fabs(g - w) / (lr * kSteps));
+      diff2 += (g - w) * (g - w);
+      update2 += (w - want.initial[i]) * (w - want.initial[i]);
+      ++count;
+    }
+  }
+  a.share_above = static_cast<double>(above) / static_cast<double>(count);
+  a.rel_l2 = std::sqrt(diff2 / update2);
+  return a;
+}
+
 void expect_same_training(const std::string& spec, const optim::OptimConfig& oc, double lr,
                           std::int64_t b, std::int64_t t) {
   auto comm = comm::make_mpi_communicator();
@@ -136,31 +201,34 @@ void expect_same_training(const std::string& spec, const optim::OptimConfig& oc,
   auto self = comm::make_self_communicator();
   single.train(*self, &batches, 0, size * b, t, lr, !lm);
 
-  double max_rel = 0;
-  std::string worst;
-  for (const auto& e : single.store.entries()) {
-    const float* want = single.store.param(e.spec.name).data<float>();
-    const float* got = distributed.store.param(e.spec.name).data<float>();
-    for (std::int64_t i = 0; i < e.numel; ++i) {
-      const double rel = std::fabs(got[i] - want[i]) / std::max(1e-2, std::fabs(double(want[i])));
-      if (rel > max_rel) {
-        max_rel = rel;
-        worst = e.spec.name + "[" + std::to_string(i) + "]";
-      }
-    }
+  const Agreement a = compare(single, distributed, lr);
+  const std::string where = fmt::format(
+      "{} ({}, {} ranks, rank {}): max relative difference {:.3g} at {}, {:.3g}% of the "
+      "elements above {}, max difference {:.3g} lr * steps, ||dp|| / ||update|| {:.3g}",
+      spec, oc.name, size, rank, a.max_rel, a.worst, 100 * a.share_above, kElementTolerance,
+      a.max_in_lr_steps, a.rel_l2);
+  if (oc.name == "sgd") {
+    EXPECT_LT(a.max_rel, kElementTolerance) << where;
+  } else {
+    EXPECT_LT(a.share_above, 1e-2) << where;
+    EXPECT_LT(a.max_in_lr_steps, 1e-2) << where;
+    EXPECT_LT(a.rel_l2, 1e-4) << where;
   }
-  EXPECT_LT(max_rel, 1e-5) << spec << ": worst " << worst << " on rank " << rank;
 }
 
-// With AdamW the same comparison currently differs by up to ~8e-4 relative on a few
-// elements (Adam normalises gradients that are sums of cancelling terms); that is tracked in
-// the issue and not hidden by a looser bound here.
 TEST(DataParallel, Gpt2TinySgdMatchesOneWorkerWithPTimesTheBatch) {
   optim::OptimConfig oc;
   oc.name = "sgd";
   oc.momentum = 0.9;
   oc.weight_decay = 0.1;
   expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", oc, 0.05, 2, 16);
+}
+
+TEST(DataParallel, Gpt2TinyAdamWMatchesOneWorkerWithPTimesTheBatch) {
+  optim::OptimConfig oc;
+  oc.name = "adamw";
+  oc.weight_decay = 0.1;
+  expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", oc, 1e-3, 2, 16);
 }
 
 TEST(DataParallel, VggTinySgdMomentumMatchesOneWorkerWithPTimesTheBatch) {

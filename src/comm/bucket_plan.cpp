@@ -192,14 +192,14 @@ std::vector<std::pair<int, std::int64_t>> BucketPlan::overlaps(ParamRange range)
   return out;
 }
 
-std::string BucketPlan::describe() const {
-  std::string s = fmt::format("{:>6} {:<10} {:>12} {:>9} {:>7}  {}\n", "bucket", "kind", "offset",
-                              "MiB", "tensors", "last .. first tensor");
+std::string BucketPlan::describe(const std::function<std::string(int)>& compressor) const {
+  std::string s = fmt::format("{:>6} {:<10} {:>12} {:>9} {:>7}  {:<22} {}\n", "bucket", "kind",
+                              "offset", "MiB", "tensors", "compressor", "last .. first tensor");
   for (const auto& b : buckets_) {
-    s += fmt::format("{:>6} {:<10} {:>12} {:>9.3f} {:>7}  {} .. {}\n", b.index,
+    s += fmt::format("{:>6} {:<10} {:>12} {:>9.3f} {:>7}  {:<22} {} .. {}\n", b.index,
                      b.dense ? "dense" : "compressed", b.range.offset,
                      static_cast<double>(b.range.count) * 4.0 / (1 << 20), b.tensors.size(),
-                     b.tensors.front(), b.tensors.back());
+                     compressor ? compressor(b.index) : "-", b.tensors.front(), b.tensors.back());
   }
   return s + fmt::format("{} buckets", buckets_.size());
 }

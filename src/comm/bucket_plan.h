@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,8 +61,9 @@ class BucketPlan {
   // The buckets that a tensor range overlaps, with the number of its elements in each.
   std::vector<std::pair<int, std::int64_t>> overlaps(ParamRange range) const;
 
-  // A table for the start-up log: index, kind, offset, MiB, tensor count, first/last tensor.
-  std::string describe() const;
+  // A table for the start-up log: index, kind, offset, MiB, tensor count, the compressor
+  // (when `compressor` names it per bucket), first/last tensor.
+  std::string describe(const std::function<std::string(int)>& compressor = {}) const;
 
  private:
   std::vector<Bucket> buckets_;

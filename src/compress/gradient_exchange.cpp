@@ -25,8 +25,9 @@ Status check_aggregation(const Compressor& c, Aggregation kind, const std::strin
     case Aggregation::kTree: ok = sparse_f32; break;
   }
   if (!ok) {
+    // The key sits beside the compressor's section: "compress.lbs" -> "compress.aggregation".
     return Status::error("{}.aggregation: {} cannot aggregate by {} (its own strategy is {})",
-                         prefix, c.name(), aggregation_name(kind),
+                         prefix.substr(0, prefix.find('.')), c.name(), aggregation_name(kind),
                          aggregation_name(c.aggregation()));
   }
   return Status::ok();

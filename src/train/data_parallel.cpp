@@ -46,7 +46,15 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     watch.restart();
     {
       ScopedTrace span(trace_, fmt::format("backward {}", i), "backward", step);
+      // Each layer's own span runs from the previous layer's readiness to its own.
+      std::int64_t layer_start = now_us();
       model_.backward([&](const GradReady& ready) {
+        if (trace_ && trace_->enabled()) {
+          const std::int64_t now = now_us();
+          trace_->record({"backward " + ready.layer->name, "backward.layer", layer_start, now,
+                          TraceLane::kCompute, step});
+          layer_start = now;
+        }
         for (const ParamRange& range : *ready.ranges) {
           if (last && count > 1) {
             ops::scale(store_.grads() + range.offset, static_cast<std::size_t>(range.count),

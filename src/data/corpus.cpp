@@ -7,8 +7,8 @@
 #include <optional>
 #include <thread>
 
+#include "core/file_io.h"
 #include "core/timer.h"
-#include "data/file_util.h"
 #include "data/shard.h"
 
 namespace sparq::data {

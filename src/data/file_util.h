@@ -1,15 +1,12 @@
-// Small file helpers shared by the data module; every failure names the path.
+// The data module's file helpers now live in core/file_io.h (checkpoints need them too);
+// this header keeps the data::read_file / data::write_file_atomic spellings working.
 #pragma once
 
-#include <string>
-
-#include "core/status.h"
+#include "core/file_io.h"
 
 namespace sparq::data {
 
-// The whole file as bytes.
-Result<std::string> read_file(const std::string& path);
-// Writes to path + ".tmp" then renames, so readers never see a half-written file.
-Status write_file_atomic(const std::string& path, const std::string& bytes);
+using ::sparq::read_file;
+using ::sparq::write_file_atomic;
 
 }  // namespace sparq::data

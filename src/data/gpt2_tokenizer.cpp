@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/check.h"
-#include "data/file_util.h"
+#include "core/file_io.h"
 #include "data/gpt2_pretokenize.h"
 #include "data/unicode.h"
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <numbers>
 
+#include "core/file_io.h"
 #include "core/rng.h"
-#include "data/file_util.h"
 #include "data/sampler.h"
 
 namespace sparq::data {

@@ -17,26 +17,7 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "shards are little-endian");
 
-constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
 constexpr std::size_t kHeaderChecksumOffset = 120;
-
-// Folds whole 8-byte words into h; returns how many bytes were consumed.
-std::size_t fold_words(std::uint64_t* h, const std::uint8_t* p, std::size_t n) {
-  const std::size_t words = n / 8;
-  std::uint64_t state = *h;
-  for (std::size_t i = 0; i < words; ++i) {
-    std::uint64_t w;
-    std::memcpy(&w, p + 8 * i, 8);
-    state = (state ^ w) * kFnvPrime;
-  }
-  *h = state;
-  return words * 8;
-}
-
-void fold_tail(std::uint64_t* h, const std::uint8_t* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) *h = (*h ^ p[i]) * kFnvPrime;
-}
 
 template <typename T>
 void put(std::uint8_t* header, std::size_t offset, T value) {
@@ -64,14 +45,6 @@ void encode_header(const ShardHeader& h, std::uint8_t* out) {
 
 }  // namespace
 
-std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
-  std::uint64_t h = kFnvOffset;
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  const std::size_t done = fold_words(&h, p, bytes);
-  fold_tail(&h, p + done, bytes - done);
-  return h;
-}
-
 // ---- writer ---------------------------------------------------------------------------
 
 Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tokenizer,
@@ -86,7 +59,6 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
   w.header_.tokenizer = std::move(tokenizer);
   w.header_.vocab_size = vocab_size;
   w.header_.token_width = vocab_size <= 65536 ? 2 : 4;
-  w.checksum_state_ = kFnvOffset;
   w.file_ = std::fopen((path + ".tmp").c_str(), "wb");
   if (!w.file_) return Status::error("cannot create '{}.tmp': {}", path, std::strerror(errno));
   const std::uint8_t zeros[kShardHeaderBytes] = {};
@@ -100,8 +72,7 @@ ShardWriter::ShardWriter(ShardWriter&& o) noexcept
     : path_(std::move(o.path_)),
       file_(o.file_),
       header_(std::move(o.header_)),
-      checksum_state_(o.checksum_state_),
-      pending_(std::move(o.pending_)) {
+      checksum_(o.checksum_) {
   o.file_ = nullptr;
 }
 
@@ -115,32 +86,28 @@ ShardWriter::~ShardWriter() {
 Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
   SPARQ_CHECK(file_ != nullptr, "append() after finish() on shard {}", path_);
   const std::size_t width = header_.token_width;
-  scratch_.assign(pending_.begin(), pending_.end());
-  const std::size_t base = scratch_.size();
-  scratch_.resize(base + tokens.size() * width);
+  scratch_.resize(tokens.size() * width);
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     SPARQ_CHECK(tokens[i] < header_.vocab_size, "token {} >= vocab size {} in shard {}", tokens[i],
                 header_.vocab_size, path_);
     if (width == 2) {
-      put(scratch_.data(), base + 2 * i, static_cast<std::uint16_t>(tokens[i]));
+      put(scratch_.data(), 2 * i, static_cast<std::uint16_t>(tokens[i]));
     } else {
-      put(scratch_.data(), base + 4 * i, tokens[i]);
+      put(scratch_.data(), 4 * i, tokens[i]);
     }
   }
   const std::size_t bytes = tokens.size() * width;
-  if (std::fwrite(scratch_.data() + base, 1, bytes, file_) != bytes) {
+  if (std::fwrite(scratch_.data(), 1, bytes, file_) != bytes) {
     return Status::error("write to '{}.tmp' failed: {}", path_, std::strerror(errno));
   }
-  const std::size_t done = fold_words(&checksum_state_, scratch_.data(), scratch_.size());
-  pending_.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(done), scratch_.end());
+  checksum_.update(scratch_.data(), bytes);
   header_.token_count += tokens.size();
   return Status::ok();
 }
 
 Status ShardWriter::finish() {
   SPARQ_CHECK(file_ != nullptr, "finish() called twice on shard {}", path_);
-  fold_tail(&checksum_state_, pending_.data(), pending_.size());
-  header_.payload_checksum = checksum_state_;
+  header_.payload_checksum = checksum_.digest();
   std::uint8_t bytes[kShardHeaderBytes];
   encode_header(header_, bytes);
   const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&

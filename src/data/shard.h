@@ -14,8 +14,8 @@
 //   120    8     header checksum: shard_checksum() of bytes [0, 120)
 //   128    ...   token count * width bytes of ids; the file ends exactly there
 //
-// The checksum is a 64-bit FNV-1a over little-endian 8-byte words (then the tail bytes), so
-// it runs at memory speed and catches flipped, zeroed or reordered bytes.
+// The checksum is core/checksum.h's checksum64 (FNV-1a over little-endian 8-byte words, then
+// the tail bytes), so it runs at memory speed and catches flipped, zeroed or reordered bytes.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/checksum.h"
 #include "core/status.h"
 
 namespace sparq::data {
@@ -44,7 +45,10 @@ struct ShardHeader {
   std::string tokenizer;  // at most 31 bytes
 };
 
-std::uint64_t shard_checksum(const void* data, std::size_t bytes);
+// The shard format's name for checksum64 (kept for existing callers).
+inline std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
+  return checksum64(data, bytes);
+}
 
 // Streams tokens to `path` (written as path + ".tmp", renamed by finish()), so memory use
 // does not grow with the shard. The width is fixed by vocab_size at construction.
@@ -70,8 +74,7 @@ class ShardWriter {
   std::string path_;
   std::FILE* file_ = nullptr;
   ShardHeader header_;
-  std::uint64_t checksum_state_ = 0;
-  std::vector<std::uint8_t> pending_;  // bytes not yet folded into the checksum (< 8)
+  Checksum64 checksum_;  // of the payload written so far
   std::vector<std::uint8_t> scratch_;
 };
 

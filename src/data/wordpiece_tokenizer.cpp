@@ -1,7 +1,7 @@
 #include "data/wordpiece_tokenizer.h"
 
 #include "core/check.h"
-#include "data/file_util.h"
+#include "core/file_io.h"
 #include "data/unicode.h"
 
 namespace sparq::data {

@@ -1,0 +1,98 @@
+// Checkpoint files and the checkpoint directory layout.
+//
+// A checkpoint FILE is a list of named binary sections (parameters, optimizer moments,
+// error-feedback residuals, loader state, ...) plus string metadata (step, world size,
+// config, ...). What goes into the sections is the trainer's business; this layer only
+// guarantees that what is read back is exactly what was written, or a clear error.
+//
+// File format, version 1 (all integers little-endian):
+//   offset size  field
+//   0      8     magic "SPARQCKP"
+//   8      4     format version (kCheckpointVersion)
+//   12     4     section count S
+//   16     4     metadata count M
+//   20     4     zero (reserved)
+//   24     8     total file size in bytes (the file ends exactly there)
+//   32     8     data offset D: where the first section begins (multiple of 64)
+//   40     ...   section table, S entries: u32 name length, name bytes, u64 offset (from the
+//                start of the file, multiple of 64), u64 size, u64 checksum64 of the bytes
+//                then M metadata entries: u32 key length, key, u32 value length, value
+//                (sorted by key), then zero padding up to D
+//   D      ...   the sections' bytes, in table order, each starting on a 64-byte boundary
+//                (zero padding between them), so float sections can be mapped in place
+//   end-8  8     checksum64 (core/checksum.h) of every byte before it
+//
+// Writing is atomic (core/file_io.h): readers and crashes see the old file or the new one.
+// Reading verifies magic, version, exact size, every section's checksum and the whole-file
+// checksum; every error names the file.
+//
+// Directory layout for the trainer (one file per rank, one directory per saved step):
+//   <root>/step-00001000/rank-00000.ckpt
+//   <root>/step-00001000/rank-00001.ckpt
+//   <root>/step-00001000/COMPLETE        written last, by rank 0, after every rank's file
+// A step directory without COMPLETE is an interrupted save and is never resumed from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sparq::train {
+
+inline constexpr char kCheckpointMagic[8] = {'S', 'P', 'A', 'R', 'Q', 'C', 'K', 'P'};
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+inline constexpr char kCheckpointCompleteMarker[] = "COMPLETE";
+
+// The in-memory image of one checkpoint file. Owns copies of all bytes (the whole file is
+// held in memory while writing and reading).
+struct CheckpointFile {
+  std::map<std::string, std::string> meta;
+  // Unique names, in file order. Prefer the helpers below to pushing directly.
+  std::vector<std::pair<std::string, std::string>> sections;
+  // Set by read_checkpoint_file(); only used to name the file in error messages.
+  std::string path;
+
+  // Appends a section; a duplicate name is a programming error (fatal).
+  void add_bytes(std::string name, std::string_view bytes);
+  void add_floats(std::string name, std::span<const float> values);  // raw little-endian f32
+
+  bool has_section(std::string_view name) const;
+  // The section's bytes, valid while this object lives and is not modified. Error names the
+  // section and the file.
+  Result<std::string_view> section(std::string_view name) const;
+  // Copies a float section into `out`, whose size must match exactly; errors name the
+  // section, the expected and the actual element counts, and the file.
+  Status read_floats(std::string_view name, std::span<float> out) const;
+  // A metadata value; error when absent (names the key and the file).
+  Result<std::string> meta_value(const std::string& key) const;
+};
+
+// Writes `file` (its `path` member is ignored) to `path` atomically.
+Status write_checkpoint_file(const std::string& path, const CheckpointFile& file);
+// Reads and fully verifies a checkpoint file; errors say "not a sparq checkpoint",
+// "truncated: N bytes, header says M", "corrupt: checksum mismatch in section X", ...
+Result<CheckpointFile> read_checkpoint_file(const std::string& path);
+
+// "<root>/step-<step, 8 digits>" (step >= 0; more digits when step >= 10^8).
+std::string checkpoint_dir(const std::string& root, std::int64_t step);
+// "<dir>/rank-<rank, 5 digits>.ckpt".
+std::string checkpoint_rank_file(const std::string& dir, int rank);
+// The step of a "step-<digits>" directory (the last path component; a trailing '/' is
+// allowed); an error for any other name.
+Result<std::int64_t> parse_step(const std::string& dir);
+// Whether `dir` holds the COMPLETE marker.
+bool is_complete(const std::string& dir);
+// Writes the COMPLETE marker into `dir` (atomically). Call it only after every rank's file
+// of that step has been written (for example after a barrier).
+Status mark_complete(const std::string& dir);
+// The complete step directory of `root` with the highest step. An error when `root` cannot
+// be read or holds no complete checkpoint (the message says which, and names `root`).
+Result<std::string> latest_checkpoint(const std::string& root);
+
+}  // namespace sparq::train

@@ -1,0 +1,689 @@
+#include "train/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "core/file_io.h"
+
+namespace sparq::train {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+constexpr std::string_view kMetadataKey = "__metadata__";
+// Headers of real models are a few hundred KB; this only stops absurd allocations.
+constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
+constexpr int kMaxJsonDepth = 8;
+
+// ---- JSON, the subset safetensors headers use --------------------------------------------
+
+struct Json {
+  enum class Kind { kObject, kArray, kString, kInt };
+  Kind kind = Kind::kInt;
+  std::string str;
+  std::int64_t num = 0;
+  std::vector<Json> items;                            // arrays
+  std::vector<std::pair<std::string, Json>> members;  // objects, in text order
+};
+
+std::string_view kind_name(Json::Kind k) {
+  switch (k) {
+    case Json::Kind::kObject:
+      return "an object";
+    case Json::Kind::kArray:
+      return "an array";
+    case Json::Kind::kString:
+      return "a string";
+    case Json::Kind::kInt:
+      return "an integer";
+  }
+  return "?";
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Recursive descent over the header text. Errors carry the byte offset in the header.
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : text_(text) {}
+
+  Result<Json> parse_document() {
+    Json value;
+    SPARQ_RETURN_IF_ERROR(parse_value(&value, 0));
+    skip_space();
+    if (pos_ != text_.size()) return fail("unexpected text after the top-level value");
+    return value;
+  }
+
+ private:
+  Status fail(std::string_view what) const {
+    return Status::error("invalid JSON header at byte {}: {}", pos_, what);
+  }
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' ||
+                                   text_[pos_] == '\r' || text_[pos_] == '\t')) {
+      ++pos_;
+    }
+  }
+  bool eat(char c) {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  Status parse_value(Json* out, int depth) {
+    if (depth > kMaxJsonDepth) return fail("nested too deeply");
+    skip_space();
+    if (pos_ >= text_.size()) return fail("unexpected end");
+    const char c = text_[pos_];
+    if (c == '{') return parse_object(out, depth);
+    if (c == '[') return parse_array(out, depth);
+    if (c == '"') {
+      out->kind = Json::Kind::kString;
+      return parse_string(&out->str);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return parse_int(out);
+    return fail("expected an object, array, string or integer");
+  }
+
+  Status parse_object(Json* out, int depth) {
+    out->kind = Json::Kind::kObject;
+    ++pos_;  // '{'
+    if (eat('}')) return Status::ok();
+    do {
+      skip_space();
+      std::string key;
+      if (pos_ >= text_.size() || text_[pos_] != '"') return fail("expected a string key");
+      SPARQ_RETURN_IF_ERROR(parse_string(&key));
+      if (!eat(':')) return fail("expected ':'");
+      Json value;
+      SPARQ_RETURN_IF_ERROR(parse_value(&value, depth + 1));
+      for (const auto& m : out->members) {
+        if (m.first == key) return fail("duplicate key '" + key + "'");
+      }
+      out->members.emplace_back(std::move(key), std::move(value));
+    } while (eat(','));
+    if (!eat('}')) return fail("expected ',' or '}'");
+    return Status::ok();
+  }
+
+  Status parse_array(Json* out, int depth) {
+    out->kind = Json::Kind::kArray;
+    ++pos_;  // '['
+    if (eat(']')) return Status::ok();
+    do {
+      out->items.emplace_back();
+      SPARQ_RETURN_IF_ERROR(parse_value(&out->items.back(), depth + 1));
+    } while (eat(','));
+    if (!eat(']')) return fail("expected ',' or ']'");
+    return Status::ok();
+  }
+
+  Status parse_int(Json* out) {
+    out->kind = Json::Kind::kInt;
+    const bool negative = text_[pos_] == '-';
+    if (negative) ++pos_;
+    const std::size_t start = pos_;
+    std::uint64_t v = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      if (v > (static_cast<std::uint64_t>(INT64_MAX) - 9) / 10) return fail("integer too large");
+      v = v * 10 + static_cast<std::uint64_t>(text_[pos_++] - '0');
+    }
+    if (pos_ == start) return fail("expected digits");
+    if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      return fail("only integers are supported in safetensors headers");
+    }
+    out->num = negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+    return Status::ok();
+  }
+
+  Status parse_hex4(std::uint32_t* out) {
+    if (text_.size() - pos_ < 4) return fail("truncated \\u escape");
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char h = text_[pos_++];
+      v <<= 4;
+      const char* digits = "0123456789abcdef";
+      const char* at = std::strchr(digits, h >= 'A' && h <= 'F' ? h - 'A' + 'a' : h);
+      if (h == '\0' || at == nullptr) return fail("bad hex digit in \\u escape");
+      v |= static_cast<std::uint32_t>(at - digits);
+    }
+    *out = v;
+    return Status::ok();
+  }
+
+  Status parse_string(std::string* out) {
+    ++pos_;  // opening quote
+    while (true) {
+      if (pos_ >= text_.size()) return fail("unterminated string");
+      const char c = text_[pos_++];
+      if (c == '"') return Status::ok();
+      if (static_cast<unsigned char>(c) < 0x20) return fail("control character in a string");
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (pos_ >= text_.size()) return fail("unterminated escape");
+      const char e = text_[pos_++];
+      // The one-character escapes and what they stand for.
+      constexpr std::string_view kEscapes = "\"\\/bfnrt", kMeanings = "\"\\/\b\f\n\r\t";
+      if (const std::size_t k = kEscapes.find(e); k != std::string_view::npos) {
+        *out += kMeanings[k];
+        continue;
+      }
+      if (e != 'u') return fail("unknown escape");
+      std::uint32_t cp = 0;
+      SPARQ_RETURN_IF_ERROR(parse_hex4(&cp));
+      if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate needs its low half
+        std::uint32_t lo = 0;
+        if (text_.substr(pos_, 2) != "\\u") return fail("unpaired surrogate in \\u escape");
+        pos_ += 2;
+        SPARQ_RETURN_IF_ERROR(parse_hex4(&lo));
+        if (lo < 0xDC00 || lo >= 0xE000) return fail("unpaired surrogate in \\u escape");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (cp >= 0xDC00 && cp < 0xE000) {
+        return fail("unpaired surrogate in \\u escape");
+      }
+      append_utf8(*out, cp);
+    }
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;  // UTF-8 passes through unchanged
+        }
+    }
+  }
+  out += '"';
+}
+
+// ---- header validation -------------------------------------------------------------------
+
+// Bytes per element of the safetensors dtypes; 0 for an unknown one.
+std::size_t safetensors_dtype_size(std::string_view dtype) {
+  static const std::map<std::string_view, std::size_t> kSizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
+      {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  const auto it = kSizes.find(dtype);
+  return it == kSizes.end() ? 0 : it->second;
+}
+
+bool convertible_to_f32(std::string_view dtype) {
+  return dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64";
+}
+
+const Json* member(const Json& obj, std::string_view key) {
+  for (const auto& [k, v] : obj.members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// Reads one tensor's header entry; errors are prefixed with the tensor's name by the caller.
+Status parse_entry(const Json& value, std::uint64_t data_bytes, SafetensorsEntry* e) {
+  if (value.kind != Json::Kind::kObject) {
+    return Status::error("expected an object, got {}", kind_name(value.kind));
+  }
+  const Json* dtype = member(value, "dtype");
+  const Json* shape = member(value, "shape");
+  const Json* offsets = member(value, "data_offsets");
+  if (!dtype || dtype->kind != Json::Kind::kString) return Status::error("no string 'dtype'");
+  if (!shape || shape->kind != Json::Kind::kArray) return Status::error("no array 'shape'");
+  if (!offsets || offsets->kind != Json::Kind::kArray || offsets->items.size() != 2) {
+    return Status::error("'data_offsets' must be an array [begin, end]");
+  }
+  e->dtype = dtype->str;
+  const std::size_t elem = safetensors_dtype_size(e->dtype);
+  if (elem == 0) return Status::error("unknown dtype '{}'", e->dtype);
+  std::uint64_t numel = 1;
+  for (const Json& d : shape->items) {
+    if (d.kind != Json::Kind::kInt || d.num < 0) {
+      return Status::error("shape entries must be non-negative integers");
+    }
+    e->shape.push_back(d.num);
+    if (d.num != 0 && numel > (data_bytes + 1) / static_cast<std::uint64_t>(d.num)) {
+      numel = data_bytes + 1;  // certainly too large for the data; avoids overflow
+    } else {
+      numel *= static_cast<std::uint64_t>(d.num);
+    }
+  }
+  for (const Json& o : offsets->items) {
+    if (o.kind != Json::Kind::kInt || o.num < 0) {
+      return Status::error("data_offsets must be non-negative integers");
+    }
+  }
+  e->begin = static_cast<std::uint64_t>(offsets->items[0].num);
+  e->end = static_cast<std::uint64_t>(offsets->items[1].num);
+  if (e->begin > e->end || e->end > data_bytes) {
+    return Status::error("data_offsets [{}, {}) lie outside the {} data bytes", e->begin, e->end,
+                         data_bytes);
+  }
+  if (numel > data_bytes || numel * elem != e->end - e->begin) {
+    return Status::error("data_offsets [{}, {}) hold {} bytes but shape x {} needs {}", e->begin,
+                         e->end, e->end - e->begin, e->dtype,
+                         numel > data_bytes ? std::string("more than the file holds")
+                                            : std::to_string(numel * elem));
+  }
+  return Status::ok();
+}
+
+std::vector<std::int64_t> dims_of(const Shape& s) {
+  std::vector<std::int64_t> d;
+  for (int i = 0; i < s.ndim(); ++i) d.push_back(s[i]);
+  return d;
+}
+
+std::string dims_str(const std::vector<std::int64_t>& d) {
+  return fmt::format("[{}]", fmt::join(d, ", "));
+}
+
+Status check_cpu(const ParamStore& store, std::string_view what) {
+  if (!store.allocated()) return Status::error("{}: the parameter store is not allocated", what);
+  if (store.device() != Device::kCPU) {
+    return Status::error("{}: the parameter store is on {}; copy it to the host first", what,
+                         device_name(store.device()));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+// ---- reading -----------------------------------------------------------------------------
+
+std::int64_t SafetensorsEntry::numel() const {
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  return n;
+}
+
+Result<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  SPARQ_ASSIGN_OR_RETURN(f.bytes_, read_file(path));
+  const std::string& b = f.bytes_;
+  if (b.size() < 8) {
+    return Status::error("safetensors '{}' is truncated: {} bytes, no header length", path,
+                         b.size());
+  }
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, b.data(), 8);
+  if (header_len > b.size() - 8 || header_len > kMaxHeaderBytes) {
+    return Status::error(
+        "safetensors '{}': header length {} runs past the end of the file ({} bytes)", path,
+        header_len, b.size());
+  }
+  f.data_begin_ = 8 + header_len;
+  const std::uint64_t data_bytes = b.size() - f.data_begin_;
+  auto doc = JsonParser(std::string_view(b).substr(8, header_len)).parse_document();
+  if (!doc.is_ok()) return doc.status().with_context("safetensors '" + path + "'");
+  if (doc->kind != Json::Kind::kObject) {
+    return Status::error("safetensors '{}': the header is not a JSON object", path);
+  }
+  for (auto& [name, value] : doc->members) {
+    if (name == kMetadataKey) {
+      if (value.kind != Json::Kind::kObject) {
+        return Status::error("safetensors '{}': __metadata__ is not an object", path);
+      }
+      for (auto& [k, v] : value.members) {
+        if (v.kind != Json::Kind::kString) {
+          return Status::error("safetensors '{}': metadata '{}' is not a string", path, k);
+        }
+        f.metadata_[k] = v.str;
+      }
+      continue;
+    }
+    SafetensorsEntry e;
+    e.name = name;
+    const Status s = parse_entry(value, data_bytes, &e);
+    if (!s.is_ok()) return s.with_context(fmt::format("safetensors '{}': tensor '{}'", path, name));
+    f.tensors_.push_back(std::move(e));
+  }
+  // Overlaps: sorted by begin, each tensor must start at or after the previous one's end.
+  std::vector<const SafetensorsEntry*> order;
+  for (const auto& e : f.tensors_) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const auto* x, const auto* y) {
+    return x->begin != y->begin ? x->begin < y->begin : x->end < y->end;
+  });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    if (order[i]->begin < order[i - 1]->end) {
+      return Status::error("safetensors '{}': tensors '{}' and '{}' overlap in the data", path,
+                           order[i - 1]->name, order[i]->name);
+    }
+  }
+  return f;
+}
+
+const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
+  for (const auto& e : tensors_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+Status SafetensorsFile::read_f32(const SafetensorsEntry& e, std::span<float> out) const {
+  const auto n = static_cast<std::size_t>(e.numel());
+  if (out.size() != n) {
+    return Status::error("safetensors '{}': tensor '{}' has {} elements, the destination {}", path_,
+                         e.name, n, out.size());
+  }
+  const char* src = bytes_.data() + data_begin_ + e.begin;
+  if (e.dtype == "F32") {
+    std::memcpy(out.data(), src, n * 4);
+  } else if (e.dtype == "F16" || e.dtype == "BF16") {
+    std::vector<std::uint16_t> bits(n);  // the source need not be 2-byte aligned
+    std::memcpy(bits.data(), src, n * 2);
+    if (e.dtype == "F16") {
+      half_to_float(bits.data(), out.data(), n);
+    } else {
+      bf16_to_float(bits.data(), out.data(), n);
+    }
+  } else if (e.dtype == "F64") {
+    for (std::size_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, src + 8 * i, 8);
+      out[i] = static_cast<float>(v);
+    }
+  } else {
+    return Status::error(
+        "safetensors '{}': tensor '{}' has dtype {}, which cannot be loaded "
+        "as f32 (F32, F16, BF16, F64 can)",
+        path_, e.name, e.dtype);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<float>> SafetensorsFile::read_f32(std::string_view name) const {
+  const SafetensorsEntry* e = find(name);
+  if (!e) return Status::error("safetensors '{}' has no tensor '{}'", path_, name);
+  std::vector<float> v(static_cast<std::size_t>(e->numel()));
+  SPARQ_RETURN_IF_ERROR(read_f32(*e, v));
+  return v;
+}
+
+// ---- writing -----------------------------------------------------------------------------
+
+Status write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  std::string header = "{";
+  if (!metadata.empty()) {
+    append_json_string(header, kMetadataKey);
+    header += ":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) header += ',';
+      first = false;
+      append_json_string(header, k);
+      header += ':';
+      append_json_string(header, v);
+    }
+    header += '}';
+  }
+  std::set<std::string_view> names;
+  std::uint64_t offset = 0;
+  for (const SafetensorsTensor& t : tensors) {
+    if (t.name == kMetadataKey || !names.insert(t.name).second) {
+      return Status::error("safetensors '{}': tensor name '{}' is reserved or repeated", path,
+                           t.name);
+    }
+    std::int64_t numel = 1;
+    for (const std::int64_t d : t.shape) numel *= d;
+    if (numel < 0 || static_cast<std::size_t>(numel) != t.values.size()) {
+      return Status::error("safetensors '{}': tensor '{}' has shape {} but {} values", path, t.name,
+                           dims_str(t.shape), t.values.size());
+    }
+    if (header.size() > 1) header += ',';
+    append_json_string(header, t.name);
+    header += fmt::format(R"(:{{"dtype":"F32","shape":[{}],"data_offsets":[{},{}]}})",
+                          fmt::join(t.shape, ","), offset, offset + t.values.size_bytes());
+    offset += t.values.size_bytes();
+  }
+  header += '}';
+  header.resize((header.size() + 7) / 8 * 8, ' ');  // keeps the data 8-byte aligned
+
+  std::string out;
+  out.reserve(8 + header.size() + offset);
+  const std::uint64_t header_len = header.size();
+  out.append(reinterpret_cast<const char*>(&header_len), 8);
+  out += header;
+  for (const SafetensorsTensor& t : tensors) {
+    out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size_bytes());
+  }
+  return write_file_atomic(path, out);
+}
+
+Status export_safetensors(const ParamStore& store, const std::string& path,
+                          const std::map<std::string, std::string>& metadata) {
+  SPARQ_RETURN_IF_ERROR(check_cpu(store, "export_safetensors"));
+  std::vector<SafetensorsTensor> tensors;
+  for (const ParamEntry& e : store.entries()) {
+    tensors.push_back(
+        {e.spec.name, dims_of(e.spec.shape),
+         std::span<const float>(store.params() + e.offset, static_cast<std::size_t>(e.numel))});
+  }
+  return write_safetensors(path, tensors, metadata);
+}
+
+// ---- importing ---------------------------------------------------------------------------
+
+Status import_safetensors(ParamStore& store, const std::string& path,
+                          const ImportOptions& options) {
+  SPARQ_RETURN_IF_ERROR(check_cpu(store, "import_safetensors"));
+  SPARQ_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::read(path));
+  // Validate everything first, so a failed import leaves the store unchanged.
+  std::vector<std::pair<const ParamEntry*, const SafetensorsEntry*>> plan;
+  std::vector<std::string> missing;
+  for (const ParamEntry& p : store.entries()) {
+    const SafetensorsEntry* t = file.find(p.spec.name);
+    if (!t) {
+      missing.push_back(p.spec.name);
+      continue;
+    }
+    if (t->shape != dims_of(p.spec.shape)) {
+      return Status::error("safetensors '{}': tensor '{}' has shape {}, the model expects {}", path,
+                           t->name, dims_str(t->shape), p.spec.shape.str());
+    }
+    if (!convertible_to_f32(t->dtype)) {
+      return Status::error("safetensors '{}': tensor '{}' has dtype {}, not a float type", path,
+                           t->name, t->dtype);
+    }
+    plan.emplace_back(&p, t);
+  }
+  if (!missing.empty() && !options.allow_missing) {
+    return Status::error("safetensors '{}' lacks {} of the model's tensors: {}", path,
+                         missing.size(), fmt::join(missing, ", "));
+  }
+  if (!options.allow_unexpected) {
+    for (const auto& t : file.tensors()) {
+      if (!store.contains(t.name)) {
+        return Status::error("safetensors '{}': tensor '{}' is not a parameter of the model", path,
+                             t.name);
+      }
+    }
+  }
+  for (const auto& [p, t] : plan) {
+    SPARQ_RETURN_IF_ERROR(file.read_f32(
+        *t, std::span<float>(store.params() + p->offset, static_cast<std::size_t>(p->numel))));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// One Hugging Face tensor feeding one sparq parameter.
+struct HfMapping {
+  std::string hf;  // without the "transformer." prefix
+  std::string sparq;
+  bool transpose = false;  // Conv1D [in, out] -> Linear [out, in]
+};
+
+std::vector<HfMapping> gpt2_hf_mappings(std::int64_t n_layer) {
+  std::vector<HfMapping> m = {{"wte.weight", "wte.weight"}, {"wpe.weight", "wpe.weight"}};
+  for (std::int64_t l = 0; l < n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    for (const char* ln : {"ln_1", "ln_2"}) {
+      m.push_back({h + ln + ".weight", h + ln + ".weight"});
+      m.push_back({h + ln + ".bias", h + ln + ".bias"});
+    }
+    const std::pair<const char*, const char*> linears[] = {{"attn.c_attn", "attn.qkv"},
+                                                           {"attn.c_proj", "attn.proj"},
+                                                           {"mlp.c_fc", "mlp.fc"},
+                                                           {"mlp.c_proj", "mlp.proj"}};
+    for (const auto& [hf, sp] : linears) {
+      m.push_back({h + hf + ".weight", h + sp + ".weight", true});
+      m.push_back({h + hf + ".bias", h + sp + ".bias"});
+    }
+  }
+  m.push_back({"ln_f.weight", "ln_f.weight"});
+  m.push_back({"ln_f.bias", "ln_f.bias"});
+  return m;
+}
+
+// HF tensors that are not parameters: the tied head and the attention mask buffers.
+bool is_skipped_hf_tensor(std::string_view name) {
+  return name == "lm_head.weight" || name.ends_with(".attn.bias") ||
+         name.ends_with(".attn.masked_bias");
+}
+
+}  // namespace
+
+Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size) {
+  SPARQ_RETURN_IF_ERROR(check_cpu(store, "import_gpt2_hf"));
+  if (!store.contains("wte.weight") || !store.contains("wpe.weight")) {
+    return Status::error("import_gpt2_hf '{}': the model is not GPT-2 (no wte/wpe)", path);
+  }
+  SPARQ_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::read(path));
+  const Shape wte_shape = store.entry("wte.weight").spec.shape;
+  const std::int64_t rows = wte_shape[0], n_embd = wte_shape[1];
+  const std::int64_t n_ctx = store.entry("wpe.weight").spec.shape[0];
+  std::int64_t n_layer = 0;
+  while (store.contains("h." + std::to_string(n_layer) + ".ln_1.weight")) ++n_layer;
+
+  // HF name without prefix -> entry; both spellings of one tensor would be ambiguous.
+  std::map<std::string, const SafetensorsEntry*, std::less<>> by_name;
+  for (const auto& t : file.tensors()) {
+    std::string name = t.name;
+    if (name.starts_with("transformer.")) name.erase(0, std::string_view("transformer.").size());
+    if (!by_name.emplace(name, &t).second) {
+      return Status::error(
+          "import_gpt2_hf '{}': tensor '{}' appears with and without the "
+          "'transformer.' prefix",
+          path, name);
+    }
+  }
+  const std::string dims = fmt::format("(model: n_layer {}, n_embd {}, n_ctx {}, {} vocab rows)",
+                                       n_layer, n_embd, n_ctx, rows);
+  const std::vector<HfMapping> mappings = gpt2_hf_mappings(n_layer);
+  std::set<std::string> used;
+  for (const HfMapping& m : mappings) {
+    if (!store.contains(m.sparq)) {
+      return Status::error("import_gpt2_hf '{}': the model has no parameter '{}' {}", path, m.sparq,
+                           dims);
+    }
+    const auto it = by_name.find(m.hf);
+    if (it == by_name.end()) {
+      return Status::error("import_gpt2_hf '{}': missing tensor '{}' (for sparq '{}') {}", path,
+                           m.hf, m.sparq, dims);
+    }
+    const SafetensorsEntry& t = *it->second;
+    std::vector<std::int64_t> want = dims_of(store.entry(m.sparq).spec.shape);
+    if (m.transpose) std::swap(want[0], want[1]);
+    bool ok = t.shape == want;
+    std::string want_str = dims_str(want);
+    if (m.sparq == "wte.weight") {  // the real vocabulary: any size up to the padded rows
+      ok = t.shape.size() == 2 && t.shape[1] == n_embd && t.shape[0] <= rows &&
+           (vocab_size <= 0 || t.shape[0] == vocab_size);
+      want_str = vocab_size > 0 ? fmt::format("[{}, {}]", vocab_size, n_embd)
+                                : fmt::format("[at most {}, {}]", rows, n_embd);
+    }
+    if (!ok) {
+      return Status::error("import_gpt2_hf '{}': tensor '{}' has shape {}, expected {} {}", path,
+                           t.name, dims_str(t.shape), want_str, dims);
+    }
+    if (!convertible_to_f32(t.dtype)) {
+      return Status::error("import_gpt2_hf '{}': tensor '{}' has dtype {}, not a float type", path,
+                           t.name, t.dtype);
+    }
+    used.insert(m.hf);
+  }
+  for (const auto& [name, t] : by_name) {
+    if (!used.count(name) && !is_skipped_hf_tensor(name)) {
+      return Status::error("import_gpt2_hf '{}': unexpected tensor '{}' {}", path, t->name, dims);
+    }
+  }
+  if (used.size() != store.entries().size()) {
+    return Status::error("import_gpt2_hf '{}': the model has {} parameters, GPT-2 maps {}", path,
+                         store.entries().size(), used.size());
+  }
+
+  std::vector<float> tmp;
+  for (const HfMapping& m : mappings) {
+    const SafetensorsEntry& t = *by_name.find(m.hf)->second;
+    const ParamEntry& p = store.entry(m.sparq);
+    float* dst = store.params() + p.offset;
+    tmp.resize(static_cast<std::size_t>(t.numel()));
+    SPARQ_RETURN_IF_ERROR(file.read_f32(t, tmp));
+    if (m.transpose) {  // HF [in, out] -> sparq [out, in]
+      const std::int64_t in = t.shape[0], out = t.shape[1];
+      for (std::int64_t o = 0; o < out; ++o) {
+        for (std::int64_t i = 0; i < in; ++i) dst[o * in + i] = tmp[i * out + o];
+      }
+    } else {
+      std::copy(tmp.begin(), tmp.end(), dst);
+      // wte: the padding rows past the real vocabulary are never predicted; keep them zero.
+      std::fill(dst + tmp.size(), dst + p.numel, 0.0f);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace sparq::train

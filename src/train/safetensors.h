@@ -1,0 +1,117 @@
+// safetensors import and export (the Hugging Face tensor file format), so sparq weights can
+// go to and come from the PyTorch ecosystem.
+//
+// Format: an 8-byte little-endian header length N, then N bytes of UTF-8 JSON
+//   {"<name>": {"dtype": "F32", "shape": [d0, d1, ...], "data_offsets": [begin, end]}, ...,
+//    "__metadata__": {"<key>": "<value>", ...}}                    (metadata optional)
+// then the data: every tensor's row-major little-endian bytes at [begin, end) relative to the
+// end of the header. sparq writes F32 only, with the header padded by spaces to a multiple of
+// 8 bytes (as the reference implementation does) and tensors in the store's forward order.
+// It reads F32, F16, BF16 and F64 (converted to f32); other dtypes are validated but cannot
+// be loaded. The reader checks that the header lies within the file, that every tensor's
+// range lies within the data, matches shape * dtype size and overlaps no other tensor;
+// every error names the file and, where one is involved, the tensor.
+//
+// The JSON reader and writer are internal and handle only what safetensors headers need
+// (objects, arrays, strings with escapes, non-negative integers).
+//
+// Stores must be allocated on the CPU (a CUDA store must be copied to the host first).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/param_store.h"
+#include "core/status.h"
+
+namespace sparq::train {
+
+// One tensor of a safetensors file: its header entry. `begin`/`end` are byte offsets into the
+// data section. `dtype` is the format's spelling ("F32", "BF16", "I64", ...).
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;
+  std::int64_t numel() const;
+};
+
+// A validated safetensors file held in memory (it owns the file's bytes).
+class SafetensorsFile {
+ public:
+  static Result<SafetensorsFile> read(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  // Header order (the order in the JSON text).
+  const std::vector<SafetensorsEntry>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // nullptr when absent.
+  const SafetensorsEntry* find(std::string_view name) const;
+  // Converts the tensor to f32 into `out`, whose size must equal its element count.
+  Status read_f32(const SafetensorsEntry& entry, std::span<float> out) const;
+  // Convenience: the tensor as a new vector (error when absent).
+  Result<std::vector<float>> read_f32(std::string_view name) const;
+
+ private:
+  std::string path_;
+  std::string bytes_;
+  std::size_t data_begin_ = 0;  // 8 + N
+  std::vector<SafetensorsEntry> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// A tensor to write: f32 values (numel must equal the shape's product) under `name`.
+struct SafetensorsTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::span<const float> values;
+};
+
+// Writes F32 tensors (unique names, none named "__metadata__") and optional metadata,
+// atomically.
+Status write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+
+// Every parameter of `store` under its sparq name ("h.0.attn.qkv.weight", ...) and shape.
+Status export_safetensors(const ParamStore& store, const std::string& path,
+                          const std::map<std::string, std::string>& metadata = {});
+
+struct ImportOptions {
+  // When true, store parameters absent from the file keep their values; when false (the
+  // default) any absent parameter is an error naming it.
+  bool allow_missing = false;
+  // When true, file tensors that are not parameters of the store are ignored; when false
+  // they are an error naming them (a typo or another model must not pass silently).
+  bool allow_unexpected = false;
+};
+
+// Loads tensors named as sparq names them (export_safetensors' files) into `store`.
+// Shapes must match exactly. Everything is validated before anything is copied, so on error
+// the store is unchanged.
+Status import_safetensors(ParamStore& store, const std::string& path,
+                          const ImportOptions& options = {});
+
+// Loads a Hugging Face GPT-2 checkpoint (model.safetensors of GPT2Model / GPT2LMHeadModel,
+// names with or without the "transformer." prefix) into a sparq GPT-2 store:
+//   wte.weight [V, C]                  -> wte.weight [padded V, C]; real rows copied, the
+//                                         padding rows set to zero
+//   wpe.weight [n_ctx, C]              -> wpe.weight
+//   h.<l>.ln_1 / ln_2 / ln_f .{weight, bias} -> same names
+//   h.<l>.attn.c_attn.weight [C, 3C]   -> h.<l>.attn.qkv.weight [3C, C]  (transposed: HF's
+//   h.<l>.attn.c_proj.weight [C, C]    -> h.<l>.attn.proj.weight           Conv1D stores
+//   h.<l>.mlp.c_fc.weight [C, 4C]      -> h.<l>.mlp.fc.weight [4C, C]      [in, out], sparq's
+//   h.<l>.mlp.c_proj.weight [4C, C]    -> h.<l>.mlp.proj.weight [C, 4C]    Linear [out, in])
+//   biases of those four               -> the matching .bias
+// lm_head.weight (tied to wte) and the attention buffers h.<l>.attn.bias / masked_bias are
+// skipped. Every sparq parameter must be covered; any other tensor, a missing one, or a
+// shape that disagrees (n_layer, n_embd, n_ctx) is an error naming the tensor. n_head is not
+// stored in the file and cannot be checked. When vocab_size > 0 the file's vocabulary must
+// have exactly that many rows; otherwise any count up to the store's padded rows is taken.
+// As with import_safetensors, a failed import leaves the store unchanged.
+Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size = 0);
+
+}  // namespace sparq::train

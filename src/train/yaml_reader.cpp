@@ -161,6 +161,10 @@ Status YamlReader::get(const std::string& key, std::string* out) {
   consumed_.insert(key);
   const auto node = find(key);
   if (!node) return Status::ok();
+  if (node->IsNull()) {  // "key:" or "--set key=" means empty (a path switched off)
+    out->clear();
+    return Status::ok();
+  }
   if (!node->IsScalar()) return fail(key, fmt::format("expected a string, got '{}'", scalar_text(*node)));
   *out = node->Scalar();
   return Status::ok();

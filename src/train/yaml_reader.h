@@ -29,8 +29,8 @@ namespace sparq::train {
 
 template <typename T>
 struct Bounds {
-  std::optional<T> min;  // inclusive
-  std::optional<T> max;  // inclusive
+  std::optional<T> min = std::nullopt;  // inclusive
+  std::optional<T> max = std::nullopt;  // inclusive
 };
 
 class YamlReader {

@@ -1,0 +1,208 @@
+#include "train/batch_source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "data/image_dataset.h"
+#include "data/image_loader.h"
+#include "data/lm_loader.h"
+#include "data/markov_source.h"
+#include "data/mlm_loader.h"
+#include "data/token_source.h"
+
+namespace sparq::train {
+namespace {
+
+// One slot's storage: every tensor a Batch may need, as owned vectors.
+struct Slot {
+  std::vector<std::int32_t> tokens, targets, token_types, labels;
+  std::vector<std::uint8_t> mask;
+  std::vector<float> images;
+};
+
+template <typename T>
+T* copy_into(std::vector<T>& dst, const Tensor& src) {
+  dst.resize(static_cast<std::size_t>(src.numel()));
+  std::memcpy(dst.data(), src.data<T>(), dst.size() * sizeof(T));
+  return dst.data();
+}
+
+data::SamplerConfig sampler_config(const TrainConfig& c, bool train, int rank, int world) {
+  data::SamplerConfig s;
+  s.micro_batch = c.train.micro_batch;
+  s.rank = rank;
+  s.world_size = world;
+  s.seed = c.train.seed;
+  s.shuffle = train;
+  return s;
+}
+
+// What every loader-backed source shares: the loader, the slots, the rows per batch.
+template <typename Loader>
+class LoaderSource : public BatchSource {
+ public:
+  LoaderSource(Loader loader, int slots, std::int64_t rows, std::int64_t items_per_row)
+      : loader_(std::move(loader)), slots_(slots), rows_(rows), per_row_(items_per_row) {}
+  data::LoaderState state() const override { return loader_.state(); }
+  Status restore(const data::LoaderState& st) override { return loader_.restore(st); }
+  std::int64_t items_per_batch() const override { return rows_ * per_row_; }
+  std::uint64_t steps_per_epoch() const override { return loader_.steps_per_epoch(); }
+
+ protected:
+  Loader loader_;
+  std::vector<Slot> slots_;
+  std::int64_t rows_, per_row_;
+};
+
+class LmSource final : public LoaderSource<data::LmLoader> {
+ public:
+  using LoaderSource::LoaderSource;
+  Batch next(int slot) override {
+    const data::LmBatch& b = loader_.next();
+    Slot& s = slots_[slot];
+    Batch out;
+    out.tokens = Tensor(copy_into(s.tokens, b.inputs), DType::kI32, {rows_, per_row_});
+    out.targets = Tensor(copy_into(s.targets, b.targets), DType::kI32, {rows_, per_row_});
+    return out;
+  }
+};
+
+class MlmSource final : public LoaderSource<data::MlmLoader> {
+ public:
+  using LoaderSource::LoaderSource;
+  Batch next(int slot) override {
+    const data::MlmBatch& b = loader_.next();
+    Slot& s = slots_[slot];
+    const Shape shape{rows_, per_row_};
+    Batch out;
+    out.tokens = Tensor(copy_into(s.tokens, b.input_ids), DType::kI32, shape);
+    out.targets = Tensor(copy_into(s.targets, b.labels), DType::kI32, shape);
+    out.token_types = Tensor(copy_into(s.token_types, b.token_type_ids), DType::kI32, shape);
+    // The loader's mask is i32; the model takes u8.
+    s.mask.resize(static_cast<std::size_t>(rows_ * per_row_));
+    const std::int32_t* m = b.attention_mask.data<std::int32_t>();
+    for (std::size_t i = 0; i < s.mask.size(); ++i) s.mask[i] = m[i] != 0;
+    out.attention_mask = Tensor(s.mask.data(), DType::kU8, shape);
+    return out;
+  }
+};
+
+class ImageSource final : public LoaderSource<data::ImageLoader> {
+ public:
+  using LoaderSource::LoaderSource;
+  Batch next(int slot) override {
+    const data::ImageBatch& b = loader_.next();
+    Slot& s = slots_[slot];
+    Batch out;
+    out.images = Tensor(copy_into(s.images, b.images), DType::kF32, b.images.shape());
+    out.labels = Tensor(copy_into(s.labels, b.labels), DType::kI32, {rows_});
+    return out;
+  }
+};
+
+Status require_file(const std::string& path, const std::string& key, const std::string& origin) {
+  if (path.empty()) return Status::error("{}: {}: no path given", origin, key);
+  if (!std::filesystem::exists(path)) {
+    return Status::error("{}: {}: '{}' does not exist (make token shards with prepare_data, "
+                         "get data with scripts/get_data.sh; see README)",
+                         origin, key, path);
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig& c, bool train,
+                                                              DataInfo* info) {
+  const DataConfig& d = c.data;
+  if (d.source == "markov") {
+    SPARQ_ASSIGN_OR_RETURN(data::MarkovChain chain, data::MarkovChain::create(d.markov));
+    const auto count = static_cast<std::uint64_t>(train ? d.markov_train_tokens
+                                                        : d.markov_eval_tokens);
+    // Distinct streams: evaluation text is never trained on.
+    auto tokens = chain.generate(count, train ? 0 : 1);
+    if (info) {
+      info->description = chain.describe();
+      info->entropy_rate = chain.entropy_rate_nats();
+    }
+    return std::shared_ptr<const data::TokenSource>(
+        std::make_shared<data::VectorTokenSource>(std::move(tokens), d.markov.vocab_size));
+  }
+  const std::string key = train ? "data.train" : "data.eval";
+  const std::string& path = train || d.eval_path.empty() ? d.train_path : d.eval_path;
+  SPARQ_RETURN_IF_ERROR(require_file(path, train ? "data.train" : "data.eval", c.origin));
+  auto shard = data::ShardTokenSource::open(path);
+  if (!shard.is_ok()) return shard.status().with_context(c.origin + ": " + key);
+  if ((*shard)->vocab_size() > static_cast<std::uint32_t>(c.model.vocab_size)) {
+    return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.origin,
+                         key, path, (*shard)->vocab_size(), c.model.vocab_size);
+  }
+  if (info) {
+    info->description = fmt::format("{} ({} tokens, tokenizer {})", path, (*shard)->size(),
+                                    (*shard)->shard().header().tokenizer);
+  }
+  return std::shared_ptr<const data::TokenSource>(std::move(shard).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, bool train,
+                                                       int rank, int world, int slots,
+                                                       DataInfo* info) {
+  const DataConfig& d = c.data;
+  const std::int64_t rows = c.train.micro_batch;
+  const std::string split = train ? "training" : "evaluation";
+  if (c.model.is_language_model()) {
+    SPARQ_ASSIGN_OR_RETURN(auto source, token_source(c, train, info));
+    if (info) info->unit = "tok";
+    if (c.model.arch == ModelArch::kBert) {
+      data::MlmLoaderConfig m;
+      m.max_len = d.seq_len;
+      m.mask_prob = static_cast<float>(d.mask_prob);
+      m.cls_id = static_cast<std::uint32_t>(d.cls_id);
+      m.sep_id = static_cast<std::uint32_t>(d.sep_id);
+      m.mask_id = static_cast<std::uint32_t>(d.mask_id);
+      m.pad_id = static_cast<std::uint32_t>(d.pad_id);
+      m.sampler = sampler_config(c, train, rank, world);
+      auto loader = data::MlmLoader::create(source, m);
+      if (!loader.is_ok()) return loader.status().with_context(split + " data");
+      return std::unique_ptr<BatchSource>(
+          std::make_unique<MlmSource>(std::move(loader).value(), slots, rows, d.seq_len));
+    }
+    data::LmLoaderConfig l;
+    l.seq_len = d.seq_len;
+    l.sampler = sampler_config(c, train, rank, world);
+    auto loader = data::LmLoader::create(source, l);
+    if (!loader.is_ok()) return loader.status().with_context(split + " data");
+    return std::unique_ptr<BatchSource>(
+        std::make_unique<LmSource>(std::move(loader).value(), slots, rows, d.seq_len));
+  }
+
+  std::shared_ptr<data::ImageDataset> images;
+  if (d.source == "cifar10") {
+    SPARQ_RETURN_IF_ERROR(require_file(d.train_path, "data.train", c.origin));
+    auto loaded = data::load_cifar10_dir(d.train_path, train);
+    if (!loaded.is_ok()) return loaded.status().with_context(c.origin + ": data.train");
+    images = std::make_shared<data::ImageDataset>(std::move(loaded).value());
+    if (info) info->description = fmt::format("CIFAR-10 {} ({} images)", d.train_path, images->size());
+  } else {
+    data::SyntheticImageConfig s;
+    s.count = static_cast<std::size_t>(train ? d.synthetic_train_images : d.synthetic_eval_images);
+    s.num_classes = static_cast<int>(c.model.num_classes);
+    s.seed = c.train.seed + (train ? 0 : 1);
+    images = std::make_shared<data::ImageDataset>(data::make_synthetic_images(s));
+    if (info) info->description = fmt::format("synthetic images ({})", images->size());
+  }
+  if (info) info->unit = "img";
+  data::ImageLoaderConfig ic;
+  ic.augment = train && d.augment;
+  ic.sampler = sampler_config(c, train, rank, world);
+  auto loader = data::ImageLoader::create(images, ic);
+  if (!loader.is_ok()) return loader.status().with_context(split + " data");
+  return std::unique_ptr<BatchSource>(
+      std::make_unique<ImageSource>(std::move(loader).value(), slots, rows, 1));
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,48 @@
+// BatchSource: one rank's stream of model Batches for training or evaluation, built from the
+// data section of a TrainConfig on top of the data module's loaders (LM windows, BERT MLM
+// sequences, CIFAR-10 or synthetic images).
+//
+// The loaders overwrite their batch on every call, but a step with gradient accumulation
+// needs all of its micro-batches at once, so a source owns `slots` copies: next(slot) fills
+// slot `slot` and returns views into it, valid until that slot is filled again.
+//
+// Determinism: the position in the data is the loader's LoaderState (epoch, step), saved in
+// checkpoints; synthetic sources are regenerated from their seeds, so a resumed run sees the
+// very same batches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "data/sampler.h"
+#include "models/model.h"
+#include "train/train_config.h"
+
+namespace sparq::train {
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual Batch next(int slot) = 0;
+  virtual data::LoaderState state() const = 0;
+  virtual Status restore(const data::LoaderState& state) = 0;
+  // Tokens (language models) or images in one micro-batch of one rank, for throughput.
+  virtual std::int64_t items_per_batch() const = 0;
+  virtual std::uint64_t steps_per_epoch() const = 0;
+};
+
+struct DataInfo {
+  std::string description;      // one line for the start-up log
+  double entropy_rate = -1;     // nats per token for the Markov source, else -1
+  const char* unit = "tok";     // "tok" or "img"
+};
+
+// `train` selects the training split (shuffled, augmented) or the evaluation split (in order,
+// no augmentation). Missing files, a shard whose vocabulary exceeds the model's, or too
+// little data for one global batch are errors naming the path and the config key.
+Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& config, bool train,
+                                                       int rank, int world_size, int slots,
+                                                       DataInfo* info = nullptr);
+
+}  // namespace sparq::train

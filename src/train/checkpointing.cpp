@@ -1,0 +1,179 @@
+// Trainer checkpoints: what one rank's file holds, and the checks that make a resume either
+// bit-identical or refused (train/checkpoint.h has the file format and directory layout).
+//
+// Sections: "params" (flat, the store's layout), "model/<name>" (BatchNorm running
+// statistics), "optim/<name>" (momentum, Adam moments), "residual" (error feedback, the
+// store's layout), "exchange/<bucket>.<part>" (compressor and aggregator state).
+// Metadata: step, world size, rank, model spec, layout size, compressor, optimizer and its
+// step count, loader position, skip counters, and the resolved config.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "core/checksum.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+namespace {
+
+constexpr char kFormat[] = "sparq-train-1";
+
+std::string meta_or(const CheckpointFile& f, const std::string& key, const std::string& fallback) {
+  auto it = f.meta.find(key);
+  return it == f.meta.end() ? fallback : it->second;
+}
+
+Result<std::int64_t> meta_int(const CheckpointFile& f, const std::string& key) {
+  SPARQ_ASSIGN_OR_RETURN(std::string text, f.meta_value(key));
+  try {
+    return static_cast<std::int64_t>(std::stoll(text));
+  } catch (const std::exception&) {
+    return Status::error("{}: metadata '{}' is not an integer: '{}'", f.path, key, text);
+  }
+}
+
+}  // namespace
+
+std::uint64_t Trainer::param_checksum() const {
+  return checksum64(store_.params(), static_cast<std::size_t>(store_.flat_numel()) * sizeof(float));
+}
+
+Status Trainer::save_checkpoint() {
+  const std::string dir = checkpoint_dir(config_.train.checkpoint_dir, step_);
+  // Every rank writes its own file; COMPLETE is written only once all of them succeeded.
+  const Status written = write_rank_checkpoint(dir);
+  SPARQ_RETURN_IF_ERROR(agree(written, fmt::format("writing checkpoint {}", dir)));
+  if (is_root()) {
+    SPARQ_RETURN_IF_ERROR(mark_complete(dir));
+    spdlog::info("checkpoint of step {} written to {}", step_, dir);
+  }
+  return Status::ok();
+}
+
+Status Trainer::write_rank_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::error("train.checkpoint_dir: cannot create '{}': {}", dir, ec.message());
+
+  CheckpointFile f;
+  f.meta["format"] = kFormat;
+  f.meta["step"] = std::to_string(step_);
+  f.meta["world_size"] = std::to_string(comm_.size());
+  f.meta["rank"] = std::to_string(comm_.rank());
+  f.meta["model"] = config_.model.spec;
+  f.meta["flat_numel"] = std::to_string(store_.flat_numel());
+  f.meta["compressor"] = config_.compress.compress.name;
+  f.meta["optimizer"] = optimizer_->name();
+  f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
+  const data::LoaderState loader = train_data_->state();
+  f.meta["loader.seed"] = std::to_string(loader.seed);
+  f.meta["loader.epoch"] = std::to_string(loader.epoch);
+  f.meta["loader.step"] = std::to_string(loader.step);
+  f.meta["skipped_total"] = std::to_string(skipped_total_);
+  f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
+  f.meta["config"] = config_.resolved_yaml;
+
+  f.add_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())});
+  for (const StateTensor& s : model_->state()) {
+    f.add_floats("model/" + s.name,
+                 {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())});
+  }
+  for (const optim::StateTensor& s : optimizer_->state()) {
+    f.add_floats("optim/" + s.name, {s.data, static_cast<std::size_t>(s.count)});
+  }
+  if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
+  for (const auto& [name, bytes] : exchange_->save_state()) {
+    f.add_bytes("exchange/" + name,
+                std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+  return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f);
+}
+
+Status Trainer::resume(const std::string& path) {
+  return agree(load_checkpoint(path), "resuming from " + path);
+}
+
+Status Trainer::load_checkpoint(const std::string& path) {
+  std::string dir = path;
+  if (!parse_step(path).is_ok()) {
+    SPARQ_ASSIGN_OR_RETURN(dir, latest_checkpoint(path));
+  } else if (!is_complete(path)) {
+    return Status::error("checkpoint '{}' is incomplete (no {} marker): its save was "
+                         "interrupted; resume from an earlier step",
+                         path, kCheckpointCompleteMarker);
+  }
+  const std::string file = checkpoint_rank_file(dir, comm_.rank());
+  if (!std::filesystem::exists(file)) {
+    // Most likely a larger world than the one that wrote it: say so from rank 0's file.
+    auto first = read_checkpoint_file(checkpoint_rank_file(dir, 0));
+    const std::string written =
+        first.is_ok() ? meta_or(*first, "world_size", "?") : std::string("?");
+    return Status::error("checkpoint '{}' has no file for rank {}: it was written by {} "
+                         "rank(s) and this job has {}; resume with the same world size",
+                         dir, comm_.rank(), written, comm_.size());
+  }
+  SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(file));
+  if (meta_or(f, "format", "") != kFormat) {
+    return Status::error("{}: not a sparq training checkpoint (format '{}')", file,
+                         meta_or(f, "format", "missing"));
+  }
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t world, meta_int(f, "world_size"));
+  if (world != comm_.size()) {
+    return Status::error("checkpoint '{}' was written by {} rank(s) but this job has {}: "
+                         "resume with the same world size (mpirun -np {}); the residuals, "
+                         "compressor state and data positions are per rank",
+                         dir, world, comm_.size(), world);
+  }
+  for (const auto& [key, want] :
+       {std::pair<std::string, std::string>{"model", config_.model.spec},
+        {"flat_numel", std::to_string(store_.flat_numel())},
+        {"compressor", config_.compress.compress.name},
+        {"optimizer", optimizer_->name()}}) {
+    SPARQ_ASSIGN_OR_RETURN(std::string have, f.meta_value(key));
+    if (have != want) {
+      return Status::error("checkpoint '{}' does not match this config: {} is '{}' there and "
+                           "'{}' here",
+                           file, key, have, want);
+    }
+  }
+
+  SPARQ_RETURN_IF_ERROR(
+      f.read_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())}));
+  for (const StateTensor& s : model_->state()) {
+    SPARQ_RETURN_IF_ERROR(f.read_floats(
+        "model/" + s.name, {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())}));
+  }
+  for (const optim::StateTensor& s : optimizer_->state()) {
+    SPARQ_RETURN_IF_ERROR(
+        f.read_floats("optim/" + s.name, {s.data, static_cast<std::size_t>(s.count)}));
+  }
+  if (!exchange_->residual().empty()) {
+    SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
+  }
+  std::vector<compress::NamedState> exchange_state;
+  for (const auto& [name, bytes] : f.sections) {
+    if (name.rfind("exchange/", 0) != 0) continue;
+    exchange_state.emplace_back(name.substr(9), std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  }
+  SPARQ_RETURN_IF_ERROR(exchange_->load_state(exchange_state).with_context(file));
+
+  data::LoaderState loader;
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t loader_step, meta_int(f, "loader.step"));
+  loader.seed = static_cast<std::uint64_t>(seed);
+  loader.epoch = static_cast<std::uint64_t>(epoch);
+  loader.step = static_cast<std::uint64_t>(loader_step);
+  SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
+  optimizer_->set_steps_taken(opt_steps);
+  SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
+  SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
+  SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
+  if (is_root()) spdlog::info("resumed from {} at step {}", dir, step_);
+  return Status::ok();
+}
+
+}  // namespace sparq::train

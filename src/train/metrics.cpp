@@ -1,0 +1,99 @@
+#include "train/metrics.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace sparq::train {
+namespace {
+
+// JSON has no NaN or infinity: they become null. 9 significant digits print every float
+// exactly, so records of two runs can be compared bit for bit.
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+
+std::string si(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.1f}", v);
+}
+
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  if (bytes >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+  if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<std::int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, (s / 60) % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+std::string format_progress(const StepMetrics& m) {
+  const int width = static_cast<int>(fmt::format("{}", m.total_steps).size());
+  return fmt::format(
+      "step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {} {}/s | comm {:.1f} ms exposed, {:.0f}% "
+      "hidden | {} sent (x{:.1f}) | eta {}",
+      m.step, width, m.total_steps, m.loss, m.skipped ? " (skipped)" : "", m.lr,
+      si(m.items_per_s), m.unit, m.exposed_comm_ms, 100.0 * m.hidden_fraction,
+      format_bytes(static_cast<double>(m.bytes_sent)), m.compression_ratio(),
+      format_duration(m.eta_s));
+}
+
+std::string format_eval(const EvalMetrics& m) {
+  std::string line = fmt::format("eval at step {} | loss {:.4f}", m.step, m.loss);
+  if (m.perplexity >= 0) line += fmt::format(" | perplexity {:.2f}", m.perplexity);
+  if (m.accuracy >= 0) line += fmt::format(" | accuracy {:.2f}%", 100.0 * m.accuracy);
+  return line + fmt::format(" | {} targets", m.count);
+}
+
+std::string to_json(const StepMetrics& m) {
+  return fmt::format(
+      "{{\"event\":\"step\",\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
+      "\"residual_norm\":{},\"skipped\":{},\"{}_per_s\":{},\"step_ms\":{},\"forward_ms\":{},"
+      "\"backward_ms\":{},\"optimizer_ms\":{},\"exposed_comm_ms\":{},\"comm_busy_ms\":{},"
+      "\"hidden_fraction\":{},\"bytes_sent\":{},\"bytes_received\":{},\"payload_bytes\":{},"
+      "\"dense_bytes\":{},\"compression_ratio\":{},\"eta_s\":{}}}",
+      m.step, num(m.loss), num(m.lr), num(m.grad_norm), num(m.residual_norm),
+      m.skipped ? "true" : "false", m.unit, num(m.items_per_s), num(m.step_ms), num(m.forward_ms),
+      num(m.backward_ms), num(m.optimizer_ms), num(m.exposed_comm_ms), num(m.comm_busy_ms),
+      num(m.hidden_fraction), m.bytes_sent, m.bytes_received, m.payload_bytes, m.dense_bytes,
+      num(m.compression_ratio()), num(m.eta_s));
+}
+
+std::string to_json(const EvalMetrics& m) {
+  return fmt::format(
+      "{{\"event\":\"eval\",\"step\":{},\"loss\":{},\"perplexity\":{},\"accuracy\":{},"
+      "\"count\":{}}}",
+      m.step, num(m.loss), m.perplexity >= 0 ? num(m.perplexity) : "null",
+      m.accuracy >= 0 ? num(m.accuracy) : "null", m.count);
+}
+
+JsonlWriter::~JsonlWriter() {
+  if (file_) std::fclose(file_);
+}
+
+Status JsonlWriter::open(const std::string& path, bool append) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  if (!file_) return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
+  return Status::ok();
+}
+
+void JsonlWriter::write(const std::string& line) {
+  if (!file_) return;
+  std::fputs(line.c_str(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,64 @@
+// Per-step and evaluation metrics: the progress line printed on rank 0 and the JSONL records
+// written next to it (docs/config.md, "Metrics", lists every field).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "core/status.h"
+
+namespace sparq::train {
+
+struct StepMetrics {
+  std::int64_t step = 0;  // 1-based: steps completed
+  std::int64_t total_steps = 0;
+  double loss = 0, lr = 0, grad_norm = 0, residual_norm = 0;
+  bool skipped = false;
+  double items_per_s = 0;  // global: all ranks
+  const char* unit = "tok";
+  double step_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
+  double exposed_comm_ms = 0, comm_busy_ms = 0, hidden_fraction = 0;
+  std::uint64_t bytes_sent = 0, bytes_received = 0;  // this rank, on the wire (byte model)
+  std::uint64_t payload_bytes = 0, dense_bytes = 0;  // this rank's messages vs f32 gradient
+  double eta_s = 0;
+  double compression_ratio() const {
+    return payload_bytes ? static_cast<double>(dense_bytes) / static_cast<double>(payload_bytes)
+                         : 1.0;
+  }
+};
+
+struct EvalMetrics {
+  std::int64_t step = 0;
+  double loss = 0;
+  double perplexity = -1;  // language models
+  double accuracy = -1;    // VGG top-1, BERT masked-token accuracy
+  std::int64_t count = 0;  // targets or images evaluated (all ranks)
+};
+
+// "step   40/300 | loss 3.2141 | lr 6.00e-04 | 12.3k tok/s | comm 1.2 ms exposed | 35.1 KiB
+//  sent (x 28.4) | eta 1m12s"
+std::string format_progress(const StepMetrics& m);
+std::string format_eval(const EvalMetrics& m);
+std::string to_json(const StepMetrics& m);
+std::string to_json(const EvalMetrics& m);
+std::string format_bytes(double bytes);
+std::string format_duration(double seconds);
+
+// Appends lines to a file and flushes each, so a crashed run keeps every finished step.
+class JsonlWriter {
+ public:
+  JsonlWriter() = default;
+  ~JsonlWriter();
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+  // Creates parent directories. `append` keeps earlier records (resumed runs).
+  Status open(const std::string& path, bool append);
+  void write(const std::string& line);
+  bool is_open() const { return file_ != nullptr; }
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace sparq::train

@@ -1,0 +1,242 @@
+#include "train/train_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "compress/registry.h"
+#include "train/yaml_reader.h"
+
+namespace sparq::train {
+namespace {
+
+constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
+
+Status read_model(YamlReader& r, TrainConfig& c) {
+  std::string preset = "gpt2-tiny";
+  SPARQ_RETURN_IF_ERROR(r.get_choice("model.preset", &preset, model_preset_names()));
+  std::vector<std::pair<std::string, std::string>> keys, overrides;
+  SPARQ_RETURN_IF_ERROR(r.take_section("model", &keys));
+  for (auto& [key, value] : keys) {
+    if (key != "preset") overrides.emplace_back(key, value);
+  }
+  auto model = make_model_config(preset, overrides);
+  if (!model.is_ok()) return model.status().with_context(r.origin() + ": model");
+  c.model = std::move(model).value();
+  return Status::ok();
+}
+
+Status read_data(YamlReader& r, TrainConfig& c) {
+  DataConfig& d = c.data;
+  SPARQ_RETURN_IF_ERROR(r.get_choice("data.source", &d.source,
+                                     {"markov", "shard", "cifar10", "synthetic_images"}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.train", &d.train_path));
+  SPARQ_RETURN_IF_ERROR(r.get("data.eval", &d.eval_path));
+  SPARQ_RETURN_IF_ERROR(r.get("data.seq_len", &d.seq_len, {.min = 1, .max = 1 << 20}));
+  std::int64_t vocab = d.markov.vocab_size, seed = static_cast<std::int64_t>(d.markov.seed);
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.vocab_size", &vocab, {.min = 2, .max = 1 << 24}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.order", &d.markov.order, {.min = 1, .max = 8}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.branching", &d.markov.branching, {.min = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.smoothing", &d.markov.smoothing, {.min = 1e-9, .max = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.seed", &seed, {.min = 0}));
+  d.markov.vocab_size = static_cast<std::uint32_t>(vocab);
+  d.markov.seed = static_cast<std::uint64_t>(seed);
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.train_tokens", &d.markov_train_tokens, {.min = 2}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.markov.eval_tokens", &d.markov_eval_tokens, {.min = 2}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.mask_prob", &d.mask_prob, {.min = 1e-6, .max = 1}));
+  for (auto [key, out] : {std::pair{"data.cls_id", &d.cls_id}, {"data.sep_id", &d.sep_id},
+                          {"data.mask_id", &d.mask_id}, {"data.pad_id", &d.pad_id}}) {
+    SPARQ_RETURN_IF_ERROR(r.get(key, out, {.min = 0}));
+  }
+  SPARQ_RETURN_IF_ERROR(r.get("data.augment", &d.augment));
+  SPARQ_RETURN_IF_ERROR(r.get("data.synthetic.train_images", &d.synthetic_train_images, {.min = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("data.synthetic.eval_images", &d.synthetic_eval_images, {.min = 1}));
+
+  const bool lm = c.model.is_language_model();
+  const bool text = d.source == "markov" || d.source == "shard";
+  if (lm != text) {
+    return Status::error("{}: data.source: '{}' cannot feed model '{}' ({} data needed)",
+                         r.origin(), d.source, c.model.preset, lm ? "token" : "image");
+  }
+  if ((d.source == "shard" || d.source == "cifar10") && d.train_path.empty()) {
+    return Status::error("{}: data.train: required for data.source '{}'", r.origin(), d.source);
+  }
+  if (lm && d.seq_len > c.model.n_ctx) {
+    return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.origin(),
+                         d.seq_len, c.model.n_ctx);
+  }
+  if (d.source == "markov" && d.markov.vocab_size > c.model.vocab_size) {
+    return Status::error("{}: data.markov.vocab_size: {} exceeds the model's vocab_size {}",
+                         r.origin(), d.markov.vocab_size, c.model.vocab_size);
+  }
+  return Status::ok();
+}
+
+Status read_optim(YamlReader& r, TrainConfig& c) {
+  optim::OptimConfig& o = c.optim;
+  optim::LrScheduleConfig& s = c.schedule;
+  SPARQ_RETURN_IF_ERROR(r.get_choice("optim.name", &o.name, {"sgd", "adam", "adamw"}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.lr", &s.lr, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.weight_decay", &o.weight_decay, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.momentum", &o.momentum, {.min = 0, .max = 0.999999}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.dampening", &o.dampening, {.min = 0, .max = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.nesterov", &o.nesterov));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.beta1", &o.beta1, {.min = 0, .max = 0.999999}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.beta2", &o.beta2, {.min = 0, .max = 0.999999999}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.eps", &o.eps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.freeze_steps", &o.freeze_steps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.clip_norm", &c.clip_norm, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get_choice("optim.schedule", &s.kind, {"constant", "step", "linear", "cosine"}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.warmup_steps", &s.warmup_steps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.min_lr", &s.min_lr, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.step_size", &s.step_size, {.min = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.gamma", &s.gamma, {.min = 0, .max = 1}));
+  s.total_steps = c.train.steps;  // decays end with the run
+  SPARQ_RETURN_IF_ERROR(o.validate("optim.").with_context(r.origin()));
+  SPARQ_RETURN_IF_ERROR(s.validate("optim.").with_context(r.origin()));
+  return Status::ok();
+}
+
+// Keys of the compress section that sparq itself reads; the rest go to the compressor.
+const std::set<std::string>& exchange_keys() {
+  static const std::set<std::string> keys = {"name",       "error_feedback",    "aggregation",
+                                             "server_compression", "dense_warmup_steps", "seed"};
+  return keys;
+}
+
+Status read_compress(YamlReader& r, TrainConfig& c) {
+  compress::GradientExchangeConfig& x = c.compress;
+  x.compress.name = "none";
+  SPARQ_RETURN_IF_ERROR(r.get("compress.name", &x.compress.name));
+  SPARQ_RETURN_IF_ERROR(r.get("compress.error_feedback", &x.error_feedback));
+  std::string aggregation = "auto";
+  SPARQ_RETURN_IF_ERROR(r.get_choice("compress.aggregation", &aggregation,
+                                     {"auto", "allreduce", "allgather", "two_phase", "tree"}));
+  if (aggregation != "auto") {
+    auto kind = compress::parse_aggregation(aggregation, "compress.aggregation");
+    if (!kind.is_ok()) return kind.status().with_context(r.origin());
+    x.aggregation = *kind;
+  }
+  SPARQ_RETURN_IF_ERROR(r.get("compress.server_compression", &x.aggregator.server_compression));
+  SPARQ_RETURN_IF_ERROR(r.get("compress.dense_warmup_steps", &x.dense_warmup_steps, {.min = 0}));
+  std::int64_t seed = 0;
+  SPARQ_RETURN_IF_ERROR(r.get("compress.seed", &seed, {.min = 0}));
+  x.seed = static_cast<std::uint64_t>(seed);
+  // Compressor settings live under compress.<compressor>.<key>, so that switching
+  // compress.name (for example --set compress.name=none) never leaves stray keys behind.
+  // Every listed compressor's section is validated, used or not: a typo is always an error.
+  std::vector<std::pair<std::string, std::string>> keys;
+  SPARQ_RETURN_IF_ERROR(r.take_section("compress", &keys));
+  std::map<std::string, compress::CompressConfig> sections;
+  const auto& names = compress::compressor_names();
+  for (auto& [key, value] : keys) {
+    if (exchange_keys().count(key)) continue;
+    const std::size_t dot = key.find('.');
+    const std::string head = key.substr(0, dot);
+    if (dot == std::string::npos || std::find(names.begin(), names.end(), head) == names.end()) {
+      return Status::error("{}: compress.{}: unknown key (compressor settings go under "
+                           "compress.<compressor>.<key>, e.g. compress.lbs.density)",
+                           r.origin(), key);
+    }
+    compress::CompressConfig& section = sections[head];
+    section.name = head;
+    section.prefix = "compress." + head;
+    section.params[key.substr(dot + 1)] = value;
+  }
+  for (const auto& [name, section] : sections) {
+    auto probe = compress::make_compressor(section);
+    if (!probe.is_ok()) return probe.status().with_context(r.origin());
+  }
+  x.compress.params = sections.count(x.compress.name) ? sections[x.compress.name].params
+                                                      : std::map<std::string, std::string>{};
+  x.compress.prefix = "compress." + x.compress.name;
+  auto probe = compress::make_compressor(x.compress);
+  if (!probe.is_ok()) return probe.status().with_context(r.origin());
+  // DGC applies the momentum itself (momentum correction before selection); a second
+  // momentum in SGD would apply it twice.
+  if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
+    return Status::error("{}: optim.momentum: must be 0 with compress.name dgc, which applies "
+                         "momentum before compression (set compress.momentum instead)",
+                         r.origin());
+  }
+  return Status::ok();
+}
+
+Status read_comm(YamlReader& r, TrainConfig& c) {
+  CommConfig& m = c.comm;
+  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.backend", &m.backend, {"auto", "mpi", "self"}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.first_bucket_mb", &m.plan.first_bucket_mb, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.bucket_mb", &m.plan.bucket_mb, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.min_compress_numel", &m.plan.min_compress_numel, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.dense_patterns", &m.plan.dense_patterns));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.overlap", &m.overlap));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.gbit_per_s", &m.emulate.gbit_per_s, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.origin()));
+  return Status::ok();
+}
+
+Status read_loop(YamlReader& r, TrainConfig& c) {
+  LoopConfig& t = c.train;
+  SPARQ_RETURN_IF_ERROR(r.get("train.steps", &t.steps, {.min = 1, .max = kMaxSteps}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.micro_batch", &t.micro_batch, {.min = 1, .max = 1 << 20}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.accumulation", &t.accumulation, {.min = 1, .max = 1 << 16}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.eval_interval", &t.eval_interval, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.eval_batches", &t.eval_batches, {.min = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_interval", &t.checkpoint_interval, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_dir", &t.checkpoint_dir));
+  std::int64_t seed = static_cast<std::int64_t>(t.seed);
+  SPARQ_RETURN_IF_ERROR(r.get("train.seed", &seed, {.min = 0}));
+  t.seed = static_cast<std::uint64_t>(seed);
+  SPARQ_RETURN_IF_ERROR(r.get("train.max_nonfinite_in_a_row", &t.max_nonfinite_in_a_row, {.min = 1}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.threads", &t.threads, {.min = 0, .max = 1024}));
+  SPARQ_RETURN_IF_ERROR(r.get("train.init_from", &t.init_from));
+  SPARQ_RETURN_IF_ERROR(
+      r.get_choice("train.init_format", &t.init_format, {"auto", "sparq", "gpt2_hf"}));
+  return Status::ok();
+}
+
+Status read_log(YamlReader& r, TrainConfig& c) {
+  LogConfig& l = c.log;
+  SPARQ_RETURN_IF_ERROR(r.get("log.metrics", &l.metrics_path));
+  SPARQ_RETURN_IF_ERROR(r.get("log.progress_interval", &l.progress_interval, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("log.per_rank_timing", &l.per_rank_timing));
+  SPARQ_RETURN_IF_ERROR(r.get("log.trace", &l.trace_path));
+  SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0}));
+  if (!l.trace_path.empty() && l.trace_steps == 0) l.trace_steps = 3;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::string& origin,
+                                       const std::vector<std::string>& overrides) {
+  SPARQ_ASSIGN_OR_RETURN(YamlReader reader, YamlReader::from_string(yaml_text, origin));
+  for (const std::string& o : overrides) SPARQ_RETURN_IF_ERROR(reader.set_override(o));
+  TrainConfig c;
+  c.origin = origin;
+  // train first: the LR schedule's total_steps comes from train.steps.
+  SPARQ_RETURN_IF_ERROR(read_loop(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_model(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_data(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_optim(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_compress(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_comm(reader, c));
+  SPARQ_RETURN_IF_ERROR(read_log(reader, c));
+  SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
+  c.resolved_yaml = reader.dump();
+  return c;
+}
+
+Result<TrainConfig> load_train_config(const std::string& path,
+                                      const std::vector<std::string>& overrides) {
+  SPARQ_ASSIGN_OR_RETURN(YamlReader reader, YamlReader::from_file(path));
+  return parse_train_config(reader.dump(), path, overrides);
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,94 @@
+// TrainConfig: everything `train --config X.yaml [--set key=value ...]` reads, typed and
+// validated. Sections: model, data, optim, compress, comm, train, log (docs/config.md lists
+// every key with its default and meaning). Unknown keys, wrong types and out-of-range values
+// are errors naming the file and the dotted key; nothing falls back silently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/bucket_plan.h"
+#include "comm/emulated_link.h"
+#include "compress/gradient_exchange.h"
+#include "data/markov_source.h"
+#include "models/config.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+
+namespace sparq::train {
+
+struct DataConfig {
+  // markov (synthetic text with a known entropy rate), shard (token shards from
+  // prepare_data: GPT-2 LM or BERT MLM), cifar10 (a directory of CIFAR-10 binaries),
+  // synthetic_images (class-conditional images, no files).
+  std::string source = "markov";
+  std::string train_path, eval_path;  // shard files or the CIFAR-10 directory
+  int seq_len = 64;                   // language models: tokens per row
+  // markov
+  data::MarkovConfig markov{.vocab_size = 256, .order = 2, .branching = 4, .smoothing = 0.02,
+                            .seed = 7};
+  std::int64_t markov_train_tokens = 1 << 20;
+  std::int64_t markov_eval_tokens = 1 << 16;
+  // BERT MLM (defaults: bert-base-uncased's vocab.txt)
+  double mask_prob = 0.15;
+  std::int64_t cls_id = 101, sep_id = 102, mask_id = 103, pad_id = 0;
+  // images
+  bool augment = true;
+  std::int64_t synthetic_train_images = 10000, synthetic_eval_images = 2000;
+};
+
+struct CommConfig {
+  std::string backend = "auto";  // auto (mpi when launched by mpirun, else self) | mpi | self
+  comm::BucketPlanConfig plan;
+  bool overlap = true;  // false: communicate after backward (the WFBP-off baseline)
+  double timeout_s = 300;
+  comm::EmulatedLink emulate;  // make the link behave like a slower network (experiments)
+};
+
+struct LoopConfig {
+  std::int64_t steps = 100;
+  int micro_batch = 8;
+  int accumulation = 1;
+  std::int64_t eval_interval = 0;  // 0: evaluate only at the end
+  int eval_batches = 8;            // per rank
+  std::int64_t checkpoint_interval = 0;  // 0: only at the end (when checkpoint_dir is set)
+  std::string checkpoint_dir;            // empty: no checkpoints
+  std::uint64_t seed = 1;
+  int max_nonfinite_in_a_row = 5;
+  int threads = 0;  // OpenMP threads per rank; 0 keeps OMP_NUM_THREADS / the default
+  // Initial weights from safetensors instead of the random initialisation: sparq names
+  // (what --export-safetensors writes) or Hugging Face GPT-2 names (fine-tuning).
+  std::string init_from;
+  std::string init_format = "auto";  // auto | sparq | gpt2_hf
+};
+
+struct LogConfig {
+  std::string metrics_path;  // JSONL, rank 0 (empty: none)
+  int progress_interval = 1;
+  bool per_rank_timing = false;  // every rank logs its own timing line
+  std::string trace_path;        // Chrome trace (per rank: <path>.rank<r>.json)
+  std::int64_t trace_start = 0, trace_steps = 0;
+};
+
+struct TrainConfig {
+  std::string origin;  // the config file
+  ModelConfig model;
+  DataConfig data;
+  optim::OptimConfig optim;
+  optim::LrScheduleConfig schedule;
+  double clip_norm = 0;
+  compress::GradientExchangeConfig compress;
+  CommConfig comm;
+  LoopConfig train;
+  LogConfig log;
+  std::string resolved_yaml;  // the document after overrides, for --dry-run and checkpoints
+};
+
+// Reads and validates a config; `overrides` are "a.b=value" strings from --set.
+Result<TrainConfig> load_train_config(const std::string& path,
+                                      const std::vector<std::string>& overrides);
+Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::string& origin,
+                                       const std::vector<std::string>& overrides);
+
+}  // namespace sparq::train

@@ -1,0 +1,409 @@
+#include "train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <cmath>
+#include <numeric>
+
+#include "core/check.h"
+#include <spdlog/spdlog.h>
+
+#include "core/log.h"
+#include "core/threading.h"
+#include "core/file_io.h"
+#include "core/timer.h"
+#include "train/safetensors.h"
+
+namespace sparq::train {
+namespace {
+
+// Index of the largest of n logits.
+std::int64_t argmax(const float* x, std::int64_t n) {
+  return std::max_element(x, x + n) - x;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm)
+    : config_(config), comm_(comm) {}
+
+Trainer::~Trainer() {
+  // The scheduler and stepper reference the engine; tear down in dependency order.
+  stepper_.reset();
+  scheduler_.reset();
+  engine_.reset();
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
+                                                 comm::Communicator& comm, Options options) {
+  std::unique_ptr<Trainer> t(new Trainer(config, comm));
+  SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
+  return t;
+}
+
+Status Trainer::build(const Options& options) {
+  const TrainConfig& c = config_;
+  if (c.train.threads > 0) set_num_threads(c.train.threads);
+  const bool lm = c.model.is_language_model();
+  const std::int64_t rows = options.dry_run ? 1 : c.train.micro_batch;
+  activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);
+  SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {rows, lm ? c.data.seq_len : 0}));
+  model_->declare(store_);
+  store_.allocate(Device::kCPU, [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); });
+  // Identical on every rank: no broadcast needed.
+  if (!options.dry_run) {
+    store_.initialize(c.train.seed);
+    if (!c.train.init_from.empty()) SPARQ_RETURN_IF_ERROR(load_initial_weights());
+  }
+  model_->bind(store_);
+  model_->set_dropout_seed(c.train.seed, static_cast<std::uint32_t>(comm_.rank()));
+
+  const int slots = c.train.accumulation;
+  std::vector<std::string> missing;
+  for (const std::string& path : {c.data.train_path, c.data.eval_path}) {
+    if (!path.empty() && !std::filesystem::exists(path)) missing.push_back(path);
+  }
+  if (options.dry_run && !missing.empty()) {
+    data_info_.description = fmt::format("{} not found: needed before training (see README, "
+                                         "\"Data\")", fmt::join(missing, ", "));
+  } else {
+    SPARQ_ASSIGN_OR_RETURN(train_data_, make_batch_source(c, true, comm_.rank(), comm_.size(),
+                                                          slots, &data_info_));
+    SPARQ_ASSIGN_OR_RETURN(eval_data_, make_batch_source(c, false, comm_.rank(), comm_.size(), 1));
+  }
+  batches_.resize(static_cast<std::size_t>(slots));
+
+  SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
+  schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
+
+  std::vector<comm::LayerParams> layers;
+  for (const ModelLayer& l : model_->layers()) layers.push_back({l.name, l.tensors});
+  auto plan = comm::BucketPlan::build(store_, layers, c.comm.plan);
+  if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
+  plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
+  auto exchange = compress::GradientExchange::create(store_, *plan_, c.compress);
+  if (!exchange.is_ok()) return exchange.status().with_context(c.origin);
+  exchange_ = std::move(exchange).value();
+
+  comm::CommEngine::Options eo;
+  eo.timeout_s = c.comm.timeout_s;
+  eo.trace = &trace_;
+  engine_ = std::make_unique<comm::CommEngine>(comm_, eo);
+  scheduler_ = std::make_unique<comm::WfbpScheduler>(
+      *plan_, *engine_,
+      [x = exchange_.get()](comm::Communicator& cm, const comm::Bucket& b, std::int64_t step) {
+        return x->exchange(cm, b, step);
+      },
+      comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
+  stepper_ = std::make_unique<DataParallelStepper>(
+      *model_, store_, *optimizer_, *schedule_, *scheduler_,
+      DataParallelStepper::Options{.clip_norm = c.clip_norm}, &trace_);
+  return Status::ok();
+}
+
+Status Trainer::load_initial_weights() {
+  const std::string& path = config_.train.init_from;
+  std::string format = config_.train.init_format;
+  if (format == "auto") {
+    // Hugging Face GPT-2 files are recognised by their fused attention projection.
+    SPARQ_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::read(path));
+    const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
+                    file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
+    format = hf ? "gpt2_hf" : "sparq";
+  }
+  const Status s =
+      format == "gpt2_hf" ? import_gpt2_hf(store_, path) : import_safetensors(store_, path);
+  SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  if (is_root()) spdlog::info("initial weights from {} ({} names)", path, format);
+  return Status::ok();
+}
+
+Status Trainer::agree(const Status& local, const std::string& what) {
+  std::int32_t failed = local.is_ok() ? 0 : 1;
+  auto reduce = [&](comm::Communicator& c) {
+    c.allreduce(&failed, &failed, 1, DType::kI32, comm::ReduceOp::kSum);
+    return Status::ok();
+  };
+  // While the engine lives, only its thread may call the communicator.
+  const Status s = engine_ ? engine_->run("agree: " + what, step_, reduce) : reduce(comm_);
+  SPARQ_RETURN_IF_ERROR(s);
+  if (!local.is_ok()) return local;
+  if (failed > 0) {
+    return Status::error("{} failed on {} other rank(s); see their messages", what, failed);
+  }
+  return Status::ok();
+}
+
+std::size_t Trainer::memory_estimate_bytes() const {
+  const auto flat = static_cast<std::size_t>(store_.flat_numel()) * sizeof(float);
+  std::size_t optimizer_copies = 0;
+  if (config_.optim.name == "sgd") optimizer_copies = config_.optim.momentum > 0 ? 1 : 0;
+  else optimizer_copies = 2;
+  const std::size_t residual = exchange_->residual().size() * sizeof(float);
+  return flat * (2 + optimizer_copies) + residual +
+         static_cast<std::size_t>(static_cast<double>(model_->activation_bytes()) *
+                                  activation_scale_);
+}
+
+std::string Trainer::describe() const {
+  const TrainConfig& c = config_;
+  std::string s;
+  s += fmt::format("model:     {}{}\n", model_->summary(),
+                   activation_scale_ != 1 ? " (dry run: built for one row)" : "");
+  s += fmt::format("data:      {}\n", data_info_.description);
+  if (data_info_.entropy_rate >= 0) {
+    s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
+                     data_info_.entropy_rate);
+  }
+  s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
+                   comm_.size(), c.train.micro_batch, c.train.accumulation,
+                   c.train.micro_batch * c.train.accumulation * comm_.size());
+  s += fmt::format("optimizer: {} lr {} ({} schedule, warm-up {}), weight decay {}, clip {}\n",
+                   c.optim.name, c.schedule.lr, c.schedule.kind, c.schedule.warmup_steps,
+                   c.optim.weight_decay, c.clip_norm > 0 ? fmt::format("{}", c.clip_norm) : "off");
+  std::string params;
+  for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
+  s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
+                   c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
+                   c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  s += "bucket plan:\n" +
+       plan_->describe([this](int b) { return exchange_->compressor_name(b); }) + "\n";
+  s += fmt::format("memory:    about {} per rank (parameters, gradients, optimizer state, "
+                   "residual, activations)\n",
+                   format_bytes(static_cast<double>(memory_estimate_bytes())));
+  return s;
+}
+
+StepMetrics Trainer::step_once() {
+  model_->set_training(true);
+  for (std::size_t a = 0; a < batches_.size(); ++a) {
+    batches_[a] = train_data_->next(static_cast<int>(a));
+  }
+  const StepResult r = stepper_->step(step_, batches_);
+  ++step_;
+  StepMetrics m;
+  m.step = step_;
+  m.total_steps = config_.train.steps;
+  m.loss = r.loss;
+  m.lr = r.lr;
+  m.grad_norm = r.grad_norm;
+  m.skipped = r.skipped;
+  m.unit = data_info_.unit;
+  m.step_ms = r.step_ms;
+  m.forward_ms = r.forward_ms;
+  m.backward_ms = r.backward_ms;
+  m.optimizer_ms = r.optimizer_ms;
+  m.exposed_comm_ms = r.comm.exposed_ms;
+  m.comm_busy_ms = r.comm.comm_busy_ms;
+  m.hidden_fraction = r.comm.hidden_fraction();
+  m.bytes_sent = r.comm.bytes_sent;
+  m.bytes_received = r.comm.bytes_received;
+  m.payload_bytes = exchange_->last_payload_bytes();
+  m.dense_bytes = exchange_->last_dense_bytes();
+  m.residual_norm = exchange_->residual_norm();
+  const double items = static_cast<double>(train_data_->items_per_batch()) *
+                       static_cast<double>(batches_.size()) * comm_.size();
+  m.items_per_s = r.step_ms > 0 ? items / (r.step_ms / 1e3) : 0.0;
+  if (r.skipped) {
+    ++nonfinite_in_a_row_;
+    ++skipped_total_;
+  } else {
+    nonfinite_in_a_row_ = 0;
+  }
+  return m;
+}
+
+EvalMetrics Trainer::evaluate() {
+  const bool lm = config_.model.is_language_model();
+  const bool mlm = config_.model.arch == ModelArch::kBert;
+  model_->set_training(false);
+  const data::LoaderState start{config_.train.seed, 0, 0};
+  SPARQ_CHECK(eval_data_->restore(start).is_ok(), "cannot rewind the evaluation data");
+  // Sums over this rank's batches: loss * targets, targets, correct predictions.
+  float sums[3] = {0, 0, 0};
+  for (int i = 0; i < config_.train.eval_batches; ++i) {
+    const Batch b = eval_data_->next(0);
+    const float loss = model_->forward(b);
+    const Tensor logits = model_->logits();
+    const float* z = logits.data<float>();
+    std::int64_t count = 0, correct = 0;
+    if (lm) {
+      const std::int64_t v = logits.shape()[2], n = b.targets.numel();
+      const std::int32_t* y = b.targets.data<std::int32_t>();
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (y[j] == kIgnoreIndex) continue;
+        ++count;
+        correct += argmax(z + j * v, config_.model.vocab_size) == y[j];
+      }
+    } else {
+      const std::int64_t k = logits.shape()[1], n = b.labels.numel();
+      const std::int32_t* y = b.labels.data<std::int32_t>();
+      for (std::int64_t j = 0; j < n; ++j) correct += argmax(z + j * k, k) == y[j];
+      count = n;
+    }
+    sums[0] += loss * static_cast<float>(count);
+    sums[1] += static_cast<float>(count);
+    sums[2] += static_cast<float>(correct);
+  }
+  const Status s = engine_->run("eval allreduce", step_, [&](comm::Communicator& cm) {
+    cm.allreduce(sums, sums, 3, DType::kF32, comm::ReduceOp::kSum);
+    return Status::ok();
+  });
+  SPARQ_CHECK(s.is_ok(), "evaluation allreduce failed: {}", s.message());
+  EvalMetrics e;
+  e.step = step_;
+  e.count = static_cast<std::int64_t>(sums[1]);
+  e.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  if (lm && !mlm) e.perplexity = std::exp(e.loss);
+  if (mlm || !lm) e.accuracy = sums[1] > 0 ? sums[2] / sums[1] : 0.0;
+  return e;
+}
+
+Status Trainer::write_trace() {
+  // One file for all ranks: gather every rank's events on rank 0, timestamps from a common
+  // origin (steady clocks agree across processes of one host).
+  const std::vector<TraceSpan> spans = trace_.spans();
+  std::int64_t first = spans.empty() ? std::numeric_limits<std::int64_t>::max()
+                                     : std::min_element(spans.begin(), spans.end(),
+                                                        [](const auto& a, const auto& b) {
+                                                          return a.start_us < b.start_us;
+                                                        })->start_us;
+  std::string all;
+  const Status s = engine_->run("trace gather", step_, [&](comm::Communicator& cm) {
+    const int p = cm.size();
+    std::vector<std::int64_t> firsts(p), sizes(p);
+    cm.allgather(&first, firsts.data(), 1, DType::kI64);
+    const std::int64_t origin = *std::min_element(firsts.begin(), firsts.end());
+    const std::string mine = trace_.chrome_events(cm.rank(), origin);
+    const auto size = static_cast<std::int64_t>(mine.size());
+    cm.allgather(&size, sizes.data(), 1, DType::kI64);
+    std::vector<std::size_t> counts(p), displs(p, 0);
+    for (int r = 0; r < p; ++r) counts[r] = static_cast<std::size_t>(sizes[r]);
+    for (int r = 1; r < p; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    std::string gathered(displs[p - 1] + counts[p - 1], '\0');
+    cm.allgatherv(mine.data(), gathered.data(), counts, displs, DType::kU8);
+    for (int r = 0; r < p; ++r) {
+      if (counts[r] == 0) continue;
+      if (!all.empty()) all += ",";
+      all += gathered.substr(displs[r], counts[r]);
+    }
+    return Status::ok();
+  });
+  SPARQ_RETURN_IF_ERROR(s);
+  trace_.clear();
+  Status written;
+  if (is_root()) {
+    written = write_file_atomic(config_.log.trace_path,
+                                "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[" + all + "]}\n");
+  }
+  SPARQ_RETURN_IF_ERROR(agree(written.with_context("log.trace"), "writing the trace"));
+  if (!is_root()) return Status::ok();
+  spdlog::info("wrote trace of steps {}..{} to {} (open in ui.perfetto.dev)",
+           config_.log.trace_start + 1, config_.log.trace_start + config_.log.trace_steps,
+           config_.log.trace_path);
+  return Status::ok();
+}
+
+Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
+  const TrainConfig& c = config_;
+  Status opened;
+  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+    opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
+  }
+  SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));
+  TrainSummary summary;
+  const std::int64_t first_step = step_;
+  const std::int64_t trace_end = c.log.trace_start + c.log.trace_steps;
+  std::vector<double> losses;
+  double time_ms = 0, items = 0, bytes = 0, payload = 0, dense = 0;
+  Stopwatch wall;
+  while (step_ < c.train.steps) {
+    if (stop_at >= 0 && step_ >= stop_at) {
+      summary.stopped_early = true;
+      break;
+    }
+    const bool tracing = !c.log.trace_path.empty() && step_ >= c.log.trace_start &&
+                         step_ < trace_end;
+    trace_.enable(tracing);
+    StepMetrics m = step_once();
+    trace_.enable(false);
+    if (!m.skipped) losses.push_back(m.loss);
+    time_ms += m.step_ms;
+    items += m.items_per_s * m.step_ms / 1e3;
+    bytes += static_cast<double>(m.bytes_sent);
+    payload += static_cast<double>(m.payload_bytes);
+    dense += static_cast<double>(m.dense_bytes);
+    const std::int64_t done = step_ - first_step;
+    m.eta_s = time_ms / 1e3 / static_cast<double>(done) * static_cast<double>(c.train.steps - step_);
+    if (is_root()) {
+      metrics_.write(to_json(m));
+      if (c.log.progress_interval > 0 &&
+          (step_ % c.log.progress_interval == 0 || step_ == c.train.steps || step_ == 1)) {
+        spdlog::info("{}", format_progress(m));
+      }
+    }
+    if (c.log.per_rank_timing) {
+      fmt::print(stderr, "rank {} step {}: forward {:.1f} ms, backward {:.1f} ms, exposed comm {:.1f} ms, "
+               "optimizer {:.1f} ms\n",
+               comm_.rank(), m.step, m.forward_ms, m.backward_ms, m.exposed_comm_ms,
+               m.optimizer_ms);
+    }
+    if (nonfinite_in_a_row_ >= c.train.max_nonfinite_in_a_row) {
+      return Status::error(
+          "step {}: the loss or gradient was not finite in {} steps in a row "
+          "(train.max_nonfinite_in_a_row = {}); last loss {}, grad norm {}: lower optim.lr or "
+          "set optim.clip_norm",
+          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, m.loss, m.grad_norm);
+    }
+    if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());
+    if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {
+      const EvalMetrics e = evaluate();
+      if (is_root()) {
+        spdlog::info("{}", format_eval(e));
+        metrics_.write(to_json(e));
+      }
+    }
+    if (!c.train.checkpoint_dir.empty() && c.train.checkpoint_interval > 0 &&
+        step_ % c.train.checkpoint_interval == 0 && step_ < c.train.steps) {
+      SPARQ_RETURN_IF_ERROR(save_checkpoint());
+    }
+  }
+  summary.steps = step_;
+  summary.steps_run = step_ - first_step;
+  summary.skipped = skipped_total_;
+  if (!summary.stopped_early) {
+    summary.eval = evaluate();
+    if (is_root()) {
+      spdlog::info("{}", format_eval(summary.eval));
+      metrics_.write(to_json(summary.eval));
+    }
+    if (!c.train.checkpoint_dir.empty()) SPARQ_RETURN_IF_ERROR(save_checkpoint());
+  }
+  const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);
+  if (!losses.empty()) {
+    summary.last_loss =
+        std::accumulate(losses.end() - static_cast<std::ptrdiff_t>(tail), losses.end(), 0.0) /
+        static_cast<double>(tail);
+  }
+  summary.seconds = wall.millis() / 1e3;
+  if (summary.steps_run > 0) {
+    summary.items_per_s = time_ms > 0 ? items / (time_ms / 1e3) : 0;
+    summary.bytes_per_step = bytes / static_cast<double>(summary.steps_run);
+    summary.compression_ratio = payload > 0 ? dense / payload : 1.0;
+  }
+  summary.param_checksum = param_checksum();
+  if (is_root()) {
+    metrics_.write(fmt::format(
+        "{{\"event\":\"end\",\"step\":{},\"skipped\":{},\"param_checksum\":\"{:016x}\","
+        "\"stopped_early\":{}}}",
+        summary.steps, summary.skipped, summary.param_checksum,
+        summary.stopped_early ? "true" : "false"));
+  }
+  return summary;
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,129 @@
+// Trainer: the training loop behind apps/train (DESIGN.md, "Trainer"). Built from a
+// validated TrainConfig on a communicator (Self for one process, MPI under mpirun), it owns
+// the model, the param store, data, optimizer, bucket plan, gradient exchange, comm engine,
+// WFBP scheduler and data-parallel stepper, and runs
+//
+//   for each step: micro-batches -> DataParallelStepper::step -> metrics (progress line and
+//   JSONL on rank 0) -> periodic evaluation -> periodic checkpoint
+//
+// Non-finite loss or gradient: the step is skipped (every rank sees the same aggregated
+// norm, so every rank skips it) and counted; after train.max_nonfinite_in_a_row skipped
+// steps in a row the run fails with a message.
+//
+// Checkpoints (checkpointing.cpp): per rank, parameters, optimizer state, error-feedback
+// residual and compressor state, model state, loader position, counters and the config;
+// resume() continues bit-identically with the same world size and refuses another one.
+//
+// Ownership: borrows the communicator, which must outlive the trainer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/bucket_plan.h"
+#include "comm/comm_engine.h"
+#include "comm/wfbp_scheduler.h"
+#include "compress/gradient_exchange.h"
+#include "core/trace.h"
+#include "models/model.h"
+#include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
+#include "train/batch_source.h"
+#include "train/data_parallel.h"
+#include "train/metrics.h"
+#include "train/train_config.h"
+
+namespace sparq::train {
+
+struct TrainSummary {
+  std::int64_t steps = 0;        // steps completed in total
+  std::int64_t steps_run = 0;    // in this invocation
+  std::int64_t skipped = 0;
+  double last_loss = 0;          // mean training loss of the last 10% of this run's steps
+  EvalMetrics eval;              // the final evaluation
+  double items_per_s = 0;        // mean over this run
+  double bytes_per_step = 0;     // this rank, on the wire
+  double compression_ratio = 1;  // dense f32 bytes / payload bytes
+  double seconds = 0;
+  std::uint64_t param_checksum = 0;
+  bool stopped_early = false;    // --stop-at
+};
+
+class Trainer {
+ public:
+  struct Options {
+    // --dry-run: data files that do not exist yet are reported in describe() instead of
+    // failing (a config can be checked before its data is downloaded), and activations are
+    // allocated for one row and scaled to the micro-batch in the memory estimate (they are
+    // linear in it), so checking a 124M-parameter config does not touch gigabytes.
+    bool dry_run = false;
+  };
+  static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
+                                                 comm::Communicator& comm, Options options);
+  static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
+                                                 comm::Communicator& comm) {
+    return create(config, comm, Options{});
+  }
+  ~Trainer();
+
+  // Start-up report: model, data, parameter layout summary, bucket plan, memory estimate.
+  std::string describe() const;
+  // Loads a checkpoint directory (a step-* directory or a root holding them: the newest
+  // complete one). Refuses another world size, another layout, or a damaged file.
+  Status resume(const std::string& path);
+  // Trains until train.steps, or until stop_at steps when stop_at >= 0 (an interruption at
+  // that step, without a final evaluation or checkpoint; for tests).
+  Result<TrainSummary> run(std::int64_t stop_at = -1);
+  EvalMetrics evaluate();
+  // One training step outside run() (benchmarks drive the loop themselves): no logging,
+  // evaluation or checkpoint.
+  StepMetrics train_step() { return step_once(); }
+  // Writes a checkpoint of the current step to train.checkpoint_dir.
+  Status save_checkpoint();
+
+  std::int64_t step() const { return step_; }
+  const ParamStore& store() const { return store_; }
+  std::uint64_t param_checksum() const;
+  const DataInfo& data_info() const { return data_info_; }
+  bool is_root() const { return comm_.rank() == 0; }
+
+ private:
+  Trainer(const TrainConfig& config, comm::Communicator& comm);
+  Status build(const Options& options);
+  Status load_initial_weights();
+  Status load_checkpoint(const std::string& path);
+  Status write_rank_checkpoint(const std::string& dir);
+  // Collective: every rank learns whether any rank failed, so that a failure on one rank
+  // (a file missing on one node, a damaged rank file) ends every rank instead of leaving the
+  // others waiting in a collective.
+  Status agree(const Status& local, const std::string& what);
+  StepMetrics step_once();
+  Status write_trace();
+  std::size_t memory_estimate_bytes() const;
+
+  TrainConfig config_;
+  comm::Communicator& comm_;
+  std::unique_ptr<Model> model_;
+  ParamStore store_;
+  std::unique_ptr<BatchSource> train_data_, eval_data_;
+  DataInfo data_info_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrSchedule> schedule_;
+  std::unique_ptr<comm::BucketPlan> plan_;
+  std::unique_ptr<compress::GradientExchange> exchange_;
+  TraceRecorder trace_;
+  std::unique_ptr<comm::CommEngine> engine_;
+  std::unique_ptr<comm::WfbpScheduler> scheduler_;
+  std::unique_ptr<DataParallelStepper> stepper_;
+  JsonlWriter metrics_;
+  std::vector<Batch> batches_;
+  double activation_scale_ = 1;  // dry run: micro_batch / 1
+
+  std::int64_t step_ = 0;  // steps completed
+  std::int64_t nonfinite_in_a_row_ = 0;
+  std::int64_t skipped_total_ = 0;
+};
+
+}  // namespace sparq::train

@@ -90,3 +90,13 @@ function(sparq_add_mpi_test name)
                          TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np})
   endforeach()
 endfunction()
+
+# For tests that launch mpirun jobs themselves (subprocess tests): the launcher and its flags
+# as SPARQ_MPIEXEC and SPARQ_MPIRUN_FLAGS string macros, and ctest properties for a test that
+# occupies two cores for a while.
+function(sparq_mpirun_subprocess_test target timeout)
+  list(JOIN SPARQ_MPIRUN_FLAGS " " flags)
+  target_compile_definitions(${target} PRIVATE SPARQ_MPIEXEC="${MPIEXEC_EXECUTABLE}"
+                                               SPARQ_MPIRUN_FLAGS="${flags}")
+  set_tests_properties(${target} PROPERTIES TIMEOUT ${timeout} LABELS "mpi" PROCESSORS 2)
+endfunction()

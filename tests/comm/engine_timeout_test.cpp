@@ -3,35 +3,20 @@
 // outer `timeout` turns a hang into a distinct failure instead of blocking ctest). The
 // success path checks that an MPI initialised by make_mpi_communicator is finalised cleanly.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <regex>
 #include <string>
 
+#include "common/subprocess.h"
+
 namespace {
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string output;
-};
+using sparq::testing::ProcessResult;
 
 ProcessResult run_probe(int ranks, const std::string& mode) {
-  const std::string command = std::string("timeout -k 5 60 ") + SPARQ_MPIEXEC + " -np " +
-                              std::to_string(ranks) + " " + SPARQ_MPIRUN_FLAGS + " " +
-                              SPARQ_TIMEOUT_PROBE + " " + mode + " 2>&1";
-  ProcessResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed for: " << command;
-    return result;
-  }
-  char chunk[4096];
-  std::size_t n = 0;
-  while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) result.output.append(chunk, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return sparq::testing::run_command(std::string("timeout -k 5 60 ") + SPARQ_MPIEXEC + " -np " +
+                                     std::to_string(ranks) + " " + SPARQ_MPIRUN_FLAGS + " " +
+                                     SPARQ_TIMEOUT_PROBE + " " + mode + " 2>&1");
 }
 
 TEST(EngineTimeout, WithheldCollectiveAbortsTheJobWithAMessage) {

@@ -1,0 +1,289 @@
+// End-to-end tests of apps/train, run as `mpirun -np 2 train ...` subprocesses (and single
+// processes where the world size is the point): the default config learns the Markov source
+// down to a bound derived from its entropy rate; an interrupted run resumed from its
+// checkpoint reproduces the uninterrupted run bit for bit; bad configs, missing data,
+// damaged checkpoints and a different world size are refused with their specific messages;
+// every config in configs/ passes --dry-run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using sparq::testing::ProcessResult;
+
+// Runs `train` with `args` under mpirun with `ranks` processes (0: without mpirun).
+ProcessResult run_train(int ranks, const std::string& args) {
+  std::string command = "cd " + std::string(SPARQ_SOURCE_DIR) + " && timeout -k 5 600 ";
+  if (ranks > 0) {
+    command += std::string(SPARQ_MPIEXEC) + " -np " + std::to_string(ranks) + " " +
+               SPARQ_MPIRUN_FLAGS + " -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1 ";
+  }
+  return sparq::testing::run_command(command + SPARQ_TRAIN_APP + " " + args + " 2>&1");
+}
+
+// A refusal: exit status 1 and the message in the output.
+void expect_refused(const ProcessResult& r, const std::string& message) {
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << "expected: " << message << "\n"
+                                                       << r.output;
+}
+
+// A fresh scratch directory per test.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("sparq_train_app_" + name + "_" +
+                                                    std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A JSON field's raw text from one flat JSONL record.
+std::string field(const std::string& record, const std::string& key) {
+  const std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}]*)");
+  std::smatch m;
+  return std::regex_search(record, m, re) ? m[1].str() : "";
+}
+
+std::vector<std::string> events(const std::vector<std::string>& lines, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& l : lines) {
+    if (field(l, "event") == "\"" + kind + "\"") out.push_back(l);
+  }
+  return out;
+}
+
+// A small, fast variant of the default config (lbs with error feedback, so the residual and
+// compressor state must survive the checkpoint too).
+std::string small_run(const fs::path& dir, const std::string& name) {
+  return "--config configs/default.yaml --set train.steps=10 --set model.n_layer=2 "
+         "--set optim.warmup_steps=2 "
+         "--set train.eval_interval=0 --set train.eval_batches=2 --set log.progress_interval=0 "
+         "--set train.checkpoint_interval=4 --set train.checkpoint_dir=" +
+         (dir / (name + "_ckpt")).string() + " --set log.metrics=" +
+         (dir / (name + ".jsonl")).string();
+}
+
+TEST(TrainApp, DefaultConfigLearnsTheMarkovSource) {
+  const fs::path dir = scratch("default");
+  const ProcessResult r =
+      run_train(2, "--config configs/default.yaml --set log.metrics=" +
+                       (dir / "m.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("entropy rate ([0-9.]+): ")))
+      << r.output;
+  const double entropy = std::stod(m[1].str());
+  const auto lines = read_lines(dir / "m.jsonl");
+  const auto evals = events(lines, "eval");
+  const auto steps = events(lines, "step");
+  ASSERT_EQ(steps.size(), 300u);
+  ASSERT_FALSE(evals.empty());
+  const double first_loss = std::stod(field(steps.front(), "loss"));
+  const double final_eval = std::stod(field(evals.back(), "loss"));
+  // A uniform guess costs ln(256) = 5.55 nats; the source allows 1.26. Within 300 steps the
+  // model must get within 20% of the optimum (observed: about 10% with lbs).
+  EXPECT_LT(final_eval, 1.2 * entropy) << "entropy rate " << entropy << "\n" << r.output;
+  EXPECT_LT(final_eval, 0.5 * first_loss);
+  // lbs actually compressed: the payload is a small fraction of the dense gradient.
+  EXPECT_GT(std::stod(field(steps.back(), "compression_ratio")), 20.0);
+}
+
+TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
+  const fs::path dir = scratch("resume");
+  const ProcessResult full = run_train(2, small_run(dir, "full"));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+
+  // Interrupted after step 6: the last checkpoint is step 4, steps 5 and 6 are lost.
+  const ProcessResult cut = run_train(2, small_run(dir, "cut") + " --stop-at 6");
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  ASSERT_TRUE(fs::exists(dir / "cut_ckpt" / "step-00000004" / "COMPLETE"));
+  ASSERT_FALSE(fs::exists(dir / "cut_ckpt" / "step-00000006"));
+  const ProcessResult resumed =
+      run_train(2, small_run(dir, "cut") + " --resume " + (dir / "cut_ckpt").string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+
+  std::map<std::string, std::string> want;  // step -> record, uninterrupted
+  for (const auto& rec : events(read_lines(dir / "full.jsonl"), "step")) want[field(rec, "step")] = rec;
+  std::map<std::string, std::string> got;  // the resumed run's records win over the cut run's
+  for (const auto& rec : events(read_lines(dir / "cut.jsonl"), "step")) got[field(rec, "step")] = rec;
+  ASSERT_EQ(want.size(), 10u);
+  ASSERT_EQ(got.size(), 10u);
+  for (const auto& [step, rec] : want) {
+    for (const char* key : {"loss", "grad_norm", "residual_norm", "lr", "payload_bytes"}) {
+      EXPECT_EQ(field(got[step], key), field(rec, key)) << key << " at step " << step;
+    }
+  }
+  const auto full_end = events(read_lines(dir / "full.jsonl"), "end");
+  const auto cut_end = events(read_lines(dir / "cut.jsonl"), "end");
+  ASSERT_FALSE(full_end.empty());
+  ASSERT_FALSE(cut_end.empty());
+  EXPECT_EQ(field(cut_end.back(), "param_checksum"), field(full_end.back(), "param_checksum"));
+  EXPECT_EQ(field(cut_end.back(), "step"), "10");
+
+  // Another world size is refused with the reason.
+  const ProcessResult single =
+      run_train(0, small_run(dir, "single") + " --resume " + (dir / "cut_ckpt").string());
+  expect_refused(single, "was written by 2 rank(s) but this job has 1");
+
+  // A flipped byte and a truncated file are refused, naming the problem.
+  const fs::path step4 = dir / "cut_ckpt" / "step-00000004";
+  const fs::path bad = dir / "bad_ckpt" / "step-00000004";
+  fs::create_directories(bad);
+  fs::copy(step4, bad, fs::copy_options::recursive);
+  {
+    std::fstream f(bad / "rank-00001.ckpt", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(bad / "rank-00001.ckpt") / 2));
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(-1, std::ios::cur);
+    c = static_cast<char>(c ^ 0x10);
+    f.write(&c, 1);
+  }
+  const std::string resume_bad = small_run(dir, "bad") + " --resume " + bad.string();
+  expect_refused(run_train(2, resume_bad), "corrupt");
+  fs::resize_file(bad / "rank-00000.ckpt", fs::file_size(bad / "rank-00000.ckpt") - 100);
+  expect_refused(run_train(2, resume_bad), "truncated");
+  fs::remove_all(dir);
+}
+
+TEST(TrainApp, SafetensorsExportAndImport) {
+  const fs::path dir = scratch("safetensors");
+  const fs::path exported = dir / "trained.safetensors";
+  const ProcessResult trained =
+      run_train(2, small_run(dir, "a") + " --export-safetensors " + exported.string());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  ASSERT_TRUE(fs::exists(exported));
+  const auto end = events(read_lines(dir / "a.jsonl"), "end");
+  ASSERT_FALSE(end.empty());
+
+  // Starting from the export reproduces the trained parameters exactly.
+  const ProcessResult loaded = run_train(
+      0, small_run(dir, "b") + " --set train.init_from=" + exported.string() + " --stop-at 0");
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_NE(loaded.output.find("(sparq names)"), std::string::npos) << loaded.output;
+  const std::string checksum = field(end.back(), "param_checksum");
+  EXPECT_NE(loaded.output.find("parameters checksum " + checksum.substr(1, 16)),
+            std::string::npos)
+      << checksum << "\n" << loaded.output;
+
+  // Hugging Face GPT-2 names (a tiny HF-layout fixture: 2 layers, 2 heads, width 16).
+  const ProcessResult hf = run_train(
+      0, "--config configs/default.yaml --set model.n_layer=2 --set model.n_head=2 "
+         "--set model.n_embd=16 --set model.n_ctx=8 --set model.vocab_size=40 "
+         "--set data.seq_len=8 --set data.markov.vocab_size=40 --set log.metrics= "
+         "--set train.init_from=tests/reference/safetensors/gpt2_hf_tiny.safetensors "
+         "--stop-at 0");
+  EXPECT_EQ(hf.exit_code, 0) << hf.output;
+  EXPECT_NE(hf.output.find("(gpt2_hf names)"), std::string::npos) << hf.output;
+
+  // A file for another model is refused, naming the tensor.
+  expect_refused(run_train(0, "--config configs/default.yaml --set log.metrics= "
+                                "--set train.init_from=" + exported.string() + " --stop-at 0"),
+                 "train.init_from");
+  fs::remove_all(dir);
+}
+
+// The Chrome trace of a real run: per rank, the first bucket's exchange starts before that
+// step's backward ends (the overlap WFBP exists for), and every lane is present.
+TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
+  const fs::path dir = scratch("trace");
+  const fs::path trace = dir / "trace.json";
+  const ProcessResult r =
+      run_train(2, small_run(dir, "t") + " --set log.trace=" + trace.string() +
+                       " --set log.trace_start=4 --set log.trace_steps=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(trace);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json.empty());
+  struct Span {
+    double start = 0, end = 0;
+  };
+  // (rank, step) -> backward span and first-bucket exchange span.
+  std::map<std::pair<int, int>, Span> backward, bucket0;
+  const std::regex event(
+      R"re(\{"name":"([^"]*)","cat":"([^"]*)","ph":"X","ts":([0-9]+),"dur":([0-9]+),"pid":([0-9]+),"tid":[0-9]+,"args":\{"step":([0-9]+))re");
+  int layer_spans = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), event);
+       it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    const Span span{std::stod(m[3]), std::stod(m[3]) + std::stod(m[4])};
+    const auto key = std::make_pair(std::stoi(m[5]), std::stoi(m[6]));
+    if (m[1] == "backward 0") backward[key] = span;
+    if (m[1] == "bucket 0") bucket0[key] = span;
+    if (m[2] == "backward.layer") ++layer_spans;
+  }
+  EXPECT_EQ(backward.size(), 4u) << "2 ranks x 2 traced steps";
+  EXPECT_GT(layer_spans, 0);
+  for (const auto& [key, b] : backward) {
+    ASSERT_TRUE(bucket0.count(key)) << "rank " << key.first << " step " << key.second;
+    EXPECT_LT(bucket0[key].start, b.end)
+        << "rank " << key.first << " step " << key.second
+        << ": the first bucket was not sent before backward ended";
+  }
+  fs::remove_all(dir);
+}
+
+struct Refusal {
+  std::string args;
+  std::string message;  // a regular expression the output must contain
+};
+
+TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
+  const std::string base = "--config configs/default.yaml ";
+  const std::vector<Refusal> refusals = {
+      {base + "--set optim.lrr=0.1", "configs/default.yaml: unknown key optim\\.lrr"},
+      {base + "--set optim.lr=fast", "configs/default.yaml: optim\\.lr: expected a number"},
+      {base + "--set train.micro_batch=0", "configs/default.yaml: train\\.micro_batch"},
+      {base + "--set compress.lbs.densty=0.1", "compress\\.lbs\\.densty: unknown key"},
+      {base + "--set compress.name=powersgd --set compress.aggregation=allgather",
+       "compress\\.aggregation: powersgd cannot aggregate by allgather"},
+      {"--config configs/no_such.yaml", "configs/no_such\\.yaml: cannot open config file"},
+      {"--config configs/gpt2_wikitext_tiny.yaml --set data.train=/nonexistent/train.bin",
+       "data\\.train: '/nonexistent/train\\.bin' does not exist"},
+      {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
+       "not finite in 2 steps in a row"},
+      {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
+  };
+  for (const Refusal& r : refusals) {
+    const ProcessResult p = run_train(2, r.args);
+    EXPECT_EQ(p.exit_code, 1) << r.args << "\n" << p.output;
+    EXPECT_TRUE(std::regex_search(p.output, std::regex(r.message)))
+        << r.args << "\nexpected: " << r.message << "\n" << p.output;
+    EXPECT_EQ(p.output.find("Segmentation"), std::string::npos) << p.output;
+  }
+}
+
+TEST(TrainApp, DryRunSucceedsForEveryConfig) {
+  int configs = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(SPARQ_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++configs;
+    const ProcessResult p = run_train(0, "--config configs/" + entry.path().filename().string() +
+                                             " --dry-run");
+    EXPECT_EQ(p.exit_code, 0) << entry.path() << "\n" << p.output;
+    EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
+    EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
+    EXPECT_NE(p.output.find("memory:"), std::string::npos) << p.output;
+  }
+  EXPECT_GE(configs, 7);
+}
+
+}  // namespace

@@ -95,6 +95,11 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("optim.step_size", &s.step_size, {.min = 1}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.gamma", &s.gamma, {.min = 0, .max = 1}));
   s.total_steps = c.train.steps;  // decays end with the run
+  if ((s.kind == "cosine" || s.kind == "linear") && s.warmup_steps >= s.total_steps) {
+    return Status::error("{}: optim.warmup_steps: {} must be below train.steps ({}) for the {} "
+                         "schedule",
+                         r.origin(), s.warmup_steps, s.total_steps, s.kind);
+  }
   SPARQ_RETURN_IF_ERROR(o.validate("optim.").with_context(r.origin()));
   SPARQ_RETURN_IF_ERROR(s.validate("optim.").with_context(r.origin()));
   return Status::ok();

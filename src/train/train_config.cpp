@@ -234,7 +234,7 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   SPARQ_RETURN_IF_ERROR(read_comm(reader, c));
   SPARQ_RETURN_IF_ERROR(read_log(reader, c));
   SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
-  c.resolved_yaml = reader.dump();
+  c.resolved_yaml = effective_yaml(c);
   return c;
 }
 

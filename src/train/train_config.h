@@ -82,8 +82,12 @@ struct TrainConfig {
   CommConfig comm;
   LoopConfig train;
   LogConfig log;
-  std::string resolved_yaml;  // the document after overrides, for --dry-run and checkpoints
+  std::string resolved_yaml;  // effective_yaml(): every key's value in force
 };
+
+// Every key with the value in force (file, override or default) as YAML that reads back to
+// the same configuration; for --dry-run and checkpoints.
+std::string effective_yaml(const TrainConfig& config);
 
 // Reads and validates a config; `overrides` are "a.b=value" strings from --set.
 Result<TrainConfig> load_train_config(const std::string& path,

@@ -1,0 +1,107 @@
+// The effective configuration as YAML: every key the reader knows, with the value in force
+// (the file's, an override's or the default). Printed by --dry-run and stored in checkpoints,
+// and it reads back to the same configuration (tested), so it can be saved and rerun.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <sstream>
+
+#include "train/train_config.h"
+
+namespace sparq::train {
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string flow_list(const std::vector<std::string>& items) {
+  std::vector<std::string> q;
+  for (const auto& i : items) q.push_back(quoted(i));
+  return fmt::format("[{}]", fmt::join(q, ", "));
+}
+
+const char* yes_no(bool b) { return b ? "true" : "false"; }
+
+}  // namespace
+
+std::string effective_yaml(const TrainConfig& c) {
+  std::ostringstream y;
+  // model: the preset plus the overrides recorded in its spec ("preset k=v k=v").
+  y << "model:\n  preset: " << c.model.preset << "\n";
+  std::istringstream spec(c.model.spec);
+  std::string word;
+  spec >> word;  // the preset
+  while (spec >> word) {
+    const auto eq = word.find('=');
+    if (eq != std::string::npos) {
+      y << "  " << word.substr(0, eq) << ": " << word.substr(eq + 1) << "\n";
+    }
+  }
+  const DataConfig& d = c.data;
+  y << "data:\n"
+    << fmt::format("  source: {}\n  train: {}\n  eval: {}\n  seq_len: {}\n", d.source,
+                   quoted(d.train_path), quoted(d.eval_path), d.seq_len)
+    << fmt::format("  markov:\n    vocab_size: {}\n    order: {}\n    branching: {}\n"
+                   "    smoothing: {}\n    seed: {}\n    train_tokens: {}\n    eval_tokens: {}\n",
+                   d.markov.vocab_size, d.markov.order, d.markov.branching, d.markov.smoothing,
+                   d.markov.seed, d.markov_train_tokens, d.markov_eval_tokens)
+    << fmt::format("  mask_prob: {}\n  cls_id: {}\n  sep_id: {}\n  mask_id: {}\n  pad_id: {}\n",
+                   d.mask_prob, d.cls_id, d.sep_id, d.mask_id, d.pad_id)
+    << fmt::format("  augment: {}\n  synthetic:\n    train_images: {}\n    eval_images: {}\n",
+                   yes_no(d.augment), d.synthetic_train_images, d.synthetic_eval_images);
+  const optim::OptimConfig& o = c.optim;
+  const optim::LrScheduleConfig& s = c.schedule;
+  y << "optim:\n"
+    << fmt::format("  name: {}\n  lr: {}\n  weight_decay: {}\n  momentum: {}\n  dampening: {}\n"
+                   "  nesterov: {}\n  beta1: {}\n  beta2: {}\n  eps: {}\n  freeze_steps: {}\n",
+                   o.name, s.lr, o.weight_decay, o.momentum, o.dampening, yes_no(o.nesterov),
+                   o.beta1, o.beta2, o.eps, o.freeze_steps)
+    << fmt::format("  clip_norm: {}\n  schedule: {}\n  warmup_steps: {}\n  min_lr: {}\n"
+                   "  step_size: {}\n  gamma: {}\n",
+                   c.clip_norm, s.kind, s.warmup_steps, s.min_lr, s.step_size, s.gamma);
+  const compress::GradientExchangeConfig& x = c.compress;
+  const std::string aggregation =
+      x.aggregation ? std::string(compress::aggregation_name(*x.aggregation)) : "auto";
+  y << "compress:\n"
+    << fmt::format("  name: {}\n  error_feedback: {}\n  aggregation: {}\n"
+                   "  server_compression: {}\n  dense_warmup_steps: {}\n  seed: {}\n",
+                   x.compress.name, yes_no(x.error_feedback), aggregation,
+                   yes_no(x.aggregator.server_compression), x.dense_warmup_steps, x.seed);
+  if (!x.compress.params.empty()) {
+    y << "  " << x.compress.name << ":\n";
+    for (const auto& [k, v] : x.compress.params) y << "    " << k << ": " << v << "\n";
+  }
+  const CommConfig& m = c.comm;
+  y << "comm:\n"
+    << fmt::format("  backend: {}\n  first_bucket_mb: {}\n  bucket_mb: {}\n"
+                   "  min_compress_numel: {}\n  dense_patterns: {}\n  overlap: {}\n"
+                   "  timeout_s: {}\n  emulate:\n    gbit_per_s: {}\n    latency_us: {}\n",
+                   m.backend, m.plan.first_bucket_mb, m.plan.bucket_mb, m.plan.min_compress_numel,
+                   flow_list(m.plan.dense_patterns), yes_no(m.overlap), m.timeout_s,
+                   m.emulate.gbit_per_s, m.emulate.latency_us);
+  const LoopConfig& t = c.train;
+  y << "train:\n"
+    << fmt::format("  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"
+                   "  eval_batches: {}\n  checkpoint_interval: {}\n  checkpoint_dir: {}\n",
+                   t.steps, t.micro_batch, t.accumulation, t.eval_interval, t.eval_batches,
+                   t.checkpoint_interval, quoted(t.checkpoint_dir))
+    << fmt::format("  seed: {}\n  max_nonfinite_in_a_row: {}\n  threads: {}\n  init_from: {}\n"
+                   "  init_format: {}\n",
+                   t.seed, t.max_nonfinite_in_a_row, t.threads, quoted(t.init_from),
+                   t.init_format);
+  const LogConfig& l = c.log;
+  y << "log:\n"
+    << fmt::format("  metrics: {}\n  progress_interval: {}\n  per_rank_timing: {}\n"
+                   "  trace: {}\n  trace_start: {}\n  trace_steps: {}\n",
+                   quoted(l.metrics_path), l.progress_interval, yes_no(l.per_rank_timing),
+                   quoted(l.trace_path), l.trace_start, l.trace_steps);
+  return y.str();
+}
+
+}  // namespace sparq::train

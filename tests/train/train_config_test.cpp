@@ -1,0 +1,82 @@
+// TrainConfig: every config in configs/ loads, and its effective YAML (all keys, values in
+// force) reads back to the same configuration; the compress section's layout rules; errors
+// that name the file and the key.
+#include "train/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace sparq::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(TrainConfig, EveryShippedConfigRoundTripsThroughItsEffectiveYaml) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(SPARQ_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    auto config = load_train_config(entry.path().string(), {});
+    ASSERT_TRUE(config.is_ok()) << config.status().message();
+    auto again = parse_train_config(config->resolved_yaml, "effective", {});
+    ASSERT_TRUE(again.is_ok()) << entry.path() << ": " << again.status().message() << "\n"
+                               << config->resolved_yaml;
+    EXPECT_EQ(again->resolved_yaml, config->resolved_yaml) << entry.path();
+    EXPECT_EQ(again->model.spec, config->model.spec);
+  }
+  EXPECT_GE(count, 7);
+}
+
+TEST(TrainConfig, DefaultsFillEveryKey) {
+  auto c = parse_train_config("{}", "empty.yaml", {});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->model.preset, "gpt2-tiny");
+  EXPECT_EQ(c->compress.compress.name, "none");
+  EXPECT_EQ(c->optim.name, "adamw");
+  EXPECT_NE(c->resolved_yaml.find("  timeout_s: 300\n"), std::string::npos) << c->resolved_yaml;
+  EXPECT_NE(c->resolved_yaml.find("  error_feedback: true\n"), std::string::npos);
+}
+
+TEST(TrainConfig, CompressorSettingsLiveUnderTheirOwnSection) {
+  const std::string yaml = "compress: {name: lbs, lbs: {density: 0.05}, topk: {density: 0.2}}";
+  auto c = parse_train_config(yaml, "c.yaml", {});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->compress.compress.params.at("density"), "0.05");
+  EXPECT_EQ(c->compress.compress.prefix, "compress.lbs");
+  // Switching the compressor needs no other change...
+  c = parse_train_config(yaml, "c.yaml", {"compress.name=topk"});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->compress.compress.params.at("density"), "0.2");
+  // ...but unused sections are still checked, and bare keys are refused.
+  c = parse_train_config("compress: {name: none, lbs: {densty: 0.1}}", "c.yaml", {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("compress.lbs.densty"), std::string::npos)
+      << c.status().message();
+  c = parse_train_config("compress: {name: lbs, density: 0.1}", "c.yaml", {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("c.yaml: compress.density: unknown key"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train: {micro_batch: 0}", "x.yaml: train.micro_batch"},
+      {"optim: {name: lamb}", "x.yaml: optim.name"},
+      {"model: {preset: gpt2-tiny, n_layerz: 2}", "n_layerz"},
+      {"data: {source: cifar10}", "x.yaml: data.source: 'cifar10' cannot feed model"},
+      {"data: {seq_len: 4096}", "x.yaml: data.seq_len: 4096 exceeds the model's n_ctx"},
+      {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
+      {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
+      {"log: {tracee: a.json}", "unknown key log.tracee"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    auto c = parse_train_config(yaml, "x.yaml", {});
+    ASSERT_FALSE(c.is_ok()) << yaml;
+    EXPECT_NE(c.status().message().find(message), std::string::npos)
+        << yaml << "\n  got: " << c.status().message() << "\n  want: " << message;
+  }
+}
+
+}  // namespace
+}  // namespace sparq::train

@@ -1,20 +1,18 @@
 #include "train/trainer.h"
 
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "core/check.h"
-#include <spdlog/spdlog.h>
-
-#include "core/log.h"
-#include "core/threading.h"
 #include "core/file_io.h"
+#include "core/ops.h"
+#include "core/threading.h"
 #include "core/timer.h"
 #include "train/safetensors.h"
 
@@ -211,6 +209,13 @@ StepMetrics Trainer::step_once() {
   if (r.skipped) {
     ++nonfinite_in_a_row_;
     ++skipped_total_;
+    // The exchange already folded the bad gradient into the residual; keeping it would
+    // poison every later step, so the residual restarts from zero.
+    const std::span<float> e = exchange_->residual();
+    if (!e.empty() && !ops::all_finite(e.data(), e.size())) {
+      std::fill(e.begin(), e.end(), 0.0f);
+      spdlog::warn("step {}: non-finite gradient; error-feedback residual reset", step_);
+    }
   } else {
     nonfinite_in_a_row_ = 0;
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_data.h"
 #include "common/subprocess.h"
 
 namespace {
@@ -238,6 +239,40 @@ TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
         << "rank " << key.first << " step " << key.second
         << ": the first bucket was not sent before backward ended";
   }
+  fs::remove_all(dir);
+}
+
+// Loss falls on real text: WikiText-2 (valid as train, test as eval, the split the offline
+// copy allows), tokenized by prepare_data, 60 steps of the tiny GPT-2 config with lbs.
+TEST(TrainApp, LossFallsOnRealText) {
+  SPARQ_REQUIRE_SHARED_DATA(valid, "wikitext-2/wiki.valid.raw");
+  SPARQ_REQUIRE_SHARED_DATA(test, "wikitext-2/wiki.test.raw");
+  SPARQ_REQUIRE_SHARED_DATA(encoder, "gpt2-bpe/encoder.json");
+  const fs::path dir = scratch("wikitext");
+  const std::string vocab = fs::path(encoder).parent_path().string();
+  for (const auto& [input, name] : {std::pair{valid, "train"}, std::pair{test, "test"}}) {
+    const ProcessResult p = sparq::testing::run_command(
+        std::string(SPARQ_PREPARE_DATA_APP) + " --tokenizer gpt2 --vocab-dir " + vocab +
+        " --input " + input + " --out " + dir.string() + " --name " + name + " --quiet 2>&1");
+    ASSERT_EQ(p.exit_code, 0) << p.output;
+  }
+  const ProcessResult r = run_train(
+      2, "--config configs/gpt2_wikitext_tiny.yaml --set train.steps=60 --set train.micro_batch=4 "
+         "--set train.eval_interval=0 --set train.eval_batches=8 --set optim.warmup_steps=10 "
+         "--set data.train=" + (dir / "train.bin").string() +
+         " --set data.eval=" + (dir / "test.bin").string() +
+         " --set log.metrics=" + (dir / "m.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto lines = read_lines(dir / "m.jsonl");
+  const auto steps = events(lines, "step");
+  const auto evals = events(lines, "eval");
+  ASSERT_EQ(steps.size(), 60u);
+  ASSERT_EQ(evals.size(), 1u);
+  // ln(50257) = 10.8 nats at initialisation; 60 steps must take off at least two.
+  const double first = std::stod(field(steps.front(), "loss"));
+  const double eval = std::stod(field(evals.back(), "loss"));
+  EXPECT_GT(first, 10.0);
+  EXPECT_LT(eval, first - 2.0) << r.output;
   fs::remove_all(dir);
 }
 

@@ -15,7 +15,7 @@ namespace {
 
 // The strategies a compressor's messages can go through. powersgd's exchange() needs whole
 // matrices and two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
-Status check_aggregation(const Compressor& c, Aggregation kind, const std::string& prefix) {
+Status check_aggregation(const Compressor& c, Aggregation kind, const std::string& key) {
   const bool sparse_f32 = c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled";
   bool ok = true;
   switch (kind) {
@@ -25,10 +25,8 @@ Status check_aggregation(const Compressor& c, Aggregation kind, const std::strin
     case Aggregation::kTree: ok = sparse_f32; break;
   }
   if (!ok) {
-    // The key sits beside the compressor's section: "compress.lbs" -> "compress.aggregation".
-    return Status::error("{}.aggregation: {} cannot aggregate by {} (its own strategy is {})",
-                         prefix.substr(0, prefix.find('.')), c.name(), aggregation_name(kind),
-                         aggregation_name(c.aggregation()));
+    return Status::error("{}: {} cannot aggregate by {} (its own strategy is {})", key, c.name(),
+                         aggregation_name(kind), aggregation_name(c.aggregation()));
   }
   return Status::ok();
 }
@@ -71,7 +69,7 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
     PerBucket& slot = x->buckets_[bucket.index];
     SPARQ_ASSIGN_OR_RETURN(slot.compressor, make_compressor(config.compress));
     const Aggregation kind = config.aggregation.value_or(slot.compressor->aggregation());
-    SPARQ_RETURN_IF_ERROR(check_aggregation(*slot.compressor, kind, prefix));
+    SPARQ_RETURN_IF_ERROR(check_aggregation(*slot.compressor, kind, config.aggregation_key));
     if (auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get())) {
       SPARQ_RETURN_IF_ERROR(
           psgd->set_layout(static_cast<std::size_t>(bucket.range.count),
@@ -114,6 +112,10 @@ Status GradientExchange::exchange(comm::Communicator& comm, const comm::Bucket& 
   if (stats.compressed) {
     slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx);
     stats.payload_bytes = slot.aggregator->last_payload_bytes();
+    if (slot.error_feedback) {
+      const std::span<float> e = slot.error_feedback->residual();
+      stats.residual_sq = ops::sum_squares(e.data(), e.size());
+    }
   } else {
     dense_aggregator_->run(grads, *dense_compressor_, nullptr, comm, ctx);
     stats.payload_bytes = dense_aggregator_->last_payload_bytes();
@@ -138,8 +140,9 @@ std::span<float> GradientExchange::residual() const {
 }
 
 double GradientExchange::residual_norm() const {
-  const std::span<float> e = residual();
-  return e.empty() ? 0.0 : std::sqrt(ops::sum_squares(e.data(), e.size()));
+  double sq = 0;
+  for (const BucketExchangeStats& s : stats_) sq += s.residual_sq;
+  return std::sqrt(sq);
 }
 
 std::string GradientExchange::compressor_name(int bucket) const {

@@ -41,6 +41,7 @@ namespace sparq::compress {
 struct GradientExchangeConfig {
   CompressConfig compress;                 // the compressor of compressed buckets
   std::optional<Aggregation> aggregation;  // nullopt: the compressor's own strategy
+  std::string aggregation_key = "compress.aggregation";  // names `aggregation` in errors
   AggregatorOptions aggregator;            // two_phase server compression
   bool error_feedback = true;
   std::int64_t dense_warmup_steps = 0;     // steps before compression starts
@@ -52,6 +53,7 @@ struct BucketExchangeStats {
   bool compressed = false;          // false: sent dense (dense bucket or warm-up)
   std::size_t payload_bytes = 0;    // this rank's message bytes, all phases
   std::size_t dense_bytes = 0;      // 4 * floats in the bucket: what `none` would send
+  double residual_sq = 0;           // ||e||^2 of the bucket's residual after the exchange
 };
 
 // A named blob of per-rank state for checkpoints.
@@ -76,7 +78,9 @@ class GradientExchange {
   // Sums of last_stats() over the buckets of the last communicated step.
   std::size_t last_payload_bytes() const;
   std::size_t last_dense_bytes() const;
-  // ||e||_2 over every bucket's residual (0 without error feedback).
+  // ||e||_2 over every bucket's residual as the last exchange of each bucket left it (0
+  // without error feedback). Measured on the engine thread while the bucket is still in
+  // cache, so metrics cost the compute thread no pass over the residual.
   double residual_norm() const;
 
   const GradientExchangeConfig& config() const { return config_; }

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "comm/communicator.h"
 #include "core/check.h"
 
 namespace sparq::comm {
@@ -76,18 +77,6 @@ WireBytes chain_broadcast_bytes(std::size_t count, std::size_t elem_bytes, int r
   const std::uint64_t n = static_cast<std::uint64_t>(count) * elem_bytes;
   const bool last_in_chain = rank == wrap(root - 1, size);
   return {last_in_chain ? 0 : n, rank == root ? 0 : n};
-}
-
-std::vector<std::size_t> packed_displs(std::span<const std::size_t> counts) {
-  std::vector<std::size_t> displs(counts.size(), 0);
-  if (!counts.empty()) {
-    std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), std::size_t{0});
-  }
-  return displs;
-}
-
-std::size_t total_count(std::span<const std::size_t> counts) {
-  return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
 }
 
 }  // namespace sparq::comm

@@ -42,8 +42,4 @@ WireBytes alltoallv_bytes(std::span<const std::size_t> send_counts,
 WireBytes chain_broadcast_bytes(std::size_t count, std::size_t elem_bytes, int rank, int root,
                                 int size);
 
-// Element offsets of packed blocks: {0, c0, c0 + c1, ...} (one entry per count).
-std::vector<std::size_t> packed_displs(std::span<const std::size_t> counts);
-std::size_t total_count(std::span<const std::size_t> counts);
-
 }  // namespace sparq::comm

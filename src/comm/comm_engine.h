@@ -3,9 +3,9 @@
 //
 // A task is a callable taking the engine's Communicator&. It returns Status or void, and
 // may throw. submit() returns at once with a CommHandle; wait() blocks until that task is
-// done. Tasks run strictly one after another in submission order, so every rank that submits
-// the same collectives in the same order issues them to MPI in that order, whatever the
-// timing of its compute thread.
+// done. Tasks run strictly one after another in submission order, so a rank's MPI calls follow
+// its submission order whatever the timing of its compute thread (Note [Rank-identical
+// collective order], communicator.h).
 //
 // Threading: submit/wait/wait_all may be called from any thread; the task bodies run only on
 // the engine thread, which is then the only thread that should touch the communicator while

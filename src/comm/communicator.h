@@ -1,9 +1,26 @@
 // Communicator: synchronous collectives on raw buffers, one implementation per backend:
 //   MPI  (host buffers),  NCCL (device buffers, bootstrapped over MPI),  Self (world of one).
 // Every call blocks until this rank's part is complete and adds the bytes this rank sent and
-// received to the counters (see ByteCounters). All ranks must call collectives in the same
-// order with matching sizes; that is the caller's contract (the WFBP scheduler guarantees it).
+// received to the counters (see ByteCounters). Callers keep Note [Rank-identical collective
+// order] below.
 //
+// Note [Rank-identical collective order]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every rank must issue the same collectives, with matching sizes, in the same order. MPI and
+// NCCL match calls by position alone: a rank that skips a call, or issues two in another
+// order, hangs the job or silently combines the wrong buffers. sparq keeps this invariant
+// by construction, never by timing:
+//   - the WFBP scheduler submits bucket b only after buckets 0..b-1, whatever order backward
+//     makes them ready in (wfbp_scheduler.h);
+//   - an engine runs its tasks strictly FIFO on ONE thread (CommEngine) or ONE stream
+//     (StreamCommEngine), and while an engine lives every collective, control traffic
+//     included (agreement on errors, evaluation sums, the trace gather), goes through it;
+//   - every routing decision (dense or compressed bucket, dense warm-up, aggregation
+//     strategy, a skipped step) depends only on values that are identical on all ranks: the
+//     config, the step, the bucket plan, aggregated results;
+//   - a compressor or rank with nothing to send still takes part in the collective with an
+//     empty message, and variable sizes travel in a collective of their own first.
+// Code that adds a collective states how it keeps this note, citing it by name.
 // Sizes are in ELEMENTS of `dtype` unless the name says bytes. In-place is allowed where
 // noted by passing the same pointer as input and output.
 #pragma once
@@ -11,8 +28,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -20,6 +39,17 @@
 namespace sparq::comm {
 
 enum class ReduceOp { kSum, kAvg };
+
+// Element offsets of blocks packed in rank order, the exclusive prefix sum of the counts:
+// {0, c0, c0 + c1, ...} (one entry per count). The layout of every `displs` argument below.
+inline std::vector<std::size_t> packed_displs(std::span<const std::size_t> counts) {
+  std::vector<std::size_t> displs(counts.size(), 0);
+  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), std::size_t{0});
+  return displs;
+}
+inline std::size_t total_count(std::span<const std::size_t> counts) {
+  return std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+}
 
 // Bytes this rank put on and took off the wire, by the algorithm's actual volume (for ring
 // collectives: 2(P-1)/P * n for allreduce, (P-1)/P * n for allgather and reduce_scatter).

@@ -13,7 +13,8 @@
 // Threading: with MPI_THREAD_MULTIPLE any thread may call, one call per thread at a time.
 // When the library provides only MPI_THREAD_SERIALIZED, every call takes a process-wide lock;
 // then all communication should go through one CommEngine (whose thread serialises it), since
-// two threads issuing collectives in different orders on different ranks would deadlock.
+// two threads issuing collectives in different orders on different ranks would deadlock
+// (Note [Rank-identical collective order], communicator.h).
 // Less than MPI_THREAD_SERIALIZED is refused (the engine thread could not call MPI at all).
 //
 // f16 and bf16 travel as 16-bit payloads and are summed by a user-defined MPI_Op that adds in

@@ -8,8 +8,8 @@
 // the engine's lifetime) each call returns once enqueued. Enqueueing is cheap and the stream
 // already executes in issue order, so a host thread would add a hand-off and a context switch
 // per task and buy nothing; it would also put a second thread on a communicator that allows
-// one. Every rank that submits the same collectives in the same order thus issues them to
-// NCCL in that order.
+// one. A rank's NCCL calls thus follow its submission order (Note [Rank-identical collective
+// order], communicator.h).
 //
 // Results of a task are valid once it is done: wait() blocks the host until then; for the
 // compute stream, wait_on_stream() makes that stream wait for the task's end event without

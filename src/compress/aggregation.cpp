@@ -1,5 +1,6 @@
 #include "compress/aggregation.h"
 
+#include "comm/gather.h"
 #include "compress/gtopk_aggregator.h"
 #include "compress/two_phase_aggregator.h"
 #include "core/check.h"
@@ -24,7 +25,7 @@ class AllreduceAggregator final : public Aggregator {
                 "allreduce needs summable messages; {} aggregates by {}", c.name(),
                 aggregation_name(c.aggregation()));
     const EncodeContext ctx = with_world(ctx_in, comm);
-    if (c.exchange(bucket, ef, comm, ctx, payload_bytes_)) return;
+    if (c.self_aggregate(bucket, ef, comm, ctx, payload_bytes_)) return;
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
     const std::size_t width = dtype_size(c.wire_dtype());
@@ -47,8 +48,8 @@ class AllgatherAggregator final : public Aggregator {
     const EncodeContext ctx = with_world(ctx_in, comm);
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
-    allgather_messages(comm, msg_, c.fixed_message_bytes(bucket.size()), recv_, counts_,
-                       displs_);
+    comm::allgather_bytes(comm, msg_, c.fixed_message_bytes(bucket.size()), recv_, counts_,
+                          displs_);
     const float alpha = 1.0f / static_cast<float>(ctx.world_size);
     for (int r = 0; r < ctx.world_size; ++r) {
       EncodeContext from = ctx;
@@ -79,30 +80,6 @@ void encode_maybe_ef(Compressor& c, ErrorFeedback* ef, std::span<const float> g,
     ef->encode(c, g, offset, ctx, msg);
   } else {
     c.encode(g, ctx, msg);
-  }
-}
-
-void allgather_messages(comm::Communicator& comm, const Message& mine,
-                        std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
-                        std::vector<std::size_t>& counts, std::vector<std::size_t>& displs) {
-  const std::size_t p = static_cast<std::size_t>(comm.size());
-  counts.assign(p, mine.size());
-  if (fixed) {
-    SPARQ_CHECK(mine.size() == *fixed, "message of {} bytes, the compressor promised {}",
-                mine.size(), *fixed);
-  } else {
-    std::vector<std::int64_t> sizes(p);
-    const std::int64_t own = static_cast<std::int64_t>(mine.size());
-    comm.allgather(&own, sizes.data(), 1, DType::kI64);
-    for (std::size_t r = 0; r < p; ++r) counts[r] = static_cast<std::size_t>(sizes[r]);
-  }
-  displs.assign(p, 0);
-  for (std::size_t r = 1; r < p; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-  recv.resize(displs[p - 1] + counts[p - 1]);
-  if (fixed) {
-    comm.allgather(mine.data(), recv.data(), mine.size(), DType::kU8);
-  } else {
-    comm.allgatherv(mine.data(), recv.data(), counts, displs, DType::kU8);
   }
 }
 

@@ -1,7 +1,7 @@
 #include "compress/blockquant.h"
 
 #include "compress/options.h"
-#include "compress/topk.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 
 namespace sparq::compress {

@@ -1,4 +1,5 @@
-// Little-endian field access for message bytes (fields may be unaligned) and LEB128 varints.
+// Little-endian field access for message bytes (fields may be unaligned), LEB128 varints, and
+// the raw f32 form of per-bucket state (Compressor/Aggregator save_state).
 // sparq targets little-endian hosts; the static_assert makes a port to another one explicit.
 #pragma once
 
@@ -6,6 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
 
 namespace sparq::compress {
 
@@ -58,5 +64,21 @@ inline const std::uint8_t* get_varint(const std::uint8_t* p, const std::uint8_t*
 // finite x, which is what radix selection and threshold comparisons rely on.
 inline std::uint32_t abs_key(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
 inline float key_to_float(std::uint32_t key) { return std::bit_cast<float>(key); }
+
+// Per-bucket f32 state (dgc's momentum, two_phase's server residual) as raw little-endian
+// bytes. load_floats resizes `out` to what was saved; `what` names the state in errors.
+inline void save_floats(std::span<const float> values, std::vector<std::uint8_t>& out) {
+  out.resize(values.size_bytes());
+  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
+}
+inline Status load_floats(std::span<const std::uint8_t> in, std::vector<float>& out,
+                          std::string_view what) {
+  if (in.size() % sizeof(float) != 0) {
+    return Status::error("{}: saved state of {} bytes is not f32", what, in.size());
+  }
+  out.resize(in.size() / sizeof(float));
+  if (!in.empty()) std::memcpy(out.data(), in.data(), in.size());
+  return Status::ok();
+}
 
 }  // namespace sparq::compress

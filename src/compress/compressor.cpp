@@ -38,12 +38,4 @@ std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_
   return out;
 }
 
-std::uint64_t step_key(std::uint64_t seed, std::int64_t step) {
-  // splitmix64 of (seed, step): nearby steps get unrelated Philox keys.
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(step) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace sparq::compress

@@ -1,8 +1,8 @@
 #include "compress/dgc.h"
 
 #include <cmath>
-#include <cstring>
 
+#include "compress/byte_io.h"
 #include "compress/options.h"
 #include "compress/sparse_format.h"
 #include "core/check.h"
@@ -68,18 +68,10 @@ double DgcCompressor::contraction_delta(std::size_t n) const {
   return static_cast<double>(k_for(options_.density, n)) / static_cast<double>(n);
 }
 
-void DgcCompressor::save_state(std::vector<std::uint8_t>& out) const {
-  out.resize(4 * u_.size());
-  if (!out.empty()) std::memcpy(out.data(), u_.data(), out.size());
-}
+void DgcCompressor::save_state(std::vector<std::uint8_t>& out) const { save_floats(u_, out); }
 
 Status DgcCompressor::load_state(std::span<const std::uint8_t> in) {
-  if (in.size() % 4 != 0) {
-    return Status::error("dgc: saved momentum of {} bytes is not f32", in.size());
-  }
-  u_.resize(in.size() / 4);
-  if (!in.empty()) std::memcpy(u_.data(), in.data(), in.size());
-  return Status::ok();
+  return load_floats(in, u_, "dgc momentum");
 }
 
 }  // namespace sparq::compress

@@ -6,7 +6,7 @@
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
-#include "compress/topk.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 
 namespace sparq::compress {

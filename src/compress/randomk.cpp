@@ -3,7 +3,7 @@
 #include "compress/byte_io.h"
 #include "compress/options.h"
 #include "compress/sparse_format.h"
-#include "compress/topk.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 #include "core/rng.h"
 

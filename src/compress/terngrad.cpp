@@ -5,7 +5,7 @@
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
-#include "compress/topk.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 #include "core/ops.h"
 

@@ -1,16 +1,11 @@
 #include "compress/topk.h"
 
 #include "compress/options.h"
+#include "compress/random_streams.h"
 #include "compress/sparse_format.h"
 #include "core/rng.h"
 
 namespace sparq::compress {
-
-std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
-  // Regions of one bucket (two_phase) must not share draws: fold the offset into the index.
-  const auto index = static_cast<std::uint32_t>(ctx.bucket_id ^ (ctx.offset * 0x9E3779B1u));
-  return make_stream(RngPurpose::kCompression, static_cast<std::uint32_t>(rank), index);
-}
 
 Result<TopkCompressor::Options> TopkCompressor::Options::parse(ConfigReader& reader,
                                                                bool sampled, bool global) {

@@ -2,17 +2,14 @@
 
 #include <cstring>
 
+#include "comm/gather.h"
+#include "compress/byte_io.h"
 #include "core/check.h"
 
 namespace sparq::compress {
 namespace {
 
 std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n * j / p; }
-
-void prefix(const std::vector<std::size_t>& counts, std::vector<std::size_t>& displs) {
-  displs.assign(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) displs[r] = displs[r - 1] + counts[r - 1];
-}
 
 }  // namespace
 
@@ -37,12 +34,12 @@ void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedba
     send_.insert(send_.end(), msg_.begin(), msg_.end());
   }
   payload_bytes_ += send_.size();
-  prefix(send_counts_, send_displs_);
+  send_displs_ = comm::packed_displs(send_counts_);
   std::vector<std::int64_t> sizes_out(send_counts_.begin(), send_counts_.end()), sizes_in(p);
   comm.alltoall(sizes_out.data(), sizes_in.data(), 1, DType::kI64);
   recv_counts_.assign(sizes_in.begin(), sizes_in.end());
-  prefix(recv_counts_, recv_displs_);
-  recv_.resize(recv_displs_[p - 1] + recv_counts_[p - 1]);
+  recv_displs_ = comm::packed_displs(recv_counts_);
+  recv_.resize(comm::total_count(recv_counts_));
   comm.alltoallv(send_.data(), send_counts_, send_displs_, recv_.data(), recv_counts_,
                  recv_displs_, DType::kU8);
 
@@ -78,7 +75,7 @@ void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedba
     if (my_len > 0) std::memcpy(msg_.data(), average_.data(), 4 * my_len);
   }
   payload_bytes_ += msg_.size();
-  allgather_messages(comm, msg_, std::nullopt, recv_, recv_counts_, recv_displs_);
+  comm::allgather_bytes(comm, msg_, std::nullopt, recv_, recv_counts_, recv_displs_);
   for (std::size_t j = 0; j < p; ++j) {
     const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
@@ -96,17 +93,11 @@ void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedba
 }
 
 void TwoPhaseAggregator::save_state(std::vector<std::uint8_t>& out) const {
-  out.resize(4 * server_residual_.size());
-  if (!out.empty()) std::memcpy(out.data(), server_residual_.data(), out.size());
+  save_floats(server_residual_, out);
 }
 
 Status TwoPhaseAggregator::load_state(std::span<const std::uint8_t> in) {
-  if (in.size() % 4 != 0) {
-    return Status::error("two_phase: saved server residual of {} bytes is not f32", in.size());
-  }
-  server_residual_.resize(in.size() / 4);
-  if (!in.empty()) std::memcpy(server_residual_.data(), in.data(), in.size());
-  return Status::ok();
+  return load_floats(in, server_residual_, "two_phase server residual");
 }
 
 }  // namespace sparq::compress

@@ -1,6 +1,7 @@
 // The ring byte model: hand-computed cases and the conservation law (summed over ranks,
 // every byte sent is received).
 #include "comm/byte_model.h"
+#include "comm/communicator.h"
 
 #include <gtest/gtest.h>
 

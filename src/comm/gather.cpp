@@ -1,0 +1,55 @@
+#include "comm/gather.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/check.h"
+
+namespace sparq::comm {
+
+void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
+                     std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
+                     std::vector<std::size_t>& counts, std::vector<std::size_t>& displs) {
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  counts.assign(p, mine.size());
+  if (fixed) {
+    SPARQ_CHECK(mine.size() == *fixed, "message of {} bytes, the compressor promised {}",
+                mine.size(), *fixed);
+  } else {
+    std::vector<std::int64_t> sizes(p);
+    const auto own = static_cast<std::int64_t>(mine.size());
+    comm.allgather(&own, sizes.data(), 1, DType::kI64);
+    for (std::size_t r = 0; r < p; ++r) counts[r] = static_cast<std::size_t>(sizes[r]);
+  }
+  displs = packed_displs(counts);
+  recv.resize(total_count(counts));
+  if (fixed) {
+    comm.allgather(mine.data(), recv.data(), mine.size(), DType::kU8);
+  } else {
+    comm.allgatherv(mine.data(), recv.data(), counts, displs, DType::kU8);
+  }
+}
+
+std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace) {
+  const std::vector<TraceSpan> spans = trace.spans();
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (const TraceSpan& s : spans) first = std::min(first, s.start_us);
+  std::vector<std::int64_t> firsts(static_cast<std::size_t>(comm.size()));
+  comm.allgather(&first, firsts.data(), 1, DType::kI64);
+  const std::int64_t origin = *std::min_element(firsts.begin(), firsts.end());
+
+  const std::string mine = trace.chrome_events(comm.rank(), origin);
+  std::vector<std::uint8_t> recv;
+  std::vector<std::size_t> counts, displs;
+  allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
+                  std::nullopt, recv, counts, displs);
+  std::string all;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] == 0) continue;
+    if (!all.empty()) all += ",";
+    all.append(reinterpret_cast<const char*>(recv.data()) + displs[r], counts[r]);
+  }
+  return all;
+}
+
+}  // namespace sparq::comm

@@ -1,0 +1,21 @@
+#include "compress/random_streams.h"
+
+#include "core/rng.h"
+
+namespace sparq::compress {
+
+std::uint64_t step_key(std::uint64_t seed, std::int64_t step) {
+  // splitmix64 of (seed, step): nearby steps get unrelated Philox keys.
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(step) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
+  // Regions of one bucket (two_phase) must not share draws: fold the offset into the index.
+  const auto index = static_cast<std::uint32_t>(ctx.bucket_id ^ (ctx.offset * 0x9E3779B1u));
+  return make_stream(RngPurpose::kCompression, static_cast<std::uint32_t>(rank), index);
+}
+
+}  // namespace sparq::compress

@@ -25,12 +25,6 @@
 
 namespace sparq::comm {
 
-// One layer's parameter tensors by name, as a model reports them (layers in forward order).
-struct LayerParams {
-  std::string name;
-  std::vector<std::string> tensors;
-};
-
 struct BucketPlanConfig {
   double first_bucket_mb = 1.0;
   double bucket_mb = 25.0;                  // 0: one bucket per layer

@@ -9,15 +9,15 @@
 
 namespace sparq::comm {
 
-WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange,
-                             Options options)
+WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommEngine& engine,
+                             AverageBucketFn average_bucket, Options options)
     : plan_(plan),
       engine_(engine),
-      exchange_(std::move(exchange)),
+      average_bucket_(std::move(average_bucket)),
       options_(options),
       ready_(plan.size(), 0),
       handles_(plan.size()) {
-  SPARQ_CHECK(exchange_ != nullptr, "WfbpScheduler needs a bucket exchange function");
+  SPARQ_CHECK(average_bucket_ != nullptr, "WfbpScheduler needs a bucket averaging function");
 }
 
 void WfbpScheduler::begin_step(std::int64_t step, bool communicate) {
@@ -63,7 +63,7 @@ void WfbpScheduler::launch(int b) {
   stats_.buckets[b].enqueue_us = now_us();
   handles_[b] = engine_.submit(fmt::format("bucket {}", b), step_,
                                [this, &bucket, step = step_](Communicator& comm) {
-                                 return exchange_(comm, bucket, step);
+                                 return average_bucket_(comm, bucket, step);
                                });
 }
 

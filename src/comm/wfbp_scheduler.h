@@ -11,13 +11,13 @@
 //                                   non-overlapping baseline mode; checks completeness)
 //   wait_all()                      blocks until every bucket is back; fills step_stats()
 //
-// Ordering guarantee (what prevents hangs): bucket b is submitted only after buckets
-// 0..b-1, so every rank submits the same buckets in the same order whatever the timing of
-// its backward. A bucket that completes early waits for its predecessors.
+// Ordering guarantee: bucket b is submitted only after buckets 0..b-1, whatever the timing of
+// backward; a bucket that completes early waits for its predecessors (Note [Rank-identical
+// collective order], communicator.h).
 //
-// The scheduler does not know how a bucket is exchanged: the BucketExchange callback (error
-// feedback, compression, the compressor's aggregation strategy, decompression and averaging
-// in place) runs on the engine thread. Threading: all methods are called from the compute
+// The scheduler does not know how a bucket is averaged: the AverageBucketFn callback (in the
+// trainer, compress::GradientExchange::average_bucket: error feedback, compression, the
+// aggregation strategy, decompression and averaging in place) runs on the engine thread. Threading: all methods are called from the compute
 // thread.
 #pragma once
 
@@ -56,7 +56,7 @@ struct StepCommStats {
 
 class WfbpScheduler {
  public:
-  using BucketExchange = std::function<Status(Communicator&, const Bucket&, std::int64_t step)>;
+  using AverageBucketFn = std::function<Status(Communicator&, const Bucket&, std::int64_t step)>;
 
   struct Options {
     // false: hold every bucket until on_backward_done() (the "communicate after backward"
@@ -64,11 +64,11 @@ class WfbpScheduler {
     bool overlap = true;
   };
 
-  // The plan, the engine and the exchange must outlive the scheduler.
-  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange,
+  // The plan, the engine and whatever average_bucket refers to must outlive the scheduler.
+  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, AverageBucketFn average_bucket,
                 Options options);
-  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, BucketExchange exchange)
-      : WfbpScheduler(plan, engine, std::move(exchange), Options{}) {}
+  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, AverageBucketFn average_bucket)
+      : WfbpScheduler(plan, engine, std::move(average_bucket), Options{}) {}
 
   void begin_step(std::int64_t step, bool communicate = true);
   void on_grads_ready(ParamRange tensor_range);
@@ -84,7 +84,7 @@ class WfbpScheduler {
 
   const BucketPlan& plan_;
   CommEngine& engine_;
-  BucketExchange exchange_;
+  AverageBucketFn average_bucket_;
   Options options_;
   std::int64_t step_ = 0;
   bool communicate_ = true;

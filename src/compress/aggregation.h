@@ -19,8 +19,9 @@
 //
 // Ownership: an Aggregator belongs to one bucket (two_phase keeps that bucket's server
 // residual); it borrows the compressor, the residual and the communicator for each call.
-// All ranks must call run() for the same bucket in the same order with the same n, the same
-// compressor configuration and the same ctx.seed/step/bucket_id (the scheduler's contract).
+// All ranks call run() for the same bucket with the same n, the same compressor configuration
+// and the same ctx.seed/step/bucket_id (Note [Rank-identical collective order],
+// communicator.h); a rank whose message is empty still takes part.
 #pragma once
 
 #include <cstdint>
@@ -69,12 +70,5 @@ std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions 
 // Encodes with or without error feedback: the one place strategies form a = g + e.
 void encode_maybe_ef(Compressor& c, ErrorFeedback* ef, std::span<const float> g,
                      std::size_t offset, const EncodeContext& ctx, Message& msg);
-
-// Allgathers variable-size byte messages: `recv` gets every rank's bytes packed in rank
-// order, `counts`/`displs` their sizes and offsets. When `fixed` is set every message has
-// that size and the size exchange is skipped.
-void allgather_messages(comm::Communicator& comm, const Message& mine,
-                        std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
-                        std::vector<std::size_t>& counts, std::vector<std::size_t>& displs);
 
 }  // namespace sparq::compress

@@ -91,12 +91,14 @@ class Compressor {
   // (state indexed by bucket position ctx.offset + i).
   virtual void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx);
 
-  // Compressors whose exchange takes several dependent collectives (powersgd: allreduce of
-  // P, orthogonalisation, allreduce of Q) run it here; the allreduce strategy calls this
-  // first and returns when it answers true, with the average in `bucket` and `payload_bytes`
-  // set to this rank's message bytes. The default answers false (one message per rank).
-  virtual bool exchange(std::span<float> bucket, ErrorFeedback* ef, comm::Communicator& comm,
-                        const EncodeContext& ctx, std::size_t& payload_bytes) {
+  // Compressors whose aggregation takes several dependent collectives (powersgd: allreduce
+  // of P, orthogonalisation, allreduce of Q) run it themselves here; the allreduce strategy
+  // calls this first and returns when it answers true, with the average in `bucket` and
+  // `payload_bytes` set to this rank's message bytes. The default answers false (one message
+  // per rank).
+  virtual bool self_aggregate(std::span<float> bucket, ErrorFeedback* ef,
+                              comm::Communicator& comm, const EncodeContext& ctx,
+                              std::size_t& payload_bytes) {
     return false;
   }
 
@@ -111,8 +113,5 @@ class Compressor {
 // Decodes a message into a freshly zeroed vector: for tests and reference computations.
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,
                                 std::size_t n, const EncodeContext& ctx);
-
-// The 64-bit Philox key for (seed, step): distinct steps get independent random streams.
-std::uint64_t step_key(std::uint64_t seed, std::int64_t step);
 
 }  // namespace sparq::compress

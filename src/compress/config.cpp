@@ -88,6 +88,11 @@ Result<bool> ConfigReader::boolean(const std::string& key, bool fallback) {
   return Status::error("{}: expected true or false, got '{}'", full_key(key), *text);
 }
 
+Status ConfigReader::removed(const std::string& key, const std::string& instead) {
+  if (!params_.count(key)) return Status::ok();
+  return Status::error("{}: this key was removed; {}", full_key(key), instead);
+}
+
 Status ConfigReader::finish() const {
   for (const auto& [key, value] : params_) {
     if (!used_.count(key)) {

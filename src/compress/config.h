@@ -40,6 +40,8 @@ class ConfigReader {
                              const std::vector<std::string>& allowed);
   Result<bool> boolean(const std::string& key, bool fallback);
 
+  // A key that existed once: an error naming it and what replaced it when it is given.
+  Status removed(const std::string& key, const std::string& instead);
   // Rejects keys that no getter consumed.
   Status finish() const;
 

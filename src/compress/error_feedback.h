@@ -5,7 +5,7 @@
 //
 // Ownership: the residual is NOT owned. It is a range of a residual buffer laid out like the
 // ParamStore (the bucket's ParamRange), so it is checkpointed per rank with the rest of the
-// flat state; save()/load() also serialise it on their own. The buffer must outlive this
+// flat state, and its norm is measured by GradientExchange. The buffer must outlive this
 // object and must not be touched by anyone else while a bucket is in flight.
 //
 // The sum a is formed in the residual itself (e += g), so the gradient bucket is only read;
@@ -34,12 +34,6 @@ class ErrorFeedback {
   // Strategies that decide only after the exchange what was applied (gtopk) update the
   // residual themselves through this view.
   std::span<float> residual() const { return residual_; }
-  double residual_norm() const;  // ||e||_2, for metrics
-  void zero();
-
-  // Raw little-endian f32 of the residual, for a checkpoint of this bucket alone.
-  void save(std::vector<std::uint8_t>& out) const;
-  Status load(std::span<const std::uint8_t> in);
 
  private:
   std::span<float> residual_;

@@ -13,7 +13,7 @@
 namespace sparq::compress {
 namespace {
 
-// The strategies a compressor's messages can go through. powersgd's exchange() needs whole
+// The strategies a compressor's messages can go through. powersgd's self_aggregate() needs whole
 // matrices and two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
 Status check_aggregation(const Compressor& c, Aggregation kind, const std::string& key) {
   const bool sparse_f32 = c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled";
@@ -97,7 +97,7 @@ bool GradientExchange::compressing_at(std::int64_t step) const {
   return step >= config_.dense_warmup_steps;
 }
 
-Status GradientExchange::exchange(comm::Communicator& comm, const comm::Bucket& bucket,
+Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bucket& bucket,
                                   std::int64_t step) {
   PerBucket& slot = buckets_[bucket.index];
   std::span<float> grads(store_.grads() + bucket.range.offset,
@@ -152,33 +152,37 @@ std::string GradientExchange::compressor_name(int bucket) const {
                      slot.error_feedback ? "+ef" : "");
 }
 
-std::vector<NamedState> GradientExchange::save_state() const {
-  std::vector<NamedState> out;
+std::vector<StateTensor> GradientExchange::save_state() {
+  saved_.resize(2 * buckets_.size());
+  std::vector<StateTensor> out;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const PerBucket& slot = buckets_[b];
     if (!slot.compressor) continue;
-    NamedState compressor{fmt::format("bucket{}.compressor", b), {}};
-    slot.compressor->save_state(compressor.second);
-    NamedState aggregator{fmt::format("bucket{}.aggregator", b), {}};
-    slot.aggregator->save_state(aggregator.second);
-    out.push_back(std::move(compressor));
-    out.push_back(std::move(aggregator));
+    Message& compressor = saved_[2 * b];
+    Message& aggregator = saved_[2 * b + 1];
+    slot.compressor->save_state(compressor);
+    slot.aggregator->save_state(aggregator);
+    for (auto [part, bytes] : {std::pair{"compressor", &compressor}, {"aggregator", &aggregator}}) {
+      const auto n = static_cast<std::int64_t>(bytes->size());
+      out.push_back({fmt::format("bucket{}.{}", b, part), Tensor(bytes->data(), DType::kU8, {n})});
+    }
   }
   return out;
 }
 
-Status GradientExchange::load_state(const std::vector<NamedState>& state) {
+Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
   std::size_t next = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     PerBucket& slot = buckets_[b];
     if (!slot.compressor) continue;
     for (const char* part : {"compressor", "aggregator"}) {
       const std::string want = fmt::format("bucket{}.{}", b, part);
-      if (next >= state.size() || state[next].first != want) {
+      if (next >= state.size() || state[next].name != want) {
         return Status::error("compression state: expected '{}', found '{}'", want,
-                             next < state.size() ? state[next].first : "end of state");
+                             next < state.size() ? state[next].name : "end of state");
       }
-      const std::span<const std::uint8_t> bytes(state[next].second);
+      const Tensor& t = state[next].tensor;
+      const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
       SPARQ_RETURN_IF_ERROR((std::string_view(part) == "compressor"
                                  ? slot.compressor->load_state(bytes)
                                  : slot.aggregator->load_state(bytes))
@@ -189,7 +193,7 @@ Status GradientExchange::load_state(const std::vector<NamedState>& state) {
   if (next != state.size()) {
     return Status::error("compression state: {} unexpected entries from '{}' on (was the "
                          "checkpoint written with another bucket plan or compressor?)",
-                         state.size() - next, state[next].first);
+                         state.size() - next, state[next].name);
   }
   return Status::ok();
 }

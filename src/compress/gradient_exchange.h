@@ -8,15 +8,15 @@
 // exactly the range bucket b covers in the gradient buffer (checkpointed per rank as one
 // flat array, like the optimizer state).
 //
-// Routing, decided per bucket and step (identically on every rank, which keeps every rank's
-// collectives in the same order):
+// Routing, decided per bucket and step from rank-identical inputs only (Note [Rank-identical
+// collective order], communicator.h):
 //   dense bucket (plan routing: biases, norms, small tensors)  -> allreduce of f32, no residual
 //   step < dense_warmup_steps                                  -> allreduce of f32, residual
 //                                                                 untouched
 //   otherwise -> the configured compressor with its aggregation (or the `aggregation`
 //               override), through ErrorFeedback unless error_feedback is off.
 //
-// Threading: exchange() runs on the CommEngine thread, one bucket at a time; everything else
+// Threading: average_bucket() runs on the CommEngine thread, one bucket at a time; everything else
 // is called from the compute thread while no bucket is in flight (after wait_all()).
 #pragma once
 
@@ -56,9 +56,6 @@ struct BucketExchangeStats {
   double residual_sq = 0;           // ||e||^2 of the bucket's residual after the exchange
 };
 
-// A named blob of per-rank state for checkpoints.
-using NamedState = std::pair<std::string, std::vector<std::uint8_t>>;
-
 class GradientExchange {
  public:
   // Checks the configuration (unknown compressor or key, an aggregation the compressor
@@ -68,9 +65,9 @@ class GradientExchange {
                                                           const comm::BucketPlan& plan,
                                                           const GradientExchangeConfig& config);
 
-  // The BucketExchange of comm::WfbpScheduler: averages `bucket` of the store's gradient
+  // The AverageBucketFn of comm::WfbpScheduler: averages `bucket` of the store's gradient
   // buffer across ranks, in place.
-  Status exchange(comm::Communicator& comm, const comm::Bucket& bucket, std::int64_t step);
+  Status average_bucket(comm::Communicator& comm, const comm::Bucket& bucket, std::int64_t step);
 
   // True when step `step` sends compressed buckets (false during the dense warm-up).
   bool compressing_at(std::int64_t step) const;
@@ -88,8 +85,12 @@ class GradientExchange {
 
   // Flat residual (the store's layout) and per-bucket compressor/aggregator state.
   std::span<float> residual() const;
-  std::vector<NamedState> save_state() const;
-  Status load_state(const std::vector<NamedState>& state);
+  // The compressor and aggregator state of every compressed bucket, serialised, as u8 views
+  // named "bucket<b>.compressor" and "bucket<b>.aggregator". The views stay valid until the
+  // next save_state() call.
+  std::vector<StateTensor> save_state();
+  // Restores what save_state() returned (same names, in the same order; u8 views).
+  Status load_state(const std::vector<StateTensor>& state);
 
  private:
   GradientExchange(const ParamStore& store, const comm::BucketPlan& plan,
@@ -108,6 +109,7 @@ class GradientExchange {
   std::unique_ptr<Compressor> dense_compressor_;  // `none`: stateless, shared by buckets
   std::unique_ptr<Aggregator> dense_aggregator_;  // allreduce: stateless apart from counters
   std::vector<BucketExchangeStats> stats_;
+  std::vector<Message> saved_;  // save_state()'s serialisations, two per bucket
 };
 
 }  // namespace sparq::compress

@@ -2,7 +2,7 @@
 
 #include "compress/options.h"
 #include "compress/sparse_format.h"
-#include "compress/topk.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 
 namespace sparq::compress {
@@ -13,11 +13,11 @@ Result<LbsCompressor::Options> LbsCompressor::Options::parse(ConfigReader& reade
   SPARQ_ASSIGN_OR_RETURN(o.quant, parse_block_quant(reader));
   SPARQ_ASSIGN_OR_RETURN(std::string selection,
                          reader.choice("selection", "exact", {"exact", "sampled"}));
-  SPARQ_ASSIGN_OR_RETURN(std::string exchange,
-                         reader.choice("exchange", "allgather", {"allgather", "two_phase"}));
+  SPARQ_RETURN_IF_ERROR(reader.removed(
+      "exchange", "set compress.aggregation: two_phase (or allgather) instead; it applies to "
+                  "every compressor"));
   SPARQ_RETURN_IF_ERROR(reader.finish());
   o.sampled = selection == "sampled";
-  o.exchange = exchange == "two_phase" ? Aggregation::kTwoPhase : Aggregation::kAllgather;
   return o;
 }
 

@@ -13,8 +13,9 @@
 //   bytes; the index section dominates).
 //
 // Config keys: density (0, 1] = 0.01, bits {2, 3, 4, 8} = 4, block = 256,
-//              rounding {nearest, stochastic} = nearest, selection {exact, sampled} = exact,
-//              exchange {allgather, two_phase} = allgather.
+//              rounding {nearest, stochastic} = nearest, selection {exact, sampled} = exact.
+// Aggregation: allgather; two_phase through compress.aggregation (the former key
+// compress.lbs.exchange is refused with that hint).
 // Contraction (nearest rounding, exact selection): ||a - D(C(a))||^2 =
 //   ||dropped||^2 + ||quantization error||^2 <= ||a||^2 - delta_bq ||kept||^2 and
 //   ||kept||^2 >= (k / n) ||a||^2, so delta = delta_bq * k / n (blockquant_delta, options.h).
@@ -33,13 +34,12 @@ class LbsCompressor final : public Compressor {
     double density = 0.01;
     BlockQuantParams quant;
     bool sampled = false;
-    Aggregation exchange = Aggregation::kAllgather;
     static Result<Options> parse(ConfigReader& reader);
   };
   explicit LbsCompressor(Options options) : options_(options) {}
 
   std::string_view name() const override { return "lbs"; }
-  Aggregation aggregation() const override { return options_.exchange; }
+  Aggregation aggregation() const override { return Aggregation::kAllgather; }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
               DecodeMode mode, const EncodeContext& ctx) const override;
@@ -47,8 +47,6 @@ class LbsCompressor final : public Compressor {
     return std::nullopt;
   }
   double contraction_delta(std::size_t n) const override;
-
-  const std::vector<std::uint32_t>& last_indices() const { return indices_; }
 
  private:
   Options options_;

@@ -216,9 +216,9 @@ void PowerSgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<flo
   }
 }
 
-bool PowerSgdCompressor::exchange(std::span<float> bucket, ErrorFeedback* ef,
-                                  comm::Communicator& comm, const EncodeContext& ctx,
-                                  std::size_t& payload_bytes) {
+bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* ef,
+                                        comm::Communicator& comm, const EncodeContext& ctx,
+                                        std::size_t& payload_bytes) {
   const std::size_t n = bucket.size(), r = static_cast<std::size_t>(options_.rank);
   prepare(n, ctx);
   std::span<float> a;

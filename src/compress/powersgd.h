@@ -2,7 +2,7 @@
 // warm-started power iteration, exchanged as its factors. A bucket is viewed as matrices
 // (set_layout: one [rows, cols] segment per layer weight, e.g. [out, in] or a conv's
 // [out, in*kh*kw]); 1-D tensors, tensors below min_compress_numel and every float not in a
-// segment are sent dense. Aggregation: allreduce, through Compressor::exchange:
+// segment are sent dense. Aggregation: allreduce, through Compressor::self_aggregate:
 //
 //   full (alternate = false), two allreduces per step, for every matrix M = a (g + e):
 //     P = M Q;  allreduce(P, sum) with the dense floats;  P = orth(P);
@@ -63,8 +63,8 @@ class PowerSgdCompressor final : public Compressor {
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override;
   DType wire_dtype() const override { return DType::kF32; }
   double contraction_delta(std::size_t) const override { return 0.0; }
-  bool exchange(std::span<float> bucket, ErrorFeedback* ef, comm::Communicator& comm,
-                const EncodeContext& ctx, std::size_t& payload_bytes) override;
+  bool self_aggregate(std::span<float> bucket, ErrorFeedback* ef, comm::Communicator& comm,
+                      const EncodeContext& ctx, std::size_t& payload_bytes) override;
 
   const std::vector<MatrixSegment>& matrices() const { return matrices_; }
   // The current Q factor of matrix m ([cols, r], row-major), identical on every rank.

@@ -41,17 +41,10 @@ class TopkCompressor final : public Compressor {
   }
   double contraction_delta(std::size_t n) const override;
 
-  // The indices kept by the last encode (ascending): for the gtopk strategy and tests.
-  const std::vector<std::uint32_t>& last_indices() const { return indices_; }
-
  private:
   Options options_;
   TopkSelector selector_;
   std::vector<std::uint32_t> indices_;
 };
-
-// The Philox (key, stream) of a bucket's random draws at a step; rank-shared streams pass
-// rank = 0 so that every rank draws the same numbers.
-std::uint64_t compression_stream(const EncodeContext& ctx, int rank);
 
 }  // namespace sparq::compress

@@ -40,6 +40,13 @@ struct ParamRange {
   bool operator==(const ParamRange&) const = default;
 };
 
+// One layer's parameter tensors by name, in forward order: the unit in which backward reports
+// gradients ready (Model::layers()) and from which the bucket plan is cut (comm::BucketPlan).
+struct LayerParams {
+  std::string name;                  // "h.3.attn"
+  std::vector<std::string> tensors;  // "h.3.attn.qkv.weight", ...
+};
+
 struct ParamEntry {
   ParamSpec spec;
   std::int64_t offset = 0;  // in floats, multiple of kAlignFloats (set by allocate())

@@ -73,4 +73,13 @@ class Tensor {
   Device device_ = Device::kCPU;
 };
 
+// A named view of live state that a checkpoint saves and restores IN PLACE: BatchNorm running
+// statistics (Model::state), optimizer moments (Optimizer::state), and the serialised
+// compressor and aggregator state of the gradient exchange (u8 views). The name is relative to
+// its owner ("exp_avg"); the checkpoint adds the owner's prefix.
+struct StateTensor {
+  std::string name;
+  Tensor tensor;
+};
+
 }  // namespace sparq

@@ -24,7 +24,7 @@ void Model::bind(const ParamStore& store) {
   SPARQ_CHECK(store.allocated(), "{}: bind() before ParamStore::allocate()", config_.spec);
   bind_layers(store);
   ranges_.clear();
-  for (const ModelLayer& layer : layers_) {
+  for (const LayerParams& layer : layers_) {
     std::vector<ParamRange> ranges;
     for (const std::string& name : layer.tensors) ranges.push_back(store.entry(name).range());
     ranges_.push_back(std::move(ranges));

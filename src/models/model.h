@@ -51,17 +51,11 @@ struct Batch {
   Tensor labels;  // i32 [B], classes in [0, num_classes)
 };
 
-// A unit of gradient readiness: one layer and its parameter tensors (forward order).
-struct ModelLayer {
-  std::string name;                  // "h.3.attn"
-  std::vector<std::string> tensors;  // "h.3.attn.qkv.weight", ...
-};
-
 // What backward's callback receives right after a layer's backward finished: its gradients
 // are final for this micro-batch. `ranges[i]` is tensors[i]'s range of the flat layout.
 struct GradReady {
   int index = 0;  // into layers()
-  const ModelLayer* layer = nullptr;
+  const LayerParams* layer = nullptr;
   const std::vector<ParamRange>* ranges = nullptr;
 };
 using GradReadyFn = std::function<void(const GradReady&)>;
@@ -70,12 +64,6 @@ using GradReadyFn = std::function<void(const GradReady&)>;
 struct RunShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;  // language models only (<= n_ctx); ignored by VGG
-};
-
-// Non-trainable state a checkpoint must save (BatchNorm running statistics).
-struct StateTensor {
-  std::string name;
-  Tensor tensor;
 };
 
 class Model {
@@ -101,12 +89,13 @@ class Model {
   void backward(const GradReadyFn& on_ready = {});
 
   // Layer -> parameter tensor names, forward order. Fixed at construction.
-  const std::vector<ModelLayer>& layers() const { return layers_; }
+  const std::vector<LayerParams>& layers() const { return layers_; }
 
   // Output of the last forward: logits [B, T, padded_vocab] (LMs; columns at and past
   // vocab_size are never predicted) or [B, num_classes] (VGG). backward() consumes LM logits
   // (their buffer receives the logits' gradient), so read them before.
   virtual Tensor logits() const = 0;
+  // Non-trainable state a checkpoint must save (BatchNorm running statistics).
   virtual std::vector<StateTensor> state() const { return {}; }
 
   // Train mode enables dropout and BatchNorm batch statistics; eval mode disables both.
@@ -149,7 +138,7 @@ class Model {
   bool has_forward_ = false;
 
  private:
-  std::vector<ModelLayer> layers_;
+  std::vector<LayerParams> layers_;
   std::vector<std::vector<ParamRange>> ranges_;
   const ParamStore* store_ = nullptr;
   const GradReadyFn* on_ready_ = nullptr;

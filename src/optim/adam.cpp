@@ -75,8 +75,8 @@ void Adam::step(double lr_d) {
 }
 
 std::vector<StateTensor> Adam::state() {
-  return {{config_.name + ".exp_avg", m_.as<float>(), store_.flat_numel()},
-          {config_.name + ".exp_avg_sq", v_.as<float>(), store_.flat_numel()}};
+  return {flat_state(config_.name + ".exp_avg", m_),
+          flat_state(config_.name + ".exp_avg_sq", v_)};
 }
 
 }  // namespace sparq::optim

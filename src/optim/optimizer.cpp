@@ -33,6 +33,10 @@ Buffer Optimizer::flat_state_buffer() const {
   return Buffer::host(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
 }
 
+StateTensor Optimizer::flat_state(std::string name, const Buffer& buffer) const {
+  return {std::move(name), buffer.view(DType::kF32, {store_.flat_numel()})};
+}
+
 Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimConfig& config,
                                                   const ParamStore& store) {
   SPARQ_RETURN_IF_ERROR(config.validate());

@@ -42,13 +42,6 @@ struct OptimConfig {
   Status validate(const std::string& prefix = "optim.") const;
 };
 
-// A named slice of optimizer state for checkpoints: `count` floats at `data`.
-struct StateTensor {
-  std::string name;
-  float* data = nullptr;
-  std::int64_t count = 0;
-};
-
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -61,7 +54,8 @@ class Optimizer {
   virtual void step(double lr) = 0;
 
   std::int64_t steps_taken() const { return steps_; }
-  // Everything needed to resume bit-identically (the step counter travels separately).
+  // Everything needed to resume bit-identically (the step counter travels separately): f32
+  // views of the state buffers, each with the store's flat layout.
   virtual std::vector<StateTensor> state() = 0;
   void set_steps_taken(std::int64_t steps) { steps_ = steps; }
 
@@ -69,6 +63,8 @@ class Optimizer {
   explicit Optimizer(const ParamStore& store) : store_(store) {}
   // One zeroed f32 buffer with the store's flat layout (momentum, moments, ...).
   Buffer flat_state_buffer() const;
+  // A checkpoint view of such a buffer.
+  StateTensor flat_state(std::string name, const Buffer& buffer) const;
   // Calls fn(entry) for every parameter tensor lying inside `range`.
   template <typename Fn>
   void for_each_in(ParamRange range, Fn&& fn) const {

@@ -35,7 +35,7 @@ void Sgd::step(double lr_d) {
 
 std::vector<StateTensor> Sgd::state() {
   if (!momentum_.data()) return {};
-  return {{"sgd.momentum", momentum_.as<float>(), store_.flat_numel()}};
+  return {flat_state("sgd.momentum", momentum_)};
 }
 
 }  // namespace sparq::optim

@@ -34,6 +34,40 @@ Result<std::int64_t> meta_int(const CheckpointFile& f, const std::string& key) {
   }
 }
 
+// Every StateTensor becomes the section "<prefix><name>": f32 views as floats, u8 views as
+// bytes. Reading restores f32 views in place (exact sizes) and hands u8 sections back as views
+// of the file's bytes, for owners whose state size is not known before loading.
+void add_state(CheckpointFile& f, const std::string& prefix,
+               const std::vector<StateTensor>& state) {
+  for (const StateTensor& s : state) {
+    if (s.tensor.dtype() == DType::kU8) {
+      f.add_bytes(prefix + s.name, {static_cast<const char*>(s.tensor.raw()), s.tensor.nbytes()});
+    } else {
+      f.add_floats(prefix + s.name, {s.tensor.data<float>(),
+                                     static_cast<std::size_t>(s.tensor.numel())});
+    }
+  }
+}
+
+Status read_state(const CheckpointFile& f, const std::string& prefix,
+                  const std::vector<StateTensor>& state) {
+  for (const StateTensor& s : state) {
+    SPARQ_RETURN_IF_ERROR(f.read_floats(
+        prefix + s.name, {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())}));
+  }
+  return Status::ok();
+}
+
+std::vector<StateTensor> byte_sections(CheckpointFile& f, const std::string& prefix) {
+  std::vector<StateTensor> out;
+  for (auto& [name, bytes] : f.sections) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    out.push_back({name.substr(prefix.size()),
+                   Tensor(bytes.data(), DType::kU8, {static_cast<std::int64_t>(bytes.size())})});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::uint64_t Trainer::param_checksum() const {
@@ -76,18 +110,10 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["config"] = config_.resolved_yaml;
 
   f.add_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())});
-  for (const StateTensor& s : model_->state()) {
-    f.add_floats("model/" + s.name,
-                 {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())});
-  }
-  for (const optim::StateTensor& s : optimizer_->state()) {
-    f.add_floats("optim/" + s.name, {s.data, static_cast<std::size_t>(s.count)});
-  }
+  add_state(f, "model/", model_->state());
+  add_state(f, "optim/", optimizer_->state());
   if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
-  for (const auto& [name, bytes] : exchange_->save_state()) {
-    f.add_bytes("exchange/" + name,
-                std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  }
+  add_state(f, "exchange/", exchange_->save_state());
   return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f);
 }
 
@@ -141,23 +167,12 @@ Status Trainer::load_checkpoint(const std::string& path) {
 
   SPARQ_RETURN_IF_ERROR(
       f.read_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())}));
-  for (const StateTensor& s : model_->state()) {
-    SPARQ_RETURN_IF_ERROR(f.read_floats(
-        "model/" + s.name, {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())}));
-  }
-  for (const optim::StateTensor& s : optimizer_->state()) {
-    SPARQ_RETURN_IF_ERROR(
-        f.read_floats("optim/" + s.name, {s.data, static_cast<std::size_t>(s.count)}));
-  }
+  SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
+  SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
   if (!exchange_->residual().empty()) {
     SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
   }
-  std::vector<compress::NamedState> exchange_state;
-  for (const auto& [name, bytes] : f.sections) {
-    if (name.rfind("exchange/", 0) != 0) continue;
-    exchange_state.emplace_back(name.substr(9), std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
-  }
-  SPARQ_RETURN_IF_ERROR(exchange_->load_state(exchange_state).with_context(file));
+  SPARQ_RETURN_IF_ERROR(exchange_->load_state(byte_sections(f, "exchange/")).with_context(file));
 
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));

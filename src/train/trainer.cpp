@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "comm/gather.h"
 #include "core/check.h"
 #include "core/file_io.h"
 #include "core/ops.h"
@@ -78,9 +79,7 @@ Status Trainer::build(const Options& options) {
   SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
   schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
 
-  std::vector<comm::LayerParams> layers;
-  for (const ModelLayer& l : model_->layers()) layers.push_back({l.name, l.tensors});
-  auto plan = comm::BucketPlan::build(store_, layers, c.comm.plan);
+  auto plan = comm::BucketPlan::build(store_, model_->layers(), c.comm.plan);
   if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
   plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
   auto exchange = compress::GradientExchange::create(store_, *plan_, c.compress);
@@ -94,7 +93,7 @@ Status Trainer::build(const Options& options) {
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
       *plan_, *engine_,
       [x = exchange_.get()](comm::Communicator& cm, const comm::Bucket& b, std::int64_t step) {
-        return x->exchange(cm, b, step);
+        return x->average_bucket(cm, b, step);
       },
       comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
@@ -269,33 +268,10 @@ EvalMetrics Trainer::evaluate() {
 }
 
 Status Trainer::write_trace() {
-  // One file for all ranks: gather every rank's events on rank 0, timestamps from a common
-  // origin (steady clocks agree across processes of one host).
-  const std::vector<TraceSpan> spans = trace_.spans();
-  std::int64_t first = spans.empty() ? std::numeric_limits<std::int64_t>::max()
-                                     : std::min_element(spans.begin(), spans.end(),
-                                                        [](const auto& a, const auto& b) {
-                                                          return a.start_us < b.start_us;
-                                                        })->start_us;
+  // One file for all ranks, on a common time origin.
   std::string all;
   const Status s = engine_->run("trace gather", step_, [&](comm::Communicator& cm) {
-    const int p = cm.size();
-    std::vector<std::int64_t> firsts(p), sizes(p);
-    cm.allgather(&first, firsts.data(), 1, DType::kI64);
-    const std::int64_t origin = *std::min_element(firsts.begin(), firsts.end());
-    const std::string mine = trace_.chrome_events(cm.rank(), origin);
-    const auto size = static_cast<std::int64_t>(mine.size());
-    cm.allgather(&size, sizes.data(), 1, DType::kI64);
-    std::vector<std::size_t> counts(p), displs(p, 0);
-    for (int r = 0; r < p; ++r) counts[r] = static_cast<std::size_t>(sizes[r]);
-    for (int r = 1; r < p; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-    std::string gathered(displs[p - 1] + counts[p - 1], '\0');
-    cm.allgatherv(mine.data(), gathered.data(), counts, displs, DType::kU8);
-    for (int r = 0; r < p; ++r) {
-      if (counts[r] == 0) continue;
-      if (!all.empty()) all += ",";
-      all += gathered.substr(displs[r], counts[r]);
-    }
+    all = comm::gather_trace_events(cm, trace_);
     return Status::ok();
   });
   SPARQ_RETURN_IF_ERROR(s);

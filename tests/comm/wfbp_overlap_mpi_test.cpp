@@ -17,7 +17,7 @@ namespace {
 using testing::make_stack;
 
 // Exchange = dense allreduce(avg) of the bucket's gradient range, in place.
-WfbpScheduler::BucketExchange average_in_place(const ParamStore& store) {
+WfbpScheduler::AverageBucketFn average_in_place(const ParamStore& store) {
   return [&store](Communicator& comm, const Bucket& b, std::int64_t) {
     float* g = store.grads() + b.range.offset;
     comm.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, ReduceOp::kAvg);

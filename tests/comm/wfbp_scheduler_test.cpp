@@ -19,7 +19,7 @@ using testing::Stack;
 struct Recorder {
   std::mutex mutex;
   std::vector<int> order;
-  WfbpScheduler::BucketExchange exchange() {
+  WfbpScheduler::AverageBucketFn exchange() {
     return [this](Communicator&, const Bucket& b, std::int64_t) {
       std::lock_guard<std::mutex> lock(mutex);
       order.push_back(b.index);

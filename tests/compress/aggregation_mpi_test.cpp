@@ -130,7 +130,7 @@ TEST(AggregationMpi, TwoPhaseMatchesTheRegionwiseReference) {
   const int p = comm->size(), me = comm->rank();
   const std::size_t n = 20011;
   const std::pair<std::string, Params> cases[] = {
-      {"lbs", {{"exchange", "two_phase"}, {"density", "0.05"}}},
+      {"lbs", {{"density", "0.05"}}},
       {"onebit", {}},
       {"topk", {{"density", "0.02"}}}};
   for (const auto& [name, params] : cases) {

@@ -10,6 +10,7 @@
 
 #include "compress/error_feedback.h"
 #include "compress/options.h"
+#include "core/ops.h"
 #include "core/threading.h"
 #include "test_util.h"
 
@@ -82,16 +83,8 @@ TEST(CompressorProperties, ErrorFeedbackConservesMass) {
         }
       }
       if (cs.name != "none" && n > 1) {
-        EXPECT_GT(ef.residual_norm(), 0.0) << label(cs);
+        EXPECT_GT(ops::sum_squares(residual.data(), n), 0.0) << label(cs);
       }
-      std::vector<std::uint8_t> saved;
-      ef.save(saved);
-      std::vector<float> other(n, 0.0f);
-      ErrorFeedback restored(other);
-      ASSERT_TRUE(restored.load(saved).is_ok());
-      EXPECT_EQ(other, residual);
-      std::vector<float> wrong(n + 1);
-      EXPECT_FALSE(ErrorFeedback(wrong).load(saved).is_ok());
     }
   }
 }

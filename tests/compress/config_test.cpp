@@ -57,7 +57,16 @@ TEST(CompressConfig, UnsupportedBitsAndBlocksAreRejected) {
     }
   }
   expect_rejected("lbs", {{"selection", "approx"}}, "selection");
-  expect_rejected("lbs", {{"exchange", "tree"}}, "exchange");
+  // The strategy is compress.aggregation for every compressor; lbs's old duplicate of it is
+  // refused with a pointer to the replacement, whatever its value.
+  for (const char* value : {"two_phase", "allgather"}) {
+    const Status s = build("lbs", {{"exchange", value}});
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("compress.exchange: this key was removed"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("compress.aggregation: two_phase"), std::string::npos)
+        << s.message();
+  }
 }
 
 TEST(CompressConfig, OtherKeysAreRangeChecked) {

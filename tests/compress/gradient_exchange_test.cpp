@@ -51,7 +51,7 @@ struct Fixture {
     return std::move(x).value();
   }
   void exchange_all(GradientExchange& x, std::int64_t step) {
-    for (const comm::Bucket& b : plan.buckets()) ASSERT_TRUE(x.exchange(*self, b, step).is_ok());
+    for (const comm::Bucket& b : plan.buckets()) ASSERT_TRUE(x.average_bucket(*self, b, step).is_ok());
   }
 };
 
@@ -171,7 +171,7 @@ TEST(GradientExchange, SavedStateContinuesIdentically) {
     f.fill_grads(20 + step);
     f.exchange_all(*original, step);
   }
-  const std::vector<NamedState> state = original->save_state();
+  const std::vector<StateTensor> state = original->save_state();
   const std::vector<float> residual(original->residual().begin(), original->residual().end());
 
   auto restored = f.make(c);
@@ -185,7 +185,7 @@ TEST(GradientExchange, SavedStateContinuesIdentically) {
   f.exchange_all(*restored, 2);
   EXPECT_EQ(f.grads(), want);
 
-  std::vector<NamedState> truncated(state.begin(), state.end() - 1);
+  std::vector<StateTensor> truncated(state.begin(), state.end() - 1);
   const Status s = f.make(c)->load_state(truncated);
   EXPECT_FALSE(s.is_ok());
 }

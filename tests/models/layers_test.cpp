@@ -63,7 +63,7 @@ TEST(ModelLayers, LayersCoverEveryTensorOnceInForwardOrder) {
     for (std::size_t i = 0; i < store.entries().size(); ++i) position[store.entries()[i].spec.name] = i;
     std::set<std::string> seen;
     int last = -1;
-    for (const ModelLayer& layer : model->layers()) {
+    for (const LayerParams& layer : model->layers()) {
       for (const std::string& name : layer.tensors) {
         ASSERT_TRUE(position.count(name)) << layer.name << " lists unknown tensor " << name;
         EXPECT_TRUE(seen.insert(name).second) << name << " listed twice";

@@ -158,7 +158,8 @@ TEST(Optimizers, StateRestoreContinuesIdentically) {
   ASSERT_EQ(sa.size(), sb.size());
   for (std::size_t i = 0; i < sa.size(); ++i) {
     ASSERT_EQ(sa[i].name, sb[i].name);
-    std::copy(sa[i].data, sa[i].data + sa[i].count, sb[i].data);
+    const float* from = sa[i].tensor.data<float>();
+    std::copy(from, from + sa[i].tensor.numel(), sb[i].tensor.data<float>());
   }
   (*ob)->set_steps_taken((*oa)->steps_taken());
   for (int step = 3; step < 5; ++step) {
@@ -186,8 +187,10 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
     adam_opt->step(0.01);
   }
   const auto state = adam_opt->state();
-  const std::vector<float> m_before(state[0].data, state[0].data + state[0].count);
-  const std::vector<float> v_before(state[1].data, state[1].data + state[1].count);
+  const float* m = state[0].tensor.data<float>();
+  const float* v = state[1].tensor.data<float>();
+  const std::vector<float> m_before(m, m + state[0].tensor.numel());
+  const std::vector<float> v_before(v, v + state[1].tensor.numel());
   set_grads(s, 2);
   const std::int64_t off = s.entry("weight").offset + 4;
   const float g = s.grads()[off];
@@ -201,8 +204,8 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   const float p_before = s.params()[off];
   const float sent = s.grads()[off];
   adam_opt->step(0.01);
-  EXPECT_EQ(state[1].data[off], v_before[off]);  // variance frozen
-  EXPECT_EQ(state[0].data[off], sent);           // momentum adopted from the buffer
+  EXPECT_EQ(v[off], v_before[off]);  // variance frozen
+  EXPECT_EQ(m[off], sent);           // momentum adopted from the buffer
   const float v_hat = v_before[off] / static_cast<float>(1.0 - std::pow(0.999, 2));
   EXPECT_NEAR(s.params()[off], p_before - 0.01f * sent / (std::sqrt(v_hat) + 1e-8f), 1e-7);
 }

@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kSteps = 5;
 
-comm::WfbpScheduler::BucketExchange dense_average(const ParamStore& store) {
+comm::WfbpScheduler::AverageBucketFn dense_average(const ParamStore& store) {
   return [&store](comm::Communicator& c, const comm::Bucket& b, std::int64_t) {
     float* g = store.grads() + b.range.offset;
     c.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, comm::ReduceOp::kAvg);
@@ -105,9 +105,8 @@ struct Run {
     comm::BucketPlanConfig pc;
     pc.first_bucket_mb = 0.05;
     pc.bucket_mb = 0.25;
-    std::vector<comm::LayerParams> layers;
-    for (const auto& l : model->layers()) layers.push_back({l.name, l.tensors});
-    plan = std::make_unique<comm::BucketPlan>(comm::BucketPlan::build(store, layers, pc).value());
+    plan = std::make_unique<comm::BucketPlan>(
+        comm::BucketPlan::build(store, model->layers(), pc).value());
   }
 
   void train(comm::Communicator& c, GlobalBatch (*batches)[kSteps], std::int64_t first,

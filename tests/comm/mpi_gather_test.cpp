@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "comm/byte_model.h"
+#include "comm/gather.h"
 #include "comm/mpi_communicator.h"
 #include "comm_test_util.h"
 
@@ -195,6 +196,55 @@ TEST(MpiCommunicator, SendRecvAroundTheRingMatchesTags) {
   EXPECT_EQ(comm->bytes().sent, 24u);
   EXPECT_EQ(comm->bytes().received, 24u);
   EXPECT_EQ(comm->bytes().calls, 4u);
+}
+
+TEST(Gather, AllgatherBytesVariableZeroAndFixedSizes) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  // Rank r sends 3r + 1 bytes, except rank 1, which sends none: sizes travel first.
+  auto message = [](int r) {
+    std::vector<std::uint8_t> m(r == 1 ? 0 : 3 * r + 1);
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<std::uint8_t>(r * 31 + i);
+    return m;
+  };
+  std::vector<std::uint8_t> recv;
+  std::vector<std::size_t> counts, displs;
+  allgather_bytes(*comm, message(rank), std::nullopt, recv, counts, displs);
+  ASSERT_EQ(counts.size(), static_cast<std::size_t>(size));
+  EXPECT_EQ(displs, packed_displs(counts));
+  ASSERT_EQ(recv.size(), total_count(counts));
+  for (int r = 0; r < size; ++r) {
+    const std::vector<std::uint8_t> want = message(r);
+    ASSERT_EQ(counts[r], want.size()) << r;
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), recv.begin() + displs[r])) << r;
+  }
+  // A promised fixed size skips the size exchange: one collective instead of two.
+  const std::vector<std::uint8_t> fixed(5, static_cast<std::uint8_t>(rank));
+  const std::uint64_t calls = comm->bytes().calls;
+  allgather_bytes(*comm, fixed, std::size_t{5}, recv, counts, displs);
+  EXPECT_EQ(comm->bytes().calls, calls + 1);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(recv[5 * r + 4], r);
+}
+
+TEST(Gather, TraceEventsOfEveryRankOnOneOrigin) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  TraceRecorder trace;
+  trace.enable(true);
+  // Rank r's only span starts at 1000 + 100 r: the common origin is rank 0's start.
+  trace.record({"span", "test", 1000 + 100 * rank, 1010 + 100 * rank});
+  const std::string all = gather_trace_events(*comm, trace);
+  // Every rank receives every rank's events, in rank order, each once, with its timestamp
+  // relative to the earliest start of any rank.
+  std::size_t from = 0;
+  for (int r = 0; r < size; ++r) {
+    const std::string event = "\"name\":\"span\",\"cat\":\"test\",\"ph\":\"X\",\"ts\":" +
+                              std::to_string(100 * r) + ",\"dur\":10,\"pid\":" + std::to_string(r);
+    const std::size_t at = all.find(event, from);
+    ASSERT_NE(at, std::string::npos) << "rank " << r << " in " << all;
+    EXPECT_EQ(all.find(event, at + 1), std::string::npos) << "rank " << r << " twice";
+    from = at;
+  }
 }
 
 }  // namespace

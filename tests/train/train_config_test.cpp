@@ -69,6 +69,9 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
       {"log: {tracee: a.json}", "unknown key log.tracee"},
+      // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
+      {"compress: {name: lbs, lbs: {exchange: two_phase}}",
+       "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},
   };
   for (const auto& [yaml, message] : cases) {
     auto c = parse_train_config(yaml, "x.yaml", {});

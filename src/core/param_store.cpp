@@ -32,7 +32,7 @@ std::int64_t align_up(std::int64_t n) {
 }
 }  // namespace
 
-void ParamStore::allocate(Device device, const PlacementPredicate& place_last) {
+void ParamStore::allocate(const ExecContext& context, const PlacementPredicate& place_last) {
   SPARQ_CHECK(!allocated_, "ParamStore::allocate() called twice");
   // Two passes: tensors kept in place, then those placed last; forward order within each.
   std::int64_t cursor = 0;
@@ -48,8 +48,8 @@ void ParamStore::allocate(Device device, const PlacementPredicate& place_last) {
   // The end is padded too, so a range of the last tensor may be read in aligned widths.
   flat_numel_ = cursor;
   const auto bytes = static_cast<std::size_t>(flat_numel_) * sizeof(float);
-  device_ = device;
-  if (device == Device::kCPU) {
+  context_ = &context;
+  if (context.device() == Device::kCPU) {
     params_ = Buffer::host(bytes, /*zeroed=*/true);
     grads_ = Buffer::host(bytes, /*zeroed=*/true);
   } else {
@@ -64,7 +64,7 @@ void ParamStore::initialize(std::uint64_t seed) {
   // Initialise on the host so CPU and CUDA runs start from bit-identical weights.
   Buffer staging;
   float* host = params();
-  if (device_ != Device::kCPU) {
+  if (device() != Device::kCPU) {
     staging = Buffer::host(static_cast<std::size_t>(flat_numel_) * sizeof(float), true);
     host = staging.as<float>();
   }
@@ -74,7 +74,7 @@ void ParamStore::initialize(std::uint64_t seed) {
                make_stream(RngPurpose::kInit, 0, hash_name(e.spec.name.c_str())));
   }
 #ifdef SPARQ_HAS_CUDA
-  if (device_ != Device::kCPU) {
+  if (device() != Device::kCPU) {
     CUDA_CHECK(cudaMemcpy(params(), host, staging.size(), cudaMemcpyHostToDevice));
   }
 #endif
@@ -89,27 +89,27 @@ const ParamEntry& ParamStore::entry(const std::string& name) const {
 Tensor ParamStore::param(const std::string& name) const {
   SPARQ_CHECK(allocated_, "parameter '{}' viewed before allocate()", name);
   const ParamEntry& e = entry(name);
-  return Tensor(params() + e.offset, DType::kF32, e.spec.shape, device_);
+  return Tensor(params() + e.offset, DType::kF32, e.spec.shape, device());
 }
 
 Tensor ParamStore::grad(const std::string& name) const {
   SPARQ_CHECK(allocated_, "gradient '{}' viewed before allocate()", name);
   const ParamEntry& e = entry(name);
-  return Tensor(grads() + e.offset, DType::kF32, e.spec.shape, device_);
+  return Tensor(grads() + e.offset, DType::kF32, e.spec.shape, device());
 }
 
 Tensor ParamStore::param_range(ParamRange range) const {
   SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
               "param range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
               flat_numel_);
-  return Tensor(params() + range.offset, DType::kF32, Shape{range.count}, device_);
+  return Tensor(params() + range.offset, DType::kF32, Shape{range.count}, device());
 }
 
 Tensor ParamStore::grad_range(ParamRange range) const {
   SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
               "grad range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
               flat_numel_);
-  return Tensor(grads() + range.offset, DType::kF32, Shape{range.count}, device_);
+  return Tensor(grads() + range.offset, DType::kF32, Shape{range.count}, device());
 }
 
 ParamRange ParamStore::range_of(const std::vector<std::string>& names) const {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/exec_context.h"
 #include "core/init.h"
 #include "core/tensor.h"
 
@@ -65,9 +66,12 @@ class ParamStore {
 
   // Registers a tensor; names must be unique. Only before allocate().
   void add(ParamSpec spec);
-  // Freezes the layout and allocates zeroed parameter and gradient buffers.
+  // Freezes the layout and allocates zeroed parameter and gradient buffers on the context's
+  // device, and binds the context: layers bound to this store run in it. The context must
+  // outlive the store.
   using PlacementPredicate = std::function<bool(const ParamSpec&)>;
-  void allocate(Device device = Device::kCPU, const PlacementPredicate& place_last = {});
+  void allocate(const ExecContext& context = ExecContext::cpu(),
+                const PlacementPredicate& place_last = {});
   // Runs every spec's initialiser, seeded by (seed, hash of the name).
   void initialize(std::uint64_t seed);
 
@@ -92,7 +96,8 @@ class ParamStore {
   std::int64_t param_count() const;
   float* params() const { return params_.as<float>(); }
   float* grads() const { return grads_.as<float>(); }
-  Device device() const { return device_; }
+  Device device() const { return context_->device(); }
+  const ExecContext& context() const { return *context_; }
 
   void zero_grads();
   // A table of name, shape, numel, offset, init, weight decay for the logs.
@@ -105,7 +110,7 @@ class ParamStore {
   std::int64_t place_last_offset_ = 0;
   Buffer params_;
   Buffer grads_;
-  Device device_ = Device::kCPU;
+  const ExecContext* context_ = &ExecContext::cpu();
   bool allocated_ = false;
 };
 

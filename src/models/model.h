@@ -5,7 +5,7 @@
 //   auto model = make_model(config, {micro_batch, seq_len}).value();  // activations allocated
 //   ParamStore store;
 //   model->declare(store);            // every parameter, in forward order
-//   store.allocate(device, place_last);  // the caller chooses the layout
+//   store.allocate(context, place_last);  // the caller chooses the device and layout
 //   store.initialize(seed);           // or load a checkpoint
 //   model->bind(store);               // layers get views; callback ranges are fixed here
 //   loop: model->set_step(step); loss = model->forward(batch); model->backward(on_ready);

@@ -52,7 +52,7 @@ Status Trainer::build(const Options& options) {
   activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);
   SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {rows, lm ? c.data.seq_len : 0}));
   model_->declare(store_);
-  store_.allocate(Device::kCPU, [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); });
+  store_.allocate(ExecContext::cpu(), [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); });
   // Identical on every rank: no broadcast needed.
   if (!options.dry_run) {
     store_.initialize(c.train.seed);

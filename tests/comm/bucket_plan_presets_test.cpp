@@ -42,7 +42,7 @@ Declared declare(const std::string& preset, const BucketPlanConfig& config) {
   SPARQ_CHECK(model.is_ok(), "{}", model.status().message());
   Declared d;
   (*model)->declare(d.store);
-  d.store.allocate(Device::kCPU, [&](const ParamSpec& spec) { return config.is_dense(spec); });
+  d.store.allocate(ExecContext::cpu(), [&](const ParamSpec& spec) { return config.is_dense(spec); });
   for (const auto& l : (*model)->layers()) d.layers.push_back({l.name, l.tensors});
   return d;
 }

@@ -39,7 +39,7 @@ inline Stack make_stack(int blocks, int c, const BucketPlanConfig& config) {
     layer(p + ".mlp.proj", {{"weight", {c, 4 * c}}, {"bias", {c}}});
   }
   layer("ln_f", {{"weight", {c}}, {"bias", {c}}});
-  s.store.allocate(Device::kCPU, [&](const ParamSpec& spec) { return config.is_dense(spec); });
+  s.store.allocate(ExecContext::cpu(), [&](const ParamSpec& spec) { return config.is_dense(spec); });
   return s;
 }
 

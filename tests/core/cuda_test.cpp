@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/exec_context.h"
+#include "core/param_store.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 
@@ -13,6 +15,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_gemm.h"
 #include "core/cuda/cuda_ops.h"
+#include "core/cuda/device_resources.h"
 #endif
 
 namespace sparq {
@@ -78,6 +81,44 @@ TEST(CudaCore, FlatKernelsAndEvents) {
   EXPECT_GE(stop.elapsed_ms_since(start), 0.0f);
   const auto got = download(y, n);
   for (std::size_t i = 0; i < n; i += 1013) ASSERT_EQ(got[i], 3.0f);
+#endif
+}
+
+// Runs everywhere: without a device the CUDA context is refused with the count, never a crash.
+TEST(ExecContext, CpuContextAndRefusedCudaOrdinal) {
+  EXPECT_EQ(ExecContext::cpu().device(), Device::kCPU);
+  EXPECT_EQ(ExecContext::cpu().describe(), "cpu");
+  const int visible = ExecContext::cuda_device_count();
+  auto ctx = ExecContext::create_cuda(visible);  // one past the last visible device
+  ASSERT_FALSE(ctx.is_ok());
+  EXPECT_NE(ctx.status().message().find(std::to_string(visible)), std::string::npos)
+      << ctx.status().message();
+}
+
+TEST(ExecContext, CudaContextRunsItsStreamAndBindsTheStore) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#ifdef SPARQ_HAS_CUDA
+  auto ctx = ExecContext::create_cuda(0);
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().message();
+  EXPECT_EQ((*ctx)->device(), Device::kCUDA);
+  EXPECT_NE((*ctx)->describe().find("cuda:0"), std::string::npos);
+  ParamStore store;
+  store.add({"w", {7, 3}, Init::normal(1.0f), true});
+  store.allocate(**ctx);
+  EXPECT_EQ(store.device(), Device::kCUDA);
+  EXPECT_EQ(&store.context(), ctx->get());
+  store.initialize(5);
+  // Initialised on the host and copied: identical to a CPU store with the same seed.
+  ParamStore host;
+  host.add({"w", {7, 3}, Init::normal(1.0f), true});
+  host.allocate();
+  host.initialize(5);
+  const cudaStream_t stream = (*ctx)->cuda().stream.get();
+  cuda::scale(store.params(), static_cast<std::size_t>(store.flat_numel()), 2.0f, stream);
+  (*ctx)->synchronize();
+  std::vector<float> got(static_cast<std::size_t>(store.flat_numel()));
+  CUDA_CHECK(cudaMemcpy(got.data(), store.params(), got.size() * 4, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], 2.0f * host.params()[i]) << i;
 #endif
 }
 

@@ -45,7 +45,7 @@ TEST(ParamStore, LayoutIsContiguousAlignedAndInForwardOrder) {
 
 TEST(ParamStore, PlaceLastGroupsSelectedTensorsAfterTheRest) {
   ParamStore s = make_store();
-  s.allocate(Device::kCPU, [](const ParamSpec& spec) { return spec.shape.ndim() == 1; });
+  s.allocate(ExecContext::cpu(), [](const ParamSpec& spec) { return spec.shape.ndim() == 1; });
   // ln.weight and ln.bias (1-D) go last, in forward order; the others keep forward order.
   EXPECT_EQ(s.entry("wte").offset, 0);
   EXPECT_LT(s.entry("fc.weight").offset, s.entry("conv.weight").offset);

@@ -60,7 +60,7 @@ inline std::unique_ptr<Model> bound_model(const std::string& spec, RunShape shap
                                           const ParamStore::PlacementPredicate& place_last = {}) {
   auto model = make_model(parse_model_spec(spec).value(), shape).value();
   model->declare(store);
-  store.allocate(Device::kCPU, place_last);
+  store.allocate(ExecContext::cpu(), place_last);
   store.initialize(seed);
   model->bind(store);
   return model;

@@ -3,8 +3,7 @@
 //   ctx = attention(qkv)            [B, T, C]   (attention_kernels.h: masks, softmax, dropout)
 //   y   = ctx Wproj^T + bproj       [B, T, C]
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into all four parameter gradients.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
 // Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
 // "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].

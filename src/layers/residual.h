@@ -1,9 +1,9 @@
 // Residual add: y = a + b, the skip connection of GPT-2 and BERT blocks. Its backward is
 // the gradient fan-out: both inputs receive dy.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradients (here da and db) and
-// ACCUMULATES into parameter gradients (Residual has none). da or db may alias dy, in which
-// case that copy is skipped; an empty da or db is skipped. y may alias a or b.
+// Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
+// da or db may alias dy, in which case that copy is skipped; an empty da or db is skipped.
+// y may alias a or b.
 #pragma once
 
 #include <string>

@@ -35,7 +35,8 @@
 namespace sparq {
 
 // The decoder bias of a tied output head: logits[r, :] += bias. "<prefix>.bias" [vocab],
-// zeros, no weight decay. backward ADDS the column sums of dlogits into dbias.
+// zeros, no weight decay. backward adds the column sums of dlogits into dbias (see Note
+// [Gradient rule], layers/param_set.h).
 class VocabBias : public ParamLayer {
  public:
   VocabBias(std::string prefix, std::int64_t vocab);

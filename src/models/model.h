@@ -10,8 +10,9 @@
 //   model->bind(store);               // layers get views; callback ranges are fixed here
 //   loop: model->set_step(step); loss = model->forward(batch); model->backward(on_ready);
 //
-// Gradients follow the layer rule: backward ADDS into the store's gradient buffer (zero it
-// between optimizer steps; not zeroing accumulates micro-batches).
+// Gradients: see Note [Gradient rule] (layers/param_set.h). A model's backward is its layers'
+// backwards, so it too ADDS into the store's gradient buffer: zero it between optimizer
+// steps; not zeroing accumulates micro-batches.
 //
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A

@@ -40,7 +40,6 @@ class MultiHeadAttention {
   void declare(ParamStore& store) const;
   void bind(const ParamStore& store);
   std::vector<std::string> param_names() const;
-  ParamRange param_range(const ParamStore& store) const { return store.range_of(param_names()); }
   const std::string& name() const { return name_; }
 
   // x, y [B, T, C] with B <= max_batch, T <= seq. key_valid: empty, or u8 [B, T].

@@ -4,8 +4,9 @@
 // after it. The views point into the store's flat buffers, which own the memory; a bound
 // layer must not outlive its store.
 //
-// ParamLayer is the small base every layer with parameters derives from, so models and the
-// WFBP scheduler see one uniform surface: declare(), bind(), param_names(), param_range().
+// ParamLayer is the small base every layer with parameters derives from, so models see one
+// uniform surface: declare(), bind(), param_names(), name(). The WFBP scheduler never sees a
+// layer: it gets the ranges the model recorded for each readiness unit at Model::bind().
 //
 // This header is also the layer contract: Note [Gradient rule] below is the one statement
 // of what every backward in src/layers does, and each layer header cites it. It lives here
@@ -76,12 +77,9 @@ class ParamLayer {
   void declare(ParamStore& store) const { params_.declare(store); }
   void bind(const ParamStore& store) { params_.bind(store); }
   std::vector<std::string> param_names() const { return params_.names(); }
-  // The span of the flat layout holding this layer's parameters (for gradient readiness).
-  ParamRange param_range(const ParamStore& store) const { return store.range_of(names_or_die()); }
   const std::string& name() const { return params_.prefix(); }
 
  protected:
-  std::vector<std::string> names_or_die() const;
   ParamSet params_;
 };
 

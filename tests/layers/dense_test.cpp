@@ -64,7 +64,7 @@ TEST(Linear, TwoBackwardCallsAccumulateParamsAndOverwriteInput) {
   for (std::size_t i = 0; i < dw1.size(); ++i) EXPECT_FLOAT_EQ(dw2[i], 2 * dw1[i]);
   for (std::size_t i = 0; i < db1.size(); ++i) EXPECT_FLOAT_EQ(db2[i], 2 * db1[i]);
   for (std::size_t i = 0; i < dx.size(); ++i) EXPECT_FLOAT_EQ(dx[i], dx1[i]);
-  EXPECT_EQ(lin.param_range(store).count,
+  EXPECT_EQ(store.range_of(lin.param_names()).count,
             store.entry("fc.bias").offset + 3 - store.entry("fc.weight").offset);
 }
 

@@ -6,6 +6,15 @@
 #include "core/ops.h"
 
 namespace sparq {
+namespace {
+
+// Row (b, 0) of a [B, T, C] activation, as [1, C]: sequence b's first token, which the
+// pooler reads.
+Tensor first_token(const Tensor& x, std::int64_t b) {
+  return x.slice_rows(b, b + 1).reshape({x.dim(1), x.dim(2)}).slice_rows(0, 1);
+}
+
+}  // namespace
 
 VocabBias::VocabBias(std::string prefix, std::int64_t vocab)
     : ParamLayer(std::move(prefix)), vocab_(vocab) {
@@ -233,8 +242,8 @@ float Bert::forward(const Batch& batch) {
 void Bert::forward_nsp(const Tensor& hidden) {
   const std::int64_t dim = config_.n_embd;
   const Tensor cls = arena_.view(cls_, {b_, dim}), pooled = arena_.view(pooled_, {b_, dim});
-  for (std::int64_t b = 0; b < b_; ++b) {  // the first token of every sequence
-    ops::copy(hidden.data<float>() + b * t_ * dim, cls.data<float>() + b * dim,
+  for (std::int64_t b = 0; b < b_; ++b) {
+    ops::copy(first_token(hidden, b).data<float>(), cls.slice_rows(b, b + 1).data<float>(),
               static_cast<std::size_t>(dim));
   }
   pooler_->forward(cls, pooled);
@@ -257,7 +266,6 @@ void Bert::backward_layers() {
   const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
   const Tensor g0 = act(g0_, dim), g1 = act(g1_, dim), g2 = act(g2_, dim), g3 = act(g3_, dim);
   const Tensor gw = act(g_wide_, wide);
-  const std::size_t n = static_cast<std::size_t>(g0.numel());
 
   if (config_.nsp) backward_nsp();  // declared last, so reported first
   mlm_loss_->forward_backward(logits(), batch_.targets, logits());
@@ -269,15 +277,17 @@ void Bert::backward_layers() {
   gelu_.backward(act(md_, dim), g2, g2);
   mlm_dense_->backward(act(x_out_, dim), g2, g0);
   ready(layer_mlm_dense_);
-  if (config_.nsp) {  // the pooler read the first token of every sequence
-    const float* dcls = arena_.data(dcls_);
+  if (config_.nsp) {  // the first tokens fed the MLM head and the pooler: join both paths
+    const Tensor dcls = arena_.view(dcls_, {b_, dim});
     for (std::int64_t b = 0; b < b_; ++b) {
-      ops::axpy(1.0f, dcls + b * dim, g0.data<float>() + b * t_ * dim, static_cast<std::size_t>(dim));
+      const Tensor dfirst = first_token(g0, b);
+      cls_join_.backward(dfirst, dcls.slice_rows(b, b + 1), dfirst);
     }
   }
 
-  // g0 holds the gradient of the layer output; the residual adds' backward is the fan-out
-  // of that gradient to both summands, realised by adding each branch's input gradient.
+  // g0 holds the gradient of the layer output. A residual add hands its gradient unchanged
+  // to the branch, whose backward reads it in place; where the branch forked off,
+  // residual_.backward joins the branch's input gradient into the skip's (in place).
   for (auto it = encoders_.rbegin(); it != encoders_.rend(); ++it) {
     Encoder& e = *it;
     const Tensor x = act(e.x, dim), r = act(e.r, dim), h = act(e.h, dim), s = act(e.s, dim);
@@ -289,12 +299,12 @@ void Bert::backward_layers() {
     gelu_.backward(f, gw, gw);
     e.fc->backward(h, gw, g2);
     ready(e.layer_fc);
-    ops::axpy(1.0f, g2.data<float>(), g1.data<float>(), n);  // dh = skip + mlp branch
+    residual_.backward(g1, g2, g1);  // dh = skip + mlp branch
     e.ln_1->backward(r, g1, g0);
     ready(e.layer_ln_1);
     e.attn->backward(x, dropout_grad(*e.attn_drop, g0, g2), g3, step_);
     ready(e.layer_attn);
-    ops::axpy(1.0f, g3.data<float>(), g0.data<float>(), n);  // dx = skip + attention branch
+    residual_.backward(g0, g3, g0);  // dx = skip + attention branch
   }
   emb_drop_->backward(g0, g0, step_);
   emb_ln_->backward(act(emb_sum_, dim), g0, g1);

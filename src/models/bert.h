@@ -86,6 +86,7 @@ class Bert : public Model {
   Gelu gelu_{GeluKind::kErf, "gelu"};
   Tanh tanh_{"pooler.tanh"};
   Residual residual_{"residual"};
+  Residual cls_join_{"pooler.input"};  // the first tokens' two consumers: MLM head, pooler
 
   ActivationArena arena_;
   int emb_sum_ = -1, x_out_ = -1, md_ = -1, mg_ = -1, mln_ = -1, logits_ = -1;

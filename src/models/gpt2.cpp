@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "core/ops.h"
 
 namespace sparq {
 
@@ -135,7 +134,6 @@ void Gpt2::backward_layers() {
   const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
   const Tensor dres = act(g0_, dim), d1 = act(g1_, dim), d2 = act(g2_, dim);
   const Tensor dwide = act(g_wide_, wide);
-  const std::size_t n = static_cast<std::size_t>(dres.numel());
 
   // The logits' buffer receives their gradient: they are not needed any more.
   loss_->forward_backward(logits(), batch_.targets, logits());
@@ -143,8 +141,9 @@ void Gpt2::backward_layers() {
   ln_f_->backward(act(x_out_, dim), d1, dres);
   ready(layer_ln_f_);
 
-  // dres carries the gradient of the residual stream; each branch's input gradient is
-  // added to it where the branch forked off (the residual add's backward is that fan-out).
+  // dres carries the gradient of the residual stream. A residual add hands it unchanged to
+  // its branch, whose backward reads it in place; where the branch forked off the stream,
+  // residual_.backward joins the branch's input gradient into it (dres = dres + dbranch).
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
     Block& blk = *it;
     const Tensor x = act(blk.x, dim), ln1 = act(blk.ln1, dim), mid = act(blk.mid, dim);
@@ -157,13 +156,13 @@ void Gpt2::backward_layers() {
     ready(blk.layer_fc);
     blk.ln_2->backward(mid, d1, d2);
     ready(blk.layer_ln_2);
-    ops::axpy(1.0f, d2.data<float>(), dres.data<float>(), n);
+    residual_.backward(dres, d2, dres);
 
     blk.attn->backward(ln1, dropout_grad(*blk.attn_drop, dres, d1), d2, step_);
     ready(blk.layer_attn);
     blk.ln_1->backward(x, d2, d1);
     ready(blk.layer_ln_1);
-    ops::axpy(1.0f, d1.data<float>(), dres.data<float>(), n);
+    residual_.backward(dres, d1, dres);
   }
   emb_drop_->backward(dres, dres, step_);
   wpe_->backward_positions(dres);

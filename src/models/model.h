@@ -108,6 +108,18 @@ class Model {
   // vocab_size are never predicted) or [B, num_classes] (VGG). backward() consumes LM logits
   // (their buffer receives the logits' gradient), so read them before.
   virtual Tensor logits() const = 0;
+
+  // What evaluation counts in one micro-batch.
+  struct Score {
+    std::int64_t count = 0;    // targets evaluated
+    std::int64_t correct = 0;  // of them, where the argmax of the logits is the target
+  };
+  // Counts of the last forward(batch), with the same batch; before backward(), which consumes
+  // LM logits. LMs count targets != kIgnoreIndex (BERT: the MLM targets, not NSP) and take the
+  // argmax over the vocab_size real columns, never the padded ones; VGG counts every image.
+  // Ties go to the lowest index. Written once here, not per architecture: the models differ
+  // only in where the targets are and how many logit columns are real, which config_ says.
+  Score score(const Batch& batch) const;
   virtual std::vector<StateTensor> state() const { return {}; }
 
   // Train mode enables dropout and BatchNorm batch statistics; eval mode disables both.

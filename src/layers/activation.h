@@ -1,8 +1,7 @@
 // Elementwise activations: ReLU (VGG), GELU in its tanh (GPT-2) and exact erf (BERT) forms,
 // and Tanh (BERT pooler). Shapes are free: x, y, dy, dx all hold the same element count.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
-// into parameter gradients. These layers have no parameters, so only the first half applies.
+// Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
 //
 // What backward reads: ReLU and Tanh read the forward OUTPUT y (so forward may run in place,
 // x == y); GELU reads the forward INPUT x. dx may alias dy.

@@ -3,8 +3,7 @@
 //   ctx = attention(qkv)            [B, T, C]   (attention_kernels.h: masks, softmax, dropout)
 //   y   = ctx Wproj^T + bproj       [B, T, C]
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into all four parameter gradients.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
 // Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
 // "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].
@@ -41,7 +40,6 @@ class MultiHeadAttention {
   void declare(ParamStore& store) const;
   void bind(const ParamStore& store);
   std::vector<std::string> param_names() const;
-  ParamRange param_range(const ParamStore& store) const { return store.range_of(param_names()); }
   const std::string& name() const { return name_; }
 
   // x, y [B, T, C] with B <= max_batch, T <= seq. key_valid: empty, or u8 [B, T].

@@ -4,8 +4,8 @@
 //     running variance takes the UNBIASED batch variance, as PyTorch does);
 //   eval: normalise with the running statistics.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into dweight and dbias. Backward differentiates the mode of the last forward.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
+// Backward differentiates the mode of the last forward.
 //
 // Parameters: "<prefix>.weight" [C] (ones), "<prefix>.bias" [C] (zeros), no weight decay.
 // Running statistics are state, not parameters: the layer owns them (running_mean() and

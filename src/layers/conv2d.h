@@ -2,8 +2,7 @@
 // stride, padding (zeros) and dilation, as torch.nn.Conv2d (groups = 1).
 // Ho = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1, likewise Wo.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into dW and db.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
 // Method: im2col + GEMM, parallel over images. Forward and the input gradient give each
 // image to one thread with its own column matrix [C*R*S, Ho*Wo] (a "slot") and a

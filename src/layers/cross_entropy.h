@@ -6,10 +6,11 @@
 // and a zero gradient. With no counted row the loss is 0 and the gradient zero (PyTorch
 // would return NaN; a fully padded micro-batch should not poison training).
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient. Here forward and
-// backward are fused: forward_backward() writes dlogits = dloss * (softmax - onehot) / count
-// while each row is still in cache, so logits are not read again in a separate pass.
-// Ignored rows get a zero gradient. dlogits may alias logits (the logits are consumed).
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
+// No parameters. Forward and backward are fused: forward_backward() overwrites
+// dlogits = dloss * (softmax - onehot) / count while each row is still in cache, so logits
+// are not read again in a separate pass. Ignored rows get a zero gradient. dlogits may
+// alias logits (the logits are consumed).
 //
 // Cache: per-row losses for up to max_rows rows, owned by the layer.
 #pragma once

@@ -6,8 +6,8 @@
 // values are scaled by 1 / (1 - p) (inverted dropout). In eval mode, or with p == 0, dropout
 // is the identity.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
-// into parameter gradients (Dropout has none). dx may alias dy; y may alias x.
+// Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
+// dx may alias dy; y may alias x.
 #pragma once
 
 #include <cstdint>

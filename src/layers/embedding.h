@@ -2,10 +2,10 @@
 // learned position embeddings (id = position t) and BERT's token-type embeddings, and the
 // tied output head (logits = x * table^T, GPT-2 and the BERT MLM decoder).
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
-// into parameter gradients. Lookups have no input gradient (ids are discrete): their
-// backward is a scatter-add into dtable, summing rows of repeated ids. The tied head's
-// backward overwrites dx and adds into dtable.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
+// Lookups have no input gradient (ids are discrete): their backward is a scatter-add into
+// dtable, summing rows of repeated ids. The tied head's backward overwrites dx and adds into
+// dtable, so the table's gradient is complete only after both sites ran.
 //
 // Parameter: "<prefix>.weight" [num, dim], N(0, init_std), no weight decay by convention.
 // No caches. Ids are int32 and must lie in [0, num); an id outside is a fatal error that

@@ -1,8 +1,7 @@
 // LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
 // rstd = 1 / sqrt(biased variance + eps), per row of x [rows, C] (any leading dims).
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into dgamma and dbeta.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
 // Parameters: "<prefix>.weight" [C] (ones) and "<prefix>.bias" [C] (zeros), no weight decay.
 // Cache: the layer owns mean and rstd for up to `max_rows` rows (allocated once at

@@ -24,7 +24,7 @@ template <typename T>
 void linear_backward(const T* x, const T* w, const T* dy, T* dx, T* dw, T* db, std::int64_t n,
                      std::int64_t in, std::int64_t out) {
   if (dx != nullptr) matmul<T>(GemmShape{false, false, n, in, out}, T(1), dy, w, T(0), dx);
-  // dW += dY^T X: the beta = 1 product is the accumulation the layer rule asks for.
+  // dW += dY^T X: the beta = 1 product is the accumulation Note [Gradient rule] asks for.
   if (dw != nullptr) matmul<T>(GemmShape{true, false, out, in, n}, T(1), dy, x, T(1), dw);
   if (db == nullptr) return;
   // Column sums split by column ranges, so threads never share an output element and the

@@ -1,8 +1,6 @@
 // Linear: y[N, out] = x[N, in] * W^T + b, with W stored [out, in] as in PyTorch.
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient and ACCUMULATES (+=)
-// into the parameter gradients, so calling backward twice without zeroing sums the
-// parameter gradients (gradient accumulation) while the input gradient stays a fresh value.
+// Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
 // Parameters: "<prefix>.weight" [out, in] (N(0, init_std), weight decay) and, when enabled,
 // "<prefix>.bias" [out] (zeros, no decay). No caches: backward reads the forward input x,

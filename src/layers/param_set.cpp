@@ -47,11 +47,6 @@ std::vector<std::string> ParamSet::names() const {
   return out;
 }
 
-std::vector<std::string> ParamLayer::names_or_die() const {
-  SPARQ_CHECK(params_.size() > 0, "{}: layer has no parameters", params_.prefix());
-  return params_.names();
-}
-
 void check_arg(const Tensor& t, const Shape& expected, const std::string& layer, const char* arg,
                DType dtype) {
   SPARQ_CHECK(!t.empty(), "{}: {} is an empty view", layer, arg);

@@ -4,8 +4,36 @@
 // after it. The views point into the store's flat buffers, which own the memory; a bound
 // layer must not outlive its store.
 //
-// ParamLayer is the small base every layer with parameters derives from, so models and the
-// WFBP scheduler see one uniform surface: declare(), bind(), param_names(), param_range().
+// ParamLayer is the small base every layer with parameters derives from, so models see one
+// uniform surface: declare(), bind(), param_names(), name(). The WFBP scheduler never sees a
+// layer: it gets the ranges the model recorded for each readiness unit at Model::bind().
+//
+// This header is also the layer contract: Note [Gradient rule] below is the one statement
+// of what every backward in src/layers does, and each layer header cites it. It lives here
+// rather than in a header of its own because this is the header every layer with
+// parameters already includes (with check_arg/check_rows, the shared argument checks); a
+// comment-only header would be an include that compiles to nothing.
+//
+// Note [Gradient rule]
+// ~~~~~~~~~~~~~~~~~~~~
+// Every layer's backward
+//   * OVERWRITES its input gradient(s) (dx, ...): their old contents are never read, so the
+//     caller may pass scratch that holds anything and need not zero it first;
+//   * ACCUMULATES (+=) into its parameter gradients, the views of the ParamStore's gradient
+//     buffer it was bound to; it never overwrites or zeroes them.
+// Why: accumulating makes gradient accumulation free. Backward over k micro-batches without
+// zeroing sums their parameter gradients, while every input gradient stays the fresh value
+// of its own micro-batch; a parameter used at two sites (a tied embedding: the lookup and
+// the output head) receives the sum of both contributions with no extra buffer. Zeroing is
+// the owner's job, once per optimizer step (ParamStore's gradient buffer), never a layer's.
+// Aliasing, unless the layer's header says otherwise:
+//   * an input gradient must not alias any tensor the same backward call still reads (dy,
+//     the forward input or output it is given, another input gradient): layers that allow
+//     dx == dy (elementwise ones) say so in their header;
+//   * parameter gradients never alias activations or input gradients: they live in the
+//     store, activations in the model's arena.
+// Layer-specific facts (which aliasing is allowed, fused forward/backward, lookups without
+// an input gradient, an empty dx meaning "not needed") are stated in that layer's header.
 #pragma once
 
 #include <string>
@@ -49,12 +77,9 @@ class ParamLayer {
   void declare(ParamStore& store) const { params_.declare(store); }
   void bind(const ParamStore& store) { params_.bind(store); }
   std::vector<std::string> param_names() const { return params_.names(); }
-  // The span of the flat layout holding this layer's parameters (for gradient readiness).
-  ParamRange param_range(const ParamStore& store) const { return store.range_of(names_or_die()); }
   const std::string& name() const { return params_.prefix(); }
 
  protected:
-  std::vector<std::string> names_or_die() const;
   ParamSet params_;
 };
 

@@ -9,8 +9,7 @@
 //   flatten(): [N, C, H, W] -> [N, C*H*W], a view of the same storage (its "backward" is
 //     the same reshape of dy).
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradient dx and ACCUMULATES
-// (+=) into parameter gradients (pooling has none).
+// Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
 #pragma once
 
 #include <string>

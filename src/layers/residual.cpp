@@ -11,12 +11,10 @@ void Residual::forward(const Tensor& a, const Tensor& b, const Tensor& y) const 
   ops::add(a.data<float>(), b.data<float>(), y.data<float>(), static_cast<std::size_t>(n));
 }
 
-void Residual::backward(const Tensor& dy, const Tensor& da, const Tensor& db) const {
-  for (const auto& [d, what] : {std::pair{&da, "da"}, std::pair{&db, "db"}}) {
-    if (d->empty()) continue;
-    const auto n = check_same_numel(dy, *d, name_, "dy", what);
-    if (d->raw() != dy.raw()) ops::copy(dy.data<float>(), d->data<float>(), n);
-  }
+void Residual::backward(const Tensor& dy, const Tensor& dbranch, const Tensor& dx) const {
+  const auto n = check_same_numel(dy, dbranch, name_, "dy", "dbranch");
+  check_same_numel(dy, dx, name_, "dy", "dx");
+  ops::add(dy.data<float>(), dbranch.data<float>(), dx.data<float>(), static_cast<std::size_t>(n));
 }
 
 }  // namespace sparq

@@ -1,9 +1,14 @@
-// Residual add: y = a + b, the skip connection of GPT-2 and BERT blocks. Its backward is
-// the gradient fan-out: both inputs receive dy.
+// Residual: the skip connection of GPT-2 and BERT blocks, y = a + branch(a) (forward takes
+// the branch's output as b: y = a + b).
 //
-// GRADIENT RULE (every layer): backward OVERWRITES the input gradients (here da and db) and
-// ACCUMULATES into parameter gradients (Residual has none). da or db may alias dy, in which
-// case that copy is skipped; an empty da or db is skipped. y may alias a or b.
+// Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
+// The add itself passes dy unchanged to both summands, so the caller runs the branch's
+// backward on dy directly (no copy). What is left is the fork: `a` fed both the skip and
+// the branch, so its gradient is the sum of the two paths, dx = dy + dbranch, where
+// dbranch is the branch's input gradient. backward() computes exactly that, elementwise
+// (dy[i] + dbranch[i], one rounding), and dx may alias dy or dbranch: the models update
+// the stream's gradient in place. The same join serves any tensor read by two consumers
+// (BERT's first-token rows, read by the MLM head and the pooler). y may alias a or b.
 #pragma once
 
 #include <string>
@@ -15,8 +20,10 @@ namespace sparq {
 class Residual {
  public:
   explicit Residual(std::string name = "residual") : name_(std::move(name)) {}
+  // a, b, y: host f32 with the same element count.
   void forward(const Tensor& a, const Tensor& b, const Tensor& y) const;
-  void backward(const Tensor& dy, const Tensor& da, const Tensor& db) const;
+  // dy, dbranch, dx: host f32 with the same element count; dx = dy + dbranch.
+  void backward(const Tensor& dy, const Tensor& dbranch, const Tensor& dx) const;
 
  private:
   std::string name_;

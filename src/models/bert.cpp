@@ -6,6 +6,15 @@
 #include "core/ops.h"
 
 namespace sparq {
+namespace {
+
+// Row (b, 0) of a [B, T, C] activation, as [1, C]: sequence b's first token, which the
+// pooler reads.
+Tensor first_token(const Tensor& x, std::int64_t b) {
+  return x.slice_rows(b, b + 1).reshape({x.dim(1), x.dim(2)}).slice_rows(0, 1);
+}
+
+}  // namespace
 
 VocabBias::VocabBias(std::string prefix, std::int64_t vocab)
     : ParamLayer(std::move(prefix)), vocab_(vocab) {
@@ -75,14 +84,14 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
     e.layer_fc = add_layer(e.fc->name(), e.fc->param_names());
     e.layer_proj = add_layer(e.proj->name(), e.proj->param_names());
     e.layer_ln_2 = add_layer(e.ln_2->name(), e.ln_2->param_names());
-    // Kept for backward: layer input (attention's x), x + attn (ln_1's x), ln_1 out (fc's
-    // x), fc out (GELU's x), GELU out (proj's x), h + mlp (ln_2's x).
-    e.x = arena_.reserve(rows * dim);
-    e.r = arena_.reserve(rows * dim);
-    e.h = arena_.reserve(rows * dim);
-    e.f = arena_.reserve(rows * c.ffn_dim);
-    e.g = arena_.reserve(rows * c.ffn_dim);
-    e.s = arena_.reserve(rows * dim);
+    // Kept for backward: layer input (attention's x), input + attn (ln_1's x), ln_1 out
+    // (fc's x), fc out (GELU's x), GELU out (proj's x), ln_1 out + mlp (ln_2's x).
+    e.input = arena_.reserve(rows * dim);
+    e.attn_sum = arena_.reserve(rows * dim);
+    e.ln1 = arena_.reserve(rows * dim);
+    e.fc_out = arena_.reserve(rows * c.ffn_dim);
+    e.gelu_out = arena_.reserve(rows * c.ffn_dim);
+    e.mlp_sum = arena_.reserve(rows * dim);
     encoders_.push_back(std::move(e));
   }
   x_out_ = arena_.reserve(rows * dim);
@@ -95,9 +104,9 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   layer_mlm_bias_ = add_layer(mlm_bias_->name(), mlm_bias_->param_names());
   mlm_loss_ = std::make_unique<CrossEntropy>(
       "mlm.loss", CrossEntropy::Config{vocab, c.vocab_size, kIgnoreIndex, rows});
-  md_ = arena_.reserve(rows * dim);
-  mg_ = arena_.reserve(rows * dim);
-  mln_ = arena_.reserve(rows * dim);
+  mlm_dense_out_ = arena_.reserve(rows * dim);
+  mlm_gelu_out_ = arena_.reserve(rows * dim);
+  mlm_ln_out_ = arena_.reserve(rows * dim);
   logits_ = arena_.reserve(rows * vocab);
 
   if (c.nsp) {
@@ -107,17 +116,17 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
     layer_nsp_ = add_layer(nsp_->name(), nsp_->param_names());
     nsp_loss_ = std::make_unique<CrossEntropy>(
         "nsp.loss", CrossEntropy::Config{2, 2, kIgnoreIndex, batch});
-    cls_ = arena_.reserve(batch * dim);
+    first_tokens_ = arena_.reserve(batch * dim);
     pooled_ = arena_.reserve(batch * dim);
     nsp_logits_ = arena_.reserve(batch * 2);
-    dcls_ = arena_.reserve(batch * dim);
+    dfirst_tokens_ = arena_.reserve(batch * dim);
     dpooled_ = arena_.reserve(batch * dim);
   }
-  g0_ = arena_.reserve(rows * dim);
-  g1_ = arena_.reserve(rows * dim);
-  g2_ = arena_.reserve(rows * dim);
-  g3_ = arena_.reserve(rows * dim);
-  g_wide_ = arena_.reserve(rows * c.ffn_dim);
+  dres_ = arena_.reserve(rows * dim);
+  dmid_ = arena_.reserve(rows * dim);
+  dbranch_ = arena_.reserve(rows * dim);
+  dbranch_alt_ = arena_.reserve(rows * dim);
+  dwide_ = arena_.reserve(rows * c.ffn_dim);
   arena_.allocate();
   zero_types_ = Buffer::host(static_cast<std::size_t>(rows) * sizeof(std::int32_t), true);
 }
@@ -190,36 +199,37 @@ float Bert::forward(const Batch& batch) {
   batch_ = batch;
   const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
 
-  const Tensor emb = act(emb_sum_, dim), x0 = act(encoders_.front().x, dim);
+  const Tensor emb = act(emb_sum_, dim), x0 = act(encoders_.front().input, dim);
   word_->forward(batch.tokens, emb);
   position_->forward_positions(emb, /*accumulate=*/true);
   token_type_->forward(types_, emb, /*accumulate=*/true);
   emb_ln_->forward(emb, x0);
   emb_drop_->forward(x0, x0, step_);
 
-  const Tensor branch = act(g0_, dim);
+  const Tensor branch = act(dres_, dim);  // a branch's output; backward reuses the slot
   for (std::size_t l = 0; l < encoders_.size(); ++l) {
     Encoder& e = encoders_[l];
-    const Tensor x = act(e.x, dim), r = act(e.r, dim), h = act(e.h, dim), s = act(e.s, dim);
-    const Tensor f = act(e.f, wide), g = act(e.g, wide);
-    const Tensor next = act(l + 1 < encoders_.size() ? encoders_[l + 1].x : x_out_, dim);
-    e.attn->forward(x, branch, batch.attention_mask, step_);
+    const Tensor input = act(e.input, dim), attn_sum = act(e.attn_sum, dim);
+    const Tensor ln1 = act(e.ln1, dim), mlp_sum = act(e.mlp_sum, dim);
+    const Tensor fc = act(e.fc_out, wide), gelu = act(e.gelu_out, wide);
+    const Tensor next = act(l + 1 < encoders_.size() ? encoders_[l + 1].input : x_out_, dim);
+    e.attn->forward(input, branch, batch.attention_mask, step_);
     e.attn_drop->forward(branch, branch, step_);
-    residual_.forward(x, branch, r);
-    e.ln_1->forward(r, h);
-    e.fc->forward(h, f);
-    gelu_.forward(f, g);
-    e.proj->forward(g, branch);
+    residual_.forward(input, branch, attn_sum);
+    e.ln_1->forward(attn_sum, ln1);
+    e.fc->forward(ln1, fc);
+    gelu_.forward(fc, gelu);
+    e.proj->forward(gelu, branch);
     e.mlp_drop->forward(branch, branch, step_);
-    residual_.forward(h, branch, s);
-    e.ln_2->forward(s, next);
+    residual_.forward(ln1, branch, mlp_sum);
+    e.ln_2->forward(mlp_sum, next);
   }
 
   const Tensor hidden = act(x_out_, dim);
-  mlm_dense_->forward(hidden, act(md_, dim));
-  gelu_.forward(act(md_, dim), act(mg_, dim));
-  mlm_ln_->forward(act(mg_, dim), act(mln_, dim));
-  word_->project(act(mln_, dim), logits());
+  mlm_dense_->forward(hidden, act(mlm_dense_out_, dim));
+  gelu_.forward(act(mlm_dense_out_, dim), act(mlm_gelu_out_, dim));
+  mlm_ln_->forward(act(mlm_gelu_out_, dim), act(mlm_ln_out_, dim));
+  word_->project(act(mlm_ln_out_, dim), logits());
   mlm_bias_->forward(logits());
   float loss = mlm_loss_->forward(logits(), batch.targets);
   if (config_.nsp) {
@@ -232,12 +242,13 @@ float Bert::forward(const Batch& batch) {
 
 void Bert::forward_nsp(const Tensor& hidden) {
   const std::int64_t dim = config_.n_embd;
-  const Tensor cls = arena_.view(cls_, {b_, dim}), pooled = arena_.view(pooled_, {b_, dim});
-  for (std::int64_t b = 0; b < b_; ++b) {  // the first token of every sequence
-    ops::copy(hidden.data<float>() + b * t_ * dim, cls.data<float>() + b * dim,
+  const Tensor first = arena_.view(first_tokens_, {b_, dim});
+  const Tensor pooled = arena_.view(pooled_, {b_, dim});
+  for (std::int64_t b = 0; b < b_; ++b) {
+    ops::copy(first_token(hidden, b).data<float>(), first.slice_rows(b, b + 1).data<float>(),
               static_cast<std::size_t>(dim));
   }
-  pooler_->forward(cls, pooled);
+  pooler_->forward(first, pooled);
   tanh_.forward(pooled, pooled);
   nsp_->forward(pooled, nsp_logits());
 }
@@ -249,61 +260,67 @@ void Bert::backward_nsp() {
   nsp_->backward(pooled, nsp_logits(), dpooled);
   ready(layer_nsp_);
   tanh_.backward(pooled, dpooled, dpooled);
-  pooler_->backward(arena_.view(cls_, {b_, dim}), dpooled, arena_.view(dcls_, {b_, dim}));
+  pooler_->backward(arena_.view(first_tokens_, {b_, dim}), dpooled,
+                    arena_.view(dfirst_tokens_, {b_, dim}));
   ready(layer_pooler_);
 }
 
 void Bert::backward_layers() {
   const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
-  const Tensor g0 = act(g0_, dim), g1 = act(g1_, dim), g2 = act(g2_, dim), g3 = act(g3_, dim);
-  const Tensor gw = act(g_wide_, wide);
-  const std::size_t n = static_cast<std::size_t>(g0.numel());
+  const Tensor dres = act(dres_, dim), dmid = act(dmid_, dim);
+  const Tensor dbranch = act(dbranch_, dim), dbranch_alt = act(dbranch_alt_, dim);
+  const Tensor dwide = act(dwide_, wide);
 
   if (config_.nsp) backward_nsp();  // declared last, so reported first
   mlm_loss_->forward_backward(logits(), batch_.targets, logits());
   mlm_bias_->backward(logits());
-  word_->project_backward(act(mln_, dim), logits(), g1);  // tied decoder: adds into dword
+  // The head runs on the encoders' scratch and leaves the hidden state's gradient in dres.
+  word_->project_backward(act(mlm_ln_out_, dim), logits(), dmid);  // tied: adds into dword
   ready(layer_mlm_bias_);
-  mlm_ln_->backward(act(mg_, dim), g1, g2);
+  mlm_ln_->backward(act(mlm_gelu_out_, dim), dmid, dbranch);
   ready(layer_mlm_ln_);
-  gelu_.backward(act(md_, dim), g2, g2);
-  mlm_dense_->backward(act(x_out_, dim), g2, g0);
+  gelu_.backward(act(mlm_dense_out_, dim), dbranch, dbranch);
+  mlm_dense_->backward(act(x_out_, dim), dbranch, dres);
   ready(layer_mlm_dense_);
-  if (config_.nsp) {  // the pooler read the first token of every sequence
-    const float* dcls = arena_.data(dcls_);
+  if (config_.nsp) {  // the first tokens fed the MLM head and the pooler: join both paths
+    const Tensor dfirst_tokens = arena_.view(dfirst_tokens_, {b_, dim});
     for (std::int64_t b = 0; b < b_; ++b) {
-      ops::axpy(1.0f, dcls + b * dim, g0.data<float>() + b * t_ * dim, static_cast<std::size_t>(dim));
+      const Tensor dfirst = first_token(dres, b);
+      first_tokens_join_.backward(dfirst, dfirst_tokens.slice_rows(b, b + 1), dfirst);
     }
   }
 
-  // g0 holds the gradient of the layer output; the residual adds' backward is the fan-out
-  // of that gradient to both summands, realised by adding each branch's input gradient.
+  // dres holds the gradient of the layer output, dmid that of the stream between the two
+  // sublayers. A residual add hands its gradient unchanged to the branch, whose backward
+  // reads it in place; where the branch forked off, residual_.backward joins the branch's
+  // input gradient into the skip's (in place).
   for (auto it = encoders_.rbegin(); it != encoders_.rend(); ++it) {
     Encoder& e = *it;
-    const Tensor x = act(e.x, dim), r = act(e.r, dim), h = act(e.h, dim), s = act(e.s, dim);
-    const Tensor f = act(e.f, wide), g = act(e.g, wide);
-    e.ln_2->backward(s, g0, g1);
+    const Tensor input = act(e.input, dim), attn_sum = act(e.attn_sum, dim);
+    const Tensor ln1 = act(e.ln1, dim), mlp_sum = act(e.mlp_sum, dim);
+    const Tensor fc = act(e.fc_out, wide), gelu = act(e.gelu_out, wide);
+    e.ln_2->backward(mlp_sum, dres, dmid);
     ready(e.layer_ln_2);
-    e.proj->backward(g, dropout_grad(*e.mlp_drop, g1, g2), gw);
+    e.proj->backward(gelu, dropout_grad(*e.mlp_drop, dmid, dbranch), dwide);
     ready(e.layer_proj);
-    gelu_.backward(f, gw, gw);
-    e.fc->backward(h, gw, g2);
+    gelu_.backward(fc, dwide, dwide);
+    e.fc->backward(ln1, dwide, dbranch);
     ready(e.layer_fc);
-    ops::axpy(1.0f, g2.data<float>(), g1.data<float>(), n);  // dh = skip + mlp branch
-    e.ln_1->backward(r, g1, g0);
+    residual_.backward(dmid, dbranch, dmid);  // d(ln1) = skip + mlp branch
+    e.ln_1->backward(attn_sum, dmid, dres);
     ready(e.layer_ln_1);
-    e.attn->backward(x, dropout_grad(*e.attn_drop, g0, g2), g3, step_);
+    e.attn->backward(input, dropout_grad(*e.attn_drop, dres, dbranch), dbranch_alt, step_);
     ready(e.layer_attn);
-    ops::axpy(1.0f, g3.data<float>(), g0.data<float>(), n);  // dx = skip + attention branch
+    residual_.backward(dres, dbranch_alt, dres);  // d(input) = skip + attention branch
   }
-  emb_drop_->backward(g0, g0, step_);
-  emb_ln_->backward(act(emb_sum_, dim), g0, g1);
+  emb_drop_->backward(dres, dres, step_);
+  emb_ln_->backward(act(emb_sum_, dim), dres, dmid);  // dmid: the embedding sum's gradient
   ready(layer_emb_ln_);
-  token_type_->backward(types_, g1);
+  token_type_->backward(types_, dmid);
   ready(layer_token_type_);
-  position_->backward_positions(g1);
+  position_->backward_positions(dmid);
   ready(layer_position_);
-  word_->backward(batch_.tokens, g1);
+  word_->backward(batch_.tokens, dmid);
   ready(layer_word_);
 }
 

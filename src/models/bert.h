@@ -35,7 +35,8 @@
 namespace sparq {
 
 // The decoder bias of a tied output head: logits[r, :] += bias. "<prefix>.bias" [vocab],
-// zeros, no weight decay. backward ADDS the column sums of dlogits into dbias.
+// zeros, no weight decay. backward adds the column sums of dlogits into dbias (see Note
+// [Gradient rule], layers/param_set.h).
 class VocabBias : public ParamLayer {
  public:
   VocabBias(std::string prefix, std::int64_t vocab);
@@ -63,7 +64,9 @@ class Bert : public Model {
     std::unique_ptr<LayerNorm> ln_1, ln_2;
     std::unique_ptr<Linear> fc, proj;
     std::unique_ptr<Dropout> attn_drop, mlp_drop;
-    int x = -1, r = -1, h = -1, f = -1, g = -1, s = -1;  // arena slots
+    // Arena slots, kept for backward: the layer input, input + attention (ln_1's x),
+    // ln_1 out, fc out, GELU out, ln_1 out + mlp (ln_2's x).
+    int input = -1, attn_sum = -1, ln1 = -1, fc_out = -1, gelu_out = -1, mlp_sum = -1;
     int layer_attn = -1, layer_ln_1 = -1, layer_fc = -1, layer_proj = -1, layer_ln_2 = -1;
   };
 
@@ -85,11 +88,18 @@ class Bert : public Model {
   Gelu gelu_{GeluKind::kErf, "gelu"};
   Tanh tanh_{"pooler.tanh"};
   Residual residual_{"residual"};
+  // The first tokens have two consumers, the MLM head and the pooler: backward joins both.
+  Residual first_tokens_join_{"pooler.input"};
 
   ActivationArena arena_;
-  int emb_sum_ = -1, x_out_ = -1, md_ = -1, mg_ = -1, mln_ = -1, logits_ = -1;
-  int cls_ = -1, pooled_ = -1, nsp_logits_ = -1, dcls_ = -1, dpooled_ = -1;
-  int g0_ = -1, g1_ = -1, g2_ = -1, g3_ = -1, g_wide_ = -1;
+  int emb_sum_ = -1, x_out_ = -1, logits_ = -1;  // embedding sum, last encoder out, MLM logits
+  int mlm_dense_out_ = -1, mlm_gelu_out_ = -1, mlm_ln_out_ = -1;
+  // NSP: each sequence's first token (the pooler's input), pooler out, logits, gradients.
+  int first_tokens_ = -1, pooled_ = -1, nsp_logits_ = -1, dfirst_tokens_ = -1, dpooled_ = -1;
+  // Gradient scratch: the stream at encoder boundaries (forward borrows it for a branch's
+  // output), the stream between an encoder's two sublayers, a branch's gradient, a second
+  // one (attention's input gradient: a layer's dx may not alias its dy), the MLP's wide one.
+  int dres_ = -1, dmid_ = -1, dbranch_ = -1, dbranch_alt_ = -1, dwide_ = -1;
   Buffer zero_types_;  // i32 zeros, the token types of a batch that gives none
   int layer_word_ = -1, layer_position_ = -1, layer_token_type_ = -1, layer_emb_ln_ = -1;
   int layer_mlm_dense_ = -1, layer_mlm_ln_ = -1, layer_mlm_bias_ = -1;

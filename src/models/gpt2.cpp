@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/check.h"
-#include "core/ops.h"
 
 namespace sparq {
 
@@ -55,12 +54,12 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
       "loss", CrossEntropy::Config{c.padded_vocab(), c.vocab_size, kIgnoreIndex, rows});
 
   x_out_ = arena_.reserve(rows * dim);
-  lnf_ = arena_.reserve(rows * dim);
+  ln_f_out_ = arena_.reserve(rows * dim);
   logits_ = arena_.reserve(rows * c.padded_vocab());
-  g0_ = arena_.reserve(rows * dim);
-  g1_ = arena_.reserve(rows * dim);
-  g2_ = arena_.reserve(rows * dim);
-  g_wide_ = arena_.reserve(rows * c.ffn_dim);
+  dres_ = arena_.reserve(rows * dim);
+  dbranch_ = arena_.reserve(rows * dim);
+  dbranch_alt_ = arena_.reserve(rows * dim);
+  dwide_ = arena_.reserve(rows * c.ffn_dim);
   arena_.allocate();
 }
 
@@ -107,7 +106,7 @@ float Gpt2::forward(const Batch& batch) {
   wpe_->forward_positions(x0, /*accumulate=*/true);
   emb_drop_->forward(x0, x0, step_);
 
-  const Tensor branch = act(g0_, dim);  // a branch's output before it joins the stream
+  const Tensor branch = act(dres_, dim);  // a branch's output before it joins the stream
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     Block& blk = blocks_[l];
     const Tensor x = act(blk.x, dim), ln1 = act(blk.ln1, dim), mid = act(blk.mid, dim);
@@ -124,8 +123,8 @@ float Gpt2::forward(const Batch& batch) {
     blk.mlp_drop->forward(branch, branch, step_);
     residual_.forward(mid, branch, next);
   }
-  ln_f_->forward(act(x_out_, dim), act(lnf_, dim));
-  wte_->project(act(lnf_, dim), logits());
+  ln_f_->forward(act(x_out_, dim), act(ln_f_out_, dim));
+  wte_->project(act(ln_f_out_, dim), logits());
   const float loss = loss_->forward(logits(), batch.targets);
   has_forward_ = true;
   return loss;
@@ -133,37 +132,38 @@ float Gpt2::forward(const Batch& batch) {
 
 void Gpt2::backward_layers() {
   const std::int64_t dim = config_.n_embd, wide = config_.ffn_dim;
-  const Tensor dres = act(g0_, dim), d1 = act(g1_, dim), d2 = act(g2_, dim);
-  const Tensor dwide = act(g_wide_, wide);
-  const std::size_t n = static_cast<std::size_t>(dres.numel());
+  const Tensor dres = act(dres_, dim), dbranch = act(dbranch_, dim);
+  const Tensor dbranch_alt = act(dbranch_alt_, dim), dwide = act(dwide_, wide);
 
   // The logits' buffer receives their gradient: they are not needed any more.
   loss_->forward_backward(logits(), batch_.targets, logits());
-  wte_->project_backward(act(lnf_, dim), logits(), d1);  // tied head: adds into dwte
-  ln_f_->backward(act(x_out_, dim), d1, dres);
+  // The head runs on the blocks' scratch and leaves the final stream's gradient in dres.
+  wte_->project_backward(act(ln_f_out_, dim), logits(), dbranch);  // tied: adds into dwte
+  ln_f_->backward(act(x_out_, dim), dbranch, dres);
   ready(layer_ln_f_);
 
-  // dres carries the gradient of the residual stream; each branch's input gradient is
-  // added to it where the branch forked off (the residual add's backward is that fan-out).
+  // dres carries the gradient of the residual stream. A residual add hands it unchanged to
+  // its branch, whose backward reads it in place; where the branch forked off the stream,
+  // residual_.backward joins the branch's input gradient into it (dres = dres + dbranch).
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
     Block& blk = *it;
     const Tensor x = act(blk.x, dim), ln1 = act(blk.ln1, dim), mid = act(blk.mid, dim);
     const Tensor ln2 = act(blk.ln2, dim), fc = act(blk.fc_out, wide), gelu = act(blk.gelu_out, wide);
 
-    blk.proj->backward(gelu, dropout_grad(*blk.mlp_drop, dres, d1), dwide);
+    blk.proj->backward(gelu, dropout_grad(*blk.mlp_drop, dres, dbranch), dwide);
     ready(blk.layer_proj);
     gelu_.backward(fc, dwide, dwide);
-    blk.fc->backward(ln2, dwide, d1);
+    blk.fc->backward(ln2, dwide, dbranch);
     ready(blk.layer_fc);
-    blk.ln_2->backward(mid, d1, d2);
+    blk.ln_2->backward(mid, dbranch, dbranch_alt);
     ready(blk.layer_ln_2);
-    ops::axpy(1.0f, d2.data<float>(), dres.data<float>(), n);
+    residual_.backward(dres, dbranch_alt, dres);
 
-    blk.attn->backward(ln1, dropout_grad(*blk.attn_drop, dres, d1), d2, step_);
+    blk.attn->backward(ln1, dropout_grad(*blk.attn_drop, dres, dbranch), dbranch_alt, step_);
     ready(blk.layer_attn);
-    blk.ln_1->backward(x, d2, d1);
+    blk.ln_1->backward(x, dbranch_alt, dbranch);
     ready(blk.layer_ln_1);
-    ops::axpy(1.0f, d1.data<float>(), dres.data<float>(), n);
+    residual_.backward(dres, dbranch, dres);
   }
   emb_drop_->backward(dres, dres, step_);
   wpe_->backward_positions(dres);

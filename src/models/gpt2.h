@@ -64,8 +64,10 @@ class Gpt2 : public Model {
   Residual residual_{"residual"};
 
   ActivationArena arena_;
-  int x_out_ = -1, lnf_ = -1, logits_ = -1;        // final residual stream, ln_f out, logits
-  int g0_ = -1, g1_ = -1, g2_ = -1, g_wide_ = -1;  // scratch shared by forward and backward
+  int x_out_ = -1, ln_f_out_ = -1, logits_ = -1;  // final residual stream, ln_f out, logits
+  // Gradient scratch: the residual stream's (forward borrows it for a branch's output), a
+  // branch's, a second one (a layer's dx may not alias its dy), the MLP's wide one.
+  int dres_ = -1, dbranch_ = -1, dbranch_alt_ = -1, dwide_ = -1;
   int layer_wte_ = -1, layer_wpe_ = -1, layer_ln_f_ = -1;
 
   Batch batch_;  // views of the last forward's inputs

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
@@ -78,6 +80,28 @@ Tensor Model::dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& 
   if (!step_.training || drop.p() == 0.0f) return dy;
   drop.backward(dy, scratch, step_);
   return scratch;
+}
+
+Model::Score Model::score(const Batch& batch) const {
+  SPARQ_CHECK(has_forward_, "{}: score() needs a forward() and no backward() since", config_.spec);
+  const bool lm = config_.is_language_model();
+  const Tensor z = logits();
+  const Tensor& targets = lm ? batch.targets : batch.labels;
+  // LM logits are [B, T, padded_vocab] against targets [B, T]; VGG's [B, K] against [B].
+  const Shape expected = lm ? Shape{z.dim(0), z.dim(1)} : Shape{z.dim(0)};
+  check_batch_tensor(config_.spec, lm ? "targets" : "labels", targets, DType::kI32, expected);
+  const std::int64_t width = z.dim(-1), rows = z.numel() / width;
+  const std::int64_t real = lm ? config_.vocab_size : width;  // columns that can be predicted
+  const float* p = z.data<float>();
+  const std::int32_t* y = targets.data<std::int32_t>();
+  Score s;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (lm && y[r] == kIgnoreIndex) continue;
+    const float* row = p + r * width;
+    ++s.count;
+    s.correct += std::max_element(row, row + real) - row == y[r];
+  }
+  return s;
 }
 
 std::int64_t Model::param_count() const {

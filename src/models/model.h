@@ -10,8 +10,9 @@
 //   model->bind(store);               // layers get views; callback ranges are fixed here
 //   loop: model->set_step(step); loss = model->forward(batch); model->backward(on_ready);
 //
-// Gradients follow the layer rule: backward ADDS into the store's gradient buffer (zero it
-// between optimizer steps; not zeroing accumulates micro-batches).
+// Gradients: see Note [Gradient rule] (layers/param_set.h). A model's backward is its layers'
+// backwards, so it too ADDS into the store's gradient buffer: zero it between optimizer
+// steps; not zeroing accumulates micro-batches.
 //
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A
@@ -95,6 +96,19 @@ class Model {
   // vocab_size are never predicted) or [B, num_classes] (VGG). backward() consumes LM logits
   // (their buffer receives the logits' gradient), so read them before.
   virtual Tensor logits() const = 0;
+
+  // What evaluation counts in one micro-batch.
+  struct Score {
+    std::int64_t count = 0;    // targets evaluated
+    std::int64_t correct = 0;  // of them, where the argmax of the logits is the target
+  };
+  // Counts of the last forward(batch), with the same batch; before backward(), which consumes
+  // LM logits. LMs count targets != kIgnoreIndex (BERT: the MLM targets, not NSP) and take the
+  // argmax over the vocab_size real columns, never the padded ones; VGG counts every image.
+  // Ties go to the lowest index. Written once here, not per architecture: the models differ
+  // only in where the targets are and how many logit columns are real, which config_ says.
+  Score score(const Batch& batch) const;
+
   // Non-trainable state a checkpoint must save (BatchNorm running statistics).
   virtual std::vector<StateTensor> state() const { return {}; }
 

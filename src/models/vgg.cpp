@@ -51,8 +51,8 @@ Vgg::Vgg(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   logits_ = arena_.reserve(batch * c.num_classes);
   dlogits_ = arena_.reserve(batch * c.num_classes);
   // Two ping-pong gradient buffers as large as the widest activation.
-  g0_ = arena_.reserve(batch * widest);
-  g1_ = arena_.reserve(batch * widest);
+  dmap_a_ = arena_.reserve(batch * widest);
+  dmap_b_ = arena_.reserve(batch * widest);
   arena_.allocate();
 }
 
@@ -130,13 +130,13 @@ void Vgg::backward_layers() {
   loss_->forward_backward(logits(), batch_.labels, dlogits);
   const Stage& last = stages_.back();
   classifier_->backward(flatten(image_view(last.out, last.out_c, last.out_hw)), dlogits,
-                        flatten(image_view(g0_, last.out_c, last.out_hw)));
+                        flatten(image_view(dmap_a_, last.out_c, last.out_hw)));
   ready(layer_classifier_);
 
   // Two gradient buffers: `cur` holds the gradient of the current stage's output. A pool
   // writes its input gradient to the other buffer; a conv block goes through the other
   // buffer (BN's input gradient) and lands back in `cur` (conv's input gradient).
-  int cur = g0_, other = g1_;
+  int cur = dmap_a_, other = dmap_b_;
   for (std::size_t i = stages_.size(); i-- > 0;) {
     const Stage& st = stages_[i];
     const bool first = i == 0;

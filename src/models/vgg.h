@@ -59,7 +59,8 @@ class Vgg : public Model {
   std::unique_ptr<CrossEntropy> loss_;
   Relu relu_{"relu"};
   ActivationArena arena_;
-  int logits_ = -1, dlogits_ = -1, g0_ = -1, g1_ = -1;
+  int logits_ = -1, dlogits_ = -1;
+  int dmap_a_ = -1, dmap_b_ = -1;  // feature-map gradients, used alternately by backward
   int layer_classifier_ = -1;
   std::int64_t features_ = 0;  // classifier input width
   Batch batch_;

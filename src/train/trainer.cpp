@@ -18,14 +18,6 @@
 #include "train/safetensors.h"
 
 namespace sparq::train {
-namespace {
-
-// Index of the largest of n logits.
-std::int64_t argmax(const float* x, std::int64_t n) {
-  return std::max_element(x, x + n) - x;
-}
-
-}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm)
     : config_(config), comm_(comm) {}
@@ -232,26 +224,10 @@ EvalMetrics Trainer::evaluate() {
   for (int i = 0; i < config_.train.eval_batches; ++i) {
     const Batch b = eval_data_->next(0);
     const float loss = model_->forward(b);
-    const Tensor logits = model_->logits();
-    const float* z = logits.data<float>();
-    std::int64_t count = 0, correct = 0;
-    if (lm) {
-      const std::int64_t v = logits.shape()[2], n = b.targets.numel();
-      const std::int32_t* y = b.targets.data<std::int32_t>();
-      for (std::int64_t j = 0; j < n; ++j) {
-        if (y[j] == kIgnoreIndex) continue;
-        ++count;
-        correct += argmax(z + j * v, config_.model.vocab_size) == y[j];
-      }
-    } else {
-      const std::int64_t k = logits.shape()[1], n = b.labels.numel();
-      const std::int32_t* y = b.labels.data<std::int32_t>();
-      for (std::int64_t j = 0; j < n; ++j) correct += argmax(z + j * k, k) == y[j];
-      count = n;
-    }
-    sums[0] += loss * static_cast<float>(count);
-    sums[1] += static_cast<float>(count);
-    sums[2] += static_cast<float>(correct);
+    const Model::Score score = model_->score(b);
+    sums[0] += loss * static_cast<float>(score.count);
+    sums[1] += static_cast<float>(score.count);
+    sums[2] += static_cast<float>(score.correct);
   }
   const Status s = engine_->run("eval allreduce", step_, [&](comm::Communicator& cm) {
     cm.allreduce(sums, sums, 3, DType::kF32, comm::ReduceOp::kSum);

@@ -85,7 +85,7 @@ TEST(MultiHeadAttention, TwoBackwardCallsAccumulateAndDropoutRepeats) {
     for (std::size_t i = 0; i < now.size(); ++i) ASSERT_NEAR(now[i], 2 * first[p][i], 1e-5f * scale) << p;
   }
   EXPECT_EQ(dx, dx1);
-  EXPECT_EQ(mha.param_range(store).offset, store.entry("attn.qkv.weight").offset);
+  EXPECT_EQ(store.range_of(mha.param_names()).offset, store.entry("attn.qkv.weight").offset);
 }
 
 TEST(CrossEntropy, HandComputedForwardWithIgnoreAndPaddedVocab) {

@@ -64,7 +64,7 @@ TEST(Linear, TwoBackwardCallsAccumulateParamsAndOverwriteInput) {
   for (std::size_t i = 0; i < dw1.size(); ++i) EXPECT_FLOAT_EQ(dw2[i], 2 * dw1[i]);
   for (std::size_t i = 0; i < db1.size(); ++i) EXPECT_FLOAT_EQ(db2[i], 2 * db1[i]);
   for (std::size_t i = 0; i < dx.size(); ++i) EXPECT_FLOAT_EQ(dx[i], dx1[i]);
-  EXPECT_EQ(lin.param_range(store).count,
+  EXPECT_EQ(store.range_of(lin.param_names()).count,
             store.entry("fc.bias").offset + 3 - store.entry("fc.weight").offset);
 }
 
@@ -175,14 +175,20 @@ TEST(Embedding, BackwardMatchesFiniteDifferences) {
   }, table, dtable, "dtable");
 }
 
-TEST(Residual, FanOutOverwritesBothInputs) {
-  Residual res;
-  std::vector<float> a{1, 2}, b{3, 4}, y(2), dy{5, 6}, da{9, 9}, db{9, 9};
+TEST(Residual, BackwardJoinsTheBranchGradientIntoTheSkip) {
+  Residual res("h.0.residual");
+  std::vector<float> a{1, 2}, b{3, 4}, y(2), dy{5, 6}, dbranch{0.5f, -2}, dx{9, 9};
   res.forward(testing::view(a, {2}), testing::view(b, {2}), testing::view(y, {2}));
   EXPECT_EQ(y, (std::vector<float>{4, 6}));
-  res.backward(testing::view(dy, {2}), testing::view(da, {2}), testing::view(db, {2}));
-  EXPECT_EQ(da, dy);
-  EXPECT_EQ(db, dy);
+  res.backward(testing::view(dy, {2}), testing::view(dbranch, {2}), testing::view(dx, {2}));
+  EXPECT_EQ(dx, (std::vector<float>{5.5f, 4}));  // overwritten: the 9s are not read
+  // In place, as the models call it: the stream's gradient becomes dx.
+  res.backward(testing::view(dy, {2}), testing::view(dbranch, {2}), testing::view(dy, {2}));
+  EXPECT_EQ(dy, dx);
+  std::vector<float> short_branch(1);
+  EXPECT_DEATH(res.backward(testing::view(dy, {2}), testing::view(short_branch, {1}),
+                            testing::view(dx, {2})),
+               "h.0.residual: dy .* and dbranch .* differ in size");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "layers/param_set.h"
 
 namespace sparq {
 
@@ -30,7 +31,7 @@ template <typename T>
 void tanh_backward(const T* y, const T* dy, T* dx, std::int64_t n);
 }  // namespace cpu
 
-class Relu {
+class Relu : public LayerBase {
  public:
   explicit Relu(std::string name = "relu") : name_(std::move(name)) {}
   void forward(const Tensor& x, const Tensor& y) const;
@@ -40,7 +41,7 @@ class Relu {
   std::string name_;
 };
 
-class Gelu {
+class Gelu : public LayerBase {
  public:
   explicit Gelu(GeluKind kind, std::string name = "gelu") : kind_(kind), name_(std::move(name)) {}
   void forward(const Tensor& x, const Tensor& y) const;
@@ -52,7 +53,7 @@ class Gelu {
   std::string name_;
 };
 
-class Tanh {
+class Tanh : public LayerBase {
  public:
   explicit Tanh(std::string name = "tanh") : name_(std::move(name)) {}
   void forward(const Tensor& x, const Tensor& y) const;

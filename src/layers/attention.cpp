@@ -32,6 +32,7 @@ void MultiHeadAttention::declare(ParamStore& store) const {
 void MultiHeadAttention::bind(const ParamStore& store) {
   qkv_proj_.bind(store);
   out_proj_.bind(store);
+  bind_context(store.context());
 }
 
 std::vector<std::string> MultiHeadAttention::param_names() const {

@@ -22,7 +22,7 @@
 
 namespace sparq {
 
-class MultiHeadAttention {
+class MultiHeadAttention : public LayerBase {
  public:
   struct Config {
     std::int64_t dim = 0;     // C

@@ -19,6 +19,7 @@
 
 #include "core/buffer.h"
 #include "core/tensor.h"
+#include "layers/param_set.h"
 
 namespace sparq {
 
@@ -31,7 +32,7 @@ double cross_entropy(const T* logits, const std::int32_t* targets, T* dlogits, T
                      T dloss);
 }  // namespace cpu
 
-class CrossEntropy {
+class CrossEntropy : public LayerBase {
  public:
   struct Config {
     std::int64_t vocab = 0;        // V, the logits' width

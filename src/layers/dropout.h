@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "layers/param_set.h"
 
 namespace sparq {
 
@@ -49,7 +50,7 @@ template <typename T>
 void dropout_apply(const DropoutKey& key, float p, const T* x, T* y, std::int64_t n);
 }  // namespace cpu
 
-class Dropout {
+class Dropout : public LayerBase {
  public:
   // layer_index must be unique among the dropout sites of a model (it selects the stream).
   Dropout(std::string name, float p, std::uint32_t layer_index);

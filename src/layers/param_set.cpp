@@ -2,6 +2,10 @@
 
 #include "core/check.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#endif
+
 namespace sparq {
 
 int ParamSet::add(const std::string& name, Shape shape, Init init, bool weight_decay) {
@@ -47,11 +51,15 @@ std::vector<std::string> ParamSet::names() const {
   return out;
 }
 
+#if SPARQ_HAS_CUDA
+cudaStream_t LayerBase::stream() const { return context_->cuda().stream.get(); }
+#endif
+
 void check_arg(const Tensor& t, const Shape& expected, const std::string& layer, const char* arg,
-               DType dtype) {
+               DType dtype, Device device) {
   SPARQ_CHECK(!t.empty(), "{}: {} is an empty view", layer, arg);
-  SPARQ_CHECK(t.is_cpu(), "{}: {} is on {}, this kernel runs on the CPU", layer, arg,
-              device_name(t.device()));
+  SPARQ_CHECK(t.device() == device, "{}: {} is on {}, this call runs on {}", layer, arg,
+              device_name(t.device()), device_name(device));
   SPARQ_CHECK(t.dtype() == dtype, "{}: {} holds {}, expected {}", layer, arg,
               dtype_name(t.dtype()), dtype_name(dtype));
   SPARQ_CHECK(t.shape() == expected, "{}: {} has shape {}, expected {}", layer, arg,
@@ -59,9 +67,10 @@ void check_arg(const Tensor& t, const Shape& expected, const std::string& layer,
 }
 
 std::int64_t check_rows(const Tensor& t, std::int64_t last, const std::string& layer,
-                        const char* arg) {
-  SPARQ_CHECK(!t.empty() && t.is_cpu() && t.dtype() == DType::kF32,
-              "{}: {} must be a non-empty host f32 view, got {}", layer, arg, t.str());
+                        const char* arg, Device device) {
+  SPARQ_CHECK(!t.empty() && t.device() == device && t.dtype() == DType::kF32,
+              "{}: {} must be a non-empty f32 view on {}, got {}", layer, arg,
+              device_name(device), t.str());
   SPARQ_CHECK(t.ndim() >= 1 && t.dim(-1) == last, "{}: {} has shape {}, last dim must be {}",
               layer, arg, t.shape().str(), last);
   return t.numel() / last;

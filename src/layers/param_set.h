@@ -34,15 +34,52 @@
 //     store, activations in the model's arena.
 // Layer-specific facts (which aliasing is allowed, fused forward/backward, lookups without
 // an input gradient, an empty dx meaning "not needed") are stated in that layer's header.
+//
+// Note [Layer dispatch]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A layer runs in one ExecContext (core/exec_context.h) and dispatches every call ONCE, on
+// its context's device, to one of two implementations with the same math:
+//   * cpu::<name>(...) in the layer's .cpp: the reference, always built;
+//   * cuda::<name>(..., stream) declared in layers/cuda/<layer>_cuda.h (a header free of fmt
+//     and of sparq's Status, which nvcc cannot compile) and defined in layers/cuda/<layer>.cu:
+//     it only ENQUEUES on the context's compute stream (LayerBase::stream()), never syncs.
+// Per-element math both sides do (dtype conversion, Philox draws, GELU) is one SPARQ_HOST_DEVICE
+// function, so the CPU tests cover the device's arithmetic too. Every tensor of a call must
+// live on the context's device: check_arg/check_rows take that device and name the argument
+// that is elsewhere. Layers with parameters take the context from the store at bind(); the
+// others get it from their model (bind_context()); both default to the CPU context. A layer
+// without a CUDA implementation yet refuses device tensors with a message naming it (its
+// checks still pass Device::kCPU).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/exec_context.h"
 #include "core/param_store.h"
 #include "core/tensor.h"
 
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace sparq {
+
+// The context a layer runs in (Note [Layer dispatch]).
+class LayerBase {
+ public:
+  void bind_context(const ExecContext& context) { context_ = &context; }
+  const ExecContext& context() const { return *context_; }
+  Device device() const { return context_->device(); }
+  bool on_cuda() const { return context_->is_cuda(); }
+#if SPARQ_HAS_CUDA
+  // The compute stream of a CUDA context; a fatal error on the CPU.
+  cudaStream_t stream() const;
+#endif
+
+ private:
+  const ExecContext* context_ = &ExecContext::cpu();
+};
 
 class ParamSet {
  public:
@@ -70,12 +107,16 @@ class ParamSet {
   bool bound_ = false;
 };
 
-class ParamLayer {
+class ParamLayer : public LayerBase {
  public:
   explicit ParamLayer(std::string prefix) : params_(std::move(prefix)) {}
 
   void declare(ParamStore& store) const { params_.declare(store); }
-  void bind(const ParamStore& store) { params_.bind(store); }
+  // Binds the views and runs in the store's context from now on.
+  void bind(const ParamStore& store) {
+    params_.bind(store);
+    bind_context(store.context());
+  }
   std::vector<std::string> param_names() const { return params_.names(); }
   const std::string& name() const { return params_.prefix(); }
 
@@ -83,13 +124,14 @@ class ParamLayer {
   ParamSet params_;
 };
 
-// Checks a host f32 (or other dtype) view against the expected shape; the message names
-// the layer and the argument, e.g. "h.0.ln_1: x has shape [4, 7], expected [4, 8]".
+// Checks a view on `device` (the layer's context's, Note [Layer dispatch]) of `dtype` against
+// the expected shape; the message names the layer and the argument, e.g. "h.0.ln_1: x has
+// shape [4, 7], expected [4, 8]" or "h.0.ln_1: x is on cuda, this call runs on cpu".
 void check_arg(const Tensor& t, const Shape& expected, const std::string& layer, const char* arg,
-               DType dtype = DType::kF32);
-// Same, for layers that accept any leading dimensions: the last dim must equal `last` and
-// the result is the number of rows (product of the leading dims).
+               DType dtype = DType::kF32, Device device = Device::kCPU);
+// Same, for layers that accept any leading dimensions (f32 only): the last dim must equal
+// `last` and the result is the number of rows (product of the leading dims).
 std::int64_t check_rows(const Tensor& t, std::int64_t last, const std::string& layer,
-                        const char* arg);
+                        const char* arg, Device device = Device::kCPU);
 
 }  // namespace sparq

@@ -16,6 +16,7 @@
 
 #include "core/buffer.h"
 #include "core/tensor.h"
+#include "layers/param_set.h"
 
 namespace sparq {
 
@@ -36,7 +37,7 @@ template <typename T>
 void avg_pool_backward(const PoolGeom& g, const T* dy, T* dx);
 }  // namespace cpu
 
-class MaxPool2d {
+class MaxPool2d : public LayerBase {
  public:
   struct Config {
     std::int64_t channels = 0, in_h = 0, in_w = 0;
@@ -58,7 +59,7 @@ class MaxPool2d {
   std::int64_t batch_ = 0;  // of the last forward
 };
 
-class AdaptiveAvgPool2d {
+class AdaptiveAvgPool2d : public LayerBase {
  public:
   AdaptiveAvgPool2d(std::string name, std::int64_t out_h, std::int64_t out_w);
   // x [N, C, H, W] -> y [N, C, out_h, out_w]; dx gets x's shape.

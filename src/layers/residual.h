@@ -14,10 +14,11 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "layers/param_set.h"
 
 namespace sparq {
 
-class Residual {
+class Residual : public LayerBase {
  public:
   explicit Residual(std::string name = "residual") : name_(std::move(name)) {}
   // a, b, y: host f32 with the same element count.

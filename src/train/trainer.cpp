@@ -14,6 +14,7 @@
 #include "core/ops.h"
 #include "core/threading.h"
 #include "core/timer.h"
+#include "train/hf_gpt2.h"
 #include "train/safetensors.h"
 
 namespace sparq::train {

@@ -59,10 +59,10 @@ struct Figures {
   double step_ms = 0, exposed_ms = 0, hidden = 0, bytes = 0;
   int steps = 0;
   void add(const train::StepMetrics& m) {
-    step_ms += m.step_ms;
-    exposed_ms += m.exposed_comm_ms;
-    hidden += m.hidden_fraction;
-    bytes += static_cast<double>(m.bytes_sent);
+    step_ms += m.result.step_ms;
+    exposed_ms += m.result.comm.exposed_ms;
+    hidden += m.result.comm.hidden_fraction();
+    bytes += static_cast<double>(m.result.comm.bytes_sent);
     ++steps;
   }
 };

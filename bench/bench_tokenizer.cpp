@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/file_io.h"
 #include "core/timer.h"
-#include "data/file_util.h"
 #include "data/gpt2_pretokenize.h"
 #include "data/tokenizer.h"
 #include "data/unicode.h"
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads for the parallel row")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  auto text = sparq::data::read_file(text_path);
+  auto text = sparq::read_file(text_path);
   if (!text.is_ok()) {
     fmt::print(stderr, "bench_tokenizer: {} (pass --text)\n", text.status().message());
     return 1;

@@ -9,6 +9,20 @@
 #include "optim/clip.h"
 
 namespace sparq::train {
+namespace {
+
+// When the compute thread handed each bucket to the engine, as zero-length spans on the
+// compute row: submission during backward is what WFBP controls, while the engine's own
+// "bucket <i>" spans start whenever its thread gets to run them.
+void record_submissions(TraceRecorder* trace, const comm::StepCommStats& stats) {
+  if (trace == nullptr || !trace->enabled() || !stats.communicated) return;
+  for (const comm::BucketTiming& b : stats.buckets) {
+    trace->record({fmt::format("enqueue bucket {}", b.index), "comm.enqueue", b.enqueue_us,
+                   b.enqueue_us, TraceLane::kCompute, stats.step});
+  }
+}
+
+}  // namespace
 
 DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
                                          optim::Optimizer& optimizer,
@@ -71,6 +85,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   const Status comm_status = scheduler_.wait_all();
   SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
   r.comm = scheduler_.step_stats();
+  record_submissions(trace_, r.comm);
   r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
 
   Stopwatch opt_watch;

@@ -15,6 +15,10 @@
 // untouched, gradients zeroed) and reported in the result; the caller decides when to abort.
 // Every rank sees the same aggregated norm, so every rank skips the same steps.
 //
+// Trace (when a recorder is given and enabled): per micro-batch "forward <i>" and
+// "backward <i>" spans, one "backward <layer>" span per layer, a zero-length
+// "enqueue bucket <b>" span when each bucket was submitted, and "optimizer".
+//
 // Ownership: borrows everything; all of it must outlive the stepper.
 #pragma once
 

@@ -37,13 +37,14 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_progress(const StepMetrics& m) {
+  const StepResult& r = m.result;
   const int width = static_cast<int>(fmt::format("{}", m.total_steps).size());
   return fmt::format(
       "step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {} {}/s | comm {:.1f} ms exposed, {:.0f}% "
       "hidden | {} sent (x{:.1f}) | eta {}",
-      m.step, width, m.total_steps, m.loss, m.skipped ? " (skipped)" : "", m.lr,
-      si(m.items_per_s), m.unit, m.exposed_comm_ms, 100.0 * m.hidden_fraction,
-      format_bytes(static_cast<double>(m.bytes_sent)), m.compression_ratio(),
+      m.step(), width, m.total_steps, static_cast<double>(r.loss), r.skipped ? " (skipped)" : "",
+      r.lr, si(m.items_per_s), m.unit, r.comm.exposed_ms, 100.0 * r.comm.hidden_fraction(),
+      format_bytes(static_cast<double>(r.comm.bytes_sent)), m.compression_ratio(),
       format_duration(m.eta_s));
 }
 
@@ -55,17 +56,18 @@ std::string format_eval(const EvalMetrics& m) {
 }
 
 std::string to_json(const StepMetrics& m) {
+  const StepResult& r = m.result;
   return fmt::format(
       "{{\"event\":\"step\",\"step\":{},\"loss\":{},\"lr\":{},\"grad_norm\":{},"
       "\"residual_norm\":{},\"skipped\":{},\"{}_per_s\":{},\"step_ms\":{},\"forward_ms\":{},"
       "\"backward_ms\":{},\"optimizer_ms\":{},\"exposed_comm_ms\":{},\"comm_busy_ms\":{},"
       "\"hidden_fraction\":{},\"bytes_sent\":{},\"bytes_received\":{},\"payload_bytes\":{},"
       "\"dense_bytes\":{},\"compression_ratio\":{},\"eta_s\":{}}}",
-      m.step, num(m.loss), num(m.lr), num(m.grad_norm), num(m.residual_norm),
-      m.skipped ? "true" : "false", m.unit, num(m.items_per_s), num(m.step_ms), num(m.forward_ms),
-      num(m.backward_ms), num(m.optimizer_ms), num(m.exposed_comm_ms), num(m.comm_busy_ms),
-      num(m.hidden_fraction), m.bytes_sent, m.bytes_received, m.payload_bytes, m.dense_bytes,
-      num(m.compression_ratio()), num(m.eta_s));
+      m.step(), num(r.loss), num(r.lr), num(r.grad_norm), num(m.residual_norm),
+      r.skipped ? "true" : "false", m.unit, num(m.items_per_s), num(r.step_ms), num(r.forward_ms),
+      num(r.backward_ms), num(r.optimizer_ms), num(r.comm.exposed_ms), num(r.comm.comm_busy_ms),
+      num(r.comm.hidden_fraction()), r.comm.bytes_sent, r.comm.bytes_received, m.payload_bytes,
+      m.dense_bytes, num(m.compression_ratio()), num(m.eta_s));
 }
 
 std::string to_json(const EvalMetrics& m) {

@@ -7,21 +7,21 @@
 #include <string>
 
 #include "core/status.h"
+#include "train/data_parallel.h"
 
 namespace sparq::train {
 
+// A step as the progress line and the JSONL record show it: the stepper's own measurements
+// (its StepResult, kept whole so every field is named once) and what only the trainer knows.
 struct StepMetrics {
-  std::int64_t step = 0;  // 1-based: steps completed
+  StepResult result;  // this rank's step; result.step is the 0-based index of the step run
   std::int64_t total_steps = 0;
-  double loss = 0, lr = 0, grad_norm = 0, residual_norm = 0;
-  bool skipped = false;
-  double items_per_s = 0;  // global: all ranks
+  double residual_norm = 0;  // this rank's error-feedback residual after the step
+  double items_per_s = 0;    // global: all ranks
   const char* unit = "tok";
-  double step_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
-  double exposed_comm_ms = 0, comm_busy_ms = 0, hidden_fraction = 0;
-  std::uint64_t bytes_sent = 0, bytes_received = 0;  // this rank, on the wire (byte model)
   std::uint64_t payload_bytes = 0, dense_bytes = 0;  // this rank's messages vs f32 gradient
   double eta_s = 0;
+  std::int64_t step() const { return result.step + 1; }  // 1-based: steps completed
   double compression_ratio() const {
     return payload_bytes ? static_cast<double>(dense_bytes) / static_cast<double>(payload_bytes)
                          : 1.0;

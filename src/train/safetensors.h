@@ -16,6 +16,7 @@
 // (objects, arrays, strings with escapes, non-negative integers).
 //
 // Stores must be allocated on the CPU (a CUDA store must be copied to the host first).
+// Hugging Face GPT-2 checkpoints, whose names and layouts differ: train/hf_gpt2.h.
 #pragma once
 
 #include <cstdint>
@@ -95,23 +96,13 @@ struct ImportOptions {
 Status import_safetensors(ParamStore& store, const std::string& path,
                           const ImportOptions& options = {});
 
-// Loads a Hugging Face GPT-2 checkpoint (model.safetensors of GPT2Model / GPT2LMHeadModel,
-// names with or without the "transformer." prefix) into a sparq GPT-2 store:
-//   wte.weight [V, C]                  -> wte.weight [padded V, C]; real rows copied, the
-//                                         padding rows set to zero
-//   wpe.weight [n_ctx, C]              -> wpe.weight
-//   h.<l>.ln_1 / ln_2 / ln_f .{weight, bias} -> same names
-//   h.<l>.attn.c_attn.weight [C, 3C]   -> h.<l>.attn.qkv.weight [3C, C]  (transposed: HF's
-//   h.<l>.attn.c_proj.weight [C, C]    -> h.<l>.attn.proj.weight           Conv1D stores
-//   h.<l>.mlp.c_fc.weight [C, 4C]      -> h.<l>.mlp.fc.weight [4C, C]      [in, out], sparq's
-//   h.<l>.mlp.c_proj.weight [4C, C]    -> h.<l>.mlp.proj.weight [C, 4C]    Linear [out, in])
-//   biases of those four               -> the matching .bias
-// lm_head.weight (tied to wte) and the attention buffers h.<l>.attn.bias / masked_bias are
-// skipped. Every sparq parameter must be covered; any other tensor, a missing one, or a
-// shape that disagrees (n_layer, n_embd, n_ctx) is an error naming the tensor. n_head is not
-// stored in the file and cannot be checked. When vocab_size > 0 the file's vocabulary must
-// have exactly that many rows; otherwise any count up to the store's padded rows is taken.
-// As with import_safetensors, a failed import leaves the store unchanged.
-Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size = 0);
+// Helpers for importers of other naming schemes (train/hf_gpt2.h), so every importer
+// validates and reports shapes, dtypes and the store's device the same way.
+// The dtypes read_f32 converts: F32, F16, BF16, F64.
+bool convertible_to_f32(std::string_view dtype);
+std::vector<std::int64_t> dims_of(const Shape& shape);
+std::string dims_str(const std::vector<std::int64_t>& dims);  // "[2, 3]"
+// An error naming `what` unless the store is allocated on the CPU.
+Status check_cpu_store(const ParamStore& store, std::string_view what);
 
 }  // namespace sparq::train

@@ -15,6 +15,7 @@
 #include "core/ops.h"
 #include "core/threading.h"
 #include "core/timer.h"
+#include "train/hf_gpt2.h"
 #include "train/safetensors.h"
 
 namespace sparq::train {
@@ -172,25 +173,12 @@ StepMetrics Trainer::step_once() {
   for (std::size_t a = 0; a < batches_.size(); ++a) {
     batches_[a] = train_data_->next(static_cast<int>(a));
   }
-  const StepResult r = stepper_->step(step_, batches_);
-  ++step_;
   StepMetrics m;
-  m.step = step_;
+  m.result = stepper_->step(step_, batches_);
+  const StepResult& r = m.result;
+  ++step_;
   m.total_steps = config_.train.steps;
-  m.loss = r.loss;
-  m.lr = r.lr;
-  m.grad_norm = r.grad_norm;
-  m.skipped = r.skipped;
   m.unit = data_info_.unit;
-  m.step_ms = r.step_ms;
-  m.forward_ms = r.forward_ms;
-  m.backward_ms = r.backward_ms;
-  m.optimizer_ms = r.optimizer_ms;
-  m.exposed_comm_ms = r.comm.exposed_ms;
-  m.comm_busy_ms = r.comm.comm_busy_ms;
-  m.hidden_fraction = r.comm.hidden_fraction();
-  m.bytes_sent = r.comm.bytes_sent;
-  m.bytes_received = r.comm.bytes_received;
   m.payload_bytes = exchange_->last_payload_bytes();
   m.dense_bytes = exchange_->last_dense_bytes();
   m.residual_norm = exchange_->residual_norm();
@@ -288,10 +276,11 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     trace_.enable(tracing);
     StepMetrics m = step_once();
     trace_.enable(false);
-    if (!m.skipped) losses.push_back(m.loss);
-    time_ms += m.step_ms;
-    items += m.items_per_s * m.step_ms / 1e3;
-    bytes += static_cast<double>(m.bytes_sent);
+    const StepResult& r = m.result;
+    if (!r.skipped) losses.push_back(r.loss);
+    time_ms += r.step_ms;
+    items += m.items_per_s * r.step_ms / 1e3;
+    bytes += static_cast<double>(r.comm.bytes_sent);
     payload += static_cast<double>(m.payload_bytes);
     dense += static_cast<double>(m.dense_bytes);
     const std::int64_t done = step_ - first_step;
@@ -306,15 +295,15 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     if (c.log.per_rank_timing) {
       fmt::print(stderr, "rank {} step {}: forward {:.1f} ms, backward {:.1f} ms, exposed comm {:.1f} ms, "
                "optimizer {:.1f} ms\n",
-               comm_.rank(), m.step, m.forward_ms, m.backward_ms, m.exposed_comm_ms,
-               m.optimizer_ms);
+               comm_.rank(), m.step(), r.forward_ms, r.backward_ms, r.comm.exposed_ms,
+               r.optimizer_ms);
     }
     if (nonfinite_in_a_row_ >= c.train.max_nonfinite_in_a_row) {
       return Status::error(
           "step {}: the loss or gradient was not finite in {} steps in a row "
           "(train.max_nonfinite_in_a_row = {}); last loss {}, grad norm {}: lower optim.lr or "
           "set optim.clip_norm",
-          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, m.loss, m.grad_norm);
+          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, r.loss, r.grad_norm);
     }
     if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());
     if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {

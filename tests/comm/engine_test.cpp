@@ -127,9 +127,15 @@ TEST_F(CommEngineDeathTest, TimeoutEndsTheProcessNamingTaskStepAndRank) {
   auto stuck = [] {
     auto comm = make_self_communicator();
     CommEngine engine(*comm, {.timeout_s = 0.2, .name = "grads"});
-    std::promise<void> never;
+    std::promise<void> running, never;
     auto future = never.get_future();
-    CommHandle h = engine.submit("allreduce bucket 2", 7, [&](Communicator&) { future.wait(); });
+    CommHandle h = engine.submit("allreduce bucket 2", 7, [&](Communicator&) {
+      running.set_value();
+      future.wait();
+    });
+    // The timed wait starts once the engine thread is inside the task, so the timeout finds
+    // it running whatever the thread's start-up delay.
+    running.get_future().wait();
     (void)engine.wait(h);
   };
   EXPECT_DEATH(stuck(),
@@ -142,9 +148,15 @@ TEST_F(CommEngineDeathTest, TimeoutOfAQueuedTaskNamesTheTaskAhead) {
   auto queued = [] {
     auto comm = make_self_communicator();
     CommEngine engine(*comm, {.timeout_s = 0.2});
-    std::promise<void> never;
+    std::promise<void> head_running, never;
     auto future = never.get_future();
-    engine.submit("stuck head", 1, [&](Communicator&) { future.wait(); });
+    engine.submit("stuck head", 1, [&](Communicator&) {
+      head_running.set_value();
+      future.wait();
+    });
+    // Only once the head is running is 'second' certain to be queued behind it (rather than
+    // both still waiting for the engine thread) when the timeout expires.
+    head_running.get_future().wait();
     CommHandle second = engine.submit("second", 2, [](Communicator&) {});
     (void)engine.wait(second);
   };

@@ -1,15 +1,19 @@
-// WFBP under mpirun: buckets are averaged in place across ranks, and with a backward slow
-// enough per layer, communication starts before backward ends and most of it is hidden.
+// WFBP under mpirun: buckets are averaged in place across ranks, and with overlap on the
+// first bucket is submitted to the engine while backward is still running (the cause of
+// any hidden communication), while with overlap off nothing is submitted before backward
+// ends. How much communication was hidden depends on scheduling and is only printed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "comm/comm_engine.h"
 #include "comm/mpi_communicator.h"
 #include "comm/stack_fixture.h"
 #include "comm/wfbp_scheduler.h"
+#include "core/check.h"
 
 namespace sparq::comm {
 namespace {
@@ -54,34 +58,58 @@ TEST(WfbpMpi, AveragesEveryBucketInPlace) {
   EXPECT_GT(sched.step_stats().bytes_sent, 0u);
 }
 
-TEST(WfbpMpi, CommunicationOverlapsASlowBackward) {
+// One step of a backward with 10 ms of compute per layer (last layer first), one bucket per
+// layer, each exchange a few milliseconds of "compression" then the real collective.
+StepCommStats slow_backward_step(bool overlap) {
   auto comm = make_mpi_communicator();
-  ASSERT_TRUE(comm.is_ok());
+  SPARQ_CHECK(comm.is_ok(), "{}", comm.status().message());
   BucketPlanConfig cfg;
   cfg.bucket_mb = 0;  // one bucket per layer
   auto s = make_stack(4, 32, cfg);
   auto plan = BucketPlan::build(s.store, s.layers, cfg);
-  ASSERT_TRUE(plan.is_ok());
+  SPARQ_CHECK(plan.is_ok(), "{}", plan.status().message());
   CommEngine engine(**comm);
   auto exchange = [&](Communicator& c, const Bucket& b, std::int64_t step) {
-    // A few milliseconds of "compression" per bucket, then the real collective.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     return average_in_place(s.store)(c, b, step);
   };
-  WfbpScheduler sched(*plan, engine, exchange);
+  WfbpScheduler sched(*plan, engine, exchange, {.overlap = overlap});
   sched.begin_step(0);
-  // Backward: 10 ms of compute per layer, last layer first, then report its tensors.
   for (auto layer = s.layers.rbegin(); layer != s.layers.rend(); ++layer) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     for (const auto& name : layer->tensors) sched.on_grads_ready(s.store.entry(name).range());
   }
   sched.on_backward_done();
-  ASSERT_TRUE(sched.wait_all().is_ok());
-  const StepCommStats& st = sched.step_stats();
-  EXPECT_LT(st.buckets[0].start_us, st.backward_end_us)
-      << "the first bucket must start communicating while backward is still running";
-  EXPECT_GT(st.hidden_fraction(), 0.5) << "hidden " << st.hidden_ms << " of " << st.comm_busy_ms
-                                       << " ms; exposed " << st.exposed_ms << " ms";
+  const Status done = sched.wait_all();
+  SPARQ_CHECK(done.is_ok(), "{}", done.message());
+  const StepCommStats st = sched.step_stats();
+  // Information, not a verdict: the share hidden depends on how the threads were scheduled.
+  std::printf("overlap %s: hidden %.1f of %.1f ms (%.0f%%), exposed %.1f ms\n",
+              overlap ? "on" : "off", st.hidden_ms, st.comm_busy_ms, 100.0 * st.hidden_fraction(),
+              st.exposed_ms);
+  return st;
+}
+
+TEST(WfbpMpi, OverlapSubmitsTheFirstBucketDuringBackward) {
+  const StepCommStats st = slow_backward_step(/*overlap=*/true);
+  ASSERT_GT(st.buckets.size(), 1u);
+  // Bucket 0 (the last layer) was complete after the first of many 10 ms layers.
+  EXPECT_LT(st.buckets[0].enqueue_us, st.backward_end_us)
+      << "with overlap on, the first bucket must be handed to the engine while backward is "
+         "still running; it was enqueued "
+      << st.buckets[0].enqueue_us - st.backward_end_us << " us after backward ended";
+}
+
+TEST(WfbpMpi, WithoutOverlapNothingIsSubmittedBeforeBackwardEnds) {
+  const StepCommStats st = slow_backward_step(/*overlap=*/false);
+  ASSERT_GT(st.buckets.size(), 1u);
+  // The first bucket was ready during backward and held, not sent.
+  EXPECT_LT(st.buckets[0].ready_us, st.backward_end_us);
+  for (const BucketTiming& b : st.buckets) {
+    EXPECT_GE(b.enqueue_us, st.backward_end_us) << "bucket " << b.index << " was submitted "
+                                                << st.backward_end_us - b.enqueue_us
+                                                << " us before backward ended";
+  }
 }
 
 }  // namespace

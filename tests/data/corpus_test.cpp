@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "common/shared_data.h"
-#include "data/file_util.h"
+#include "core/file_io.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/shard.h"
 #include "data/wordpiece_tokenizer.h"

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "common/shared_data.h"
+#include "core/file_io.h"
 #include "core/rng.h"
-#include "data/file_util.h"
 #include "data/gpt2_pretokenize.h"
 #include "data/unicode.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "common/shared_data.h"
-#include "data/file_util.h"
+#include "core/file_io.h"
 #include "data/image_dataset.h"
 #include "data/image_loader.h"
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/file_io.h"
 #include "core/rng.h"
-#include "data/file_util.h"
 
 namespace sparq::data {
 namespace {

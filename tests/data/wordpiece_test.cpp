@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/shared_data.h"
-#include "data/file_util.h"
+#include "core/file_io.h"
 #include "data/unicode.h"
 #include "data/wordpiece_tokenizer.h"
 

@@ -8,6 +8,7 @@
 
 #include "core/file_io.h"
 #include "models/model_test_util.h"
+#include "train/hf_gpt2.h"
 
 namespace sparq::train {
 namespace {

@@ -10,6 +10,7 @@
 #include "core/param_store.h"
 #include "core/gemm.h"
 #include "core/rng.h"
+#include "common/device_test_util.h"
 
 #ifdef SPARQ_HAS_CUDA
 #include "core/cuda/cuda_check.h"
@@ -20,9 +21,6 @@
 
 namespace sparq {
 namespace {
-
-#define SPARQ_SKIP_WITHOUT_GPU()                                             \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device (or built without CUDA): skipped"
 
 #ifdef SPARQ_HAS_CUDA
 void upload(const std::vector<float>& host, const Buffer& dev) {
@@ -119,6 +117,20 @@ TEST(ExecContext, CudaContextRunsItsStreamAndBindsTheStore) {
   std::vector<float> got(static_cast<std::size_t>(store.flat_numel()));
   CUDA_CHECK(cudaMemcpy(got.data(), store.params(), got.size() * 4, cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], 2.0f * host.params()[i]) << i;
+#endif
+}
+
+// The guard bands of the kernel tests catch a write one element past the end.
+TEST(CudaCore, GuardBandsCatchAnOutOfBoundsWrite) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#ifdef SPARQ_HAS_CUDA
+  testing::GuardedDeviceArray<float> a(std::vector<float>(1001, 1.0f));
+  cuda::fill(a.data(), a.size(), 3.0f, nullptr);
+  EXPECT_TRUE(a.guards_intact());
+  EXPECT_EQ(a.download(), std::vector<float>(1001, 3.0f));
+  cuda::fill(a.data(), a.size() + 1, 3.0f, nullptr);
+  EXPECT_FALSE(a.guards_intact());
+  EXPECT_EQ(testing::normalized_error({1.0f, 2.0f}, {1.0f, 2.0f}), 0.0);
 #endif
 }
 

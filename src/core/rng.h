@@ -10,11 +10,7 @@
 #include <array>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define SPARQ_HOST_DEVICE __host__ __device__
-#else
-#define SPARQ_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace sparq {
 

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   if (!summary.is_ok()) return fail(summary.status(), rank, comm->size());
   if (rank == 0 && !export_path.empty()) {
     const sparq::Status s = sparq::train::export_safetensors(
-        t.store(), export_path,
+        t.host_params(), export_path,
         {{"model", config->model.spec}, {"step", std::to_string(t.step())}});
     if (!s.is_ok()) return fail(s, rank, comm->size());
     spdlog::info("parameters of step {} exported to {}", t.step(), export_path);

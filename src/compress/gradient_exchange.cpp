@@ -116,6 +116,11 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       const std::span<float> e = slot.error_feedback->residual();
       stats.residual_sq = ops::sum_squares(e.data(), e.size());
     }
+  } else if (store_.device() == Device::kCUDA) {
+    // Dense means in place (DESIGN.md, "The GPU path"): the device gradient view is averaged
+    // by the collective itself, with no staging copy.
+    comm.allreduce(grads.data(), grads.data(), grads.size(), DType::kF32, comm::ReduceOp::kAvg);
+    stats.payload_bytes = grads.size_bytes();
   } else {
     dense_aggregator_->run(grads, *dense_compressor_, nullptr, comm, ctx);
     stats.payload_bytes = dense_aggregator_->last_payload_bytes();

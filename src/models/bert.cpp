@@ -127,8 +127,6 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   dbranch_ = arena_.reserve(rows * dim);
   dbranch_alt_ = arena_.reserve(rows * dim);
   dwide_ = arena_.reserve(rows * c.ffn_dim);
-  arena_.allocate();
-  zero_types_ = Buffer::host(static_cast<std::size_t>(rows) * sizeof(std::int32_t), true);
 }
 
 void Bert::declare(ParamStore& store) const {
@@ -153,6 +151,23 @@ void Bert::declare(ParamStore& store) const {
 }
 
 void Bert::bind_layers(const ParamStore& store) {
+  const ExecContext& ctx = store.context();
+  arena_.allocate(ctx.device());
+  const auto type_bytes = static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) *
+                          sizeof(std::int32_t);
+  zero_types_ = ctx.is_cuda() ? Buffer::device(type_bytes, /*zeroed=*/true)
+                              : Buffer::host(type_bytes, /*zeroed=*/true);
+  for (LayerBase* layer :
+       {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(mlm_loss_.get()),
+        static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&tanh_),
+        static_cast<LayerBase*>(&residual_), static_cast<LayerBase*>(&first_tokens_join_)}) {
+    layer->bind_context(ctx);
+  }
+  if (nsp_loss_) nsp_loss_->bind_context(ctx);
+  for (Encoder& e : encoders_) {
+    e.attn_drop->bind_context(ctx);
+    e.mlp_drop->bind_context(ctx);
+  }
   word_->bind(store);
   position_->bind(store);
   token_type_->bind(store);
@@ -190,7 +205,7 @@ float Bert::forward(const Batch& batch) {
   if (!batch.attention_mask.empty()) {
     check_batch_tensor(config_.spec, "attention_mask", batch.attention_mask, DType::kU8, {b_, t_});
   }
-  types_ = Tensor(zero_types_.data(), DType::kI32, {b_, t_});
+  types_ = Tensor(zero_types_.data(), DType::kI32, {b_, t_}, zero_types_.device());
   if (!batch.token_types.empty()) {
     check_batch_tensor(config_.spec, "token_types", batch.token_types, DType::kI32, {b_, t_});
     types_ = batch.token_types;
@@ -325,7 +340,9 @@ void Bert::backward_layers() {
 }
 
 std::size_t Bert::activation_bytes() const {
-  std::size_t bytes = arena_.bytes() + zero_types_.size() + emb_ln_->cache_bytes() +
+  const auto type_bytes =
+      static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(std::int32_t);
+  std::size_t bytes = arena_.bytes() + type_bytes + emb_ln_->cache_bytes() +
                       mlm_ln_->cache_bytes();
   for (const Encoder& e : encoders_) {
     bytes += e.attn->cache_bytes() + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();

@@ -60,7 +60,6 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   dbranch_ = arena_.reserve(rows * dim);
   dbranch_alt_ = arena_.reserve(rows * dim);
   dwide_ = arena_.reserve(rows * c.ffn_dim);
-  arena_.allocate();
 }
 
 void Gpt2::declare(ParamStore& store) const {
@@ -77,6 +76,17 @@ void Gpt2::declare(ParamStore& store) const {
 }
 
 void Gpt2::bind_layers(const ParamStore& store) {
+  const ExecContext& ctx = store.context();
+  arena_.allocate(ctx.device());
+  for (LayerBase* layer :
+       {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(loss_.get()),
+        static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&residual_)}) {
+    layer->bind_context(ctx);
+  }
+  for (Block& blk : blocks_) {
+    blk.attn_drop->bind_context(ctx);
+    blk.mlp_drop->bind_context(ctx);
+  }
   wte_->bind(store);
   wpe_->bind(store);
   for (Block& blk : blocks_) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/tensor_copy.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
 #include "models/vgg.h"
@@ -92,8 +93,12 @@ Model::Score Model::score(const Batch& batch) const {
   check_batch_tensor(config_.spec, lm ? "targets" : "labels", targets, DType::kI32, expected);
   const std::int64_t width = z.dim(-1), rows = z.numel() / width;
   const std::int64_t real = lm ? config_.vocab_size : width;  // columns that can be predicted
-  const float* p = z.data<float>();
-  const std::int32_t* y = targets.data<std::int32_t>();
+  // Evaluation only: a device model's logits and targets are read on the host.
+  std::vector<float> logits_host;
+  const float* p = host_floats(z, logits_host);
+  std::vector<std::int32_t> targets_host(static_cast<std::size_t>(targets.numel()));
+  copy_to_host(targets, targets_host.data());
+  const std::int32_t* y = targets_host.data();
   Score s;
   for (std::int64_t r = 0; r < rows; ++r) {
     if (lm && y[r] == kIgnoreIndex) continue;
@@ -155,9 +160,11 @@ int ActivationArena::reserve(std::int64_t numel) {
   return static_cast<int>(offsets_.size()) - 1;
 }
 
-void ActivationArena::allocate() {
+void ActivationArena::allocate(Device device) {
   SPARQ_CHECK(buffer_.data() == nullptr, "ActivationArena: allocate() called twice");
-  buffer_ = Buffer::host(static_cast<std::size_t>(total_) * sizeof(float), /*zeroed=*/true);
+  device_ = device;
+  buffer_ = device == Device::kCPU ? Buffer::host(bytes(), /*zeroed=*/true)
+                                   : Buffer::device(bytes(), /*zeroed=*/true);
 }
 
 float* ActivationArena::data(int slot) const {
@@ -169,15 +176,14 @@ Tensor ActivationArena::view(int slot, Shape shape) const {
   SPARQ_CHECK(shape.numel() <= sizes_.at(slot),
               "ActivationArena: view {} of slot {} exceeds its {} reserved floats", shape.str(),
               slot, sizes_[slot]);
-  return Tensor(data(slot), DType::kF32, shape);
+  return Tensor(data(slot), DType::kF32, shape, device_);
 }
 
 void check_batch_tensor(const std::string& model, const char* field, const Tensor& t, DType dtype,
                         const Shape& shape) {
   SPARQ_CHECK(!t.empty(), "{}: batch.{} is missing", model, field);
-  SPARQ_CHECK(t.is_cpu() && t.dtype() == dtype && t.shape() == shape,
-              "{}: batch.{} is {}, expected {}{} on cpu", model, field, t.str(),
-              dtype_name(dtype), shape.str());
+  SPARQ_CHECK(t.dtype() == dtype && t.shape() == shape, "{}: batch.{} is {}, expected {}{}",
+              model, field, t.str(), dtype_name(dtype), shape.str());
 }
 
 }  // namespace sparq

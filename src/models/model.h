@@ -78,7 +78,9 @@ class Model {
 
   // Registers every parameter spec in forward order.
   virtual void declare(ParamStore& store) const = 0;
-  // Binds the layers to an allocated store and records each layer's tensor ranges.
+  // Binds the layers to an allocated store and records each layer's tensor ranges. The model
+  // runs in the store's ExecContext from then on: its activations are allocated on that
+  // device and every layer dispatches there (Note [Layer dispatch], layers/param_set.h).
   void bind(const ParamStore& store);
   bool bound() const { return store_ != nullptr; }
 
@@ -132,6 +134,8 @@ class Model {
 
  protected:
   Model(ModelConfig config, RunShape shape);
+  // Binds the parameter layers, runs the parameter-free ones in store.context() and allocates
+  // the activation arena on its device.
   virtual void bind_layers(const ParamStore& store) = 0;
   // The architecture's backward; must call ready(i) after layer i's backward.
   virtual void backward_layers() = 0;
@@ -165,20 +169,23 @@ class Model {
 Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape);
 
 // A bump allocator for a model's activations: slots are reserved at construction (in
-// floats), backed by one buffer, and viewed with the shape of the current micro-batch.
+// floats), backed by one buffer allocated at bind() on the context's device, and viewed with
+// the shape of the current micro-batch.
 class ActivationArena {
  public:
   int reserve(std::int64_t numel);
-  void allocate();
-  // A view of slot `slot` with `shape`, which must fit in the reserved size.
+  void allocate(Device device);
+  // A view of slot `slot` with `shape` on the arena's device; it must fit the reserved size.
   Tensor view(int slot, Shape shape) const;
   float* data(int slot) const;
-  std::size_t bytes() const { return buffer_.size(); }
+  // Reserved bytes (what allocate() takes), known before allocation.
+  std::size_t bytes() const { return static_cast<std::size_t>(total_) * sizeof(float); }
 
  private:
   std::vector<std::int64_t> offsets_, sizes_;
   std::int64_t total_ = 0;
   Buffer buffer_;
+  Device device_ = Device::kCPU;
 };
 
 // Shared checks of batch fields; the messages name the model and the field.

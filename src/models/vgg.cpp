@@ -53,7 +53,6 @@ Vgg::Vgg(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   // Two ping-pong gradient buffers as large as the widest activation.
   dmap_a_ = arena_.reserve(batch * widest);
   dmap_b_ = arena_.reserve(batch * widest);
-  arena_.allocate();
 }
 
 void Vgg::declare(ParamStore& store) const {
@@ -66,6 +65,13 @@ void Vgg::declare(ParamStore& store) const {
 }
 
 void Vgg::bind_layers(const ParamStore& store) {
+  const ExecContext& ctx = store.context();
+  arena_.allocate(ctx.device());
+  loss_->bind_context(ctx);
+  relu_.bind_context(ctx);
+  for (Stage& st : stages_) {
+    if (st.pool) st.pool->bind_context(ctx);
+  }
   for (Stage& st : stages_) {
     if (!st.conv) continue;
     st.conv->bind(store);

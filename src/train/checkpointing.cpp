@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "core/checksum.h"
+#include "core/tensor_copy.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -37,13 +38,15 @@ Result<std::int64_t> meta_int(const CheckpointFile& f, const std::string& key) {
 // Every StateTensor becomes the section "<prefix><name>": f32 views as floats, u8 views as
 // bytes. Reading restores f32 views in place (exact sizes) and hands u8 sections back as views
 // of the file's bytes, for owners whose state size is not known before loading.
+// Device state (a GPU run's optimizer moments, BatchNorm statistics) goes through a host copy.
 void add_state(CheckpointFile& f, const std::string& prefix,
                const std::vector<StateTensor>& state) {
+  std::vector<float> staging;
   for (const StateTensor& s : state) {
     if (s.tensor.dtype() == DType::kU8) {
       f.add_bytes(prefix + s.name, {static_cast<const char*>(s.tensor.raw()), s.tensor.nbytes()});
     } else {
-      f.add_floats(prefix + s.name, {s.tensor.data<float>(),
+      f.add_floats(prefix + s.name, {host_floats(s.tensor, staging),
                                      static_cast<std::size_t>(s.tensor.numel())});
     }
   }
@@ -51,9 +54,16 @@ void add_state(CheckpointFile& f, const std::string& prefix,
 
 Status read_state(const CheckpointFile& f, const std::string& prefix,
                   const std::vector<StateTensor>& state) {
+  std::vector<float> staging;
   for (const StateTensor& s : state) {
-    SPARQ_RETURN_IF_ERROR(f.read_floats(
-        prefix + s.name, {s.tensor.data<float>(), static_cast<std::size_t>(s.tensor.numel())}));
+    const auto n = static_cast<std::size_t>(s.tensor.numel());
+    if (s.tensor.is_cpu()) {
+      SPARQ_RETURN_IF_ERROR(f.read_floats(prefix + s.name, {s.tensor.data<float>(), n}));
+    } else {
+      staging.resize(n);
+      SPARQ_RETURN_IF_ERROR(f.read_floats(prefix + s.name, staging));
+      copy_from_host(staging.data(), s.tensor);
+    }
   }
   return Status::ok();
 }
@@ -70,8 +80,15 @@ std::vector<StateTensor> byte_sections(CheckpointFile& f, const std::string& pre
 
 }  // namespace
 
-std::uint64_t Trainer::param_checksum() const {
-  return checksum64(store_.params(), static_cast<std::size_t>(store_.flat_numel()) * sizeof(float));
+const ParamStore& Trainer::host_params() {
+  if (!context().is_cuda()) return store_;
+  copy_to_host(store_.param_range({0, store_.flat_numel()}), host_mirror_.params());
+  return host_mirror_;
+}
+
+std::uint64_t Trainer::param_checksum() {
+  const ParamStore& host = host_params();
+  return checksum64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
 }
 
 Status Trainer::save_checkpoint() {
@@ -109,7 +126,8 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
   f.meta["config"] = config_.resolved_yaml;
 
-  f.add_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())});
+  const ParamStore& host = host_params();
+  f.add_floats("params", {host.params(), static_cast<std::size_t>(host.flat_numel())});
   add_state(f, "model/", model_->state());
   add_state(f, "optim/", optimizer_->state());
   if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
@@ -165,8 +183,8 @@ Status Trainer::load_checkpoint(const std::string& path) {
     }
   }
 
-  SPARQ_RETURN_IF_ERROR(
-      f.read_floats("params", {store_.params(), static_cast<std::size_t>(store_.flat_numel())}));
+  const Tensor params = store_.param_range({0, store_.flat_numel()});
+  SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));
   SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
   SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
   if (!exchange_->residual().empty()) {

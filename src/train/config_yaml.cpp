@@ -92,9 +92,9 @@ std::string effective_yaml(const TrainConfig& c) {
                    t.steps, t.micro_batch, t.accumulation, t.eval_interval, t.eval_batches,
                    t.checkpoint_interval, quoted(t.checkpoint_dir))
     << fmt::format("  seed: {}\n  max_nonfinite_in_a_row: {}\n  threads: {}\n  init_from: {}\n"
-                   "  init_format: {}\n",
+                   "  init_format: {}\n  device: {}\n  precision: {}\n",
                    t.seed, t.max_nonfinite_in_a_row, t.threads, quoted(t.init_from),
-                   t.init_format);
+                   t.init_format, device_name(t.device), t.precision);
   const LogConfig& l = c.log;
   y << "log:\n"
     << fmt::format("  metrics: {}\n  progress_interval: {}\n  per_rank_timing: {}\n"

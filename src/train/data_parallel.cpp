@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/ops.h"
+#include "core/tensor_copy.h"
 #include "core/timer.h"
 #include "optim/clip.h"
 
@@ -71,8 +71,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
         }
         for (const ParamRange& range : *ready.ranges) {
           if (last && count > 1) {
-            ops::scale(store_.grads() + range.offset, static_cast<std::size_t>(range.count),
-                       accumulation_scale);
+            scale_in_place(store_.grad_range(range), accumulation_scale, store_.context());
           }
           if (last) optimizer_.before_communication(step, range);
           scheduler_.on_grads_ready(range);

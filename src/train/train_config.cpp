@@ -203,6 +203,15 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("train.init_from", &t.init_from));
   SPARQ_RETURN_IF_ERROR(
       r.get_choice("train.init_format", &t.init_format, {"auto", "sparq", "gpt2_hf"}));
+  std::string device = "cpu";
+  SPARQ_RETURN_IF_ERROR(r.get_choice("train.device", &device, {"cpu", "cuda"}));
+  t.device = device == "cuda" ? Device::kCUDA : Device::kCPU;
+  SPARQ_RETURN_IF_ERROR(r.get_choice("train.precision", &t.precision, {"fp32", "bf16"}));
+  if (t.precision == "bf16") {
+    return Status::error("{}: train.precision: bf16 is not implemented yet (activations and "
+                         "GEMM inputs stay f32); use fp32",
+                         r.origin());
+  }
   return Status::ok();
 }
 
@@ -237,6 +246,14 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
   c.resolved_yaml = effective_yaml(c);
   return c;
+}
+
+Status check_device_support(const TrainConfig& c) {
+  if (c.train.device != Device::kCUDA || c.compress.compress.name == "none") return Status::ok();
+  return Status::error("{}: compress.name: {} with train.device: cuda needs the GPU compression "
+                       "path, which is not built yet (issue 17); use compress.name: none (dense "
+                       "averaging) or train.device: cpu",
+                       c.origin, c.compress.compress.name);
 }
 
 Result<TrainConfig> load_train_config(const std::string& path,

@@ -61,6 +61,10 @@ struct LoopConfig {
   // (what --export-safetensors writes) or Hugging Face GPT-2 names (fine-tuning).
   std::string init_from;
   std::string init_format = "auto";  // auto | sparq | gpt2_hf
+  // Where every rank computes: cpu, or cuda (one GPU per rank, chosen by the local rank).
+  Device device = Device::kCPU;
+  // Activation and GEMM-input precision: fp32 (bf16 is planned: refused until implemented).
+  std::string precision = "fp32";
 };
 
 struct LogConfig {
@@ -88,6 +92,11 @@ struct TrainConfig {
 // Every key with the value in force (file, override or default) as YAML that reads back to
 // the same configuration; for --dry-run and checkpoints.
 std::string effective_yaml(const TrainConfig& config);
+
+// What the chosen train.device cannot run yet (a compressed config on cuda), as an error
+// naming the key to change. The trainer refuses to train such a config; --dry-run still
+// validates it and prints the plan, with this message as a note.
+Status check_device_support(const TrainConfig& config);
 
 // Reads and validates a config; `overrides` are "a.b=value" strings from --set.
 Result<TrainConfig> load_train_config(const std::string& path,

@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "core/ops.h"
 #include "core/threading.h"
+#include "core/tensor_copy.h"
 #include "core/timer.h"
 #include "train/hf_gpt2.h"
 #include "train/safetensors.h"
@@ -43,9 +44,30 @@ Status Trainer::build(const Options& options) {
   const bool lm = c.model.is_language_model();
   const std::int64_t rows = options.dry_run ? 1 : c.train.micro_batch;
   activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);
+  if (c.train.device == Device::kCUDA) {
+    SPARQ_ASSIGN_OR_RETURN(local_, local_rank_from_environment(comm_.size()));
+    // A dry run checks the config and prints the plan without opening a device, so it works
+    // on a machine without a GPU.
+    if (!options.dry_run) {
+      SPARQ_RETURN_IF_ERROR(check_device_support(c));
+      if (comm_.size() > 1) {
+        return Status::error("{}: train.device: cuda with {} ranks needs the NCCL stream "
+                             "scheduler, which is not built yet (issue 17): run one rank per "
+                             "job on the GPU, or train.device: cpu",
+                             c.origin, comm_.size());
+      }
+      SPARQ_ASSIGN_OR_RETURN(context_, open_rank_device(local_));
+      stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
+    }
+  }
   SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {rows, lm ? c.data.seq_len : 0}));
   model_->declare(store_);
-  store_.allocate(ExecContext::cpu(), [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); });
+  const auto dense_last = [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); };
+  store_.allocate(context(), dense_last);
+  if (context().is_cuda()) {
+    model_->declare(host_mirror_);
+    host_mirror_.allocate(ExecContext::cpu(), dense_last);
+  }
   // Identical on every rank: no broadcast needed.
   if (!options.dry_run) {
     store_.initialize(c.train.seed);
@@ -105,9 +127,18 @@ Status Trainer::load_initial_weights() {
                     file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
     format = hf ? "gpt2_hf" : "sparq";
   }
+  // A GPU store is imported through its host copy (same layout), then uploaded whole.
+  ParamStore* target = &store_;
+  if (context().is_cuda()) {
+    host_params();
+    target = &host_mirror_;
+  }
   const Status s =
-      format == "gpt2_hf" ? import_gpt2_hf(store_, path) : import_safetensors(store_, path);
+      format == "gpt2_hf" ? import_gpt2_hf(*target, path) : import_safetensors(*target, path);
   SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  if (context().is_cuda()) {
+    copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));
+  }
   if (is_root()) spdlog::info("initial weights from {} ({} names)", path, format);
   return Status::ok();
 }
@@ -149,6 +180,14 @@ std::string Trainer::describe() const {
     s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
                      data_info_.entropy_rate);
   }
+  if (c.train.device == Device::kCUDA) {
+    s += fmt::format("device:    {}; local rank {} of {} ({})\n",
+                     context_ ? context_->describe()
+                              : std::string("cuda, one GPU per rank (not opened in a dry run)"),
+                     local_.rank, local_.size, local_.source);
+    const Status support = check_device_support(c);
+    if (!support.is_ok()) s += "           note: training refused: " + support.message() + "\n";
+  }
   s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
                    comm_.size(), c.train.micro_batch, c.train.accumulation,
                    c.train.micro_batch * c.train.accumulation * comm_.size());
@@ -172,6 +211,7 @@ StepMetrics Trainer::step_once() {
   model_->set_training(true);
   for (std::size_t a = 0; a < batches_.size(); ++a) {
     batches_[a] = train_data_->next(static_cast<int>(a));
+    if (stager_) batches_[a] = stager_->stage(batches_[a], static_cast<int>(a));
   }
   StepMetrics m;
   m.result = stepper_->step(step_, batches_);
@@ -210,7 +250,8 @@ EvalMetrics Trainer::evaluate() {
   // Sums over this rank's batches: loss * targets, targets, correct predictions.
   float sums[3] = {0, 0, 0};
   for (int i = 0; i < config_.train.eval_batches; ++i) {
-    const Batch b = eval_data_->next(0);
+    Batch b = eval_data_->next(0);
+    if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
     const float loss = model_->forward(b);
     const Model::Score score = model_->score(b);
     sums[0] += loss * static_cast<float>(score.count);

@@ -31,6 +31,8 @@
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"
 #include "train/batch_source.h"
+#include "train/batch_staging.h"
+#include "train/rank_device.h"
 #include "train/data_parallel.h"
 #include "train/metrics.h"
 #include "train/train_config.h"
@@ -85,7 +87,11 @@ class Trainer {
 
   std::int64_t step() const { return step_; }
   const ParamStore& store() const { return store_; }
-  std::uint64_t param_checksum() const;
+  // The parameters on the host: the store itself on the CPU, a refreshed host copy with the
+  // same layout when training on a GPU (for export and checksums; synchronous).
+  const ParamStore& host_params();
+  const ExecContext& context() const { return context_ ? *context_ : ExecContext::cpu(); }
+  std::uint64_t param_checksum();
   const DataInfo& data_info() const { return data_info_; }
   bool is_root() const { return comm_.rank() == 0; }
 
@@ -105,8 +111,12 @@ class Trainer {
 
   TrainConfig config_;
   comm::Communicator& comm_;
+  std::unique_ptr<ExecContext> context_;  // train.device: cuda (outlives the store)
+  LocalRank local_;
   std::unique_ptr<Model> model_;
   ParamStore store_;
+  ParamStore host_mirror_;  // GPU runs: the host copy host_params() returns
+  std::unique_ptr<BatchStager> stager_;  // GPU runs: host batches -> device
   std::unique_ptr<BatchSource> train_data_, eval_data_;
   DataInfo data_info_;
   std::unique_ptr<optim::Optimizer> optimizer_;

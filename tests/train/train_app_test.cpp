@@ -299,6 +299,10 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
        "not finite in 2 steps in a row"},
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
+      {base + "--set train.precision=bf16", "train\\.precision: bf16 is not implemented yet"},
+      // Refused before any device is opened, so on every machine, GPU or not.
+      {base + "--set train.device=cuda",
+       "compress\\.name: lbs with train\\.device: cuda needs the GPU compression path"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);
@@ -322,6 +326,25 @@ TEST(TrainApp, DryRunSucceedsForEveryConfig) {
     EXPECT_NE(p.output.find("memory:"), std::string::npos) << p.output;
   }
   EXPECT_GE(configs, 7);
+}
+
+// A GPU config can be checked where there is no GPU: the dry run opens no device, prints the
+// device plan and the bucket plan, and says what training would refuse.
+TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
+  const ProcessResult p = run_train(
+      0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --dry-run");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("device:    cuda, one GPU per rank (not opened in a dry run)"),
+            std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("note: training refused"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
+  const ProcessResult dense = run_train(0,
+                                        "--config configs/gpt2_wikitext_tiny.yaml --set "
+                                        "train.device=cuda --set compress.name=none --dry-run");
+  EXPECT_EQ(dense.exit_code, 0) << dense.output;
+  EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
 }
 
 }  // namespace

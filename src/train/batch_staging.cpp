@@ -1,0 +1,53 @@
+#include "train/batch_staging.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+#if SPARQ_HAS_CUDA
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_resources.h"
+#endif
+
+namespace sparq::train {
+
+BatchStager::BatchStager(const ExecContext& context, int slots)
+    : context_(context), slots_(static_cast<std::size_t>(slots)) {
+  SPARQ_CHECK(context.is_cuda(), "BatchStager stages batches for a CUDA context only");
+}
+
+Tensor BatchStager::stage_field(const Tensor& host, Field& field) {
+  if (host.empty()) return {};
+  SPARQ_CHECK(host.is_cpu(), "staging a batch field that is already on {}",
+              device_name(host.device()));
+  const std::size_t bytes = host.nbytes();
+  if (field.device.size() < bytes) {
+    field.pinned = Buffer::pinned(bytes);
+    field.device = Buffer::device(bytes);
+  }
+#if SPARQ_HAS_CUDA
+  if (bytes > 0) {
+    std::memcpy(field.pinned.data(), host.raw(), bytes);
+    CUDA_CHECK(cudaMemcpyAsync(field.device.data(), field.pinned.data(), bytes,
+                               cudaMemcpyHostToDevice, context_.cuda().stream.get()));
+  }
+#endif
+  return Tensor(field.device.data(), host.dtype(), host.shape(), Device::kCUDA);
+}
+
+Batch BatchStager::stage(const Batch& host, int slot) {
+  SPARQ_CHECK(slot >= 0 && slot < static_cast<int>(slots_.size()), "batch slot {} of {}", slot,
+              slots_.size());
+  std::array<Field, kFields>& f = slots_[static_cast<std::size_t>(slot)];
+  Batch d;
+  d.tokens = stage_field(host.tokens, f[0]);
+  d.targets = stage_field(host.targets, f[1]);
+  d.attention_mask = stage_field(host.attention_mask, f[2]);
+  d.token_types = stage_field(host.token_types, f[3]);
+  d.nsp_labels = stage_field(host.nsp_labels, f[4]);
+  d.images = stage_field(host.images, f[5]);
+  d.labels = stage_field(host.labels, f[6]);
+  return d;
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,56 @@
+#include "train/rank_device.h"
+
+#include <cstdlib>
+
+namespace sparq::train {
+namespace {
+
+// The first of `names` set in the environment, as an integer; false when none is set.
+bool env_int(std::initializer_list<const char*> names, int* value, std::string* source) {
+  for (const char* name : names) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') continue;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    if (*end != '\0' || v < 0) continue;
+    *value = static_cast<int>(v);
+    if (source) *source = name;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<LocalRank> local_rank_from_environment(int world_size) {
+  LocalRank local;
+  if (!env_int({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &local.rank,
+               &local.source)) {
+    if (world_size > 1) {
+      return Status::error("train.device: cuda with {} ranks needs the launcher's local rank "
+                           "(OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID), "
+                           "and none is set: launch with mpirun or srun",
+                           world_size);
+    }
+    local.source = "single process";
+    return local;
+  }
+  local.size = local.rank + 1;
+  env_int({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}, &local.size,
+          nullptr);
+  return local;
+}
+
+Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local) {
+  const int visible = ExecContext::cuda_device_count();
+  if (visible < local.size) {
+    const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
+    return Status::error("train.device: cuda needs one GPU per rank, but this node runs {} "
+                         "rank(s) and sees {} GPU(s) (CUDA_VISIBLE_DEVICES={}); start fewer "
+                         "ranks per node or use train.device: cpu",
+                         local.size, visible, mask ? mask : "unset");
+  }
+  return ExecContext::create_cuda(local.rank);
+}
+
+}  // namespace sparq::train

@@ -1,9 +1,18 @@
-// Forward + backward throughput of sparq's models on the CPU, next to the same models in
-// PyTorch (bench/bench_models_torch.py, the reference implementation the golden tests
-// compare against), measured in the same invocation with the same thread count.
+// Forward + backward throughput of sparq's models on the CPU or one GPU, next to the same
+// models in PyTorch (bench/bench_models_torch.py, the reference implementation the golden
+// tests compare against), measured in the same invocation with the same thread count.
 //
 //   bench_models [--threads N] [--steps S] [--warmup W] [--models gpt2,bert,vgg]
 //                [--python /usr/bin/python3] [--torch-blas DIR] [--no-torch]
+//                [--device cpu|cuda]
+//
+// --device cuda runs the GPU workloads (GPT-2 124M B=16 T=1024, BERT-base B=32 T=128,
+// VGG-16 B=128) on CUDA device 0, sparq in fp32, next to PyTorch eager in fp32 and in bf16
+// autocast; each step ends with a device synchronize; memory is the peak device memory; MFU
+// (language models) is the model FLOPs of a step, 6 N per token for the parameter GEMMs (N =
+// all parameters, the tied head included) plus 12 L T d for attention, over the step time
+// and the device's dense peak (H100/H200 SXM datasheets: 67 TFLOP/s fp32, 989 TFLOP/s bf16;
+// --peak-fp32/--peak-bf16 for other devices).
 //
 // Debian's python3-torch is built with BLAS_INFO=generic and so runs its matrix products on
 // whatever libblas.so.3 the system selects, by default the single-threaded reference BLAS
@@ -23,15 +32,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/exec_context.h"
 #include "core/ops.h"
 #include "core/rng.h"
+#include "core/tensor_copy.h"
 #include "core/threading.h"
 #include "core/timer.h"
 #include "models/model.h"
+
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
 
@@ -49,12 +65,19 @@ const Workload kWorkloads[] = {
     {"bert", "bert-base dropout=0 attn_dropout=0", 8, 128},
     {"vgg", "vgg16", 32, 0},
 };
+// The GPU shapes (issue 14); bench_models_torch.py's GPU_WORKLOADS match them.
+const Workload kGpuWorkloads[] = {
+    {"gpt2", "gpt2-124M", 16, 1024},
+    {"bert", "bert-base dropout=0 attn_dropout=0", 32, 128},
+    {"vgg", "vgg16", 128, 0},
+};
 
 struct Measurement {
   double items_per_s = 0;  // tokens or images
-  double peak_rss_mib = 0;
+  double peak_rss_mib = 0;  // peak device memory for a GPU run
   double step_s = 0;       // mean over the timed steps
   double best_step_s = 0;  // fastest timed step: the least disturbed by other processes
+  double flops_per_item = 0;  // sparq's children only
   bool ok = false;
 };
 
@@ -64,9 +87,47 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
+// Device memory in use now (MiB), for the peak of a GPU child; 0 on the CPU.
+double device_used_mib(bool cuda) {
+#if SPARQ_HAS_CUDA
+  std::size_t free = 0, total = 0;
+  if (cuda && cudaMemGetInfo(&free, &total) == cudaSuccess) {
+    return static_cast<double>(total - free) / (1 << 20);
+  }
+#endif
+  return 0;
+}
+
+// A host tensor's twin in device memory owned by `storage`.
+Tensor upload(const Tensor& host, Buffer& storage) {
+  storage = Buffer::device(host.nbytes());
+  Tensor device(storage.data(), host.dtype(), host.shape(), Device::kCUDA);
+  copy_from_host(host.raw(), device);
+  return device;
+}
+
+// Model FLOPs of one token of a language model's training step (see the header); 0 for VGG.
+double flops_per_item(const ModelConfig& c, std::int64_t params, std::int64_t seq) {
+  if (!c.is_language_model()) return 0;
+  return 6.0 * static_cast<double>(params) +
+         12.0 * static_cast<double>(c.n_layer) * static_cast<double>(seq) *
+             static_cast<double>(c.n_embd);
+}
+
 // Runs one workload in this process and prints
-// "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step>".
-int run_child(const Workload& w, int steps, int warmup) {
+// "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step> <FLOPs per item>".
+int run_child(const Workload& w, int steps, int warmup, bool cuda) {
+  std::unique_ptr<ExecContext> gpu;
+  if (cuda) {
+    auto ctx = ExecContext::create_cuda(0);
+    if (!ctx.is_ok()) {
+      fmt::print(stderr, "{}\n", ctx.status().message());
+      return 1;
+    }
+    gpu = std::move(ctx).value();
+  }
+  const ExecContext& context = gpu ? *gpu : ExecContext::cpu();
+  const double baseline_mib = device_used_mib(cuda);
   auto config = parse_model_spec(w.spec);
   if (!config) {
     fmt::print(stderr, "{}\n", config.status().message());
@@ -80,7 +141,7 @@ int run_child(const Workload& w, int steps, int warmup) {
   Model& model = *made.value();
   ParamStore store;
   model.declare(store);
-  store.allocate();
+  store.allocate(context);
   store.initialize(1234);
   model.bind(store);  // make_model has logged the parameter count and activation memory
 
@@ -108,13 +169,24 @@ int run_child(const Workload& w, int steps, int warmup) {
     batch.labels = Tensor(labels.data(), DType::kI32, {w.batch});
   }
 
-  double seconds = 0, best = 1e30;
+  Buffer device_fields[4];
+  if (cuda) {
+    const Tensor* fields[4] = {&batch.tokens, &batch.targets, &batch.images, &batch.labels};
+    Tensor* out[4] = {&batch.tokens, &batch.targets, &batch.images, &batch.labels};
+    for (int i = 0; i < 4; ++i) {
+      if (!fields[i]->empty()) *out[i] = upload(*fields[i], device_fields[i]);
+    }
+  }
+
+  double seconds = 0, best = 1e30, peak_device_mib = 0;
   for (int step = 0; step < warmup + steps; ++step) {
     Stopwatch sw;
     store.zero_grads();
     model.set_step(step);
     const float loss = model.forward(batch);
     model.backward();
+    context.synchronize();
+    peak_device_mib = std::max(peak_device_mib, device_used_mib(cuda) - baseline_mib);
     if (step >= warmup) {
       seconds += sw.seconds();
       best = std::min(best, sw.seconds());
@@ -122,7 +194,8 @@ int run_child(const Workload& w, int steps, int warmup) {
     fmt::print(stderr, "  {} step {}: loss {:.4f}, {:.2f} s\n", w.key, step, loss, sw.seconds());
   }
   const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1)) * steps;
-  fmt::print("RESULT {} {} {} {}\n", items / seconds, peak_rss_mib(), seconds / steps, best);
+  fmt::print("RESULT {} {} {} {} {}\n", items / seconds, cuda ? peak_device_mib : peak_rss_mib(),
+             seconds / steps, best, flops_per_item(c, store.param_count(), w.seq));
   return 0;
 }
 
@@ -138,11 +211,60 @@ Measurement run_measured(const std::string& command) {
     in >> tag;
     if (tag == "RESULT") {
       m.ok = static_cast<bool>(in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s);
+      if (m.ok && !(in >> m.flops_per_item)) m.flops_per_item = 0;  // PyTorch prints four
     } else {
       std::fputs(line, stderr);  // the child's log (e.g. the model summary)
     }
   }
   return m;
+}
+
+// The GPU comparison: sparq fp32 next to PyTorch fp32 and bf16 autocast, per model.
+int run_gpu_table(const std::string& exe, const std::string& python, const std::string& script,
+                  const std::string& models, int steps, int warmup, double peak_fp32,
+                  double peak_bf16, bool no_torch) {
+  fmt::print("bench_models --device cuda: forward+backward on CUDA device 0, {} warm-up + {} "
+             "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
+             warmup, steps, peak_fp32, peak_bf16);
+  std::vector<std::string> rows;
+  const auto mfu = [](double items_per_s, double flops, double peak) {
+    return flops > 0 && items_per_s > 0 ? fmt::format("{:.1f}%", 100 * items_per_s * flops / (peak * 1e12))
+                                        : std::string("n/a");
+  };
+  for (const Workload& w : kGpuWorkloads) {
+    if (models.find(w.key) == std::string::npos) continue;
+    const Measurement ours = run_measured(fmt::format(
+        "'{}' --child {} --device cuda --steps {} --warmup {}", exe, w.key, steps, warmup));
+    Measurement fp32, bf16;
+    if (!no_torch) {
+      const std::string base = fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {}",
+                                           python, script, w.key, steps, warmup);
+      fp32 = run_measured(base + " --precision fp32");
+      bf16 = run_measured(base + " --precision bf16");
+    }
+    const auto num = [](const Measurement& m, double v) {
+      return m.ok ? fmt::format("{:.0f}", v) : std::string("n/a");
+    };
+    const double f = ours.flops_per_item;
+    rows.push_back(fmt::format("| {:<9} | {:>10} | {:>6} | {:>7} | {:>10} | {:>6} | {:>10} | {:>6} | "
+                               "{:>6} | {:>9} | {:>9} | {:>9} |",
+                               w.key, num(ours, ours.items_per_s), mfu(ours.items_per_s, f, peak_fp32),
+                               ours.ok && fp32.ok ? fmt::format("{:.2f}", ours.items_per_s / fp32.items_per_s) : "n/a",
+                               num(fp32, fp32.items_per_s), mfu(fp32.ok ? fp32.items_per_s : 0, f, peak_fp32),
+                               num(bf16, bf16.items_per_s), mfu(bf16.ok ? bf16.items_per_s : 0, f, peak_bf16),
+                               ours.ok && bf16.ok ? fmt::format("{:.2f}", ours.items_per_s / bf16.items_per_s) : "n/a",
+                               num(ours, ours.peak_rss_mib), num(fp32, fp32.peak_rss_mib),
+                               num(bf16, bf16.peak_rss_mib)));
+    if (!ours.ok) fmt::print(stderr, "sparq run of {} failed\n", w.key);
+  }
+  fmt::print("| model     | sparq fp32 |    MFU | vs fp32 | torch fp32 |    MFU | torch bf16 |    MFU | vs "
+             "bf16 | sparq MiB | fp32 MiB  | bf16 MiB  |\n");
+  fmt::print("|-----------|------------|--------|---------|------------|--------|------------|--------|-"
+             "-------|-----------|-----------|-----------|\n");
+  for (const auto& row : rows) fmt::print("{}\n", row);
+  fmt::print("items/s (tokens, or images for vgg); vs = sparq / PyTorch; MiB = peak device memory; "
+             "sparq has no bf16 path yet (train.precision: bf16 is planned)\n");
+  return 0;
 }
 
 }  // namespace
@@ -159,13 +281,20 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "interpreter with torch for the reference");
   app.add_option("--torch-blas", torch_blas, "folder with a libblas.so.3 for the PyTorch child");
   app.add_flag("--no-torch", no_torch, "skip the PyTorch reference");
+  std::string device = "cpu";
+  double peak_fp32 = 67, peak_bf16 = 989;  // H100/H200 SXM dense (NVIDIA datasheets)
+  app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--peak-fp32", peak_fp32, "device fp32 peak TFLOP/s for MFU");
+  app.add_option("--peak-bf16", peak_bf16, "device bf16 dense peak TFLOP/s for MFU");
   app.add_option("--child", child, "internal: run one workload and print RESULT");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
   if (!child.empty()) {
-    for (const Workload& w : kWorkloads) {
-      if (child == w.key) return run_child(w, steps, warmup);
+    const bool cuda = device == "cuda";
+    for (const Workload& w : cuda ? std::span<const Workload>(kGpuWorkloads)
+                                  : std::span<const Workload>(kWorkloads)) {
+      if (child == w.key) return run_child(w, steps, warmup, cuda);
     }
     fmt::print(stderr, "unknown workload '{}' (gpt2, bert, vgg)\n", child);
     return 2;
@@ -180,6 +309,9 @@ int main(int argc, char** argv) {
   }
   exe[len] = '\0';
   const std::string script = std::string(SPARQ_BENCH_SOURCE_DIR) + "/bench/bench_models_torch.py";
+  if (device == "cuda") {
+    return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16, no_torch);
+  }
 
   fmt::print("bench_models: forward+backward, {} thread(s), {} warm-up + {} timed steps, "
              "PyTorch BLAS: {}\n",

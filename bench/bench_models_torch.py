@@ -1,7 +1,12 @@
 #!/usr/bin/python3
-"""PyTorch side of bench/bench_models: forward + backward steps of one model on the CPU.
+"""PyTorch side of bench/bench_models: forward + backward steps of one model.
 
 Usage: bench_models_torch.py --model gpt2|bert|vgg [--threads N] [--steps S] [--warmup W]
+                             [--device cpu|cuda] [--precision fp32|bf16]
+
+On cuda the GPU workloads are used (bench_models.cpp's kGpuWorkloads), the step ends with
+torch.cuda.synchronize(), bf16 means eager torch.autocast(bfloat16) (the peer issue 14
+names), and the peak memory is torch.cuda.max_memory_allocated().
 
 The models are the independent PyTorch implementations of tests/reference/gen_models.py
 (the ones sparq's golden tests match), in float32, in training mode, without dropout. A
@@ -25,6 +30,11 @@ WORKLOADS = {
     "gpt2": ("gpt2-124M", 4, 256),
     "bert": ("bert-base dropout=0 attn_dropout=0", 8, 128),
     "vgg": ("vgg16", 32, 0),
+}
+GPU_WORKLOADS = {
+    "gpt2": ("gpt2-124M", 16, 1024),
+    "bert": ("bert-base dropout=0 attn_dropout=0", 32, 128),
+    "vgg": ("vgg16", 128, 0),
 }
 
 
@@ -72,30 +82,41 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    spec, b, t = WORKLOADS[args.model]
+    cuda = args.device == "cuda"
+    spec, b, t = (GPU_WORKLOADS if cuda else WORKLOADS)[args.model]
     cfg = gen_models.parse_spec(spec)
     model = gen_models.build(cfg)  # float32
     init_like_sparq(model, cfg)
     model.train()
     gen = torch.Generator().manual_seed(99)
     batch = make_batch(cfg, b, t, gen)
+    if cuda:
+        model = model.cuda()
+        batch = {k: v.cuda() for k, v in batch.items()}
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and args.precision == "bf16")
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
     total, best = 0.0, float("inf")
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
         model.zero_grad(set_to_none=False)
-        _, loss = model(batch)
+        with autocast:
+            _, loss = model(batch)
         loss.backward()
+        if cuda:
+            torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
         if step >= args.warmup:
             total += elapsed
             best = min(best, elapsed)
         print(f"  torch {args.model} step {step}: loss {float(loss):.4f}, {elapsed:.2f} s", file=sys.stderr)
     items = b * (t if t > 0 else 1) * args.steps
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    peak_mib = (torch.cuda.max_memory_allocated() / 2**20 if cuda
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
     print(f"RESULT {items / total} {peak_mib} {total / args.steps} {best}")
 
 

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The one-shot GPU check (issue 14): on a machine with one GPU and no MPI or Debian -dev
+# packages (the device tool's H200), build sparq for sm_90, run every gpu-labelled test once
+# plainly and the kernel tests once more under compute-sanitizer's memcheck, run the GPU
+# benchmarks, and write ONE results file: $OUT/gpu_check.txt (./gpu_check_out/ without $OUT).
+# Meant to finish in under 8 minutes on one H200.
+#
+# What must travel with the working tree (the device tool's `carry`):
+#   .device-deps   made here by scripts/prepare_device_deps.sh: Eigen, CLI11, fmt, spdlog,
+#                  yaml-cpp, GoogleTest and Google Benchmark unpacked from Debian 12 packages
+#   build-gpu      optional: a build from an earlier run of this script (it is reused)
+# cuDNN and NCCL are taken from the CUDA toolkit when it has them, else from the Python
+# wheels PyTorch brings (nvidia-cudnn-cu13, nvidia-nccl-cu13). Without MPI the NCCL and MPI
+# code is not built there; multi-rank exchange is proven on the CPU path under mpirun.
+#
+#   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 560)
+set -uo pipefail
+# GPU_CHECK_CMAKE_ARGS: extra cmake arguments (e.g. -DCMAKE_IGNORE_PREFIX_PATH=/usr to check
+# here, where the -dev packages are installed, that the carried ones suffice).
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$out"
+results=$out/gpu_check.txt
+log=$out/gpu_check_log.txt
+: >"$results"
+: >"$log"
+start=$(date +%s)
+say() { echo "$*" | tee -a "$results"; }
+section() { say ""; say "== $* ($(($(date +%s) - start)) s)"; }
+
+section "machine"
+say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+say "nvcc: $(nvcc --version 2>&1 | tail -1)"
+say "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+deps=$PWD/.device-deps/root/usr
+if [[ ! -d $deps ]]; then
+  say "no .device-deps: run scripts/prepare_device_deps.sh where apt-get works, and carry it"
+  exit 1
+fi
+export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# cuDNN from the toolkit, else from PyTorch's wheel (which ships no unversioned .so link).
+cudnn_args=()
+if [[ ! -f /usr/local/cuda/include/cudnn.h ]]; then
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
+  lib=$(ls "$wheel"/lib/libcudnn.so.* 2>/dev/null | head -1)
+  if [[ -n $wheel && -n $lib ]]; then
+    cudnn_args=(-DSPARQ_CUDNN_INCLUDE="$wheel/include" -DSPARQ_CUDNN_LIBRARY="$lib")
+    export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
+  fi
+fi
+
+section "build (sm_90, no MPI)"
+if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DCMAKE_PREFIX_PATH="$deps" "${cudnn_args[@]}" \
+      ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
+  say "configure FAILED (see gpu_check_log.txt)"; tail -30 "$log" >>"$results"; exit 1
+fi
+grep -E "SPARQ_HAS|sparq:" "$log" | tail -8 >>"$results"
+if ! cmake --build build-gpu -j"$(nproc)" >>"$log" 2>&1; then
+  say "build FAILED (see gpu_check_log.txt)"; grep -E "error|FAILED" "$log" | head -40 >>"$results"
+  exit 1
+fi
+say "build ok"
+
+section "ctest -L gpu"
+(cd build-gpu && timeout 240 ctest -L gpu --output-on-failure >>"$log" 2>&1)
+grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Not Run" "$log" | tail -20 >>"$results"
+for t in build-gpu/tests/*/test_*cuda*; do
+  [[ -x $t ]] || continue
+  # Per-test lines: which tests passed, failed or skipped, for the note.
+  "$t" --gtest_brief=1 2>&1 | grep -E "^\[  (FAILED|SKIPPED|PASSED) " | sed "s|^|$(basename "$t"): |" >>"$results"
+done
+
+section "compute-sanitizer memcheck (kernel tests)"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for t in build-gpu/tests/core/test_core_cuda build-gpu/tests/layers/test_layers_cuda* \
+           build-gpu/tests/optim/test_optim_cuda; do
+    [[ -x $t ]] || continue
+    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$t" --gtest_brief=1 \
+      >"$out/memcheck_$(basename "$t").txt" 2>&1
+    rc=$?
+    say "$(basename "$t"): memcheck exit $rc ($(grep -c 'Invalid\|ERROR SUMMARY: [1-9]' \
+      "$out/memcheck_$(basename "$t").txt") error lines)"
+  done
+else
+  say "compute-sanitizer not found"
+fi
+
+section "benchmarks"
+if [[ -x build-gpu/bench/bench_models ]] && build-gpu/bench/bench_models --help 2>&1 | grep -q -- --device; then
+  timeout 200 build-gpu/bench/bench_models --device cuda --python python3 >>"$results" 2>&1 ||
+    say "bench_models --device cuda exited $?"
+else
+  say "bench_models has no --device cuda yet: no GPU benchmark run"
+fi
+
+section "done"
+say "total $(($(date +%s) - start)) s"

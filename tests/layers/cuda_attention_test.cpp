@@ -93,6 +93,7 @@ TEST(CudaAttentionCore, ForwardAndBackwardMatchCpu) {
     GuardedDeviceArray<std::uint8_t> gvalid(valid);
     GuardedDeviceArray<float> gqkv(qkv), gdctx(dctx), gprobs(bhtt), gout(out.size()),
         gdqkv(qkv.size()), gscratch(cuda::attention_scratch_floats(b, h, t));
+    testing::uploads_done();
     AttentionGeom gg = g;
     gg.key_valid = mc.padding ? gvalid.data() : nullptr;
     cuda::attention_forward(gg, ctx->cuda(), gqkv.data(), gprobs.data(), gout.data(),
@@ -146,6 +147,7 @@ TEST(CudaMultiHeadAttention, LayerMatchesCpuTwin) {
 
       GuardedDeviceArray<std::uint8_t> gvalid(valid);
       GuardedDeviceArray<float> gx(x), gdy(dy), gy(x.size()), gdx(x.size());
+      testing::uploads_done();
       const Tensor dvalid = mc.padding ? gvalid.view({b, t}) : Tensor();
       gpu_mha.forward(gx.view(s), gy.view(s), dvalid, step);
       // Two projections around the core: fp32 GEMMs in another order.

@@ -30,6 +30,11 @@ ParamStore bind_in(const ExecContext& context, Layer& layer) {
   return store;
 }
 
+// A pageable cudaMemcpy to the device may return before its DMA has landed, and it runs on
+// the legacy stream, which the context's non-blocking stream does not wait for: call this
+// after uploading and before the layer under test enqueues its kernels.
+inline void uploads_done() { CUDA_CHECK(cudaDeviceSynchronize()); }
+
 // Device array contents after the device has finished all queued work.
 template <typename T>
 std::vector<T> download(const T* device, std::size_t n) {
@@ -58,6 +63,7 @@ inline void randomize_both(ParamStore& cpu_store, ParamStore& gpu_store, std::ui
   const std::size_t bytes = static_cast<std::size_t>(cpu_store.flat_numel()) * sizeof(float);
   CUDA_CHECK(cudaMemcpy(gpu_store.params(), cpu_store.params(), bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(gpu_store.grads(), cpu_store.grads(), bytes, cudaMemcpyHostToDevice));
+  uploads_done();
 }
 
 // Normalized error of the GPU store's whole flat gradient against the CPU store's.

@@ -40,6 +40,7 @@ TEST(CudaLayerNorm, ForwardAndBackwardMatchCpu) {
     cpu_ln.backward(testing::view(x, s), testing::view(dy, s), testing::view(dx, s));
 
     GuardedDeviceArray<float> gx(x), gdy(dy), gy(x.size()), gdx(x.size());
+    testing::uploads_done();
     gpu_ln.forward(gx.view(s), gy.view(s));
     EXPECT_EQ(gpu_ln.mean().device(), Device::kCUDA);
     // Statistics in double and the same float expressions: a few ulps apart at most.
@@ -68,6 +69,7 @@ TEST(CudaVocabBias, ForwardAndBackwardMatchCpu) {
     const Shape s{3, rows / 3, vocab};
     auto logits = random_floats(rows * vocab, 23), dlogits = random_floats(rows * vocab, 24);
     GuardedDeviceArray<float> gl(logits), gdl(dlogits);
+    testing::uploads_done();
     cpu_bias.forward(testing::view(logits, s));
     gpu_bias.forward(gl.view(s));
     EXPECT_EQ(gl.download(), logits);  // one float add per element: identical
@@ -106,6 +108,7 @@ TEST(CudaCrossEntropy, FusedLossAndGradientMatchCpu) {
       std::vector<float> dl(logits.size());
       GuardedDeviceArray<std::int32_t> gt(t);
       GuardedDeviceArray<float> glogits(logits), gdl(logits.size());
+      testing::uploads_done();
       const Tensor ht(const_cast<std::int32_t*>(t.data()), DType::kI32, {n});
       const float want = cpu_ce.forward_backward(testing::view(logits, {n, v}), ht,
                                                  testing::view(dl, {n, v}), 1.5f);
@@ -148,6 +151,7 @@ TEST(CudaCrossEntropy, RefusesAPaddedColumnAsTarget) {
   ce.bind_context(*ctx);
   GuardedDeviceArray<float> logits(std::vector<float>(9, 0.0f));
   GuardedDeviceArray<std::int32_t> t(std::vector<std::int32_t>{0, -100, 2});
+  testing::uploads_done();
   EXPECT_DEATH(ce.forward(logits.view({3, 3}), t.view({3})),
                "ce: target 2 at row 2 is outside \\[0, 2\\)");
 }

@@ -3,6 +3,10 @@
 #include "core/check.h"
 #include "core/threading.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#endif
+
 namespace sparq {
 
 MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
@@ -17,11 +21,31 @@ MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
               name_, c.seq, c.max_batch);
   SPARQ_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "{}: dropout must be in [0, 1), got {}",
               name_, c.dropout);
+  allocate_buffers();
+}
+
+void MultiHeadAttention::allocate_buffers() {
+  const Config& c = config_;
   const std::int64_t tokens = c.max_batch * c.seq;
-  cache_ = Buffer::host((tokens * 4 * c.dim + c.max_batch * c.heads * c.seq * c.seq) * sizeof(float));
+  const std::size_t cache_bytes =
+      (tokens * 4 * c.dim + c.max_batch * c.heads * c.seq * c.seq) * sizeof(float);
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cache_ = Buffer::device(cache_bytes);
+    scratch_ = Buffer::device(
+        (tokens * 4 * c.dim + cuda::attention_scratch_floats(c.max_batch, c.heads, c.seq)) *
+        sizeof(float));
+    return;
+#endif
+  }
+  cache_ = Buffer::host(cache_bytes);
   slots_ = max_threads();
   scratch_ = Buffer::host((tokens * 4 * c.dim + slots_ * cpu::attention_scratch_per_slot(c.seq)) *
                           sizeof(float));
+}
+
+float* MultiHeadAttention::core_scratch() const {
+  return scratch_.as<float>() + config_.max_batch * config_.seq * 4 * config_.dim;
 }
 
 void MultiHeadAttention::declare(ParamStore& store) const {
@@ -33,6 +57,7 @@ void MultiHeadAttention::bind(const ParamStore& store) {
   qkv_proj_.bind(store);
   out_proj_.bind(store);
   bind_context(store.context());
+  if (cache_.device() != device()) allocate_buffers();
 }
 
 std::vector<std::string> MultiHeadAttention::param_names() const {
@@ -43,7 +68,7 @@ std::vector<std::string> MultiHeadAttention::param_names() const {
 
 Tensor MultiHeadAttention::probs() const {
   const std::int64_t off = config_.max_batch * config_.seq * 3 * config_.dim;
-  return Tensor(cache_.as<float>() + off, DType::kF32, {batch_, config_.heads, t_, t_});
+  return cache_.view(DType::kF32, {batch_, config_.heads, t_, t_}, off * sizeof(float));
 }
 
 AttentionGeom MultiHeadAttention::geom(const DropoutStep& step) const {
@@ -63,41 +88,55 @@ void MultiHeadAttention::forward(const Tensor& x, const Tensor& y, const Tensor&
                                  const DropoutStep& step) {
   SPARQ_CHECK(x.ndim() == 3, "{}: x must be [B, T, C], got {}", name_, x.shape().str());
   const std::int64_t b = x.dim(0), t = x.dim(1), c = config_.dim;
-  check_arg(x, {b, t, c}, name_, "x");
-  check_arg(y, {b, t, c}, name_, "y");
+  check_arg(x, {b, t, c}, name_, "x", DType::kF32, device());
+  check_arg(y, {b, t, c}, name_, "y", DType::kF32, device());
   SPARQ_CHECK(b <= config_.max_batch && t <= config_.seq,
               "{}: x {} exceeds the cache's max_batch {} or seq {}", name_, x.shape().str(),
               config_.max_batch, config_.seq);
-  if (!key_valid.empty()) check_arg(key_valid, {b, t}, name_, "key_valid", DType::kU8);
+  if (!key_valid.empty()) check_arg(key_valid, {b, t}, name_, "key_valid", DType::kU8, device());
   batch_ = b;
   t_ = t;
   key_valid_ = key_valid;
   float* qkv = cache_.as<float>();
   float* ctx = probs().data<float>() + b * config_.heads * t * t;
-  qkv_proj_.forward(x, Tensor(qkv, DType::kF32, {b, t, 3 * c}));
-  cpu::attention_forward<float>(geom(step), qkv, probs().data<float>(), ctx,
-                                scratch_.as<float>() + config_.max_batch * config_.seq * 4 * c,
-                                slots_);
-  out_proj_.forward(Tensor(ctx, DType::kF32, {b, t, c}), y);
+  qkv_proj_.forward(x, Tensor(qkv, DType::kF32, {b, t, 3 * c}, device()));
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::attention_forward(geom(step), context().cuda(), qkv, probs().data<float>(), ctx,
+                            core_scratch());
+#endif
+  } else {
+    cpu::attention_forward<float>(geom(step), qkv, probs().data<float>(), ctx, core_scratch(),
+                                  slots_);
+  }
+  out_proj_.forward(Tensor(ctx, DType::kF32, {b, t, c}, device()), y);
 }
 
 void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tensor& dx,
                                   const DropoutStep& step) {
   const std::int64_t b = batch_, t = t_, c = config_.dim;
   SPARQ_CHECK(b > 0, "{}: backward before forward", name_);
-  check_arg(x, {b, t, c}, name_, "x (shape of the last forward)");
-  check_arg(dy, {b, t, c}, name_, "dy");
-  check_arg(dx, {b, t, c}, name_, "dx");
-  const Tensor qkv(cache_.as<float>(), DType::kF32, {b, t, 3 * c});
-  const Tensor ctx(probs().data<float>() + b * config_.heads * t * t, DType::kF32, {b, t, c});
-  const Tensor dctx(scratch_.as<float>(), DType::kF32, {b, t, c});
+  check_arg(x, {b, t, c}, name_, "x (shape of the last forward)", DType::kF32, device());
+  check_arg(dy, {b, t, c}, name_, "dy", DType::kF32, device());
+  check_arg(dx, {b, t, c}, name_, "dx", DType::kF32, device());
+  const Tensor qkv(cache_.as<float>(), DType::kF32, {b, t, 3 * c}, device());
+  const Tensor ctx(probs().data<float>() + b * config_.heads * t * t, DType::kF32, {b, t, c},
+                   device());
+  const Tensor dctx(scratch_.as<float>(), DType::kF32, {b, t, c}, device());
   const Tensor dqkv(scratch_.as<float>() + config_.max_batch * config_.seq * c, DType::kF32,
-                    {b, t, 3 * c});
+                    {b, t, 3 * c}, device());
   out_proj_.backward(ctx, dy, dctx);
-  cpu::attention_backward<float>(geom(step), qkv.data<float>(), probs().data<float>(),
-                                 dctx.data<float>(), dqkv.data<float>(),
-                                 scratch_.as<float>() + config_.max_batch * config_.seq * 4 * c,
-                                 slots_);
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::attention_backward(geom(step), context().cuda(), qkv.data<float>(),
+                             probs().data<float>(), dctx.data<float>(), dqkv.data<float>(),
+                             core_scratch());
+#endif
+  } else {
+    cpu::attention_backward<float>(geom(step), qkv.data<float>(), probs().data<float>(),
+                                   dctx.data<float>(), dqkv.data<float>(), core_scratch(),
+                                   slots_);
+  }
   qkv_proj_.backward(x, dqkv, dx);
 }
 

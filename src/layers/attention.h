@@ -7,11 +7,14 @@
 //
 // Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
 // "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].
-// Cache and workspace (owned, allocated once for max_batch x seq at construction):
-// qkv [B, T, 3C], probs [B, H, T, T] (the O(B*H*T^2) term; the dropout mask is regenerated),
-// ctx [B, T, C], and backward scratch (dctx, dqkv, per-thread T x T areas for up to
-// max_threads() at construction). backward reads the forward input x and the cache, and
-// must get the same DropoutStep (and mask) as the forward.
+// Cache and workspace (owned, allocated once for max_batch x seq at construction, and again
+// on the device by bind() to a CUDA store): qkv [B, T, 3C], probs [B, H, T, T] (the
+// O(B*H*T^2) term; the dropout mask is regenerated), ctx [B, T, C], and backward scratch
+// (dctx, dqkv, then on the CPU per-thread T x T areas for up to max_threads() at
+// construction, on CUDA one [B, H, T, T] area). backward reads the forward input x and the
+// cache, and must get the same DropoutStep (and mask) as the forward.
+// Dispatch: Note [Layer dispatch]; the attention core is cpu:: or cuda::attention_forward
+// (attention_kernels.h), the projections are Linear layers bound to the same store.
 #pragma once
 
 #include <vector>
@@ -42,7 +45,8 @@ class MultiHeadAttention : public LayerBase {
   std::vector<std::string> param_names() const;
   const std::string& name() const { return name_; }
 
-  // x, y [B, T, C] with B <= max_batch, T <= seq. key_valid: empty, or u8 [B, T].
+  // x, y [B, T, C] with B <= max_batch, T <= seq. key_valid: empty, or u8 [B, T]. All on
+  // the layer's device.
   void forward(const Tensor& x, const Tensor& y, const Tensor& key_valid,
                const DropoutStep& step);
   void backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const DropoutStep& step);
@@ -53,6 +57,8 @@ class MultiHeadAttention : public LayerBase {
 
  private:
   AttentionGeom geom(const DropoutStep& step) const;
+  void allocate_buffers();  // cache_ and scratch_ on the layer's device
+  float* core_scratch() const;  // the attention core's area, after dctx and dqkv
   std::string name_;
   Config config_;
   Linear qkv_proj_, out_proj_;

@@ -7,6 +7,12 @@
 #include "core/threading.h"
 #include "layers/matmul.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/cuda_gemm.h"
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/attention_cuda.h"
+#endif
+
 namespace sparq::cpu {
 namespace {
 
@@ -121,3 +127,81 @@ template void attention_backward<double>(const AttentionGeom&, const double*, co
                                          const double*, double*, double*, int);
 
 }  // namespace sparq::cpu
+
+#if SPARQ_HAS_CUDA
+namespace sparq::cuda {
+namespace {
+
+AttentionShape shape_of(const AttentionGeom& g) {
+  return {g.batch, g.heads, g.seq, g.causal, g.key_valid};
+}
+
+AttentionDropout dropout_of(const AttentionGeom& g) {
+  return {g.dropout_p, g.key.seed, g.key.stream, g.key.first};
+}
+
+// A GEMM operand per (sequence b, head h): base + b * per_seq + h * per_head.
+struct HeadOperand {
+  const float* base;
+  long long per_seq, per_head;
+};
+
+// C_bh = alpha op(A_bh) op(B_bh) for every sequence and head: one strided-batched call per
+// sequence over its heads (the head stride is constant within a sequence, not across them).
+void per_head_gemm(const AttentionGeom& g, const DeviceResources& device, const GemmShape& s,
+                   float alpha, HeadOperand a, HeadOperand b, float* c, long long c_per_seq,
+                   long long c_per_head) {
+  for (std::int64_t seq = 0; seq < g.batch; ++seq) {
+    gemm_strided_batched(device.cublas, s, alpha, a.base + seq * a.per_seq, a.per_head,
+                         b.base + seq * b.per_seq, b.per_head, 0.0f, c + seq * c_per_seq,
+                         c_per_head, static_cast<int>(g.heads));
+  }
+}
+
+}  // namespace
+
+void attention_forward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
+                       float* probs, float* ctx, float* scratch) {
+  const long long t = g.seq, c = g.dim, d = g.head_dim(), tt = t * t;
+  const cudaStream_t stream = device.stream.get();
+  const HeadOperand q{qkv, t * 3 * c, d}, k{qkv + c, t * 3 * c, d}, v{qkv + 2 * c, t * 3 * c, d};
+  // Raw scores q k^T; the softmax kernel applies 1/sqrt(D).
+  per_head_gemm(g, device, GemmShape{false, true, t, t, d, 3 * c, 3 * c, t}, 1.0f, q, k, probs,
+                g.heads * tt, tt);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  attention_softmax_forward(shape_of(g), scale, dropout_of(g), probs, scratch, stream);
+  const float* used = g.dropout_p > 0.0f ? scratch : probs;
+  per_head_gemm(g, device, GemmShape{false, false, t, d, t, t, 3 * c, c}, 1.0f,
+                HeadOperand{used, g.heads * tt, tt}, v, ctx, t * c, d);
+}
+
+void attention_backward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
+                        const float* probs, const float* dctx, float* dqkv, float* scratch) {
+  const long long t = g.seq, c = g.dim, d = g.head_dim(), tt = t * t;
+  const cudaStream_t stream = device.stream.get();
+  const HeadOperand q{qkv, t * 3 * c, d}, k{qkv + c, t * 3 * c, d}, v{qkv + 2 * c, t * 3 * c, d};
+  const HeadOperand dc{dctx, t * c, d};
+  // dV = P_used^T dctx, with the dropped probabilities rebuilt in the scratch.
+  const float* used = probs;
+  if (g.dropout_p > 0.0f) {
+    attention_dropout_probs(shape_of(g), dropout_of(g), probs, scratch, stream);
+    used = scratch;
+  }
+  per_head_gemm(g, device, GemmShape{true, false, t, d, t, t, c, 3 * c}, 1.0f,
+                HeadOperand{used, g.heads * tt, tt}, dc, dqkv + 2 * c, t * 3 * c, d);
+  // dP = dctx v^T into the scratch (the stream has finished reading P_used from it), then
+  // the softmax backward turns it into dS in place.
+  per_head_gemm(g, device, GemmShape{false, true, t, t, d, c, 3 * c, t}, 1.0f, dc, v, scratch,
+                g.heads * tt, tt);
+  attention_softmax_backward(shape_of(g), dropout_of(g), probs, scratch, stream);
+  // dQ = dS K * scale, dK = dS^T Q * scale.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const HeadOperand ds{scratch, g.heads * tt, tt};
+  per_head_gemm(g, device, GemmShape{false, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, k, dqkv,
+                t * 3 * c, d);
+  per_head_gemm(g, device, GemmShape{true, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, q,
+                dqkv + c, t * 3 * c, d);
+}
+
+}  // namespace sparq::cuda
+#endif

@@ -14,8 +14,14 @@
 // Dropout on probs: element (b, h, i, j) draws Philox number key.first + ((b*H + h)*T + i)*T + j.
 //
 // Backward OVERWRITES dqkv (every q, k and v column); nothing is accumulated.
-// Scratch: `slots` per-thread areas of scratch_per_slot(T) elements; at most `slots`
+// CPU scratch: `slots` per-thread areas of scratch_per_slot(T) elements; at most `slots`
 // threads run.
+//
+// CUDA (cuda::attention_*): the same math on device pointers (qkv, probs, ctx, scratch and
+// g.key_valid), in the context's stream: per sequence, strided-batched cuBLAS GEMMs over its
+// heads for the scores and the products, and the fused masked softmax, dropout and softmax
+// backward kernels of layers/cuda/attention_cuda.h. Scratch: one [B, H, T, T] area
+// (attention_scratch_floats), the dropped probabilities and then dP.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +49,18 @@ template <typename T>
 void attention_backward(const AttentionGeom& g, const T* qkv, const T* probs, const T* dctx,
                         T* dqkv, T* scratch, int slots);
 }  // namespace cpu
+
+#if SPARQ_HAS_CUDA
+namespace cuda {
+constexpr std::int64_t attention_scratch_floats(std::int64_t batch, std::int64_t heads,
+                                                std::int64_t seq) {
+  return batch * heads * seq * seq;
+}
+void attention_forward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
+                       float* probs, float* ctx, float* scratch);
+void attention_backward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
+                        const float* probs, const float* dctx, float* dqkv, float* scratch);
+}  // namespace cuda
+#endif
 
 }  // namespace sparq

@@ -7,6 +7,10 @@
 #include "core/check.h"
 #include "layers/param_set.h"
 
+#if SPARQ_HAS_CUDA
+#include "layers/cuda/cross_entropy_cuda.h"
+#endif
+
 namespace sparq {
 namespace cpu {
 
@@ -69,12 +73,38 @@ CrossEntropy::CrossEntropy(std::string name, Config config)
               config_.vocab);
   SPARQ_CHECK(config_.max_rows > 0, "{}: max_rows must be positive, got {}", name_,
               config_.max_rows);
+  place_buffers();
+}
+
+#if SPARQ_HAS_CUDA
+namespace {
+// The device totals follow the row losses, on the buffer's 256-byte alignment.
+std::size_t totals_offset(std::int64_t max_rows) {
+  const std::size_t bytes = static_cast<std::size_t>(max_rows) * sizeof(float);
+  return (bytes + Buffer::kDefaultAlignment - 1) / Buffer::kDefaultAlignment *
+         Buffer::kDefaultAlignment;
+}
+}  // namespace
+#endif
+
+void CrossEntropy::place_buffers() {
+  if (losses_.data() != nullptr && losses_.device() == device()) return;
+  host_totals_ = Buffer();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    losses_ = Buffer::device(totals_offset(config_.max_rows) + sizeof(cuda::CrossEntropyTotals),
+                             true);
+    host_totals_ = Buffer::pinned(sizeof(cuda::CrossEntropyTotals), true);
+    return;
+#endif
+  }
   losses_ = Buffer::host(config_.max_rows * sizeof(float), true);
 }
 
 float CrossEntropy::run(const Tensor& logits, const Tensor& targets, float* dlogits, float dloss) {
-  const std::int64_t n = check_rows(logits, config_.vocab, name_, "logits");
+  const std::int64_t n = check_rows(logits, config_.vocab, name_, "logits", device());
   SPARQ_CHECK(n <= config_.max_rows, "{}: {} rows exceed max_rows {}", name_, n, config_.max_rows);
+  if (on_cuda()) return run_cuda(logits, targets, dlogits, dloss);
   SPARQ_CHECK(!targets.empty() && targets.is_cpu() && targets.dtype() == DType::kI32 &&
                   targets.numel() == n,
               "{}: targets must be host int32 with {} elements, got {}", name_, n, targets.str());
@@ -95,13 +125,42 @@ float CrossEntropy::run(const Tensor& logits, const Tensor& targets, float* dlog
                                                       dloss));
 }
 
+float CrossEntropy::run_cuda(const Tensor& logits, const Tensor& targets, float* dlogits,
+                             float dloss) {
+  const std::int64_t n = logits.numel() / config_.vocab;
+  SPARQ_CHECK(!targets.empty() && targets.device() == device() &&
+                  targets.dtype() == DType::kI32 && targets.numel() == n,
+              "{}: targets must be int32 on {} with {} elements, got {}", name_,
+              device_name(device()), n, targets.str());
+  place_buffers();
+#if SPARQ_HAS_CUDA
+  auto* totals = reinterpret_cast<cuda::CrossEntropyTotals*>(losses_.as<char>() +
+                                                             totals_offset(config_.max_rows));
+  auto* host = host_totals_.as<cuda::CrossEntropyTotals>();
+  cuda::cross_entropy(logits.data<float>(), targets.data<std::int32_t>(), dlogits,
+                      losses_.as<float>(), n, config_.vocab, config_.valid_vocab,
+                      config_.ignore_index, dloss, totals, host, stream());
+  // The loss is returned as a host float, so the host must wait for the stream here: the
+  // one synchronisation of this layer, and it also lets us refuse a bad target by name.
+  context().synchronize();
+  SPARQ_CHECK(host->first_bad_row < 0,
+              "{}: target {} at row {} is outside [0, {}) and is not the ignore index {}", name_,
+              host->bad_target, host->first_bad_row, config_.valid_vocab, config_.ignore_index);
+  rows_ = n;
+  counted_ = host->counted;
+  return static_cast<float>(counted_ > 0 ? host->loss_sum / static_cast<double>(counted_) : 0.0);
+#else
+  return 0.0f;  // unreachable: a CUDA context needs a CUDA build
+#endif
+}
+
 float CrossEntropy::forward(const Tensor& logits, const Tensor& targets) {
   return run(logits, targets, nullptr, 0.0f);
 }
 
 float CrossEntropy::forward_backward(const Tensor& logits, const Tensor& targets,
                                      const Tensor& dlogits, float dloss) {
-  SPARQ_CHECK(check_rows(dlogits, config_.vocab, name_, "dlogits") * config_.vocab ==
+  SPARQ_CHECK(check_rows(dlogits, config_.vocab, name_, "dlogits", device()) * config_.vocab ==
                   logits.numel(),
               "{}: dlogits {} does not match logits {}", name_, dlogits.shape().str(),
               logits.shape().str());

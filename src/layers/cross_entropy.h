@@ -12,7 +12,11 @@
 // are not read again in a separate pass. Ignored rows get a zero gradient. dlogits may
 // alias logits (the logits are consumed).
 //
-// Cache: per-row losses for up to max_rows rows, owned by the layer.
+// Cache: per-row losses for up to max_rows rows, owned by the layer, on its device (moved
+// there by the first call in a CUDA context).
+// Dispatch: Note [Layer dispatch]; the CUDA kernels are in layers/cuda/cross_entropy_cuda.h.
+// In a CUDA context logits, targets and dlogits live on the device; the loss is still a host
+// float, so each call waits for the compute stream once, to read it back.
 #pragma once
 
 #include <string>
@@ -42,20 +46,24 @@ class CrossEntropy : public LayerBase {
   };
   CrossEntropy(std::string name, Config config);
 
-  // logits f32 [N, V] (or [B, T, V]), targets i32 with N elements.
+  // logits f32 [N, V] (or [B, T, V]), targets i32 with N elements, both on the layer's
+  // device.
   float forward(const Tensor& logits, const Tensor& targets);
   float forward_backward(const Tensor& logits, const Tensor& targets, const Tensor& dlogits,
                          float dloss = 1.0f);
   // Rows that entered the mean in the last call.
   std::int64_t counted() const { return counted_; }
-  // Per-row losses of the last call ([N], zero on ignored rows).
-  Tensor row_losses() const { return Tensor(losses_.as<float>(), DType::kF32, {rows_}); }
+  // Per-row losses of the last call ([N], zero on ignored rows), on the layer's device.
+  Tensor row_losses() const { return losses_.view(DType::kF32, {rows_}); }
 
  private:
   float run(const Tensor& logits, const Tensor& targets, float* dlogits, float dloss);
+  float run_cuda(const Tensor& logits, const Tensor& targets, float* dlogits, float dloss);
+  void place_buffers();  // on the layer's device
   std::string name_;
   Config config_;
-  Buffer losses_;
+  Buffer losses_;        // [max_rows], then (CUDA) the device totals of a call
+  Buffer host_totals_;   // CUDA: pinned, where the totals are copied back
   std::int64_t rows_ = 0, counted_ = 0;
 };
 

@@ -5,6 +5,10 @@
 
 #include "core/check.h"
 
+#if SPARQ_HAS_CUDA
+#include "layers/cuda/layer_norm_cuda.h"
+#endif
+
 namespace sparq {
 namespace cpu {
 
@@ -91,34 +95,71 @@ LayerNorm::LayerNorm(std::string prefix, Config config)
   SPARQ_CHECK(config_.eps > 0.0f, "{}: eps must be positive, got {}", name(), config_.eps);
   gamma_ = params_.add("weight", {config_.dim}, Init::ones(), false);
   beta_ = params_.add("bias", {config_.dim}, Init::zeros(), false);
-  cache_ = Buffer::host(2 * config_.max_rows * sizeof(float), true);
+  cache_ = allocate_cache();
+}
+
+void LayerNorm::bind(const ParamStore& store) {
+  ParamLayer::bind(store);
+  if (cache_.device() != device()) cache_ = allocate_cache();
+}
+
+Buffer LayerNorm::allocate_cache() const {
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    const std::size_t floats =
+        2 * config_.max_rows + cuda::layer_norm_backward_scratch_floats(config_.dim);
+    return Buffer::device(floats * sizeof(float), true);
+#endif
+  }
+  return Buffer::host(2 * config_.max_rows * sizeof(float), true);
 }
 
 void LayerNorm::forward(const Tensor& x, const Tensor& y) {
-  const std::int64_t rows = check_rows(x, config_.dim, name(), "x");
+  const std::int64_t rows = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(rows <= config_.max_rows, "{}: x {} has {} rows, the cache holds {}", name(),
               x.shape().str(), rows, config_.max_rows);
-  SPARQ_CHECK(check_rows(y, config_.dim, name(), "y") == rows && y.raw() != x.raw(),
+  SPARQ_CHECK(check_rows(y, config_.dim, name(), "y", device()) == rows && y.raw() != x.raw(),
               "{}: y {} must match x {} and not alias it", name(), y.shape().str(), x.shape().str());
+  SPARQ_CHECK(cache_.device() == device(), "{}: the cache is on {}, bind() to a {} store first",
+              name(), device_name(cache_.device()), device_name(device()));
   rows_ = rows;
   float* mean = cache_.as<float>();
-  cpu::layer_norm_forward<float>(x.data<float>(), params_.param(gamma_).data<float>(),
-                                 params_.param(beta_).data<float>(), y.data<float>(), mean,
-                                 mean + config_.max_rows, rows, config_.dim, config_.eps);
+  const float* gamma = params_.param(gamma_).data<float>();
+  const float* beta = params_.param(beta_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::layer_norm_forward(x.data<float>(), gamma, beta, y.data<float>(), mean,
+                             mean + config_.max_rows, rows, config_.dim, config_.eps, stream());
+#endif
+  } else {
+    cpu::layer_norm_forward<float>(x.data<float>(), gamma, beta, y.data<float>(), mean,
+                                   mean + config_.max_rows, rows, config_.dim, config_.eps);
+  }
 }
 
 void LayerNorm::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
-  const std::int64_t rows = check_rows(x, config_.dim, name(), "x");
+  const std::int64_t rows = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(rows == rows_, "{}: backward on {} rows after a forward on {}", name(), rows, rows_);
-  SPARQ_CHECK(check_rows(dy, config_.dim, name(), "dy") == rows, "{}: dy {} does not match x {}",
-              name(), dy.shape().str(), x.shape().str());
-  SPARQ_CHECK(check_rows(dx, config_.dim, name(), "dx") == rows && dx.raw() != dy.raw(),
+  SPARQ_CHECK(check_rows(dy, config_.dim, name(), "dy", device()) == rows,
+              "{}: dy {} does not match x {}", name(), dy.shape().str(), x.shape().str());
+  SPARQ_CHECK(check_rows(dx, config_.dim, name(), "dx", device()) == rows && dx.raw() != dy.raw(),
               "{}: dx {} must match x and not alias dy", name(), dx.shape().str());
   const float* mean = cache_.as<float>();
-  cpu::layer_norm_backward<float>(x.data<float>(), params_.param(gamma_).data<float>(), mean,
-                                  mean + config_.max_rows, dy.data<float>(), dx.data<float>(),
-                                  params_.grad(gamma_).data<float>(),
-                                  params_.grad(beta_).data<float>(), rows, config_.dim);
+  const float* gamma = params_.param(gamma_).data<float>();
+  float* dgamma = params_.grad(gamma_).data<float>();
+  float* dbeta = params_.grad(beta_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::layer_norm_backward(x.data<float>(), gamma, mean, mean + config_.max_rows,
+                              dy.data<float>(), dx.data<float>(), dgamma, dbeta,
+                              cache_.as<float>() + 2 * config_.max_rows, rows, config_.dim,
+                              stream());
+#endif
+  } else {
+    cpu::layer_norm_backward<float>(x.data<float>(), gamma, mean, mean + config_.max_rows,
+                                    dy.data<float>(), dx.data<float>(), dgamma, dbeta, rows,
+                                    config_.dim);
+  }
 }
 
 }  // namespace sparq

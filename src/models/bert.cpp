@@ -1,7 +1,5 @@
 #include "models/bert.h"
 
-#include <algorithm>
-
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -15,37 +13,6 @@ Tensor first_token(const Tensor& x, std::int64_t b) {
 }
 
 }  // namespace
-
-VocabBias::VocabBias(std::string prefix, std::int64_t vocab)
-    : ParamLayer(std::move(prefix)), vocab_(vocab) {
-  bias_ = params_.add("bias", {vocab_}, Init::zeros(), false);
-}
-
-void VocabBias::forward(const Tensor& logits) const {
-  const std::int64_t rows = check_rows(logits, vocab_, name(), "logits");
-  const float* b = params_.param(bias_).data<float>();
-  float* y = logits.data<float>();
-#pragma omp parallel for schedule(static) if (rows * vocab_ > 32768)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = y + r * vocab_;
-    for (std::int64_t j = 0; j < vocab_; ++j) row[j] += b[j];
-  }
-}
-
-void VocabBias::backward(const Tensor& dlogits) const {
-  const std::int64_t rows = check_rows(dlogits, vocab_, name(), "dlogits");
-  const float* dy = dlogits.data<float>();
-  float* db = params_.grad(bias_).data<float>();
-  // Threads own column blocks, so the summation order is fixed and no element is shared.
-#pragma omp parallel for schedule(static) if (rows * vocab_ > 32768)
-  for (std::int64_t j0 = 0; j0 < vocab_; j0 += 256) {
-    const std::int64_t j1 = std::min(vocab_, j0 + 256);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* row = dy + r * vocab_;
-      for (std::int64_t j = j0; j < j1; ++j) db[j] += row[j];
-    }
-  }
-}
 
 Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   const std::int64_t batch = shape.micro_batch, rows = batch * shape.seq_len, dim = c.n_embd;

@@ -30,23 +30,10 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/residual.h"
+#include "layers/vocab_bias.h"
 #include "models/model.h"
 
 namespace sparq {
-
-// The decoder bias of a tied output head: logits[r, :] += bias. "<prefix>.bias" [vocab],
-// zeros, no weight decay. backward adds the column sums of dlogits into dbias (see Note
-// [Gradient rule], layers/param_set.h).
-class VocabBias : public ParamLayer {
- public:
-  VocabBias(std::string prefix, std::int64_t vocab);
-  void forward(const Tensor& logits) const;   // in place, [rows, vocab]
-  void backward(const Tensor& dlogits) const;
-
- private:
-  std::int64_t vocab_;
-  int bias_ = -1;
-};
 
 class Bert : public Model {
  public:

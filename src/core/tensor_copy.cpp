@@ -21,10 +21,12 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, bool device_invol
     return;
   }
 #if SPARQ_HAS_CUDA
-  // cudaMemcpy waits for work queued before it on the legacy default stream; the compute
-  // streams are non-blocking, so synchronize the device to see their results.
+  // cudaMemcpy is ordered only with the legacy default stream, and the compute streams are
+  // non-blocking: synchronize before (to see their results) and after (a pageable upload
+  // may return before its data lands, and a later kernel on a compute stream would not wait).
   CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  CUDA_CHECK(cudaDeviceSynchronize());
 #else
   SPARQ_CHECK(false, "a CUDA tensor in a build without CUDA");
 #endif

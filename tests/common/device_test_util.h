@@ -74,9 +74,12 @@ class GuardedDeviceArray {
     EXPECT_EQ(static_cast<std::size_t>(shape.numel()), n_);
     return Tensor(data(), DTypeOf<T>::value, shape, Device::kCUDA);
   }
+  // Complete on return: a pageable cudaMemcpy may return before the data lands, and a
+  // context's non-blocking stream would not wait for it, so the device is synchronized.
   void upload(const std::vector<T>& host) const {
     EXPECT_EQ(host.size(), n_);
     if (n_) CUDA_CHECK(cudaMemcpy(data(), host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   // Synchronizes the device first, so results of work queued on any stream are complete.
   std::vector<T> download() const {

@@ -1,22 +1,18 @@
 #include "layers/activation.h"
 
 #include <cmath>
-#include <numbers>
 
 #include "core/check.h"
+
+#if SPARQ_HAS_CUDA
+#include "layers/cuda/activation_cuda.h"
+#endif
 
 namespace sparq {
 namespace cpu {
 
 // Elementwise loops only pay for a parallel region on large tensors.
 constexpr std::int64_t kParallelMin = 1 << 15;
-
-// tanh through one exp: about three times cheaper than std::tanh for float, and exact to a
-// few ulps of 1 (an absolute error, which is all GELU's 0.5 * x * (1 + t) can see).
-template <typename T>
-inline T fast_tanh(T u) {
-  return T(1) - T(2) / (std::exp(T(2) * u) + T(1));
-}
 
 template <typename T>
 void relu_forward(const T* x, T* y, std::int64_t n) {
@@ -30,41 +26,26 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
 }
 
+// The per-element expressions are gelu_math.h's, shared with the CUDA kernels.
 template <typename T>
 void gelu_forward(GeluKind kind, const T* x, T* y, std::int64_t n) {
-  const T k_tanh = std::sqrt(T(2) / std::numbers::pi_v<T>);
-  const T k_erf = T(1) / std::numbers::sqrt2_v<T>;
   if (kind == GeluKind::kTanh) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T v = x[i];
-      y[i] = T(0.5) * v * (T(1) + fast_tanh(k_tanh * (v + T(0.044715) * v * v * v)));
-    }
+    for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
   } else {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * k_erf));
+    for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_erf(x[i]);
   }
 }
 
 template <typename T>
 void gelu_backward(GeluKind kind, const T* x, const T* dy, T* dx, std::int64_t n) {
-  const T k_tanh = std::sqrt(T(2) / std::numbers::pi_v<T>);
-  const T k_erf = T(1) / std::numbers::sqrt2_v<T>;
-  const T k_pdf = T(1) / std::sqrt(T(2) * std::numbers::pi_v<T>);
   if (kind == GeluKind::kTanh) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T v = x[i];
-      const T t = fast_tanh(k_tanh * (v + T(0.044715) * v * v * v));
-      const T dinner = k_tanh * (T(1) + T(3) * T(0.044715) * v * v);
-      dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
-    }
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_tanh_grad(x[i], dy[i]);
   } else {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T v = x[i];
-      dx[i] = dy[i] * (T(0.5) * (T(1) + std::erf(v * k_erf)) + v * k_pdf * std::exp(T(-0.5) * v * v));
-    }
+    for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_erf_grad(x[i], dy[i]);
   }
 }
 
@@ -94,47 +75,86 @@ SPARQ_INSTANTIATE_ACTIVATIONS(double)
 }  // namespace cpu
 
 std::int64_t check_same_numel(const Tensor& a, const Tensor& b, const std::string& layer,
-                              const char* a_name, const char* b_name) {
+                              const char* a_name, const char* b_name, Device device) {
   for (const auto& [t, what] : {std::pair{&a, a_name}, std::pair{&b, b_name}}) {
-    SPARQ_CHECK(!t->empty() && t->is_cpu() && t->dtype() == DType::kF32,
-                "{}: {} must be a non-empty host f32 view, got {}", layer, what, t->str());
+    SPARQ_CHECK(!t->empty() && t->device() == device && t->dtype() == DType::kF32,
+                "{}: {} must be a non-empty f32 view on {}, got {}", layer, what,
+                device_name(device), t->str());
   }
   SPARQ_CHECK(a.numel() == b.numel(), "{}: {} {} and {} {} differ in size", layer, a_name,
               a.shape().str(), b_name, b.shape().str());
   return a.numel();
 }
 
+// Each method checks its tensors on the context's device and runs there (Note [Layer
+// dispatch]); the empty CUDA branches are unreachable in a build without CUDA.
 void Relu::forward(const Tensor& x, const Tensor& y) const {
-  const auto n = check_same_numel(x, y, name_, "x", "y");
-  cpu::relu_forward<float>(x.data<float>(), y.data<float>(), n);
+  const auto n = check_same_numel(x, y, name_, "x", "y", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::relu_forward(x.data<float>(), y.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::relu_forward<float>(x.data<float>(), y.data<float>(), n);
+  }
 }
 
 void Relu::backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const {
-  const auto n = check_same_numel(y, dy, name_, "y", "dy");
-  check_same_numel(dy, dx, name_, "dy", "dx");
-  cpu::relu_backward<float>(y.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  const auto n = check_same_numel(y, dy, name_, "y", "dy", device());
+  check_same_numel(dy, dx, name_, "dy", "dx", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::relu_backward(y.data<float>(), dy.data<float>(), dx.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::relu_backward<float>(y.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  }
 }
 
 void Gelu::forward(const Tensor& x, const Tensor& y) const {
-  const auto n = check_same_numel(x, y, name_, "x", "y");
-  cpu::gelu_forward<float>(kind_, x.data<float>(), y.data<float>(), n);
+  const auto n = check_same_numel(x, y, name_, "x", "y", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::gelu_forward(kind_, x.data<float>(), y.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::gelu_forward<float>(kind_, x.data<float>(), y.data<float>(), n);
+  }
 }
 
 void Gelu::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
-  const auto n = check_same_numel(x, dy, name_, "x", "dy");
-  check_same_numel(dy, dx, name_, "dy", "dx");
-  cpu::gelu_backward<float>(kind_, x.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  const auto n = check_same_numel(x, dy, name_, "x", "dy", device());
+  check_same_numel(dy, dx, name_, "dy", "dx", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::gelu_backward(kind_, x.data<float>(), dy.data<float>(), dx.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::gelu_backward<float>(kind_, x.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  }
 }
 
 void Tanh::forward(const Tensor& x, const Tensor& y) const {
-  const auto n = check_same_numel(x, y, name_, "x", "y");
-  cpu::tanh_forward<float>(x.data<float>(), y.data<float>(), n);
+  const auto n = check_same_numel(x, y, name_, "x", "y", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::tanh_forward(x.data<float>(), y.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::tanh_forward<float>(x.data<float>(), y.data<float>(), n);
+  }
 }
 
 void Tanh::backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const {
-  const auto n = check_same_numel(y, dy, name_, "y", "dy");
-  check_same_numel(dy, dx, name_, "dy", "dx");
-  cpu::tanh_backward<float>(y.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  const auto n = check_same_numel(y, dy, name_, "y", "dy", device());
+  check_same_numel(dy, dx, name_, "dy", "dx", device());
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::tanh_backward(y.data<float>(), dy.data<float>(), dx.data<float>(), n, stream());
+#endif
+  } else {
+    cpu::tanh_backward<float>(y.data<float>(), dy.data<float>(), dx.data<float>(), n);
+  }
 }
 
 }  // namespace sparq

@@ -5,16 +5,19 @@
 //
 // What backward reads: ReLU and Tanh read the forward OUTPUT y (so forward may run in place,
 // x == y); GELU reads the forward INPUT x. dx may alias dy.
+//
+// Each runs in the context its model binds (Note [Layer dispatch]): cpu:: below, or the
+// kernels of layers/cuda/activation_cuda.h. GELU's per-element math is shared by both
+// (layers/gelu_math.h).
 #pragma once
 
 #include <string>
 
 #include "core/tensor.h"
+#include "layers/gelu_math.h"
 #include "layers/param_set.h"
 
 namespace sparq {
-
-enum class GeluKind { kTanh, kErf };
 
 namespace cpu {
 template <typename T>
@@ -63,8 +66,10 @@ class Tanh : public LayerBase {
   std::string name_;
 };
 
-// Checks that `b` is a host f32 view with as many elements as `a`; returns that count.
+// Checks that `a` and `b` are non-empty f32 views on `device` (the layer's context's, Note
+// [Layer dispatch]) with the same element count; returns that count.
 std::int64_t check_same_numel(const Tensor& a, const Tensor& b, const std::string& layer,
-                              const char* a_name, const char* b_name);
+                              const char* a_name, const char* b_name,
+                              Device device = Device::kCPU);
 
 }  // namespace sparq

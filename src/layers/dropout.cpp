@@ -6,19 +6,24 @@
 #include "core/ops.h"
 #include "layers/activation.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/cuda_check.h"
+#include "layers/cuda/dropout_cuda.h"
+#endif
+
 namespace sparq {
 namespace cpu {
 
 template <typename T>
 void dropout_scales(const DropoutKey& key, std::uint64_t offset, std::int64_t n, float p,
                     T* scale) {
-  const T keep_scale = T(1) / (T(1) - T(p));
+  const T keep_scale = dropout_keep_scale<T>(p);
   std::uint64_t pos = key.first + offset;
   std::int64_t i = 0;
   while (i < n) {
     const auto words = philox4x32(key.seed, key.stream, pos / 4);
     for (std::uint64_t lane = pos % 4; lane < 4 && i < n; ++lane, ++i, ++pos) {
-      scale[i] = u32_to_unit_float(words[lane]) >= p ? keep_scale : T(0);
+      scale[i] = dropout_scale<T>(words[lane], p, keep_scale);
     }
   }
 }
@@ -54,13 +59,24 @@ Dropout::Dropout(std::string name, float p, std::uint32_t layer_index)
 
 void Dropout::run(const Tensor& in, const Tensor& out, const DropoutStep& step,
                   const char* in_name, const char* out_name) const {
-  const std::int64_t n = check_same_numel(in, out, name_, in_name, out_name);
-  if (!step.training || p_ == 0.0f) {
-    if (in.raw() != out.raw()) ops::copy(in.data<float>(), out.data<float>(), n);
-    return;
+  const std::int64_t n = check_same_numel(in, out, name_, in_name, out_name, device());
+  const bool identity = !step.training || p_ == 0.0f;
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    if (!identity) {
+      cuda::dropout_apply(DropoutKey::make(step, layer_index_), p_, in.data<float>(),
+                          out.data<float>(), n, stream());
+    } else if (in.raw() != out.raw()) {
+      CUDA_CHECK(cudaMemcpyAsync(out.raw(), in.raw(), static_cast<std::size_t>(n) * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream()));
+    }
+#endif
+  } else if (!identity) {
+    cpu::dropout_apply<float>(DropoutKey::make(step, layer_index_), p_, in.data<float>(),
+                              out.data<float>(), n);
+  } else if (in.raw() != out.raw()) {
+    ops::copy(in.data<float>(), out.data<float>(), n);
   }
-  cpu::dropout_apply<float>(DropoutKey::make(step, layer_index_), p_, in.data<float>(),
-                            out.data<float>(), n);
 }
 
 void Dropout::forward(const Tensor& x, const Tensor& y, const DropoutStep& step) const {

@@ -4,7 +4,9 @@
 // through the core Philox generator, so forward and backward (and a re-run of the step)
 // draw the same mask. Element i is kept when its uniform draw u satisfies u >= p, and kept
 // values are scaled by 1 / (1 - p) (inverted dropout). In eval mode, or with p == 0, dropout
-// is the identity.
+// is the identity. The Philox positions and the keep decision are layers/dropout_mask.h's,
+// shared with the CUDA kernel (layers/cuda/dropout_cuda.h), so a step's mask is the same bit
+// for bit on either device (Note [Layer dispatch]).
 //
 // Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
 // dx may alias dy; y may alias x.
@@ -13,31 +15,11 @@
 #include <cstdint>
 #include <string>
 
-#include "core/rng.h"
 #include "core/tensor.h"
+#include "layers/dropout_mask.h"
 #include "layers/param_set.h"
 
 namespace sparq {
-
-// Which random numbers a step uses: shared by every dropout site of a model.
-struct DropoutStep {
-  std::uint64_t seed = 0;
-  std::uint32_t rank = 0;
-  std::uint64_t step = 0;
-  bool training = true;
-};
-
-// The Philox coordinates of one dropout site (a layer) at one step.
-struct DropoutKey {
-  std::uint64_t seed = 0;
-  std::uint64_t stream = 0;
-  std::uint64_t first = 0;  // offset of element 0
-  static constexpr int kStepShift = 40;  // elements per step and site: 2^40
-  static DropoutKey make(const DropoutStep& step, std::uint32_t layer_index) {
-    return {step.seed, make_stream(RngPurpose::kDropout, step.rank, layer_index),
-            step.step << kStepShift};
-  }
-};
 
 namespace cpu {
 // scale[i] = (draw(first + offset + i) >= p) ? 1 / (1 - p) : 0, for i in [0, n).

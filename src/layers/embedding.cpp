@@ -5,6 +5,12 @@
 #include "core/check.h"
 #include "layers/linear.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/embedding_cuda.h"
+#include "layers/cuda/linear_cuda.h"
+#endif
+
 namespace sparq {
 namespace cpu {
 
@@ -57,11 +63,23 @@ Embedding::Embedding(std::string prefix, Config config)
 }
 
 std::int64_t Embedding::check_ids(const Tensor& ids, const Tensor& y, const char* y_name) const {
-  SPARQ_CHECK(!ids.empty() && ids.is_cpu() && ids.dtype() == DType::kI32,
-              "{}: ids must be a non-empty host int32 view, got {}", name(), ids.str());
-  const std::int64_t n = check_rows(y, config_.dim, name(), y_name);
+  SPARQ_CHECK(!ids.empty() && ids.device() == device() && ids.dtype() == DType::kI32,
+              "{}: ids must be a non-empty int32 view on {}, got {}", name(),
+              device_name(device()), ids.str());
+  const std::int64_t n = check_rows(y, config_.dim, name(), y_name, device());
   SPARQ_CHECK(ids.numel() == n, "{}: ids {} and {} {} differ in rows", name(), ids.shape().str(),
               y_name, y.shape().str());
+  if (on_cuda()) {
+    // Device ids are the loader's to validate (layers/cuda/embedding_cuda.h); only debug
+    // builds pay the sync this check costs.
+#if SPARQ_HAS_CUDA && !defined(NDEBUG)
+    const cuda::InvalidId bad =
+        cuda::first_invalid_id(ids.data<std::int32_t>(), n, config_.num, stream());
+    SPARQ_CHECK(bad.position < 0, "{}: id {} at position {} is outside [0, {})", name(), bad.id,
+                bad.position, config_.num);
+#endif
+    return n;
+  }
   const std::int32_t* p = ids.data<std::int32_t>();
   for (std::int64_t i = 0; i < n; ++i) {
     SPARQ_CHECK(p[i] >= 0 && p[i] < config_.num, "{}: id {} at position {} is outside [0, {})",
@@ -72,23 +90,52 @@ std::int64_t Embedding::check_ids(const Tensor& ids, const Tensor& y, const char
 
 void Embedding::forward(const Tensor& ids, const Tensor& y, bool accumulate) const {
   const std::int64_t n = check_ids(ids, y, "y");
-  cpu::embedding_forward<float>(ids.data<std::int32_t>(), table().data<float>(), y.data<float>(),
-                                n, config_.dim, accumulate);
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::embedding_forward(ids.data<std::int32_t>(), table().data<float>(), y.data<float>(), n,
+                            config_.num, config_.dim, accumulate, stream());
+#endif
+  } else {
+    cpu::embedding_forward<float>(ids.data<std::int32_t>(), table().data<float>(),
+                                  y.data<float>(), n, config_.dim, accumulate);
+  }
 }
 
 void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
   const std::int64_t n = check_ids(ids, dy, "dy");
-  cpu::embedding_backward<float>(ids.data<std::int32_t>(), dy.data<float>(),
-                                 params_.grad(table_).data<float>(), n, config_.dim);
+  float* dtable = params_.grad(table_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::embedding_backward(ids.data<std::int32_t>(), dy.data<float>(), dtable, n, config_.num,
+                             config_.dim, stream());
+#endif
+  } else {
+    cpu::embedding_backward<float>(ids.data<std::int32_t>(), dy.data<float>(), dtable, n,
+                                   config_.dim);
+  }
+}
+
+// Position tensors are [batch, seq, dim] with seq <= num; returns {batch, seq}.
+std::pair<std::int64_t, std::int64_t> Embedding::check_positions(const Tensor& t,
+                                                                 const char* what) const {
+  SPARQ_CHECK(t.ndim() == 3, "{}: position embeddings need {} [batch, seq, dim], got {}", name(),
+              what, t.shape().str());
+  const std::int64_t batch = t.dim(0), seq = t.dim(1);
+  check_arg(t, {batch, seq, config_.dim}, name(), what, DType::kF32, device());
+  SPARQ_CHECK(seq <= config_.num, "{}: sequence length {} exceeds the {} positions", name(), seq,
+              config_.num);
+  return {batch, seq};
 }
 
 void Embedding::forward_positions(const Tensor& y, bool accumulate) const {
-  SPARQ_CHECK(y.ndim() == 3, "{}: position embeddings need y [batch, seq, dim], got {}", name(),
-              y.shape().str());
-  const std::int64_t batch = y.dim(0), seq = y.dim(1);
-  check_arg(y, {batch, seq, config_.dim}, name(), "y");
-  SPARQ_CHECK(seq <= config_.num, "{}: sequence length {} exceeds the {} positions", name(), seq,
-              config_.num);
+  const auto [batch, seq] = check_positions(y, "y");
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::embedding_forward_positions(table().data<float>(), y.data<float>(), batch, seq,
+                                      config_.dim, accumulate, stream());
+#endif
+    return;
+  }
   // Every batch row reads the same first `seq` table rows: a lookup with ids 0..seq-1.
   for (std::int64_t b = 0; b < batch; ++b) {
     float* dst = y.data<float>() + b * seq * config_.dim;
@@ -103,13 +150,15 @@ void Embedding::forward_positions(const Tensor& y, bool accumulate) const {
 }
 
 void Embedding::backward_positions(const Tensor& dy) const {
-  SPARQ_CHECK(dy.ndim() == 3, "{}: position embeddings need dy [batch, seq, dim], got {}", name(),
-              dy.shape().str());
-  const std::int64_t batch = dy.dim(0), seq = dy.dim(1);
-  check_arg(dy, {batch, seq, config_.dim}, name(), "dy");
-  SPARQ_CHECK(seq <= config_.num, "{}: sequence length {} exceeds the {} positions", name(), seq,
-              config_.num);
+  const auto [batch, seq] = check_positions(dy, "dy");
   float* dtable = params_.grad(table_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::embedding_backward_positions(dy.data<float>(), dtable, batch, seq, config_.dim,
+                                       stream());
+#endif
+    return;
+  }
   const float* src = dy.data<float>();
   const std::int64_t plane = seq * config_.dim;
 #pragma omp parallel for schedule(static) if (plane > 32768)
@@ -120,24 +169,40 @@ void Embedding::backward_positions(const Tensor& dy) const {
   }
 }
 
+// The tied head is Linear's math with the table as the weight and no bias.
 void Embedding::project(const Tensor& x, const Tensor& logits) const {
-  const std::int64_t n = check_rows(x, config_.dim, name(), "x");
-  SPARQ_CHECK(check_rows(logits, config_.num, name(), "logits") == n,
+  const std::int64_t n = check_rows(x, config_.dim, name(), "x", device());
+  SPARQ_CHECK(check_rows(logits, config_.num, name(), "logits", device()) == n,
               "{}: x {} and logits {} differ in rows", name(), x.shape().str(),
               logits.shape().str());
-  cpu::linear_forward<float>(x.data<float>(), table().data<float>(), nullptr,
-                             logits.data<float>(), n, config_.dim, config_.num);
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::linear_forward(context().cuda().cublas, x.data<float>(), table().data<float>(), nullptr,
+                         logits.data<float>(), n, config_.dim, config_.num, stream());
+#endif
+  } else {
+    cpu::linear_forward<float>(x.data<float>(), table().data<float>(), nullptr,
+                               logits.data<float>(), n, config_.dim, config_.num);
+  }
 }
 
 void Embedding::project_backward(const Tensor& x, const Tensor& dlogits, const Tensor& dx) const {
-  const std::int64_t n = check_rows(x, config_.dim, name(), "x");
-  SPARQ_CHECK(check_rows(dlogits, config_.num, name(), "dlogits") == n &&
-                  check_rows(dx, config_.dim, name(), "dx") == n,
+  const std::int64_t n = check_rows(x, config_.dim, name(), "x", device());
+  SPARQ_CHECK(check_rows(dlogits, config_.num, name(), "dlogits", device()) == n &&
+                  check_rows(dx, config_.dim, name(), "dx", device()) == n,
               "{}: x {}, dlogits {} and dx {} differ in rows", name(), x.shape().str(),
               dlogits.shape().str(), dx.shape().str());
-  cpu::linear_backward<float>(x.data<float>(), table().data<float>(), dlogits.data<float>(),
-                              dx.data<float>(), params_.grad(table_).data<float>(), nullptr, n,
-                              config_.dim, config_.num);
+  float* dtable = params_.grad(table_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::linear_backward(context().cuda().cublas, x.data<float>(), table().data<float>(),
+                          dlogits.data<float>(), dx.data<float>(), dtable, nullptr, n,
+                          config_.dim, config_.num, stream());
+#endif
+  } else {
+    cpu::linear_backward<float>(x.data<float>(), table().data<float>(), dlogits.data<float>(),
+                                dx.data<float>(), dtable, nullptr, n, config_.dim, config_.num);
+  }
 }
 
 }  // namespace sparq

@@ -10,7 +10,15 @@
 // Parameter: "<prefix>.weight" [num, dim], N(0, init_std), no weight decay by convention.
 // No caches. Ids are int32 and must lie in [0, num); an id outside is a fatal error that
 // names the layer, the position and the id.
+//
+// Runs in its store's context (Note [Layer dispatch]); every tensor, ids included, lives on
+// that device. On CUDA (layers/cuda/embedding_cuda.h) the lookups and their backward give the
+// CPU's bits (the scatter-add sums each id's rows in the CPU's order); the tied head runs on
+// cuBLAS. Device ids are checked only in debug builds (a check costs a sync): release builds
+// trust the data loader, and a bad id reads as a zero row and adds nothing to dtable.
 #pragma once
+
+#include <utility>
 
 #include "layers/param_set.h"
 
@@ -53,6 +61,7 @@ class Embedding : public ParamLayer {
 
  private:
   std::int64_t check_ids(const Tensor& ids, const Tensor& y, const char* y_name) const;
+  std::pair<std::int64_t, std::int64_t> check_positions(const Tensor& t, const char* what) const;
   Config config_;
   int table_ = -1;
 };

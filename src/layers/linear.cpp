@@ -5,6 +5,11 @@
 #include "core/check.h"
 #include "layers/matmul.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/linear_cuda.h"
+#endif
+
 namespace sparq {
 namespace cpu {
 
@@ -58,28 +63,44 @@ Linear::Linear(std::string prefix, Config config) : ParamLayer(std::move(prefix)
 }
 
 void Linear::forward(const Tensor& x, const Tensor& y) const {
-  const std::int64_t n = check_rows(x, config_.in, name(), "x");
-  SPARQ_CHECK(check_rows(y, config_.out, name(), "y") == n, "{}: x {} and y {} differ in rows",
-              name(), x.shape().str(), y.shape().str());
-  cpu::linear_forward<float>(x.data<float>(), params_.param(w_).data<float>(),
-                             b_ >= 0 ? params_.param(b_).data<float>() : nullptr, y.data<float>(),
-                             n, config_.in, config_.out);
+  const std::int64_t n = check_rows(x, config_.in, name(), "x", device());
+  SPARQ_CHECK(check_rows(y, config_.out, name(), "y", device()) == n,
+              "{}: x {} and y {} differ in rows", name(), x.shape().str(), y.shape().str());
+  const float* w = params_.param(w_).data<float>();
+  const float* b = b_ >= 0 ? params_.param(b_).data<float>() : nullptr;
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::linear_forward(context().cuda().cublas, x.data<float>(), w, b, y.data<float>(), n,
+                         config_.in, config_.out, stream());
+#endif
+  } else {
+    cpu::linear_forward<float>(x.data<float>(), w, b, y.data<float>(), n, config_.in,
+                               config_.out);
+  }
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
-  const std::int64_t n = check_rows(x, config_.in, name(), "x");
-  SPARQ_CHECK(check_rows(dy, config_.out, name(), "dy") == n, "{}: x {} and dy {} differ in rows",
-              name(), x.shape().str(), dy.shape().str());
+  const std::int64_t n = check_rows(x, config_.in, name(), "x", device());
+  SPARQ_CHECK(check_rows(dy, config_.out, name(), "dy", device()) == n,
+              "{}: x {} and dy {} differ in rows", name(), x.shape().str(), dy.shape().str());
   float* dx_ptr = nullptr;
   if (!dx.empty()) {
-    SPARQ_CHECK(check_rows(dx, config_.in, name(), "dx") == n, "{}: dx {} does not match x {}",
-                name(), dx.shape().str(), x.shape().str());
+    SPARQ_CHECK(check_rows(dx, config_.in, name(), "dx", device()) == n,
+                "{}: dx {} does not match x {}", name(), dx.shape().str(), x.shape().str());
     dx_ptr = dx.data<float>();
   }
-  cpu::linear_backward<float>(x.data<float>(), params_.param(w_).data<float>(), dy.data<float>(),
-                              dx_ptr, params_.grad(w_).data<float>(),
-                              b_ >= 0 ? params_.grad(b_).data<float>() : nullptr, n, config_.in,
-                              config_.out);
+  const float* w = params_.param(w_).data<float>();
+  float* dw = params_.grad(w_).data<float>();
+  float* db = b_ >= 0 ? params_.grad(b_).data<float>() : nullptr;
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::linear_backward(context().cuda().cublas, x.data<float>(), w, dy.data<float>(), dx_ptr,
+                          dw, db, n, config_.in, config_.out, stream());
+#endif
+  } else {
+    cpu::linear_backward<float>(x.data<float>(), w, dy.data<float>(), dx_ptr, dw, db, n,
+                                config_.in, config_.out);
+  }
 }
 
 }  // namespace sparq

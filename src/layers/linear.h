@@ -5,6 +5,8 @@
 // Parameters: "<prefix>.weight" [out, in] (N(0, init_std), weight decay) and, when enabled,
 // "<prefix>.bias" [out] (zeros, no decay). No caches: backward reads the forward input x,
 // which the caller keeps alive. Any leading dims are allowed on x/y (rows = numel / in).
+// Runs in its store's context (Note [Layer dispatch]): cpu:: below, or cuBLAS and two small
+// kernels on CUDA (layers/cuda/linear_cuda.h); every tensor lives on that context's device.
 #pragma once
 
 #include "layers/param_set.h"

@@ -9,6 +9,8 @@
 // (dy[i] + dbranch[i], one rounding), and dx may alias dy or dbranch: the models update
 // the stream's gradient in place. The same join serves any tensor read by two consumers
 // (BERT's first-token rows, read by the MLM head and the pooler). y may alias a or b.
+// Runs in the context its model binds (Note [Layer dispatch]); on CUDA through
+// layers/cuda/residual_cuda.h, which gives the CPU's bits.
 #pragma once
 
 #include <string>
@@ -21,9 +23,9 @@ namespace sparq {
 class Residual : public LayerBase {
  public:
   explicit Residual(std::string name = "residual") : name_(std::move(name)) {}
-  // a, b, y: host f32 with the same element count.
+  // a, b, y: f32 on the context's device with the same element count.
   void forward(const Tensor& a, const Tensor& b, const Tensor& y) const;
-  // dy, dbranch, dx: host f32 with the same element count; dx = dy + dbranch.
+  // dy, dbranch, dx: f32 on the context's device, same element count; dx = dy + dbranch.
   void backward(const Tensor& dy, const Tensor& dbranch, const Tensor& dx) const;
 
  private:

@@ -1,0 +1,405 @@
+// The dense layers on CUDA (Linear, Embedding, Residual, activations, Dropout) against their
+// CPU twins, ggml style: odd shapes, random inputs, every device output between guard bands,
+// forward and backward, and Note [Gradient rule] (outputs and input gradients start as NaN,
+// so reading one would show; two backward calls accumulate parameter gradients). Each bound
+// is stated with its reason; 0 where both sides do the same IEEE operations in the same
+// order. GPU tests skip without a device; the shared-math test at the top runs everywhere.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/device_test_util.h"
+#include "core/rng.h"
+#include "layer_test_util.h"
+#include "layers/activation.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/gelu_math.h"
+#include "layers/linear.h"
+#include "layers/residual.h"
+
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/dropout_cuda.h"
+#include "layers/cuda/embedding_cuda.h"
+#endif
+
+namespace sparq {
+namespace {
+
+using testing::GuardedDeviceArray;
+using testing::view;
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  return testing::to_float(testing::random_vec(n, seed, scale));
+}
+
+// Runs everywhere: the CPU layer computes exactly gelu_math.h's functions, the ones the
+// CUDA kernel evaluates, so the CPU tests (and golden values) cover the device's formula.
+TEST(GeluSharedMath, CpuLayerEqualsTheHostDeviceFunctionsBitForBit) {
+  std::vector<float> x = random_floats(4099, 21, 3.0);
+  for (float special : {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 88.0f, -88.0f})
+    x.push_back(special);
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> dy = random_floats(x.size(), 22);
+  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kErf}) {
+    Gelu gelu(kind);
+    std::vector<float> y(x.size()), dx(x.size());
+    gelu.forward(view(x, {n}), view(y, {n}));
+    gelu.backward(view(x, {n}), view(dy, {n}), view(dx, {n}));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const float want_y = kind == GeluKind::kTanh ? gelu_tanh(x[i]) : gelu_erf(x[i]);
+      const float want_dx =
+          kind == GeluKind::kTanh ? gelu_tanh_grad(x[i], dy[i]) : gelu_erf_grad(x[i], dy[i]);
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(want_y)) << i;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(dx[i]), std::bit_cast<std::uint32_t>(want_dx)) << i;
+    }
+  }
+}
+
+#if SPARQ_HAS_CUDA
+
+// FP32 cuBLAS and the CPU's Eigen GEMM differ only in summation order; with K <= 103 the
+// relative error is ~1e-7, so 1e-5 leaves a wide margin and still catches a wrong operand.
+constexpr double kGemmBound = 1e-5;
+// Device expf/erff/tanhf are within 2 ulp of the host's libm and nvcc fuses multiply-adds:
+// a few ulps per element, ~1e-7 relative in the norm.
+constexpr double kTranscendentalBound = 1e-6;
+
+std::vector<float> nans(std::size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// GuardedDeviceArray and the store fill device memory with cudaMemset/cudaMemcpy on the
+// legacy default stream, which the context's non-blocking compute stream does not wait
+// for: finish that work before a layer's kernels read it.
+void settle() { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+// Host copy of a device view (a ParamStore tensor), once the device has finished.
+std::vector<float> download(const Tensor& t) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> host(static_cast<std::size_t>(t.numel()));
+  CUDA_CHECK(cudaMemcpy(host.data(), t.raw(), host.size() * 4, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+void upload(const Tensor& t, const std::vector<float>& host) {
+  ASSERT_EQ(static_cast<std::size_t>(t.numel()), host.size());
+  CUDA_CHECK(cudaMemcpy(t.raw(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  settle();
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double bound,
+                  const std::string& what) {
+  EXPECT_LE(testing::normalized_error(got, want), bound) << what;
+}
+
+// Every device output: the guards intact and the values within the bound.
+void expect_device(const GuardedDeviceArray<float>& got, const std::vector<float>& want,
+                   double bound, const std::string& what) {
+  EXPECT_TRUE(got.guards_intact()) << what << ": a kernel wrote outside its output";
+  expect_close(got.download(), want, bound, what);
+}
+
+// Declares, allocates on `ctx`, initialises with seed 1 (on the host, then copied: a device
+// store's weights equal a CPU store's) and binds.
+template <typename... Layers>
+ParamStore bind_on(const ExecContext& ctx, Layers&... layers) {
+  ParamStore store;
+  (layers.declare(store), ...);
+  store.allocate(ctx);
+  store.initialize(1);
+  (layers.bind(store), ...);
+  settle();
+  return store;
+}
+
+class CudaDense : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SPARQ_SKIP_WITHOUT_GPU();
+    ctx_ = testing::test_cuda_context();
+    ASSERT_NE(ctx_, nullptr);
+  }
+  std::unique_ptr<ExecContext> ctx_;
+};
+
+TEST_F(CudaDense, LinearMatchesTheCpuAndAccumulatesItsGradients) {
+  const std::int64_t rows = 37, in = 61, out = 29;
+  for (bool bias : {true, false}) {
+    SCOPED_TRACE(bias ? "with bias" : "without bias");
+    Linear cpu_fc("fc", {in, out, bias}), gpu_fc("fc", {in, out, bias});
+    ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_fc);
+    ParamStore gpu_store = bind_on(*ctx_, gpu_fc);
+    if (bias) {  // initialised to zeros: give the bias add something to do
+      const auto b = random_floats(out, 3);
+      testing::copy_into(cpu_store.param("fc.bias"), b);
+      upload(gpu_store.param("fc.bias"), b);
+    }
+    auto x = random_floats(rows * in, 1), dy = random_floats(rows * out, 2);
+    std::vector<float> y(rows * out), dx(rows * in);
+    GuardedDeviceArray<float> x_d(x), dy_d(dy), y_d(nans(y.size())), dx_d(nans(dx.size()));
+    settle();
+    // x with a leading batch dim, as the models pass it.
+    cpu_fc.forward(view(x, {1, rows, in}), view(y, {1, rows, out}));
+    gpu_fc.forward(x_d.view({1, rows, in}), y_d.view({1, rows, out}));
+    expect_device(y_d, y, kGemmBound, "y");
+
+    std::vector<float> dw_once;
+    for (int call = 1; call <= 2; ++call) {
+      SCOPED_TRACE("backward call " + std::to_string(call));
+      cpu_fc.backward(view(x, {rows, in}), view(dy, {rows, out}), view(dx, {rows, in}));
+      gpu_fc.backward(x_d.view({rows, in}), dy_d.view({rows, out}), dx_d.view({rows, in}));
+      expect_device(dx_d, dx, kGemmBound, "dx");
+      const auto dw = download(gpu_store.grad("fc.weight"));
+      expect_close(dw, testing::to_vector(cpu_store.grad("fc.weight")), kGemmBound, "dw");
+      // Rows added onto db in the CPU's order: the same bits.
+      if (bias)
+        expect_close(download(gpu_store.grad("fc.bias")),
+                     testing::to_vector(cpu_store.grad("fc.bias")), 0.0, "db");
+      if (call == 1) dw_once = dw;
+    }
+    // beta = 1 adds the same product again: 2g up to the final rounding.
+    std::vector<float> twice(dw_once.size());
+    for (std::size_t i = 0; i < twice.size(); ++i) twice[i] = 2 * dw_once[i];
+    expect_close(download(gpu_store.grad("fc.weight")), twice, 1e-6, "dw after two calls");
+    // A first layer passes no dx: the parameter gradients still accumulate.
+    cpu_fc.backward(view(x, {rows, in}), view(dy, {rows, out}), Tensor());
+    gpu_fc.backward(x_d.view({rows, in}), dy_d.view({rows, out}), Tensor());
+    expect_close(download(gpu_store.grad("fc.weight")),
+                 testing::to_vector(cpu_store.grad("fc.weight")), kGemmBound, "dw, no dx");
+    if (bias)
+      expect_close(download(gpu_store.grad("fc.bias")),
+                   testing::to_vector(cpu_store.grad("fc.bias")), 0.0, "db, no dx");
+  }
+}
+
+TEST_F(CudaDense, LinearRefusesAHostTensorNamingIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // re-runs in a fresh process, not a fork
+  Linear fc("h.0.mlp.fc", {4, 3, true});
+  ParamStore store = bind_on(*ctx_, fc);
+  std::vector<float> x(8), y(6);
+  EXPECT_DEATH(fc.forward(view(x, {2, 4}), view(y, {2, 3})),
+               "h.0.mlp.fc: x must be a non-empty f32 view on cuda");
+}
+
+// Ids with many repeats (a third of them from a small range) and both ends of the table.
+std::vector<std::int32_t> repeated_ids(std::int64_t n, std::int64_t num) {
+  Rng rng(5, 1);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+  for (auto& id : ids) id = static_cast<std::int32_t>(rng.below(rng.below(3) == 0 ? 7 : num));
+  ids[0] = static_cast<std::int32_t>(num - 1);
+  ids[1] = 0;
+  return ids;
+}
+
+TEST_F(CudaDense, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
+  const std::int64_t num = 103, dim = 37, batch = 3, seq = 29, n = batch * seq;
+  Embedding cpu_emb("wte", {num, dim}), gpu_emb("wte", {num, dim});
+  ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_emb);
+  ParamStore gpu_store = bind_on(*ctx_, gpu_emb);
+  const auto dtable = [&](const ParamStore& s) { return s.grad("wte.weight"); };
+  std::vector<std::int32_t> ids = repeated_ids(n, num);
+  const Tensor ids_h(ids.data(), DType::kI32, {batch, seq});
+  GuardedDeviceArray<std::int32_t> ids_d(ids);
+  settle();
+
+  // Lookup, then positions added on top: copies and one add each, the CPU's bits.
+  std::vector<float> y(n * dim);
+  GuardedDeviceArray<float> y_d(nans(y.size()));
+  settle();
+  cpu_emb.forward(ids_h, view(y, {batch, seq, dim}));
+  gpu_emb.forward(ids_d.view({batch, seq}), y_d.view({batch, seq, dim}));
+  expect_device(y_d, y, 0.0, "lookup");
+  cpu_emb.forward_positions(view(y, {batch, seq, dim}), /*accumulate=*/true);
+  gpu_emb.forward_positions(y_d.view({batch, seq, dim}), /*accumulate=*/true);
+  expect_device(y_d, y, 0.0, "lookup + positions");
+  cpu_emb.forward(ids_h, view(y, {batch, seq, dim}), /*accumulate=*/true);
+  gpu_emb.forward(ids_d.view({batch, seq}), y_d.view({batch, seq, dim}), /*accumulate=*/true);
+  expect_device(y_d, y, 0.0, "accumulating lookup");
+  cpu_emb.forward_positions(view(y, {batch, seq, dim}), /*accumulate=*/false);
+  gpu_emb.forward_positions(y_d.view({batch, seq, dim}), /*accumulate=*/false);
+  expect_device(y_d, y, 0.0, "positions");
+
+  // Scatter-add: each id's rows in ascending order onto the old gradient, as the CPU does,
+  // so the device gradient is the CPU's bit for bit, after one call and after two.
+  auto dy = random_floats(n * dim, 31);
+  GuardedDeviceArray<float> dy_d(dy);
+  settle();
+  for (int call = 1; call <= 2; ++call) {
+    SCOPED_TRACE("backward call " + std::to_string(call));
+    cpu_emb.backward(ids_h, view(dy, {batch, seq, dim}));
+    gpu_emb.backward(ids_d.view({batch, seq}), dy_d.view({batch, seq, dim}));
+    expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), 0.0,
+                 "dtable (lookup)");
+  }
+  EXPECT_TRUE(dy_d.guards_intact() && ids_d.guards_intact());
+  cpu_emb.backward_positions(view(dy, {batch, seq, dim}));
+  gpu_emb.backward_positions(dy_d.view({batch, seq, dim}));
+  expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), 0.0,
+               "dtable (+ positions)");
+
+  // Tied head: logits = x table^T and its backward, adding into the same dtable.
+  auto x = random_floats(n * dim, 32), dlogits = random_floats(n * num, 33);
+  std::vector<float> logits(n * num), dx(n * dim);
+  GuardedDeviceArray<float> x_d(x), dlogits_d(dlogits), logits_d(nans(logits.size())),
+      dx_d(nans(dx.size()));
+  settle();
+  cpu_emb.project(view(x, {n, dim}), view(logits, {n, num}));
+  gpu_emb.project(x_d.view({n, dim}), logits_d.view({n, num}));
+  expect_device(logits_d, logits, kGemmBound, "logits");
+  cpu_emb.project_backward(view(x, {n, dim}), view(dlogits, {n, num}), view(dx, {n, dim}));
+  gpu_emb.project_backward(x_d.view({n, dim}), dlogits_d.view({n, num}), dx_d.view({n, dim}));
+  expect_device(dx_d, dx, kGemmBound, "dx (head)");
+  expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), kGemmBound,
+               "dtable (+ head)");
+}
+
+TEST_F(CudaDense, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable) {
+  const std::int64_t num = 103, dim = 37, n = 41;
+  std::vector<std::int32_t> ids = repeated_ids(n, num);
+  ids[9] = -1;
+  ids[5] = static_cast<std::int32_t>(num);  // the first bad position
+  GuardedDeviceArray<std::int32_t> ids_d(ids);
+  settle();
+  const cudaStream_t stream = ctx_->cuda().stream.get();
+  const cuda::InvalidId bad = cuda::first_invalid_id(ids_d.data(), n, num, stream);
+  EXPECT_EQ(bad.position, 5);
+  EXPECT_EQ(bad.id, num);
+  EXPECT_EQ(cuda::first_invalid_id(ids_d.data(), 5, num, stream).position, -1);
+
+  // The raw kernels (the layer only checks ids in debug builds): a bad id reads as a zero
+  // row and its gradient row is dropped, with the table and the outputs untouched around.
+  GuardedDeviceArray<float> table(random_floats(num * dim, 41)), y(nans(n * dim));
+  settle();
+  cuda::embedding_forward(ids_d.data(), table.data(), y.data(), n, num, dim, false, stream);
+  const auto got = y.download(), rows = table.download();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < dim; ++j) {
+      const bool ok = ids[i] >= 0 && ids[i] < num;
+      ASSERT_EQ(got[i * dim + j], ok ? rows[ids[i] * dim + j] : 0.0f) << i << " " << j;
+    }
+  }
+  EXPECT_TRUE(y.guards_intact());
+  auto dy = random_floats(n * dim, 42);
+  GuardedDeviceArray<float> dy_d(dy), dtable(std::vector<float>(num * dim, 0.0f));
+  settle();
+  cuda::embedding_backward(ids_d.data(), dy_d.data(), dtable.data(), n, num, dim, stream);
+  std::vector<float> want(num * dim, 0.0f);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= num) continue;
+    for (std::int64_t j = 0; j < dim; ++j) want[ids[i] * dim + j] += dy[i * dim + j];
+  }
+  expect_device(dtable, want, 0.0, "dtable without the bad rows");
+}
+
+// One activation on the CPU, then on the device. Backward gets the tensor it reads (the
+// forward input for GELU, the output for ReLU and Tanh) from the CPU run, so it is compared
+// on its own arithmetic.
+template <typename Layer>
+void expect_activation_matches_cpu(Layer& layer, const ExecContext& gpu, bool reads_output,
+                                   double bound) {
+  const std::int64_t n = 10007;
+  const auto x = random_floats(n, 51, 3.0), dy = random_floats(n, 52);
+  std::vector<float> xs = x, dys = dy, y(n), dx(n);
+  layer.bind_context(ExecContext::cpu());
+  layer.forward(view(xs, {n}), view(y, {n}));
+  std::vector<float>& saved = reads_output ? y : xs;
+  layer.backward(view(saved, {n}), view(dys, {n}), view(dx, {n}));
+
+  layer.bind_context(gpu);
+  GuardedDeviceArray<float> x_d(x), y_d(nans(n)), saved_d(saved), dy_d(dy), dx_d(nans(n));
+  settle();
+  layer.forward(x_d.view({n}), y_d.view({n}));
+  expect_device(y_d, y, bound, "forward");
+  layer.backward(saved_d.view({n}), dy_d.view({n}), dx_d.view({n}));
+  expect_device(dx_d, dx, bound, "backward");
+  // In place, as the models may call them: y == x forward, dx == dy backward.
+  layer.forward(x_d.view({n}), x_d.view({n}));
+  expect_device(x_d, y, bound, "forward in place");
+  layer.backward(saved_d.view({n}), dy_d.view({n}), dy_d.view({n}));
+  expect_device(dy_d, dx, bound, "backward in place");
+}
+
+TEST_F(CudaDense, ReluMatchesTheCpuExactly) {
+  Relu relu;
+  expect_activation_matches_cpu(relu, *ctx_, /*reads_output=*/true, 0.0);  // compare, select
+}
+
+TEST_F(CudaDense, GeluMatchesTheCpu) {
+  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kErf}) {
+    SCOPED_TRACE(kind == GeluKind::kTanh ? "tanh form" : "erf form");
+    Gelu gelu(kind);
+    expect_activation_matches_cpu(gelu, *ctx_, /*reads_output=*/false, kTranscendentalBound);
+  }
+}
+
+TEST_F(CudaDense, TanhMatchesTheCpu) {
+  Tanh tanh_layer;
+  expect_activation_matches_cpu(tanh_layer, *ctx_, /*reads_output=*/true, kTranscendentalBound);
+}
+
+TEST_F(CudaDense, ResidualMatchesTheCpuInPlaceToo) {
+  const std::int64_t n = 10007;
+  auto a = random_floats(n, 61), b = random_floats(n, 62);
+  std::vector<float> y(n);
+  Residual res("h.0.residual");
+  res.forward(view(a, {n}), view(b, {n}), view(y, {n}));
+  res.bind_context(*ctx_);
+  GuardedDeviceArray<float> a_d(a), b_d(b), y_d(nans(n));
+  settle();
+  // One IEEE add per element on both sides: the same bits.
+  res.forward(a_d.view({n}), b_d.view({n}), y_d.view({n}));
+  expect_device(y_d, y, 0.0, "y");
+  res.backward(a_d.view({n}), b_d.view({n}), a_d.view({n}));  // dx aliases dy
+  expect_device(a_d, y, 0.0, "dx in place");
+}
+
+TEST_F(CudaDense, DropoutDrawsTheCpuMaskBitForBit) {
+  const std::int64_t n = 10007;  // not a multiple of 4: a partial last Philox block
+  const float p = 0.25f;
+  const DropoutStep step{11, 0, 5, true};
+  auto x = random_floats(n, 71), dy = random_floats(n, 72);
+  std::vector<float> ones(n, 1.0f), mask(n), y(n), dx(n);
+  Dropout cpu_drop("drop", p, 3), gpu_drop("drop", p, 3);
+  cpu_drop.forward(view(ones, {n}), view(mask, {n}), step);
+  cpu_drop.forward(view(x, {n}), view(y, {n}), step);
+  cpu_drop.backward(view(dy, {n}), view(dx, {n}), step);
+  gpu_drop.bind_context(*ctx_);
+  GuardedDeviceArray<float> ones_d(ones), x_d(x), dy_d(dy), mask_d(nans(n)), y_d(nans(n)),
+      dx_d(nans(n));
+  settle();
+  gpu_drop.forward(ones_d.view({n}), mask_d.view({n}), step);
+  expect_device(mask_d, mask, 0.0, "mask (the scales)");
+  gpu_drop.forward(x_d.view({n}), y_d.view({n}), step);
+  expect_device(y_d, y, 0.0, "y");
+  gpu_drop.backward(dy_d.view({n}), dx_d.view({n}), step);
+  expect_device(dx_d, dx, 0.0, "dx");
+  gpu_drop.forward(x_d.view({n}), x_d.view({n}), step);  // y aliases x
+  expect_device(x_d, y, 0.0, "y in place");
+  // Eval mode copies on the device.
+  GuardedDeviceArray<float> copy_d(nans(n));
+  settle();
+  gpu_drop.forward(dy_d.view({n}), copy_d.view({n}), {11, 0, 5, false});
+  expect_device(copy_d, dy, 0.0, "eval mode");
+
+  // The kernel on its own, from a position that starts mid-block (lane 3), as the attention
+  // kernels' offsets do.
+  const DropoutKey key{11, make_stream(RngPurpose::kDropout, 0, 9), (std::uint64_t{7} << 40) + 3};
+  std::vector<float> want(n);
+  cpu::dropout_apply<float>(key, p, x.data(), want.data(), n);
+  GuardedDeviceArray<float> x2_d(x), got_d(nans(n));
+  settle();
+  cuda::dropout_apply(key, p, x2_d.data(), got_d.data(), n, ctx_->cuda().stream.get());
+  expect_device(got_d, want, 0.0, "mid-block start");
+}
+
+#endif  // SPARQ_HAS_CUDA
+
+}  // namespace
+}  // namespace sparq

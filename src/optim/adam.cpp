@@ -1,6 +1,13 @@
 #include "optim/adam.h"
 
+#include <algorithm>
 #include <cmath>
+
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "optim/cuda/optimizer_cuda.h"
+#include "optim/device_step.h"
+#endif
 
 namespace sparq::optim {
 
@@ -30,6 +37,21 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   float* grads = store_.grads();
   const float* params = store_.params();
   const float* m = m_.as<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    // The tensors wholly inside `range` span [lo, hi) with nothing but their zero padding
+    // between them (tensors do not overlap), so one launch over the span updates exactly them.
+    std::int64_t lo = range.end(), hi = range.offset;
+    for_each_in(range, [&](const ParamEntry& e) {
+      lo = std::min(lo, e.offset);
+      hi = std::max(hi, e.offset + e.numel);
+    });
+    cuda::adam_momentum_into_grads(grads, params, m, device_->decay_table(), lo, hi,
+                                   l2 ? static_cast<float>(config_.weight_decay) : 0.0f, b1,
+                                   store_.context().cuda().stream.get());
+#endif
+    return;
+  }
   for_each_in(range, [&](const ParamEntry& e) {
     const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* g = grads + e.offset;
@@ -48,6 +70,15 @@ void Adam::step(double lr) {
   const float* grads = store_.grads();
   float* m = m_.as<float>();
   float* v = v_.as<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::adam_step(params, grads, m, v, device_->decay_table(), store_.flat_numel(), s, frozen,
+                    static_cast<float>(config_.weight_decay), device_->take_grad_scale(),
+                    store_.context().cuda().stream.get());
+#endif
+    ++steps_;
+    return;
+  }
   for (const ParamEntry& e : store_.entries()) {
     const float wd = e.spec.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* p = params + e.offset;

@@ -1,5 +1,11 @@
 #include "optim/sgd.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "optim/cuda/optimizer_cuda.h"
+#include "optim/device_step.h"
+#endif
+
 namespace sparq::optim {
 
 SgdScalars sgd_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken) {
@@ -21,6 +27,15 @@ void Sgd::step(double lr) {
   float* params = store_.params();
   const float* grads = store_.grads();
   float* buf = momentum_.as<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::sgd_step(params, grads, buf, device_->decay_table(), store_.flat_numel(), s,
+                   static_cast<float>(config_.weight_decay), device_->take_grad_scale(),
+                   store_.context().cuda().stream.get());
+#endif
+    ++steps_;
+    return;
+  }
   for (const ParamEntry& e : store_.entries()) {
     const float wd = e.spec.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* p = params + e.offset;

@@ -1,4 +1,4 @@
-// The optimizers' per-element update math, shared by the CPU loops (sgd.cpp, adam.cpp) and the
+// The optimizers' per-element update math (and the clip scale), shared by the CPU loops (sgd.cpp, adam.cpp) and the
 // CUDA kernels (optim/cuda/optimizer_kernels.cu): one definition, so both devices run the same
 // expressions in the same order with the same float/double mix (core/host_device.h). The
 // per-step scalars (learning rate, bias corrections in double, ...) are computed once on the
@@ -83,6 +83,16 @@ SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const
 SPARQ_HOST_DEVICE inline float adam_momentum_to_send(float g, float p, float m, float wd_l2,
                                                      float beta1) {
   return beta1 * m + (1.0f - beta1) * (g + wd_l2 * p);
+}
+
+// The factor global-norm clipping multiplies every gradient by (clip.h, after
+// torch.nn.utils.clip_grad_norm_): max_norm / (norm + 1e-6), computed in double, where that is
+// below 1; else 1, also when max_norm <= 0 (measure only) and for a NaN norm (whose step the
+// trainer skips anyway).
+SPARQ_HOST_DEVICE inline float clip_scale(double norm, double max_norm) {
+  if (!(max_norm > 0.0)) return 1.0f;
+  const double coef = max_norm / (norm + 1e-6);
+  return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
 }
 
 }  // namespace sparq::optim

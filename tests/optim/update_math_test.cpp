@@ -12,6 +12,7 @@
 
 #include "optim/adam.h"
 #include "optim/clip.h"
+#include "optim/device_step.h"
 #include "optim/optimizer.h"
 #include "optim/sgd.h"
 #include "optim/update_math.h"
@@ -288,6 +289,21 @@ TEST(UpdateMath, SharedFunctionsOneElementAtATimeMatchTheReferenceBitForBit) {
       EXPECT_TRUE(same_bits(shared.m.data(), ref.m.data(), b.flat_numel())) << describe(config);
       EXPECT_TRUE(same_bits(shared.v.data(), ref.v.data(), b.flat_numel())) << describe(config);
     });
+  }
+}
+
+// The CUDA kernels' weight-decay table (device_step.h), built on the host: every element of
+// every tensor reads its tensor's flag, and the table covers the layout exactly.
+TEST(DecayChunkTable, GivesEveryElementItsTensorsFlag) {
+  const ParamStore s = make_store();
+  const std::vector<std::uint8_t> table = decay_chunk_table(s);
+  const std::int64_t chunk = ParamStore::kAlignFloats;
+  ASSERT_EQ(static_cast<std::int64_t>(table.size()) * chunk, s.flat_numel());
+  for (const ParamEntry& e : s.entries()) {
+    for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      ASSERT_EQ(table[static_cast<std::size_t>(i / chunk)], e.spec.weight_decay ? 1 : 0)
+          << e.spec.name << "[" << i - e.offset << "]";
+    }
   }
 }
 

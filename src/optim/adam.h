@@ -12,8 +12,14 @@
 #pragma once
 
 #include "optim/optimizer.h"
+#include "optim/update_math.h"
 
 namespace sparq::optim {
+
+// The scalars of the step after `steps_taken` steps with learning rate `lr`; `frozen` when
+// that step adopts the communicated momentum (Adam::communicates_momentum(steps_taken)).
+AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken,
+                         bool frozen);
 
 class Adam final : public Optimizer {
  public:

@@ -7,7 +7,9 @@
 
 namespace sparq::optim {
 
-// Returns the norm before clipping. max_norm <= 0 only measures.
+// A CPU store's gradient, scaled in place. Returns the norm before clipping. max_norm <= 0 only
+// measures. A CUDA store is clipped by Optimizer::clip_grad_norm instead (its scale is folded
+// into the optimizer's kernel); this function refuses one.
 double clip_grad_norm(const ParamStore& store, double max_norm);
 
 }  // namespace sparq::optim

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/device_step.h"
 #include "optim/sgd.h"
 
 namespace sparq::optim {
@@ -27,9 +29,20 @@ Status OptimConfig::validate(const std::string& prefix) const {
   return Status::ok();
 }
 
+Optimizer::Optimizer(const ParamStore& store) : store_(store) {
+  SPARQ_CHECK(store_.allocated(), "optimizers need an allocated ParamStore");
+  if (on_cuda()) device_ = std::make_unique<DeviceStep>(store_);
+}
+
+Optimizer::~Optimizer() = default;
+
+double Optimizer::clip_grad_norm(double max_norm) {
+  if (device_) return device_->clip_grad_norm(max_norm);
+  return optim::clip_grad_norm(store_, max_norm);
+}
+
 Buffer Optimizer::flat_state_buffer() const {
-  SPARQ_CHECK(store_.allocated() && store_.device() == Device::kCPU,
-              "CPU optimizers need an allocated CPU ParamStore");
+  if (device_) return device_->zeroed_state(store_.flat_numel());
   return Buffer::host(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
 }
 

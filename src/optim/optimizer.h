@@ -4,7 +4,13 @@
 //
 // Order within a training step (see DESIGN.md, "One iteration"):
 //   backward -> before_communication(step) -> gradients communicated and averaged in place
-//   -> clip_grad_norm -> step(lr) -> zero_grads
+//   -> clip_grad_norm(max_norm) -> step(lr) -> zero_grads
+//
+// Device: the optimizer runs where the store lives. On a CUDA store the state buffers are
+// device memory, step() is ONE fused kernel over the whole flat layout (optim/cuda/
+// optimizer_cuda.h) running update_math.h's per-element rule, queued on the context's compute
+// stream, and clip_grad_norm() leaves its scale on the device for that kernel. The learning
+// rate and every other per-step scalar are computed on the host and passed by value.
 //
 // before_communication() lets an error-compensated variant replace the local gradient with
 // what should travel instead: Adam with `freeze_steps` (1-bit Adam style) writes its local
@@ -42,26 +48,41 @@ struct OptimConfig {
   Status validate(const std::string& prefix = "optim.") const;
 };
 
+class DeviceStep;
+
 class Optimizer {
  public:
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
   virtual std::string name() const = 0;
 
   // Hook before `range` (one or more whole tensors) of step `step` (0-based) is
   // communicated. Default: nothing.
   virtual void before_communication(std::int64_t step, ParamRange range) {}
+  // Global-norm clipping of the aggregated gradient (optim/clip.h's rule) for the next step();
+  // returns the norm before clipping; max_norm <= 0 only measures.
+  //   CPU:  clip_grad_norm(store, max_norm): the gradient buffer is scaled in place.
+  //   CUDA: norm and scale are computed on the device (DeviceStep::clip_grad_norm); one 8-byte
+  //         copy brings the norm to the host. The gradient buffer is NOT scaled: the next
+  //         step() multiplies each gradient by the device-side scale as it reads it, with the
+  //         same f32 rounding as the CPU's in-place scaling. A step() with no clip before it
+  //         uses the gradient as it is; a clip whose step is skipped is discarded by the next
+  //         clip.
+  double clip_grad_norm(double max_norm);
   // Applies one update from the gradient buffer with learning rate `lr`.
   virtual void step(double lr) = 0;
 
   std::int64_t steps_taken() const { return steps_; }
   // Everything needed to resume bit-identically (the step counter travels separately): f32
-  // views of the state buffers, each with the store's flat layout.
+  // views of the state buffers, each with the store's flat layout, on the store's device
+  // (device views on CUDA: the caller stages them).
   virtual std::vector<StateTensor> state() = 0;
   void set_steps_taken(std::int64_t steps) { steps_ = steps; }
 
  protected:
-  explicit Optimizer(const ParamStore& store) : store_(store) {}
-  // One zeroed f32 buffer with the store's flat layout (momentum, moments, ...).
+  explicit Optimizer(const ParamStore& store);
+  bool on_cuda() const { return store_.device() == Device::kCUDA; }
+  // One zeroed f32 buffer with the store's flat layout (momentum, moments, ...) on the store's
+  // device: host memory on the CPU, device memory on CUDA.
   Buffer flat_state_buffer() const;
   // A checkpoint view of such a buffer.
   StateTensor flat_state(std::string name, const Buffer& buffer) const;
@@ -75,9 +96,10 @@ class Optimizer {
 
   const ParamStore& store_;
   std::int64_t steps_ = 0;
+  std::unique_ptr<DeviceStep> device_;  // on a CUDA store only
 };
 
-// Builds the optimizer named in the config over an allocated CPU store.
+// Builds the optimizer named in the config over an allocated store (CPU or CUDA).
 Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimConfig& config,
                                                   const ParamStore& store);
 

@@ -1,33 +1,53 @@
 #include "optim/sgd.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#include "optim/cuda/optimizer_cuda.h"
+#include "optim/device_step.h"
+#endif
+
 namespace sparq::optim {
+
+SgdScalars sgd_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken) {
+  SgdScalars s;
+  s.lr = static_cast<float>(lr);
+  s.momentum = static_cast<float>(config.momentum);
+  s.damp = 1.0f - static_cast<float>(config.dampening);
+  s.first = steps_taken == 0;
+  s.nesterov = config.nesterov;
+  return s;
+}
 
 Sgd::Sgd(const OptimConfig& config, const ParamStore& store) : Optimizer(store), config_(config) {
   if (config_.momentum > 0.0) momentum_ = flat_state_buffer();
 }
 
-void Sgd::step(double lr_d) {
-  const float lr = static_cast<float>(lr_d);
-  const float mu = static_cast<float>(config_.momentum);
-  const float damp = 1.0f - static_cast<float>(config_.dampening);
-  const bool first = steps_ == 0;
+void Sgd::step(double lr) {
+  const SgdScalars s = sgd_scalars(config_, lr, steps_);
   float* params = store_.params();
   const float* grads = store_.grads();
   float* buf = momentum_.as<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::sgd_step(params, grads, buf, device_->decay_table(), store_.flat_numel(), s,
+                   static_cast<float>(config_.weight_decay), device_->take_grad_scale(),
+                   store_.context().cuda().stream.get());
+#endif
+    ++steps_;
+    return;
+  }
   for (const ParamEntry& e : store_.entries()) {
     const float wd = e.spec.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* p = params + e.offset;
     const float* g = grads + e.offset;
-    float* b = buf ? buf + e.offset : nullptr;
     const std::int64_t n = e.numel;
+    if (buf) {
+      float* b = buf + e.offset;
 #pragma omp parallel for simd schedule(static) if (n > 32768)
-    for (std::int64_t i = 0; i < n; ++i) {
-      float d = g[i] + wd * p[i];
-      if (b) {
-        b[i] = first ? d : mu * b[i] + damp * d;
-        d = config_.nesterov ? d + mu * b[i] : b[i];
-      }
-      p[i] -= lr * d;
+      for (std::int64_t i = 0; i < n; ++i) sgd_momentum_update(g[i], wd, s, p[i], b[i]);
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+      for (std::int64_t i = 0; i < n; ++i) sgd_plain_update(g[i], wd, s, p[i]);
     }
   }
   ++steps_;

@@ -6,8 +6,12 @@
 #pragma once
 
 #include "optim/optimizer.h"
+#include "optim/update_math.h"
 
 namespace sparq::optim {
+
+// The scalars of the step after `steps_taken` steps with learning rate `lr`.
+SgdScalars sgd_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken);
 
 class Sgd final : public Optimizer {
  public:

@@ -6,7 +6,6 @@
 
 #include "core/tensor_copy.h"
 #include "core/timer.h"
-#include "optim/clip.h"
 
 namespace sparq::train {
 namespace {
@@ -90,7 +89,8 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   Stopwatch opt_watch;
   {
     ScopedTrace span(trace_, "optimizer", "optimizer", step);
-    r.grad_norm = optim::clip_grad_norm(store_, options_.clip_norm);
+    // On CUDA the scale stays on the device and step() folds it in (Optimizer::clip_grad_norm).
+    r.grad_norm = optimizer_.clip_grad_norm(options_.clip_norm);
     r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
     if (!r.skipped) optimizer_.step(r.lr);
     store_.zero_grads();

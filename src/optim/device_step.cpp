@@ -1,0 +1,104 @@
+#include "optim/device_step.h"
+
+#include "core/check.h"
+
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/device_resources.h"
+#include "optim/cuda/global_norm_cuda.h"
+#include "optim/cuda/optimizer_cuda.h"
+#endif
+
+namespace sparq::optim {
+
+std::vector<std::uint8_t> decay_chunk_table(const ParamStore& store) {
+  constexpr std::int64_t kChunk = ParamStore::kAlignFloats;
+  SPARQ_CHECK(store.allocated() && store.flat_numel() % kChunk == 0,
+              "the decay table needs an allocated store whose layout is whole chunks of {} floats",
+              kChunk);
+  std::vector<std::uint8_t> table(static_cast<std::size_t>(store.flat_numel() / kChunk), 0);
+  for (const ParamEntry& e : store.entries()) {
+    SPARQ_CHECK(e.offset % kChunk == 0, "tensor '{}' starts at {}, not on a {}-float boundary",
+                e.spec.name, e.offset, kChunk);
+    const std::int64_t end_chunk = (e.offset + e.numel + kChunk - 1) / kChunk;
+    for (std::int64_t c = e.offset / kChunk; c < end_chunk; ++c) {
+      table[static_cast<std::size_t>(c)] = e.spec.weight_decay ? 1 : 0;
+    }
+  }
+  return table;
+}
+
+#if SPARQ_HAS_CUDA
+
+static_assert(cuda::kDecayChunkFloats == ParamStore::kAlignFloats,
+              "the kernels' decay chunk is the store's alignment");
+
+namespace {
+cudaStream_t compute_stream(const ParamStore& store) {
+  return store.context().cuda().stream.get();
+}
+}  // namespace
+
+DeviceStep::DeviceStep(const ParamStore& store)
+    : store_(store),
+      partials_(Buffer::device(sizeof(double) * cuda::kNormBlocks)),
+      result_(Buffer::device(2 * sizeof(double))),
+      norm_host_(Buffer::pinned(sizeof(double), true)) {
+  SPARQ_CHECK(store.allocated() && store.device() == Device::kCUDA,
+              "DeviceStep needs an allocated CUDA ParamStore");
+  const std::vector<std::uint8_t> table = decay_chunk_table(store);
+  decay_table_ = Buffer::device(table.size());
+  if (!table.empty()) {
+    CUDA_CHECK(cudaMemcpyAsync(decay_table_.data(), table.data(), table.size(),
+                               cudaMemcpyHostToDevice, compute_stream(store)));
+  }
+  // Also covers copies the store made on the legacy stream, which a non-blocking compute
+  // stream does not wait for; and `table` may go out of scope after this.
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+DeviceStep::~DeviceStep() = default;
+
+Buffer DeviceStep::zeroed_state(std::int64_t floats) const {
+  const auto bytes = static_cast<std::size_t>(floats) * sizeof(float);
+  Buffer buffer = Buffer::device(bytes);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, bytes, compute_stream(store_)));
+  }
+  return buffer;
+}
+
+double DeviceStep::clip_grad_norm(double max_norm) {
+  cudaStream_t stream = compute_stream(store_);
+  double* norm = result_.as<double>();
+  float* scale = reinterpret_cast<float*>(norm + 1);
+  cuda::global_norm(store_.grads(), store_.flat_numel(), max_norm, partials_.as<double>(), norm,
+                    scale, stream);
+  CUDA_CHECK(cudaMemcpyAsync(norm_host_.data(), norm, sizeof(double), cudaMemcpyDeviceToHost,
+                             stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  scale_pending_ = max_norm > 0.0;  // else the scale is 1: nothing to fold in
+  return *norm_host_.as<double>();
+}
+
+const float* DeviceStep::take_grad_scale() {
+  if (!scale_pending_) return nullptr;
+  scale_pending_ = false;
+  return reinterpret_cast<const float*>(result_.as<double>() + 1);
+}
+
+#else  // A CUDA store cannot exist without CUDA: these are never reached.
+
+DeviceStep::DeviceStep(const ParamStore& store) : store_(store) {
+  SPARQ_FATAL("DeviceStep needs sparq built with CUDA");
+}
+DeviceStep::~DeviceStep() = default;
+Buffer DeviceStep::zeroed_state(std::int64_t) const { SPARQ_FATAL("built without CUDA"); }
+double DeviceStep::clip_grad_norm(double) { SPARQ_FATAL("built without CUDA"); }
+const float* DeviceStep::take_grad_scale() { return nullptr; }
+
+#endif
+
+}  // namespace sparq::optim

@@ -1,0 +1,311 @@
+// CPU-only (runs everywhere): the optimizers' per-element math, shared with the CUDA kernels
+// through optim/update_math.h, reproduces the CPU optimizers BIT FOR BIT. The reference below
+// is the optimizers' update rule written out as plain per-element loops (the expressions of
+// the CPU loops before they were moved into update_math.h, in the same order and the same
+// float/double mix); the optimizers and a scalar loop over the shared functions (the way a
+// CUDA thread calls them) must both give its exact bits after five steps, clipping included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/device_step.h"
+#include "optim/optimizer.h"
+#include "optim/sgd.h"
+#include "optim/update_math.h"
+
+namespace sparq::optim {
+namespace {
+
+constexpr int kSteps = 5;
+
+// Odd sizes, with and without weight decay; "big" passes the loops' OpenMP threshold.
+ParamStore make_store() {
+  ParamStore s;
+  s.add({"embed", {13, 7}, Init::zeros(), true});
+  s.add({"w1", {37, 29}, Init::zeros(), true});
+  s.add({"b1", {29}, Init::zeros(), false});
+  s.add({"gain", {1}, Init::zeros(), false});
+  s.add({"big", {40009}, Init::zeros(), true});
+  s.add({"w2", {5, 3, 11}, Init::zeros(), true});
+  s.allocate();
+  for (std::size_t t = 0; t < s.entries().size(); ++t) {
+    const ParamEntry& e = s.entries()[t];
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      s.params()[e.offset + i] = static_cast<float>(std::sin(0.37 * i + t));
+    }
+  }
+  return s;
+}
+
+void set_grads(ParamStore& s, int step) {
+  for (std::size_t t = 0; t < s.entries().size(); ++t) {
+    const ParamEntry& e = s.entries()[t];
+    for (std::int64_t i = 0; i < e.numel; ++i) {
+      s.grads()[e.offset + i] =
+          static_cast<float>(0.5 * std::cos(0.11 * i * (step + 1) + t) / (1.0 + 0.3 * t));
+    }
+  }
+}
+
+// The rule of sgd.h and adam.h over one store's flat buffers, element by element.
+struct Reference {
+  Reference(const OptimConfig& c, const ParamStore& s)
+      : config(c), store(s), m(s.flat_numel(), 0.0f), v(s.flat_numel(), 0.0f) {}
+
+  float decay(const ParamEntry& e) const {
+    return e.spec.weight_decay ? static_cast<float>(config.weight_decay) : 0.0f;
+  }
+  bool frozen(std::int64_t step) const {
+    return config.freeze_steps > 0 && step >= config.freeze_steps;
+  }
+
+  void before_communication(std::int64_t step) {
+    if (config.name == "sgd" || !frozen(step)) return;
+    const float b1 = static_cast<float>(config.beta1);
+    for (const ParamEntry& e : store.entries()) {
+      const float wd = config.name == "adam" ? decay(e) : 0.0f;
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        float& g = store.grads()[i];
+        g = b1 * m[i] + (1.0f - b1) * (g + wd * store.params()[i]);
+      }
+    }
+  }
+
+  void step(double lr_d) {
+    if (config.name == "sgd") {
+      sgd_step(lr_d);
+    } else {
+      adam_step(lr_d);
+    }
+    ++steps;
+  }
+
+  void sgd_step(double lr_d) {
+    const float lr = static_cast<float>(lr_d), mu = static_cast<float>(config.momentum);
+    const float damp = 1.0f - static_cast<float>(config.dampening);
+    for (const ParamEntry& e : store.entries()) {
+      const float wd = decay(e);
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        float& p = store.params()[i];
+        float d = store.grads()[i] + wd * p;
+        if (config.momentum > 0.0) {
+          m[i] = steps == 0 ? d : mu * m[i] + damp * d;
+          d = config.nesterov ? d + mu * m[i] : m[i];
+        }
+        p -= lr * d;
+      }
+    }
+  }
+
+  void adam_step(double lr_d) {
+    const std::int64_t t = steps + 1;
+    const bool is_frozen = frozen(steps);
+    const float lr = static_cast<float>(lr_d);
+    const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
+    const float eps = static_cast<float>(config.eps);
+    const std::int64_t t_v = is_frozen ? config.freeze_steps : t;
+    const float step_size =
+        is_frozen ? lr : static_cast<float>(lr_d / (1.0 - std::pow(config.beta1, t)));
+    const float inv_sqrt_bc2 =
+        static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t_v)));
+    const bool decoupled = config.name == "adamw";
+    for (const ParamEntry& e : store.entries()) {
+      const float wd = decay(e);
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        float& p = store.params()[i];
+        float gi = store.grads()[i];
+        if (decoupled) {
+          p *= 1.0f - lr * wd;
+        } else if (!is_frozen) {
+          gi += wd * p;
+        }
+        if (is_frozen) {
+          m[i] = gi;
+        } else {
+          m[i] = b1 * m[i] + (1.0f - b1) * gi;
+          v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        }
+        p -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+      }
+    }
+  }
+
+  OptimConfig config;
+  const ParamStore& store;
+  std::vector<float> m, v;  // sgd: m is the momentum buffer
+  std::int64_t steps = 0;
+};
+
+// The shared functions called one element at a time, as a CUDA thread calls them.
+struct SharedMathLoop {
+  SharedMathLoop(const OptimConfig& c, const ParamStore& s)
+      : config(c), store(s), m(s.flat_numel(), 0.0f), v(s.flat_numel(), 0.0f) {}
+
+  bool frozen(std::int64_t step) const {
+    return config.name != "sgd" && config.freeze_steps > 0 && step >= config.freeze_steps;
+  }
+  float decay(const ParamEntry& e) const {
+    return e.spec.weight_decay ? static_cast<float>(config.weight_decay) : 0.0f;
+  }
+
+  void before_communication(std::int64_t step) {
+    if (!frozen(step)) return;
+    const float b1 = static_cast<float>(config.beta1);
+    for (const ParamEntry& e : store.entries()) {
+      const float wd = config.name == "adam" ? decay(e) : 0.0f;
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        store.grads()[i] = adam_momentum_to_send(store.grads()[i], store.params()[i], m[i], wd, b1);
+      }
+    }
+  }
+
+  void step(double lr) {
+    if (config.name == "sgd") {
+      const SgdScalars s = sgd_scalars(config, lr, steps);
+      for (const ParamEntry& e : store.entries()) {
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          float& p = store.params()[i];
+          if (config.momentum > 0.0) {
+            sgd_momentum_update(store.grads()[i], decay(e), s, p, m[i]);
+          } else {
+            sgd_plain_update(store.grads()[i], decay(e), s, p);
+          }
+        }
+      }
+    } else {
+      const AdamScalars s = adam_scalars(config, lr, steps, frozen(steps));
+      for (const ParamEntry& e : store.entries()) {
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          float& p = store.params()[i];
+          if (frozen(steps)) {
+            adam_frozen_update(store.grads()[i], decay(e), s, p, m[i], v[i]);
+          } else {
+            adam_update(store.grads()[i], decay(e), s, p, m[i], v[i]);
+          }
+        }
+      }
+    }
+    ++steps;
+  }
+
+  OptimConfig config;
+  const ParamStore& store;
+  std::vector<float> m, v;
+  std::int64_t steps = 0;
+};
+
+OptimConfig make_config(const char* name, double wd) {
+  OptimConfig c;
+  c.name = name;
+  c.weight_decay = wd;
+  return c;
+}
+
+std::vector<OptimConfig> all_configs() {
+  std::vector<OptimConfig> out;
+  OptimConfig c = make_config("sgd", 0.01);
+  out.push_back(c);  // plain
+  c.momentum = 0.9;
+  c.dampening = 0.1;
+  out.push_back(c);  // momentum with dampening
+  c.dampening = 0.0;
+  c.nesterov = true;
+  out.push_back(c);  // nesterov
+  for (const char* name : {"adam", "adamw"}) {
+    c = make_config(name, 0.05);
+    c.beta2 = 0.95;
+    out.push_back(c);
+    c.freeze_steps = 2;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string describe(const OptimConfig& c) {
+  return c.name + " momentum " + std::to_string(c.momentum) + " nesterov " +
+         std::to_string(c.nesterov) + " freeze " + std::to_string(c.freeze_steps);
+}
+
+bool same_bits(const float* a, const float* b, std::int64_t n) {
+  return std::memcmp(a, b, static_cast<std::size_t>(n) * sizeof(float)) == 0;
+}
+
+// Five steps of `config` with clipping (tight enough to bind on most steps) on the optimizer,
+// the reference and the shared-function loop, each on its own store with the same start.
+template <typename Check>
+void run_all(const OptimConfig& config, Check&& check) {
+  ParamStore a = make_store(), b = make_store(), c = make_store();
+  auto opt = make_optimizer(config, a);
+  ASSERT_TRUE(opt.is_ok()) << opt.status().message();
+  Reference ref(config, b);
+  SharedMathLoop shared(config, c);
+  for (int step = 0; step < kSteps; ++step) {
+    for (ParamStore* s : {&a, &b, &c}) set_grads(*s, step);
+    for (const ParamEntry& e : a.entries()) (*opt)->before_communication(step, e.range());
+    ref.before_communication(step);
+    shared.before_communication(step);
+    const double max_norm = step % 2 == 0 ? 1.5 : 1e9;
+    const double norm = clip_grad_norm(a, max_norm);
+    EXPECT_EQ(norm, clip_grad_norm(b, max_norm));
+    EXPECT_EQ(norm, clip_grad_norm(c, max_norm));
+    const double lr = 0.01 * (1.0 + step);
+    (*opt)->step(lr);
+    ref.step(lr);
+    shared.step(lr);
+  }
+  check(a, **opt, b, ref, c, shared);
+}
+
+TEST(UpdateMath, CpuOptimizersMatchTheReferenceBitForBit) {
+  for (const OptimConfig& config : all_configs()) {
+    run_all(config, [&](const ParamStore& a, Optimizer& opt, const ParamStore& b,
+                        const Reference& ref, const ParamStore&, const SharedMathLoop&) {
+      EXPECT_TRUE(same_bits(a.params(), b.params(), a.flat_numel())) << describe(config);
+      const std::vector<StateTensor> state = opt.state();
+      if (config.name == "sgd") {
+        ASSERT_EQ(state.size(), config.momentum > 0.0 ? 1u : 0u);
+      } else {
+        ASSERT_EQ(state.size(), 2u);
+        EXPECT_TRUE(same_bits(state[1].tensor.data<float>(), ref.v.data(), a.flat_numel()))
+            << describe(config);
+      }
+      if (!state.empty()) {
+        EXPECT_TRUE(same_bits(state[0].tensor.data<float>(), ref.m.data(), a.flat_numel()))
+            << describe(config);
+      }
+    });
+  }
+}
+
+TEST(UpdateMath, SharedFunctionsOneElementAtATimeMatchTheReferenceBitForBit) {
+  for (const OptimConfig& config : all_configs()) {
+    run_all(config, [&](const ParamStore&, Optimizer&, const ParamStore& b, const Reference& ref,
+                        const ParamStore& c, const SharedMathLoop& shared) {
+      EXPECT_TRUE(same_bits(c.params(), b.params(), b.flat_numel())) << describe(config);
+      EXPECT_TRUE(same_bits(shared.m.data(), ref.m.data(), b.flat_numel())) << describe(config);
+      EXPECT_TRUE(same_bits(shared.v.data(), ref.v.data(), b.flat_numel())) << describe(config);
+    });
+  }
+}
+
+// The CUDA kernels' weight-decay table (device_step.h), built on the host: every element of
+// every tensor reads its tensor's flag, and the table covers the layout exactly.
+TEST(DecayChunkTable, GivesEveryElementItsTensorsFlag) {
+  const ParamStore s = make_store();
+  const std::vector<std::uint8_t> table = decay_chunk_table(s);
+  const std::int64_t chunk = ParamStore::kAlignFloats;
+  ASSERT_EQ(static_cast<std::int64_t>(table.size()) * chunk, s.flat_numel());
+  for (const ParamEntry& e : s.entries()) {
+    for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+      ASSERT_EQ(table[static_cast<std::size_t>(i / chunk)], e.spec.weight_decay ? 1 : 0)
+          << e.spec.name << "[" << i - e.offset << "]";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparq::optim

@@ -48,7 +48,7 @@ Buffer Buffer::device(std::size_t bytes, bool zeroed) {
   b.bytes_ = bytes;
   if (bytes > 0) {
     CUDA_CHECK(cudaMalloc(&b.data_, bytes));
-    if (zeroed) CUDA_CHECK(cudaMemset(b.data_, 0, bytes));
+    if (zeroed) b.zero();
   }
   return b;
 #else
@@ -100,7 +100,11 @@ void Buffer::zero() {
   if (bytes_ == 0) return;
 #ifdef SPARQ_HAS_CUDA
   if (kind_ == Kind::kDevice) {
+    // cudaMemset runs on the legacy default stream, which the (non-blocking) compute streams
+    // do not wait for: complete it before returning. Per-step zeroing of a device store goes
+    // through ParamStore::zero_grads, on the context's stream, instead.
     CUDA_CHECK(cudaMemset(data_, 0, bytes_));
+    CUDA_CHECK(cudaDeviceSynchronize());
     return;
   }
 #endif

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/device_resources.h"
 #endif
 
 namespace sparq {
@@ -76,6 +77,7 @@ void ParamStore::initialize(std::uint64_t seed) {
 #ifdef SPARQ_HAS_CUDA
   if (device() != Device::kCPU) {
     CUDA_CHECK(cudaMemcpy(params(), host, staging.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the compute stream does not wait for this copy
   }
 #endif
 }
@@ -131,6 +133,13 @@ std::int64_t ParamStore::param_count() const {
 
 void ParamStore::zero_grads() {
   SPARQ_CHECK(allocated_, "zero_grads() before allocate()");
+#ifdef SPARQ_HAS_CUDA
+  if (context_->is_cuda()) {
+    // Ordered on the compute stream after the optimizer step that read the gradients.
+    CUDA_CHECK(cudaMemsetAsync(grads_.data(), 0, grads_.size(), context_->cuda().stream.get()));
+    return;
+  }
+#endif
   grads_.zero();
 }
 

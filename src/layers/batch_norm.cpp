@@ -1,8 +1,24 @@
 #include "layers/batch_norm.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
+
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/cuda_check.h"
+#include "layers/cuda/batch_norm_cuda.h"
+#endif
+#if SPARQ_HAS_CUDNN
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/batch_norm_cudnn.h"
+#else
+namespace sparq::cuda {
+class BatchNormCudnn {};  // never constructed without cuDNN
+}  // namespace sparq::cuda
+#endif
 
 namespace sparq {
 namespace cpu {
@@ -96,6 +112,25 @@ template void batch_norm_backward<double>(const double*, const double*, const do
 
 }  // namespace cpu
 
+namespace {
+
+// A copy of `from` on `device` (either way between host and CUDA).
+Buffer copy_to_device(const Buffer& from, Device device) {
+  Buffer to = device == Device::kCUDA ? Buffer::device(from.size()) : Buffer::host(from.size());
+  if (from.device() == Device::kCPU && device == Device::kCPU) {
+    std::memcpy(to.data(), from.data(), from.size());
+    return to;
+  }
+#if SPARQ_HAS_CUDA
+  // Work queued on any stream may still be writing the old statistics: wait for it.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(to.data(), from.data(), from.size(), cudaMemcpyDefault));
+#endif
+  return to;
+}
+
+}  // namespace
+
 BatchNorm2d::BatchNorm2d(std::string prefix, Config config)
     : ParamLayer(std::move(prefix)), config_(config) {
   SPARQ_CHECK(config_.channels > 0, "{}: BatchNorm2d needs channels > 0, got {}", name(),
@@ -104,39 +139,103 @@ BatchNorm2d::BatchNorm2d(std::string prefix, Config config)
               "{}: bad eps {} or momentum {}", name(), config_.eps, config_.momentum);
   gamma_ = params_.add("weight", {config_.channels}, Init::ones(), false);
   beta_ = params_.add("bias", {config_.channels}, Init::zeros(), false);
-  state_ = Buffer::host(4 * config_.channels * sizeof(float), true);
-  float* var = state_.as<float>() + config_.channels;
+  // Each slot 256-byte aligned, as the device kernels and cuDNN like their vectors.
+  stride_ = (config_.channels + 63) / 64 * 64;
+  state_ = Buffer::host(4 * stride_ * sizeof(float), true);
+  float* var = slot(kRunningVar);
   for (std::int64_t i = 0; i < config_.channels; ++i) var[i] = 1.0f;
+}
+
+BatchNorm2d::~BatchNorm2d() = default;
+BatchNorm2d::BatchNorm2d(BatchNorm2d&&) noexcept = default;
+BatchNorm2d& BatchNorm2d::operator=(BatchNorm2d&&) noexcept = default;
+
+void BatchNorm2d::bind(const ParamStore& store) {
+  ParamLayer::bind(store);
+  if (state_.device() != device()) state_ = copy_to_device(state_, device());
+  cudnn_.reset();
+#if SPARQ_HAS_CUDNN
+  if (on_cuda()) {
+    cudnn_ = std::make_unique<cuda::BatchNormCudnn>(name(), config_.channels, config_.eps,
+                                                    config_.momentum);
+  }
+#endif
 }
 
 void BatchNorm2d::check_x(const Tensor& x, const char* what) const {
   SPARQ_CHECK(x.ndim() == 4, "{}: {} must be NCHW, got {}", name(), what, x.shape().str());
-  check_arg(x, {x.dim(0), config_.channels, x.dim(2), x.dim(3)}, name(), what);
+  check_arg(x, {x.dim(0), config_.channels, x.dim(2), x.dim(3)}, name(), what, DType::kF32,
+            device());
+}
+
+void BatchNorm2d::check_state_device() const {
+  SPARQ_CHECK(state_.device() == device(),
+              "{}: running statistics are on {} but the layer runs on {}: bind it with "
+              "BatchNorm2d::bind, which moves them",
+              name(), device_name(state_.device()), device_name(device()));
+#if !SPARQ_HAS_CUDNN
+  SPARQ_CHECK(!on_cuda(), "{}: BatchNorm2d on CUDA needs cuDNN, and sparq was built without it",
+              name());
+#endif
 }
 
 void BatchNorm2d::forward(const Tensor& x, const Tensor& y, bool training) {
   check_x(x, "x");
-  check_arg(y, x.shape(), name(), "y");
+  check_arg(y, x.shape(), name(), "y", DType::kF32, device());
+  check_state_device();
   last_training_ = training;
-  float* s = state_.as<float>();
-  const std::int64_t c = config_.channels;
-  cpu::batch_norm_forward<float>(x.data<float>(), params_.param(gamma_).data<float>(),
-                                 params_.param(beta_).data<float>(), y.data<float>(), s + 2 * c,
-                                 s + 3 * c, s, s + c, x.dim(0), c, x.dim(2) * x.dim(3),
-                                 config_.eps, config_.momentum, training);
+  const std::int64_t c = config_.channels, n = x.dim(0), h = x.dim(2), w = x.dim(3);
+  const float* gamma = params_.param(gamma_).data<float>();
+  const float* beta = params_.param(beta_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDNN
+    const cuda::DeviceResources& res = context().cuda();
+    if (training) {
+      SPARQ_CHECK(n * h * w > 1, "{}: training on CUDA needs more than one value per channel, "
+                  "got x {}", name(), x.shape().str());
+      cudnn_->forward_training(res, n, h, w, x.data<float>(), gamma, beta, y.data<float>(),
+                               slot(kRunningMean), slot(kRunningVar), slot(kSaveMean),
+                               slot(kSaveInvstd));
+    } else {
+      cudnn_->forward_inference(res, n, h, w, x.data<float>(), gamma, beta, y.data<float>(),
+                                slot(kRunningMean), slot(kRunningVar));
+      cuda::batch_norm_eval_stats(slot(kRunningMean), slot(kRunningVar), slot(kSaveMean),
+                                  slot(kSaveInvstd), c, config_.eps, stream());
+    }
+#endif
+  } else {
+    cpu::batch_norm_forward<float>(x.data<float>(), gamma, beta, y.data<float>(), slot(kSaveMean),
+                                   slot(kSaveInvstd), slot(kRunningMean), slot(kRunningVar), n, c,
+                                   h * w, config_.eps, config_.momentum, training);
+  }
 }
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
   check_x(x, "x");
-  check_arg(dy, x.shape(), name(), "dy");
-  check_arg(dx, x.shape(), name(), "dx");
-  const float* s = state_.as<float>();
-  const std::int64_t c = config_.channels;
-  cpu::batch_norm_backward<float>(x.data<float>(), params_.param(gamma_).data<float>(), s + 2 * c,
-                                  s + 3 * c, dy.data<float>(), dx.data<float>(),
-                                  params_.grad(gamma_).data<float>(),
-                                  params_.grad(beta_).data<float>(), x.dim(0), c,
-                                  x.dim(2) * x.dim(3), last_training_);
+  check_arg(dy, x.shape(), name(), "dy", DType::kF32, device());
+  check_arg(dx, x.shape(), name(), "dx", DType::kF32, device());
+  check_state_device();
+  const std::int64_t c = config_.channels, n = x.dim(0), h = x.dim(2), w = x.dim(3);
+  const float* gamma = params_.param(gamma_).data<float>();
+  float* dgamma = params_.grad(gamma_).data<float>();
+  float* dbeta = params_.grad(beta_).data<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDNN
+    if (last_training_) {
+      cudnn_->backward_training(context().cuda(), n, h, w, x.data<float>(), dy.data<float>(),
+                                gamma, slot(kSaveMean), slot(kSaveInvstd), dx.data<float>(),
+                                dgamma, dbeta);
+    } else {
+      cuda::batch_norm_eval_backward(x.data<float>(), gamma, slot(kSaveMean), slot(kSaveInvstd),
+                                     dy.data<float>(), dx.data<float>(), dgamma, dbeta, n, c,
+                                     h * w, stream());
+    }
+#endif
+  } else {
+    cpu::batch_norm_backward<float>(x.data<float>(), gamma, slot(kSaveMean), slot(kSaveInvstd),
+                                    dy.data<float>(), dx.data<float>(), dgamma, dbeta, n, c,
+                                    h * w, last_training_);
+  }
 }
 
 }  // namespace sparq

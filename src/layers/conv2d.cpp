@@ -6,6 +6,15 @@
 #include "core/threading.h"
 #include "layers/matmul.h"
 
+#if SPARQ_HAS_CUDNN
+#include "core/cuda/device_resources.h"
+#include "layers/cuda/conv2d_cudnn.h"
+#else
+namespace sparq::cuda {
+class Conv2dCudnn {};  // never constructed without cuDNN
+}  // namespace sparq::cuda
+#endif
+
 namespace sparq {
 namespace cpu {
 namespace {
@@ -235,9 +244,36 @@ Conv2d::Conv2d(std::string prefix, Config config) : ParamLayer(std::move(prefix)
   if (c.bias) b_ = params_.add("bias", {c.out_channels}, Init::zeros(), false);
   slots_ = conv2d_slots(g);
   dw_images_ = cpu::conv2d_dw_images(g);
-  const std::int64_t elems = cpu::conv2d_workspace_elems(g, slots_, dw_images_);
-  if (elems > 0) work_ = Buffer::host(elems * sizeof(float));
+  allocate_cpu_workspace();
 }
+
+Conv2d::~Conv2d() = default;
+Conv2d::Conv2d(Conv2d&&) noexcept = default;
+Conv2d& Conv2d::operator=(Conv2d&&) noexcept = default;
+
+void Conv2d::allocate_cpu_workspace() {
+  const std::int64_t elems = cpu::conv2d_workspace_elems(geom(1), slots_, dw_images_);
+  if (elems > 0 && work_.size() == 0) work_ = Buffer::host(elems * sizeof(float));
+}
+
+void Conv2d::bind(const ParamStore& store) {
+  ParamLayer::bind(store);
+  cudnn_.reset();  // its algorithms were chosen for the previous context's workspace
+  if (on_cuda()) {
+    work_ = Buffer();
+  } else {
+    allocate_cpu_workspace();
+  }
+}
+
+#if SPARQ_HAS_CUDNN
+cuda::Conv2dCudnn& Conv2d::cudnn() {
+  if (!cudnn_) {
+    cudnn_ = std::make_unique<cuda::Conv2dCudnn>(name(), geom(1), b_ >= 0, config_.deterministic);
+  }
+  return *cudnn_;
+}
+#endif
 
 std::int64_t conv2d_slots(const Conv2dGeom& g) {
   if (g.is_pointwise()) return 1;  // the image is its own column matrix: no workspace at all
@@ -259,25 +295,50 @@ Shape Conv2d::output_shape(std::int64_t n) const {
 
 void Conv2d::check_x(const Tensor& x) const {
   SPARQ_CHECK(x.ndim() == 4, "{}: x must be NCHW, got {}", name(), x.shape().str());
-  check_arg(x, {x.dim(0), config_.in_channels, config_.in_h, config_.in_w}, name(), "x");
+  check_arg(x, {x.dim(0), config_.in_channels, config_.in_h, config_.in_w}, name(), "x",
+            DType::kF32, device());
 }
 
 void Conv2d::forward(const Tensor& x, const Tensor& y) {
   check_x(x);
-  check_arg(y, output_shape(x.dim(0)), name(), "y");
-  cpu::conv2d_forward<float>(geom(x.dim(0)), x.data<float>(), params_.param(w_).data<float>(),
-                             b_ >= 0 ? params_.param(b_).data<float>() : nullptr, y.data<float>(),
-                             work_.as<float>(), slots_);
+  check_arg(y, output_shape(x.dim(0)), name(), "y", DType::kF32, device());
+  const float* w = params_.param(w_).data<float>();
+  const float* b = b_ >= 0 ? params_.param(b_).data<float>() : nullptr;
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDNN
+    cudnn().forward(context().cuda(), x.dim(0), x.data<float>(), w, b, y.data<float>());
+#else
+    SPARQ_FATAL("{}: Conv2d on CUDA needs cuDNN, and sparq was built without it", name());
+#endif
+  } else {
+    // Allocates only if a bind() to a CUDA store released the workspace and the layer was
+    // then bound back to the CPU through ParamLayer::bind.
+    allocate_cpu_workspace();
+    cpu::conv2d_forward<float>(geom(x.dim(0)), x.data<float>(), w, b, y.data<float>(),
+                               work_.as<float>(), slots_);
+  }
 }
 
 void Conv2d::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
   check_x(x);
-  check_arg(dy, output_shape(x.dim(0)), name(), "dy");
-  if (!dx.empty()) check_arg(dx, x.shape(), name(), "dx");
-  cpu::conv2d_backward<float>(
-      geom(x.dim(0)), x.data<float>(), params_.param(w_).data<float>(), dy.data<float>(),
-      dx.empty() ? nullptr : dx.data<float>(), params_.grad(w_).data<float>(),
-      b_ >= 0 ? params_.grad(b_).data<float>() : nullptr, work_.as<float>(), slots_, dw_images_);
+  check_arg(dy, output_shape(x.dim(0)), name(), "dy", DType::kF32, device());
+  if (!dx.empty()) check_arg(dx, x.shape(), name(), "dx", DType::kF32, device());
+  const float* w = params_.param(w_).data<float>();
+  float* dx_data = dx.empty() ? nullptr : dx.data<float>();
+  float* dw = params_.grad(w_).data<float>();
+  float* db = b_ >= 0 ? params_.grad(b_).data<float>() : nullptr;
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDNN
+    cudnn().backward(context().cuda(), x.dim(0), x.data<float>(), w, dy.data<float>(), dx_data,
+                     dw, db);
+#else
+    SPARQ_FATAL("{}: Conv2d on CUDA needs cuDNN, and sparq was built without it", name());
+#endif
+  } else {
+    allocate_cpu_workspace();
+    cpu::conv2d_backward<float>(geom(x.dim(0)), x.data<float>(), w, dy.data<float>(), dx_data, dw,
+                                db, work_.as<float>(), slots_, dw_images_);
+  }
 }
 
 }  // namespace sparq

@@ -24,12 +24,25 @@
 // and one weight-gradient chunk, dw_images * (C*R*S + K) * Ho*Wo. It is sized at construction
 // from in_h/in_w and reused by forward and backward; no per-step allocation. VGG-16 at 32x32
 // with 2 threads: 44 MB over its 13 convolutions, 5.3 MB at most per layer.
+//
+// On CUDA (Note [Layer dispatch], layers/param_set.h) the layer runs on cuDNN
+// (layers/cuda/conv2d_cudnn.h: algorithms by cuDNN's heuristics, FMA math, within the
+// context's workspace, chosen once per batch size and logged). Config::deterministic (the
+// default) restricts them to deterministic ones, so a step gives the same bits on every run:
+// sparq promises bit-identical resume. bind() to a CUDA store releases the host workspace;
+// a CUDA build without cuDNN refuses device tensors with a message naming the layer.
 #pragma once
+
+#include <memory>
 
 #include "core/buffer.h"
 #include "layers/param_set.h"
 
 namespace sparq {
+
+namespace cuda {
+class Conv2dCudnn;  // layers/cuda/conv2d_cudnn.h, only with cuDNN
+}
 
 struct Conv2dGeom {
   std::int64_t n = 0, c = 0, h = 0, w = 0;  // input
@@ -74,10 +87,20 @@ class Conv2d : public ParamLayer {
     std::int64_t stride = 1, padding = 0, dilation = 1;
     bool bias = true;
     std::int64_t in_h = 0, in_w = 0;  // input spatial size the workspace is sized for
+    // CUDA only: restrict cuDNN to deterministic algorithms (same bits on every run). Turning
+    // it off lets cuDNN's heuristics pick atomics-based backward algorithms too.
+    bool deterministic = true;
   };
   // Bounds the workspace on many-core hosts; beyond this, threads share out dW blocks only.
   static constexpr std::int64_t kMaxSlots = 16;
   Conv2d(std::string prefix, Config config);
+  ~Conv2d();
+  Conv2d(Conv2d&&) noexcept;
+  Conv2d& operator=(Conv2d&&) noexcept;
+
+  // Hides ParamLayer::bind: also keeps the CPU workspace only where it is used (released when
+  // the store is on CUDA, allocated again when a later bind is to a CPU store).
+  void bind(const ParamStore& store);
 
   void forward(const Tensor& x, const Tensor& y);
   // dx may be empty (first layer: no input gradient needed).
@@ -91,10 +114,14 @@ class Conv2d : public ParamLayer {
 
  private:
   void check_x(const Tensor& x) const;
+  void allocate_cpu_workspace();
+  // The cuDNN half of the layer, made on first use in a CUDA context (only with cuDNN).
+  cuda::Conv2dCudnn& cudnn();
   Config config_;
   int w_ = -1, b_ = -1;
   std::int64_t slots_ = 1, dw_images_ = 1;
   Buffer work_;
+  std::unique_ptr<cuda::Conv2dCudnn> cudnn_;
 };
 
 }  // namespace sparq

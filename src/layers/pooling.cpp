@@ -1,10 +1,13 @@
 #include "layers/pooling.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/check.h"
 #include "layers/param_set.h"
+
+#if SPARQ_HAS_CUDA
+#include "layers/cuda/pooling_cuda.h"
+#endif
 
 namespace sparq {
 namespace cpu {
@@ -16,26 +19,8 @@ void max_pool_forward(const PoolGeom& g, const T* x, T* y, std::int32_t* argmax)
     const T* plane = x + p * g.h * g.w;
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
       for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
-        T best = -std::numeric_limits<T>::infinity();
-        std::int32_t best_at = -1;
-        for (std::int64_t i = 0; i < g.kernel; ++i) {
-          const std::int64_t iy = oy * g.stride - g.padding + i;
-          if (iy < 0 || iy >= g.h) continue;
-          for (std::int64_t j = 0; j < g.kernel; ++j) {
-            const std::int64_t ix = ox * g.stride - g.padding + j;
-            if (ix < 0 || ix >= g.w) continue;
-            const T v = plane[iy * g.w + ix];
-            // A NaN wins, as in PyTorch, so it propagates instead of vanishing.
-            if (best_at < 0 || v > best || v != v) {
-              best = v;
-              best_at = static_cast<std::int32_t>(iy * g.w + ix);
-              if (v != v) break;
-            }
-          }
-        }
         const std::int64_t o = (p * g.out_h + oy) * g.out_w + ox;
-        y[o] = best;
-        argmax[o] = best_at;
+        argmax[o] = pooling::max_pool_cell(g, plane, oy, ox, &y[o]);
       }
     }
   }
@@ -52,27 +37,14 @@ void max_pool_backward(const PoolGeom& g, const std::int32_t* argmax, const T* d
   }
 }
 
-namespace {
-std::int64_t window_begin(std::int64_t i, std::int64_t in, std::int64_t out) { return i * in / out; }
-std::int64_t window_end(std::int64_t i, std::int64_t in, std::int64_t out) {
-  return ((i + 1) * in + out - 1) / out;
-}
-}  // namespace
-
 template <typename T>
 void avg_pool_forward(const PoolGeom& g, const T* x, T* y) {
 #pragma omp parallel for schedule(static) if (g.planes * g.h * g.w > 32768)
   for (std::int64_t p = 0; p < g.planes; ++p) {
     const T* plane = x + p * g.h * g.w;
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
-      const std::int64_t y0 = window_begin(oy, g.h, g.out_h), y1 = window_end(oy, g.h, g.out_h);
       for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
-        const std::int64_t x0 = window_begin(ox, g.w, g.out_w), x1 = window_end(ox, g.w, g.out_w);
-        T acc = 0;
-        for (std::int64_t iy = y0; iy < y1; ++iy) {
-          for (std::int64_t ix = x0; ix < x1; ++ix) acc += plane[iy * g.w + ix];
-        }
-        y[(p * g.out_h + oy) * g.out_w + ox] = acc / static_cast<T>((y1 - y0) * (x1 - x0));
+        y[(p * g.out_h + oy) * g.out_w + ox] = pooling::avg_pool_cell(g, plane, oy, ox);
       }
     }
   }
@@ -85,11 +57,13 @@ void avg_pool_backward(const PoolGeom& g, const T* dy, T* dx) {
     T* plane = dx + p * g.h * g.w;
     std::fill(plane, plane + g.h * g.w, T(0));
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
-      const std::int64_t y0 = window_begin(oy, g.h, g.out_h), y1 = window_end(oy, g.h, g.out_h);
+      const std::int64_t y0 = pooling::adaptive_begin(oy, g.h, g.out_h);
+      const std::int64_t y1 = pooling::adaptive_end(oy, g.h, g.out_h);
       for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
-        const std::int64_t x0 = window_begin(ox, g.w, g.out_w), x1 = window_end(ox, g.w, g.out_w);
+        const std::int64_t x0 = pooling::adaptive_begin(ox, g.w, g.out_w);
+        const std::int64_t x1 = pooling::adaptive_end(ox, g.w, g.out_w);
         const T share =
-            dy[(p * g.out_h + oy) * g.out_w + ox] / static_cast<T>((y1 - y0) * (x1 - x0));
+            dy[(p * g.out_h + oy) * g.out_w + ox] / pooling::avg_pool_area<T>(g, oy, ox);
         for (std::int64_t iy = y0; iy < y1; ++iy) {
           for (std::int64_t ix = x0; ix < x1; ++ix) plane[iy * g.w + ix] += share;
         }
@@ -118,8 +92,19 @@ MaxPool2d::MaxPool2d(std::string name, Config config) : name_(std::move(name)), 
                   c.in_w + 2 * c.padding >= c.kernel,
               "{}: input {}x{}x{} (max batch {}) is too small for kernel {}", name_, c.channels,
               c.in_h, c.in_w, c.max_batch, c.kernel);
+  SPARQ_CHECK(c.in_h * c.in_w <= INT32_MAX, "{}: a {}x{} plane does not fit the int32 argmax",
+              name_, c.in_h, c.in_w);
   const PoolGeom g = geom(c.max_batch);
   argmax_ = Buffer::host(g.planes * g.out_h * g.out_w * sizeof(std::int32_t));
+}
+
+std::int32_t* MaxPool2d::argmax_cache() {
+  if (argmax_.device() != device()) {
+    const std::size_t bytes = argmax_.size();
+    argmax_ = Buffer();  // release the old one first: only one cache is ever held
+    argmax_ = on_cuda() ? Buffer::device(bytes) : Buffer::host(bytes);
+  }
+  return argmax_.as<std::int32_t>();
 }
 
 PoolGeom MaxPool2d::geom(std::int64_t n) const {
@@ -142,20 +127,37 @@ Shape MaxPool2d::output_shape(std::int64_t n) const {
 void MaxPool2d::forward(const Tensor& x, const Tensor& y) {
   SPARQ_CHECK(x.ndim() == 4, "{}: x must be NCHW, got {}", name_, x.shape().str());
   const std::int64_t n = x.dim(0);
-  check_arg(x, {n, config_.channels, config_.in_h, config_.in_w}, name_, "x");
+  check_arg(x, {n, config_.channels, config_.in_h, config_.in_w}, name_, "x", DType::kF32,
+            device());
   SPARQ_CHECK(n <= config_.max_batch, "{}: batch {} exceeds the cache's max_batch {}", name_, n,
               config_.max_batch);
-  check_arg(y, output_shape(n), name_, "y");
+  check_arg(y, output_shape(n), name_, "y", DType::kF32, device());
   batch_ = n;
-  cpu::max_pool_forward<float>(geom(n), x.data<float>(), y.data<float>(),
-                               argmax_.as<std::int32_t>());
+  std::int32_t* argmax = argmax_cache();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::max_pool_forward(geom(n), x.data<float>(), y.data<float>(), argmax, stream());
+#endif
+  } else {
+    cpu::max_pool_forward<float>(geom(n), x.data<float>(), y.data<float>(), argmax);
+  }
 }
 
 void MaxPool2d::backward(const Tensor& dy, const Tensor& dx) const {
-  check_arg(dy, output_shape(batch_), name_, "dy (batch of the last forward)");
-  check_arg(dx, {batch_, config_.channels, config_.in_h, config_.in_w}, name_, "dx");
-  cpu::max_pool_backward<float>(geom(batch_), argmax_.as<std::int32_t>(), dy.data<float>(),
-                                dx.data<float>());
+  SPARQ_CHECK(batch_ > 0 && argmax_.device() == device(), "{}: backward() before forward()",
+              name_);
+  check_arg(dy, output_shape(batch_), name_, "dy (batch of the last forward)", DType::kF32,
+            device());
+  check_arg(dx, {batch_, config_.channels, config_.in_h, config_.in_w}, name_, "dx", DType::kF32,
+            device());
+  const std::int32_t* argmax = argmax_.as<std::int32_t>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::max_pool_backward(geom(batch_), argmax, dy.data<float>(), dx.data<float>(), stream());
+#endif
+  } else {
+    cpu::max_pool_backward<float>(geom(batch_), argmax, dy.data<float>(), dx.data<float>());
+  }
 }
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(std::string name, std::int64_t out_h, std::int64_t out_w)
@@ -174,17 +176,29 @@ PoolGeom AdaptiveAvgPool2d::geom(const Shape& in, const Shape& out, const char* 
 }
 
 void AdaptiveAvgPool2d::forward(const Tensor& x, const Tensor& y) const {
-  check_arg(x, x.shape(), name_, "x");
-  check_arg(y, y.shape(), name_, "y");
-  cpu::avg_pool_forward<float>(geom(x.shape(), y.shape(), "x", "y"), x.data<float>(),
-                               y.data<float>());
+  check_arg(x, x.shape(), name_, "x", DType::kF32, device());
+  check_arg(y, y.shape(), name_, "y", DType::kF32, device());
+  const PoolGeom g = geom(x.shape(), y.shape(), "x", "y");
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::avg_pool_forward(g, x.data<float>(), y.data<float>(), stream());
+#endif
+  } else {
+    cpu::avg_pool_forward<float>(g, x.data<float>(), y.data<float>());
+  }
 }
 
 void AdaptiveAvgPool2d::backward(const Tensor& dy, const Tensor& dx) const {
-  check_arg(dy, dy.shape(), name_, "dy");
-  check_arg(dx, dx.shape(), name_, "dx");
-  cpu::avg_pool_backward<float>(geom(dx.shape(), dy.shape(), "dx", "dy"), dy.data<float>(),
-                                dx.data<float>());
+  check_arg(dy, dy.shape(), name_, "dy", DType::kF32, device());
+  check_arg(dx, dx.shape(), name_, "dx", DType::kF32, device());
+  const PoolGeom g = geom(dx.shape(), dy.shape(), "dx", "dy");
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    cuda::avg_pool_backward(g, dy.data<float>(), dx.data<float>(), stream());
+#endif
+  } else {
+    cpu::avg_pool_backward<float>(g, dy.data<float>(), dx.data<float>());
+  }
 }
 
 Tensor flatten(const Tensor& x) {

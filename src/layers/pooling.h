@@ -1,13 +1,21 @@
 // Pooling on NCHW tensors and Flatten.
 //   MaxPool2d: kernel, stride, padding (padded cells never win), as torch.nn.MaxPool2d with
 //     floor output size. Forward records the argmax (index within the H*W plane) of every
-//     output cell in a cache the layer owns, sized for max_batch at construction; backward
-//     routes dy to those positions (ties go to the first maximum in scan order).
+//     output cell in a cache the layer owns, sized for max_batch; backward routes dy to those
+//     positions (ties go to the first maximum in scan order, on both devices).
 //   AdaptiveAvgPool2d: output (out_h, out_w); cell (i, j) averages rows
 //     [floor(i*H/out_h), ceil((i+1)*H/out_h)) and likewise columns, as PyTorch does;
 //     (1, 1) is global average pooling. No cache.
 //   flatten(): [N, C, H, W] -> [N, C*H*W], a view of the same storage (its "backward" is
 //     the same reshape of dy).
+//
+// Devices (Note [Layer dispatch], layers/param_set.h): both pools run in their context (set by
+// the model with bind_context()) on the CPU or on CUDA with sparq's own kernels
+// (layers/cuda/pooling.cu; cuDNN's max-pool backward breaks ties its own way and is not
+// deterministic). The device results are bit-identical to the CPU's: the window scan and the
+// summation order are one shared function (layers/cuda/pooling_windows.h). MaxPool2d's argmax
+// cache lives on the context's device: it is allocated on the host at construction and moved
+// (allocated once on the device, the host one released) by the first forward in a CUDA context.
 //
 // Gradients: see Note [Gradient rule] (layers/param_set.h). No parameters.
 #pragma once
@@ -16,15 +24,10 @@
 
 #include "core/buffer.h"
 #include "core/tensor.h"
+#include "layers/cuda/pooling_windows.h"  // PoolGeom and the math shared with CUDA
 #include "layers/param_set.h"
 
 namespace sparq {
-
-struct PoolGeom {
-  std::int64_t planes = 0, h = 0, w = 0;  // planes = N * C
-  std::int64_t out_h = 0, out_w = 0;
-  std::int64_t kernel = 1, stride = 1, padding = 0;  // max pooling only
-};
 
 namespace cpu {
 template <typename T>
@@ -53,6 +56,8 @@ class MaxPool2d : public LayerBase {
 
  private:
   PoolGeom geom(std::int64_t n) const;
+  // The argmax cache on the context's device (allocated there the first time it is not).
+  std::int32_t* argmax_cache();
   std::string name_;
   Config config_;
   Buffer argmax_;

@@ -42,6 +42,22 @@ void copy_from_host(const void* host, const Tensor& t) {
   copy_bytes(t.raw(), host, t.nbytes(), !t.is_cpu());
 }
 
+void copy_tensor(const Tensor& src, const Tensor& dst, const ExecContext& context) {
+  SPARQ_CHECK(src.dtype() == DType::kF32 && dst.dtype() == DType::kF32 &&
+                  src.numel() == dst.numel() && src.device() == context.device() &&
+                  dst.device() == context.device(),
+              "copy_tensor: {} into {} in a {} context", src.str(), dst.str(),
+              device_name(context.device()));
+  if (src.is_cpu()) {
+    ops::copy(src.data<float>(), dst.data<float>(), static_cast<std::size_t>(src.numel()));
+    return;
+  }
+#if SPARQ_HAS_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                             context.cuda().stream.get()));
+#endif
+}
+
 void scale_in_place(const Tensor& t, float alpha, const ExecContext& context) {
   SPARQ_CHECK(t.dtype() == DType::kF32 && t.device() == context.device(),
               "scale_in_place: {} in a {} context", t.str(), device_name(context.device()));

@@ -1,8 +1,9 @@
 // Copies between a tensor on any device and host memory, for the few places that must see
 // device data on the host: checkpoints, safetensors import/export, evaluation scores, the
 // parameter checksum. Synchronous (the copy is complete on return, after the device's queued
-// work), so never use them inside a training step's hot path. Plus the one tensor-level
-// arithmetic op the training step needs outside the layers (gradient-accumulation scaling).
+// work), so never use them inside a training step's hot path. Plus the two tensor-level ops
+// the training step needs outside the layers (BERT's first-token gather, the
+// gradient-accumulation scaling), which run in the context like a layer.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,10 @@ namespace sparq {
 void copy_to_host(const Tensor& t, void* host);
 // Copies t.nbytes() bytes from `host` into `t`.
 void copy_from_host(const void* host, const Tensor& t);
+
+// dst = src for two f32 tensors of equal size on the context's device (asynchronous on a CUDA
+// context's compute stream, like the layers).
+void copy_tensor(const Tensor& src, const Tensor& dst, const ExecContext& context);
 
 // t *= alpha for an f32 tensor on the context's device (asynchronous on a CUDA context's
 // compute stream).

@@ -1,7 +1,7 @@
 #include "models/bert.h"
 
 #include "core/check.h"
-#include "core/ops.h"
+#include "core/tensor_copy.h"
 
 namespace sparq {
 namespace {
@@ -227,8 +227,7 @@ void Bert::forward_nsp(const Tensor& hidden) {
   const Tensor first = arena_.view(first_tokens_, {b_, dim});
   const Tensor pooled = arena_.view(pooled_, {b_, dim});
   for (std::int64_t b = 0; b < b_; ++b) {
-    ops::copy(first_token(hidden, b).data<float>(), first.slice_rows(b, b + 1).data<float>(),
-              static_cast<std::size_t>(dim));
+    copy_tensor(first_token(hidden, b), first.slice_rows(b, b + 1), store().context());
   }
   pooler_->forward(first, pooled);
   tanh_.forward(pooled, pooled);

@@ -51,6 +51,28 @@ inline double normalized_error(const std::vector<float>& got, const std::vector<
 }
 
 #if SPARQ_HAS_CUDA
+// Device array contents after the device has finished all queued work.
+template <typename T>
+std::vector<T> download(const T* device, std::size_t n) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<T> host(n);
+  if (n) CUDA_CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+// Host copy of an f32 device view (a ParamStore tensor, an arena slot).
+inline std::vector<float> download(const Tensor& t) {
+  return download(t.data<float>(), static_cast<std::size_t>(t.numel()));
+}
+// Writes host values into an f32 device view; complete on return (a pageable upload may
+// return before its data lands, and a context's non-blocking stream would not wait for it).
+inline void upload(const Tensor& t, const std::vector<float>& host) {
+  ASSERT_EQ(static_cast<std::size_t>(t.numel()), host.size()) << t.str();
+  if (!host.empty()) {
+    CUDA_CHECK(cudaMemcpy(t.raw(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // A device array of n elements of T between two guard bands of kGuard elements filled with
 // a sentinel byte pattern. view() covers the n elements only; guards_intact() says whether a
 // kernel wrote outside them.
@@ -103,6 +125,11 @@ class GuardedDeviceArray {
   std::size_t n_;
   Buffer buffer_;
 };
+#else
+// Declared without CUDA too, so a test's using-declaration compiles in CPU-only builds; any
+// use would not (the tests that use it are guarded by SPARQ_HAS_CUDA).
+template <typename T>
+class GuardedDeviceArray;
 #endif
 
 }  // namespace sparq::testing

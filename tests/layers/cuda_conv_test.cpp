@@ -80,16 +80,8 @@ TEST(Conv2dConfig, DeterministicByDefault) { EXPECT_TRUE(Conv2d::Config{}.determ
 using testing::GuardedDeviceArray;
 using testing::normalized_error;
 
-std::vector<float> download(const Tensor& t) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> host(static_cast<std::size_t>(t.numel()));
-  CUDA_CHECK(cudaMemcpy(host.data(), t.raw(), host.size() * 4, cudaMemcpyDeviceToHost));
-  return host;
-}
-void upload(const Tensor& t, const std::vector<float>& host) {
-  ASSERT_EQ(t.numel(), static_cast<std::int64_t>(host.size())) << t.str();
-  CUDA_CHECK(cudaMemcpy(t.raw(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
-}
+using testing::download;
+using testing::upload;
 std::vector<float> nans(std::size_t n) {
   return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
 }

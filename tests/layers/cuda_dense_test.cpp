@@ -32,7 +32,9 @@
 namespace sparq {
 namespace {
 
+#if SPARQ_HAS_CUDA
 using testing::GuardedDeviceArray;
+#endif
 using testing::view;
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double scale = 1.0) {
@@ -80,19 +82,8 @@ std::vector<float> nans(std::size_t n) {
 // for: finish that work before a layer's kernels read it.
 void settle() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-// Host copy of a device view (a ParamStore tensor), once the device has finished.
-std::vector<float> download(const Tensor& t) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> host(static_cast<std::size_t>(t.numel()));
-  CUDA_CHECK(cudaMemcpy(host.data(), t.raw(), host.size() * 4, cudaMemcpyDeviceToHost));
-  return host;
-}
-
-void upload(const Tensor& t, const std::vector<float>& host) {
-  ASSERT_EQ(static_cast<std::size_t>(t.numel()), host.size());
-  CUDA_CHECK(cudaMemcpy(t.raw(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
-  settle();
-}
+using testing::download;
+using testing::upload;
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double bound,
                   const std::string& what) {

@@ -35,18 +35,6 @@ ParamStore bind_in(const ExecContext& context, Layer& layer) {
 // after uploading and before the layer under test enqueues its kernels.
 inline void uploads_done() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-// Device array contents after the device has finished all queued work.
-template <typename T>
-std::vector<T> download(const T* device, std::size_t n) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<T> host(n);
-  if (n) CUDA_CHECK(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
-inline std::vector<float> download(const Tensor& t) {
-  return download(t.data<float>(), static_cast<std::size_t>(t.numel()));
-}
 
 // Same random parameters, N(0, param_std^2), and gradients, N(0, 1), in the CPU store and
 // the GPU store (same layout).

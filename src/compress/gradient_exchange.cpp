@@ -118,8 +118,13 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     }
   } else if (store_.device() == Device::kCUDA) {
     // Dense means in place (DESIGN.md, "The GPU path"): the device gradient view is averaged
-    // by the collective itself, with no staging copy.
-    comm.allreduce(grads.data(), grads.data(), grads.size(), DType::kF32, comm::ReduceOp::kAvg);
+    // by the collective itself, with no staging copy. The average over one rank is the
+    // gradient itself, and a host MPI communicator must never see device pointers.
+    if (comm.size() > 1) {
+      SPARQ_CHECK(comm.device() == Device::kCUDA, "bucket {}: a {} communicator cannot average "
+                  "device gradients", bucket.index, comm.backend());
+      comm.allreduce(grads.data(), grads.data(), grads.size(), DType::kF32, comm::ReduceOp::kAvg);
+    }
     stats.payload_bytes = grads.size_bytes();
   } else {
     dense_aggregator_->run(grads, *dense_compressor_, nullptr, comm, ctx);

@@ -31,18 +31,25 @@ void linear_backward(const T* x, const T* w, const T* dy, T* dx, T* dw, T* db, s
   if (dx != nullptr) matmul<T>(GemmShape{false, false, n, in, out}, T(1), dy, w, T(0), dx);
   // dW += dY^T X: the beta = 1 product is the accumulation Note [Gradient rule] asks for.
   if (dw != nullptr) matmul<T>(GemmShape{true, false, out, in, n}, T(1), dy, x, T(1), dw);
-  if (db == nullptr) return;
+  if (db != nullptr) add_column_sums(dy, db, n, out);
+}
+
+template <typename T>
+void add_column_sums(const T* dy, T* db, std::int64_t n, std::int64_t cols) {
   // Column sums split by column ranges, so threads never share an output element and the
   // summation order is fixed.
-#pragma omp parallel for schedule(static) if (n * out > 32768)
-  for (std::int64_t j0 = 0; j0 < out; j0 += 64) {
-    const std::int64_t j1 = std::min(out, j0 + 64);
+#pragma omp parallel for schedule(static) if (n * cols > 32768)
+  for (std::int64_t j0 = 0; j0 < cols; j0 += 64) {
+    const std::int64_t j1 = std::min(cols, j0 + 64);
     for (std::int64_t i = 0; i < n; ++i) {
-      const T* row = dy + i * out;
+      const T* row = dy + i * cols;
       for (std::int64_t j = j0; j < j1; ++j) db[j] += row[j];
     }
   }
 }
+
+template void add_column_sums<float>(const float*, float*, std::int64_t, std::int64_t);
+template void add_column_sums<double>(const double*, double*, std::int64_t, std::int64_t);
 
 template void linear_forward<float>(const float*, const float*, const float*, float*,
                                     std::int64_t, std::int64_t, std::int64_t);

@@ -22,6 +22,10 @@ void linear_forward(const T* x, const T* w, const T* b, T* y, std::int64_t n, st
 template <typename T>
 void linear_backward(const T* x, const T* w, const T* dy, T* dx, T* dw, T* db, std::int64_t n,
                      std::int64_t in, std::int64_t out);
+// db[j] += sum_i dy[i, j] for dy [n, cols], each column summed in ascending row order: the
+// bias gradient of Linear and of VocabBias, the same bits for any thread count.
+template <typename T>
+void add_column_sums(const T* dy, T* db, std::int64_t n, std::int64_t cols);
 }  // namespace cpu
 
 class Linear : public ParamLayer {

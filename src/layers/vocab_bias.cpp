@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "layers/linear.h"
 
 #if SPARQ_HAS_CUDA
 #include "layers/cuda/vocab_bias_cuda.h"
@@ -20,15 +21,7 @@ void vocab_bias_forward(const float* b, float* y, std::int64_t rows, std::int64_
 }
 
 void vocab_bias_backward(const float* dy, float* db, std::int64_t rows, std::int64_t vocab) {
-  // Threads own column blocks, so the summation order is fixed and no element is shared.
-#pragma omp parallel for schedule(static) if (rows * vocab > 32768)
-  for (std::int64_t j0 = 0; j0 < vocab; j0 += 256) {
-    const std::int64_t j1 = std::min(vocab, j0 + 256);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* row = dy + r * vocab;
-      for (std::int64_t j = j0; j < j1; ++j) db[j] += row[j];
-    }
-  }
+  add_column_sums(dy, db, rows, vocab);
 }
 
 }  // namespace cpu

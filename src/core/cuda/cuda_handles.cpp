@@ -56,19 +56,14 @@ float Event::elapsed_ms_since(const Event& start) const {
   return ms;
 }
 
-CublasHandle::CublasHandle() { CUBLAS_CHECK(cublasCreate(&handle_)); }
-CublasHandle::~CublasHandle() {
-  if (handle_) cublasDestroy(handle_);
+cublasHandle_t CublasTraits::create() {
+  cublasHandle_t handle = nullptr;
+  CUBLAS_CHECK(cublasCreate(&handle));
+  return handle;
 }
-CublasHandle& CublasHandle::operator=(CublasHandle&& o) noexcept {
-  if (this != &o) {
-    if (handle_) cublasDestroy(handle_);
-    handle_ = std::exchange(o.handle_, nullptr);
-  }
-  return *this;
-}
-void CublasHandle::set_stream(cudaStream_t stream) const {
-  CUBLAS_CHECK(cublasSetStream(handle_, stream));
+void CublasTraits::destroy(cublasHandle_t handle) { cublasDestroy(handle); }
+void CublasTraits::set_stream(cublasHandle_t handle, cudaStream_t stream) {
+  CUBLAS_CHECK(cublasSetStream(handle, stream));
 }
 
 int device_count() {

@@ -47,21 +47,42 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-class CublasHandle {
+// A move-only owner of a CUDA library handle: Traits::create() makes one (aborting with the
+// library's error on failure), Traits::destroy(h) releases it, Traits::set_stream(h, s) binds
+// it to a stream. cuBLAS here, cuDNN in cudnn_handle.h.
+template <typename Traits>
+class LibraryHandle {
  public:
-  CublasHandle();
-  ~CublasHandle();
-  CublasHandle(CublasHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  CublasHandle& operator=(CublasHandle&& o) noexcept;
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
+  using Raw = typename Traits::Raw;
+  LibraryHandle() : handle_(Traits::create()) {}
+  ~LibraryHandle() {
+    if (handle_) Traits::destroy(handle_);
+  }
+  LibraryHandle(LibraryHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  LibraryHandle& operator=(LibraryHandle&& o) noexcept {
+    if (this != &o) {
+      if (handle_) Traits::destroy(handle_);
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  LibraryHandle(const LibraryHandle&) = delete;
+  LibraryHandle& operator=(const LibraryHandle&) = delete;
 
-  cublasHandle_t get() const { return handle_; }
-  void set_stream(cudaStream_t stream) const;
+  Raw get() const { return handle_; }
+  void set_stream(cudaStream_t stream) const { Traits::set_stream(handle_, stream); }
 
  private:
-  cublasHandle_t handle_ = nullptr;
+  Raw handle_ = nullptr;
 };
+
+struct CublasTraits {
+  using Raw = cublasHandle_t;
+  static Raw create();
+  static void destroy(Raw handle);
+  static void set_stream(Raw handle, cudaStream_t stream);
+};
+using CublasHandle = LibraryHandle<CublasTraits>;
 
 int device_count();
 

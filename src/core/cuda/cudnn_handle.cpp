@@ -9,19 +9,14 @@ void cudnn_call_failed(const char* call, cudnnStatus_t status, const char* file,
                               cudnnGetErrorString(status));
 }
 
-CudnnHandle::CudnnHandle() { CUDNN_CHECK(cudnnCreate(&handle_)); }
-CudnnHandle::~CudnnHandle() {
-  if (handle_) cudnnDestroy(handle_);
+cudnnHandle_t CudnnTraits::create() {
+  cudnnHandle_t handle = nullptr;
+  CUDNN_CHECK(cudnnCreate(&handle));
+  return handle;
 }
-CudnnHandle& CudnnHandle::operator=(CudnnHandle&& o) noexcept {
-  if (this != &o) {
-    if (handle_) cudnnDestroy(handle_);
-    handle_ = std::exchange(o.handle_, nullptr);
-  }
-  return *this;
-}
-void CudnnHandle::set_stream(cudaStream_t stream) const {
-  CUDNN_CHECK(cudnnSetStream(handle_, stream));
+void CudnnTraits::destroy(cudnnHandle_t handle) { cudnnDestroy(handle); }
+void CudnnTraits::set_stream(cudnnHandle_t handle, cudaStream_t stream) {
+  CUDNN_CHECK(cudnnSetStream(handle, stream));
 }
 
 }  // namespace sparq::cuda

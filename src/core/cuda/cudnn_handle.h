@@ -1,10 +1,9 @@
-// RAII owner of a cuDNN handle, and CUDNN_CHECK. Only compiled with cuDNN.
+// The cuDNN handle (a LibraryHandle, cuda_handles.h) and CUDNN_CHECK. Only compiled with cuDNN.
 #pragma once
 
 #include <cudnn.h>
 
-#include <utility>
-
+#include "core/cuda/cuda_handles.h"
 #include "core/fatal.h"
 
 namespace sparq::cuda {
@@ -12,21 +11,13 @@ namespace sparq::cuda {
 [[noreturn]] void cudnn_call_failed(const char* call, cudnnStatus_t status, const char* file,
                                     int line);
 
-class CudnnHandle {
- public:
-  CudnnHandle();
-  ~CudnnHandle();
-  CudnnHandle(CudnnHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
-  CudnnHandle& operator=(CudnnHandle&& o) noexcept;
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
-
-  cudnnHandle_t get() const { return handle_; }
-  void set_stream(cudaStream_t stream) const;
-
- private:
-  cudnnHandle_t handle_ = nullptr;
+struct CudnnTraits {
+  using Raw = cudnnHandle_t;
+  static Raw create();
+  static void destroy(Raw handle);
+  static void set_stream(Raw handle, cudaStream_t stream);
 };
+using CudnnHandle = LibraryHandle<CudnnTraits>;
 
 }  // namespace sparq::cuda
 

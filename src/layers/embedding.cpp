@@ -106,8 +106,12 @@ void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
   float* dtable = params_.grad(table_).data<float>();
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
+    // Sized for the largest batch seen: allocated at the first backward, reused after.
+    const std::size_t need = cuda::embedding_backward_scratch_bytes(n, config_.num);
+    if (backward_scratch_.size() < need) backward_scratch_ = Buffer::device(need);
     cuda::embedding_backward(ids.data<std::int32_t>(), dy.data<float>(), dtable, n, config_.num,
-                             config_.dim, stream());
+                             config_.dim, backward_scratch_.data(), backward_scratch_.size(),
+                             stream());
 #endif
   } else {
     cpu::embedding_backward<float>(ids.data<std::int32_t>(), dy.data<float>(), dtable, n,

@@ -20,6 +20,7 @@
 
 #include <utility>
 
+#include "core/buffer.h"
 #include "layers/param_set.h"
 
 namespace sparq {
@@ -64,6 +65,7 @@ class Embedding : public ParamLayer {
   std::pair<std::int64_t, std::int64_t> check_positions(const Tensor& t, const char* what) const;
   Config config_;
   int table_ = -1;
+  mutable Buffer backward_scratch_;  // CUDA: the sort's keys, rows and CUB storage
 };
 
 }  // namespace sparq

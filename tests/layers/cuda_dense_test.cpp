@@ -280,7 +280,11 @@ TEST_F(CudaDense, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable) {
   auto dy = random_floats(n * dim, 42);
   GuardedDeviceArray<float> dy_d(dy), dtable(std::vector<float>(num * dim, 0.0f));
   settle();
-  cuda::embedding_backward(ids_d.data(), dy_d.data(), dtable.data(), n, num, dim, stream);
+  // Guarded scratch of exactly the size the launcher asks for: it must write nowhere else.
+  GuardedDeviceArray<std::uint8_t> scratch(cuda::embedding_backward_scratch_bytes(n, num));
+  cuda::embedding_backward(ids_d.data(), dy_d.data(), dtable.data(), n, num, dim, scratch.data(),
+                           scratch.size(), stream);
+  EXPECT_TRUE(scratch.guards_intact());
   std::vector<float> want(num * dim, 0.0f);
   for (std::int64_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= num) continue;

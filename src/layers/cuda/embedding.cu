@@ -108,27 +108,52 @@ void embedding_forward(const std::int32_t* ids, const float* table, float* y, st
   CUDA_CHECK(cudaGetLastError());
 }
 
-void embedding_backward(const std::int32_t* ids, const float* dy, float* dtable, std::int64_t n,
-                        std::int64_t num, std::int64_t dim, cudaStream_t stream) {
-  if (n == 0) return;
-  // Rows are int32 values and CUB counts items in int; the sentinel `num` must fit a key.
+namespace {
+
+// Rows are int32 values and CUB counts items in int; the sentinel `num` must fit a key.
+void check_backward_size(std::int64_t n, std::int64_t num) {
   if (n > INT_MAX || num >= INT_MAX) {
     fatal_error(__FILE__, __LINE__,
                 "embedding backward on CUDA supports up to 2^31 - 1 ids and table rows, got " +
                     std::to_string(n) + " ids, " + std::to_string(num) + " rows");
   }
+}
+
+// CUB's temporary storage for sorting n pairs of keys below 2^key_bits(num).
+std::size_t sort_temp_bytes(std::int64_t n, std::int64_t num) {
+  std::size_t bytes = 0;
+  std::uint32_t* keys = nullptr;
+  std::int32_t* rows = nullptr;
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, keys, rows, rows,
+                                             static_cast<int>(n), 0, key_bits(num)));
+  return bytes;
+}
+
+}  // namespace
+
+std::size_t embedding_backward_scratch_bytes(std::int64_t n, std::int64_t num) {
+  if (n == 0) return 0;
+  check_backward_size(n, num);
+  // The four key/row arrays, then CUB's temporary storage.
+  return 4 * align_up(static_cast<std::size_t>(n) * 4) + sort_temp_bytes(n, num);
+}
+
+void embedding_backward(const std::int32_t* ids, const float* dy, float* dtable, std::int64_t n,
+                        std::int64_t num, std::int64_t dim, void* scratch_bytes_ptr,
+                        std::size_t scratch_bytes, cudaStream_t stream) {
+  if (n == 0) return;
+  check_backward_size(n, num);
   const int items = static_cast<int>(n), end_bit = key_bits(num);
+  const std::size_t array_bytes = align_up(static_cast<std::size_t>(n) * 4);
+  std::size_t sort_bytes = sort_temp_bytes(n, num);
+  if (scratch_bytes < 4 * array_bytes + sort_bytes) {
+    fatal_error(__FILE__, __LINE__,
+                "embedding backward: scratch of " + std::to_string(scratch_bytes) +
+                    " bytes, needs " + std::to_string(4 * array_bytes + sort_bytes));
+  }
+  char* scratch = static_cast<char*>(scratch_bytes_ptr);
   std::uint32_t *keys_in = nullptr, *keys_out = nullptr;
   std::int32_t *rows_in = nullptr, *rows_out = nullptr;
-  std::size_t sort_bytes = 0;
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in, keys_out, rows_in,
-                                             rows_out, items, 0, end_bit, stream));
-  // One scratch allocation for the four arrays and CUB's temporary storage, freed in stream
-  // order once the scatter has run.
-  const std::size_t array_bytes = align_up(static_cast<std::size_t>(n) * 4);
-  char* scratch = nullptr;
-  CUDA_CHECK(
-      cudaMallocAsync(reinterpret_cast<void**>(&scratch), 4 * array_bytes + sort_bytes, stream));
   keys_in = reinterpret_cast<std::uint32_t*>(scratch);
   keys_out = reinterpret_cast<std::uint32_t*>(scratch + array_bytes);
   rows_in = reinterpret_cast<std::int32_t*>(scratch + 2 * array_bytes);
@@ -144,7 +169,6 @@ void embedding_backward(const std::int32_t* ids, const float* dy, float* dtable,
   scatter_add_sorted_kernel<<<blocks, dense::kThreads, 0, stream>>>(keys_out, rows_out, dy, dtable,
                                                                     n, num, dim);
   CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 void embedding_forward_positions(const float* table, float* y, std::int64_t batch, std::int64_t seq,

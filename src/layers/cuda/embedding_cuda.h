@@ -24,10 +24,14 @@ namespace sparq::cuda {
 void embedding_forward(const std::int32_t* ids, const float* table, float* y, std::int64_t n,
                        std::int64_t num, std::int64_t dim, bool accumulate, cudaStream_t stream);
 
-// dtable[ids[i]] += dy[i] for i in [0, n), rows of each id in ascending i. Needs
-// O(n) scratch, taken from the stream-ordered allocator (cudaMallocAsync) for the call.
+// Device scratch bytes embedding_backward needs for n ids into a table of num rows.
+std::size_t embedding_backward_scratch_bytes(std::int64_t n, std::int64_t num);
+// dtable[ids[i]] += dy[i] for i in [0, n), rows of each id in ascending i. `scratch` holds at
+// least embedding_backward_scratch_bytes(n, num) device bytes, owned by the caller (the layer
+// keeps it across steps, so the training step allocates nothing).
 void embedding_backward(const std::int32_t* ids, const float* dy, float* dtable, std::int64_t n,
-                        std::int64_t num, std::int64_t dim, cudaStream_t stream);
+                        std::int64_t num, std::int64_t dim, void* scratch,
+                        std::size_t scratch_bytes, cudaStream_t stream);
 
 // Row (b, t) of y [batch, seq, dim] (=|+=) table[t].
 void embedding_forward_positions(const float* table, float* y, std::int64_t batch, std::int64_t seq,

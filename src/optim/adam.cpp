@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "core/tensor_copy.h"
 
 #if SPARQ_HAS_CUDA
 #include "core/cuda/device_resources.h"
@@ -28,15 +31,34 @@ AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t step
 }
 
 Adam::Adam(const OptimConfig& config, const ParamStore& store)
-    : Optimizer(store), config_(config), m_(flat_state_buffer()), v_(flat_state_buffer()) {}
+    : Optimizer(store, config.communicate),
+      config_(config),
+      m_(flat_state_buffer()),
+      v_(flat_state_buffer()) {}
 
 void Adam::before_communication(std::int64_t step, ParamRange range) {
-  if (!communicates_momentum(step)) return;
-  const float b1 = static_cast<float>(config_.beta1);
   const bool l2 = config_.name == "adam";
   float* grads = store_.grads();
   const float* params = store_.params();
-  const float* m = m_.as<float>();
+  float* m = m_.as<float>();
+  if (sends_update()) {
+    // The scalars of this rank's next step at lr = 1: step_size is the bias correction.
+    const AdamScalars s = adam_scalars(config_, 1.0, steps_, false);
+    float* v = v_.as<float>();
+    for_each_in(range, [&](const ParamEntry& e) {
+      const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
+      float* g = grads + e.offset;
+      const float* p = params + e.offset;
+      float* mm = m + e.offset;
+      float* vv = v + e.offset;
+      const std::int64_t n = e.numel;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+      for (std::int64_t i = 0; i < n; ++i) g[i] = adam_local_direction(g[i], p[i], wd, s, mm[i], vv[i]);
+    });
+    return;
+  }
+  if (!communicates_momentum(step)) return;
+  const float b1 = static_cast<float>(config_.beta1);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
     // The tensors wholly inside `range` span [lo, hi) with nothing but their zero padding
@@ -56,18 +78,54 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* g = grads + e.offset;
     const float* p = params + e.offset;
-    const float* mm = m + e.offset;
+    float* mm = m + e.offset;
     const std::int64_t n = e.numel;
 #pragma omp parallel for simd schedule(static) if (n > 32768)
-    for (std::int64_t i = 0; i < n; ++i) g[i] = adam_momentum_to_send(g[i], p[i], mm[i], wd, b1);
+    for (std::int64_t i = 0; i < n; ++i) g[i] = adam_local_momentum(g[i], p[i], wd, b1, mm[i]);
   });
 }
 
+void Adam::floor_frozen_variance() {
+  const double floor = config_.frozen_variance_floor;
+  if (floor <= 0.0) return;
+  std::vector<float> staging;
+  float* v = v_.as<float>();
+  if (on_cuda()) {
+    staging.resize(static_cast<std::size_t>(store_.flat_numel()));
+    copy_to_host(v_.view(DType::kF32, {store_.flat_numel()}), staging.data());
+    v = staging.data();
+  }
+  // Per tensor, in double and in element order: the same bits on every rank (v is replicated).
+  for (const ParamEntry& e : store_.entries()) {
+    float* vv = v + e.offset;
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < e.numel; ++i) sum += vv[i];
+    const auto low = static_cast<float>(floor * sum / static_cast<double>(e.numel));
+    for (std::int64_t i = 0; i < e.numel; ++i) vv[i] = std::max(vv[i], low);
+  }
+  if (on_cuda()) copy_from_host(staging.data(), v_.view(DType::kF32, {store_.flat_numel()}));
+}
+
 void Adam::step(double lr) {
-  const bool frozen = communicates_momentum(steps_);
-  const AdamScalars s = adam_scalars(config_, lr, steps_, frozen);
   float* params = store_.params();
   const float* grads = store_.grads();
+  if (sends_update()) {
+    const bool decoupled = config_.name == "adamw";
+    const auto lr_f = static_cast<float>(lr);
+    for (const ParamEntry& e : store_.entries()) {
+      const float wd = (decoupled && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
+      float* p = params + e.offset;
+      const float* u = grads + e.offset;
+      const std::int64_t n = e.numel;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+      for (std::int64_t i = 0; i < n; ++i) apply_averaged_update(u[i], wd, lr_f, p[i]);
+    }
+    ++steps_;
+    return;
+  }
+  const bool frozen = communicates_momentum(steps_);
+  if (frozen && steps_ == config_.freeze_steps) floor_frozen_variance();
+  const AdamScalars s = adam_scalars(config_, lr, steps_, frozen);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
   if (on_cuda()) {
@@ -87,9 +145,9 @@ void Adam::step(double lr) {
     float* vv = v + e.offset;
     const std::int64_t n = e.numel;
     if (frozen) {
-      // The buffer holds the aggregated momentum (see adam_frozen_update).
+      // The buffer holds the aggregated momentum (Note [Sparse momentum rule]).
 #pragma omp parallel for simd schedule(static) if (n > 32768)
-      for (std::int64_t i = 0; i < n; ++i) adam_frozen_update(g[i], wd, s, p[i], mm[i], vv[i]);
+      for (std::int64_t i = 0; i < n; ++i) adam_frozen_update(g[i], wd, s, p[i], vv[i]);
     } else {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
       for (std::int64_t i = 0; i < n; ++i) adam_update(g[i], wd, s, p[i], mm[i], vv[i]);

@@ -4,11 +4,26 @@
 //   m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 //
-// With freeze_steps = F > 0 (1-bit Adam style error-compensated mode): steps t <= F are plain
-// Adam with dense communication. From step F on, v and its bias correction stay frozen;
-// before_communication() replaces the local gradient with the local momentum
-// b1 m + (1 - b1) g, which the compressor (with error feedback) sends; step() then adopts
-// the aggregated buffer as the shared momentum m and applies p -= lr * m / (sqrt(v_hat) + eps).
+// communicate: momentum (1-bit Adam style), freeze_steps = F > 0: steps t <= F are plain Adam
+// on the aggregated gradient (the trainer requires them to be dense: compress.dense_warmup_steps
+// >= F). At the freeze, v is floored (optimizer.h, frozen_variance_floor); from then on v and
+// its bias correction stay frozen, before_communication() advances THIS rank's momentum
+// m = b1 m + (1 - b1) g and writes it into the gradient buffer, the compressor sends it (with
+// error feedback), and step() applies p -= lr * aggregate / (sqrt(v_hat) + eps).
+//
+// Note [Sparse momentum rule]
+// 1-bit Adam adopts the aggregated (compressed) momentum as every rank's m. Its compressor is
+// dense, so that is harmless; with a sparse one the aggregate carries bursts of about 1/density
+// steps of momentum released by error feedback, and adopting it feeds each burst back into m,
+// which sends it again: the step after the freeze blew up in the study of issue 15. Here m stays
+// the rank's exact local momentum and the aggregate is only applied. Momentum is linear in the
+// gradients, so the mean of the ranks' m is exactly the momentum of the mean gradient, and error
+// feedback delivers all of it: the sum of applied momenta equals dense frozen-variance Adam's
+// minus what is still in the residuals.
+//
+// communicate: update: before_communication() runs Adam on this rank's gradient with this
+// rank's moments and writes the direction m_hat / (sqrt(v_hat) + eps); step() applies
+// p *= 1 - lr wd (adamw) and p -= lr * aggregate (update_math.h).
 #pragma once
 
 #include "optim/optimizer.h"
@@ -35,6 +50,9 @@ class Adam final : public Optimizer {
   }
 
  private:
+  // Raises every v below frozen_variance_floor x its tensor's mean (once, at the freeze).
+  void floor_frozen_variance();
+
   OptimConfig config_;
   Buffer m_;
   Buffer v_;

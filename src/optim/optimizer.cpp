@@ -22,14 +22,37 @@ Status OptimConfig::validate(const std::string& prefix) const {
   if (!(beta1 >= 0.0 && beta1 < 1.0)) return Status::error("{}beta1: must be in [0, 1), got {}", prefix, beta1);
   if (!(beta2 >= 0.0 && beta2 < 1.0)) return Status::error("{}beta2: must be in [0, 1), got {}", prefix, beta2);
   if (!(eps > 0.0)) return Status::error("{}eps: must be > 0, got {}", prefix, eps);
+  if (communicate != "gradient" && communicate != "momentum" && communicate != "update") {
+    return Status::error("{}communicate: '{}' is not one of gradient, momentum, update", prefix,
+                         communicate);
+  }
   if (freeze_steps < 0) return Status::error("{}freeze_steps: must be >= 0, got {}", prefix, freeze_steps);
-  if (freeze_steps > 0 && name == "sgd") {
-    return Status::error("{}freeze_steps: only adam and adamw have a variance to freeze", prefix);
+  if (communicate == "momentum") {
+    if (name == "sgd") {
+      return Status::error("{}communicate: momentum is for adam and adamw (it freezes the "
+                           "variance); with sgd use communicate: update, which sends the local "
+                           "momentum",
+                           prefix);
+    }
+    if (freeze_steps == 0) {
+      return Status::error("{}freeze_steps: communicate: momentum needs freeze_steps > 0, the "
+                           "steps of dense Adam that estimate the variance it then freezes",
+                           prefix);
+    }
+  } else if (freeze_steps > 0) {
+    return Status::error("{}freeze_steps: {} freezes the variance, which only communicate: "
+                         "momentum does (here communicate is {})",
+                         prefix, freeze_steps, communicate);
+  }
+  if (!(frozen_variance_floor >= 0.0 && frozen_variance_floor <= 1.0)) {
+    return Status::error("{}frozen_variance_floor: must be in [0, 1], got {}", prefix,
+                         frozen_variance_floor);
   }
   return Status::ok();
 }
 
-Optimizer::Optimizer(const ParamStore& store) : store_(store) {
+Optimizer::Optimizer(const ParamStore& store, std::string communicate)
+    : store_(store), communicate_(std::move(communicate)) {
   SPARQ_CHECK(store_.allocated(), "optimizers need an allocated ParamStore");
   if (on_cuda()) device_ = std::make_unique<DeviceStep>(store_);
 }
@@ -53,6 +76,10 @@ StateTensor Optimizer::flat_state(std::string name, const Buffer& buffer) const 
 Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimConfig& config,
                                                   const ParamStore& store) {
   SPARQ_RETURN_IF_ERROR(config.validate());
+  if (config.communicate == "update" && store.device() == Device::kCUDA) {
+    return Status::error("optim.communicate: update runs on the CPU only for now (its CUDA "
+                         "kernels come with GPU compression, issue 17)");
+  }
   if (config.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(config, store));
   return std::unique_ptr<Optimizer>(new Adam(config, store));
 }

@@ -12,11 +12,20 @@
 // stream, and clip_grad_norm() leaves its scale on the device for that kernel. The learning
 // rate and every other per-step scalar are computed on the host and passed by value.
 //
-// before_communication() lets an error-compensated variant replace the local gradient with
-// what should travel instead: Adam with `freeze_steps` (1-bit Adam style) writes its local
-// momentum there once the variance is frozen, and then treats the aggregated buffer as the
-// shared momentum. It is called per tensor range, right before that range is reported ready
-// to the WFBP scheduler, so it composes with overlapping communication.
+// What travels (`communicate`, docs/convergence.md compares them):
+//   gradient  the gradient; the optimizer runs on the aggregate (error feedback, if any, acts
+//             on the gradient). All state is replicated.
+//   momentum  Adam only, 1-bit Adam style: dense Adam for `freeze_steps` steps, then the
+//             variance is frozen and each rank's own momentum travels (adam.h).
+//   update    each rank runs the optimizer on its OWN gradient with its own state and the
+//             resulting direction travels (with error feedback when compressed: the
+//             error-compensated update of the CocktailSGD/DeMo family); the averaged direction
+//             is applied to the replicated parameters. Optimizer state is per rank (it is
+//             checkpointed per rank, like the residual).
+// before_communication() is where a mode replaces the local gradient with what should travel.
+// It is called per tensor range, right before that range is reported ready to the WFBP
+// scheduler, so it composes with overlapping communication. The modes that do not send a
+// gradient clip the LOCAL gradient (train.clip_scope, data_parallel.h).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +50,14 @@ struct OptimConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  // adam / adamw: after this many steps the second moment is frozen and the momentum is what
-  // gets communicated (0 = never freeze).
+  // gradient | momentum | update (see above).
+  std::string communicate = "gradient";
+  // communicate: momentum: after this many steps the second moment is frozen (> 0 there, 0
+  // otherwise), and at the freeze every element's v is raised to at least
+  // frozen_variance_floor x the mean v of its tensor, so that coordinates whose variance was
+  // never estimated (embedding rows of tokens not yet seen) cannot divide by ~0.
   std::int64_t freeze_steps = 0;
+  double frozen_variance_floor = 0.1;
 
   Status validate(const std::string& prefix = "optim.") const;
 };
@@ -58,6 +72,9 @@ class Optimizer {
   // Hook before `range` (one or more whole tensors) of step `step` (0-based) is
   // communicated. Default: nothing.
   virtual void before_communication(std::int64_t step, ParamRange range) {}
+  // True when the gradient buffer holds an update direction, not a gradient, after
+  // before_communication() of step `step`.
+  bool sends_update() const { return communicate_ == "update"; }
   // Global-norm clipping of the aggregated gradient (optim/clip.h's rule) for the next step();
   // returns the norm before clipping; max_norm <= 0 only measures.
   //   CPU:  clip_grad_norm(store, max_norm): the gradient buffer is scaled in place.
@@ -79,7 +96,7 @@ class Optimizer {
   void set_steps_taken(std::int64_t steps) { steps_ = steps; }
 
  protected:
-  explicit Optimizer(const ParamStore& store);
+  Optimizer(const ParamStore& store, std::string communicate);
   bool on_cuda() const { return store_.device() == Device::kCUDA; }
   // One zeroed f32 buffer with the store's flat layout (momentum, moments, ...) on the store's
   // device: host memory on the CPU, device memory on CUDA.
@@ -95,6 +112,7 @@ class Optimizer {
   }
 
   const ParamStore& store_;
+  std::string communicate_;
   std::int64_t steps_ = 0;
   std::unique_ptr<DeviceStep> device_;  // on a CUDA store only
 };

@@ -18,8 +18,33 @@ SgdScalars sgd_scalars(const OptimConfig& config, double lr, std::int64_t steps_
   return s;
 }
 
-Sgd::Sgd(const OptimConfig& config, const ParamStore& store) : Optimizer(store), config_(config) {
+Sgd::Sgd(const OptimConfig& config, const ParamStore& store)
+    : Optimizer(store, config.communicate), config_(config) {
   if (config_.momentum > 0.0) momentum_ = flat_state_buffer();
+}
+
+void Sgd::before_communication(std::int64_t /*step*/, ParamRange range) {
+  if (!sends_update()) return;
+  const SgdScalars s = sgd_scalars(config_, 1.0, steps_);
+  float* grads = store_.grads();
+  const float* params = store_.params();
+  float* buf = momentum_.as<float>();
+  for_each_in(range, [&](const ParamEntry& e) {
+    const float wd = e.spec.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+    float* g = grads + e.offset;
+    const float* p = params + e.offset;
+    float* b = buf ? buf + e.offset : nullptr;
+    const std::int64_t n = e.numel;
+    if (b) {
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+      for (std::int64_t i = 0; i < n; ++i) g[i] = sgd_local_direction(g[i], p[i], wd, s, b[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) {
+        float unused = 0.0f;  // no momentum buffer: sgd_local_direction does not touch it
+        g[i] = sgd_local_direction(g[i], p[i], wd, s, unused);
+      }
+    }
+  });
 }
 
 void Sgd::step(double lr) {
@@ -27,6 +52,18 @@ void Sgd::step(double lr) {
   float* params = store_.params();
   const float* grads = store_.grads();
   float* buf = momentum_.as<float>();
+  if (sends_update()) {
+    const auto lr_f = static_cast<float>(lr);
+    for (const ParamEntry& e : store_.entries()) {
+      float* p = params + e.offset;
+      const float* u = grads + e.offset;
+      const std::int64_t n = e.numel;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+      for (std::int64_t i = 0; i < n; ++i) apply_averaged_update(u[i], 0.0f, lr_f, p[i]);
+    }
+    ++steps_;
+    return;
+  }
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
     cuda::sgd_step(params, grads, buf, device_->decay_table(), store_.flat_numel(), s,

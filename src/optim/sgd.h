@@ -3,6 +3,10 @@
 //   buf = g on the first step, else buf = momentum * buf + (1 - dampening) * g
 //   d = nesterov ? g + momentum * buf : buf (d = g when momentum == 0)
 //   p -= lr * d
+//
+// communicate: update: before_communication() computes d from this rank's gradient and its own
+// momentum buffer (the error-compensated local momentum, as DGC's momentum correction does for
+// its own compressor) and writes it into the gradient buffer; step() applies p -= lr * aggregate.
 #pragma once
 
 #include "optim/optimizer.h"
@@ -17,6 +21,7 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const OptimConfig& config, const ParamStore& store);
   std::string name() const override { return "sgd"; }
+  void before_communication(std::int64_t step, ParamRange range) override;
   void step(double lr) override;
   std::vector<StateTensor> state() override;
 

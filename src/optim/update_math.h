@@ -68,21 +68,54 @@ SPARQ_HOST_DEVICE inline void adam_update(float g, float wd, const AdamScalars& 
   p -= s.step_size * m / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
 }
 
-// A step with the variance frozen (1-bit Adam style): `momentum` is the aggregated momentum
-// that travelled in the gradient buffer; it becomes m. Adam's L2 decay was already folded in by
-// adam_momentum_to_send; AdamW decays the weight here.
+// communicate: momentum (adam.h): a step with the variance frozen. `momentum` is the
+// aggregated momentum that travelled in the gradient buffer; it is applied, never adopted as
+// this rank's m (Note [Sparse momentum rule], adam.h). Adam's L2 decay was already folded in by
+// adam_local_momentum; AdamW decays the weight here.
 SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const AdamScalars& s,
-                                                 float& p, float& m, float v) {
+                                                 float& p, float v) {
   if (s.decoupled) p *= 1.0f - s.lr * wd;
-  m = momentum;
-  p -= s.step_size * m / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+  p -= s.step_size * momentum / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
 }
 
-// What travels instead of the gradient once the variance is frozen: the local momentum
-// b1 m + (1 - b1) (g + wd_l2 p), wd_l2 being the tensor's decay for adam and 0 for adamw.
-SPARQ_HOST_DEVICE inline float adam_momentum_to_send(float g, float p, float m, float wd_l2,
-                                                     float beta1) {
-  return beta1 * m + (1.0f - beta1) * (g + wd_l2 * p);
+// communicate: momentum: this rank's momentum m = b1 m + (1 - b1) (g + wd_l2 p) (wd_l2 the
+// tensor's decay for adam, 0 for adamw) is kept as local state and is what travels.
+SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2, float beta1,
+                                                   float& m) {
+  m = beta1 * m + (1.0f - beta1) * (g + wd_l2 * p);
+  return m;
+}
+
+// communicate: update (optimizer.h): this rank's Adam direction from its own gradient and its
+// own moments, m_hat / (sqrt(v_hat) + eps), with `s` built for lr = 1 (so s.step_size is the
+// bias correction 1 / (1 - b1^t)). The learning rate multiplies the averaged direction.
+SPARQ_HOST_DEVICE inline float adam_local_direction(float g, float p, float wd_l2,
+                                                    const AdamScalars& s, float& m, float& v) {
+  const float gi = g + wd_l2 * p;
+  m = s.beta1 * m + (1.0f - s.beta1) * gi;
+  v = s.beta2 * v + (1.0f - s.beta2) * gi * gi;
+  return s.step_size * m / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+}
+
+// communicate: update: SGD's direction from this rank's gradient and momentum buffer, the
+// rule of sgd_momentum_update without the parameter step (buf unused without momentum).
+SPARQ_HOST_DEVICE inline float sgd_local_direction(float g, float p, float wd, const SgdScalars& s,
+                                                   float& buf) {
+  float d = g + wd * p;
+  if (s.momentum > 0.0f) {
+    buf = s.first ? d : s.momentum * buf + s.damp * d;
+    d = s.nesterov ? d + s.momentum * buf : buf;
+  }
+  return d;
+}
+
+// communicate: update: applies the averaged direction `u` with AdamW's decoupled decay
+// (decoupled_wd; 0 otherwise: L2 decay is inside the direction): p -= lr (u + wd p), which is
+// p (1 - lr wd) - lr u. Written as one product so that the compiler's multiply-add contraction
+// has a single candidate and every caller gets the same bits.
+SPARQ_HOST_DEVICE inline void apply_averaged_update(float u, float decoupled_wd, float lr,
+                                                    float& p) {
+  p -= lr * (u + decoupled_wd * p);
 }
 
 // The factor global-norm clipping multiplies every gradient by (clip.h, after

@@ -118,6 +118,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["compressor"] = config_.compress.compress.name;
   f.meta["optimizer"] = optimizer_->name();
   f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
+  f.meta["optimizer.communicate"] = config_.optim.communicate;
   const data::LoaderState loader = train_data_->state();
   f.meta["loader.seed"] = std::to_string(loader.seed);
   f.meta["loader.epoch"] = std::to_string(loader.epoch);
@@ -170,18 +171,26 @@ Status Trainer::load_checkpoint(const std::string& path) {
                          "compressor state and data positions are per rank",
                          dir, world, comm_.size(), world);
   }
+  const auto must_match = [&](const std::string& key, const std::string& have,
+                              const std::string& want) {
+    if (have == want) return Status::ok();
+    return Status::error("checkpoint '{}' does not match this config: {} is '{}' there and "
+                         "'{}' here",
+                         file, key, have, want);
+  };
   for (const auto& [key, want] :
        {std::pair<std::string, std::string>{"model", config_.model.spec},
         {"flat_numel", std::to_string(store_.flat_numel())},
         {"compressor", config_.compress.compress.name},
         {"optimizer", optimizer_->name()}}) {
     SPARQ_ASSIGN_OR_RETURN(std::string have, f.meta_value(key));
-    if (have != want) {
-      return Status::error("checkpoint '{}' does not match this config: {} is '{}' there and "
-                           "'{}' here",
-                           file, key, have, want);
-    }
+    SPARQ_RETURN_IF_ERROR(must_match(key, have, want));
   }
+  // Written since optim.communicate exists (older checkpoints communicated gradients): the
+  // optimizer state means something else in each mode (per-rank moments in update mode).
+  SPARQ_RETURN_IF_ERROR(must_match("optimizer.communicate",
+                                   meta_or(f, "optimizer.communicate", "gradient"),
+                                   config_.optim.communicate));
 
   const Tensor params = store_.param_range({0, store_.flat_numel()});
   SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));

@@ -62,6 +62,8 @@ std::string effective_yaml(const TrainConfig& c) {
                    "  nesterov: {}\n  beta1: {}\n  beta2: {}\n  eps: {}\n  freeze_steps: {}\n",
                    o.name, s.lr, o.weight_decay, o.momentum, o.dampening, yes_no(o.nesterov),
                    o.beta1, o.beta2, o.eps, o.freeze_steps)
+    << fmt::format("  communicate: {}\n  frozen_variance_floor: {}\n  clip_scope: {}\n",
+                   o.communicate, o.frozen_variance_floor, c.clip_scope)
     << fmt::format("  clip_norm: {}\n  schedule: {}\n  warmup_steps: {}\n  min_lr: {}\n"
                    "  step_size: {}\n  gamma: {}\n",
                    c.clip_norm, s.kind, s.warmup_steps, s.min_lr, s.step_size, s.gamma);

@@ -4,8 +4,11 @@
 
 #include <cmath>
 
+#include <vector>
+
 #include "core/tensor_copy.h"
 #include "core/timer.h"
+#include "optim/clip.h"
 
 namespace sparq::train {
 namespace {
@@ -46,6 +49,12 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   const float accumulation_scale = 1.0f / static_cast<float>(count);
   double loss_sum = 0.0;
   model_.set_step(static_cast<std::uint64_t>(step));
+  // Ranges of the last micro-batch held back for local clipping, in readiness order.
+  std::vector<ParamRange> held;
+  const auto report_ready = [&](const ParamRange& range) {
+    optimizer_.before_communication(step, range);
+    scheduler_.on_grads_ready(range);
+  };
 
   for (std::int64_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
@@ -72,10 +81,19 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
           if (last && count > 1) {
             scale_in_place(store_.grad_range(range), accumulation_scale, store_.context());
           }
-          if (last) optimizer_.before_communication(step, range);
-          scheduler_.on_grads_ready(range);
+          if (!last) {
+            scheduler_.on_grads_ready(range);
+          } else if (options_.clip_local) {
+            held.push_back(range);
+          } else {
+            report_ready(range);
+          }
         }
       });
+      if (last && options_.clip_local) {
+        r.grad_norm = optim::clip_grad_norm(store_, options_.clip_norm);
+        for (const ParamRange& range : held) report_ready(range);
+      }
     }
     r.backward_ms += watch.millis();
     scheduler_.on_backward_done();
@@ -90,8 +108,13 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   {
     ScopedTrace span(trace_, "optimizer", "optimizer", step);
     // On CUDA the scale stays on the device and step() folds it in (Optimizer::clip_grad_norm).
-    r.grad_norm = optimizer_.clip_grad_norm(options_.clip_norm);
-    r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
+    double aggregate_norm = 0;
+    if (options_.clip_local) {
+      aggregate_norm = optimizer_.clip_grad_norm(0.0);  // measure only: the skip decision
+    } else {
+      r.grad_norm = aggregate_norm = optimizer_.clip_grad_norm(options_.clip_norm);
+    }
+    r.skipped = !std::isfinite(r.loss) || !std::isfinite(aggregate_norm);
     if (!r.skipped) optimizer_.step(r.lr);
     store_.zero_grads();
   }

@@ -5,6 +5,13 @@
 //   -> wait_all (every bucket averaged in place across ranks)
 //   -> global-norm clipping on the aggregated gradient -> optimizer step -> zero gradients
 //
+// Local clipping (Options::clip_local, train.clip_scope: local; what the optimizer modes that
+// send a momentum or an update use): the norm of THIS rank's gradient is only known once
+// backward ends, so readiness is held back: the last micro-batch's ranges are reported to the
+// scheduler, in backward order, after the gradient has been clipped. Communication then does not
+// overlap backward (the cost is in the step's exposed time). The step is still skipped on a
+// non-finite AGGREGATE, which every rank sees alike.
+//
 // Gradient accumulation: micro-batch losses are means, so the summed gradients of A
 // micro-batches are scaled by 1/A (layer by layer, on the compute thread, just before a layer
 // is reported ready) and the step's gradient is the mean over all A * P micro-batches.
@@ -36,7 +43,8 @@ namespace sparq::train {
 struct StepResult {
   std::int64_t step = 0;
   float loss = 0;         // mean of the micro-batch losses on this rank
-  double grad_norm = 0;   // of the aggregated gradient, before clipping
+  double grad_norm = 0;   // before clipping: of the aggregate, or of the local gradient
+                          // with local clipping
   double lr = 0;
   bool skipped = false;   // non-finite loss or gradient: no update was applied
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
@@ -47,6 +55,7 @@ class DataParallelStepper {
  public:
   struct Options {
     double clip_norm = 0.0;  // <= 0: no clipping (the norm is still measured)
+    bool clip_local = false;  // clip this rank's gradient before communication (see above)
   };
 
   DataParallelStepper(Model& model, ParamStore& store, optim::Optimizer& optimizer,

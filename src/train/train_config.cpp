@@ -86,8 +86,19 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("optim.beta1", &o.beta1, {.min = 0, .max = 0.999999}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.beta2", &o.beta2, {.min = 0, .max = 0.999999999}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.eps", &o.eps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get_choice("optim.communicate", &o.communicate, {"gradient", "momentum", "update"}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.freeze_steps", &o.freeze_steps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get("optim.frozen_variance_floor", &o.frozen_variance_floor, {.min = 0, .max = 1}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.clip_norm", &c.clip_norm, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get_choice("optim.clip_scope", &c.clip_scope, {"auto", "aggregate", "local"}));
+  if (c.clip_scope == "aggregate" && o.communicate != "gradient") {
+    return Status::error("{}: optim.clip_scope: aggregate clips a gradient, but with "
+                         "optim.communicate: {} the aggregate is a {}; use local or auto",
+                         r.origin(), o.communicate, o.communicate);
+  }
   SPARQ_RETURN_IF_ERROR(
       r.get_choice("optim.schedule", &s.kind, {"constant", "step", "linear", "cosine"}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.warmup_steps", &s.warmup_steps, {.min = 0}));
@@ -163,6 +174,17 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   if (!probe.is_ok()) return probe.status().with_context(r.origin());
   // DGC applies the momentum itself (momentum correction before selection); a second
   // momentum in SGD would apply it twice.
+  // A variance frozen after compressed steps has seen only what was sent: near zero for every
+  // coordinate not yet selected, so momentum / sqrt(v) explodes (issue 15: train loss 7.4 ->
+  // 4760 two steps after the freeze). The steps that estimate it must be dense.
+  if (c.optim.communicate == "momentum" && x.compress.name != "none" &&
+      x.dense_warmup_steps < c.optim.freeze_steps) {
+    return Status::error("{}: compress.dense_warmup_steps: {} is below optim.freeze_steps {}: the "
+                         "variance would be frozen after compressed steps, where it is near zero "
+                         "for every coordinate not yet sent, and momentum / sqrt(v) diverges; set "
+                         "compress.dense_warmup_steps >= optim.freeze_steps",
+                         r.origin(), x.dense_warmup_steps, c.optim.freeze_steps);
+  }
   if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
     return Status::error("{}: optim.momentum: must be 0 with compress.name dgc, which applies "
                          "momentum before compression (set compress.momentum instead)",
@@ -248,8 +270,19 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   return c;
 }
 
+bool clips_locally(const TrainConfig& c) {
+  return c.clip_scope == "local" || (c.clip_scope == "auto" && c.optim.communicate != "gradient");
+}
+
 Status check_device_support(const TrainConfig& c) {
-  if (c.train.device != Device::kCUDA || c.compress.compress.name == "none") return Status::ok();
+  if (c.train.device != Device::kCUDA) return Status::ok();
+  if (c.optim.communicate != "gradient" || c.clip_scope == "local") {
+    return Status::error("{}: optim.communicate: {} (clip_scope {}) with train.device: cuda is "
+                         "not built yet (it comes with GPU compression, issue 17); use "
+                         "communicate: gradient with clip_scope aggregate, or train.device: cpu",
+                         c.origin, c.optim.communicate, c.clip_scope);
+  }
+  if (c.compress.compress.name == "none") return Status::ok();
   return Status::error("{}: compress.name: {} with train.device: cuda needs the GPU compression "
                        "path, which is not built yet (issue 17); use compress.name: none (dense "
                        "averaging) or train.device: cpu",

@@ -82,12 +82,19 @@ struct TrainConfig {
   optim::OptimConfig optim;
   optim::LrScheduleConfig schedule;
   double clip_norm = 0;
+  // aggregate | local | auto (local when optim.communicate is momentum or update, whose
+  // aggregate is not a gradient; aggregate otherwise). See data_parallel.h.
+  std::string clip_scope = "auto";
   compress::GradientExchangeConfig compress;
   CommConfig comm;
   LoopConfig train;
   LogConfig log;
   std::string resolved_yaml;  // effective_yaml(): every key's value in force
 };
+
+// Whether the config clips each rank's local gradient before communication (clip_scope
+// resolved).
+bool clips_locally(const TrainConfig& config);
 
 // Every key with the value in force (file, override or default) as YAML that reads back to
 // the same configuration; for --dry-run and checkpoints.

@@ -113,7 +113,8 @@ Status Trainer::build(const Options& options) {
       comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
-      DataParallelStepper::Options{.clip_norm = c.clip_norm}, &trace_);
+      DataParallelStepper::Options{.clip_norm = c.clip_norm, .clip_local = clips_locally(c)},
+      &trace_);
   return Status::ok();
 }
 
@@ -191,9 +192,15 @@ std::string Trainer::describe() const {
   s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
                    comm_.size(), c.train.micro_batch, c.train.accumulation,
                    c.train.micro_batch * c.train.accumulation * comm_.size());
-  s += fmt::format("optimizer: {} lr {} ({} schedule, warm-up {}), weight decay {}, clip {}\n",
+  s += fmt::format("optimizer: {} lr {} ({} schedule, warm-up {}), weight decay {}, clip {}{}, "
+                   "communicates the {}{}\n",
                    c.optim.name, c.schedule.lr, c.schedule.kind, c.schedule.warmup_steps,
-                   c.optim.weight_decay, c.clip_norm > 0 ? fmt::format("{}", c.clip_norm) : "off");
+                   c.optim.weight_decay, c.clip_norm > 0 ? fmt::format("{}", c.clip_norm) : "off",
+                   c.clip_norm > 0 ? (clips_locally(c) ? " (local)" : " (aggregate)") : "",
+                   c.optim.communicate,
+                   c.optim.communicate == "momentum"
+                       ? fmt::format(" (variance frozen after {} steps)", c.optim.freeze_steps)
+                       : "");
   std::string params;
   for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
   s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",

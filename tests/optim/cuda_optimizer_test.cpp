@@ -150,6 +150,7 @@ TEST(CudaOptimizers, AdamAndAdamWMatchTheCpuOverFiveClippedSteps) {
     c.beta2 = 0.95;
     expect_same_run(run(c, *ctx), run(c, ExecContext::cpu()), name);
     // Steps 2..4 communicate the momentum and keep the variance frozen.
+    c.communicate = "momentum";
     c.freeze_steps = 2;
     expect_same_run(run(c, *ctx), run(c, ExecContext::cpu()), std::string(name) + " frozen");
   }

@@ -173,11 +173,14 @@ TEST(Optimizers, StateRestoreContinuesIdentically) {
 
 TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   // With freeze_steps = 2: steps 0 and 1 are plain Adam; from step 2 the gradient buffer is
-  // replaced by the local momentum and v stops changing.
+  // replaced by the local momentum, which stays this rank's m (Note [Sparse momentum rule]),
+  // and v stops changing (no floor here: frozen_variance_floor = 0).
   ParamStore s = make_store();
   set_initial(s);
   OptimConfig c = adam("adam", 0.999, 0.0);
+  c.communicate = "momentum";
   c.freeze_steps = 2;
+  c.frozen_variance_floor = 0.0;
   auto opt = make_optimizer(c, s);
   auto* adam_opt = dynamic_cast<Adam*>(opt->get());
   ASSERT_NE(adam_opt, nullptr);
@@ -201,13 +204,85 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   EXPECT_EQ(s.grads()[off], g);  // the weight is not touched by the bias' range
   adam_opt->before_communication(2, s.entry("weight").range());
   EXPECT_FLOAT_EQ(s.grads()[off], 0.9f * m_before[off] + 0.1f * g);
+  EXPECT_EQ(m[off], s.grads()[off]);  // this rank's momentum advanced
   const float p_before = s.params()[off];
-  const float sent = s.grads()[off];
+  const float local_m = m[off];
+  // Another rank's momentum made the aggregate: it is applied, not adopted.
+  const float aggregate = 0.5f * (local_m + 0.25f);
+  s.grads()[off] = aggregate;
   adam_opt->step(0.01);
   EXPECT_EQ(v[off], v_before[off]);  // variance frozen
-  EXPECT_EQ(m[off], sent);           // momentum adopted from the buffer
+  EXPECT_EQ(m[off], local_m);        // m stays the local momentum
   const float v_hat = v_before[off] / static_cast<float>(1.0 - std::pow(0.999, 2));
-  EXPECT_NEAR(s.params()[off], p_before - 0.01f * sent / (std::sqrt(v_hat) + 1e-8f), 1e-7);
+  EXPECT_NEAR(s.params()[off], p_before - 0.01f * aggregate / (std::sqrt(v_hat) + 1e-8f), 1e-7);
+}
+
+TEST(Optimizers, FrozenVarianceIsFlooredOnceAtTheFreeze) {
+  // A coordinate whose gradient was zero through the warm-up has v = 0; frozen as it is, any
+  // momentum it gets later would be divided by eps. The floor raises it to floor x its
+  // tensor's mean v at the freeze, and only then (resume at a later step must not re-floor).
+  ParamStore s = make_store();
+  set_initial(s);
+  OptimConfig c = adam("adamw", 0.999, 0.0);
+  c.communicate = "momentum";
+  c.freeze_steps = 2;
+  c.frozen_variance_floor = 0.1;
+  auto opt = make_optimizer(c, s);
+  ASSERT_TRUE(opt.is_ok());
+  const ParamEntry& w = s.entry("weight");
+  for (int step = 0; step < 2; ++step) {
+    set_grads(s, step);
+    s.grads()[w.offset] = 0.0f;  // never seen during the warm-up
+    (*opt)->step(0.01);
+  }
+  const float* v = (*opt)->state()[1].tensor.data<float>();
+  ASSERT_EQ(v[w.offset], 0.0f);
+  double sum = 0;
+  for (std::int64_t i = 0; i < w.numel; ++i) sum += v[w.offset + i];
+  const float low = static_cast<float>(0.1 * sum / static_cast<double>(w.numel));
+  const std::vector<float> before(v + w.offset, v + w.offset + w.numel);
+  set_grads(s, 2);
+  (*opt)->before_communication(2, {0, s.flat_numel()});
+  (*opt)->step(0.01);
+  for (std::int64_t i = 0; i < w.numel; ++i) {
+    ASSERT_EQ(v[w.offset + i], std::max(before[static_cast<std::size_t>(i)], low)) << i;
+  }
+  EXPECT_GT(v[w.offset], 0.0f);
+  const std::vector<float> floored(v + w.offset, v + w.offset + w.numel);
+  set_grads(s, 3);
+  (*opt)->before_communication(3, {0, s.flat_numel()});
+  (*opt)->step(0.01);
+  for (std::int64_t i = 0; i < w.numel; ++i) ASSERT_EQ(v[w.offset + i], floored[static_cast<std::size_t>(i)]);
+}
+
+TEST(Optimizers, UpdateModeOnOneRankEqualsThePlainOptimizer) {
+  // communicate: update with nothing compressed on one rank: the "aggregate" is this rank's
+  // own direction, so the parameters follow the plain optimizer (to float rounding: the
+  // learning rate multiplies the direction instead of the moment).
+  for (const char* name : {"adamw", "adam", "sgd"}) {
+    ParamStore a = make_store(), b = make_store();
+    set_initial(a);
+    set_initial(b);
+    OptimConfig plain = std::string(name) == "sgd" ? sgd(0.9, 0.0, true, 0.01) : adam(name, 0.99, 0.05);
+    OptimConfig update = plain;
+    update.communicate = "update";
+    auto oa = make_optimizer(plain, a);
+    auto ob = make_optimizer(update, b);
+    ASSERT_TRUE(oa.is_ok() && ob.is_ok());
+    EXPECT_FALSE((*oa)->sends_update());
+    EXPECT_TRUE((*ob)->sends_update());
+    for (int step = 0; step < 6; ++step) {
+      set_grads(a, step);
+      set_grads(b, step);
+      for (const ParamEntry& e : b.entries()) (*ob)->before_communication(step, e.range());
+      (*oa)->step(0.01);
+      (*ob)->step(0.01);
+    }
+    for (std::int64_t i = 0; i < a.flat_numel(); ++i) {
+      ASSERT_NEAR(a.params()[i], b.params()[i], 1e-6 * (1.0 + std::fabs(a.params()[i])))
+          << name << " element " << i;
+    }
+  }
 }
 
 TEST(Optimizers, BadConfigsNameTheKey) {
@@ -223,8 +298,17 @@ TEST(Optimizers, BadConfigsNameTheKey) {
   c = sgd(0.9, 0.0, false, -1.0);
   EXPECT_NE(make_optimizer(c, s).status().message().find("optim.weight_decay"), std::string::npos);
   c = sgd(0.9, 0.0, false, 0.0);
+  c.communicate = "momentum";
   c.freeze_steps = 10;
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.communicate"), std::string::npos);
+  c = adam("adamw", 0.999, 0.0);
+  c.freeze_steps = 10;  // a freeze without communicate: momentum
   EXPECT_NE(make_optimizer(c, s).status().message().find("optim.freeze_steps"), std::string::npos);
+  c.freeze_steps = 0;
+  c.communicate = "momentum";  // momentum without a warm-up to estimate the variance
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.freeze_steps"), std::string::npos);
+  c.communicate = "gradients";
+  EXPECT_NE(make_optimizer(c, s).status().message().find("optim.communicate"), std::string::npos);
 }
 
 }  // namespace

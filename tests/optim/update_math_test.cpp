@@ -6,6 +6,7 @@
 // CUDA thread calls them) must both give its exact bits after five steps, clipping included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -51,7 +52,9 @@ void set_grads(ParamStore& s, int step) {
   }
 }
 
-// The rule of sgd.h and adam.h over one store's flat buffers, element by element.
+// The rule of sgd.h and adam.h over one store's flat buffers, element by element, in the three
+// optim.communicate modes (for `update` it writes the direction into the gradient buffer and
+// applies the buffer; a one-rank "aggregate" is the buffer itself).
 struct Reference {
   Reference(const OptimConfig& c, const ParamStore& s)
       : config(c), store(s), m(s.flat_numel(), 0.0f), v(s.flat_numel(), 0.0f) {}
@@ -60,23 +63,72 @@ struct Reference {
     return e.spec.weight_decay ? static_cast<float>(config.weight_decay) : 0.0f;
   }
   bool frozen(std::int64_t step) const {
-    return config.freeze_steps > 0 && step >= config.freeze_steps;
+    return config.communicate == "momentum" && step >= config.freeze_steps;
   }
+  bool update_mode() const { return config.communicate == "update"; }
 
   void before_communication(std::int64_t step) {
+    if (update_mode()) {
+      config.name == "sgd" ? sgd_direction() : adam_direction();
+      return;
+    }
     if (config.name == "sgd" || !frozen(step)) return;
     const float b1 = static_cast<float>(config.beta1);
     for (const ParamEntry& e : store.entries()) {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
-        g = b1 * m[i] + (1.0f - b1) * (g + wd * store.params()[i]);
+        m[i] = b1 * m[i] + (1.0f - b1) * (g + wd * store.params()[i]);
+        g = m[i];
+      }
+    }
+  }
+
+  void sgd_direction() {
+    const float mu = static_cast<float>(config.momentum);
+    const float damp = 1.0f - static_cast<float>(config.dampening);
+    for (const ParamEntry& e : store.entries()) {
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        float& g = store.grads()[i];
+        float d = g + decay(e) * store.params()[i];
+        if (config.momentum > 0.0) {
+          m[i] = steps == 0 ? d : mu * m[i] + damp * d;
+          d = config.nesterov ? d + mu * m[i] : m[i];
+        }
+        g = d;
+      }
+    }
+  }
+
+  void adam_direction() {
+    const std::int64_t t = steps + 1;
+    const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
+    const float eps = static_cast<float>(config.eps);
+    const float bc1 = static_cast<float>(1.0 / (1.0 - std::pow(config.beta1, t)));
+    const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t)));
+    for (const ParamEntry& e : store.entries()) {
+      const float wd = config.name == "adam" ? decay(e) : 0.0f;
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+        float& g = store.grads()[i];
+        const float gi = g + wd * store.params()[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * gi;
+        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+        g = bc1 * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
       }
     }
   }
 
   void step(double lr_d) {
-    if (config.name == "sgd") {
+    if (update_mode()) {
+      const float lr = static_cast<float>(lr_d);
+      for (const ParamEntry& e : store.entries()) {
+        const float wd = config.name == "adamw" ? decay(e) : 0.0f;
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          float& p = store.params()[i];
+          p -= lr * (store.grads()[i] + wd * p);
+        }
+      }
+    } else if (config.name == "sgd") {
       sgd_step(lr_d);
     } else {
       adam_step(lr_d);
@@ -101,9 +153,21 @@ struct Reference {
     }
   }
 
+  // optimizer.h's frozen_variance_floor, at the first frozen step.
+  void floor_variance() {
+    for (const ParamEntry& e : store.entries()) {
+      double sum = 0.0;
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) sum += v[i];
+      const auto low =
+          static_cast<float>(config.frozen_variance_floor * sum / static_cast<double>(e.numel));
+      for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) v[i] = std::max(v[i], low);
+    }
+  }
+
   void adam_step(double lr_d) {
     const std::int64_t t = steps + 1;
     const bool is_frozen = frozen(steps);
+    if (is_frozen && steps == config.freeze_steps) floor_variance();
     const float lr = static_cast<float>(lr_d);
     const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
     const float eps = static_cast<float>(config.eps);
@@ -124,11 +188,12 @@ struct Reference {
           gi += wd * p;
         }
         if (is_frozen) {
-          m[i] = gi;
-        } else {
-          m[i] = b1 * m[i] + (1.0f - b1) * gi;
-          v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+          // The buffer holds the aggregated momentum; this rank's m is not replaced by it.
+          p -= step_size * gi / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+          continue;
         }
+        m[i] = b1 * m[i] + (1.0f - b1) * gi;
+        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
         p -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
       }
     }
@@ -143,28 +208,50 @@ struct Reference {
 // The shared functions called one element at a time, as a CUDA thread calls them.
 struct SharedMathLoop {
   SharedMathLoop(const OptimConfig& c, const ParamStore& s)
-      : config(c), store(s), m(s.flat_numel(), 0.0f), v(s.flat_numel(), 0.0f) {}
+      : config(c), store(s), m(s.flat_numel(), 0.0f), v(s.flat_numel(), 0.0f), floor_ref(c, s) {}
 
   bool frozen(std::int64_t step) const {
-    return config.name != "sgd" && config.freeze_steps > 0 && step >= config.freeze_steps;
+    return config.communicate == "momentum" && step >= config.freeze_steps;
   }
+  bool update_mode() const { return config.communicate == "update"; }
   float decay(const ParamEntry& e) const {
     return e.spec.weight_decay ? static_cast<float>(config.weight_decay) : 0.0f;
   }
 
   void before_communication(std::int64_t step) {
+    if (update_mode()) {
+      const SgdScalars ss = sgd_scalars(config, 1.0, steps);
+      const AdamScalars as = adam_scalars(config, 1.0, steps, false);
+      for (const ParamEntry& e : store.entries()) {
+        const float wd_l2 = config.name == "adamw" ? 0.0f : decay(e);
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          float& g = store.grads()[i];
+          g = config.name == "sgd"
+                  ? sgd_local_direction(g, store.params()[i], wd_l2, ss, m[i])
+                  : adam_local_direction(g, store.params()[i], wd_l2, as, m[i], v[i]);
+        }
+      }
+      return;
+    }
     if (!frozen(step)) return;
     const float b1 = static_cast<float>(config.beta1);
     for (const ParamEntry& e : store.entries()) {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
-        store.grads()[i] = adam_momentum_to_send(store.grads()[i], store.params()[i], m[i], wd, b1);
+        store.grads()[i] = adam_local_momentum(store.grads()[i], store.params()[i], wd, b1, m[i]);
       }
     }
   }
 
   void step(double lr) {
-    if (config.name == "sgd") {
+    if (update_mode()) {
+      for (const ParamEntry& e : store.entries()) {
+        const float wd = config.name == "adamw" ? decay(e) : 0.0f;
+        for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
+          apply_averaged_update(store.grads()[i], wd, static_cast<float>(lr), store.params()[i]);
+        }
+      }
+    } else if (config.name == "sgd") {
       const SgdScalars s = sgd_scalars(config, lr, steps);
       for (const ParamEntry& e : store.entries()) {
         for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
@@ -177,12 +264,17 @@ struct SharedMathLoop {
         }
       }
     } else {
+      if (frozen(steps) && steps == config.freeze_steps) {
+        floor_ref.v = v;  // the floor is host code (adam.cpp), not a per-element function
+        floor_ref.floor_variance();
+        v = floor_ref.v;
+      }
       const AdamScalars s = adam_scalars(config, lr, steps, frozen(steps));
       for (const ParamEntry& e : store.entries()) {
         for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
           float& p = store.params()[i];
           if (frozen(steps)) {
-            adam_frozen_update(store.grads()[i], decay(e), s, p, m[i], v[i]);
+            adam_frozen_update(store.grads()[i], decay(e), s, p, v[i]);
           } else {
             adam_update(store.grads()[i], decay(e), s, p, m[i], v[i]);
           }
@@ -195,6 +287,7 @@ struct SharedMathLoop {
   OptimConfig config;
   const ParamStore& store;
   std::vector<float> m, v;
+  Reference floor_ref;
   std::int64_t steps = 0;
 };
 
@@ -207,18 +300,24 @@ OptimConfig make_config(const char* name, double wd) {
 
 std::vector<OptimConfig> all_configs() {
   std::vector<OptimConfig> out;
-  OptimConfig c = make_config("sgd", 0.01);
-  out.push_back(c);  // plain
-  c.momentum = 0.9;
-  c.dampening = 0.1;
-  out.push_back(c);  // momentum with dampening
-  c.dampening = 0.0;
-  c.nesterov = true;
-  out.push_back(c);  // nesterov
+  for (const char* communicate : {"gradient", "update"}) {
+    OptimConfig c = make_config("sgd", 0.01);
+    c.communicate = communicate;
+    out.push_back(c);  // plain
+    c.momentum = 0.9;
+    c.dampening = 0.1;
+    out.push_back(c);  // momentum with dampening
+    c.dampening = 0.0;
+    c.nesterov = true;
+    out.push_back(c);  // nesterov
+  }
   for (const char* name : {"adam", "adamw"}) {
-    c = make_config(name, 0.05);
+    OptimConfig c = make_config(name, 0.05);
     c.beta2 = 0.95;
     out.push_back(c);
+    c.communicate = "update";
+    out.push_back(c);
+    c.communicate = "momentum";
     c.freeze_steps = 2;
     out.push_back(c);
   }
@@ -226,8 +325,8 @@ std::vector<OptimConfig> all_configs() {
 }
 
 std::string describe(const OptimConfig& c) {
-  return c.name + " momentum " + std::to_string(c.momentum) + " nesterov " +
-         std::to_string(c.nesterov) + " freeze " + std::to_string(c.freeze_steps);
+  return c.name + " communicate " + c.communicate + " momentum " + std::to_string(c.momentum) +
+         " nesterov " + std::to_string(c.nesterov) + " freeze " + std::to_string(c.freeze_steps);
 }
 
 bool same_bits(const float* a, const float* b, std::int64_t n) {

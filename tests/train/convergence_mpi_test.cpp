@@ -6,6 +6,9 @@
 //   - SGD with DGC (momentum correction inside the compressor, top-1%) against dense SGD with
 //     momentum: printed, and asserted loosely (within 12%; observed 8% after 300 steps),
 //     since DGC's published parity comes after far more steps than a unit test can afford.
+//   - The optimizer modes (optim.communicate) with lbs and error feedback against the same dense
+//     AdamW run: the error-compensated update (update) and the frozen-variance momentum after
+//     a dense warm-up (momentum); bounds below, from observed margins.
 // Runs are deterministic (fixed seeds, thread-count independent kernels), so the margins
 // guard against regressions, not against noise.
 // Every rank runs the same trainer; results are identical on all ranks (the loss is
@@ -78,6 +81,20 @@ TEST_F(Convergence, LbsWithErrorFeedbackMatchesDenseAdamW) {
   EXPECT_LT(dense.eval_loss, 1.3 * dense.entropy) << "the dense run itself did not learn";
   EXPECT_LT(ef.eval_loss, 1.05 * dense.eval_loss);
   EXPECT_GT(ef.ratio, 20.0);
+}
+
+TEST_F(Convergence, LbsSendingUpdatesOrFrozenVarianceMomentumMatchesDenseAdamW) {
+  const Outcome dense = train_with(*comm_, {});
+  const Outcome update = train_with(*comm_, {"compress.name=lbs", "optim.communicate=update"});
+  const Outcome momentum =
+      train_with(*comm_, {"compress.name=lbs", "optim.communicate=momentum",
+                          "optim.freeze_steps=50", "compress.dense_warmup_steps=50"});
+  report("dense (none)", dense, dense);
+  report("lbs + EF, communicate update", update, dense);
+  report("lbs + EF, communicate momentum", momentum, dense);
+  EXPECT_LT(update.eval_loss, 1.04 * dense.eval_loss);  // observed +1.6%
+  EXPECT_LT(momentum.eval_loss, 1.03 * dense.eval_loss);  // observed +0.5%
+  EXPECT_GT(update.ratio, 20.0);
 }
 
 TEST_F(Convergence, DgcMomentumCorrectionTracksDenseSgdMomentum) {

@@ -7,6 +7,13 @@
 // SGD must agree to 1e-5 relative on every element. Adam(W) gets a tolerance of its own,
 // explained at Agreement below.
 //
+// The optimizer modes that send something other than the gradient (optimizer.h) are exact in
+// the same sense where what they send is linear in the gradient: SGD's local direction
+// mu buf + g + wd p (communicate: update; the mean of the ranks' buffers is the one worker's
+// buffer), and Adam's local momentum once the variance is frozen (communicate: momentum, after
+// dense Adam steps). P ranks in those modes are checked against one worker with P*b in plain
+// SGD, and in the same momentum mode.
+//
 // VGG runs with BatchNorm in eval mode (running statistics): with batch statistics, P
 // workers normalise over b images and one worker over P*b, so the two are different
 // computations by definition (as in PyTorch DDP without SyncBatchNorm).
@@ -183,8 +190,10 @@ Agreement compare(const Run& want, const Run& got, double lr) {
   return a;
 }
 
-void expect_same_training(const std::string& spec, const optim::OptimConfig& oc, double lr,
-                          std::int64_t b, std::int64_t t) {
+// `oc` for the P ranks, `single_oc` for the one worker.
+void expect_same_training(const std::string& spec, const optim::OptimConfig& oc,
+                          const optim::OptimConfig& single_oc, double lr, std::int64_t b,
+                          std::int64_t t) {
   auto comm = comm::make_mpi_communicator();
   ASSERT_TRUE(comm.is_ok()) << comm.status().message();
   const int rank = (*comm)->rank(), size = (*comm)->size();
@@ -196,15 +205,15 @@ void expect_same_training(const std::string& spec, const optim::OptimConfig& oc,
 
   Run distributed(*mc, {b, lm ? t : 0}, oc);
   distributed.train(**comm, &batches, rank * b, b, t, lr, !lm);
-  Run single(*mc, {size * b, lm ? t : 0}, oc);
+  Run single(*mc, {size * b, lm ? t : 0}, single_oc);
   auto self = comm::make_self_communicator();
   single.train(*self, &batches, 0, size * b, t, lr, !lm);
 
   const Agreement a = compare(single, distributed, lr);
   const std::string where = fmt::format(
-      "{} ({}, {} ranks, rank {}): max relative difference {:.3g} at {}, {:.3g}% of the "
+      "{} ({} communicating the {}, {} ranks, rank {}): max relative difference {:.3g} at {}, {:.3g}% of the "
       "elements above {}, max difference {:.3g} lr * steps, ||dp|| / ||update|| {:.3g}",
-      spec, oc.name, size, rank, a.max_rel, a.worst, 100 * a.share_above, kElementTolerance,
+      spec, oc.name, oc.communicate, size, rank, a.max_rel, a.worst, 100 * a.share_above, kElementTolerance,
       a.max_in_lr_steps, a.rel_l2);
   if (oc.name == "sgd") {
     EXPECT_LT(a.max_rel, kElementTolerance) << where;
@@ -213,6 +222,11 @@ void expect_same_training(const std::string& spec, const optim::OptimConfig& oc,
     EXPECT_LT(a.max_in_lr_steps, 1e-2) << where;
     EXPECT_LT(a.rel_l2, 1e-4) << where;
   }
+}
+
+void expect_same_training(const std::string& spec, const optim::OptimConfig& oc, double lr,
+                          std::int64_t b, std::int64_t t) {
+  expect_same_training(spec, oc, oc, lr, b, t);
 }
 
 TEST(DataParallel, Gpt2TinySgdMatchesOneWorkerWithPTimesTheBatch) {
@@ -227,6 +241,26 @@ TEST(DataParallel, Gpt2TinyAdamWMatchesOneWorkerWithPTimesTheBatch) {
   optim::OptimConfig oc;
   oc.name = "adamw";
   oc.weight_decay = 0.1;
+  expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", oc, 1e-3, 2, 16);
+}
+
+TEST(DataParallel, Gpt2TinySgdSendingItsUpdateMatchesOneWorkerWithPTimesTheBatch) {
+  optim::OptimConfig plain;
+  plain.name = "sgd";
+  plain.momentum = 0.9;
+  plain.nesterov = true;
+  plain.weight_decay = 0.1;
+  optim::OptimConfig update = plain;
+  update.communicate = "update";
+  expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", update, plain, 0.05, 2, 16);
+}
+
+TEST(DataParallel, Gpt2TinyAdamWSendingItsMomentumMatchesOneWorkerWithPTimesTheBatch) {
+  optim::OptimConfig oc;
+  oc.name = "adamw";
+  oc.weight_decay = 0.1;
+  oc.communicate = "momentum";
+  oc.freeze_steps = 2;  // steps 0 and 1 dense Adam, 2..4 with the local momentum sent
   expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", oc, 1e-3, 2, 16);
 }
 

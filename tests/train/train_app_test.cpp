@@ -106,18 +106,19 @@ TEST(TrainApp, DefaultConfigLearnsTheMarkovSource) {
   EXPECT_GT(std::stod(field(steps.back(), "compression_ratio")), 20.0);
 }
 
-TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
-  const fs::path dir = scratch("resume");
-  const ProcessResult full = run_train(2, small_run(dir, "full"));
+// Trains small_run(name) + `extra` for 10 steps uninterrupted, and again interrupted after step
+// 6 and resumed from its step-4 checkpoint: every step record and the final parameters agree.
+void expect_resume_bit_identical(const fs::path& dir, const std::string& extra) {
+  const ProcessResult full = run_train(2, small_run(dir, "full") + extra);
   ASSERT_EQ(full.exit_code, 0) << full.output;
 
   // Interrupted after step 6: the last checkpoint is step 4, steps 5 and 6 are lost.
-  const ProcessResult cut = run_train(2, small_run(dir, "cut") + " --stop-at 6");
+  const ProcessResult cut = run_train(2, small_run(dir, "cut") + extra + " --stop-at 6");
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   ASSERT_TRUE(fs::exists(dir / "cut_ckpt" / "step-00000004" / "COMPLETE"));
   ASSERT_FALSE(fs::exists(dir / "cut_ckpt" / "step-00000006"));
   const ProcessResult resumed =
-      run_train(2, small_run(dir, "cut") + " --resume " + (dir / "cut_ckpt").string());
+      run_train(2, small_run(dir, "cut") + extra + " --resume " + (dir / "cut_ckpt").string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
 
@@ -129,15 +130,21 @@ TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
   ASSERT_EQ(got.size(), 10u);
   for (const auto& [step, rec] : want) {
     for (const char* key : {"loss", "grad_norm", "residual_norm", "lr", "payload_bytes"}) {
-      EXPECT_EQ(field(got[step], key), field(rec, key)) << key << " at step " << step;
+      EXPECT_EQ(field(got[step], key), field(rec, key)) << key << " at step " << step << extra;
     }
   }
   const auto full_end = events(read_lines(dir / "full.jsonl"), "end");
   const auto cut_end = events(read_lines(dir / "cut.jsonl"), "end");
   ASSERT_FALSE(full_end.empty());
   ASSERT_FALSE(cut_end.empty());
-  EXPECT_EQ(field(cut_end.back(), "param_checksum"), field(full_end.back(), "param_checksum"));
+  EXPECT_EQ(field(cut_end.back(), "param_checksum"), field(full_end.back(), "param_checksum"))
+      << extra;
   EXPECT_EQ(field(cut_end.back(), "step"), "10");
+}
+
+TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
+  const fs::path dir = scratch("resume");
+  expect_resume_bit_identical(dir, "");
 
   // Another world size is refused with the reason.
   const ProcessResult single =
@@ -163,6 +170,21 @@ TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
   fs::resize_file(bad / "rank-00000.ckpt", fs::file_size(bad / "rank-00000.ckpt") - 100);
   expect_refused(run_train(2, resume_bad), "truncated");
   fs::remove_all(dir);
+}
+
+// The optimizer modes keep per-rank state (update: each rank's moments; momentum: each rank's
+// momentum, and the variance frozen and floored at step 5: after the step-4 checkpoint, so the
+// resumed run floors it again, exactly once),
+// and a checkpoint of one mode is refused by another.
+TEST(TrainApp, ResumeIsBitIdenticalWhenSendingUpdatesOrMomentum) {
+  const fs::path update = scratch("resume_update");
+  expect_resume_bit_identical(update, " --set optim.communicate=update");
+  const fs::path momentum = scratch("resume_momentum");
+  expect_resume_bit_identical(momentum, " --set optim.communicate=momentum --set "
+                                        "optim.freeze_steps=5 --set compress.dense_warmup_steps=5");
+  const ProcessResult other = run_train(2, small_run(update, "other") + " --resume " +
+                                               (update / "cut_ckpt").string());
+  expect_refused(other, "optimizer.communicate is 'update' there and 'gradient' here");
 }
 
 TEST(TrainApp, SafetensorsExportAndImport) {

@@ -59,6 +59,21 @@ TEST(TrainConfig, CompressorSettingsLiveUnderTheirOwnSection) {
       << c.status().message();
 }
 
+TEST(TrainConfig, ClipScopeFollowsWhatIsCommunicated) {
+  const auto scope = [](const std::string& yaml) {
+    auto c = parse_train_config(yaml, "x.yaml", {});
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    return c.is_ok() && clips_locally(*c);
+  };
+  EXPECT_FALSE(scope("optim: {clip_norm: 1.0}"));
+  EXPECT_TRUE(scope("optim: {clip_norm: 1.0, clip_scope: local}"));
+  EXPECT_TRUE(scope("optim: {clip_norm: 1.0, communicate: update}"));
+  EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}\n"
+                    "compress: {name: lbs, dense_warmup_steps: 10}"));
+  // A dense run may freeze without a dense warm-up: every step is dense.
+  EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}"));
+}
+
 TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train: {micro_batch: 0}", "x.yaml: train.micro_batch"},
@@ -68,6 +83,18 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"data: {seq_len: 4096}", "x.yaml: data.seq_len: 4096 exceeds the model's n_ctx"},
       {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
+      // Issue 15: a variance frozen after compressed steps diverged (train loss 7.4 -> 4760);
+      // the combination is refused, and so is a freeze outside communicate: momentum.
+      {"optim: {communicate: momentum, freeze_steps: 100}\ncompress: {name: lbs}",
+       "x.yaml: compress.dense_warmup_steps: 0 is below optim.freeze_steps 100"},
+      {"optim: {communicate: momentum, freeze_steps: 100}\n"
+       "compress: {name: lbs, dense_warmup_steps: 99}",
+       "x.yaml: compress.dense_warmup_steps: 99 is below optim.freeze_steps 100"},
+      {"optim: {freeze_steps: 100}", "x.yaml: optim.freeze_steps: 100 freezes the variance"},
+      {"optim: {communicate: momentum}", "x.yaml: optim.freeze_steps: communicate: momentum needs"},
+      {"optim: {name: sgd, communicate: momentum, freeze_steps: 5}", "x.yaml: optim.communicate"},
+      {"optim: {communicate: updates}", "x.yaml: optim.communicate"},
+      {"optim: {communicate: update, clip_scope: aggregate}", "x.yaml: optim.clip_scope"},
       {"log: {tracee: a.json}", "unknown key log.tracee"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",

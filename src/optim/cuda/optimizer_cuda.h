@@ -32,17 +32,17 @@ void sgd_step(float* params, const float* grads, float* momentum, const std::uin
               std::int64_t n, const SgdScalars& scalars, float weight_decay,
               const float* grad_scale, cudaStream_t stream);
 
-// adam_update per element, or adam_frozen_update (grads hold the aggregated momentum; v is
-// only read) when `frozen`.
+// adam_update per element, or adam_frozen_update (grads hold the aggregated momentum; m is
+// not touched and v only read) when `frozen`.
 void adam_step(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                std::int64_t n, const AdamScalars& scalars, bool frozen, float weight_decay,
                const float* grad_scale, cudaStream_t stream);
 
-// grads[i] = adam_momentum_to_send(grads[i], params[i], m[i], wd_l2(i), beta1) for i in
+// grads[i] = adam_local_momentum(grads[i], params[i], wd_l2(i), beta1, m[i]) for i in
 // [begin, end) (absolute indices of the flat layout); wd_l2(i) is weight_decay_l2 where the
 // element's tensor decays (pass 0 for adamw).
-void adam_momentum_into_grads(float* grads, const float* params, const float* m,
-                           const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
+void adam_momentum_into_grads(float* grads, const float* params, float* m,
+                              const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
                               float weight_decay_l2, float beta1, cudaStream_t stream);
 
 }  // namespace sparq::optim::cuda

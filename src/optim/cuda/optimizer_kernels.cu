@@ -58,7 +58,7 @@ __global__ void adam_kernel(float* __restrict__ params, const float* __restrict_
     const float g = clipped(grads, i, scale);
     const float wd = decay_of(decay, i, weight_decay);
     if (frozen) {
-      adam_frozen_update(g, wd, s, params[i], m[i], v[i]);
+      adam_frozen_update(g, wd, s, params[i], v[i]);
     } else {
       adam_update(g, wd, s, params[i], m[i], v[i]);
     }
@@ -67,13 +67,13 @@ __global__ void adam_kernel(float* __restrict__ params, const float* __restrict_
 
 __global__ void momentum_to_send_kernel(float* __restrict__ grads,
                                         const float* __restrict__ params,
-                                        const float* __restrict__ m,
+                                        float* __restrict__ m,
                                         const std::uint8_t* __restrict__ decay,
                                         std::int64_t begin, std::int64_t end,
                                         float weight_decay_l2, float beta1) {
   for (std::int64_t i = begin + first_index(); i < end; i += grid_stride()) {
     const float wd = decay_of(decay, i, weight_decay_l2);
-    grads[i] = adam_momentum_to_send(grads[i], params[i], m[i], wd, beta1);
+    grads[i] = adam_local_momentum(grads[i], params[i], wd, beta1, m[i]);
   }
 }
 
@@ -97,7 +97,7 @@ void adam_step(float* params, const float* grads, float* m, float* v, const std:
   CUDA_CHECK(cudaGetLastError());
 }
 
-void adam_momentum_into_grads(float* grads, const float* params, const float* m,
+void adam_momentum_into_grads(float* grads, const float* params, float* m,
                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
                               float weight_decay_l2, float beta1, cudaStream_t stream) {
   if (end <= begin) return;

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3
+  python3-yaml python3-matplotlib  # scripts/study.py (convergence studies) and its test
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)

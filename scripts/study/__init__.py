@@ -1,0 +1,1 @@
+"""scripts/study.py's pieces: the study file, runs on disk, their numbers, the reports."""

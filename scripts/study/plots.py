@@ -1,0 +1,114 @@
+"""PNG plots of a study: one line per cell, the mean over seeds with a ±std band."""
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .analysis import MIB  # noqa: E402
+
+SIZE, DPI = (6, 4), 100
+
+
+def _aligned(runs, steps_of, ys_of, xs_of):
+    """Mean x, mean y and std y over seeds at the steps every seed has (the same config logs at
+    the same steps; a seed that logged fewer just shortens the curve)."""
+    common = sorted(set.intersection(*(set(steps_of(r)) for r in runs)))
+    xs, ys = [], []
+    for r in runs:
+        index = {s: i for i, s in enumerate(steps_of(r))}
+        xs.append([xs_of(r)[index[s]] for s in common])
+        ys.append([ys_of(r)[index[s]] for s in common])
+    x = np.array(xs, dtype=float)
+    y = np.array([[np.nan if v is None else v for v in row] for row in ys], dtype=float)
+    with warnings.catch_warnings():  # a step where every seed logged null is NaN, quietly
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=0), np.nanmean(y, axis=0), np.nanstd(y, axis=0, ddof=0)
+
+
+def _moving_average(values, window):
+    y = np.array([np.nan if v is None else v for v in values], dtype=float)
+    if window <= 1 or len(y) < window:
+        return y
+    kernel = np.ones(window) / window
+    # "valid" part only, padded at the front with the running mean so the curve keeps its length
+    head = np.cumsum(y[:window - 1]) / np.arange(1, window)
+    return np.concatenate([head, np.convolve(y, kernel, mode="valid")])
+
+
+def _figure(path, cells, curve, xlabel, ylabel, logx=False, logy=False, title=None):
+    fig, ax = plt.subplots(figsize=SIZE, dpi=DPI)
+    drawn = 0
+    for cell in cells:
+        if not cell.runs:
+            continue
+        result = curve(cell.runs)
+        if result is None:
+            continue
+        x, y, std = result
+        keep = np.isfinite(y) & (x > 0 if logx else np.isfinite(x))
+        if not keep.any():
+            continue
+        line, = ax.plot(x[keep], y[keep], label=cell.label, linewidth=1.4,
+                        marker="o" if keep.sum() <= 30 else None, markersize=3)
+        if len(cell.runs) > 1:
+            ax.fill_between(x[keep], (y - std)[keep], (y + std)[keep], color=line.get_color(),
+                            alpha=0.2, linewidth=0)
+        drawn += 1
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "nothing to plot" if any(c.runs for c in cells) else "no finished runs", transform=ax.transAxes, ha="center")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_plots(study, out, cells):
+    out = Path(out)
+    metric = study.metric
+    logy = metric == "perplexity"  # perplexity falls over orders of magnitude early on
+    ylabel = f"eval {metric}"
+    seeds = (f"{study.name}: mean over {len(study.seeds)} seeds, ±1 std band"
+             if len(study.seeds) > 1 else study.name)
+
+    def eval_curve(x_of):
+        return lambda runs: _aligned(runs, lambda r: r.eval_steps, lambda r: r.eval_metric, x_of)
+
+    _figure(out / "eval_vs_step.png", cells, eval_curve(lambda r: r.eval_steps), "step",
+            ylabel, logy=logy, title=seeds)
+    _figure(out / "eval_vs_bytes.png", cells,
+            eval_curve(lambda r: [b / MIB for b in r.eval_bytes]),
+            "cumulative MiB sent per rank (rank 0)", ylabel, logx=True, logy=logy, title=seeds)
+    _figure(out / "eval_vs_time.png", cells, eval_curve(lambda r: r.eval_time),
+            "training time (s, cumulative step_ms)", ylabel, logy=logy, title=seeds)
+
+    def train_curve(runs):
+        longest = max(len(r.steps) for r in runs)
+        window = max(1, min(50, longest // 20))
+        smoothed = {id(r): list(_moving_average(r.train_loss, window)) for r in runs}
+        return _aligned(runs, lambda r: r.steps, lambda r: smoothed[id(r)], lambda r: r.steps)
+
+    _figure(out / "train_loss.png", cells, train_curve, "step",
+            "training loss (moving average)", title=seeds)
+    if any(r.rel_error for c in cells for r in c.runs):
+        def error_curve(runs):
+            if not all(r.rel_error for r in runs):
+                return None
+            return _aligned(runs, lambda r: [s for s, _ in r.rel_error],
+                            lambda r: [e for _, e in r.rel_error],
+                            lambda r: [s for s, _ in r.rel_error])
+        _figure(out / "compression_error.png", cells, error_curve, "step",
+                "rel_compression_error", title=seeds)

@@ -1,0 +1,129 @@
+"""summary.md and summary.json of a study (same numbers; the JSON is for scripts)."""
+import json
+from pathlib import Path
+
+from .analysis import MIB, CellStats, Spread, relative_pct, run_stats
+from .runs import read_run, run_dir
+
+WORSE_WHEN_HIGHER = {"perplexity": True, "loss": True, "accuracy": False}
+DIGITS = {"perplexity": 2, "loss": 4, "accuracy": 4}
+WALL_MARK = {"measured": "m", "step_ms": "Σ", "mixed": "m/Σ"}
+
+
+def collect(study, out):
+    """Reads every run of the study; returns CellStats in study order."""
+    cells = []
+    for cell in study.cells:
+        stats = CellStats(name=cell.name, label=cell.label, runs=[])
+        for seed in study.seeds:
+            files = read_run(run_dir(out, cell.name, seed))
+            if files.finished:
+                stats.runs.append(run_stats(seed, files, study.metric, study.target))
+            else:
+                stats.problems.append((seed, files.describe()))
+        cells.append(stats)
+    return cells
+
+
+def _fmt(spread, digits, scale=1.0):
+    if spread.mean is None:
+        return "–"
+    text = f"{spread.mean * scale:.{digits}f}"
+    return text + (f" ± {spread.std * scale:.{digits}f}" if spread.std is not None else "")
+
+
+def _target_text(cell, target):
+    reached = cell.target_reached
+    if not cell.runs:
+        return "–"
+    if not reached:
+        return "not reached"
+    text = (f"{Spread.of([r.target_time for r in reached]).mean:.1f} s @ step "
+            f"{Spread.of([r.target_step for r in reached]).mean:.0f}")
+    return text if len(reached) == len(cell.runs) else f"{text} ({len(reached)}/{len(cell.runs)} seeds)"
+
+
+def cell_numbers(cell, reference, study):
+    """One row of the summary, as plain numbers (summary.json; the table formats these)."""
+    ref_metric = reference.spread("final_metric").mean
+    ref_bytes = reference.spread("bytes_per_step").mean
+    bytes_mean = cell.spread("bytes_per_step").mean
+    reached = cell.target_reached
+    return {
+        "name": cell.name, "label": cell.label,
+        "seeds_finished": [r.seed for r in cell.runs],
+        "final_metric": cell.spread("final_metric").as_dict(),
+        "final_loss": cell.spread("final_loss").as_dict(),
+        "vs_reference_pct": relative_pct(cell.spread("final_metric").mean, ref_metric),
+        "bytes_sent_per_step_mib": Spread.of(
+            [r.bytes_per_step / MIB if r.bytes_per_step is not None else None
+             for r in cell.runs]).as_dict(),
+        "bytes_ratio_to_reference": (bytes_mean / ref_bytes
+                                     if bytes_mean is not None and ref_bytes else None),
+        "wall_s": cell.spread("wall_s").as_dict(), "wall_source": cell.wall_source,
+        "time_to_target": None if study.target is None or not cell.runs else {
+            "target_loss": study.target, "seeds_reached": len(reached),
+            "seconds": Spread.of([r.target_time for r in reached]).mean,
+            "step": Spread.of([r.target_step for r in reached]).mean},
+        "rel_compression_error": cell.spread("rel_error_mean").as_dict(),
+        "train_loss_last10pct": cell.spread("tail_loss").as_dict(),
+        "problems": [{"seed": s, "status": d} for s, d in cell.problems],
+    }
+
+
+def write_reports(study, out, cells, display_out):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    reference = next(c for c in cells if c.name == study.reference)
+    rows = [cell_numbers(c, reference, study) for c in cells]
+    (out / "summary.json").write_text(json.dumps({
+        "study": study.name, "study_file": str(study.path), "base": study.base,
+        "world_size": study.world_size, "seeds": study.seeds, "metric": study.metric,
+        "reference": study.reference, "target_loss": study.target,
+        "time_axis": "cumulative step_ms of the step records",
+        "cells": rows}, indent=1) + "\n")
+    (out / "summary.md").write_text(_markdown(study, cells, rows, display_out))
+
+
+def _markdown(study, cells, rows, display_out):
+    m, digits = study.metric, DIGITS[study.metric]
+    sign = "+ = worse" if WORSE_WHEN_HIGHER[m] else "+ = better"
+    any_error = any(r["rel_compression_error"]["n"] for r in rows)
+    lead_is_loss = m == "loss"  # no second loss column then
+    head = ["cell", "label", "seeds finished", f"final eval {m}"]
+    head += [] if lead_is_loss else ["final eval loss"]
+    head += [f"vs {study.reference} (% of {m}, {sign})", "MiB sent/step/rank",
+             f"bytes × {study.reference}", "wall time (s)"]
+    head += [f"time to eval loss ≤ {study.target:g}"] if study.target is not None else []
+    head += ["rel. compression error"] if any_error else []
+    head += ["train loss, last 10% of steps"]
+    lines = [f"# Study `{study.name}`", "",
+             f"Base config `{study.base}`, {study.world_size} rank(s), seeds "
+             f"{', '.join(map(str, study.seeds))}, reference `{study.reference}`; runs in "
+             f"`{display_out}`. Written by scripts/study.py from `{study.path}`.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell, row in zip(cells, rows):
+        pct = row["vs_reference_pct"]
+        ratio = row["bytes_ratio_to_reference"]
+        wall = _fmt(cell.spread("wall_s"), 1)
+        values = [cell.name, cell.label, f"{len(cell.runs)}/{len(study.seeds)}",
+                  _fmt(cell.spread("final_metric"), digits)]
+        values += [] if lead_is_loss else [_fmt(cell.spread("final_loss"), 4)]
+        values += ["–" if pct is None else f"{pct:+.2f}",
+                   _fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
+                   "–" if ratio is None else f"{ratio:.4f}",
+                   wall if not cell.runs else f"{wall} ({WALL_MARK[cell.wall_source]})"]
+        values += [_target_text(cell, study.target)] if study.target is not None else []
+        values += [_fmt(cell.spread("rel_error_mean"), 4)] if any_error else []
+        values += [_fmt(cell.spread("tail_loss"), 4)]
+        lines.append("| " + " | ".join(values) + " |")
+    lines += ["", "Means over the finished seeds, ± the sample standard deviation when more than "
+              "one finished. Bytes: `bytes_sent` of rank 0's step records. Wall time: "
+              "m = measured by study.py (launch to exit, with start-up and evaluation); "
+              "Σ = sum of `step_ms` of the step records (training steps only: a run made "
+              "without study.py). Time to target and the time axis of eval_vs_time.png: "
+              "cumulative `step_ms` up to the first eval whose loss reached the target."]
+    problems = [(c.name, s, d) for c in cells for s, d in c.problems]
+    lines += ["", "## Missing or failed runs", ""]
+    lines += [f"- `{name}` seed {seed}: {what}" for name, seed, what in problems] or ["none"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""One run of a study: where it lives, whether it finished, its command, and running it.
+
+Layout (fixed; runs are also made by hand in it): <out>/<cell>/seed<s>/metrics.jsonl, the
+trainer's stdout+stderr in train.log next to it, and study.json (what this tool measured).
+"""
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METRICS_FILE = "metrics.jsonl"
+LOG_FILE = "train.log"
+RECORD_FILE = "study.json"
+# An unfinished run whose metrics changed this recently is probably still being written by a
+# run started by hand; restarting it would clobber that run.
+BUSY_SECONDS = 120
+
+
+def run_dir(out, cell, seed):
+    return Path(out) / cell / f"seed{seed}"
+
+
+@dataclass
+class RunFiles:
+    """What is on disk for one run, parsed."""
+    path: Path
+    records: list = field(default_factory=list)  # metrics.jsonl objects, in file order
+    bad_lines: int = 0                           # lines that were not JSON (e.g. a cut-off write)
+    record: dict | None = None                   # study.json, when study.py made the run
+    exists: bool = False
+
+    @property
+    def finished(self):
+        last = self.records[-1] if self.records else {}
+        return last.get("event") == "end" and last.get("stopped_early") is False
+
+    def busy(self, now=None):
+        metrics = self.path / METRICS_FILE
+        if self.finished or not metrics.exists():
+            return False
+        return (now or time.time()) - metrics.stat().st_mtime < BUSY_SECONDS
+
+    def describe(self):
+        """Why an unfinished run is not finished, in a few words."""
+        rc = (self.record or {}).get("returncode")
+        if not self.exists and rc in (None, 0):
+            return "missing (no metrics.jsonl)"
+        steps = [r["step"] for r in self.records if r.get("event") == "step" and "step" in r]
+        where = f"last step {steps[-1]}" if steps else (
+            "no step record" if self.exists else "no metrics.jsonl")
+        last = self.records[-1] if self.records else {}
+        if last.get("event") == "end":
+            where += ", stopped early"
+        if self.bad_lines:
+            where += f", {self.bad_lines} unreadable line(s) in metrics.jsonl"
+        if rc not in (None, 0):
+            return f"failed (exit status {rc}), {where}"
+        return f"unfinished, {where}"
+
+
+def read_run(path):
+    path = Path(path)
+    files = RunFiles(path=path)
+    try:
+        files.record = json.loads((path / RECORD_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        files.record = None
+    metrics = path / METRICS_FILE
+    if not metrics.exists():
+        return files
+    files.exists = True
+    for line in metrics.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            files.bad_lines += 1
+            continue
+        if isinstance(obj, dict):
+            files.records.append(obj)
+    return files
+
+
+def display_path(path, root):
+    """Paths under the repository root are shown (and passed) relative to it: shorter commands."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def substitute(text, values):
+    """{name} placeholders by plain replacement, so shell text like ${HOME} passes through."""
+    for name, value in values.items():
+        text = text.replace("{" + name + "}", str(value))
+    return text
+
+
+def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
+    """The trainer's argument list. dry_check: one process with --dry-run, to validate a cell."""
+    launcher = [] if dry_check or study.launcher is None else shlex.split(
+        substitute(study.launcher, {"world_size": study.world_size}))
+    cmd = launcher + [binary, "--config", study.base]
+    for override in study.common + cell.overrides:
+        cmd += ["--set", override]
+    cmd += ["--set", f"train.seed={seed}", "--set", f"log.metrics={metrics_path}"]
+    return cmd + (["--dry-run"] if dry_check else [])
+
+
+def move_aside(path):
+    """An unfinished run restarts from scratch; its files go to seed<s>.prev (one kept)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    prev = path.with_name(path.name + ".prev")
+    if prev.exists():
+        shutil.rmtree(prev)
+    path.rename(prev)
+    return prev
+
+
+def execute(cmd, path, root, meta):
+    """Runs cmd from the repository root with its output in train.log; writes study.json."""
+    path.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    with open(path / LOG_FILE, "wb") as log:
+        try:
+            rc = subprocess.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL).returncode
+        except OSError as e:  # e.g. the launcher or binary does not exist
+            log.write(f"study.py: cannot start {cmd[0]}: {e}\n".encode())
+            rc = 127
+    wall = time.time() - started
+    record = dict(meta, command=shlex.join(cmd), returncode=rc, wall_s=round(wall, 3),
+                  started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)))
+    (path / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    return rc, wall
+
+
+def log_tail(path, lines=20):
+    try:
+        text = (Path(path) / LOG_FILE).read_text(errors="replace").splitlines()
+    except OSError:
+        return ["(no train.log)"]
+    return text[-lines:]

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# scripts/study.py end to end with the train app as one process (world size 1, no launcher):
+# a tiny study of 2 cells x 2 seeds runs, reports (summary.md/.json, 4 PNGs), resumes without
+# rerunning finished runs, reruns an unfinished one (unless it looks busy), regenerates the
+# report with --report-only, and carries on past a failing cell with a nonzero exit status.
+#   study_test.sh STUDY_PY TRAIN_BINARY
+set -uo pipefail
+STUDY_PY=$1
+TRAIN=$2
+
+# Debian's python3 has python3-yaml and python3-matplotlib; a python3 earlier in PATH may not.
+PY=""
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c "import yaml, matplotlib" 2>/dev/null; then
+    PY=$candidate
+    break
+  fi
+done
+if [[ -z "$PY" ]]; then
+  echo "SKIP: no python3 with yaml and matplotlib (scripts/install_deps.sh installs them)"
+  exit 0
+fi
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+OUT=$T/out
+
+# expect NAME WANT_RC PATTERN -- ARGS...: runs study.py ARGS, checks exit code and output.
+expect() {
+  local name=$1 want_rc=$2 pattern=$3
+  shift 4
+  last=$("$PY" "$STUDY_PY" "$@" --binary "$TRAIN" 2>&1)
+  local rc=$?
+  if [[ $rc -ne $want_rc ]] || ! grep -qE -- "$pattern" <<<"$last"; then
+    echo "FAIL $name: rc=$rc (want $want_rc), output lacks /$pattern/:"
+    sed 's/^/    /' <<<"$last"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+check() {  # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+count() { grep -cE -- "$1" <<<"$last"; }
+
+# $T is expanded here; {bin_dir} and {world_size} are study.py's placeholders.
+cat >"$T/tiny.yaml" <<EOF
+name: tiny
+base: configs/default.yaml
+world_size: 1
+launcher:
+common: [train.steps=12, train.eval_interval=6, train.eval_batches=2, optim.warmup_steps=2,
+         log.progress_interval=6]
+seeds: [1, 2]
+reference: dense
+metric: loss
+target: 5.3
+prepare:
+  - creates: $T/prepared.txt
+    run: echo "{bin_dir} {world_size}" >>"$T/prepared.txt"
+cells:
+  dense: {set: [compress.name=none], label: dense f32}
+  lbs: [compress.name=lbs, compress.lbs.density=0.01, compress.lbs.bits=4]
+EOF
+# The same cells plus one the trainer refuses (a misspelt key), seed 1 only.
+sed -e 's/^seeds: .*/seeds: [1]/' "$T/tiny.yaml" >"$T/bad.yaml"
+echo "  typo: [compress.lbs.densty=0.01]" >>"$T/bad.yaml"
+
+expect "dry run prints commands" 0 "would run" -- "$T/tiny.yaml" --out "$OUT" --dry-run
+check "dry run runs nothing" test ! -e "$OUT"
+expect "list" 0 "seed2: missing" -- "$T/tiny.yaml" --out "$OUT" --list
+expect "check" 0 "lbs: ok" -- "$T/tiny.yaml" --out "$OUT" --check
+expect "check refuses a bad key" 1 "typo: REFUSED.*densty" -- "$T/bad.yaml" --out "$OUT" --check
+
+expect "first run" 0 "summary:" -- "$T/tiny.yaml" --out "$OUT"
+check "prepare ran once" test "$(cat "$T/prepared.txt")" == "$(dirname "$TRAIN") 1"
+check "four runs done" test "$(count '  done in')" -eq 4
+for f in summary.md summary.json eval_vs_step.png eval_vs_bytes.png eval_vs_time.png train_loss.png; do
+  check "$f written" test -s "$OUT/$f"
+done
+for run in dense/seed1 dense/seed2 lbs/seed1 lbs/seed2; do
+  check "$run layout" test -s "$OUT/$run/metrics.jsonl" -a -s "$OUT/$run/train.log" -a -s "$OUT/$run/study.json"
+done
+check "table has both cells" grep -q "^| dense | dense f32 | 2/2 |" "$OUT/summary.md"
+check "table has lbs" grep -q "^| lbs | lbs | 2/2 |" "$OUT/summary.md"
+check "summary.json numbers" "$PY" -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+cells = {c['name']: c for c in s['cells']}
+assert list(cells) == ['dense', 'lbs'], cells.keys()
+for c in cells.values():
+    assert c['seeds_finished'] == [1, 2], c
+    assert c['final_metric']['n'] == 2 and c['final_metric']['std'] is not None, c
+    assert c['wall_source'] == 'measured', c
+assert cells['dense']['vs_reference_pct'] == 0.0
+" "$OUT/summary.json"
+
+sums=$(md5sum "$OUT"/*/seed*/metrics.jsonl)
+expect "second run skips finished runs" 0 "skip \(finished\)" -- "$T/tiny.yaml" --out "$OUT"
+check "all four skipped" test "$(count 'skip \(finished\)')" -eq 4
+check "prepare skipped" test "$(count 'prepare 1/1: skip')" -eq 1
+check "nothing rerun" test "$(count 'running')" -eq 0
+check "metrics unchanged" test "$sums" == "$(md5sum "$OUT"/*/seed*/metrics.jsonl)"
+
+# An interrupted run: no end record. Freshly written, it may belong to a live run: left alone.
+sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
+expect "recent unfinished run is busy" 0 "lbs seed2: skip: .*another process" -- "$T/tiny.yaml" --out "$OUT"
+touch -d '10 minutes ago' "$OUT/lbs/seed2/metrics.jsonl"
+expect "old unfinished run is rerun" 0 "lbs seed2: running \(unfinished run moved" -- "$T/tiny.yaml" --out "$OUT"
+check "only that run reran" test "$(count '  done in')" -eq 1
+check "old files moved aside" test -s "$OUT/lbs/seed2.prev/metrics.jsonl"
+check "rerun finished" grep -q '"stopped_early":false' "$OUT/lbs/seed2/metrics.jsonl"
+
+rm -f "$OUT"/summary.md "$OUT"/summary.json "$OUT"/*.png
+mv "$OUT/dense/seed2" "$T/dense-seed2"
+expect "report only" 0 "dense seed2: missing" -- "$T/tiny.yaml" --out "$OUT" --report-only
+check "report only ran nothing" test ! -e "$OUT/dense/seed2"
+for f in summary.md summary.json eval_vs_step.png eval_vs_bytes.png eval_vs_time.png train_loss.png; do
+  check "$f rewritten" test -s "$OUT/$f"
+done
+check "missing run listed" grep -q "dense\` seed 2: missing" "$OUT/summary.md"
+check "one dense seed counted" grep -q "^| dense | dense f32 | 1/2 |" "$OUT/summary.md"
+mv "$T/dense-seed2" "$OUT/dense/seed2"
+
+# A failing cell is reported with its log and the study goes on; the exit status says so.
+expect "failing cell" 1 "FAILED runs \(1\): typo seed1" -- "$T/bad.yaml" --out "$OUT"
+check "its log tail is shown" grep -q "| train: error: .*densty" <<<"$last"
+check "failure in summary" grep -q "typo\` seed 1: failed (exit status 1)" "$OUT/summary.md"
+
+sed -e "s|creates: .*|creates: $T/never-made|" -e 's|run: .*|run: exit 3|' "$T/tiny.yaml" >"$T/noprep.yaml"
+expect "failing prepare stops the study" 1 "prepare 1/1: FAILED \(exit status 3\); no cell was run" \
+  -- "$T/noprep.yaml" --out "$T/out3"
+check "no cell ran after it" test ! -e "$T/out3/dense"
+
+expect "bad study file" 2 "cells.lbs.labl: unknown key" -- <(sed 's/label: dense f32/label: x/; s/  lbs: \[.*\]/  lbs: {labl: y}/' "$T/tiny.yaml")
+expect "unknown --only cell" 2 "--only: unknown cell" -- "$T/tiny.yaml" --out "$OUT" --only nope
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"

@@ -48,8 +48,12 @@ class AllgatherAggregator final : public Aggregator {
     const EncodeContext ctx = with_world(ctx_in, comm);
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
-    comm::allgather_bytes(comm, msg_, c.fixed_message_bytes(bucket.size()), recv_, counts_,
-                          displs_);
+    // A step of the density warm-up changes k, hence sizes fixed at the configured density
+    // do not hold: the sizes travel first. ctx.density is rank-identical, so every rank takes
+    // the same branch (Note [Rank-identical collective order], communicator.h).
+    const std::optional<std::size_t> fixed =
+        ctx.density > 0 ? std::nullopt : c.fixed_message_bytes(bucket.size());
+    comm::allgather_bytes(comm, msg_, fixed, recv_, counts_, displs_);
     const float alpha = 1.0f / static_cast<float>(ctx.world_size);
     for (int r = 0; r < ctx.world_size; ++r) {
       EncodeContext from = ctx;

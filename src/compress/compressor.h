@@ -53,6 +53,11 @@ struct EncodeContext {
   int rank = 0;
   int world_size = 1;
   std::size_t offset = 0;
+  // > 0: the density of this step, in place of the compressor's configured one (the
+  // compress.density_warmup_steps schedule, GradientExchange). A function of the step only,
+  // so rank-identical (Note [Rank-identical collective order], communicator.h). 0: the
+  // compressor's own. Compressors without a density (density() == nullopt) ignore it.
+  double density = 0;
 };
 
 enum class DecodeMode { kSet, kAdd };  // out = alpha * D(m)   or   out += alpha * D(m)
@@ -76,8 +81,15 @@ class Compressor {
                       DecodeMode mode, const EncodeContext& ctx) const = 0;
 
   // The size of every message for n floats when it does not depend on the data (lets the
-  // allgather strategy skip the size exchange); nullopt for data-dependent sizes.
+  // allgather strategy skip the size exchange); nullopt for data-dependent sizes. It is the
+  // size at the configured density: a step with EncodeContext::density > 0 may differ, so
+  // strategies exchange sizes on such steps.
   virtual std::optional<std::size_t> fixed_message_bytes(std::size_t n) const = 0;
+
+  // The configured fraction of entries kept, for compressors that have one (topk,
+  // topk_sampled, gtopk, randomk, dgc, lbs: they honour EncodeContext::density); nullopt for
+  // the others.
+  virtual std::optional<double> density() const { return std::nullopt; }
 
   // Only for kAllreduce compressors: the element type of the summable message.
   virtual DType wire_dtype() const { return DType::kU8; }

@@ -51,7 +51,8 @@ void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
 }
 
 void DgcCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
-  selector_.exact(a, k_for(density_at(ctx.step), a.size()), indices_);
+  const double rho = ctx.density > 0 ? ctx.density : density_at(ctx.step);
+  selector_.exact(a, k_for(rho, a.size()), indices_);
   encode_sparse_f32(a, indices_, msg);
   // Momentum factor masking: what was sent stops accumulating momentum.
   if (u_.size() >= ctx.offset + a.size()) {

@@ -7,6 +7,8 @@
 //   momentum masking:    u = 0 and v = 0 at the sent positions          (v by the wrapper)
 // Sparsity warm-up: rho_t = 0.25 (rho / 0.25)^(t / warmup_steps) for t < warmup_steps (an
 // exponential ramp from 25% to the target density), then rho; no ramp when rho >= 0.25.
+// EncodeContext::density, when set (compress.density_warmup_steps, which cannot be combined
+// with warmup_steps), replaces rho_t.
 // Message: the sparse f32 format of sparse_format.h, 12 + index bytes + 4 count.
 // State: u (one f32 per bucket position), saved by save_state.
 // Config keys: density (0, 1] = 0.001, momentum [0, 1) = 0.9, clip_norm [0, 1e30] = 0,
@@ -42,8 +44,10 @@ class DgcCompressor final : public Compressor {
     return std::nullopt;
   }
   double contraction_delta(std::size_t n) const override;
+  std::optional<double> density() const override { return options_.density; }
 
   double density_at(std::int64_t step) const;  // rho_t of the warm-up schedule
+  std::int64_t warmup_steps() const { return options_.warmup_steps; }
   std::span<const float> momentum_state() const { return u_; }
   void save_state(std::vector<std::uint8_t>& out) const override;
   Status load_state(std::span<const std::uint8_t> in) override;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "compress/dgc.h"
 #include "compress/error_feedback.h"
 #include "compress/powersgd.h"
 #include "compress/registry.h"
@@ -47,7 +49,34 @@ std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::
   return segments;
 }
 
+double relative(double error_sq, double input_sq) {
+  return input_sq > 0 ? std::sqrt(error_sq / input_sq) : 0.0;  // nothing asked, nothing lost
+}
+
 }  // namespace
+
+double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps) {
+  if (warmup_steps <= 0 || t + 1 >= warmup_steps) return rho;  // exactly rho, no pow rounding
+  const double progress = static_cast<double>(std::max<std::int64_t>(t, 0) + 1) /
+                          static_cast<double>(warmup_steps);
+  return std::pow(rho, progress);
+}
+
+Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
+                            const std::string& key) {
+  if (warmup_steps == 0) return Status::ok();
+  if (!c.density()) {
+    return Status::error("{}: {} has no density to warm up (compressors with one: topk, "
+                         "topk_sampled, gtopk, randomk, dgc, lbs); set it to 0",
+                         key, c.name());
+  }
+  const auto* dgc = dynamic_cast<const DgcCompressor*>(&c);
+  if (dgc && dgc->warmup_steps() > 0) {
+    return Status::error("{}: cannot be combined with compress.dgc.warmup_steps (dgc's own "
+                         "sparsity warm-up); set one of them to 0", key);
+  }
+  return Status::ok();
+}
 
 GradientExchange::GradientExchange(const ParamStore& store, const comm::BucketPlan& plan,
                                    GradientExchangeConfig config)
@@ -62,6 +91,11 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
   x->stats_.assign(plan.size(), BucketExchangeStats{});
   SPARQ_ASSIGN_OR_RETURN(x->dense_compressor_, make_compressor({"none", {}, prefix}));
   x->dense_aggregator_ = make_aggregator(Aggregation::kAllreduce);
+  if (config.density_warmup_steps > 0) {
+    SPARQ_ASSIGN_OR_RETURN(auto probe, make_compressor(config.compress));
+    SPARQ_RETURN_IF_ERROR(check_density_warmup(*probe, config.density_warmup_steps,
+                                               "compress.density_warmup_steps"));
+  }
 
   bool any_compressed = false;
   for (const comm::Bucket& bucket : plan.buckets()) {
@@ -89,8 +123,28 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
           x->residual().subspan(static_cast<std::size_t>(bucket.range.offset),
                                 static_cast<std::size_t>(bucket.range.count)));
     }
+    if (config.never_sent_window > 0) x->allocate_send_history();
   }
   return x;
+}
+
+void GradientExchange::allocate_send_history() {
+  last_sent_.assign(static_cast<std::size_t>(store_.flat_numel()), 0);
+  std::size_t longest = 0;
+  for (const comm::Bucket& bucket : plan_.buckets()) {
+    PerBucket& slot = buckets_[bucket.index];
+    if (!slot.error_feedback) continue;
+    const auto offset = static_cast<std::size_t>(bucket.range.offset);
+    const auto count = static_cast<std::size_t>(bucket.range.count);
+    slot.send_history =
+        std::make_unique<SendHistory>(std::span(last_sent_).subspan(offset, count));
+    longest = std::max(longest, count);
+  }
+  decode_scratch_.assign(longest, 0.0f);
+  for (PerBucket& slot : buckets_) {
+    if (!slot.send_history) continue;
+    slot.error_feedback->track_sends(slot.send_history.get(), decode_scratch_);
+  }
 }
 
 bool GradientExchange::compressing_at(std::int64_t step) const {
@@ -110,11 +164,27 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   stats.dense_bytes = grads.size() * sizeof(float);
   stats.compressed = slot.compressor != nullptr && compressing_at(step);
   if (stats.compressed) {
+    // The density warm-up: from step t + 1 == T on the compressor's own density (the same
+    // value) is used, so the run after the warm-up is the run without one, bit for bit.
+    const std::int64_t t = step - config_.dense_warmup_steps;
+    if (t + 1 < config_.density_warmup_steps) {
+      ctx.density = warmup_density(*slot.compressor->density(), t, config_.density_warmup_steps);
+    }
+    if (slot.error_feedback) slot.error_feedback->begin_step();
+    if (slot.send_history) {
+      if (history_origin_ < 0) history_origin_ = step;
+      history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
+      slot.send_history->begin_step(history_stamp_);
+    }
     slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx);
     stats.payload_bytes = slot.aggregator->last_payload_bytes();
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();
       stats.residual_sq = ops::sum_squares(e.data(), e.size());
+      stats.input_sq = slot.error_feedback->input_sq();
+    }
+    if (slot.send_history) {
+      stats.unsent_in_window = slot.send_history->count_unsent(window_stamps());
     }
   } else if (store_.device() == Device::kCUDA) {
     // Dense means in place (DESIGN.md, "The GPU path"): the device gradient view is averaged
@@ -153,6 +223,41 @@ double GradientExchange::residual_norm() const {
   double sq = 0;
   for (const BucketExchangeStats& s : stats_) sq += s.residual_sq;
   return std::sqrt(sq);
+}
+
+std::optional<double> GradientExchange::rel_compression_error() const {
+  double error_sq = 0, input_sq = 0;
+  bool any = false;
+  for (std::size_t b = 0; b < stats_.size(); ++b) {
+    if (!stats_[b].compressed) continue;
+    if (!buckets_[b].error_feedback) return std::nullopt;
+    error_sq += stats_[b].residual_sq;
+    input_sq += stats_[b].input_sq;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return relative(error_sq, input_sq);
+}
+
+std::vector<double> GradientExchange::bucket_rel_errors() const {
+  std::vector<double> out;
+  if (!rel_compression_error()) return out;
+  for (const BucketExchangeStats& s : stats_) {
+    if (s.compressed) out.push_back(relative(s.residual_sq, s.input_sq));
+  }
+  return out;
+}
+
+std::optional<double> GradientExchange::never_sent_share() const {
+  if (last_sent_.empty() || history_stamp_ < window_stamps()) return std::nullopt;
+  std::size_t unsent = 0, total = 0;
+  for (std::size_t b = 0; b < stats_.size(); ++b) {
+    if (!stats_[b].compressed || !buckets_[b].send_history) continue;
+    unsent += stats_[b].unsent_in_window;
+    total += buckets_[b].send_history->size();
+  }
+  if (total == 0) return std::nullopt;
+  return static_cast<double>(unsent) / static_cast<double>(total);
 }
 
 std::string GradientExchange::compressor_name(int bucket) const {

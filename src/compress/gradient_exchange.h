@@ -14,7 +14,15 @@
 //   step < dense_warmup_steps                                  -> allreduce of f32, residual
 //                                                                 untouched
 //   otherwise -> the configured compressor with its aggregation (or the `aggregation`
-//               override), through ErrorFeedback unless error_feedback is off.
+//               override), through ErrorFeedback unless error_feedback is off; during the
+//               density warm-up (density_warmup_steps) with EncodeContext::density set by
+//               warmup_density(), a function of the step only.
+//
+// Metrics per compressed bucket and step (error feedback on): ||e||^2 after the exchange and
+// ||a||^2 of what the compressor was asked to send (rel_compression_error), and, with
+// never_sent_window = N > 0, how many coordinates no message of the last N compressed steps
+// carried (a uint32 stamp per parameter, 4 bytes each, and one scratch of the largest
+// bucket). Neither changes any sent or kept value.
 //
 // Threading: average_bucket() runs on the CommEngine thread, one bucket at a time; everything else
 // is called from the compute thread while no bucket is in flight (after wait_all()).
@@ -33,6 +41,7 @@
 #include "compress/aggregation.h"
 #include "compress/compressor.h"
 #include "compress/config.h"
+#include "compress/error_feedback.h"
 #include "core/buffer.h"
 #include "core/param_store.h"
 
@@ -45,6 +54,11 @@ struct GradientExchangeConfig {
   AggregatorOptions aggregator;            // two_phase server compression
   bool error_feedback = true;
   std::int64_t dense_warmup_steps = 0;     // steps before compression starts
+  // Steps of the density warm-up after dense_warmup_steps (0: off); needs a compressor with a
+  // density (Compressor::density()). See warmup_density().
+  std::int64_t density_warmup_steps = 0;
+  // log.never_sent_window: the window N of never_sent_share() (0: off; needs error feedback).
+  std::int64_t never_sent_window = 0;
   std::uint64_t seed = 0;                  // the run's compression seed (same on all ranks)
 };
 
@@ -54,7 +68,20 @@ struct BucketExchangeStats {
   std::size_t payload_bytes = 0;    // this rank's message bytes, all phases
   std::size_t dense_bytes = 0;      // 4 * floats in the bucket: what `none` would send
   double residual_sq = 0;           // ||e||^2 of the bucket's residual after the exchange
+  double input_sq = 0;              // ||a||^2, a = g + e what the compressor was asked to send
+                                    // (summed over two_phase's regions); error feedback only
+  std::size_t unsent_in_window = 0; // never_sent_window: coordinates not sent in the window
 };
+
+// The density of compressed step t (0 = the first step after dense_warmup_steps) under a
+// density warm-up of T steps towards the configured rho: rho^min(1, (t + 1) / T), which decays
+// exponentially from near 1 to exactly rho at t = T - 1 and stays there; rho when T == 0.
+double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps);
+
+// density_warmup_steps > 0 needs a compressor with a density, and not dgc's own warm-up; the
+// error names `key`.
+Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
+                            const std::string& key);
 
 class GradientExchange {
  public:
@@ -79,6 +106,16 @@ class GradientExchange {
   // without error feedback). Measured on the engine thread while the bucket is still in
   // cache, so metrics cost the compute thread no pass over the residual.
   double residual_norm() const;
+  // Of the last step, over its compressed buckets: sqrt(sum ||e||^2 / sum ||a||^2), and the
+  // same per compressed bucket in plan order. nullopt / empty when no bucket was compressed
+  // (dense warm-up, dense-only runs) or without error feedback (e is not kept).
+  std::optional<double> rel_compression_error() const;
+  std::vector<double> bucket_rel_errors() const;
+  // never_sent_window = N: the share of the last step's compressed coordinates that none of
+  // the last N compressed steps sent; nullopt when off, before N compressed steps of this
+  // process (the history is not checkpointed, so a resumed run starts it again), or when the
+  // last step was not compressed.
+  std::optional<double> never_sent_share() const;
 
   const GradientExchangeConfig& config() const { return config_; }
   std::string compressor_name(int bucket) const;  // for the start-up plan table
@@ -99,7 +136,12 @@ class GradientExchange {
     std::unique_ptr<Compressor> compressor;  // null for dense buckets
     std::unique_ptr<Aggregator> aggregator;
     std::unique_ptr<ErrorFeedback> error_feedback;
+    std::unique_ptr<SendHistory> send_history;  // never_sent_window > 0 only
   };
+  void allocate_send_history();
+  std::uint32_t window_stamps() const {
+    return static_cast<std::uint32_t>(config_.never_sent_window);
+  }
 
   const ParamStore& store_;
   const comm::BucketPlan& plan_;
@@ -109,6 +151,10 @@ class GradientExchange {
   std::unique_ptr<Compressor> dense_compressor_;  // `none`: stateless, shared by buckets
   std::unique_ptr<Aggregator> dense_aggregator_;  // allreduce: stateless apart from counters
   std::vector<BucketExchangeStats> stats_;
+  std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout
+  std::vector<float> decode_scratch_;     // shared by the buckets' send histories
+  std::int64_t history_origin_ = -1;      // the first compressed step this process ran
+  std::uint32_t history_stamp_ = 0;       // 1-based compressed step of the last stamps
   std::vector<Message> saved_;  // save_state()'s serialisations, two per bucket
 };
 

@@ -46,8 +46,7 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
   if (ef) {
     SPARQ_CHECK(ef->residual().size() == n, "tree: residual of {} for a bucket of {}",
                 ef->residual().size(), n);
-    a = ef->residual();
-    c.accumulate(bucket, a, ctx);
+    a = ef->accumulate(c, bucket, 0, ctx);
   } else {
     scratch_.assign(bucket.begin(), bucket.end());
     a = scratch_;
@@ -91,6 +90,12 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
                  comm::ReduceOp::kSum);
   payload_bytes_ += 4 * values_.size();
   if (ef) {
+    // This rank's applied contribution is a on G (D(m_r) in the header): the sent entries.
+    if (SendHistory* history = ef->send_history()) {
+      for (std::uint32_t i : global_) {
+        if (a[i] != 0.0f) history->mark(i);
+      }
+    }
     for (std::uint32_t i : global_) a[i] = 0.0f;  // applied in full; the rest stays in e
   }
   ops::fill(bucket.data(), n, 0.0f);

@@ -22,7 +22,7 @@ Result<LbsCompressor::Options> LbsCompressor::Options::parse(ConfigReader& reade
 }
 
 void LbsCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
-  const std::size_t k = k_for(options_.density, a.size());
+  const std::size_t k = k_for(density_for(options_.density, ctx), a.size());
   const std::uint64_t key = step_key(ctx.seed, ctx.step);
   const std::uint64_t stream = compression_stream(ctx, ctx.rank);
   if (options_.sampled) {

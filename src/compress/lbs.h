@@ -12,6 +12,7 @@
 //   (rho = 0.01, b = 4, B = 256: about 0.0034 of dense f32 when gaps mostly fit 1-2 varint
 //   bytes; the index section dominates).
 //
+// k follows EncodeContext::density when it is set (the density warm-up).
 // Config keys: density (0, 1] = 0.01, bits {2, 3, 4, 8} = 4, block = 256,
 //              rounding {nearest, stochastic} = nearest, selection {exact, sampled} = exact.
 // Aggregation: allgather; two_phase through compress.aggregation (the former key
@@ -47,6 +48,7 @@ class LbsCompressor final : public Compressor {
     return std::nullopt;
   }
   double contraction_delta(std::size_t n) const override;
+  std::optional<double> density() const override { return options_.density; }
 
  private:
   Options options_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "compress/block_codec.h"
+#include "compress/compressor.h"
 #include "compress/config.h"
 
 namespace sparq::compress {
@@ -15,6 +16,12 @@ namespace sparq::compress {
 // density: fraction of entries kept, in (0, 1]; default 0.01.
 inline Result<double> parse_density(ConfigReader& r, double fallback = 0.01) {
   return r.real("density", fallback, 0.0, 1.0, /*lo_open=*/true);
+}
+
+// The density an encode or decode uses: the step's (ctx.density, when the density warm-up
+// sets one) or else the configured one.
+inline double density_for(double configured, const EncodeContext& ctx) {
+  return ctx.density > 0 ? ctx.density : configured;
 }
 
 // k for n entries at density rho: round(rho * n), at least 1 and at most n.

@@ -225,8 +225,7 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
   if (ef) {
     SPARQ_CHECK(ef->residual().size() == n, "powersgd: residual of {} for a bucket of {}",
                 ef->residual().size(), n);
-    a = ef->residual();
-    accumulate(bucket, a, ctx);
+    a = ef->accumulate(*this, bucket, 0, ctx);
   } else {
     scratch_.assign(bucket.begin(), bucket.end());
     a = scratch_;
@@ -304,6 +303,8 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
     if (ef) ops::fill(a.data() + d.offset, d.count, 0.0f);
     dense_sum += d.count;
   }
+  // Every rank applies the same M_hat: its non-zero entries are what was sent.
+  if (ef && ef->send_history()) ef->send_history()->mark_nonzero(0, bucket);
   ++exchanges_;
   return true;
 }

@@ -38,14 +38,14 @@ std::optional<std::size_t> RandomkCompressor::fixed_message_bytes(std::size_t n)
 
 std::vector<std::uint32_t> RandomkCompressor::positions(std::size_t n,
                                                         const EncodeContext& ctx) const {
-  std::vector<std::uint32_t> out(k_for(options_.density, n));
+  std::vector<std::uint32_t> out(k_for(density_for(options_.density, ctx), n));
   for_each_position(n, out.size(), ctx,
                     [&](std::size_t j, std::size_t pos) { out[j] = static_cast<std::uint32_t>(pos); });
   return out;
 }
 
 void RandomkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
-  const std::size_t k = k_for(options_.density, a.size());
+  const std::size_t k = k_for(density_for(options_.density, ctx), a.size());
   msg.resize(4 * k);
   std::uint8_t* out = msg.data();
   for_each_position(a.size(), k, ctx,
@@ -54,7 +54,7 @@ void RandomkCompressor::encode(std::span<const float> a, const EncodeContext& ct
 
 void RandomkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                float alpha, DecodeMode mode, const EncodeContext& ctx) const {
-  const std::size_t k = k_for(options_.density, out.size());
+  const std::size_t k = k_for(density_for(options_.density, ctx), out.size());
   SPARQ_CHECK(msg.size() == 4 * k, "randomk: message of {} bytes, expected {}", msg.size(), 4 * k);
   prepare_output(out, mode);
   const std::uint8_t* in = msg.data();

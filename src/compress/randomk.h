@@ -7,7 +7,9 @@
 // Message layout: f32 values[k] in position order. Message bytes: 4 k.
 // Values are sent unscaled (the error-feedback form): E ||a - D(C(a))||^2 = (1 - k/n) ||a||^2
 // in expectation over the draw, but no deterministic contraction (contraction_delta = 0).
-// Config keys: density (0, 1] = 0.01.
+// Config keys: density (0, 1] = 0.01. EncodeContext::density overrides it per step (encode and
+// decode both follow it, so k and the message size do; fixed_message_bytes is at the
+// configured density).
 #pragma once
 
 #include "compress/compressor.h"
@@ -30,8 +32,9 @@ class RandomkCompressor final : public Compressor {
               DecodeMode mode, const EncodeContext& ctx) const override;
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override;
   double contraction_delta(std::size_t) const override { return 0.0; }
+  std::optional<double> density() const override { return options_.density; }
 
-  // The k positions for a span of n at this context (ascending).
+  // The k positions for a span of n at this context (ascending; k at the context's density).
   std::vector<std::uint32_t> positions(std::size_t n, const EncodeContext& ctx) const;
 
  private:

@@ -18,7 +18,7 @@ Result<TopkCompressor::Options> TopkCompressor::Options::parse(ConfigReader& rea
 }
 
 void TopkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
-  const std::size_t k = k_for(options_.density, a.size());
+  const std::size_t k = k_for(density_for(options_.density, ctx), a.size());
   if (options_.sampled) {
     selector_.sampled(a, k, step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
                       indices_);

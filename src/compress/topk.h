@@ -6,7 +6,7 @@
 // Message bytes: 12 + min(delta varint bytes, ceil(n / 8)) + 4 * count.
 //   gtopk:         the same local message (exact k); aggregated by the tree strategy
 //                  (gtopk_aggregator.h), which agrees on a global top-k set.
-// Config keys: density (0, 1], default 0.01.
+// Config keys: density (0, 1], default 0.01 (EncodeContext::density overrides it per step).
 // Contraction: the kept entries are the count largest, so delta = count / n >= k / n (exact)
 // or ceil(0.8 k) / n (sampled).
 #pragma once
@@ -40,6 +40,7 @@ class TopkCompressor final : public Compressor {
     return std::nullopt;
   }
   double contraction_delta(std::size_t n) const override;
+  std::optional<double> density() const override { return options_.density; }
 
  private:
   Options options_;

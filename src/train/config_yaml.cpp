@@ -74,7 +74,8 @@ std::string effective_yaml(const TrainConfig& c) {
     << fmt::format("  name: {}\n  error_feedback: {}\n  aggregation: {}\n"
                    "  server_compression: {}\n  dense_warmup_steps: {}\n  seed: {}\n",
                    x.compress.name, yes_no(x.error_feedback), aggregation,
-                   yes_no(x.aggregator.server_compression), x.dense_warmup_steps, x.seed);
+                   yes_no(x.aggregator.server_compression), x.dense_warmup_steps, x.seed)
+    << fmt::format("  density_warmup_steps: {}\n", x.density_warmup_steps);
   if (!x.compress.params.empty()) {
     y << "  " << x.compress.name << ":\n";
     for (const auto& [k, v] : x.compress.params) y << "    " << k << ": " << v << "\n";
@@ -102,7 +103,8 @@ std::string effective_yaml(const TrainConfig& c) {
     << fmt::format("  metrics: {}\n  progress_interval: {}\n  per_rank_timing: {}\n"
                    "  trace: {}\n  trace_start: {}\n  trace_steps: {}\n",
                    quoted(l.metrics_path), l.progress_interval, yes_no(l.per_rank_timing),
-                   quoted(l.trace_path), l.trace_start, l.trace_steps);
+                   quoted(l.trace_path), l.trace_start, l.trace_steps)
+    << fmt::format("  never_sent_window: {}\n", l.never_sent_window);
   return y.str();
 }
 

@@ -1,6 +1,7 @@
 #include "train/metrics.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cmath>
@@ -13,6 +14,15 @@ namespace {
 // JSON has no NaN or infinity: they become null. 9 significant digits print every float
 // exactly, so records of two runs can be compared bit for bit.
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+
+std::string num_or_null(const std::optional<double>& v) { return v ? num(*v) : "null"; }
+
+std::string num_list_or_null(const std::vector<double>& values) {
+  if (values.empty()) return "null";
+  std::vector<std::string> items;
+  for (double v : values) items.push_back(num(v));
+  return fmt::format("[{}]", fmt::join(items, ","));
+}
 
 std::string si(double v) {
   if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
@@ -41,10 +51,11 @@ std::string format_progress(const StepMetrics& m) {
   const int width = static_cast<int>(fmt::format("{}", m.total_steps).size());
   return fmt::format(
       "step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {} {}/s | comm {:.1f} ms exposed, {:.0f}% "
-      "hidden | {} sent (x{:.1f}) | eta {}",
+      "hidden | {} sent (x{:.1f}{}) | eta {}",
       m.step(), width, m.total_steps, static_cast<double>(r.loss), r.skipped ? " (skipped)" : "",
       r.lr, si(m.items_per_s), m.unit, r.comm.exposed_ms, 100.0 * r.comm.hidden_fraction(),
       format_bytes(static_cast<double>(r.comm.bytes_sent)), m.compression_ratio(),
+      m.rel_compression_error ? fmt::format(", err {:.3f}", *m.rel_compression_error) : "",
       format_duration(m.eta_s));
 }
 
@@ -62,12 +73,14 @@ std::string to_json(const StepMetrics& m) {
       "\"residual_norm\":{},\"skipped\":{},\"{}_per_s\":{},\"step_ms\":{},\"forward_ms\":{},"
       "\"backward_ms\":{},\"optimizer_ms\":{},\"exposed_comm_ms\":{},\"comm_busy_ms\":{},"
       "\"hidden_fraction\":{},\"bytes_sent\":{},\"bytes_received\":{},\"payload_bytes\":{},"
-      "\"dense_bytes\":{},\"compression_ratio\":{},\"eta_s\":{}}}",
+      "\"dense_bytes\":{},\"compression_ratio\":{},\"rel_compression_error\":{},"
+      "\"bucket_rel_error\":{},\"never_sent_share\":{},\"eta_s\":{}}}",
       m.step(), num(r.loss), num(r.lr), num(r.grad_norm), num(m.residual_norm),
       r.skipped ? "true" : "false", m.unit, num(m.items_per_s), num(r.step_ms), num(r.forward_ms),
       num(r.backward_ms), num(r.optimizer_ms), num(r.comm.exposed_ms), num(r.comm.comm_busy_ms),
       num(r.comm.hidden_fraction()), r.comm.bytes_sent, r.comm.bytes_received, m.payload_bytes,
-      m.dense_bytes, num(m.compression_ratio()), num(m.eta_s));
+      m.dense_bytes, num(m.compression_ratio()), num_or_null(m.rel_compression_error),
+      num_list_or_null(m.bucket_rel_error), num_or_null(m.never_sent_share), num(m.eta_s));
 }
 
 std::string to_json(const EvalMetrics& m) {

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "train/data_parallel.h"
@@ -17,6 +19,11 @@ struct StepMetrics {
   StepResult result;  // this rank's step; result.step is the 0-based index of the step run
   std::int64_t total_steps = 0;
   double residual_norm = 0;  // this rank's error-feedback residual after the step
+  // This rank's ||e|| / ||a|| over the compressed buckets and per compressed bucket (plan
+  // order); nullopt / empty without compressed buckets or error feedback (null in JSON).
+  std::optional<double> rel_compression_error;
+  std::vector<double> bucket_rel_error;
+  std::optional<double> never_sent_share;  // log.never_sent_window; nullopt: off or not yet
   double items_per_s = 0;    // global: all ranks
   const char* unit = "tok";
   std::uint64_t payload_bytes = 0, dense_bytes = 0;  // this rank's messages vs f32 gradient
@@ -37,7 +44,7 @@ struct EvalMetrics {
 };
 
 // "step   40/300 | loss 3.2141 | lr 6.00e-04 | 12.3k tok/s | comm 1.2 ms exposed | 35.1 KiB
-//  sent (x 28.4) | eta 1m12s"
+//  sent (x 28.4, err 0.812) | eta 1m12s"   (", err": rel_compression_error, when known)
 std::string format_progress(const StepMetrics& m);
 std::string format_eval(const EvalMetrics& m);
 std::string to_json(const StepMetrics& m);

@@ -120,7 +120,8 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
 // compress.<compressor>.<key> settings that go to that compressor.
 const std::set<std::string>& general_compress_keys() {
   static const std::set<std::string> keys = {"name",       "error_feedback",    "aggregation",
-                                             "server_compression", "dense_warmup_steps", "seed"};
+                                             "server_compression", "dense_warmup_steps", "seed",
+                                             "density_warmup_steps"};
   return keys;
 }
 
@@ -139,6 +140,8 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   }
   SPARQ_RETURN_IF_ERROR(r.get("compress.server_compression", &x.aggregator.server_compression));
   SPARQ_RETURN_IF_ERROR(r.get("compress.dense_warmup_steps", &x.dense_warmup_steps, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("compress.density_warmup_steps", &x.density_warmup_steps,
+                              {.min = 0, .max = kMaxSteps}));
   std::int64_t seed = 0;
   SPARQ_RETURN_IF_ERROR(r.get("compress.seed", &seed, {.min = 0}));
   x.seed = static_cast<std::uint64_t>(seed);
@@ -172,6 +175,9 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   x.compress.prefix = "compress." + x.compress.name;
   auto probe = compress::make_compressor(x.compress);
   if (!probe.is_ok()) return probe.status().with_context(r.origin());
+  SPARQ_RETURN_IF_ERROR(compress::check_density_warmup(**probe, x.density_warmup_steps,
+                                                       "compress.density_warmup_steps")
+                            .with_context(r.origin()));
   // DGC applies the momentum itself (momentum correction before selection); a second
   // momentum in SGD would apply it twice.
   // A variance frozen after compressed steps has seen only what was sent: near zero for every
@@ -246,6 +252,13 @@ Status read_log(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0}));
   if (!l.trace_path.empty() && l.trace_steps == 0) l.trace_steps = 3;
+  SPARQ_RETURN_IF_ERROR(
+      r.get("log.never_sent_window", &l.never_sent_window, {.min = 0, .max = 1000000000}));
+  const bool compressed = c.compress.compress.name != "none";
+  if (l.never_sent_window > 0 && compressed && !c.compress.error_feedback) {
+    return Status::error("{}: log.never_sent_window: needs compress.error_feedback: true (what "
+                         "was sent is observed where error feedback encodes)", r.origin());
+  }
   return Status::ok();
 }
 

@@ -73,6 +73,8 @@ struct LogConfig {
   bool per_rank_timing = false;  // every rank logs its own timing line
   std::string trace_path;        // Chrome trace (per rank: <path>.rank<r>.json)
   std::int64_t trace_start = 0, trace_steps = 0;
+  // never_sent_share over this many compressed steps (0: off; 4 bytes per parameter).
+  std::int64_t never_sent_window = 0;
 };
 
 struct TrainConfig {

@@ -97,7 +97,9 @@ Status Trainer::build(const Options& options) {
   auto plan = comm::BucketPlan::build(store_, model_->layers(), c.comm.plan);
   if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
   plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
-  auto exchange = compress::GradientExchange::create(store_, *plan_, c.compress);
+  compress::GradientExchangeConfig exchange_config = c.compress;
+  exchange_config.never_sent_window = c.log.never_sent_window;  // a log key, measured there
+  auto exchange = compress::GradientExchange::create(store_, *plan_, exchange_config);
   if (!exchange.is_ok()) return exchange.status().with_context(c.origin);
   exchange_ = std::move(exchange).value();
 
@@ -229,6 +231,9 @@ StepMetrics Trainer::step_once() {
   m.payload_bytes = exchange_->last_payload_bytes();
   m.dense_bytes = exchange_->last_dense_bytes();
   m.residual_norm = exchange_->residual_norm();
+  m.rel_compression_error = exchange_->rel_compression_error();
+  m.bucket_rel_error = exchange_->bucket_rel_errors();
+  m.never_sent_share = exchange_->never_sent_share();
   const double items = static_cast<double>(train_data_->items_per_batch()) *
                        static_cast<double>(batches_.size()) * comm_.size();
   m.items_per_s = r.step_ms > 0 ? items / (r.step_ms / 1e3) : 0.0;

@@ -10,6 +10,7 @@
 #include "comm/mpi_communicator.h"
 #include "compress/aggregation.h"
 #include "compress/gtopk_aggregator.h"
+#include "compress/options.h"
 #include "compress/powersgd.h"
 #include "compress/two_phase_aggregator.h"
 #include "test_util.h"
@@ -30,8 +31,9 @@ std::vector<float> gradient(int rank, int step, std::size_t n) {
   return testing::normal_vector(n, 1000 + 17 * step + rank);
 }
 
-EncodeContext context(int step, int rank, int p, std::size_t offset = 0) {
+EncodeContext context(int step, int rank, int p, std::size_t offset = 0, double density = 0) {
   EncodeContext ctx;
+  ctx.density = density;
   ctx.seed = 99;
   ctx.step = step;
   ctx.bucket_id = 2;
@@ -237,6 +239,74 @@ TEST(AggregationMpi, GtopkAgreesOnOneIndexSetAndAveragesOnIt) {
     }
     EXPECT_EQ(in_some_local_topk, k) << "global indices come from local top-k sets";
   }
+}
+
+// A step of the density warm-up (EncodeContext::density, the same on every rank) through
+// every strategy: allgather must exchange sizes (randomk's fixed size is for the configured
+// density), two_phase sizes its regions' messages by the step's k, tree agrees on that k.
+// Client error feedback reports ||g + e||^2 summed over the regions it encoded.
+TEST(AggregationMpi, WarmupDensityTravelsThroughEveryStrategy) {
+  auto comm = world();
+  const int p = comm->size(), me = comm->rank();
+  const std::size_t n = 10007;
+  const double density = 0.3;  // configured: 0.01
+  const Params params = {{"density", "0.01"}};
+  for (const char* name : {"randomk", "lbs", "topk"}) {
+    auto mine = make(name, params);
+    auto strategy = make_aggregator(Aggregation::kAllgather);
+    std::vector<float> residual(n, 0.0f);
+    ErrorFeedback ef(residual);
+    std::vector<Sim> sims(p);
+    for (auto& s : sims) s = {make(name, params), std::vector<float>(n, 0.0f)};
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> bucket = gradient(me, step, n);
+      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density));
+      std::vector<float> expected(n, 0.0f);
+      for (int r = 0; r < p; ++r) {
+        ErrorFeedback sim_ef(sims[r].residual);
+        Message msg;
+        sim_ef.encode(*sims[r].c, gradient(r, step, n), 0, context(step, r, p, 0, density), msg);
+        accumulate(*sims[r].c, msg, r, p, expected, context(step, r, p, 0, density));
+      }
+      EXPECT_EQ(bucket, expected) << name << " step " << step;
+      EXPECT_EQ(residual, sims[me].residual) << name;
+    }
+  }
+  for (const char* name : {"randomk", "lbs"}) {
+    auto mine = make(name, params);
+    auto strategy = make_aggregator(Aggregation::kTwoPhase, {.server_compression = true});
+    std::vector<float> residual(n, 0.0f);
+    ErrorFeedback ef(residual);
+    for (int step = 0; step < 2; ++step) {
+      std::vector<float> bucket = gradient(me, step, n);
+      double want_sq = 0;  // ||g + e||^2 over the whole bucket, before the step
+      for (std::size_t i = 0; i < n; ++i) {
+        const float a = bucket[i] + residual[i];
+        want_sq += double(a) * a;
+      }
+      ef.begin_step();
+      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density));
+      EXPECT_NEAR(ef.input_sq(), want_sq, 1e-9 * want_sq) << name;
+      std::vector<float> all(n * p);
+      comm->allgather(bucket.data(), all.data(), n, DType::kF32);
+      for (int r = 0; r < p; ++r) {
+        EXPECT_TRUE(std::equal(bucket.begin(), bucket.end(), all.begin() + r * n)) << name;
+      }
+      const auto nonzero = std::count_if(bucket.begin(), bucket.end(),
+                                         [](float v) { return v != 0.0f; });
+      EXPECT_GT(nonzero, static_cast<std::ptrdiff_t>(n / 10)) << name << ": k of the step";
+    }
+  }
+  auto c = make("gtopk", params);
+  GtopkAggregator tree;
+  std::vector<float> residual(n, 0.0f);
+  ErrorFeedback ef(residual);
+  std::vector<float> bucket = gradient(me, 0, n);
+  ef.begin_step();
+  tree.run(bucket, *c, &ef, *comm, context(0, me, p, 0, density));
+  EXPECT_EQ(tree.global_indices().size(), k_for(density, n));
+  const std::vector<float> g = gradient(me, 0, n);
+  EXPECT_NEAR(ef.input_sq(), testing::squared_norm(g), 1e-9 * testing::squared_norm(g));
 }
 
 TEST(AggregationMpi, PowerSgdAveragesTheRanksProjectionsAndAgrees) {

@@ -8,52 +8,13 @@
 
 #include <cmath>
 
-#include "comm/communicator.h"
-#include "comm/stack_fixture.h"
 #include "compress/powersgd.h"
-#include "core/rng.h"
+#include "exchange_fixture.h"
 
 namespace sparq::compress {
 namespace {
 
-using comm::testing::Stack;
-
-struct Fixture {
-  comm::BucketPlanConfig plan_config;
-  Stack stack;
-  comm::BucketPlan plan;
-  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
-
-  explicit Fixture(std::vector<std::string> dense_patterns = {})
-      : plan_config(make_plan_config(std::move(dense_patterns))),
-        stack(comm::testing::make_stack(2, 32, plan_config)),
-        plan(comm::BucketPlan::build(stack.store, stack.layers, plan_config).value()) {}
-
-  static comm::BucketPlanConfig make_plan_config(std::vector<std::string> dense_patterns) {
-    comm::BucketPlanConfig c;
-    c.first_bucket_mb = 0.01;
-    c.bucket_mb = 0.02;
-    c.dense_patterns = std::move(dense_patterns);
-    return c;
-  }
-
-  void fill_grads(std::uint32_t seed) {
-    const ParamStore& s = stack.store;
-    fill_normal(s.grads(), static_cast<std::size_t>(s.flat_numel()), 0.0f, 1.0f, seed, 7);
-  }
-  std::vector<float> grads() const {
-    const ParamStore& s = stack.store;
-    return {s.grads(), s.grads() + s.flat_numel()};
-  }
-  std::unique_ptr<GradientExchange> make(GradientExchangeConfig config) {
-    auto x = GradientExchange::create(stack.store, plan, config);
-    EXPECT_TRUE(x.is_ok()) << x.status().message();
-    return std::move(x).value();
-  }
-  void exchange_all(GradientExchange& x, std::int64_t step) {
-    for (const comm::Bucket& b : plan.buckets()) ASSERT_TRUE(x.average_bucket(*self, b, step).is_ok());
-  }
-};
+using Fixture = testing::ExchangeFixture;
 
 GradientExchangeConfig lbs_config() {
   GradientExchangeConfig c;

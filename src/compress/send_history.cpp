@@ -1,0 +1,32 @@
+#include "compress/send_history.h"
+
+#include "core/check.h"
+
+namespace sparq::compress {
+
+void SendHistory::mark_nonzero(std::size_t offset, std::span<const float> decoded) {
+  SPARQ_CHECK(offset + decoded.size() <= last_sent_.size(),
+              "send history: range [{}, {}) "
+              "outside a bucket of {}",
+              offset, offset + decoded.size(), last_sent_.size());
+  std::uint32_t* last = last_sent_.data() + offset;
+  const std::uint32_t stamp = stamp_;
+  const std::size_t n = decoded.size();
+#pragma omp parallel for simd schedule(static) if (n > (1u << 16))
+  for (std::size_t i = 0; i < n; ++i) {
+    if (decoded[i] != 0.0f) last[i] = stamp;
+  }
+}
+
+std::size_t SendHistory::count_unsent(std::uint32_t window) const {
+  // A coordinate last sent at a stamp <= cutoff (0: never sent) is outside the window.
+  const std::uint32_t cutoff = stamp_ >= window ? stamp_ - window : 0;
+  const std::size_t n = last_sent_.size();
+  const std::uint32_t* last = last_sent_.data();
+  std::size_t count = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : count) if (n > (1u << 16))
+  for (std::size_t i = 0; i < n; ++i) count += last[i] <= cutoff ? 1 : 0;
+  return count;
+}
+
+}  // namespace sparq::compress

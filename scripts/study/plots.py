@@ -52,7 +52,9 @@ def _figure(path, cells, curve, xlabel, ylabel, logx=False, logy=False, title=No
         keep = np.isfinite(y) & (x > 0 if logx else np.isfinite(x))
         if not keep.any():
             continue
+        # Past the ten colours of the default cycle, the dash pattern tells cells apart.
         line, = ax.plot(x[keep], y[keep], label=cell.label, linewidth=1.4,
+                        linestyle=("-", "--", ":")[(drawn // 10) % 3],
                         marker="o" if keep.sum() <= 30 else None, markersize=3)
         if len(cell.runs) > 1:
             ax.fill_between(x[keep], (y - std)[keep], (y + std)[keep], color=line.get_color(),

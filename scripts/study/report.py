@@ -55,6 +55,10 @@ def cell_numbers(cell, reference, study):
         "final_metric": cell.spread("final_metric").as_dict(),
         "final_loss": cell.spread("final_loss").as_dict(),
         "vs_reference_pct": relative_pct(cell.spread("final_metric").mean, ref_metric),
+        # Accuracy targets are stated in points (e.g. "within 0.5 point of dense").
+        "vs_reference_points": (None if study.metric != "accuracy" or ref_metric is None
+                                or cell.spread("final_metric").mean is None
+                                else 100.0 * (cell.spread("final_metric").mean - ref_metric)),
         "bytes_sent_per_step_mib": Spread.of(
             [r.bytes_per_step / MIB if r.bytes_per_step is not None else None
              for r in cell.runs]).as_dict(),
@@ -92,7 +96,10 @@ def _markdown(study, cells, rows, display_out):
     lead_is_loss = m == "loss"  # no second loss column then
     head = ["cell", "label", "seeds finished", f"final eval {m}"]
     head += [] if lead_is_loss else ["final eval loss"]
-    head += [f"vs {study.reference} (% of {m}, {sign})", "MiB sent/step/rank",
+    points = m == "accuracy"
+    head += [f"vs {study.reference} (% of {m}, {sign})"]
+    head += [f"vs {study.reference} (accuracy points)"] if points else []
+    head += ["MiB sent/step/rank",
              f"bytes × {study.reference}", "wall time (s)"]
     head += [f"time to eval loss ≤ {study.target:g}"] if study.target is not None else []
     head += ["rel. compression error"] if any_error else []
@@ -109,8 +116,11 @@ def _markdown(study, cells, rows, display_out):
         values = [cell.name, cell.label, f"{len(cell.runs)}/{len(study.seeds)}",
                   _fmt(cell.spread("final_metric"), digits)]
         values += [] if lead_is_loss else [_fmt(cell.spread("final_loss"), 4)]
-        values += ["–" if pct is None else f"{pct:+.2f}",
-                   _fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
+        values += ["–" if pct is None else f"{pct:+.2f}"]
+        if points:
+            pts = row["vs_reference_points"]
+            values += ["–" if pts is None else f"{pts:+.2f}"]
+        values += [_fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
                    "–" if ratio is None else f"{ratio:.4f}",
                    wall if not cell.runs else f"{wall} ({WALL_MARK[cell.wall_source]})"]
         values += [_target_text(cell, study.target)] if study.target is not None else []

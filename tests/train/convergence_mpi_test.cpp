@@ -15,7 +15,9 @@
 // averaged over ranks by the evaluation).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "comm/mpi_communicator.h"
 #include "train/trainer.h"
@@ -42,6 +44,7 @@ struct Outcome {
   double eval_loss = 0;
   double entropy = 0;
   double ratio = 1;  // compression
+  std::uint64_t checksum = 0;  // this rank's parameters after the run
 };
 
 Outcome train_with(comm::Communicator& comm, const std::vector<std::string>& overrides) {
@@ -51,7 +54,8 @@ Outcome train_with(comm::Communicator& comm, const std::vector<std::string>& ove
   SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());
   auto summary = (*trainer)->run();
   SPARQ_CHECK(summary.is_ok(), "{}", summary.status().message());
-  return {summary->eval.loss, (*trainer)->data_info().entropy_rate, summary->compression_ratio};
+  return {summary->eval.loss, (*trainer)->data_info().entropy_rate, summary->compression_ratio,
+          summary->param_checksum};
 }
 
 class Convergence : public ::testing::Test {
@@ -67,6 +71,14 @@ class Convergence : public ::testing::Test {
                 "%.4f), compression x%.1f\n",
                 what, o.eval_loss, 100.0 * (o.eval_loss / dense.eval_loss - 1.0),
                 100.0 * (o.eval_loss / o.entropy - 1.0), o.entropy, o.ratio);
+  }
+  // Every rank holds the same parameters (modes with per-rank optimizer state must still apply
+  // one identical update everywhere).
+  void expect_replicas_identical(const Outcome& o, const char* what) {
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(comm_->size()));
+    const auto mine = static_cast<std::int64_t>(o.checksum);
+    comm_->allgather(&mine, all.data(), 1, DType::kI64);
+    for (std::uint64_t c : all) EXPECT_EQ(c, o.checksum) << what << ": replicas diverged";
   }
   std::unique_ptr<comm::Communicator> comm_;
 };
@@ -95,6 +107,8 @@ TEST_F(Convergence, LbsSendingUpdatesOrFrozenVarianceMomentumMatchesDenseAdamW) 
   EXPECT_LT(update.eval_loss, 1.04 * dense.eval_loss);  // observed +1.6%
   EXPECT_LT(momentum.eval_loss, 1.03 * dense.eval_loss);  // observed +0.5%
   EXPECT_GT(update.ratio, 20.0);
+  expect_replicas_identical(update, "communicate update");
+  expect_replicas_identical(momentum, "communicate momentum");
 }
 
 TEST_F(Convergence, DgcMomentumCorrectionTracksDenseSgdMomentum) {

@@ -284,7 +284,6 @@ TEST(TrainApp, LossFallsOnRealText) {
   const ProcessResult r = run_train(
       2, "--config configs/gpt2_wikitext_tiny.yaml --set train.steps=60 --set train.micro_batch=4 "
          "--set train.eval_interval=0 --set train.eval_batches=8 --set optim.warmup_steps=10 "
-         "--set optim.freeze_steps=20 --set compress.dense_warmup_steps=20 "
          "--set data.train=" + (dir / "train.bin").string() +
          " --set data.eval=" + (dir / "test.bin").string() +
          " --set log.metrics=" + (dir / "m.jsonl").string());

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Convergence-study runner: runs every (cell, seed) of a study file with the train app,
 skips runs that already finished (a study resumes), and writes summary.md, summary.json and
 PNG plots into the study root. A tool only: the trainer never needs it. Manual: docs/study.md.

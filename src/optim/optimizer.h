@@ -21,7 +21,8 @@
 //             resulting direction travels (with error feedback when compressed: the
 //             error-compensated update of the CocktailSGD/DeMo family); the averaged direction
 //             is applied to the replicated parameters. Optimizer state is per rank (it is
-//             checkpointed per rank, like the residual).
+//             checkpointed per rank, like the residual). A step the trainer skips (non-finite
+//             aggregate) has already advanced the ranks' moments in before_communication().
 // before_communication() is where a mode replaces the local gradient with what should travel.
 // It is called per tensor range, right before that range is reported ready to the WFBP
 // scheduler, so it composes with overlapping communication. The modes that do not send a

@@ -364,7 +364,8 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
   const ProcessResult dense = run_train(0,
                                         "--config configs/gpt2_wikitext_tiny.yaml --set "
-                                        "train.device=cuda --set compress.name=none --dry-run");
+                                        "train.device=cuda --set compress.name=none --set "
+                                        "optim.communicate=gradient --dry-run");
   EXPECT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
 }

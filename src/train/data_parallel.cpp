@@ -4,8 +4,6 @@
 
 #include <cmath>
 
-#include <vector>
-
 #include "core/tensor_copy.h"
 #include "core/timer.h"
 #include "optim/clip.h"
@@ -49,8 +47,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   const float accumulation_scale = 1.0f / static_cast<float>(count);
   double loss_sum = 0.0;
   model_.set_step(static_cast<std::uint64_t>(step));
-  // Ranges of the last micro-batch held back for local clipping, in readiness order.
-  std::vector<ParamRange> held;
+  held_.clear();
   const auto report_ready = [&](const ParamRange& range) {
     optimizer_.before_communication(step, range);
     scheduler_.on_grads_ready(range);
@@ -84,7 +81,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
           if (!last) {
             scheduler_.on_grads_ready(range);
           } else if (options_.clip_local) {
-            held.push_back(range);
+            held_.push_back(range);
           } else {
             report_ready(range);
           }
@@ -92,7 +89,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
       });
       if (last && options_.clip_local) {
         r.grad_norm = optim::clip_grad_norm(store_, options_.clip_norm);
-        for (const ParamRange& range : held) report_ready(range);
+        for (const ParamRange& range : held_) report_ready(range);
       }
     }
     r.backward_ms += watch.millis();

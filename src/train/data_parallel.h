@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "comm/wfbp_scheduler.h"
 #include "core/trace.h"
@@ -73,6 +74,9 @@ class DataParallelStepper {
   comm::WfbpScheduler& scheduler_;
   Options options_;
   TraceRecorder* trace_;
+  // Local clipping: the last micro-batch's ranges held back, in readiness order (a member, so
+  // its capacity is reused and the step allocates nothing once warmed up).
+  std::vector<ParamRange> held_;
 };
 
 }  // namespace sparq::train

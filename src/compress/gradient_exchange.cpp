@@ -86,11 +86,8 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
     const ParamStore& store, const comm::BucketPlan& plan, const GradientExchangeConfig& config) {
   SPARQ_CHECK(store.allocated(), "GradientExchange needs an allocated ParamStore");
   std::unique_ptr<GradientExchange> x(new GradientExchange(store, plan, config));
-  const std::string& prefix = config.compress.prefix;
   x->buckets_.resize(plan.size());
   x->stats_.assign(plan.size(), BucketExchangeStats{});
-  SPARQ_ASSIGN_OR_RETURN(x->dense_compressor_, make_compressor({"none", {}, prefix}));
-  x->dense_aggregator_ = make_aggregator(Aggregation::kAllreduce);
   if (config.density_warmup_steps > 0) {
     SPARQ_ASSIGN_OR_RETURN(auto probe, make_compressor(config.compress));
     SPARQ_RETURN_IF_ERROR(check_density_warmup(*probe, config.density_warmup_steps,
@@ -186,19 +183,16 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     if (slot.send_history) {
       stats.unsent_in_window = slot.send_history->count_unsent(window_stamps());
     }
-  } else if (store_.device() == Device::kCUDA) {
-    // Dense means in place (DESIGN.md, "The GPU path"): the device gradient view is averaged
-    // by the collective itself, with no staging copy. The average over one rank is the
-    // gradient itself, and a host MPI communicator must never see device pointers.
+  } else {
+    // Dense means in place (DESIGN.md, "The GPU path"), on either device: the gradient view
+    // is averaged by the collective itself, with no staging copy, no zero-fill and no axpy
+    // back. The average over one rank is the gradient itself.
     if (comm.size() > 1) {
-      SPARQ_CHECK(comm.device() == Device::kCUDA, "bucket {}: a {} communicator cannot average "
-                  "device gradients", bucket.index, comm.backend());
+      SPARQ_CHECK(comm.device() == store_.device(), "bucket {}: a {} communicator cannot average "
+                  "{} gradients", bucket.index, comm.backend(), device_name(store_.device()));
       comm.allreduce(grads.data(), grads.data(), grads.size(), DType::kF32, comm::ReduceOp::kAvg);
     }
     stats.payload_bytes = grads.size_bytes();
-  } else {
-    dense_aggregator_->run(grads, *dense_compressor_, nullptr, comm, ctx);
-    stats.payload_bytes = dense_aggregator_->last_payload_bytes();
   }
   return Status::ok();
 }

@@ -10,8 +10,10 @@
 //
 // Routing, decided per bucket and step from rank-identical inputs only (Note [Rank-identical
 // collective order], communicator.h):
-//   dense bucket (plan routing: biases, norms, small tensors)  -> allreduce of f32, no residual
-//   step < dense_warmup_steps                                  -> allreduce of f32, residual
+//   dense bucket (plan routing: biases, norms, small tensors)  -> in-place allreduce (avg) of
+//                                                                 the gradient view, f32, no
+//                                                                 residual, no staging copy
+//   compress.name: none, or step < dense_warmup_steps          -> the same; the residual is
 //                                                                 untouched
 //   otherwise -> the configured compressor with its aggregation (or the `aggregation`
 //               override), through ErrorFeedback unless error_feedback is off; during the
@@ -148,8 +150,6 @@ class GradientExchange {
   GradientExchangeConfig config_;
   Buffer residual_;
   std::vector<PerBucket> buckets_;
-  std::unique_ptr<Compressor> dense_compressor_;  // `none`: stateless, shared by buckets
-  std::unique_ptr<Aggregator> dense_aggregator_;  // allreduce: stateless apart from counters
   std::vector<BucketExchangeStats> stats_;
   std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout
   std::vector<float> decode_scratch_;     // shared by the buckets' send histories

@@ -91,6 +91,71 @@ TEST(GradientExchange, DenseBucketsAndWarmupStepsAreSentExactly) {
   }
 }
 
+// A world of two that records where allreduce reads and writes, and leaves the data as it is
+// (the average of two equal contributions). Nothing else may be called.
+class AllreduceSpy final : public comm::Communicator {
+ public:
+  struct Call {
+    const void* in;
+    void* out;
+    std::size_t count;
+    DType dtype;
+    comm::ReduceOp op;
+  };
+  std::vector<Call> calls;
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Device device() const override { return Device::kCPU; }
+  std::string backend() const override { return "spy"; }
+  void allreduce(const void* in, void* out, std::size_t count, DType dtype,
+                 comm::ReduceOp op) override {
+    calls.push_back({in, out, count, dtype, op});
+  }
+  void allgather(const void*, void*, std::size_t, DType) override { unexpected(); }
+  void allgatherv(const void*, void*, std::span<const std::size_t>, std::span<const std::size_t>,
+                  DType) override { unexpected(); }
+  void reduce_scatter(const void*, void*, std::span<const std::size_t>, DType,
+                      comm::ReduceOp) override { unexpected(); }
+  void alltoall(const void*, void*, std::size_t, DType) override { unexpected(); }
+  void alltoallv(const void*, std::span<const std::size_t>, std::span<const std::size_t>, void*,
+                 std::span<const std::size_t>, std::span<const std::size_t>, DType) override {
+    unexpected();
+  }
+  void broadcast(void*, std::size_t, DType, int) override { unexpected(); }
+  void barrier() override { unexpected(); }
+  void send(const void*, std::size_t, DType, int, int) override { unexpected(); }
+  void recv(void*, std::size_t, DType, int, int) override { unexpected(); }
+
+ private:
+  static void unexpected() { ADD_FAILURE() << "the dense path called another collective"; }
+};
+
+TEST(GradientExchange, DensePathAveragesTheGradientViewItselfWithNoStagingCopy) {
+  Fixture f({"*.bias"});
+  GradientExchangeConfig c = lbs_config();
+  c.dense_warmup_steps = 1;
+  for (const bool none : {true, false}) {
+    if (none) c.compress = {"none", {}, "compress"};
+    auto x = f.make(c);
+    AllreduceSpy spy;
+    for (const comm::Bucket& b : f.plan.buckets()) {
+      if (!none && !b.dense) continue;  // step 1 would compress it
+      for (std::int64_t step : {0, 1}) {
+        spy.calls.clear();
+        ASSERT_TRUE(x->average_bucket(spy, b, step).is_ok());
+        ASSERT_EQ(spy.calls.size(), 1u) << "bucket " << b.index;
+        const AllreduceSpy::Call& call = spy.calls[0];
+        float* view = f.stack.store.grads() + b.range.offset;
+        EXPECT_EQ(call.in, view);
+        EXPECT_EQ(call.out, view) << "the average must be formed in the gradient view";
+        EXPECT_EQ(call.count, static_cast<std::size_t>(b.range.count));
+        EXPECT_EQ(call.dtype, DType::kF32);
+        EXPECT_EQ(call.op, comm::ReduceOp::kAvg);
+      }
+    }
+  }
+}
+
 TEST(GradientExchange, PowerSgdSeesTheBucketsWeightMatrices) {
   Fixture f({"*.bias", "*ln_*"});
   GradientExchangeConfig c;

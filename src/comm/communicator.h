@@ -10,8 +10,9 @@
 // NCCL match calls by position alone: a rank that skips a call, or issues two in another
 // order, hangs the job or silently combines the wrong buffers. sparq keeps this invariant
 // by construction, never by timing:
-//   - the WFBP scheduler submits bucket b only after buckets 0..b-1, whatever order backward
-//     makes them ready in (wfbp_scheduler.h);
+//   - the WFBP scheduler submits buckets in the order they become complete, a function of the
+//     sequence of readiness reports alone, which the same backward code makes identical on
+//     every rank; never of timing (Note [Readiness launch order], wfbp_scheduler.h);
 //   - an engine runs its tasks strictly FIFO on ONE thread (CommEngine) or ONE stream
 //     (StreamCommEngine), and while an engine lives every collective, control traffic
 //     included (agreement on errors, evaluation sums, the trace gather), goes through it;

@@ -21,15 +21,18 @@ WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommEngine& engine,
 }
 
 void WfbpScheduler::begin_step(std::int64_t step, bool communicate) {
-  SPARQ_CHECK(next_launch_ == 0 || next_launch_ == static_cast<int>(plan_.size()),
+  SPARQ_CHECK(launched_ == 0 || launched_ == static_cast<int>(plan_.size()),
               "begin_step({}) while step {} still has unlaunched buckets", step, step_);
   step_ = step;
   communicate_ = communicate;
   backward_done_ = false;
-  next_launch_ = 0;
+  launched_ = 0;
+  held_.clear();
+  tail_.reset();
   std::fill(ready_.begin(), ready_.end(), 0);
   std::fill(handles_.begin(), handles_.end(), CommHandle{});
   stats_ = StepCommStats{};
+  stats_.launch_order.reserve(plan_.size());
   stats_.step = step;
   stats_.communicated = communicate;
   stats_.buckets.assign(plan_.size(), BucketTiming{});
@@ -46,20 +49,21 @@ void WfbpScheduler::on_grads_ready(ParamRange tensor_range) {
     SPARQ_CHECK(ready_[b] <= bucket.ready_count,
                 "bucket {} got {} of {} gradient elements in step {}: a tensor was reported twice",
                 b, ready_[b], bucket.ready_count, step_);
-    if (ready_[b] == bucket.ready_count) stats_.buckets[b].ready_us = now;
-  }
-  if (options_.overlap) launch_ready();
-}
-
-void WfbpScheduler::launch_ready() {
-  while (next_launch_ < static_cast<int>(plan_.size()) &&
-         ready_[next_launch_] == plan_.buckets()[next_launch_].ready_count) {
-    launch(next_launch_++);
+    if (ready_[b] != bucket.ready_count) continue;
+    // Complete: submitted now, in readiness order (Note [Readiness launch order]).
+    stats_.buckets[b].ready_us = now;
+    if (options_.overlap) {
+      launch(b);
+    } else {
+      held_.push_back(b);
+    }
   }
 }
 
 void WfbpScheduler::launch(int b) {
   const Bucket& bucket = plan_.buckets()[b];
+  ++launched_;
+  stats_.launch_order.push_back(b);
   stats_.buckets[b].enqueue_us = now_us();
   handles_[b] = engine_.submit(fmt::format("bucket {}", b), step_,
                                [this, &bucket, step = step_](Communicator& comm) {
@@ -78,27 +82,46 @@ void WfbpScheduler::on_backward_done() {
                 "tensor '{}'): the model did not report every parameter",
                 step_, b, ready_[b], bucket.ready_count, bucket.tensors.front());
   }
-  launch_ready();
+  for (int b : held_) launch(b);
+  held_.clear();
+}
+
+void WfbpScheduler::submit_tail(std::string name, TailFn fn) {
+  SPARQ_CHECK(backward_done_ && communicate_ && !tail_,
+              "submit_tail('{}') in step {} needs a communicating step whose backward ended, "
+              "and at most one tail", name, step_);
+  tail_ = engine_.submit(std::move(name), step_, std::move(fn));
 }
 
 Status WfbpScheduler::wait_all() {
   SPARQ_CHECK(backward_done_, "wait_all() before on_backward_done() in step {}", step_);
   if (!communicate_) return Status::ok();
   Status first_error;
-  for (std::size_t b = 0; b < plan_.size(); ++b) {
+  for (int b : stats_.launch_order) {
     Status s = engine_.wait(handles_[b]);
     if (!s.is_ok() && first_error.is_ok()) {
       first_error = s.with_context(fmt::format("bucket {} of step {}", b, step_));
     }
   }
+  if (tail_) {
+    Status s = engine_.wait(*tail_);
+    if (!s.is_ok() && first_error.is_ok()) {
+      first_error = s.with_context(fmt::format("the tail task of step {}", step_));
+    }
+    stats_.tail = BucketTiming{};
+    stats_.tail->index = -1;
+  }
   stats_.wait_end_us = now_us();
   std::int64_t last_end = stats_.backward_end_us;
-  for (std::size_t b = 0; b < plan_.size(); ++b) {
-    BucketTiming& t = stats_.buckets[b];
-    const TaskTimes times = handles_[b].times();
+  for (std::size_t i = 0; i <= plan_.size(); ++i) {
+    const bool tail = i == plan_.size();
+    if (tail && !tail_) break;
+    BucketTiming& t = tail ? *stats_.tail : stats_.buckets[i];
+    const CommHandle& handle = tail ? *tail_ : handles_[i];
+    const TaskTimes times = handle.times();
     t.start_us = times.start_us;
     t.end_us = times.end_us;
-    t.bytes = handles_[b].bytes();
+    t.bytes = handle.bytes();
     stats_.bytes_sent += t.bytes.sent;
     stats_.bytes_received += t.bytes.received;
     stats_.comm_busy_ms += static_cast<double>(t.end_us - t.start_us) / 1e3;

@@ -9,11 +9,20 @@
 //                                   (the range must be exactly one tensor's elements)
 //   on_backward_done()              backward finished (launches everything in the
 //                                   non-overlapping baseline mode; checks completeness)
+//   submit_tail(name, fn)           optional, after on_backward_done(): one more task that
+//                                   runs after every bucket (the tied embedding's sparse rows)
 //   wait_all()                      blocks until every bucket is back; fills step_stats()
 //
-// Ordering guarantee: bucket b is submitted only after buckets 0..b-1, whatever the timing of
-// backward; a bucket that completes early waits for its predecessors (Note [Rank-identical
-// collective order], communicator.h).
+// Note [Readiness launch order]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bucket is submitted the moment its last
+// gradient is reported, so buckets launch in the order in which they become complete, dense
+// and compressed ones interleaved; a bucket that completes in the middle of a report is
+// submitted before the next one. That order is a function of the SEQUENCE of on_grads_ready()
+// calls alone, never of their timing, and every rank runs the same backward code, so every
+// rank submits the same buckets in the same order (Note [Rank-identical collective order],
+// communicator.h). The baseline mode (overlap: false) holds the buckets until backward ends
+// and then submits them in that same readiness order.
 //
 // The scheduler does not know how a bucket is averaged: the AverageBucketFn callback (in the
 // trainer, compress::GradientExchange::average_bucket: error feedback, compression, the
@@ -23,6 +32,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "comm/bucket_plan.h"
@@ -45,6 +56,7 @@ struct StepCommStats {
   bool communicated = false;
   std::int64_t backward_end_us = 0;
   std::int64_t wait_end_us = 0;
+  std::vector<int> launch_order;  // bucket indices in submission order (readiness order)
   double comm_busy_ms = 0;  // sum of the buckets' exchange durations
   double hidden_ms = 0;     // the part of comm_busy_ms that ran before backward ended
   double exposed_ms = 0;    // wait after backward ended, until the last bucket was back
@@ -52,11 +64,13 @@ struct StepCommStats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   std::vector<BucketTiming> buckets;
+  std::optional<BucketTiming> tail;  // submit_tail()'s task (index -1), when there was one
 };
 
 class WfbpScheduler {
  public:
   using AverageBucketFn = std::function<Status(Communicator&, const Bucket&, std::int64_t step)>;
+  using TailFn = std::function<Status(Communicator&)>;
 
   struct Options {
     // false: hold every bucket until on_backward_done() (the "communicate after backward"
@@ -73,13 +87,16 @@ class WfbpScheduler {
   void begin_step(std::int64_t step, bool communicate = true);
   void on_grads_ready(ParamRange tensor_range);
   void on_backward_done();
+  // One task after every bucket of this step, on the same engine (so it runs after them,
+  // FIFO): for work that needs the averaged buckets in place, such as adding the tied
+  // embedding's exchanged sparse rows. Its time and bytes count as the step's communication.
+  void submit_tail(std::string name, TailFn fn);
   Status wait_all();
 
   const StepCommStats& step_stats() const { return stats_; }
   const BucketPlan& plan() const { return plan_; }
 
  private:
-  void launch_ready();
   void launch(int bucket);
 
   const BucketPlan& plan_;
@@ -89,9 +106,11 @@ class WfbpScheduler {
   std::int64_t step_ = 0;
   bool communicate_ = true;
   bool backward_done_ = false;
-  int next_launch_ = 0;
+  int launched_ = 0;
+  std::vector<int> held_;            // complete buckets not yet submitted (overlap: false)
   std::vector<std::int64_t> ready_;  // reported elements per bucket
   std::vector<CommHandle> handles_;
+  std::optional<CommHandle> tail_;
   StepCommStats stats_;
 };
 

@@ -1,12 +1,16 @@
 // WFBP under mpirun: buckets are averaged in place across ranks, and with overlap on the
 // first bucket is submitted to the engine while backward is still running (the cause of
 // any hidden communication), while with overlap off nothing is submitted before backward
-// ends. How much communication was hidden depends on scheduling and is only printed.
+// ends. How much communication was hidden depends on scheduling and is only printed. A
+// readiness order that is not the plan's, with rank-dependent delays between reports, still
+// gives every rank the same launch order (Note [Readiness launch order]).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include "comm/comm_engine.h"
@@ -109,6 +113,59 @@ TEST(WfbpMpi, WithoutOverlapNothingIsSubmittedBeforeBackwardEnds) {
     EXPECT_GE(b.enqueue_us, st.backward_end_us) << "bucket " << b.index << " was submitted "
                                                 << st.backward_end_us - b.enqueue_us
                                                 << " us before backward ended";
+  }
+}
+
+TEST(WfbpMpi, ReorderedReadinessGivesEveryRankTheSameLaunchOrder) {
+  auto comm = make_mpi_communicator();
+  ASSERT_TRUE(comm.is_ok()) << comm.status().message();
+  const int rank = (*comm)->rank(), size = (*comm)->size();
+  BucketPlanConfig cfg;
+  cfg.first_bucket_mb = 0.01;
+  cfg.bucket_mb = 0.03;
+  cfg.dense_patterns = {"*.bias"};
+  auto s = make_stack(3, 32, cfg);
+  auto plan = BucketPlan::build(s.store, s.layers, cfg);
+  ASSERT_TRUE(plan.is_ok());
+  ASSERT_GT(plan->size(), 4u);
+  CommEngine engine(**comm);
+  std::mutex mutex;
+  std::vector<int> ran;  // what the engine thread executed, in order
+  WfbpScheduler sched(*plan, engine, [&](Communicator& c, const Bucket& b, std::int64_t) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ran.push_back(b.index);
+    }
+    float* g = s.store.grads() + b.range.offset;
+    c.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, ReduceOp::kAvg);
+    return Status::ok();
+  });
+  // The same report sequence on every rank (a shuffle with a shared seed, dense tensors
+  // early and late), but each rank sleeps differently between reports.
+  std::vector<ParamRange> ranges;
+  for (const auto& e : s.store.entries()) ranges.push_back(e.range());
+  std::mt19937 shared(11);
+  std::shuffle(ranges.begin(), ranges.end(), shared);
+  std::mt19937 own(100 + rank);
+  sched.begin_step(0);
+  for (const ParamRange& r : ranges) {
+    std::this_thread::sleep_for(std::chrono::microseconds(own() % 3000));
+    sched.on_grads_ready(r);
+  }
+  sched.on_backward_done();
+  ASSERT_TRUE(sched.wait_all().is_ok());
+  const std::vector<int>& order = sched.step_stats().launch_order;
+  ASSERT_EQ(order.size(), plan->size());
+  EXPECT_EQ(ran, order);
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(order, sorted) << "the shuffle kept the plan order: the test proves nothing";
+  std::vector<int> all(order.size() * static_cast<std::size_t>(size));
+  (*comm)->allgather(order.data(), all.data(), order.size(), DType::kI32);
+  for (int r = 0; r < size; ++r) {
+    const std::vector<int> theirs(all.begin() + r * order.size(),
+                                  all.begin() + (r + 1) * order.size());
+    EXPECT_EQ(theirs, order) << "rank " << r << " launched in another order than rank " << rank;
   }
 }
 

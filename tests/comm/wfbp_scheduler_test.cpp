@@ -1,9 +1,10 @@
-// WFBP scheduler in one process (Self communicator): launch order, out-of-order readiness,
+// WFBP scheduler in one process (Self communicator): launch order, readiness order,
 // the non-overlapping baseline, gradient accumulation, and misuse.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <mutex>
+#include <numeric>
 #include <random>
 
 #include "comm/comm_engine.h"
@@ -83,33 +84,57 @@ TEST(WfbpScheduler, LaunchesEveryBucketOnceInPlanOrder) {
   }
 }
 
-TEST(WfbpScheduler, OutOfOrderReadinessStillLaunchesInOrder) {
-  SchedulerEnv env(2);
+// The launch order a report sequence must give (Note [Readiness launch order]), worked out
+// independently of the scheduler: a bucket completes at the report of the last tensor piece
+// inside it; buckets completed by the same report go in index order.
+std::vector<int> expected_readiness_order(const BucketPlan& plan,
+                                          const std::vector<ParamRange>& reports) {
+  std::vector<std::pair<std::size_t, int>> done;  // (report position, bucket)
+  for (const Bucket& b : plan.buckets()) {
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const ParamRange& r = reports[i];
+      if (std::max(r.offset, b.range.offset) < std::min(r.end(), b.range.end())) last = i;
+    }
+    done.emplace_back(last, b.index);
+  }
+  std::sort(done.begin(), done.end());
+  std::vector<int> order;
+  for (auto [pos, b] : done) order.push_back(b);
+  return order;
+}
+
+TEST(WfbpScheduler, LaunchesInReadinessOrderNotPlanOrder) {
+  SchedulerEnv env(3);
   Stack& s = env.stack;
   const BucketPlan& plan = env.plan;
-  CommEngine& engine = env.engine;
-  Recorder rec;
-  WfbpScheduler sched(plan, engine, rec.exchange());
-  sched.begin_step(0);
   std::vector<ParamRange> ranges;
   for (const auto& e : s.store.entries()) ranges.push_back(e.range());
-  std::mt19937 rng(7);
-  std::shuffle(ranges.begin(), ranges.end(), rng);
-  // Nothing may launch while bucket 0 is incomplete, whatever else is ready.
-  const Bucket& first = plan.buckets()[0];
-  for (const ParamRange& r : ranges) {
-    const bool in_first = r.offset >= first.range.offset && r.end() <= first.range.end();
-    if (!in_first) sched.on_grads_ready(r);
+  for (std::uint32_t seed : {7u, 8u, 9u}) {
+    for (bool overlap : {true, false}) {
+      Recorder rec;
+      WfbpScheduler sched(plan, env.engine, rec.exchange(), {.overlap = overlap});
+      std::mt19937 rng(seed);
+      std::shuffle(ranges.begin(), ranges.end(), rng);
+      const std::vector<int> expected = expected_readiness_order(plan, ranges);
+      std::vector<int> plan_order(plan.size());
+      std::iota(plan_order.begin(), plan_order.end(), 0);
+      EXPECT_NE(expected, plan_order) << "seed " << seed << " happens to keep the plan order";
+      sched.begin_step(0);
+      // Each complete bucket is on the engine at once (overlap) or none before backward ends.
+      std::size_t complete = 0;
+      for (const ParamRange& r : ranges) {
+        sched.on_grads_ready(r);
+        complete = 0;
+        for (const BucketTiming& t : sched.step_stats().buckets) complete += t.ready_us > 0;
+        EXPECT_EQ(sched.step_stats().launch_order.size(), overlap ? complete : 0u);
+      }
+      sched.on_backward_done();
+      ASSERT_TRUE(sched.wait_all().is_ok());
+      EXPECT_EQ(sched.step_stats().launch_order, expected) << "seed " << seed;
+      EXPECT_EQ(rec.order, expected) << "seed " << seed << ": the engine ran another order";
+    }
   }
-  EXPECT_EQ(engine.in_flight(), 0u);
-  EXPECT_TRUE(rec.order.empty());
-  for (const ParamRange& r : ranges) {
-    if (r.offset >= first.range.offset && r.end() <= first.range.end()) sched.on_grads_ready(r);
-  }
-  sched.on_backward_done();
-  ASSERT_TRUE(sched.wait_all().is_ok());
-  ASSERT_EQ(rec.order.size(), plan.size());
-  for (std::size_t i = 0; i < rec.order.size(); ++i) EXPECT_EQ(rec.order[i], static_cast<int>(i));
 }
 
 TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {

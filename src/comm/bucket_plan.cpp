@@ -113,6 +113,15 @@ Result<BucketPlan> BucketPlan::build(const ParamStore& store,
       }
     }
   }
+  for (const std::string& name : config.isolated) {
+    if (!store.contains(name)) {
+      return Status::error("bucket plan: isolated tensor '{}' is not a parameter", name);
+    }
+  }
+  const auto isolated = [&](const ParamEntry& e) {
+    return std::find(config.isolated.begin(), config.isolated.end(), e.spec.name) !=
+           config.isolated.end();
+  };
   const bool per_layer = config.bucket_mb == 0.0;
   if (per_layer && layer_of.size() != store.entries().size()) {
     for (const auto& e : store.entries()) {
@@ -145,7 +154,8 @@ Result<BucketPlan> BucketPlan::build(const ParamStore& store,
   for (int region = 0; region < 2; ++region) {
     const auto& tensors = region == 0 ? compressed : dense;
     // The small first bucket gets backward's first gradients on the wire early; the dense
-    // region launches last anyway, so it uses the ordinary cap throughout.
+    // region's tensors are spread over every layer, so its buckets are ready late whatever
+    // their size, and it uses the ordinary cap throughout.
     const std::int64_t cap = per_layer ? 0 : cap_floats(config.bucket_mb);
     const std::int64_t first_cap =
         per_layer ? 0 : (region == 0 ? cap_floats(config.first_bucket_mb) : cap);
@@ -153,7 +163,9 @@ Result<BucketPlan> BucketPlan::build(const ParamStore& store,
     int previous_layer = -1;
     for (const ParamEntry* e : tensors) {
       const int layer = layer_of.count(e->spec.name) ? layer_of.at(e->spec.name) : -1;
-      cutter.add(*e, per_layer && previous_layer != -1 && layer != previous_layer);
+      const bool alone = isolated(*e);
+      cutter.add(*e, alone || (per_layer && previous_layer != -1 && layer != previous_layer));
+      if (alone) cutter.close();
       previous_layer = layer;
     }
     cutter.close();

@@ -10,8 +10,9 @@
 // tensors sit after all others and every bucket is one contiguous range.
 //
 // Bucket ranges tile [0, flat_numel) exactly, padding included, in layout order reversed:
-// bucket 0 is the highest compressed range, and the dense buckets come last. Launch order is
-// bucket index order on every rank.
+// bucket 0 is the highest compressed range, and the dense buckets come last. Buckets launch in
+// the order they become ready (Note [Readiness launch order], wfbp_scheduler.h), which is
+// index order within each region when backward reports tensors in reverse layout order.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,10 @@ struct BucketPlanConfig {
   double bucket_mb = 25.0;                  // 0: one bucket per layer
   std::int64_t min_compress_numel = 0;      // tensors with fewer elements are sent dense
   std::vector<std::string> dense_patterns;  // shell-style globs on parameter names
+  // Tensors that share no bucket with any other tensor (still split by the caps): set by the
+  // trainer for the split tied embedding, whose buckets are ready long before their
+  // neighbours' (Note [Tied embedding split], models/model.h). Not a config key.
+  std::vector<std::string> isolated;
 
   Status validate(const std::string& prefix = "comm.") const;
   // The routing rule; also the place_last predicate for ParamStore::allocate().

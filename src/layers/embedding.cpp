@@ -119,6 +119,47 @@ void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
   }
 }
 
+void Embedding::backward_rows(const Tensor& ids, const Tensor& dy, RowSparseGrad* out) const {
+  const std::int64_t n = check_ids(ids, dy, "dy");
+  SPARQ_CHECK(!on_cuda(), "{}: the row-sparse lookup gradient is CPU only", name());
+  const std::int32_t* id = ids.data<std::int32_t>();
+  const std::int64_t dim = config_.dim;
+  out->dim = dim;
+  out->clear();
+  if (out->slot_of.size() != static_cast<std::size_t>(config_.num)) {
+    out->slot_of.assign(static_cast<std::size_t>(config_.num), -1);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (out->slot_of[id[i]] < 0) {
+      out->slot_of[id[i]] = 0;
+      out->rows.push_back(id[i]);
+    }
+  }
+  std::sort(out->rows.begin(), out->rows.end());
+  for (std::size_t k = 0; k < out->rows.size(); ++k) {
+    out->slot_of[out->rows[k]] = static_cast<std::int32_t>(k);
+  }
+  out->values.assign(out->rows.size() * static_cast<std::size_t>(dim), 0.0f);
+  // Slots instead of ids: the dense scatter-add into a table of count() rows.
+  std::vector<std::int32_t>& slots = slot_scratch_;
+  slots.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) slots[i] = out->slot_of[id[i]];
+  cpu::embedding_backward<float>(slots.data(), dy.data<float>(), out->values.data(), n, dim);
+  for (std::int32_t row : out->rows) out->slot_of[row] = -1;
+}
+
+void Embedding::backward_by_rows(const Tensor& ids, const Tensor& dy,
+                                 RowSparseGrad* scratch) const {
+  backward_rows(ids, dy, scratch);
+  float* dtable = params_.grad(table_).data<float>();
+  const std::int64_t dim = config_.dim;
+  for (std::size_t k = 0; k < scratch->count(); ++k) {
+    float* dst = dtable + static_cast<std::int64_t>(scratch->rows[k]) * dim;
+    const float* src = scratch->values.data() + k * static_cast<std::size_t>(dim);
+    for (std::int64_t j = 0; j < dim; ++j) dst[j] += src[j];
+  }
+}
+
 // Position tensors are [batch, seq, dim] with seq <= num; returns {batch, seq}.
 std::pair<std::int64_t, std::int64_t> Embedding::check_positions(const Tensor& t,
                                                                  const char* what) const {

@@ -19,9 +19,11 @@
 #pragma once
 
 #include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "layers/param_set.h"
+#include "layers/row_sparse_grad.h"
 
 namespace sparq {
 
@@ -49,6 +51,13 @@ class Embedding : public ParamLayer {
   // `accumulate`, the rows are added to y (position embeddings on top of tokens).
   void forward(const Tensor& ids, const Tensor& y, bool accumulate = false) const;
   void backward(const Tensor& ids, const Tensor& dy) const;
+  // The same gradient as backward(), but into `out` as the rows it touches instead of into
+  // the table's gradient (Note [Tied embedding split], models/model.h). CPU only.
+  void backward_rows(const Tensor& ids, const Tensor& dy, RowSparseGrad* out) const;
+  // backward() by way of backward_rows(): dtable[row] += (the row's summed dy), one addition
+  // per touched row. What the split tied table's rows add after their exchange, so at one rank
+  // the split and unsplit gradients agree bit for bit. CPU only; `scratch` is reused.
+  void backward_by_rows(const Tensor& ids, const Tensor& dy, RowSparseGrad* scratch) const;
 
   // Position embeddings: row (b, t) of y [batch, seq, dim] gets table[t] (seq <= num).
   void forward_positions(const Tensor& y, bool accumulate) const;
@@ -66,6 +75,7 @@ class Embedding : public ParamLayer {
   Config config_;
   int table_ = -1;
   mutable Buffer backward_scratch_;  // CUDA: the sort's keys, rows and CUB storage
+  mutable std::vector<std::int32_t> slot_scratch_;  // backward_rows: each position's row slot
 };
 
 }  // namespace sparq

@@ -149,6 +149,7 @@ void Gpt2::backward_layers() {
   loss_->forward_backward(logits(), batch_.targets, logits());
   // The head runs on the blocks' scratch and leaves the final stream's gradient in dres.
   wte_->project_backward(act(ln_f_out_, dim), logits(), dbranch);  // tied: adds into dwte
+  if (tied_split_) report_early(layer_wte_);  // Note [Tied embedding split], model.h
   ln_f_->backward(act(x_out_, dim), dbranch, dres);
   ready(layer_ln_f_);
 
@@ -178,7 +179,16 @@ void Gpt2::backward_layers() {
   emb_drop_->backward(dres, dres, step_);
   wpe_->backward_positions(dres);
   ready(layer_wpe_);
-  wte_->backward(batch_.tokens, dres);
+  // On the CPU the lookup's gradient is summed per row, then added to the table once per
+  // row, split or not, so that both give the same bits at one rank (Note [Tied embedding
+  // split], model.h).
+  if (tied_split_) {
+    wte_->backward_rows(batch_.tokens, dres, &tied_lookup_grad_);
+  } else if (store().device() == Device::kCPU) {
+    wte_->backward_by_rows(batch_.tokens, dres, &tied_lookup_grad_);
+  } else {
+    wte_->backward(batch_.tokens, dres);
+  }
   ready(layer_wte_);
 }
 

@@ -40,6 +40,7 @@ class Gpt2 : public Model {
   float forward(const Batch& batch) override;
   Tensor logits() const override;
   std::size_t activation_bytes() const override;
+  std::string tied_embedding() const override { return "wte.weight"; }
 
  private:
   struct Block {

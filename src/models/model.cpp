@@ -46,6 +46,7 @@ void Model::backward(const GradReadyFn& on_ready) {
               config_.spec);
   on_ready_ = on_ready ? &on_ready : nullptr;
   next_ready_ = static_cast<int>(layers_.size()) - 1;
+  reported_early_ = -1;
   backward_layers();
   // Every layer must have reported, or the scheduler would wait forever on a bucket.
   SPARQ_CHECK(next_ready_ == -1, "{}: backward finished with layer '{}' never reported",
@@ -59,9 +60,25 @@ void Model::ready(int layer_index) {
               "{}: layer {} ('{}') reported ready out of order, expected layer {}", config_.spec,
               layer_index, layers_.at(layer_index).name, next_ready_);
   --next_ready_;
+  if (on_ready_ != nullptr && layer_index != reported_early_) {
+    (*on_ready_)(GradReady{layer_index, &layers_[layer_index], &ranges_[layer_index]});
+  }
+}
+
+void Model::report_early(int layer_index) {
+  SPARQ_CHECK(reported_early_ < 0 && layer_index < next_ready_,
+              "{}: layer {} ('{}') reported early twice or after its turn", config_.spec,
+              layer_index, layers_.at(layer_index).name);
+  reported_early_ = layer_index;
   if (on_ready_ != nullptr) {
     (*on_ready_)(GradReady{layer_index, &layers_[layer_index], &ranges_[layer_index]});
   }
+}
+
+void Model::set_tied_split(bool split) {
+  SPARQ_CHECK(!split || !tied_embedding().empty(), "{}: has no tied embedding to split",
+              config_.spec);
+  tied_split_ = split;
 }
 
 void Model::check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const {

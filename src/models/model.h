@@ -14,6 +14,22 @@
 // backwards, so it too ADDS into the store's gradient buffer: zero it between optimizer
 // steps; not zeroing accumulates micro-batches.
 //
+// Note [Tied embedding split]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A tied embedding (GPT-2's wte) gets gradient from two sites: the LM head, whose backward
+// runs FIRST and touches every row, and the token lookup, whose backward runs LAST and touches
+// only the rows of the batch's tokens. Whole, the table's gradient is complete only when
+// backward ends, so its exchange (89% of gpt2-tiny's parameters, 31% of gpt2-124M's) can
+// overlap nothing. Split (set_tied_split(true)): the table's layer is reported ready right
+// after the head's backward, so its buckets are exchanged (compressed or dense) while the
+// blocks' backward runs; the lookup then writes its share into tied_lookup_grad() (the rows
+// it touches, RowSparseGrad) instead of into the table's gradient, and the trainer averages
+// those rows across ranks after every bucket and adds them to the averaged table gradient
+// (comm/sparse_rows.h). The sum is the unsplit gradient up to float rounding: only the order
+// of additions differs. What a compressor sends changes, though: only the head's share goes
+// through it, and the lookup's rows travel exactly. Only the ordering of reports changes for
+// the scheduler: the table's layer is reported first instead of last.
+//
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A
 // Batch holds views only: its buffers must stay alive and unchanged from forward() until
@@ -30,6 +46,7 @@
 #include "core/param_store.h"
 #include "core/tensor.h"
 #include "layers/dropout.h"
+#include "layers/row_sparse_grad.h"
 #include "models/config.h"
 
 namespace sparq {
@@ -111,6 +128,16 @@ class Model {
   // only in where the targets are and how many logit columns are real, which config_ says.
   Score score(const Batch& batch) const;
 
+  // Note [Tied embedding split]: the tied table's parameter name, empty for models without
+  // one (or that do not support the split).
+  virtual std::string tied_embedding() const { return {}; }
+  // Splits the tied table's gradient from the next backward on (a model without one refuses).
+  void set_tied_split(bool split);
+  bool tied_split() const { return tied_split_; }
+  // After a split backward: the lookup's share of the table's gradient.
+  const RowSparseGrad& tied_lookup_grad() const { return tied_lookup_grad_; }
+  RowSparseGrad& tied_lookup_grad() { return tied_lookup_grad_; }
+
   // Non-trainable state a checkpoint must save (BatchNorm running statistics).
   virtual std::vector<StateTensor> state() const { return {}; }
 
@@ -142,6 +169,9 @@ class Model {
   // Adds a layer to layers(); the constructor calls it in forward order.
   int add_layer(std::string name, std::vector<std::string> tensors);
   void ready(int layer_index);
+  // Reports layer `layer_index` to the callback now, ahead of the reverse order, and makes
+  // its later ready() advance the order without reporting it again (the split tied table).
+  void report_early(int layer_index);
   const ParamStore& store() const;
   // Language models: checks batch.tokens and batch.targets (i32 [B, T] within the run
   // shape) and returns B and T.
@@ -154,6 +184,8 @@ class Model {
   RunShape shape_;
   DropoutStep step_;
   bool has_forward_ = false;
+  bool tied_split_ = false;
+  RowSparseGrad tied_lookup_grad_;
 
  private:
   std::vector<LayerParams> layers_;
@@ -161,6 +193,7 @@ class Model {
   const ParamStore* store_ = nullptr;
   const GradReadyFn* on_ready_ = nullptr;
   int next_ready_ = -1;
+  int reported_early_ = -1;  // the layer report_early() reported in this backward
 };
 
 // Builds the model a config describes, with activations for `shape`, and logs its

@@ -35,7 +35,26 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
       schedule_(schedule),
       scheduler_(scheduler),
       options_(options),
-      trace_(trace) {}
+      trace_(trace) {
+  if (options_.split_tied_embedding) {
+    SPARQ_CHECK(!options_.clip_local, "the tied embedding split needs aggregate clipping: local "
+                "clipping needs the whole local gradient before anything is sent");
+    tied_range_ = store_.entry(model_.tied_embedding()).range();
+  }
+}
+
+void DataParallelStepper::submit_tied_rows(float scale) {
+  RowSparseGrad& rows = model_.tied_lookup_grad();
+  if (scale != 1.0f) {
+    for (float& v : rows.values) v *= scale;
+  }
+  scheduler_.submit_tail("tied embedding rows", [this](comm::Communicator& c) {
+    const RowSparseGrad& r = model_.tied_lookup_grad();
+    tied_rows_.add_average(c, r.rows, r.values, r.dim, store_.grads() + tied_range_.offset,
+                           tied_range_.count / r.dim);
+    return Status::ok();
+  });
+}
 
 StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> micro_batches) {
   SPARQ_CHECK(!micro_batches.empty(), "step {} has no micro-batch", step);
@@ -56,6 +75,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   for (std::int64_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
     scheduler_.begin_step(step, /*communicate=*/last);
+    if (options_.split_tied_embedding) model_.set_tied_split(last);
     Stopwatch watch;
     {
       ScopedTrace span(trace_, fmt::format("forward {}", i), "forward", step);
@@ -94,10 +114,12 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     }
     r.backward_ms += watch.millis();
     scheduler_.on_backward_done();
+    if (last && options_.split_tied_embedding) submit_tied_rows(accumulation_scale);
   }
   const Status comm_status = scheduler_.wait_all();
   SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
   r.comm = scheduler_.step_stats();
+  if (r.comm.tail) r.tied_rows_bytes = tied_rows_.last_payload_bytes();
   record_submissions(trace_, r.comm);
   r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
 

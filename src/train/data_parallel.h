@@ -12,6 +12,13 @@
 // overlap backward (the cost is in the step's exposed time). The step is still skipped on a
 // non-finite AGGREGATE, which every rank sees alike.
 //
+// The split tied embedding (Options::split_tied_embedding, Note [Tied embedding split] in
+// models/model.h): on the last micro-batch the model reports the tied table ready after the
+// head's backward and keeps the lookup's share as rows; once backward ends the stepper submits
+// their exact exchange as the scheduler's tail task, which runs after every bucket (so after
+// the table's own buckets) and adds the averaged rows into the table's averaged gradient
+// before wait_all() returns. Earlier micro-batches of an accumulation run unsplit.
+//
 // Gradient accumulation: micro-batch losses are means, so the summed gradients of A
 // micro-batches are scaled by 1/A (layer by layer, on the compute thread, just before a layer
 // is reported ready) and the step's gradient is the mean over all A * P micro-batches.
@@ -33,6 +40,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/sparse_rows.h"
 #include "comm/wfbp_scheduler.h"
 #include "core/trace.h"
 #include "models/model.h"
@@ -50,6 +58,7 @@ struct StepResult {
   bool skipped = false;   // non-finite loss or gradient: no update was applied
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0, step_ms = 0;
   comm::StepCommStats comm;  // exposed time, hidden fraction, bytes, per-bucket timings
+  std::size_t tied_rows_bytes = 0;  // this rank's message of the split tied table's rows
 };
 
 class DataParallelStepper {
@@ -57,6 +66,7 @@ class DataParallelStepper {
   struct Options {
     double clip_norm = 0.0;  // <= 0: no clipping (the norm is still measured)
     bool clip_local = false;  // clip this rank's gradient before communication (see above)
+    bool split_tied_embedding = false;  // see above; needs a model with a tied embedding
   };
 
   DataParallelStepper(Model& model, ParamStore& store, optim::Optimizer& optimizer,
@@ -67,6 +77,9 @@ class DataParallelStepper {
   StepResult step(std::int64_t step, std::span<const Batch> micro_batches);
 
  private:
+  // Scales the lookup's rows like every reported range and submits their exchange.
+  void submit_tied_rows(float scale);
+
   Model& model_;
   ParamStore& store_;
   optim::Optimizer& optimizer_;
@@ -77,6 +90,8 @@ class DataParallelStepper {
   // Local clipping: the last micro-batch's ranges held back, in readiness order (a member, so
   // its capacity is reused and the step allocates nothing once warmed up).
   std::vector<ParamRange> held_;
+  comm::SparseRowExchange tied_rows_;  // the split tied embedding's exchange (tail task)
+  ParamRange tied_range_;             // the tied table in the flat layout
 };
 
 }  // namespace sparq::train

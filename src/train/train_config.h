@@ -44,6 +44,9 @@ struct CommConfig {
   bool overlap = true;  // false: communicate after backward (the WFBP-off baseline)
   double timeout_s = 300;
   comm::EmulatedLink emulate;  // make the link behave like a slower network (experiments)
+  // auto | always | never: exchange the tied embedding's head share early and its lookup share as
+  // exact rows (Note [Tied embedding split], models/model.h); see resolve_tied_split().
+  std::string split_tied_embedding = "auto";
 };
 
 struct LoopConfig {
@@ -97,6 +100,14 @@ struct TrainConfig {
 // Whether the config clips each rank's local gradient before communication (clip_scope
 // resolved).
 bool clips_locally(const TrainConfig& config);
+
+// Whether training splits the tied embedding (comm.split_tied_embedding resolved): it needs
+// a model with a tied embedding, more than one rank, a CPU store, optim.communicate: gradient,
+// aggregate clipping (the other modes transform the WHOLE local gradient before sending) and
+// a compressor that keeps no optimizer state (not dgc, whose momentum the rows would bypass).
+// `auto` splits when all hold; `always` is an error naming the first that does not.
+Result<bool> resolve_tied_split(const TrainConfig& config, bool model_has_tied_embedding,
+                                int world_size);
 
 // Every key with the value in force (file, override or default) as YAML that reads back to
 // the same configuration; for --dry-run and checkpoints.

@@ -94,7 +94,11 @@ Status Trainer::build(const Options& options) {
   SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
   schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
 
-  auto plan = comm::BucketPlan::build(store_, model_->layers(), c.comm.plan);
+  SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, !model_->tied_embedding().empty(),
+                                                          comm_.size()));
+  comm::BucketPlanConfig plan_config = c.comm.plan;
+  if (split_tied_) plan_config.isolated = {model_->tied_embedding()};
+  auto plan = comm::BucketPlan::build(store_, model_->layers(), plan_config);
   if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
   plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
   compress::GradientExchangeConfig exchange_config = c.compress;
@@ -115,7 +119,9 @@ Status Trainer::build(const Options& options) {
       comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
-      DataParallelStepper::Options{.clip_norm = c.clip_norm, .clip_local = clips_locally(c)},
+      DataParallelStepper::Options{.clip_norm = c.clip_norm,
+                                   .clip_local = clips_locally(c),
+                                   .split_tied_embedding = split_tied_},
       &trace_);
   return Status::ok();
 }
@@ -208,6 +214,12 @@ std::string Trainer::describe() const {
   s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
                    c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
                    c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  if (!model_->tied_embedding().empty()) {
+    s += fmt::format("tied:      {} {}\n", model_->tied_embedding(),
+                     split_tied_ ? "split: the head's share is exchanged as soon as the head's "
+                                   "backward ends, the lookup's rows exactly at the end"
+                                 : "whole: exchanged once backward ends");
+  }
   s += "bucket plan:\n" +
        plan_->describe([this](int b) { return exchange_->compressor_name(b); }) + "\n";
   s += fmt::format("memory:    about {} per rank (parameters, gradients, optimizer state, "
@@ -229,6 +241,7 @@ StepMetrics Trainer::step_once() {
   m.total_steps = config_.train.steps;
   m.unit = data_info_.unit;
   m.payload_bytes = exchange_->last_payload_bytes();
+  m.payload_bytes += r.tied_rows_bytes;  // the split tied table's exact rows
   m.dense_bytes = exchange_->last_dense_bytes();
   m.residual_norm = exchange_->residual_norm();
   m.rel_compression_error = exchange_->rel_compression_error();

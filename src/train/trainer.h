@@ -122,6 +122,7 @@ class Trainer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<comm::BucketPlan> plan_;
+  bool split_tied_ = false;  // comm.split_tied_embedding resolved (Note [Tied embedding split])
   std::unique_ptr<compress::GradientExchange> exchange_;
   TraceRecorder trace_;
   std::unique_ptr<comm::CommEngine> engine_;

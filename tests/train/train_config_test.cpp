@@ -74,6 +74,31 @@ TEST(TrainConfig, ClipScopeFollowsWhatIsCommunicated) {
   EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}"));
 }
 
+TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
+  const auto resolve = [](const std::string& yaml, bool tied, int world) {
+    auto c = parse_train_config(yaml, "x.yaml", {});
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    return resolve_tied_split(*c, tied, world);
+  };
+  EXPECT_TRUE(resolve("optim: {clip_norm: 1.0}", true, 2).value());
+  EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 1).value());
+  EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", false, 4).value());
+  EXPECT_FALSE(resolve("optim: {communicate: update}", true, 2).value());
+  EXPECT_FALSE(resolve("optim: {clip_norm: 1.0, clip_scope: local}", true, 2).value());
+  EXPECT_FALSE(resolve("comm: {split_tied_embedding: never}", true, 2).value());
+  EXPECT_FALSE(resolve("optim: {name: sgd}\ncompress: {name: dgc}", true, 2).value());
+  EXPECT_TRUE(resolve("compress: {name: lbs}", true, 2).value());
+  EXPECT_TRUE(resolve("comm: {split_tied_embedding: always}", true, 2).value());
+  const auto refused = resolve("comm: {split_tied_embedding: always}\noptim: {communicate: update}",
+                               true, 2);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find(
+                "x.yaml: comm.split_tied_embedding: always, but optim.communicate is not gradient"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(resolve("comm: {split_tied_embedding: always}", true, 1).is_ok());
+}
+
 TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train: {micro_batch: 0}", "x.yaml: train.micro_batch"},
@@ -83,6 +108,7 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"data: {seq_len: 4096}", "x.yaml: data.seq_len: 4096 exceeds the model's n_ctx"},
       {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
+      {"comm: {split_tied_embedding: on}", "x.yaml: comm.split_tied_embedding"},
       // Issue 15: a variance frozen after compressed steps diverged (train loss 7.4 -> 4760);
       // the combination is refused, and so is a freeze outside communicate: momentum.
       {"optim: {communicate: momentum, freeze_steps: 100}\ncompress: {name: lbs}",

@@ -289,12 +289,13 @@ bool clips_locally(const TrainConfig& c) {
   return c.clip_scope == "local" || (c.clip_scope == "auto" && c.optim.communicate != "gradient");
 }
 
-Result<bool> resolve_tied_split(const TrainConfig& c, bool model_has_tied_embedding,
-                                int world_size) {
+Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, int world_size) {
   const std::string& mode = c.comm.split_tied_embedding;
   if (mode == "never") return false;
-  const char* why = nullptr;
-  if (!model_has_tied_embedding) {
+  // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
+  const std::int64_t step_tokens = c.train.micro_batch * c.data.seq_len * world_size;
+  std::string why;
+  if (tied_rows == 0) {
     why = "the model has no tied embedding (GPT-2 has one)";
   } else if (world_size < 2) {
     why = "a single rank exchanges nothing";
@@ -309,8 +310,14 @@ Result<bool> resolve_tied_split(const TrainConfig& c, bool model_has_tied_embedd
     // compressor) ended at 1.20x the source's entropy instead of within it.
     why = "compress.name: dgc keeps the momentum in the compressor, which the exact rows "
           "would bypass";
+  } else if (2 * step_tokens > tied_rows) {
+    // Every rank receives every other rank's rows: once they may cover half the table, the
+    // gathered rows cost more than the overlap of the table's exchange saves.
+    why = fmt::format("a step's {} tokens over all ranks may touch more than half of the "
+                      "table's {} rows, whose exact exchange would then cost more than "
+                      "sending the table whole", step_tokens, tied_rows);
   }
-  if (why == nullptr) return true;
+  if (why.empty()) return true;
   if (mode == "always") {
     return Status::error("{}: comm.split_tied_embedding: always, but {}; use auto or never", c.origin,
                          why);

@@ -106,7 +106,10 @@ bool clips_locally(const TrainConfig& config);
 // aggregate clipping (the other modes transform the WHOLE local gradient before sending) and
 // a compressor that keeps no optimizer state (not dgc, whose momentum the rows would bypass).
 // `auto` splits when all hold; `always` is an error naming the first that does not.
-Result<bool> resolve_tied_split(const TrainConfig& config, bool model_has_tied_embedding,
+// `tied_rows`: the tied table's rows (the padded vocabulary), 0 for a model without one. The
+// split also needs the step's tokens over all ranks (micro_batch * seq_len * world_size) to
+// be at most half of them: the rows are gathered by every rank.
+Result<bool> resolve_tied_split(const TrainConfig& config, std::int64_t tied_rows,
                                 int world_size);
 
 // Every key with the value in force (file, override or default) as YAML that reads back to

@@ -94,8 +94,9 @@ Status Trainer::build(const Options& options) {
   SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
   schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
 
-  SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, !model_->tied_embedding().empty(),
-                                                          comm_.size()));
+  const std::int64_t tied_rows =
+      model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
+  SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, tied_rows, comm_.size()));
   comm::BucketPlanConfig plan_config = c.comm.plan;
   if (split_tied_) plan_config.isolated = {model_->tied_embedding()};
   auto plan = comm::BucketPlan::build(store_, model_->layers(), plan_config);

@@ -75,10 +75,11 @@ TEST(TrainConfig, ClipScopeFollowsWhatIsCommunicated) {
 }
 
 TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
+  // Defaults: micro_batch 8 x seq_len 64 = 512 tokens per rank.
   const auto resolve = [](const std::string& yaml, bool tied, int world) {
     auto c = parse_train_config(yaml, "x.yaml", {});
     EXPECT_TRUE(c.is_ok()) << c.status().message();
-    return resolve_tied_split(*c, tied, world);
+    return resolve_tied_split(*c, tied ? 50304 : 0, world);
   };
   EXPECT_TRUE(resolve("optim: {clip_norm: 1.0}", true, 2).value());
   EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 1).value());
@@ -97,6 +98,11 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
             std::string::npos)
       << refused.status().message();
   EXPECT_FALSE(resolve("comm: {split_tied_embedding: always}", true, 1).is_ok());
+  // 49 ranks x 512 tokens stay within half of 50304 rows, 50 do not.
+  EXPECT_TRUE(resolve("optim: {clip_norm: 1.0}", true, 49).value());
+  EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 50).value());
+  auto small = parse_train_config("optim: {clip_norm: 1.0}", "x.yaml", {}).value();
+  EXPECT_FALSE(resolve_tied_split(small, 256, 2).value()) << "the default config's 256 rows";
 }
 
 TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {

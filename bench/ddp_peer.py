@@ -8,7 +8,8 @@ random tokens, one process per cluster node, gloo over TCP, one compute thread p
 
 Modes: dense (plain DDP: f32 bucketed allreduce overlapped with backward), fp16 (DDP comm
 hook fp16_compress_hook), powersgd (PowerSGD hook, rank 4, start_powerSGD_iter 2, error
-feedback and warm start: torch's defaults), compute (no process group, no DDP: the
+feedback and warm start: torch's defaults; one state and gloo group per bucket, see
+per_bucket_powersgd_hook), compute (no process group, no DDP: the
 compute-only floor; start N of them at once for the contention of an N-rank run).
 
 Rendezvous: env:// with MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE, falling back to the
@@ -70,12 +71,40 @@ def make_ddp(model, mode):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     elif mode == "powersgd":
-        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
-        state = powerSGD_hook.PowerSGDState(process_group=None,
-                                            matrix_approximation_rank=POWERSGD_RANK,
-                                            start_powerSGD_iter=POWERSGD_START_ITER)
-        ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+        ddp.register_comm_hook(None, per_bucket_powersgd_hook())
     return ddp
+
+
+def per_bucket_powersgd_hook(max_buckets=32):
+    """torch's powerSGD_hook, with one PowerSGDState and one gloo process group per bucket.
+
+    Why: each bucket's hook chains three collectives through future callbacks, which run on
+    gloo's threads as earlier collectives finish; with several buckets in flight, ranks can
+    issue them in different orders on one process group, and gloo pairs collectives by
+    issue order (it aborts: "op.preamble.length <= op.nbytes"). Groups of their own keep
+    every bucket's chain in step across ranks; the algorithm and its traffic are unchanged.
+    The groups are made before training, as new_group needs every rank in the same order.
+    """
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    states = [powerSGD_hook.PowerSGDState(process_group=dist.new_group(backend="gloo"),
+                                          matrix_approximation_rank=POWERSGD_RANK,
+                                          start_powerSGD_iter=POWERSGD_START_ITER)
+              for _ in range(max_buckets)]
+
+    def hook(_, bucket):
+        index = bucket.index()
+        if index >= max_buckets:
+            raise RuntimeError(f"ddp_peer: more than {max_buckets} DDP buckets")
+        future = powerSGD_hook.powerSGD_hook(states[index], bucket)
+        # A state counts iterations when its bucket is the last one of the step: only one
+        # state sees that bucket, so the others are advanced here (the last bucket's hook is
+        # the step's last), or they would run the dense warm-up forever.
+        if bucket.is_last():
+            for other, state in enumerate(states):
+                if other != index:
+                    state.iter += 1
+        return future
+    return hook
 
 
 def main():

@@ -174,6 +174,8 @@ do_run() {  # N -- CMD...
   [[ $# -gt 0 ]] || die "run: no command"
   require_nodes "$n"
   local k pids=() rc=0 status
+  # A signal to this script (a timeout, a kill) ends the nodes' commands too.
+  trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT
   for ((k = 0; k < n; k++)); do
     ip netns exec "$(node_ns "$k")" env SPARQ_NODE="$k" SPARQ_NODE_IP="$(node_ip "$k")" \
       SPARQ_WORLD="$n" SPARQ_MASTER_IP="$(node_ip 0)" "$@" &

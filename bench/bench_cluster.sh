@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# sparq vs PyTorch DDP on the emulated cluster of scripts/cluster.sh (docs/cluster.md).
+# For each link rate, world size, model and cell: one short training run, one rank per node
+# namespace, TCP over tbf-shaped veths. Each cell's record is appended to
+# $OUT/results.jsonl as soon as it finishes; bench/cluster_report.py prints the tables.
+#
+#   sudo bench/bench_cluster.sh                        everything (hours: see docs/cluster.md)
+#   sudo MODELS=gpt2-tiny WORLDS=2 LINKS=100mbit CELLS="sparq_lbs ddp_dense" STEPS=3 \
+#        WARMUP=1 bench/bench_cluster.sh               a subset
+#
+# Environment (defaults in brackets):
+#   MODELS  [gpt2-tiny gpt2-30m]      WORLDS [2 4]      LINKS [1gbit 100mbit]
+#   CELLS   [all: sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd ddp_dense
+#            ddp_fp16 ddp_powersgd sparq_floor torch_floor]
+#   STEPS [8], WARMUP [2]: steps per run, and the first steps left out of every median
+#   OUT [runs/bench_cluster]   RUN_ID [date-time]   CELL_TIMEOUT [1800] seconds per cell
+#   MPI_ARGS [--mca btl_tcp_links 4]: extra mpirun arguments of sparq's cells (why: docs)
+#   TORCH_BLAS: a folder with an optimised libblas.so.3 for PyTorch only (Debian's torch
+#     otherwise runs its GEMMs on the reference BLAS); unset: Debian's libopenblas0-serial
+#     is unpacked once into $OUT/openblas (apt-get download, nothing installed)
+#   TRAIN [build/apps/train]  PYTHON [/usr/bin/python3]
+# Floors (sparq_floor, torch_floor) do not use the network: they run once per (model, N),
+# with the first link, as N single-process runs started at once (the CPU contention of N
+# ranks); the report uses them for every link.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MODELS="${MODELS:-gpt2-tiny gpt2-30m}"
+WORLDS="${WORLDS:-2 4}"
+LINKS="${LINKS:-1gbit 100mbit}"
+ALL_CELLS="sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd ddp_dense ddp_fp16
+  ddp_powersgd sparq_floor torch_floor"
+CELLS="${CELLS:-$ALL_CELLS}"
+STEPS="${STEPS:-8}"
+WARMUP="${WARMUP:-2}"
+OUT="${OUT:-runs/bench_cluster}"
+RUN_ID="${RUN_ID:-$(date +%Y%m%d-%H%M%S)}"
+CELL_TIMEOUT="${CELL_TIMEOUT:-1800}"
+MPI_ARGS="${MPI_ARGS:---mca btl_tcp_links 4}"
+TRAIN="${TRAIN:-build/apps/train}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+CLUSTER=scripts/cluster.sh
+RESULTS="$OUT/results.jsonl"
+
+die() { echo "bench_cluster.sh: $*" >&2; exit 1; }
+say() { echo "bench_cluster.sh: $*" >&2; }
+
+# model -> sparq config, per-rank batch and sequence length (ddp_peer.py gets the same).
+model_config() {
+  case "$1" in
+    gpt2-tiny) echo "configs/bench/gpt2_tiny.yaml 8 128" ;;
+    gpt2-30m) echo "configs/bench/gpt2_30m.yaml 4 256" ;;
+    *) die "MODELS: unknown model '$1' (gpt2-tiny, gpt2-30m)" ;;
+  esac
+}
+
+# sparq cell -> --set overrides over the dense base config.
+sparq_sets() {
+  case "$1" in
+    sparq_none | sparq_floor) echo "compress.name=none" ;;
+    sparq_bf16) echo "compress.name=bf16" ;;
+    sparq_lbs) echo "compress.name=lbs" ;;  # allgather, density 0.01, 4 bits (the config)
+    sparq_lbs_2p) echo "compress.name=lbs compress.aggregation=two_phase" ;;
+    sparq_powersgd) echo "compress.name=powersgd" ;;  # rank 4 (the config)
+  esac
+}
+
+check_setup() {
+  [[ "$STEPS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ && "$WARMUP" -lt "$STEPS" ]] \
+    || die "STEPS ($STEPS) and WARMUP ($WARMUP): whole numbers, WARMUP < STEPS"
+  local c m
+  for c in $CELLS; do
+    [[ " ${ALL_CELLS//$'\n'/ } " == *" $c "* ]] || die "CELLS: unknown cell '$c'"
+  done
+  for m in $MODELS; do model_config "$m" >/dev/null; done
+  # torch's PowerSGD hook runs plain allreduce for its first start_powerSGD_iter (2) steps.
+  if [[ " $CELLS " == *" ddp_powersgd "* && "$WARMUP" -lt 2 ]]; then
+    die "ddp_powersgd needs WARMUP >= 2: its first 2 steps are dense (start_powerSGD_iter)"
+  fi
+  [[ "$(id -u)" == 0 ]] || die "needs root (scripts/cluster.sh builds network namespaces)"
+  if [[ " $CELLS " == *" sparq_"* ]]; then
+    [[ -x "$TRAIN" ]] || die "$TRAIN not found; build it: cmake --build build -j2 --target train"
+  fi
+  if [[ " $CELLS " == *" ddp_"* || " $CELLS " == *" torch_floor "* ]]; then
+    "$PYTHON" -c "import torch" 2>/dev/null \
+      || die "$PYTHON cannot import torch (scripts/install_deps.sh --torch)"
+    prepare_torch_blas
+  fi
+  TORCH_ENV=(env LD_LIBRARY_PATH="${TORCH_BLAS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+}
+
+# Debian's python3-torch is built with BLAS_INFO=generic: without an optimised libblas.so.3
+# its matrix products run 10x slower than sparq's, and the comparison would be meaningless.
+# The OpenBLAS library is put on LD_LIBRARY_PATH of the PyTorch processes only.
+prepare_torch_blas() {
+  if [[ -n "${TORCH_BLAS:-}" ]]; then
+    [[ -f "$TORCH_BLAS/libblas.so.3" ]] || die "TORCH_BLAS=$TORCH_BLAS has no libblas.so.3"
+    return 0
+  fi
+  TORCH_BLAS="$OUT/openblas/usr/lib/x86_64-linux-gnu/openblas-serial"
+  [[ -f "$TORCH_BLAS/libblas.so.3" ]] && return 0
+  say "unpacking Debian's libopenblas0-serial into $OUT/openblas for PyTorch"
+  local tmp; tmp="$(mktemp -d)"
+  if (cd "$tmp" && apt-get download libopenblas0-serial >/dev/null 2>&1); then
+    mkdir -p "$OUT/openblas" && dpkg -x "$tmp"/libopenblas0-serial_*.deb "$OUT/openblas"
+  fi
+  rm -rf "$tmp"
+  [[ -f "$TORCH_BLAS/libblas.so.3" ]] || die "could not get libopenblas0-serial; set TORCH_BLAS" \
+    "to a folder with an optimised libblas.so.3 (docs/cluster.md)"
+}
+
+# Starts one net_watch.py per node (sampling its veth at each step record of $1), runs the
+# rest of the arguments under a timeout, then stops the watchers. Returns the job's status.
+with_watchers() {  # metrics dir world CMD...
+  local metrics="$1" dir="$2" world="$3"; shift 3
+  "$CLUSTER" run "$world" -- "$PYTHON" bench/net_watch.py --metrics "$metrics" \
+    --out-dir "$dir" --stop "$dir/stop" --timeout "$CELL_TIMEOUT" &
+  local watchers=$! rc=0
+  timeout --kill-after=30 "$CELL_TIMEOUT" "$@" || rc=$?
+  touch "$dir/stop"
+  wait "$watchers" || true
+  return "$rc"
+}
+
+
+run_cell() {  # model world link cell
+  local model="$1" world="$2" link="$3" cell="$4" cfg b t dir sets=() s
+  read -r cfg b t <<< "$(model_config "$model")"
+  local floor=0; [[ "$cell" == *_floor ]] && floor=1
+  if [[ "$floor" == 1 ]]; then
+    dir="$OUT/$RUN_ID/$model-n$world/$cell"; link="-"
+  else
+    dir="$OUT/$RUN_ID/$model-n$world-$link/$cell"
+  fi
+  rm -rf "$dir"; mkdir -p "$dir"
+  local tokens=$((STEPS * world * b * (t + 1) * 2)); [[ "$tokens" -lt 262144 ]] && tokens=262144
+  for s in $(sparq_sets "$cell"); do sets+=(--set "$s"); done
+  local train_args=(--config "$cfg" --set train.steps="$STEPS" --set train.micro_batch="$b"
+    --set data.seq_len="$t" --set data.markov.train_tokens="$tokens" "${sets[@]}")
+  local peer_args=(bench/ddp_peer.py --model "$model" --batch "$b" --seq "$t" --steps "$STEPS"
+    --warmup "$WARMUP")
+  # shellcheck disable=SC2016  # expanded by the inner shell of the floors
+  local per_node='exec "$0" "$@"' node_file='"$CELL_DIR/node$SPARQ_NODE.jsonl"'
+  local rc=0 started; started="$(date +%s)"
+  say "[$model N=$world $link] $cell -> $dir"
+  case "$cell" in
+    # The floors' per-node file names need each node's SPARQ_NODE: an inner shell adds them.
+    sparq_floor)
+      timeout --kill-after=30 "$CELL_TIMEOUT" "$CLUSTER" run "$world" -- env CELL_DIR="$dir" \
+        sh -c "$per_node --set comm.backend=self --set log.metrics=$node_file" \
+        "$TRAIN" "${train_args[@]}" > "$dir/log.txt" 2>&1 || rc=$? ;;
+    torch_floor)
+      timeout --kill-after=30 "$CELL_TIMEOUT" "$CLUSTER" run "$world" -- "${TORCH_ENV[@]}" \
+        CELL_DIR="$dir" sh -c "$per_node --mode compute --metrics $node_file" \
+        "$PYTHON" "${peer_args[@]}" > "$dir/log.txt" 2>&1 || rc=$? ;;
+    sparq_*)
+      # shellcheck disable=SC2086  # MPI_ARGS is a list of words
+      with_watchers "$dir/metrics.jsonl" "$dir" "$world" "$CLUSTER" mpirun "$world" $MPI_ARGS -- \
+        "$TRAIN" "${train_args[@]}" --set log.metrics="$dir/metrics.jsonl" \
+        > "$dir/log.txt" 2>&1 || rc=$? ;;
+    ddp_*)
+      PORT=$((PORT + 1))
+      with_watchers "$dir/metrics.jsonl" "$dir" "$world" "$CLUSTER" run "$world" -- \
+        "${TORCH_ENV[@]}" MASTER_PORT="$PORT" "$PYTHON" "${peer_args[@]}" --mode "${cell#ddp_}" \
+        --metrics "$dir/metrics.jsonl" > "$dir/log.txt" 2>&1 || rc=$? ;;
+  esac
+  local seconds=$(($(date +%s) - started))
+  [[ "$rc" == 0 ]] || say "  $cell FAILED (exit $rc); see $dir/log.txt"
+  "$PYTHON" bench/cluster_report.py cell --dir "$dir" --results "$RESULTS" --run "$RUN_ID" \
+    --model "$model" --world "$world" --link "$link" --cell "$cell" --batch "$b" --seq "$t" \
+    --steps "$STEPS" --warmup "$WARMUP" --exit-code "$rc" --seconds "$seconds" \
+    --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" || say "  summary of $cell failed"
+}
+
+main() {
+  check_setup
+  mkdir -p "$OUT"
+  say "run $RUN_ID: models [$MODELS], worlds [$WORLDS], links [$LINKS], $STEPS steps" \
+    "(median of the last $((STEPS - WARMUP))), results in $RESULTS"
+  PORT=29600
+  local link world model cell first_link=1
+  trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
+  for link in $LINKS; do
+    for world in $WORLDS; do
+      "$CLUSTER" down >/dev/null 2>&1 || true
+      "$CLUSTER" up "$world" --rate "$link" || die "cluster.sh up $world --rate $link failed"
+      for model in $MODELS; do
+        for cell in $CELLS; do
+          [[ "$cell" == *_floor && "$first_link" == 0 ]] && continue
+          run_cell "$model" "$world" "$link" "$cell"
+        done
+      done
+    done
+    first_link=0
+  done
+  "$CLUSTER" down
+  "$PYTHON" bench/cluster_report.py report --results "$RESULTS" --run "$RUN_ID"
+}
+
+main "$@"

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016  # the nodes' shells expand $SPARQ_* in the commands below
+# bench/cluster_report.py on hand-made cell directories (a sparq cell, a DDP cell, both
+# floors: records, medians after the warm-up, wire bytes from net_watch samples, the table
+# and its ratios), then, where root may build network namespaces with tbf, scripts/cluster.sh
+# end to end: up 2 (both directions of both links shaped), a probe's bytes seen on the
+# nodes' veths, a second up refused, down removing everything, and a failing up leaving
+# nothing behind. No timing is asserted.
+#   cluster_test.sh REPO_ROOT
+set -uo pipefail
+ROOT=$1
+PY=/usr/bin/python3
+command -v "$PY" >/dev/null || PY=python3
+T=$(mktemp -d)
+PREFIX="sparqtest$$-"
+trap 'SPARQ_CLUSTER_PREFIX=$PREFIX "$ROOT/scripts/cluster.sh" down >/dev/null 2>&1; rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+contains() { grep -qF -- "$2" <<< "$1" || fail "$3: missing '$2' in: $1"; }
+
+# ---------------------------------------------------------------- cluster_report.py
+step() {  # step_ms exposed bytes -> a sparq-like step record
+  echo "{\"event\":\"step\",\"step\":$1,\"step_ms\":$2,\"exposed_comm_ms\":$3,\"bytes_sent\":$4}"
+}
+mkdir -p "$T/sparq" "$T/ddp" "$T/sf" "$T/tf"
+{ step 1 9000 8000 100; step 2 1000 10 100; step 3 3000 30 100; step 4 2000 20 100; } > "$T/sparq/metrics.jsonl"
+{ step 1 9000 0 0; step 2 4000 0 0; step 3 4000 0 0; step 4 4000 0 0; } > "$T/ddp/metrics.jsonl"
+for k in 0 1; do  # node k sends 1000 (k=0) or 3000 (k=1) bytes per timed step, 5000 in step 1
+  printf '{"step":0,"tx_bytes":0}\n{"step":1,"tx_bytes":5000}\n{"step":2,"tx_bytes":%d}\n' \
+    $((5000 + 1000 * (2 * k + 1))) > "$T/sparq/net_node$k.jsonl"
+  printf '{"step":3,"tx_bytes":%d}\n{"step":4,"tx_bytes":%d}\n{"event":"final","tx_bytes":1}\n' \
+    $((5000 + 2000 * (2 * k + 1))) $((5000 + 3000 * (2 * k + 1))) >> "$T/sparq/net_node$k.jsonl"
+  { step 1 50 0 0; step 2 $((1000 + 500 * k)) 0 0; step 3 $((1000 + 500 * k)) 0 0; } > "$T/sf/node$k.jsonl"
+  { step 1 50 0 0; step 2 2000 0 0; step 3 2000 0 0; } > "$T/tf/node$k.jsonl"
+done
+summarise() {  # dir cell link steps
+  "$PY" "$ROOT/bench/cluster_report.py" cell --dir "$T/$1" --results "$T/results.jsonl" \
+    --run r1 --model gpt2-tiny --world 2 --link "$3" --cell "$2" --batch 8 --seq 128 \
+    --steps "$4" --warmup 1 2>/dev/null || fail "cell $2 exited nonzero"
+}
+summarise sparq sparq_lbs 100mbit 4
+summarise ddp ddp_powersgd 100mbit 4
+summarise sf sparq_floor - 3
+summarise tf torch_floor - 3
+records=$(cat "$T/results.jsonl")
+contains "$records" '"cell": "sparq_lbs"' "results"
+contains "$records" '"step_ms": 2000' "sparq median of steps 2..4"
+contains "$records" '"exposed_comm_ms": 20' "sparq exposed median"
+contains "$records" '"wire_tx_bytes": 2000' "mean over nodes of per-step tx medians"
+contains "$records" '"wire_tx_bytes_node0": 1000' "node 0 tx median"
+contains "$records" '"step_ms": 1250' "floor: mean of node medians"
+[[ $(grep -c '"status": "ok"' <<< "$records") == 4 ]] || fail "all four cells ok: $records"
+report=$("$PY" "$ROOT/bench/cluster_report.py" report --results "$T/results.jsonl")
+contains "$report" "### gpt2-tiny, N=2, 100mbit" "report heading"
+contains "$report" "| sparq lbs 1% 4-bit allgather | 2000 | 20 | 1.60 | 0.00 | 0.00 |" "lbs row"
+contains "$report" "| DDP PowerSGD r4 | 4000 | 2000 (step - floor) | 2.00 |" "DDP row"
+contains "$report" "DDP+PowerSGD / sparq lbs (speed-up of lbs): 2.00" "speed-up ratio"
+contains "$report" "sparq lbs / sparq compute only: 1.60" "lbs over floor"
+# A cell that died: too few steps -> failed, shown as such.
+{ step 1 9000 0 0; } > "$T/ddp/metrics.jsonl"
+summarise ddp ddp_dense 100mbit 4
+contains "$("$PY" "$ROOT/bench/cluster_report.py" report --results "$T/results.jsonl")" \
+  "| DDP f32 | failed |" "failed cell"
+
+# ---------------------------------------------------------------- scripts/cluster.sh
+C=(env SPARQ_CLUSTER_PREFIX="$PREFIX" "$ROOT/scripts/cluster.sh")
+if [[ $(id -u) != 0 ]] || ! ip netns add "${PREFIX}probe" 2>/dev/null; then
+  echo "SKIP: scripts/cluster.sh part (needs root and network namespaces)"
+else
+  ip netns del "${PREFIX}probe"
+  if ! out=$("${C[@]}" up 2 --rate 100mbit --delay-ms 0.1 2>&1); then
+    if grep -q "tbf" <<< "$out"; then echo "SKIP: no tbf qdisc: $out"; else fail "up: $out"; fi
+  else
+    contains "$out" "up: 2 nodes" "up"
+    contains "$out" "node0 -> node1: rtt median" "up runs the link check"
+    grep -q "netem" <<< "$out" || contains "$out" "delay 0.1 ms NOT applied" "delay message"
+    status=$("${C[@]}" status 2>&1)
+    [[ $(grep -c "tbf" <<< "$status") == 4 ]] || fail "4 shaped egresses expected: $status"
+    contains "$status" "node1 10.77.0.2" "status"
+    before=$("${C[@]}" bytes)
+    "${C[@]}" check >/dev/null 2>&1 || fail "check"
+    after=$("${C[@]}" bytes)
+    sent0=$(($(awk '$1 == 0 {print $2}' <<< "$after") - $(awk '$1 == 0 {print $2}' <<< "$before")))
+    [[ "$sent0" -gt 20000000 ]] || fail "node0 eth0 sent $sent0 bytes for a 24 MB probe"
+    got=$("${C[@]}" exec 1 -- sh -c 'echo $SPARQ_NODE $SPARQ_NODE_IP $SPARQ_MASTER_IP')
+    [[ "$got" == "1 10.77.0.2 10.77.0.1" ]] || fail "exec environment: $got"
+    got=$("${C[@]}" run 2 -- sh -c 'echo node$SPARQ_NODE of $SPARQ_WORLD' | sort | tr '\n' ' ')
+    [[ "$got" == "node0 of 2 node1 of 2 " ]] || fail "run: $got"
+    "${C[@]}" run 2 -- sh -c '[ "$SPARQ_NODE" = 0 ]' 2>/dev/null && fail "run: a failing node must fail"
+    out=$("${C[@]}" up 2 2>&1) && fail "a second up must be refused"
+    contains "$out" "already up" "second up"
+    "${C[@]}" down >/dev/null 2>&1
+    ip netns list | grep -qF "$PREFIX" && fail "down left: $(ip netns list)"
+  fi
+  out=$("${C[@]}" up 2 --burst nonsense 2>&1) && fail "up with a bad burst must fail"
+  contains "$out" "tearing down" "failed up"
+  ip netns list | grep -qF "$PREFIX" && fail "failed up left: $(ip netns list)"
+  out=$("${C[@]}" up 2 --rate fast 2>&1) && fail "a bad rate must fail"
+  contains "$out" "--rate 'fast'" "bad rate"
+fi
+
+if [[ $failures -gt 0 ]]; then echo "$failures check(s) failed"; exit 1; fi
+echo "cluster_test: all checks passed"

@@ -148,7 +148,7 @@ class MpiCommunicator final : public Communicator {
     if (use_ring(bytes)) {
       {
         auto guard = lock();
-        ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype);
+        ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype, ring_scratch_);
       }
       if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
       record(ring_allreduce_bytes(count, es, rank_, size_));
@@ -382,6 +382,7 @@ class MpiCommunicator final : public Communicator {
   MpiFinalizer finalizer_;  // first member: destroyed last
   OwnedComm comm_;
   OwnedComm ring_comm_;  // the ring's own tag space, apart from send()/recv()
+  std::vector<char> ring_scratch_;  // the ring's staging buffers, kept between calls
   MpiSumOps ops_;
   MpiOptions options_;
   int rank_ = 0;

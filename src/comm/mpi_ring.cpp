@@ -53,7 +53,7 @@ std::size_t auto_ring_threshold_bytes(int size) {
 }
 
 void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void* out,
-                        std::size_t count, DType dtype) {
+                        std::size_t count, DType dtype, std::vector<char>& scratch) {
   const std::size_t es = dtype_size(dtype), bytes = count * es;
   char* dst = static_cast<char*>(out);
   const char* src = static_cast<const char*>(in);
@@ -87,12 +87,16 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   // In place, a reduce-scatter piece cannot land in `out` (that holds this rank's own
   // contribution), so it goes to one of kRingChunksInFlight staging slots. Out of place it
   // lands in `out` directly and this rank's input is added to it.
-  const std::size_t slot_bytes = piece_elems * es;
-  std::vector<char> slots(in_place ? kRingChunksInFlight * slot_bytes : 0);
+  // Slots are no larger than the largest piece, so a small call does not touch a large buffer.
+  const std::size_t slot_bytes = std::min(piece_elems, segment(0).count) * es;
+  if (in_place && scratch.size() < kRingChunksInFlight * slot_bytes) {
+    scratch.resize(kRingChunksInFlight * slot_bytes);
+  }
   auto landing = [&](std::size_t i) -> char* {
     const Piece& p = receives[i];
-    if (in_place && p.step < reduce_steps)
-      return slots.data() + (i % kRingChunksInFlight) * slot_bytes;
+    if (in_place && p.step < reduce_steps) {
+      return scratch.data() + (i % kRingChunksInFlight) * slot_bytes;
+    }
     return dst + p.offset * es;
   };
 

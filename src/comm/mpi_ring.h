@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -51,7 +52,10 @@ std::size_t auto_ring_threshold_bytes(int size);
 // when the library is below MPI_THREAD_MULTIPLE, divides for kAvg and counts the bytes.
 // Its messages use tag 0 on `comm`: give it a communicator of its own (the MPI
 // communicator keeps a second duplicate for it) so they never meet send()/recv() traffic.
+// `scratch` holds the staging buffers of in-place calls (up to kRingChunksInFlight *
+// kRingChunkBytes); it is grown as needed and kept by the caller, so that repeated calls
+// neither allocate nor fault in fresh pages.
 void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void* out,
-                        std::size_t count, DType dtype);
+                        std::size_t count, DType dtype, std::vector<char>& scratch);
 
 }  // namespace sparq::comm

@@ -68,7 +68,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<sparq::comm::Communicator> comm;
   const std::string backend = config.is_ok() ? config->comm.backend : "auto";
   if (backend == "mpi" || (backend == "auto" && launched_by_mpirun())) {
-    auto mpi = sparq::comm::make_mpi_communicator(&argc, &argv);
+    // comm.allreduce was validated with the config; before that (a bad config) the default.
+    sparq::comm::MpiOptions options;
+    if (config.is_ok()) {
+      options.allreduce = sparq::comm::allreduce_algorithm_from_name(config->comm.allreduce)
+                              .value_or(sparq::comm::AllreduceAlgorithm::kAuto);
+    }
+    auto mpi = sparq::comm::make_mpi_communicator(&argc, &argv, options);
     if (!mpi.is_ok()) return fail(mpi.status(), 0, 1);
     comm = std::move(mpi).value();
   } else {

@@ -10,16 +10,28 @@
 // gathered output; reduce_scatter: the input; alltoall: the send buffer). algbw = size / time;
 // busbw = algbw * 2(P-1)/P for allreduce and * (P-1)/P for the others. Times are the slowest
 // rank's mean per iteration.
+//
+//   mpirun -np 2 bench_comm --allreduce-algorithms [max_mib=64] [gbit_per_s=0]
+//
+// times allreduce through two MpiCommunicators side by side on the same buffers, one with
+// comm.allreduce: mpi (MPI_Allreduce) and one with ring (sparq's ring, comm/mpi_ring.h), from
+// 4 KiB to max_mib in steps of 2x, and prints which is faster: the figures behind the `auto`
+// crossover in mpi_communicator.cpp. Each size runs 5 interleaved rounds of each and keeps
+// the best round (the machine may be shared). gbit_per_s > 0 wraps both in the emulated link
+// (comm/emulated_link.h); it sleeps by the byte model, the same for both algorithms, so it
+// adds the same time to each and cannot tell them apart.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/comm_engine.h"
+#include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
 
 namespace {
@@ -53,9 +65,65 @@ double time_loop(int iters, const std::function<void()>& body) {
   return slowest;
 }
 
+std::unique_ptr<Communicator> make_or_exit(int* argc, char*** argv, AllreduceAlgorithm algo,
+                                           double gbit_per_s) {
+  auto made = make_mpi_communicator(argc, argv, {.allreduce = algo});
+  if (!made.is_ok()) {
+    std::fprintf(stderr, "bench_comm: %s\n", made.status().message().c_str());
+    std::exit(1);
+  }
+  std::unique_ptr<Communicator> comm = std::move(made).value();
+  if (gbit_per_s > 0) comm = make_emulated_link(std::move(comm), {.gbit_per_s = gbit_per_s});
+  return comm;
+}
+
+// The --allreduce-algorithms mode (see the top of the file).
+int compare_allreduce_algorithms(int argc, char** argv) {
+  const std::size_t max_bytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) << 20;
+  const double gbit = argc > 3 ? std::strtod(argv[3], nullptr) : 0.0;
+  // The first communicator initialises (and at exit finalises) MPI: declared first, destroyed
+  // last.
+  auto mpi = make_or_exit(&argc, &argv, AllreduceAlgorithm::kMpi, gbit);
+  auto ring = make_or_exit(nullptr, nullptr, AllreduceAlgorithm::kRing, gbit);
+  const int p = mpi->size(), rank = mpi->rank();
+  if (rank == 0) {
+    const std::string link = gbit > 0 ? std::to_string(gbit) + " Gbit/s" : "off";
+    std::printf("bench_comm --allreduce-algorithms: %d ranks, f32 sum, in place, ", p);
+    std::printf("emulated link %s\n", link.c_str());
+    std::printf("%10s | %11s %9s | %11s %9s | %10s %s\n", "size", "mpi us", "busbw", "ring us",
+                "busbw", "ring/mpi", "faster");
+  }
+  for (std::size_t bytes = 4096; bytes <= max_bytes; bytes *= 2) {
+    const std::size_t n = bytes / 4;
+    std::vector<float> buffer(n, 1.0f);
+    const int iters = static_cast<int>(std::clamp<std::size_t>((64u << 20) / bytes, 4, 200));
+    double best_mpi = 1e30, best_ring = 1e30;
+    for (int round = 0; round < 5; ++round) {
+      for (Communicator* c : {mpi.get(), ring.get()}) {
+        const double s = time_loop(iters, [&] {
+          c->allreduce(buffer.data(), buffer.data(), n, DType::kF32, ReduceOp::kSum);
+        });
+        double& best = c == mpi.get() ? best_mpi : best_ring;
+        best = std::min(best, s);
+      }
+    }
+    if (rank == 0) {
+      const double bus = static_cast<double>(bytes) * bus_factor(Op::kAllreduce, p) * 1e-9;
+      std::printf("%10zu | %11.1f %9.3f | %11.1f %9.3f | %10.3f %s\n", bytes, best_mpi * 1e6,
+                  bus / best_mpi, best_ring * 1e6, bus / best_ring, best_ring / best_mpi,
+                  best_ring < best_mpi ? "ring" : "mpi");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--allreduce-algorithms") {
+    return compare_allreduce_algorithms(argc, argv);
+  }
   auto made = make_mpi_communicator(&argc, &argv);
   if (!made.is_ok()) {
     std::fprintf(stderr, "bench_comm: %s\n", made.status().message().c_str());

@@ -1,5 +1,6 @@
 #include "comm/byte_model.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "comm/communicator.h"
@@ -7,14 +8,6 @@
 
 namespace sparq::comm {
 namespace {
-
-// Block b of `count` elements split as evenly as possible over `size` blocks (the first
-// count % size blocks get one more), which is how ring allreduce partitions the buffer.
-std::uint64_t ring_block(std::size_t count, int block, int size) {
-  const std::size_t base = count / static_cast<std::size_t>(size);
-  const std::size_t extra = count % static_cast<std::size_t>(size);
-  return base + (static_cast<std::size_t>(block) < extra ? 1 : 0);
-}
 
 int wrap(int r, int size) { return ((r % size) + size) % size; }
 
@@ -25,16 +18,25 @@ void check_rank(int rank, int size, const char* what) {
 
 }  // namespace
 
+RingBlock ring_block(std::size_t count, int block, int size) {
+  SPARQ_CHECK(size > 0 && block >= 0 && block < size, "ring_block: block {} outside {} blocks",
+              block, size);
+  const std::size_t base = count / static_cast<std::size_t>(size);
+  const std::size_t extra = count % static_cast<std::size_t>(size);
+  const auto b = static_cast<std::size_t>(block);
+  return {b * base + std::min(b, extra), base + (b < extra ? 1 : 0)};
+}
+
 WireBytes ring_allreduce_bytes(std::size_t count, std::size_t elem_bytes, int rank, int size) {
   check_rank(rank, size, "ring_allreduce_bytes");
   if (size == 1) return {};
   const std::uint64_t total = count;
   // Reduce-scatter leaves block r on rank r: it sends every block but r and receives every
   // block but r-1. The allgather that follows sends every block but r+1 and receives all but r.
-  const std::uint64_t sent =
-      2 * total - ring_block(count, rank, size) - ring_block(count, wrap(rank + 1, size), size);
-  const std::uint64_t received =
-      2 * total - ring_block(count, wrap(rank - 1, size), size) - ring_block(count, rank, size);
+  const std::uint64_t sent = 2 * total - ring_block(count, rank, size).count -
+                             ring_block(count, wrap(rank + 1, size), size).count;
+  const std::uint64_t received = 2 * total - ring_block(count, wrap(rank - 1, size), size).count -
+                                 ring_block(count, rank, size).count;
   return {sent * elem_bytes, received * elem_bytes};
 }
 

@@ -29,6 +29,15 @@ struct WireBytes {
   std::uint64_t received = 0;
 };
 
+// Block `block` of `count` elements split over `size` near-equal contiguous blocks (the first
+// count % size blocks get one more element): the partition the ring algorithms below assume
+// and the one sparq's own ring allreduce (mpi_ring.h) uses, so its bytes match this model.
+struct RingBlock {
+  std::size_t offset = 0;  // elements
+  std::size_t count = 0;
+};
+RingBlock ring_block(std::size_t count, int block, int size);
+
 // `count` elements of `elem_bytes` each; rank in [0, size).
 WireBytes ring_allreduce_bytes(std::size_t count, std::size_t elem_bytes, int rank, int size);
 // counts[r]: rank r's block in elements.

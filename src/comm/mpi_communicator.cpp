@@ -10,6 +10,7 @@
 #include "comm/arg_checks.h"
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
+#include "comm/mpi_ring.h"
 #include "comm/mpi_types.h"
 #include "core/check.h"
 #include "core/log.h"
@@ -124,8 +125,12 @@ class OwnedComm {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(bool owns_mpi, int thread_level)
-      : finalizer_(owns_mpi), comm_(MPI_COMM_WORLD), thread_level_(thread_level) {
+  MpiCommunicator(bool owns_mpi, int thread_level, MpiOptions options)
+      : finalizer_(owns_mpi),
+        comm_(MPI_COMM_WORLD),
+        ring_comm_(MPI_COMM_WORLD),
+        options_(options),
+        thread_level_(thread_level) {
     MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
     MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
   }
@@ -140,6 +145,15 @@ class MpiCommunicator final : public Communicator {
     const std::size_t es = dtype_size(dtype), bytes = count * es;
     check_buffer("allreduce", "input", in, bytes);
     check_buffer("allreduce", "output", out, bytes);
+    if (use_ring(bytes)) {
+      {
+        auto guard = lock();
+        ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype, ring_scratch_);
+      }
+      if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
+      record(ring_allreduce_bytes(count, es, rank_, size_));
+      return;
+    }
     std::vector<char> staged;
     const bool in_place = in == out;
     if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
@@ -346,6 +360,20 @@ class MpiCommunicator final : public Communicator {
 
   void record(WireBytes bytes) { count(bytes.sent, bytes.received); }
 
+  // Whether allreduce of `bytes` runs sparq's ring. kAuto depends only on the size and the
+  // world, the same on every rank, so all ranks take the same path.
+  bool use_ring(std::size_t bytes) const {
+    switch (options_.allreduce) {
+      case AllreduceAlgorithm::kMpi:
+        return false;
+      case AllreduceAlgorithm::kRing:
+        return true;
+      case AllreduceAlgorithm::kAuto:
+        return size_ > 1 && bytes >= auto_ring_threshold_bytes(size_);
+    }
+    return false;
+  }
+
   static const void* stage(std::vector<char>& storage, const void* in, std::size_t bytes) {
     storage.assign(static_cast<const char*>(in), static_cast<const char*>(in) + bytes);
     return storage.data();
@@ -353,7 +381,10 @@ class MpiCommunicator final : public Communicator {
 
   MpiFinalizer finalizer_;  // first member: destroyed last
   OwnedComm comm_;
+  OwnedComm ring_comm_;  // the ring's own tag space, apart from send()/recv()
+  std::vector<char> ring_scratch_;  // the ring's staging buffers, kept between calls
   MpiSumOps ops_;
+  MpiOptions options_;
   int rank_ = 0;
   int size_ = 1;
   int thread_level_;
@@ -365,7 +396,8 @@ void abort_all_ranks(int exit_code) {
 
 }  // namespace
 
-Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** argv) {
+Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** argv,
+                                                            MpiOptions options) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -389,7 +421,7 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** a
         thread_level_name(provided));
   }
   set_fatal_handler(&abort_all_ranks);
-  auto comm = std::make_unique<MpiCommunicator>(owns, provided);
+  auto comm = std::make_unique<MpiCommunicator>(owns, provided, options);
   const auto level = spdlog::default_logger()->level();
   log::init({.rank = comm->rank(),
              .world_size = comm->size(),

@@ -22,6 +22,15 @@
 // Counts above INT_MAX elements are split into several calls for allreduce, broadcast and
 // send/recv; the other collectives refuse them with a message naming the call.
 //
+// Allreduce algorithm (MpiOptions::allreduce): kMpi calls MPI_Allreduce; kRing runs sparq's
+// own pipelined ring (comm/mpi_ring.h: bandwidth-optimal, 2(P-1) latencies, its own
+// duplicate communicator, the same per-element sums and kAvg division); kAuto picks kMpi
+// below a message size and kRing from it on, by a crossover measured with bench_comm
+// (the table and its figures are in mpi_communicator.cpp). The choice depends only on the
+// byte count and size(), identical on every rank (Note [Rank-identical collective order]).
+// Bytes are counted by the ring model (comm/byte_model.h) whichever algorithm runs; for
+// kRing that is exactly what goes on the wire.
+//
 // In-place forms (besides allreduce's in == out): allgather with in == out + rank * count,
 // allgatherv with in == out + displs[rank], reduce_scatter with out == in + offset[rank],
 // alltoall(v) with in == out. Any other overlap of input and output is staged through a
@@ -29,16 +38,33 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "comm/communicator.h"
 #include "core/status.h"
 
 namespace sparq::comm {
 
+enum class AllreduceAlgorithm { kAuto, kMpi, kRing };
+
+// The config names (comm.allreduce): "auto", "mpi", "ring"; nullopt for anything else.
+inline std::optional<AllreduceAlgorithm> allreduce_algorithm_from_name(std::string_view name) {
+  if (name == "auto") return AllreduceAlgorithm::kAuto;
+  if (name == "mpi") return AllreduceAlgorithm::kMpi;
+  if (name == "ring") return AllreduceAlgorithm::kRing;
+  return std::nullopt;
+}
+
+struct MpiOptions {
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::kAuto;
+};
+
 // argc/argv are passed to MPI_Init_thread when this call initialises MPI (may be null).
 // Fails (Status) when sparq was built without MPI or the library offers less than
 // MPI_THREAD_SERIALIZED.
 Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc = nullptr,
-                                                            char*** argv = nullptr);
+                                                            char*** argv = nullptr,
+                                                            MpiOptions options = {});
 
 }  // namespace sparq::comm

@@ -9,22 +9,37 @@
 namespace sparq::comm {
 namespace {
 
-// MPI_User_function signatures: inout[i] = in[i] + inout[i], each sum rounded once to the
-// 16-bit format (the accumulation itself is exact in f32 for two 16-bit operands).
-void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    b[i] = float_to_half_bits(half_bits_to_float(a[i]) + half_bits_to_float(b[i]));
+// inout[i] = in[i] + inout[i], each sum rounded once to the 16-bit format (the accumulation
+// itself is exact in f32 for two 16-bit operands). Shared by the MPI_Ops below and by
+// sum_host (the ring allreduce), so both reduce with the same per-element math.
+void half_sum_n(const std::uint16_t* in, std::uint16_t* inout, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    inout[i] = float_to_half_bits(half_bits_to_float(in[i]) + half_bits_to_float(inout[i]));
   }
 }
 
-void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
-  const auto* a = static_cast<const std::uint16_t*>(in);
-  auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    b[i] = float_to_bf16_bits(bf16_bits_to_float(a[i]) + bf16_bits_to_float(b[i]));
+void bf16_sum_n(const std::uint16_t* in, std::uint16_t* inout, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    inout[i] = float_to_bf16_bits(bf16_bits_to_float(in[i]) + bf16_bits_to_float(inout[i]));
   }
+}
+
+template <typename T>
+void plain_sum_n(const void* in, void* inout, std::size_t count) {
+  const auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (std::size_t i = 0; i < count; ++i) b[i] = a[i] + b[i];
+}
+
+// MPI_User_function signatures.
+void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  half_sum_n(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(inout),
+             static_cast<std::size_t>(*len));
+}
+
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  bf16_sum_n(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(inout),
+             static_cast<std::size_t>(*len));
 }
 
 bool mpi_alive() {
@@ -85,6 +100,28 @@ MPI_Op MpiSumOps::sum(DType dtype) const {
   if (dtype == DType::kF16) return half_sum_;
   if (dtype == DType::kBF16) return bf16_sum_;
   return MPI_SUM;
+}
+
+void sum_host(const void* in, void* inout, std::size_t count, DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return plain_sum_n<float>(in, inout, count);
+    case DType::kF16:
+      return half_sum_n(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(inout),
+                        count);
+    case DType::kBF16:
+      return bf16_sum_n(static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(inout),
+                        count);
+    case DType::kI32:
+      return plain_sum_n<std::int32_t>(in, inout, count);
+    case DType::kI64:
+      return plain_sum_n<std::int64_t>(in, inout, count);
+    case DType::kU8:
+      return plain_sum_n<std::uint8_t>(in, inout, count);
+    case DType::kU16:
+      return plain_sum_n<std::uint16_t>(in, inout, count);
+  }
+  SPARQ_FATAL("sum_host: unknown dtype tag {}", static_cast<int>(dtype));
 }
 
 void divide_host(void* data, std::size_t count, DType dtype, int divisor) {

@@ -32,6 +32,11 @@ class MpiSumOps {
   MPI_Op bf16_sum_ = MPI_OP_NULL;
 };
 
+// inout[i] = in[i] + inout[i] for `count` host elements, with the same per-element math as
+// MpiSumOps::sum(dtype) (f16/bf16: add in f32, round the sum once to 16 bits; integers:
+// plain +, like MPI_SUM). Used by sparq's own ring allreduce (mpi_ring.h).
+void sum_host(const void* in, void* inout, std::size_t count, DType dtype);
+
 // data[i] /= divisor for a host array of a floating dtype (f32, f16, bf16), computed in f32.
 void divide_host(void* data, std::size_t count, DType dtype, int divisor);
 

@@ -4,7 +4,7 @@
 
 namespace sparq::comm {
 
-Result<std::unique_ptr<Communicator>> make_mpi_communicator(int*, char***) {
+Result<std::unique_ptr<Communicator>> make_mpi_communicator(int*, char***, MpiOptions) {
   return Status::error(
       "make_mpi_communicator: sparq was built without MPI (configure with -DSPARQ_MPI=ON)");
 }

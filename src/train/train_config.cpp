@@ -202,6 +202,7 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
 Status read_comm(YamlReader& r, TrainConfig& c) {
   CommConfig& m = c.comm;
   SPARQ_RETURN_IF_ERROR(r.get_choice("comm.backend", &m.backend, {"auto", "mpi", "self"}));
+  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.allreduce", &m.allreduce, {"auto", "mpi", "ring"}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.first_bucket_mb", &m.plan.first_bucket_mb, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.bucket_mb", &m.plan.bucket_mb, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.min_compress_numel", &m.plan.min_compress_numel, {.min = 0}));

@@ -40,6 +40,7 @@ struct DataConfig {
 
 struct CommConfig {
   std::string backend = "auto";  // auto (mpi when launched by mpirun, else self) | mpi | self
+  std::string allreduce = "auto";  // MPI allreduce algorithm: auto (by size) | mpi | ring
   comm::BucketPlanConfig plan;
   bool overlap = true;  // false: communicate after backward (the WFBP-off baseline)
   double timeout_s = 300;

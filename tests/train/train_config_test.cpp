@@ -35,6 +35,7 @@ TEST(TrainConfig, DefaultsFillEveryKey) {
   EXPECT_EQ(c->compress.compress.name, "none");
   EXPECT_EQ(c->optim.name, "adamw");
   EXPECT_NE(c->resolved_yaml.find("  timeout_s: 300\n"), std::string::npos) << c->resolved_yaml;
+  EXPECT_NE(c->resolved_yaml.find("  allreduce: auto\n"), std::string::npos) << c->resolved_yaml;
   EXPECT_NE(c->resolved_yaml.find("  error_feedback: true\n"), std::string::npos);
 }
 
@@ -115,6 +116,7 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
       {"comm: {split_tied_embedding: on}", "x.yaml: comm.split_tied_embedding"},
+      {"comm: {allreduce: tree}", "x.yaml: comm.allreduce: 'tree' is not one of auto, mpi, ring"},
       // Issue 15: a variance frozen after compressed steps diverged (train loss 7.4 -> 4760);
       // the combination is refused, and so is a freeze outside communicate: momentum.
       {"optim: {communicate: momentum, freeze_steps: 100}\ncompress: {name: lbs}",

@@ -1,0 +1,146 @@
+#include "comm/mpi_ring.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "comm/byte_model.h"
+#include "comm/mpi_check.h"
+#include "comm/mpi_types.h"
+#include "core/check.h"
+
+namespace sparq::comm {
+namespace {
+
+constexpr int kRingTag = 0;
+
+int wrap(int r, int size) { return ((r % size) + size) % size; }
+
+// One sub-chunk of the segment a ring step receives (and the next step forwards).
+struct Piece {
+  int step = 0;
+  std::size_t offset = 0;  // elements from the start of the buffer
+  int count = 0;           // elements; at most one sub-chunk, so it fits an MPI int
+};
+
+// Calls fn(offset, n) for each sub-chunk of `block`, in order. An empty block has none: both
+// ends of a transfer see the same block, so they agree on the messages without any header.
+template <typename Fn>
+void for_each_piece(RingBlock block, std::size_t piece_elems, Fn&& fn) {
+  for (std::size_t done = 0; done < block.count; done += piece_elems) {
+    fn(block.offset + done, static_cast<int>(std::min(piece_elems, block.count - done)));
+  }
+}
+
+bool overlaps(const void* a, const void* b, std::size_t bytes) {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b);
+  return bytes > 0 && pa < pb + bytes && pb < pa + bytes;
+}
+
+void wait_all(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
+}
+
+}  // namespace
+
+std::size_t auto_ring_threshold_bytes(int size) {
+  // PLACEHOLDER until measured.
+  return std::size_t{1} << 20;
+}
+
+void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void* out,
+                        std::size_t count, DType dtype, std::vector<char>& scratch) {
+  const std::size_t es = dtype_size(dtype), bytes = count * es;
+  char* dst = static_cast<char*>(out);
+  const char* src = static_cast<const char*>(in);
+  if (src != dst && overlaps(src, dst, bytes)) {
+    std::memmove(dst, src, bytes);  // then it is an in-place call
+    src = dst;
+  }
+  const bool in_place = src == dst;
+  if (size == 1 || count == 0) {
+    if (!in_place && bytes > 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+
+  const MPI_Datatype type = mpi_datatype(dtype);
+  const int right = wrap(rank + 1, size), left = wrap(rank - 1, size);
+  const int steps = 2 * (size - 1), reduce_steps = size - 1;
+  const std::size_t piece_elems = std::max<std::size_t>(1, kRingChunkBytes / es);
+  auto segment = [&](int index) { return ring_block(count, wrap(index, size), size); };
+
+  // Every receive of the whole call, in the order the left neighbour sends them (it forwards
+  // step t's pieces in the order it receives them, so the orders agree and one tag suffices).
+  std::vector<Piece> receives;
+  for (int t = 0; t < steps; ++t) {
+    for_each_piece(segment(rank - t - 2), piece_elems, [&](std::size_t offset, int n) {
+      receives.push_back({t, offset, n});
+    });
+  }
+  std::vector<MPI_Request> recv_requests(receives.size(), MPI_REQUEST_NULL);
+  std::vector<std::vector<MPI_Request>> sends(steps);  // outstanding sends, by step
+
+  // In place, a reduce-scatter piece cannot land in `out` (that holds this rank's own
+  // contribution), so it goes to one of kRingChunksInFlight staging slots. Out of place it
+  // lands in `out` directly and this rank's input is added to it.
+  // Slots are no larger than the largest piece, so a small call does not touch a large buffer.
+  const std::size_t slot_bytes = std::min(piece_elems, segment(0).count) * es;
+  if (in_place && scratch.size() < kRingChunksInFlight * slot_bytes) {
+    scratch.resize(kRingChunksInFlight * slot_bytes);
+  }
+  auto landing = [&](std::size_t i) -> char* {
+    const Piece& p = receives[i];
+    if (in_place && p.step < reduce_steps) {
+      return scratch.data() + (i % kRingChunksInFlight) * slot_bytes;
+    }
+    return dst + p.offset * es;
+  };
+
+  auto post_send = [&](int step, const char* base, std::size_t offset, int n) {
+    sends[step].emplace_back();
+    MPI_CHECK(MPI_Isend(base + offset * es, n, type, right, kRingTag, comm, &sends[step].back()));
+  };
+  auto post_receive = [&](std::size_t i) {
+    const Piece& p = receives[i];
+    // An allgather step overwrites segment r-t-2 with its final sum; that segment was last
+    // sent (as this rank's partial sum, or its input in place) at step t-(P-1). Those sends
+    // must be complete before the first receive of step t may land on their data.
+    const bool first_of_step = i == 0 || receives[i - 1].step != p.step;
+    if (p.step >= reduce_steps && first_of_step) wait_all(sends[p.step - reduce_steps]);
+    MPI_CHECK(MPI_Irecv(landing(i), p.count, type, left, kRingTag, comm, &recv_requests[i]));
+  };
+
+  // Step 0 sends this rank's own data of segment r-1; every later send forwards a piece as
+  // soon as it has been received (and, while reducing, summed).
+  for_each_piece(segment(rank - 1), piece_elems,
+                 [&](std::size_t offset, int n) { post_send(0, src, offset, n); });
+  std::size_t posted = 0;
+  while (posted < receives.size() && posted < static_cast<std::size_t>(kRingChunksInFlight)) {
+    post_receive(posted++);
+  }
+  for (std::size_t i = 0; i < receives.size(); ++i) {
+    const Piece& p = receives[i];
+    MPI_Status status;
+    MPI_CHECK(MPI_Wait(&recv_requests[i], &status));
+    int got = 0;
+    MPI_CHECK(MPI_Get_count(&status, type, &got));
+    SPARQ_CHECK(got == p.count,
+                "ring allreduce: rank {} got {} elements from rank {} at step {}, expected {}",
+                rank, got, left, p.step, p.count);
+    char* target = dst + p.offset * es;
+    if (p.step < reduce_steps) {
+      // dst += received (in place) or dst(received) += input: the same commutative sum.
+      sum_host(in_place ? landing(i) : src + p.offset * es, target, p.count, dtype);
+    }
+    if (p.step + 1 < steps) post_send(p.step + 1, dst, p.offset, p.count);
+    // The slot of piece i is free again: its successor in the window may use it.
+    if (posted < receives.size()) post_receive(posted++);
+  }
+  for (auto& step_sends : sends) wait_all(step_sends);
+}
+
+}  // namespace sparq::comm

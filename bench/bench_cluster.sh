@@ -14,7 +14,9 @@
 #            ddp_fp16 ddp_powersgd sparq_floor torch_floor]
 #   STEPS [8], WARMUP [2]: steps per run, and the first steps left out of every median
 #   OUT [runs/bench_cluster]   RUN_ID [date-time]   CELL_TIMEOUT [1800] seconds per cell
-#   MPI_ARGS [--mca btl_tcp_links 4]: extra mpirun arguments of sparq's cells (why: docs)
+#   MPI_ARGS [--mca btl_tcp_flags send,inplace,need-ack,need-csum]: extra mpirun arguments
+#     of sparq's cells; the default turns off the TCP BTL's put protocol, which runs large
+#     messages at half the link rate here (docs/cluster.md)
 #   TORCH_BLAS: a folder with an optimised libblas.so.3 for PyTorch only (Debian's torch
 #     otherwise runs its GEMMs on the reference BLAS); unset: Debian's libopenblas0-serial
 #     is unpacked once into $OUT/openblas (apt-get download, nothing installed)
@@ -36,7 +38,7 @@ WARMUP="${WARMUP:-2}"
 OUT="${OUT:-runs/bench_cluster}"
 RUN_ID="${RUN_ID:-$(date +%Y%m%d-%H%M%S)}"
 CELL_TIMEOUT="${CELL_TIMEOUT:-1800}"
-MPI_ARGS="${MPI_ARGS:---mca btl_tcp_links 4}"
+MPI_ARGS="${MPI_ARGS:---mca btl_tcp_flags send,inplace,need-ack,need-csum}"
 TRAIN="${TRAIN:-build/apps/train}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
 CLUSTER=scripts/cluster.sh

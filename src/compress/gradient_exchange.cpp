@@ -33,18 +33,31 @@ Status check_aggregation(const Compressor& c, Aggregation kind, const std::strin
   return Status::ok();
 }
 
-// powersgd's matrices: every tensor of rank >= 2 lying wholly inside the bucket, viewed as
-// [shape[0], numel / shape[0]] (a linear weight [out, in], a conv weight [out, in*kh*kw]).
-// Pieces of a split tensor and 1-D tensors stay dense.
+// powersgd's matrices: every tensor of rank >= 2 in the bucket, viewed as [shape[0], numel /
+// shape[0]] (a linear weight [out, in], a conv weight [out, in*kh*kw]). A tensor the plan split
+// over several buckets (one larger than bucket_mb, such as a big vocabulary's embedding)
+// contributes the whole rows that lie in this bucket, a matrix [rows here, cols] of its own
+// (DDP's PowerSGD hook compresses such a tensor whole; sending it dense cost gpt2-30m's
+// 19.3M-element wte 77 MB a step). The fringe of partial rows at a cut, and 1-D tensors, stay
+// dense.
 std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::Bucket& bucket) {
   std::vector<MatrixSegment> segments;
   for (const ParamEntry& e : store.entries()) {
-    if (e.offset < bucket.range.offset || e.offset + e.numel > bucket.range.end()) continue;
     const Shape& shape = e.spec.shape;
-    if (shape.ndim() < 2) continue;
-    const auto rows = static_cast<std::size_t>(shape[0]);
-    segments.push_back({e.spec.name, static_cast<std::size_t>(e.offset - bucket.range.offset),
-                        rows, static_cast<std::size_t>(e.numel) / rows});
+    if (shape.ndim() < 2 || e.numel == 0) continue;
+    const std::int64_t lo = std::max(e.offset, bucket.range.offset);
+    const std::int64_t hi = std::min(e.offset + e.numel, bucket.range.end());
+    if (hi <= lo) continue;
+    const std::int64_t cols = e.numel / shape[0];
+    const std::int64_t first_row = (lo - e.offset + cols - 1) / cols;  // whole rows only
+    const std::int64_t end_row = (hi - e.offset) / cols;
+    if (end_row <= first_row) continue;
+    const bool whole = lo == e.offset && hi == e.offset + e.numel;
+    segments.push_back({whole ? e.spec.name
+                              : fmt::format("{} rows {}..{}", e.spec.name, first_row, end_row),
+                        static_cast<std::size_t>(e.offset + first_row * cols - bucket.range.offset),
+                        static_cast<std::size_t>(end_row - first_row),
+                        static_cast<std::size_t>(cols)});
   }
   return segments;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "compress/powersgd.h"
 #include "exchange_fixture.h"
@@ -165,6 +166,38 @@ TEST(GradientExchange, PowerSgdSeesTheBucketsWeightMatrices) {
   f.exchange_all(*x, 0);
   EXPECT_GT(x->residual_norm(), 0.0);  // rank 2 of random matrices loses something
   EXPECT_EQ(x->compressor_name(0), "powersgd/allreduce+ef");
+}
+
+// A matrix larger than bucket_mb is split over several buckets; powersgd compresses the whole
+// rows each piece holds instead of sending the pieces dense.
+TEST(GradientExchange, PowerSgdCompressesThePiecesOfASplitMatrix) {
+  Fixture f({"*.bias", "*ln_*"});
+  comm::BucketPlanConfig small = f.plan_config;
+  small.first_bucket_mb = 0.005;  // 1310 floats: the stack's 4096-element matrices split
+  small.bucket_mb = 0.005;
+  f.plan = comm::BucketPlan::build(f.stack.store, f.stack.layers, small).value();
+  GradientExchangeConfig c;
+  c.compress = {"powersgd", {{"rank", "2"}, {"min_compress_numel", "64"}}, "compress"};
+  auto x = f.make(c);
+  f.fill_grads(6);
+  f.exchange_all(*x, 0);
+  std::map<std::string, int> pieces;
+  for (const comm::Bucket& b : f.plan.buckets()) {
+    for (const std::string& t : b.tensors) ++pieces[t];
+  }
+  int split_buckets = 0;
+  for (const comm::Bucket& b : f.plan.buckets()) {
+    if (b.dense || b.tensors.size() != 1 || pieces[b.tensors[0]] < 2) continue;
+    const ParamEntry& e = f.stack.store.entry(b.tensors[0]);
+    const std::int64_t cols = e.numel / e.spec.shape[0];
+    if (b.range.count < 4 * cols) continue;  // mostly the partial-row fringe: dense
+    ++split_buckets;
+    // Rank 2 of [rows, cols] sends (rows + cols) * 2 floats: at most 60% of 4+ rows of 128.
+    const BucketExchangeStats& st = x->last_stats()[b.index];
+    EXPECT_LT(10 * st.payload_bytes, 6 * st.dense_bytes)
+        << "bucket " << b.index << " (a piece of " << b.tensors[0] << ") went dense";
+  }
+  EXPECT_GE(split_buckets, 4);
 }
 
 TEST(GradientExchange, RejectsAnAggregationTheCompressorCannotUse) {

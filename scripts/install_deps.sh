@@ -2,7 +2,8 @@
 # Installs every Debian 12 package that sparq's build, tests and benchmarks need.
 # Idempotent and non-interactive; runs apt-get directly as root, through sudo otherwise.
 #   scripts/install_deps.sh            build + test dependencies
-#   scripts/install_deps.sh --torch    also python3-torch (only to regenerate test references)
+#   scripts/install_deps.sh --torch    also python3-torch (to regenerate test references, and the
+#                                     PyTorch DDP peer of bench/bench_cluster.sh)
 set -euo pipefail
 
 packages=(

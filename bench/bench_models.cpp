@@ -2,9 +2,13 @@
 // models in PyTorch (bench/bench_models_torch.py, the reference implementation the golden
 // tests compare against), measured in the same invocation with the same thread count.
 //
-//   bench_models [--threads N] [--steps S] [--warmup W] [--models gpt2,bert,vgg]
+//   bench_models [--threads N] [--steps S] [--warmup W] [--models gpt2,bert,vgg,gpt2tiny]
 //                [--python /usr/bin/python3] [--torch-blas DIR] [--no-torch]
-//                [--device cpu|cuda]
+//                [--device cpu|cuda] [--profile]
+//
+// --profile (CPU) also prints, per model, where sparq's timed steps went: self time per
+// layer kind and phase (Note [Profile scopes], core/profile.h), in ms per step and as a share
+// of the step; "other" is the rest (gradient zeroing, the models' glue).
 //
 // --device cuda runs the GPU workloads (GPT-2 124M B=16 T=1024, BERT-base B=32 T=128,
 // VGG-16 B=128) on CUDA device 0, sparq in fp32, next to PyTorch eager in fp32 and in bf16
@@ -39,6 +43,7 @@
 
 #include "core/exec_context.h"
 #include "core/ops.h"
+#include "core/profile.h"
 #include "core/rng.h"
 #include "core/tensor_copy.h"
 #include "core/threading.h"
@@ -64,6 +69,9 @@ const Workload kWorkloads[] = {
     {"gpt2", "gpt2-124M", 4, 256},
     {"bert", "bert-base dropout=0 attn_dropout=0", 8, 128},
     {"vgg", "vgg16", 32, 0},
+    // Issue 18's one-thread case: a small model whose step is dominated by the LM head and
+    // cross-entropy over GPT-2's full 50257-token vocabulary (K = n_embd = 128).
+    {"gpt2tiny", "gpt2-tiny vocab_size=50257", 8, 128},
 };
 // The GPU shapes (issue 14); bench_models_torch.py's GPU_WORKLOADS match them.
 const Workload kGpuWorkloads[] = {
@@ -78,6 +86,7 @@ struct Measurement {
   double step_s = 0;       // mean over the timed steps
   double best_step_s = 0;  // fastest timed step: the least disturbed by other processes
   double flops_per_item = 0;  // sparq's children only
+  std::vector<profile::Row> profile;  // --profile: totals over the timed steps
   bool ok = false;
 };
 
@@ -116,7 +125,7 @@ double flops_per_item(const ModelConfig& c, std::int64_t params, std::int64_t se
 
 // Runs one workload in this process and prints
 // "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step> <FLOPs per item>".
-int run_child(const Workload& w, int steps, int warmup, bool cuda) {
+int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled) {
   std::unique_ptr<ExecContext> gpu;
   if (cuda) {
     auto ctx = ExecContext::create_cuda(0);
@@ -180,6 +189,7 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda) {
 
   double seconds = 0, best = 1e30, peak_device_mib = 0;
   for (int step = 0; step < warmup + steps; ++step) {
+    if (profiled && step == warmup) profile::set_enabled(true);
     Stopwatch sw;
     store.zero_grads();
     model.set_step(step);
@@ -193,10 +203,24 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda) {
     }
     fmt::print(stderr, "  {} step {}: loss {:.4f}, {:.2f} s\n", w.key, step, loss, sw.seconds());
   }
+  profile::set_enabled(false);
+  for (const profile::Row& row : profile::rows()) {
+    fmt::print("PROFILE {} {} {}\n", row.name, row.seconds, row.calls);
+  }
   const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1)) * steps;
   fmt::print("RESULT {} {} {} {} {}\n", items / seconds, cuda ? peak_device_mib : peak_rss_mib(),
              seconds / steps, best, flops_per_item(c, store.param_count(), w.seq));
   return 0;
+}
+
+// Whether `key` is an item of the comma-separated list (so "gpt2" does not pick "gpt2tiny").
+bool listed(const std::string& list, const std::string& key) {
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == key) return true;
+  }
+  return false;
 }
 
 // Runs a command, passes its stderr through, and parses the RESULT line of its stdout.
@@ -212,6 +236,9 @@ Measurement run_measured(const std::string& command) {
     if (tag == "RESULT") {
       m.ok = static_cast<bool>(in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s);
       if (m.ok && !(in >> m.flops_per_item)) m.flops_per_item = 0;  // PyTorch prints four
+    } else if (tag == "PROFILE") {
+      profile::Row row;
+      if (in >> row.name >> row.seconds >> row.calls) m.profile.push_back(row);
     } else {
       std::fputs(line, stderr);  // the child's log (e.g. the model summary)
     }
@@ -232,7 +259,7 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
                                         : std::string("n/a");
   };
   for (const Workload& w : kGpuWorkloads) {
-    if (models.find(w.key) == std::string::npos) continue;
+    if (!listed(models, w.key)) continue;
     const Measurement ours = run_measured(fmt::format(
         "'{}' --child {} --device cuda --steps {} --warmup {}", exe, w.key, steps, warmup));
     Measurement fp32, bf16;
@@ -267,6 +294,24 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
   return 0;
 }
 
+// The --profile table of one model: self time per layer kind and phase, per timed step.
+void print_profile(const std::string& model, const Measurement& m, int steps) {
+  if (m.profile.empty()) return;
+  const double step_ms = m.step_s * 1e3;
+  double covered = 0;
+  fmt::print("\nprofile of sparq {} ({:.1f} ms per step):\n", model, step_ms);
+  fmt::print("| {:<26} | {:>10} | {:>6} | {:>9} |\n", "layer kind.phase", "ms / step", "share", "calls");
+  fmt::print("|{:-<28}|{:-<12}|{:-<8}|{:-<11}|\n", "", "", "", "");
+  for (const profile::Row& r : m.profile) {
+    const double ms = r.seconds * 1e3 / steps;
+    covered += ms;
+    fmt::print("| {:<26} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", r.name, ms, 100 * ms / step_ms,
+               r.calls / steps);
+  }
+  const double other = std::max(0.0, step_ms - covered);
+  fmt::print("| {:<26} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", "other", other, 100 * other / step_ms, "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,7 +322,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenMP / torch threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "timed steps per model")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--models", models, "comma list of gpt2, bert, vgg");
+  app.add_option("--models", models, "comma list of gpt2, bert, vgg, gpt2tiny (GPT-2 tiny, vocab 50257)");
   app.add_option("--python", python, "interpreter with torch for the reference");
   app.add_option("--torch-blas", torch_blas, "folder with a libblas.so.3 for the PyTorch child");
   app.add_flag("--no-torch", no_torch, "skip the PyTorch reference");
@@ -286,6 +331,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--peak-fp32", peak_fp32, "device fp32 peak TFLOP/s for MFU");
   app.add_option("--peak-bf16", peak_bf16, "device bf16 dense peak TFLOP/s for MFU");
+  bool profiled = false;
+  app.add_flag("--profile", profiled, "print sparq's time per layer kind (CPU)");
   app.add_option("--child", child, "internal: run one workload and print RESULT");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
@@ -294,9 +341,9 @@ int main(int argc, char** argv) {
     const bool cuda = device == "cuda";
     for (const Workload& w : cuda ? std::span<const Workload>(kGpuWorkloads)
                                   : std::span<const Workload>(kWorkloads)) {
-      if (child == w.key) return run_child(w, steps, warmup, cuda);
+      if (child == w.key) return run_child(w, steps, warmup, cuda, profiled && !cuda);
     }
-    fmt::print(stderr, "unknown workload '{}' (gpt2, bert, vgg)\n", child);
+    fmt::print(stderr, "unknown workload '{}' (gpt2, bert, vgg, gpt2tiny)\n", child);
     return 2;
   }
 
@@ -317,11 +364,14 @@ int main(int argc, char** argv) {
              "PyTorch BLAS: {}\n",
              threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas);
   std::vector<std::string> rows;
+  std::vector<std::pair<std::string, Measurement>> profiles;
   for (const Workload& w : kWorkloads) {
-    if (models.find(w.key) == std::string::npos) continue;
+    if (!listed(models, w.key)) continue;
     const std::string env = fmt::format("OMP_NUM_THREADS={} ", threads);
-    const Measurement ours = run_measured(env + fmt::format("'{}' --child {} --threads {} --steps {} --warmup {}",
-                                                            exe, w.key, threads, steps, warmup));
+    const Measurement ours = run_measured(env + fmt::format("'{}' --child {} --threads {} --steps {} --warmup {}{}",
+                                                            exe, w.key, threads, steps, warmup,
+                                                            profiled ? " --profile" : ""));
+    if (profiled) profiles.emplace_back(w.key, ours);
     Measurement torch;
     if (!no_torch) {
       const std::string blas =
@@ -353,5 +403,6 @@ int main(int argc, char** argv) {
   fmt::print("ratio = sparq / PyTorch mean throughput, best = the same for each side's fastest "
              "step (higher is better); MiB = peak resident set of the process running that model "
              "alone\n");
+  for (const auto& [key, m] : profiles) print_profile(key, m, steps);
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch side of bench/bench_models: forward + backward steps of one model.
 
-Usage: bench_models_torch.py --model gpt2|bert|vgg [--threads N] [--steps S] [--warmup W]
+Usage: bench_models_torch.py --model gpt2|bert|vgg|gpt2tiny [--threads N] [--steps S] [--warmup W]
                              [--device cpu|cuda] [--precision fp32|bf16]
 
 On cuda the GPU workloads are used (bench_models.cpp's kGpuWorkloads), the step ends with
@@ -15,6 +15,7 @@ step is zero_grad + forward + backward, as in the C++ driver. Prints one line
 per-step log on stderr. Benchmark only: nothing is asserted.
 """
 import argparse
+import contextlib
 import os
 import resource
 import sys
@@ -30,6 +31,7 @@ WORKLOADS = {
     "gpt2": ("gpt2-124M", 4, 256),
     "bert": ("bert-base dropout=0 attn_dropout=0", 8, 128),
     "vgg": ("vgg16", 32, 0),
+    "gpt2tiny": ("gpt2-tiny vocab_size=50257", 8, 128),
 }
 GPU_WORKLOADS = {
     "gpt2": ("gpt2-124M", 16, 1024),
@@ -97,7 +99,10 @@ def main():
     if cuda:
         model = model.cuda()
         batch = {k: v.cuda() for k, v in batch.items()}
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and args.precision == "bf16")
+    # Constructing a bf16 autocast asks CUDA whether bf16 is supported even when disabled,
+    # which raises on a CPU-only torch: build it only when it is used.
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cuda and args.precision == "bf16"
+                else contextlib.nullcontext())
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
     total, best = 0.0, float("inf")

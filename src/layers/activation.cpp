@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/profile.h"
 
 #if SPARQ_HAS_CUDA
 #include "layers/cuda/activation_cuda.h"
@@ -89,6 +90,7 @@ std::int64_t check_same_numel(const Tensor& a, const Tensor& b, const std::strin
 // Each method checks its tensors on the context's device and runs there (Note [Layer
 // dispatch]); the empty CUDA branches are unreachable in a build without CUDA.
 void Relu::forward(const Tensor& x, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("relu.forward");  // Note [Profile scopes]
   const auto n = check_same_numel(x, y, name_, "x", "y", device());
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -100,6 +102,7 @@ void Relu::forward(const Tensor& x, const Tensor& y) const {
 }
 
 void Relu::backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("relu.backward");  // Note [Profile scopes]
   const auto n = check_same_numel(y, dy, name_, "y", "dy", device());
   check_same_numel(dy, dx, name_, "dy", "dx", device());
   if (on_cuda()) {
@@ -112,6 +115,7 @@ void Relu::backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const {
 }
 
 void Gelu::forward(const Tensor& x, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("gelu.forward");  // Note [Profile scopes]
   const auto n = check_same_numel(x, y, name_, "x", "y", device());
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -123,6 +127,7 @@ void Gelu::forward(const Tensor& x, const Tensor& y) const {
 }
 
 void Gelu::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("gelu.backward");  // Note [Profile scopes]
   const auto n = check_same_numel(x, dy, name_, "x", "dy", device());
   check_same_numel(dy, dx, name_, "dy", "dx", device());
   if (on_cuda()) {
@@ -135,6 +140,7 @@ void Gelu::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
 }
 
 void Tanh::forward(const Tensor& x, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("tanh.forward");  // Note [Profile scopes]
   const auto n = check_same_numel(x, y, name_, "x", "y", device());
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -146,6 +152,7 @@ void Tanh::forward(const Tensor& x, const Tensor& y) const {
 }
 
 void Tanh::backward(const Tensor& y, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("tanh.backward");  // Note [Profile scopes]
   const auto n = check_same_numel(y, dy, name_, "y", "dy", device());
   check_same_numel(dy, dx, name_, "dy", "dx", device());
   if (on_cuda()) {

@@ -1,6 +1,7 @@
 #include "layers/attention.h"
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "core/threading.h"
 
 #if SPARQ_HAS_CUDA
@@ -86,6 +87,7 @@ AttentionGeom MultiHeadAttention::geom(const DropoutStep& step) const {
 
 void MultiHeadAttention::forward(const Tensor& x, const Tensor& y, const Tensor& key_valid,
                                  const DropoutStep& step) {
+  SPARQ_PROFILE_SCOPE("attention.forward");  // Note [Profile scopes]
   SPARQ_CHECK(x.ndim() == 3, "{}: x must be [B, T, C], got {}", name_, x.shape().str());
   const std::int64_t b = x.dim(0), t = x.dim(1), c = config_.dim;
   check_arg(x, {b, t, c}, name_, "x", DType::kF32, device());
@@ -114,6 +116,7 @@ void MultiHeadAttention::forward(const Tensor& x, const Tensor& y, const Tensor&
 
 void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tensor& dx,
                                   const DropoutStep& step) {
+  SPARQ_PROFILE_SCOPE("attention.backward");  // Note [Profile scopes]
   const std::int64_t b = batch_, t = t_, c = config_.dim;
   SPARQ_CHECK(b > 0, "{}: backward before forward", name_);
   check_arg(x, {b, t, c}, name_, "x (shape of the last forward)", DType::kF32, device());

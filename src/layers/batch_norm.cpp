@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/profile.h"
 
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -180,6 +181,7 @@ void BatchNorm2d::check_state_device() const {
 }
 
 void BatchNorm2d::forward(const Tensor& x, const Tensor& y, bool training) {
+  SPARQ_PROFILE_SCOPE("batch_norm.forward");  // Note [Profile scopes]
   check_x(x, "x");
   check_arg(y, x.shape(), name(), "y", DType::kF32, device());
   check_state_device();
@@ -211,6 +213,7 @@ void BatchNorm2d::forward(const Tensor& x, const Tensor& y, bool training) {
 }
 
 void BatchNorm2d::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("batch_norm.backward");  // Note [Profile scopes]
   check_x(x, "x");
   check_arg(dy, x.shape(), name(), "dy", DType::kF32, device());
   check_arg(dx, x.shape(), name(), "dx", DType::kF32, device());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "core/threading.h"
 #include "layers/matmul.h"
 
@@ -300,6 +301,7 @@ void Conv2d::check_x(const Tensor& x) const {
 }
 
 void Conv2d::forward(const Tensor& x, const Tensor& y) {
+  SPARQ_PROFILE_SCOPE("conv2d.forward");  // Note [Profile scopes]
   check_x(x);
   check_arg(y, output_shape(x.dim(0)), name(), "y", DType::kF32, device());
   const float* w = params_.param(w_).data<float>();
@@ -320,6 +322,7 @@ void Conv2d::forward(const Tensor& x, const Tensor& y) {
 }
 
 void Conv2d::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  SPARQ_PROFILE_SCOPE("conv2d.backward");  // Note [Profile scopes]
   check_x(x);
   check_arg(dy, output_shape(x.dim(0)), name(), "dy", DType::kF32, device());
   if (!dx.empty()) check_arg(dx, x.shape(), name(), "dx", DType::kF32, device());

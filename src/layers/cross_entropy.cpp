@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "layers/param_set.h"
 
 #if SPARQ_HAS_CUDA
@@ -155,11 +156,13 @@ float CrossEntropy::run_cuda(const Tensor& logits, const Tensor& targets, float*
 }
 
 float CrossEntropy::forward(const Tensor& logits, const Tensor& targets) {
+  SPARQ_PROFILE_SCOPE("cross_entropy.forward");  // Note [Profile scopes]
   return run(logits, targets, nullptr, 0.0f);
 }
 
 float CrossEntropy::forward_backward(const Tensor& logits, const Tensor& targets,
                                      const Tensor& dlogits, float dloss) {
+  SPARQ_PROFILE_SCOPE("cross_entropy.backward");  // Note [Profile scopes]
   SPARQ_CHECK(check_rows(dlogits, config_.vocab, name_, "dlogits", device()) * config_.vocab ==
                   logits.numel(),
               "{}: dlogits {} does not match logits {}", name_, dlogits.shape().str(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "core/ops.h"
 #include "layers/activation.h"
 
@@ -80,10 +81,12 @@ void Dropout::run(const Tensor& in, const Tensor& out, const DropoutStep& step,
 }
 
 void Dropout::forward(const Tensor& x, const Tensor& y, const DropoutStep& step) const {
+  SPARQ_PROFILE_SCOPE("dropout.forward");  // Note [Profile scopes]
   run(x, y, step, "x", "y");
 }
 
 void Dropout::backward(const Tensor& dy, const Tensor& dx, const DropoutStep& step) const {
+  SPARQ_PROFILE_SCOPE("dropout.backward");  // Note [Profile scopes]
   run(dy, dx, step, "dy", "dx");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "layers/linear.h"
 
 #if SPARQ_HAS_CUDA
@@ -89,6 +90,7 @@ std::int64_t Embedding::check_ids(const Tensor& ids, const Tensor& y, const char
 }
 
 void Embedding::forward(const Tensor& ids, const Tensor& y, bool accumulate) const {
+  SPARQ_PROFILE_SCOPE("embedding.forward");  // Note [Profile scopes]
   const std::int64_t n = check_ids(ids, y, "y");
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -102,6 +104,7 @@ void Embedding::forward(const Tensor& ids, const Tensor& y, bool accumulate) con
 }
 
 void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
+  SPARQ_PROFILE_SCOPE("embedding.backward");  // Note [Profile scopes]
   const std::int64_t n = check_ids(ids, dy, "dy");
   float* dtable = params_.grad(table_).data<float>();
   if (on_cuda()) {
@@ -120,6 +123,7 @@ void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
 }
 
 void Embedding::backward_rows(const Tensor& ids, const Tensor& dy, RowSparseGrad* out) const {
+  SPARQ_PROFILE_SCOPE("embedding.backward");  // Note [Profile scopes]
   const std::int64_t n = check_ids(ids, dy, "dy");
   SPARQ_CHECK(!on_cuda(), "{}: the row-sparse lookup gradient is CPU only", name());
   const std::int32_t* id = ids.data<std::int32_t>();
@@ -150,6 +154,7 @@ void Embedding::backward_rows(const Tensor& ids, const Tensor& dy, RowSparseGrad
 
 void Embedding::backward_by_rows(const Tensor& ids, const Tensor& dy,
                                  RowSparseGrad* scratch) const {
+  SPARQ_PROFILE_SCOPE("embedding.backward");  // Note [Profile scopes]
   backward_rows(ids, dy, scratch);
   float* dtable = params_.grad(table_).data<float>();
   const std::int64_t dim = config_.dim;
@@ -173,6 +178,7 @@ std::pair<std::int64_t, std::int64_t> Embedding::check_positions(const Tensor& t
 }
 
 void Embedding::forward_positions(const Tensor& y, bool accumulate) const {
+  SPARQ_PROFILE_SCOPE("embedding.forward");  // Note [Profile scopes]
   const auto [batch, seq] = check_positions(y, "y");
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -195,6 +201,7 @@ void Embedding::forward_positions(const Tensor& y, bool accumulate) const {
 }
 
 void Embedding::backward_positions(const Tensor& dy) const {
+  SPARQ_PROFILE_SCOPE("embedding.backward");  // Note [Profile scopes]
   const auto [batch, seq] = check_positions(dy, "dy");
   float* dtable = params_.grad(table_).data<float>();
   if (on_cuda()) {
@@ -216,6 +223,7 @@ void Embedding::backward_positions(const Tensor& dy) const {
 
 // The tied head is Linear's math with the table as the weight and no bias.
 void Embedding::project(const Tensor& x, const Tensor& logits) const {
+  SPARQ_PROFILE_SCOPE("lm_head.forward");  // Note [Profile scopes]
   const std::int64_t n = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(check_rows(logits, config_.num, name(), "logits", device()) == n,
               "{}: x {} and logits {} differ in rows", name(), x.shape().str(),
@@ -232,6 +240,7 @@ void Embedding::project(const Tensor& x, const Tensor& logits) const {
 }
 
 void Embedding::project_backward(const Tensor& x, const Tensor& dlogits, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("lm_head.backward");  // Note [Profile scopes]
   const std::int64_t n = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(check_rows(dlogits, config_.num, name(), "dlogits", device()) == n &&
                   check_rows(dx, config_.dim, name(), "dx", device()) == n,

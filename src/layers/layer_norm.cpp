@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/profile.h"
 
 #if SPARQ_HAS_CUDA
 #include "layers/cuda/layer_norm_cuda.h"
@@ -115,6 +116,7 @@ Buffer LayerNorm::allocate_cache() const {
 }
 
 void LayerNorm::forward(const Tensor& x, const Tensor& y) {
+  SPARQ_PROFILE_SCOPE("layer_norm.forward");  // Note [Profile scopes]
   const std::int64_t rows = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(rows <= config_.max_rows, "{}: x {} has {} rows, the cache holds {}", name(),
               x.shape().str(), rows, config_.max_rows);
@@ -138,6 +140,7 @@ void LayerNorm::forward(const Tensor& x, const Tensor& y) {
 }
 
 void LayerNorm::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("layer_norm.backward");  // Note [Profile scopes]
   const std::int64_t rows = check_rows(x, config_.dim, name(), "x", device());
   SPARQ_CHECK(rows == rows_, "{}: backward on {} rows after a forward on {}", name(), rows, rows_);
   SPARQ_CHECK(check_rows(dy, config_.dim, name(), "dy", device()) == rows,

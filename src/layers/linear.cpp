@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "layers/matmul.h"
 
 #if SPARQ_HAS_CUDA
@@ -70,6 +71,7 @@ Linear::Linear(std::string prefix, Config config) : ParamLayer(std::move(prefix)
 }
 
 void Linear::forward(const Tensor& x, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("linear.forward");  // Note [Profile scopes]
   const std::int64_t n = check_rows(x, config_.in, name(), "x", device());
   SPARQ_CHECK(check_rows(y, config_.out, name(), "y", device()) == n,
               "{}: x {} and y {} differ in rows", name(), x.shape().str(), y.shape().str());
@@ -87,6 +89,7 @@ void Linear::forward(const Tensor& x, const Tensor& y) const {
 }
 
 void Linear::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("linear.backward");  // Note [Profile scopes]
   const std::int64_t n = check_rows(x, config_.in, name(), "x", device());
   SPARQ_CHECK(check_rows(dy, config_.out, name(), "dy", device()) == n,
               "{}: x {} and dy {} differ in rows", name(), x.shape().str(), dy.shape().str());

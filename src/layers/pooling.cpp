@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "layers/param_set.h"
 
 #if SPARQ_HAS_CUDA
@@ -125,6 +126,7 @@ Shape MaxPool2d::output_shape(std::int64_t n) const {
 }
 
 void MaxPool2d::forward(const Tensor& x, const Tensor& y) {
+  SPARQ_PROFILE_SCOPE("max_pool.forward");  // Note [Profile scopes]
   SPARQ_CHECK(x.ndim() == 4, "{}: x must be NCHW, got {}", name_, x.shape().str());
   const std::int64_t n = x.dim(0);
   check_arg(x, {n, config_.channels, config_.in_h, config_.in_w}, name_, "x", DType::kF32,
@@ -144,6 +146,7 @@ void MaxPool2d::forward(const Tensor& x, const Tensor& y) {
 }
 
 void MaxPool2d::backward(const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("max_pool.backward");  // Note [Profile scopes]
   SPARQ_CHECK(batch_ > 0 && argmax_.device() == device(), "{}: backward() before forward()",
               name_);
   check_arg(dy, output_shape(batch_), name_, "dy (batch of the last forward)", DType::kF32,
@@ -176,6 +179,7 @@ PoolGeom AdaptiveAvgPool2d::geom(const Shape& in, const Shape& out, const char* 
 }
 
 void AdaptiveAvgPool2d::forward(const Tensor& x, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("avg_pool.forward");  // Note [Profile scopes]
   check_arg(x, x.shape(), name_, "x", DType::kF32, device());
   check_arg(y, y.shape(), name_, "y", DType::kF32, device());
   const PoolGeom g = geom(x.shape(), y.shape(), "x", "y");
@@ -189,6 +193,7 @@ void AdaptiveAvgPool2d::forward(const Tensor& x, const Tensor& y) const {
 }
 
 void AdaptiveAvgPool2d::backward(const Tensor& dy, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("avg_pool.backward");  // Note [Profile scopes]
   check_arg(dy, dy.shape(), name_, "dy", DType::kF32, device());
   check_arg(dx, dx.shape(), name_, "dx", DType::kF32, device());
   const PoolGeom g = geom(dx.shape(), dy.shape(), "dx", "dy");

@@ -1,6 +1,7 @@
 #include "layers/residual.h"
 
 #include "core/ops.h"
+#include "core/profile.h"
 #include "layers/activation.h"
 
 #if SPARQ_HAS_CUDA
@@ -25,12 +26,14 @@ void add_on(const LayerBase& layer, const Tensor& a, const Tensor& b, const Tens
 }  // namespace
 
 void Residual::forward(const Tensor& a, const Tensor& b, const Tensor& y) const {
+  SPARQ_PROFILE_SCOPE("residual.forward");  // Note [Profile scopes]
   const auto n = check_same_numel(a, b, name_, "a", "b", device());
   check_same_numel(a, y, name_, "a", "y", device());
   add_on(*this, a, b, y, n);
 }
 
 void Residual::backward(const Tensor& dy, const Tensor& dbranch, const Tensor& dx) const {
+  SPARQ_PROFILE_SCOPE("residual.backward");  // Note [Profile scopes]
   const auto n = check_same_numel(dy, dbranch, name_, "dy", "dbranch", device());
   check_same_numel(dy, dx, name_, "dy", "dx", device());
   add_on(*this, dy, dbranch, dx, n);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/profile.h"
 #include "layers/linear.h"
 
 #if SPARQ_HAS_CUDA
@@ -43,6 +44,7 @@ void VocabBias::bind(const ParamStore& store) {
 }
 
 void VocabBias::forward(const Tensor& logits) const {
+  SPARQ_PROFILE_SCOPE("vocab_bias.forward");  // Note [Profile scopes]
   const std::int64_t rows = check_rows(logits, vocab_, name(), "logits", device());
   const float* b = params_.param(bias_).data<float>();
   if (on_cuda()) {
@@ -55,6 +57,7 @@ void VocabBias::forward(const Tensor& logits) const {
 }
 
 void VocabBias::backward(const Tensor& dlogits) const {
+  SPARQ_PROFILE_SCOPE("vocab_bias.backward");  // Note [Profile scopes]
   const std::int64_t rows = check_rows(dlogits, vocab_, name(), "dlogits", device());
   float* db = params_.grad(bias_).data<float>();
   if (on_cuda()) {

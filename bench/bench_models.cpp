@@ -193,7 +193,7 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
     Stopwatch sw;
     store.zero_grads();
     model.set_step(step);
-    const float loss = model.forward(batch);
+    const float loss = model.forward_for_backward(batch);
     model.backward();
     context.synchronize();
     peak_device_mib = std::max(peak_device_mib, device_used_mib(cuda) - baseline_mib);
@@ -300,16 +300,16 @@ void print_profile(const std::string& model, const Measurement& m, int steps) {
   const double step_ms = m.step_s * 1e3;
   double covered = 0;
   fmt::print("\nprofile of sparq {} ({:.1f} ms per step):\n", model, step_ms);
-  fmt::print("| {:<26} | {:>10} | {:>6} | {:>9} |\n", "layer kind.phase", "ms / step", "share", "calls");
-  fmt::print("|{:-<28}|{:-<12}|{:-<8}|{:-<11}|\n", "", "", "", "");
+  fmt::print("| {:<34} | {:>10} | {:>6} | {:>9} |\n", "layer kind.phase", "ms / step", "share", "calls");
+  fmt::print("|{:-<36}|{:-<12}|{:-<8}|{:-<11}|\n", "", "", "", "");
   for (const profile::Row& r : m.profile) {
     const double ms = r.seconds * 1e3 / steps;
     covered += ms;
-    fmt::print("| {:<26} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", r.name, ms, 100 * ms / step_ms,
+    fmt::print("| {:<34} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", r.name, ms, 100 * ms / step_ms,
                r.calls / steps);
   }
   const double other = std::max(0.0, step_ms - covered);
-  fmt::print("| {:<26} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", "other", other, 100 * other / step_ms, "");
+  fmt::print("| {:<34} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", "other", other, 100 * other / step_ms, "");
 }
 
 }  // namespace

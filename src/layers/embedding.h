@@ -68,6 +68,7 @@ class Embedding : public ParamLayer {
   void project_backward(const Tensor& x, const Tensor& dlogits, const Tensor& dx) const;
 
   const Tensor& table() const { return params_.param(table_); }
+  const Tensor& table_grad() const { return params_.grad(table_); }
 
  private:
   std::int64_t check_ids(const Tensor& ids, const Tensor& y, const char* y_name) const;

@@ -30,6 +30,8 @@ class VocabBias : public ParamLayer {
 
   void forward(const Tensor& logits) const;  // in place, [rows, vocab]
   void backward(const Tensor& dlogits) const;
+  const Tensor& bias() const { return params_.param(bias_); }
+  const Tensor& bias_grad() const { return params_.grad(bias_); }
 
  private:
   std::int64_t vocab_;

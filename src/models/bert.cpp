@@ -74,7 +74,14 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   mlm_dense_out_ = arena_.reserve(rows * dim);
   mlm_gelu_out_ = arena_.reserve(rows * dim);
   mlm_ln_out_ = arena_.reserve(rows * dim);
-  logits_ = arena_.reserve(rows * vocab);
+  // The head's memory assumes a CPU store; bind_layers adds the logits for a CUDA one.
+  if (c.fused_head) {
+    mlm_head_ = std::make_unique<TiedHeadLoss>(
+        "mlm.head", TiedHeadLoss::Config{vocab, c.vocab_size, dim, kIgnoreIndex, rows});
+    dhead_ = arena_.reserve(rows * dim);
+  } else {
+    logits_ = arena_.reserve(rows * vocab);
+  }
 
   if (c.nsp) {
     pooler_ = std::make_unique<Linear>("pooler", Linear::Config{dim, dim, true, c.init_std});
@@ -119,7 +126,11 @@ void Bert::declare(ParamStore& store) const {
 
 void Bert::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
+  fused_head_ = mlm_head_ != nullptr && ctx.device() == Device::kCPU;
+  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
+                                                            config_.padded_vocab());
   arena_.allocate(ctx.device());
+  if (mlm_head_) mlm_head_->bind_context(ctx);
   const auto type_bytes = static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) *
                           sizeof(std::int32_t);
   zero_types_ = ctx.is_cuda() ? Buffer::device(type_bytes, /*zeroed=*/true)
@@ -159,7 +170,29 @@ Tensor Bert::act(int slot, std::int64_t width) const { return arena_.view(slot, 
 
 Tensor Bert::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
+  SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
+              "fused_head=0 to read them", config_.spec);
   return act(logits_, config_.padded_vocab());
+}
+
+const std::vector<std::int32_t>* Bert::head_predictions() const {
+  return fused_head_ ? &mlm_head_->predictions() : nullptr;
+}
+
+TiedHeadLoss::Operands Bert::head_operands() const {
+  return {word_->table(), word_->table_grad(), mlm_bias_->bias(), mlm_bias_->bias_grad()};
+}
+
+float Bert::head_forward(const Batch& batch) {
+  const Tensor x = act(mlm_ln_out_, config_.n_embd);
+  if (!fused_head_) {
+    word_->project(x, logits());
+    mlm_bias_->forward(logits());
+    return mlm_loss_->forward(logits(), batch.targets);
+  }
+  if (!backward_follows()) return mlm_head_->forward(x, head_operands(), batch.targets);
+  mark_head_gradient_added();  // Note [Eager head gradient], model.h
+  return mlm_head_->forward_backward(x, head_operands(), batch.targets, act(dhead_, config_.n_embd));
 }
 
 Tensor Bert::nsp_logits() const {
@@ -211,9 +244,7 @@ float Bert::forward(const Batch& batch) {
   mlm_dense_->forward(hidden, act(mlm_dense_out_, dim));
   gelu_.forward(act(mlm_dense_out_, dim), act(mlm_gelu_out_, dim));
   mlm_ln_->forward(act(mlm_gelu_out_, dim), act(mlm_ln_out_, dim));
-  word_->project(act(mlm_ln_out_, dim), logits());
-  mlm_bias_->forward(logits());
-  float loss = mlm_loss_->forward(logits(), batch.targets);
+  float loss = head_forward(batch);
   if (config_.nsp) {
     forward_nsp(hidden);
     loss += nsp_loss_->forward(nsp_logits(), batch.nsp_labels);
@@ -253,12 +284,21 @@ void Bert::backward_layers() {
   const Tensor dwide = act(dwide_, wide);
 
   if (config_.nsp) backward_nsp();  // declared last, so reported first
-  mlm_loss_->forward_backward(logits(), batch_.targets, logits());
-  mlm_bias_->backward(logits());
-  // The head runs on the encoders' scratch and leaves the hidden state's gradient in dres.
-  word_->project_backward(act(mlm_ln_out_, dim), logits(), dmid);  // tied: adds into dword
+  // The head leaves mlm.ln's output gradient in dhead (fused: computed by the training
+  // forward, Note [Eager head gradient], model.h) or dmid.
+  Tensor dhead = dmid;
+  if (fused_head_) {
+    dhead = act(dhead_, dim);
+    if (!head_gradient_added_) {  // a plain forward(): the head's gradient is due now
+      mlm_head_->forward_backward(act(mlm_ln_out_, dim), head_operands(), batch_.targets, dhead);
+    }
+  } else {
+    mlm_loss_->forward_backward(logits(), batch_.targets, logits());
+    mlm_bias_->backward(logits());
+    word_->project_backward(act(mlm_ln_out_, dim), logits(), dmid);  // tied: adds into dword
+  }
   ready(layer_mlm_bias_);
-  mlm_ln_->backward(act(mlm_gelu_out_, dim), dmid, dbranch);
+  mlm_ln_->backward(act(mlm_gelu_out_, dim), dhead, dbranch);
   ready(layer_mlm_ln_);
   gelu_.backward(act(mlm_dense_out_, dim), dbranch, dbranch);
   mlm_dense_->backward(act(x_out_, dim), dbranch, dres);
@@ -314,7 +354,8 @@ std::size_t Bert::activation_bytes() const {
     bytes += e.attn->cache_bytes() + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();
   }
   const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
-  return bytes + static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
+  bytes += static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
+  return bytes + (mlm_head_ ? mlm_head_->workspace_bytes() : 0);
 }
 
 }  // namespace sparq

@@ -30,6 +30,7 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/residual.h"
+#include "layers/tied_head_loss.h"
 #include "layers/vocab_bias.h"
 #include "models/model.h"
 
@@ -61,6 +62,9 @@ class Bert : public Model {
   void backward_layers() override;
   Tensor act(int slot, std::int64_t width) const;
   void forward_nsp(const Tensor& hidden);
+  const std::vector<std::int32_t>* head_predictions() const override;
+  float head_forward(const Batch& batch);  // mlm.ln's output -> MLM loss
+  TiedHeadLoss::Operands head_operands() const;
   void backward_nsp();
 
   std::unique_ptr<Embedding> word_, position_, token_type_;
@@ -71,7 +75,8 @@ class Bert : public Model {
   std::unique_ptr<LayerNorm> mlm_ln_;
   std::unique_ptr<VocabBias> mlm_bias_;
   std::unique_ptr<Linear> pooler_, nsp_;
-  std::unique_ptr<CrossEntropy> mlm_loss_, nsp_loss_;
+  std::unique_ptr<CrossEntropy> mlm_loss_, nsp_loss_;  // mlm_loss_: materialized head
+  std::unique_ptr<TiedHeadLoss> mlm_head_;  // the fused head (fused_head=1 on the CPU)
   Gelu gelu_{GeluKind::kErf, "gelu"};
   Tanh tanh_{"pooler.tanh"};
   Residual residual_{"residual"};
@@ -79,7 +84,9 @@ class Bert : public Model {
   Residual first_tokens_join_{"pooler.input"};
 
   ActivationArena arena_;
-  int emb_sum_ = -1, x_out_ = -1, logits_ = -1;  // embedding sum, last encoder out, MLM logits
+  int emb_sum_ = -1, x_out_ = -1;  // embedding sum, last encoder out
+  int logits_ = -1;  // materialized head: the MLM logits, then their gradient
+  int dhead_ = -1;   // fused head: mlm.ln's output gradient, from forward to backward
   int mlm_dense_out_ = -1, mlm_gelu_out_ = -1, mlm_ln_out_ = -1;
   // NSP: each sequence's first token (the pooler's input), pooler out, logits, gradients.
   int first_tokens_ = -1, pooled_ = -1, nsp_logits_ = -1, dfirst_tokens_ = -1, dpooled_ = -1;

@@ -163,6 +163,10 @@ Status set_model_key(ModelConfig& c, std::string_view key, std::string_view valu
     if (c.arch != ModelArch::kBert) return wrong_arch();
     SPARQ_RETURN_IF_ERROR(parse_bool(key, value, &c.nsp));
     found = true;
+  } else if (key == "fused_head") {
+    if (!lm) return wrong_arch();
+    SPARQ_RETURN_IF_ERROR(parse_bool(key, value, &c.fused_head));
+    found = true;
   } else if (key == "layout") {
     if (lm) return wrong_arch();
     auto layout = parse_vgg_layout(value);

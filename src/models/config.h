@@ -11,7 +11,8 @@
 //                   vocab_pad (the table is padded to a multiple of it; GPT-2 64, BERT 1),
 //                   ffn_dim (BERT only; GPT-2's MLP is always 4 * n_embd), dropout
 //                   (embeddings and residual branches), attn_dropout, ln_eps, init_std,
-//                   type_vocab_size and nsp (BERT only: token-type rows; pooler + NSP head)
+//                   type_vocab_size and nsp (BERT only: token-type rows; pooler + NSP head),
+//                   fused_head (1: the fused CPU head, no logits kept; 0: materialized logits)
 //   VGG:            layout (comma list of conv widths and M for a 2x2 max-pool),
 //                   num_classes, image_size, in_channels, bn_eps, bn_momentum
 #pragma once
@@ -45,6 +46,9 @@ struct ModelConfig {
   float ln_eps = 1e-5f;
   float init_std = 0.02f;
   bool nsp = false;
+  // CPU: the tied head and its cross-entropy run fused (layers/tied_head_loss.h) and the
+  // logits are never materialized; 0 keeps the separate layers and Model::logits().
+  bool fused_head = true;
 
   // VGG: conv widths in order, kPool marking a 2x2 max-pool.
   static constexpr std::int64_t kPool = 0;

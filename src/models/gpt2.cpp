@@ -55,7 +55,14 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
 
   x_out_ = arena_.reserve(rows * dim);
   ln_f_out_ = arena_.reserve(rows * dim);
-  logits_ = arena_.reserve(rows * c.padded_vocab());
+  // The head's memory assumes a CPU store; bind_layers adds the logits for a CUDA one.
+  if (c.fused_head) {
+    head_ = std::make_unique<TiedHeadLoss>(
+        "head", TiedHeadLoss::Config{c.padded_vocab(), c.vocab_size, dim, kIgnoreIndex, rows});
+    dhead_ = arena_.reserve(rows * dim);
+  } else {
+    logits_ = arena_.reserve(rows * c.padded_vocab());
+  }
   dres_ = arena_.reserve(rows * dim);
   dbranch_ = arena_.reserve(rows * dim);
   dbranch_alt_ = arena_.reserve(rows * dim);
@@ -77,7 +84,11 @@ void Gpt2::declare(ParamStore& store) const {
 
 void Gpt2::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
+  fused_head_ = head_ != nullptr && ctx.device() == Device::kCPU;
+  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
+                                                            config_.padded_vocab());
   arena_.allocate(ctx.device());
+  if (head_) head_->bind_context(ctx);
   for (LayerBase* layer :
        {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(loss_.get()),
         static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&residual_)}) {
@@ -103,7 +114,25 @@ Tensor Gpt2::act(int slot, std::int64_t width) const { return arena_.view(slot, 
 
 Tensor Gpt2::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
+  SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
+              "fused_head=0 to read them", config_.spec);
   return act(logits_, config_.padded_vocab());
+}
+
+const std::vector<std::int32_t>* Gpt2::head_predictions() const {
+  return fused_head_ ? &head_->predictions() : nullptr;
+}
+
+float Gpt2::head_forward(const Batch& batch) {
+  const Tensor x = act(ln_f_out_, config_.n_embd);
+  if (!fused_head_) {
+    wte_->project(x, logits());
+    return loss_->forward(logits(), batch.targets);
+  }
+  const TiedHeadLoss::Operands head{wte_->table(), wte_->table_grad(), {}, {}};
+  if (!backward_follows()) return head_->forward(x, head, batch.targets);
+  mark_head_gradient_added();  // Note [Eager head gradient], model.h
+  return head_->forward_backward(x, head, batch.targets, act(dhead_, config_.n_embd));
 }
 
 float Gpt2::forward(const Batch& batch) {
@@ -134,8 +163,7 @@ float Gpt2::forward(const Batch& batch) {
     residual_.forward(mid, branch, next);
   }
   ln_f_->forward(act(x_out_, dim), act(ln_f_out_, dim));
-  wte_->project(act(ln_f_out_, dim), logits());
-  const float loss = loss_->forward(logits(), batch.targets);
+  const float loss = head_forward(batch);
   has_forward_ = true;
   return loss;
 }
@@ -145,12 +173,22 @@ void Gpt2::backward_layers() {
   const Tensor dres = act(dres_, dim), dbranch = act(dbranch_, dim);
   const Tensor dbranch_alt = act(dbranch_alt_, dim), dwide = act(dwide_, wide);
 
-  // The logits' buffer receives their gradient: they are not needed any more.
-  loss_->forward_backward(logits(), batch_.targets, logits());
-  // The head runs on the blocks' scratch and leaves the final stream's gradient in dres.
-  wte_->project_backward(act(ln_f_out_, dim), logits(), dbranch);  // tied: adds into dwte
+  // The head leaves ln_f's output gradient in dhead (fused: computed by the training forward,
+  // Note [Eager head gradient]) or dbranch, and the final stream's gradient goes to dres.
+  Tensor dhead = dbranch;
+  if (fused_head_) {
+    dhead = act(dhead_, dim);
+    if (!head_gradient_added_) {  // a plain forward(): the head's gradient is due now
+      const TiedHeadLoss::Operands head{wte_->table(), wte_->table_grad(), {}, {}};
+      head_->forward_backward(act(ln_f_out_, dim), head, batch_.targets, dhead);
+    }
+  } else {
+    // The logits' buffer receives their gradient: they are not needed any more.
+    loss_->forward_backward(logits(), batch_.targets, logits());
+    wte_->project_backward(act(ln_f_out_, dim), logits(), dbranch);  // tied: adds into dwte
+  }
   if (tied_split_) report_early(layer_wte_);  // Note [Tied embedding split], model.h
-  ln_f_->backward(act(x_out_, dim), dbranch, dres);
+  ln_f_->backward(act(x_out_, dim), dhead, dres);
   ready(layer_ln_f_);
 
   // dres carries the gradient of the residual stream. A residual add hands it unchanged to
@@ -198,8 +236,9 @@ std::size_t Gpt2::activation_bytes() const {
   for (const Block& blk : blocks_) {
     bytes += blk.ln_1->cache_bytes() + blk.ln_2->cache_bytes() + blk.attn->cache_bytes();
   }
-  // CrossEntropy keeps one float per row.
-  return bytes + static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(float);
+  // CrossEntropy keeps one float per row; the fused head has its chunk workspace.
+  bytes += static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(float);
+  return bytes + (head_ ? head_->workspace_bytes() : 0);
 }
 
 }  // namespace sparq

@@ -28,6 +28,7 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/residual.h"
+#include "layers/tied_head_loss.h"
 #include "models/model.h"
 
 namespace sparq {
@@ -54,18 +55,23 @@ class Gpt2 : public Model {
 
   void bind_layers(const ParamStore& store) override;
   void backward_layers() override;
+  const std::vector<std::int32_t>* head_predictions() const override;
+  float head_forward(const Batch& batch);  // ln_f's output -> loss
   Tensor act(int slot, std::int64_t width) const;  // [b_, t_, width] view of a slot
 
   std::unique_ptr<Embedding> wte_, wpe_;
   std::unique_ptr<Dropout> emb_drop_;
   std::vector<Block> blocks_;
   std::unique_ptr<LayerNorm> ln_f_;
-  std::unique_ptr<CrossEntropy> loss_;
+  std::unique_ptr<CrossEntropy> loss_;    // materialized head (fused_head=0, CUDA)
+  std::unique_ptr<TiedHeadLoss> head_;   // fused head (fused_head=1 on the CPU)
   Gelu gelu_{GeluKind::kTanh, "gelu"};
   Residual residual_{"residual"};
 
   ActivationArena arena_;
-  int x_out_ = -1, ln_f_out_ = -1, logits_ = -1;  // final residual stream, ln_f out, logits
+  int x_out_ = -1, ln_f_out_ = -1;  // final residual stream, ln_f out
+  int logits_ = -1;  // materialized head: the logits, then their gradient
+  int dhead_ = -1;   // fused head: ln_f's output gradient, from forward to backward
   // Gradient scratch: the residual stream's (forward borrows it for a branch's output), a
   // branch's, a second one (a layer's dx may not alias its dy), the MLP's wide one.
   int dres_ = -1, dbranch_ = -1, dbranch_alt_ = -1, dwide_ = -1;

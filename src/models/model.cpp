@@ -53,6 +53,22 @@ void Model::backward(const GradReadyFn& on_ready) {
               config_.spec, layers_[next_ready_].name);
   on_ready_ = nullptr;
   has_forward_ = false;
+  head_gradient_added_ = false;
+}
+
+float Model::forward_for_backward(const Batch& batch) {
+  backward_follows_ = true;
+  const float loss = forward(batch);
+  backward_follows_ = false;
+  return loss;
+}
+
+void Model::mark_head_gradient_added() {
+  SPARQ_CHECK(!head_gradient_added_,
+              "{}: a second forward_for_backward() before backward() would add the fused "
+              "head's gradient twice (Note [Eager head gradient])",
+              config_.spec);
+  head_gradient_added_ = true;
 }
 
 void Model::ready(int layer_index) {
@@ -100,9 +116,32 @@ Tensor Model::dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& 
   return scratch;
 }
 
+// score() of the fused head: the head recorded each counted row's argmax over the real
+// columns (ties to the lowest index), so only the targets are read.
+Model::Score Model::score_predictions(const std::vector<std::int32_t>& predicted,
+                                      const Batch& batch) const {
+  const Tensor& targets = batch.targets;
+  SPARQ_CHECK(targets.dtype() == DType::kI32, "{}: targets must be int32, got {}", config_.spec,
+              targets.str());
+  SPARQ_CHECK(static_cast<std::int64_t>(predicted.size()) == targets.numel(),
+              "{}: score() needs the batch of the last forward()", config_.spec);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(targets.numel()));
+  copy_to_host(targets, y.data());
+  Score s;
+  for (std::size_t r = 0; r < y.size(); ++r) {
+    if (y[r] == kIgnoreIndex) continue;
+    ++s.count;
+    s.correct += predicted[r] == y[r];
+  }
+  return s;
+}
+
 Model::Score Model::score(const Batch& batch) const {
   SPARQ_CHECK(has_forward_, "{}: score() needs a forward() and no backward() since", config_.spec);
   const bool lm = config_.is_language_model();
+  if (const std::vector<std::int32_t>* predicted = head_predictions()) {
+    return score_predictions(*predicted, batch);
+  }
   const Tensor z = logits();
   const Tensor& targets = lm ? batch.targets : batch.labels;
   // LM logits are [B, T, padded_vocab] against targets [B, T]; VGG's [B, K] against [B].

@@ -8,7 +8,8 @@
 //   store.allocate(context, place_last);  // the caller chooses the device and layout
 //   store.initialize(seed);           // or load a checkpoint
 //   model->bind(store);               // layers get views; callback ranges are fixed here
-//   loop: model->set_step(step); loss = model->forward(batch); model->backward(on_ready);
+//   loop: model->set_step(step); loss = model->forward_for_backward(batch);
+//         model->backward(on_ready);
 //
 // Gradients: see Note [Gradient rule] (layers/param_set.h). A model's backward is its layers'
 // backwards, so it too ADDS into the store's gradient buffer: zero it between optimizer
@@ -29,6 +30,21 @@
 // of additions differs. What a compressor sends changes, though: only the head's share goes
 // through it, and the lookup's rows travel exactly. Only the ordering of reports changes for
 // the scheduler: the table's layer is reported first instead of last.
+//
+// Note [Eager head gradient]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The fused CPU head (model key fused_head, layers/tied_head_loss.h) never keeps the logits,
+// so its gradient needs them computed again, unless it is taken in the same pass as the
+// loss. forward_for_backward() is the forward of a training step that WILL be followed by
+// backward(): the head computes the loss and its gradients in one pass over each chunk of
+// logits, adds the head's share to the tied table's (and BERT's decoder bias's) gradient
+// right away and keeps its input gradient [B*T, C] for backward(), which starts from it.
+// So until that backward the gradient buffer already holds the head's share: a second
+// forward_for_backward() before backward() is refused (it would add it twice), and an
+// optimizer must not read gradients in between. A plain forward() adds nothing, as with
+// any other layer; a backward() after it runs the head's pass again, with its gradient (one
+// more GEMM of the head). The trainer and bench_models use forward_for_backward(). What the
+// scheduler sees is the same either way: the table's layer is reported in backward().
 //
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A
@@ -104,6 +120,9 @@ class Model {
   // Runs the layers in order and returns the mean loss (LM: over counted target tokens;
   // BERT with nsp: MLM loss + NSP loss; VGG: over images). Caches what backward needs.
   virtual float forward(const Batch& batch) = 0;
+  // forward() of a training step whose backward() follows before the next forward: lets the
+  // fused head take its gradient in the loss's pass (Note [Eager head gradient]).
+  float forward_for_backward(const Batch& batch);
   // Differentiates the last forward. After each layer's backward, calls on_ready (if set)
   // with that layer: exactly once per layer, in reverse order of layers().
   void backward(const GradReadyFn& on_ready = {});
@@ -113,8 +132,12 @@ class Model {
 
   // Output of the last forward: logits [B, T, padded_vocab] (LMs; columns at and past
   // vocab_size are never predicted) or [B, num_classes] (VGG). backward() consumes LM logits
-  // (their buffer receives the logits' gradient), so read them before.
+  // (their buffer receives the logits' gradient), so read them before. A language model
+  // with the fused CPU head (model key fused_head, the default) keeps no logits: this is a
+  // fatal error there; score() and the loss do not need them.
   virtual Tensor logits() const = 0;
+  // Whether this bound model runs the fused head (fused_head=1 and a CPU store).
+  bool fused_head() const { return fused_head_; }
 
   // What evaluation counts in one micro-batch.
   struct Score {
@@ -179,11 +202,21 @@ class Model {
   // Dropout's input gradient, or dy itself when dropout is the identity (eval mode or
   // p == 0), which saves a copy of the activation per dropout site.
   Tensor dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& scratch) const;
+  // Note [Eager head gradient]: whether the running forward may add the head's gradient, and
+  // the mark that it did (a second one before backward() is refused).
+  bool backward_follows() const { return backward_follows_; }
+  void mark_head_gradient_added();
+  // The fused head's per-row predictions of the last forward (score() uses them), or null.
+  virtual const std::vector<std::int32_t>* head_predictions() const { return nullptr; }
+  Score score_predictions(const std::vector<std::int32_t>& predicted, const Batch& batch) const;
 
   ModelConfig config_;
   RunShape shape_;
   DropoutStep step_;
   bool has_forward_ = false;
+  bool fused_head_ = false;  // set by bind_layers
+  bool head_gradient_added_ = false;
+  bool backward_follows_ = false;  // inside forward_for_backward()
   bool tied_split_ = false;
   RowSparseGrad tied_lookup_grad_;
 

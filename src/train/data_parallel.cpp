@@ -79,7 +79,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     Stopwatch watch;
     {
       ScopedTrace span(trace_, fmt::format("forward {}", i), "forward", step);
-      loss_sum += model_.forward(micro_batches[i]);
+      loss_sum += model_.forward_for_backward(micro_batches[i]);
     }
     r.forward_ms += watch.millis();
     watch.restart();

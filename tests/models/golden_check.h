@@ -25,11 +25,16 @@ struct GoldenCase {
 };
 
 // Builds the model of `file` in `context`, checks its parameters against the reference's
-// (names, order, shapes), loads the formula weights and assembles the batch.
-void load_golden_case(const std::string& file, const ExecContext& context, GoldenCase* out);
+// (names, order, shapes), loads the formula weights and assembles the batch. `spec_suffix`
+// adds model keys to the case's spec (" fused_head=0").
+void load_golden_case(const std::string& file, const ExecContext& context, GoldenCase* out,
+                      const std::string& spec_suffix = "");
 // Reloads the formula weights (after a phase or a trajectory changed them).
 void reload_formula_weights(GoldenCase& c);
+// One forward + backward (plain forward(): the fused head recomputes its pass in backward);
+// loss, logits (unless the fused head keeps none) and every gradient.
 void check_golden_phase(GoldenCase& c, const std::string& phase, bool training);
+// SGD steps as the trainer runs them (forward_for_backward, Note [Eager head gradient]).
 void check_golden_trajectory(GoldenCase& c);
 
 }  // namespace sparq::testing

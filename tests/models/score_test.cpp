@@ -1,5 +1,7 @@
 // Model::score on hand-written logits: after a forward, the test overwrites the model's
 // logits buffer (a view into its arena) and the targets, so every hit and miss is known.
+// Language models keep logits only with fused_head=0; the fused head's score is checked
+// against theirs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,7 +48,7 @@ struct Forwarded {
 
 TEST(ModelScore, LanguageModelSkipsIgnoredTargetsAndPaddedColumns) {
   // 1000 real tokens in a table padded to 1024 columns.
-  Forwarded f("gpt2-tiny vocab_size=1000", 2, 3);
+  Forwarded f("gpt2-tiny vocab_size=1000 fused_head=0", 2, 3);
   ASSERT_EQ(f.model->config().padded_vocab(), 1024);
   std::int32_t* y = f.targets();
   f.set_row(0, {{5, 2.0f}});
@@ -65,7 +67,7 @@ TEST(ModelScore, LanguageModelSkipsIgnoredTargetsAndPaddedColumns) {
 }
 
 TEST(ModelScore, BertScoresItsMaskedTargets) {
-  Forwarded f("bert-tiny nsp=1", 1, 4);
+  Forwarded f("bert-tiny nsp=1 fused_head=0", 1, 4);
   std::int32_t* y = f.targets();
   for (std::int64_t r = 0; r < 4; ++r) f.set_row(r, {{r + 10, 1.0f}});
   y[0] = 10;  // hit
@@ -93,9 +95,40 @@ TEST(ModelScore, NeedsAForwardNotConsumedByBackward) {
 }
 
 TEST(ModelScore, TargetsMustMatchTheLastForward) {
-  Forwarded f("gpt2-tiny", 2, 4);
+  Forwarded f("gpt2-tiny fused_head=0", 2, 4);
   testing::RandomBatch shorter(f.model->config(), 1, 4, 4);
-  EXPECT_DEATH(f.model->score(shorter.batch), "gpt2-tiny: batch.targets is .*, expected");
+  EXPECT_DEATH(f.model->score(shorter.batch), "gpt2-tiny fused_head=0: batch.targets is .*, expected");
+  Forwarded fused("gpt2-tiny", 2, 4);
+  EXPECT_DEATH(fused.model->score(shorter.batch), "gpt2-tiny: score\\(\\) needs the batch of the last");
+}
+
+// The fused head's predictions (its argmax over the real columns) score like the logits of
+// the unfused model with the same weights and batch. Half of the targets are set to the
+// unfused argmax, so both hits and misses occur.
+TEST(ModelScore, FusedHeadScoresLikeTheLogits) {
+  for (const std::string spec : {"gpt2-tiny vocab_size=1000", "bert-tiny nsp=1"}) {
+    Forwarded plain(spec + " fused_head=0", 2, 6);
+    Forwarded fused(spec, 2, 6);
+    ASSERT_FALSE(plain.model->fused_head());
+    ASSERT_TRUE(fused.model->fused_head());
+    std::copy(plain.store.params(), plain.store.params() + plain.store.flat_numel(),
+              fused.store.params());
+    const Tensor z = plain.model->logits();
+    const std::int64_t real = plain.model->config().vocab_size, width = z.dim(-1);
+    std::int32_t* y = plain.targets();
+    for (std::int64_t r = 0; r < 12; r += 2) {
+      if (y[r] == kIgnoreIndex) continue;
+      const float* row = z.data<float>() + r * width;
+      y[r] = static_cast<std::int32_t>(std::max_element(row, row + real) - row);
+    }
+    std::copy(y, y + 12, fused.targets());
+    fused.model->forward(fused.data->batch);  // again, with the new weights and targets
+    const Model::Score a = plain.model->score(plain.data->batch);
+    const Model::Score b = fused.model->score(fused.data->batch);
+    EXPECT_EQ(a.count, b.count) << spec;
+    EXPECT_EQ(a.correct, b.correct) << spec;
+    EXPECT_GT(a.correct, 0) << spec;
+  }
 }
 
 }  // namespace

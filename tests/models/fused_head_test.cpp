@@ -1,0 +1,91 @@
+// The fused CPU head inside the language models (model key fused_head, Note [Eager head
+// gradient] in models/model.h): its two entry paths agree bit for bit, it agrees with the
+// materialized head up to rounding, and it keeps no logits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "models/model_test_util.h"
+
+namespace sparq {
+namespace {
+
+struct Pass {
+  float loss = 0;
+  std::vector<float> grads;
+};
+
+// One training step's forward (plain or forward_for_backward) and backward from seed-1
+// weights on a fixed random batch; BERT keeps its dropout, at the same step both times.
+Pass train_pass(const std::string& spec, bool eager) {
+  ParamStore store;
+  auto model = testing::bound_model(spec, {2, 12}, store);
+  testing::RandomBatch data(model->config(), 2, 12, 7);
+  model->set_training(true);
+  model->set_step(3);
+  store.zero_grads();
+  Pass p;
+  p.loss = eager ? model->forward_for_backward(data.batch) : model->forward(data.batch);
+  model->backward();
+  p.grads.assign(store.grads(), store.grads() + store.flat_numel());
+  return p;
+}
+
+const char* const kSpecs[] = {"gpt2-tiny vocab_size=1000", "bert-tiny nsp=1"};
+
+TEST(FusedHead, ForwardForBackwardEqualsForwardThenBackward) {
+  for (const std::string spec : kSpecs) {
+    const Pass eager = train_pass(spec, true), plain = train_pass(spec, false);
+    EXPECT_EQ(eager.loss, plain.loss) << spec;
+    ASSERT_EQ(eager.grads.size(), plain.grads.size());
+    EXPECT_EQ(std::memcmp(eager.grads.data(), plain.grads.data(), eager.grads.size() * 4), 0)
+        << spec;
+  }
+}
+
+TEST(FusedHead, AgreesWithTheMaterializedHead) {
+  for (const std::string spec : kSpecs) {
+    const Pass fused = train_pass(spec, true), plain = train_pass(spec + " fused_head=0", true);
+    EXPECT_NEAR(fused.loss, plain.loss, 1e-5 * std::fabs(plain.loss)) << spec;
+    float largest = 0;
+    for (const float g : plain.grads) largest = std::max(largest, std::fabs(g));
+    for (std::size_t i = 0; i < plain.grads.size(); ++i) {
+      ASSERT_NEAR(fused.grads[i], plain.grads[i], 1e-4 * (std::fabs(plain.grads[i]) + largest))
+          << spec << " gradient element " << i;
+    }
+  }
+}
+
+TEST(FusedHead, RefusesASecondEagerForwardAndKeepsNoLogits) {
+  ParamStore store;
+  auto model = testing::bound_model("gpt2-tiny", {1, 8}, store);
+  testing::RandomBatch data(model->config(), 1, 8, 7);
+  model->forward_for_backward(data.batch);
+  EXPECT_DEATH(model->forward_for_backward(data.batch),
+               "gpt2-tiny: a second forward_for_backward\\(\\) before backward\\(\\)");
+  EXPECT_DEATH(model->logits(), "gpt2-tiny: the fused head keeps no logits");
+  model->backward();
+  model->forward_for_backward(data.batch);  // allowed again after backward
+  model->backward();
+}
+
+TEST(FusedHead, DropsTheLogitsFromTheActivationMemory) {
+  const auto bytes = [](const std::string& spec) {
+    auto config = parse_model_spec(spec);
+    EXPECT_TRUE(config.is_ok());
+    auto model = make_model(config.value(), {8, 128});
+    EXPECT_TRUE(model.is_ok());
+    return model.value()->activation_bytes();
+  };
+  const std::size_t logits = std::size_t{8} * 128 * 50304 * 4;
+  const std::size_t fused = bytes("gpt2-tiny vocab_size=50257");
+  const std::size_t plain = bytes("gpt2-tiny vocab_size=50257 fused_head=0");
+  EXPECT_LT(fused + logits / 2, plain) << fused << " vs " << plain;
+}
+
+}  // namespace
+}  // namespace sparq

@@ -1,9 +1,11 @@
 #include "layers/activation.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "core/check.h"
 #include "core/profile.h"
+#include "layers/vector_math.h"
 
 #if SPARQ_HAS_CUDA
 #include "layers/cuda/activation_cuda.h"
@@ -27,10 +29,38 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
 }
 
-// The per-element expressions are gelu_math.h's, shared with the CUDA kernels.
+// GELU on float CPU data: gelu_math.h's formulas with vector_math.h's tanh/erf/exp, so the
+// loops vectorize (std::tanh/erf/exp are scalar library calls). The double instantiation
+// (the finite-difference tests) and the CUDA kernels evaluate gelu_math.h's expressions.
+namespace {
+float gelu_tanh_vec(float v) {
+  const float k = gelu_math::k_tanh<float>();
+  return 0.5f * v * (1.0f + tanh_approx(k * (v + 0.044715f * v * v * v)));
+}
+float gelu_tanh_grad_vec(float v, float dy) {
+  const float k = gelu_math::k_tanh<float>();
+  const float t = tanh_approx(k * (v + 0.044715f * v * v * v));
+  const float dinner = k * (1.0f + 3.0f * 0.044715f * v * v);
+  return dy * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dinner);
+}
+float gelu_erf_vec(float v) { return 0.5f * v * (1.0f + erf_approx(v * gelu_math::k_erf<float>())); }
+float gelu_erf_grad_vec(float v, float dy) {
+  return dy * (0.5f * (1.0f + erf_approx(v * gelu_math::k_erf<float>())) +
+               v * gelu_math::k_pdf<float>() * exp_nonpositive(-0.5f * v * v));
+}
+}  // namespace
+
 template <typename T>
 void gelu_forward(GeluKind kind, const T* x, T* y, std::int64_t n) {
-  if (kind == GeluKind::kTanh) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (kind == GeluKind::kTanh) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+      for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_vec(x[i]);
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+      for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_erf_vec(x[i]);
+    }
+  } else if (kind == GeluKind::kTanh) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
     for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
   } else {
@@ -41,7 +71,15 @@ void gelu_forward(GeluKind kind, const T* x, T* y, std::int64_t n) {
 
 template <typename T>
 void gelu_backward(GeluKind kind, const T* x, const T* dy, T* dx, std::int64_t n) {
-  if (kind == GeluKind::kTanh) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (kind == GeluKind::kTanh) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+      for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_tanh_grad_vec(x[i], dy[i]);
+    } else {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+      for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_erf_grad_vec(x[i], dy[i]);
+    }
+  } else if (kind == GeluKind::kTanh) {
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
     for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_tanh_grad(x[i], dy[i]);
   } else {

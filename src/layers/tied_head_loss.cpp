@@ -9,7 +9,7 @@
 #include "core/gemm.h"
 #include "core/profile.h"
 #include "layers/linear.h"
-#include "layers/softmax_math.h"
+#include "layers/vector_math.h"
 
 namespace sparq {
 namespace {
@@ -32,12 +32,12 @@ RowResult softmax_row(float* z, std::int64_t valid, std::int32_t target, bool gr
   if (gradient) {
 #pragma omp simd reduction(+ : sum)
     for (std::int64_t j = 0; j < valid; ++j) {
-      z[j] = cpu::softmax_exp(z[j] - mx);
+      z[j] = cpu::exp_nonpositive(z[j] - mx);
       sum += z[j];
     }
   } else {
 #pragma omp simd reduction(+ : sum)
-    for (std::int64_t j = 0; j < valid; ++j) sum += cpu::softmax_exp(z[j] - mx);
+    for (std::int64_t j = 0; j < valid; ++j) sum += cpu::exp_nonpositive(z[j] - mx);
   }
   const double loss = std::log(static_cast<double>(sum)) + mx - target_logit;
   if (gradient) {

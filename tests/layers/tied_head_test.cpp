@@ -1,34 +1,17 @@
 // TiedHeadLoss (the fused tied head + cross-entropy) against a float64 loop of the unfused
-// math, and softmax_exp against expf.
+// math.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "core/threading.h"
 #include "layers/layer_test_util.h"
-#include "layers/softmax_math.h"
 #include "layers/tied_head_loss.h"
 
 namespace sparq {
 namespace {
-
-TEST(SoftmaxExp, WithinTwoUlpOfExpfOnTheSoftmaxRange) {
-  double worst = 0;
-  for (int i = 0; i <= 2000000; ++i) {
-    const float x = -87.0f * static_cast<float>(i) / 2000000.0f;
-    const double want = std::exp(static_cast<double>(x));
-    const double got = cpu::softmax_exp(x);
-    worst = std::max(worst, std::fabs(got - want) / want);
-  }
-  EXPECT_LT(worst, 2.5e-7) << "worst relative error";  // 2 ulp of float
-  EXPECT_EQ(cpu::softmax_exp(0.0f), 1.0f);
-  EXPECT_EQ(cpu::softmax_exp(-88.0f), 0.0f);
-  EXPECT_EQ(cpu::softmax_exp(-std::numeric_limits<float>::infinity()), 0.0f);
-  EXPECT_TRUE(std::isnan(cpu::softmax_exp(std::numeric_limits<float>::quiet_NaN())));
-}
 
 // A head problem: x [n, c], table [v, c], bias [v], targets (some ignored), valid < v.
 struct HeadCase {

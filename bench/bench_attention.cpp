@@ -75,9 +75,8 @@ void run(const BenchShape& s, int threads, int reps) {
     tm.push_back(b.millis());
     ratio.push_back(tf.back() / tm.back());
   }
-  fmt::print("{:<22} {:>9.2f} {:>9.2f} {:>7.3f}  (cache {:.1f} MiB vs {:.1f} MiB)\n", s.name,
-             median(tm), median(tf), median(ratio), lse.size() * 4.0 / (1 << 20),
-             probs.size() * 4.0 / (1 << 20));
+  fmt::print("{:<22} {:>9.2f} {:>9.2f} {:>7.3f}  (cache: lse {} KiB, probs {} KiB)\n", s.name,
+             median(tm), median(tf), median(ratio), lse.size() * 4 / 1024, probs.size() * 4 / 1024);
 }
 
 }  // namespace

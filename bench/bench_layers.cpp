@@ -1,5 +1,6 @@
 // Forward+backward time of every layer at GPT-2-124M shapes (B=4, T=256, C=768, 12 heads,
-// vocab 50304) and VGG-16 first-block shapes (B=32, 64 channels, 32x32), next to PyTorch's
+// vocab 50304; attention_padded: BERT-base's B=8, T=128 with a key-padding mask) and VGG-16
+// first-block shapes (B=32, 64 channels, 32x32), next to PyTorch's
 // time for the same op measured by bench/bench_layers_torch.py on the same machine.
 //
 //   /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
@@ -122,6 +123,21 @@ int main(int argc, char** argv) {
   MultiHeadAttention mha("attn", {kC, kH, kT, kB, true, 0.0f, 2});
   ParamStore s5 = bind(mha);
   cases.push_back({"attention_causal", [&] { mha.forward(x, y, Tensor(), step); mha.backward(x, dy, dx, step); }});
+  // BERT-base's attention (B=8, T=128, bidirectional), sequence b padded after T - 13 b tokens.
+  constexpr std::int64_t kBertB = 8, kBertT = 128;
+  MultiHeadAttention bert_mha("bert_attn", {kC, kH, kBertT, kBertB, false, 0.0f, 3});
+  ParamStore s5b = bind(bert_mha);
+  const Shape bert_tok{kBertB, kBertT, kC};
+  Tensor xb = a.make(bert_tok), yb = a.make(bert_tok), dyb = a.make(bert_tok), dxb = a.make(bert_tok);
+  std::vector<std::uint8_t> bert_valid(kBertB * kBertT, 1);
+  for (std::int64_t b = 0; b < kBertB; ++b) {
+    for (std::int64_t j = kBertT - 13 * b; j < kBertT; ++j) bert_valid[b * kBertT + j] = 0;
+  }
+  const Tensor bert_mask(bert_valid.data(), DType::kU8, {kBertB, kBertT});
+  cases.push_back({"attention_padded", [&] {
+    bert_mha.forward(xb, yb, bert_mask, step);
+    bert_mha.backward(xb, dyb, dxb, step);
+  }});
   Embedding wte("wte", {kV, kC});
   ParamStore s6 = bind(wte);
   std::vector<std::int32_t> ids(kB * kT);

@@ -71,6 +71,18 @@ def main():
         att = att.masked_fill(~mask, float("-inf")).softmax(-1)
         return proj((att @ v).transpose(1, 2).reshape(B, T, C))
     cases["attention_causal"] = fwd_bwd(attention, x)
+    bert_b, bert_t = 8, 128
+    valid = torch.ones(bert_b, bert_t, dtype=torch.bool)
+    for b in range(bert_b):
+        valid[b, bert_t - 13 * b:] = False
+
+    def attention_padded(t):
+        q, k, v = qkv(t).split(C, dim=2)
+        q, k, v = (z.view(bert_b, bert_t, H, C // H).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) / (C // H) ** 0.5
+        att = att.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1)
+        return proj((att @ v).transpose(1, 2).reshape(bert_b, bert_t, C))
+    cases["attention_padded"] = fwd_bwd(attention_padded, torch.randn(bert_b, bert_t, C, **req))
     emb = torch.nn.Embedding(V, C)
     ids = (torch.arange(B * T) * 7919 % V).view(B, T)
     cases["embedding"] = fwd_bwd(emb, ids)

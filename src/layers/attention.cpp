@@ -25,11 +25,15 @@ MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
   allocate_buffers();
 }
 
+std::int64_t MultiHeadAttention::core_cache_floats() const {
+  const std::int64_t rows = config_.max_batch * config_.heads * config_.seq;
+  return on_cuda() ? rows * config_.seq : rows;
+}
+
 void MultiHeadAttention::allocate_buffers() {
   const Config& c = config_;
   const std::int64_t tokens = c.max_batch * c.seq;
-  const std::size_t cache_bytes =
-      (tokens * 4 * c.dim + c.max_batch * c.heads * c.seq * c.seq) * sizeof(float);
+  const std::size_t cache_bytes = (tokens * 4 * c.dim + core_cache_floats()) * sizeof(float);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
     cache_ = Buffer::device(cache_bytes);
@@ -41,13 +45,20 @@ void MultiHeadAttention::allocate_buffers() {
   }
   cache_ = Buffer::host(cache_bytes);
   slots_ = max_threads();
-  scratch_ = Buffer::host((tokens * 4 * c.dim + slots_ * cpu::attention_scratch_per_slot(c.seq)) *
-                          sizeof(float));
+  scratch_ = Buffer::host(
+      (tokens * 4 * c.dim + slots_ * cpu::attention_scratch_per_slot(c.seq, c.dim / c.heads)) *
+      sizeof(float));
 }
 
 float* MultiHeadAttention::core_scratch() const {
   return scratch_.as<float>() + config_.max_batch * config_.seq * 4 * config_.dim;
 }
+
+float* MultiHeadAttention::core_cache() const {
+  return cache_.as<float>() + config_.max_batch * config_.seq * 3 * config_.dim;
+}
+
+float* MultiHeadAttention::ctx() const { return core_cache() + core_cache_floats(); }
 
 void MultiHeadAttention::declare(ParamStore& store) const {
   qkv_proj_.declare(store);
@@ -68,8 +79,13 @@ std::vector<std::string> MultiHeadAttention::param_names() const {
 }
 
 Tensor MultiHeadAttention::probs() const {
-  const std::int64_t off = config_.max_batch * config_.seq * 3 * config_.dim;
-  return cache_.view(DType::kF32, {batch_, config_.heads, t_, t_}, off * sizeof(float));
+  const Shape shape{batch_, config_.heads, t_, t_};
+  if (on_cuda()) return Tensor(core_cache(), DType::kF32, shape, device());
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * sizeof(float);
+  if (probs_.size() < bytes) probs_ = Buffer::host(bytes);
+  cpu::attention_probs<float>(geom(DropoutStep{}), cache_.as<float>(), core_cache(),
+                              probs_.as<float>());
+  return probs_.view(DType::kF32, shape);
 }
 
 AttentionGeom MultiHeadAttention::geom(const DropoutStep& step) const {
@@ -100,18 +116,16 @@ void MultiHeadAttention::forward(const Tensor& x, const Tensor& y, const Tensor&
   t_ = t;
   key_valid_ = key_valid;
   float* qkv = cache_.as<float>();
-  float* ctx = probs().data<float>() + b * config_.heads * t * t;
   qkv_proj_.forward(x, Tensor(qkv, DType::kF32, {b, t, 3 * c}, device()));
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::attention_forward(geom(step), context().cuda(), qkv, probs().data<float>(), ctx,
+    cuda::attention_forward(geom(step), context().cuda(), qkv, core_cache(), ctx(),
                             core_scratch());
 #endif
   } else {
-    cpu::attention_forward<float>(geom(step), qkv, probs().data<float>(), ctx, core_scratch(),
-                                  slots_);
+    cpu::attention_forward<float>(geom(step), qkv, core_cache(), ctx(), core_scratch(), slots_);
   }
-  out_proj_.forward(Tensor(ctx, DType::kF32, {b, t, c}, device()), y);
+  out_proj_.forward(Tensor(ctx(), DType::kF32, {b, t, c}, device()), y);
 }
 
 void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tensor& dx,
@@ -123,20 +137,18 @@ void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tenso
   check_arg(dy, {b, t, c}, name_, "dy", DType::kF32, device());
   check_arg(dx, {b, t, c}, name_, "dx", DType::kF32, device());
   const Tensor qkv(cache_.as<float>(), DType::kF32, {b, t, 3 * c}, device());
-  const Tensor ctx(probs().data<float>() + b * config_.heads * t * t, DType::kF32, {b, t, c},
-                   device());
+  const Tensor context_out(ctx(), DType::kF32, {b, t, c}, device());
   const Tensor dctx(scratch_.as<float>(), DType::kF32, {b, t, c}, device());
   const Tensor dqkv(scratch_.as<float>() + config_.max_batch * config_.seq * c, DType::kF32,
                     {b, t, 3 * c}, device());
-  out_proj_.backward(ctx, dy, dctx);
+  out_proj_.backward(context_out, dy, dctx);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::attention_backward(geom(step), context().cuda(), qkv.data<float>(),
-                             probs().data<float>(), dctx.data<float>(), dqkv.data<float>(),
-                             core_scratch());
+    cuda::attention_backward(geom(step), context().cuda(), qkv.data<float>(), core_cache(),
+                             dctx.data<float>(), dqkv.data<float>(), core_scratch());
 #endif
   } else {
-    cpu::attention_backward<float>(geom(step), qkv.data<float>(), probs().data<float>(),
+    cpu::attention_backward<float>(geom(step), qkv.data<float>(), ctx(), core_cache(),
                                    dctx.data<float>(), dqkv.data<float>(), core_scratch(),
                                    slots_);
   }

@@ -8,10 +8,12 @@
 // Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
 // "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].
 // Cache and workspace (owned, allocated once for max_batch x seq at construction, and again
-// on the device by bind() to a CUDA store): qkv [B, T, 3C], probs [B, H, T, T] (the
-// O(B*H*T^2) term; the dropout mask is regenerated), ctx [B, T, C], and backward scratch
-// (dctx, dqkv, then on the CPU per-thread T x T areas for up to max_threads() at
-// construction, on CUDA one [B, H, T, T] area). backward reads the forward input x and the
+// on the device by bind() to a CUDA store): qkv [B, T, 3C], the attention core's cache and
+// ctx [B, T, C], then backward scratch (dctx, dqkv, and the core's: on the CPU per-thread
+// areas for up to max_threads() at construction, on CUDA one [B, H, T, T] area). The core's
+// cache is, on the CPU, the flash kernel's log-sum-exp [B, H, T] (the probabilities are
+// recomputed in tiles by backward, never stored), and on CUDA the probabilities
+// [B, H, T, T]. The dropout mask is regenerated. backward reads the forward input x and the
 // cache, and must get the same DropoutStep (and mask) as the forward.
 // Dispatch: Note [Layer dispatch]; the attention core is cpu:: or cuda::attention_forward
 // (attention_kernels.h), the projections are Linear layers bound to the same store.
@@ -51,7 +53,10 @@ class MultiHeadAttention : public LayerBase {
                const DropoutStep& step);
   void backward(const Tensor& x, const Tensor& dy, const Tensor& dx, const DropoutStep& step);
 
-  // Attention probabilities of the last forward, [B, H, T, T] (before dropout).
+  // Attention probabilities of the last forward, [B, H, T, T] (before dropout), for tests
+  // and inspection. On the CPU they are rebuilt from the cache into an area allocated on the
+  // first call (not counted in cache_bytes; training never calls this); on CUDA, a view of
+  // the cache.
   Tensor probs() const;
   std::size_t cache_bytes() const { return cache_.size() + scratch_.size(); }
 
@@ -59,10 +64,14 @@ class MultiHeadAttention : public LayerBase {
   AttentionGeom geom(const DropoutStep& step) const;
   void allocate_buffers();  // cache_ and scratch_ on the layer's device
   float* core_scratch() const;  // the attention core's area, after dctx and dqkv
+  float* core_cache() const;    // lse (CPU) or probs (CUDA), after qkv
+  float* ctx() const;           // after the core's cache
+  std::int64_t core_cache_floats() const;  // for max_batch x seq, on the layer's device
   std::string name_;
   Config config_;
   Linear qkv_proj_, out_proj_;
-  Buffer cache_;    // qkv | probs | ctx
+  Buffer cache_;    // qkv | lse or probs | ctx
+  mutable Buffer probs_;  // probs() on the CPU
   Buffer scratch_;  // dctx | dqkv | per-thread areas
   int slots_ = 1;
   std::int64_t batch_ = 0, t_ = 0;  // of the last forward

@@ -50,8 +50,8 @@ int team_for(int slots) { return std::max(1, std::min(slots, max_threads())); }
 }  // namespace
 
 template <typename T>
-void attention_forward(const AttentionGeom& g, const T* qkv, T* probs, T* ctx, T* scratch,
-                       int slots) {
+void attention_forward_materialized(const AttentionGeom& g, const T* qkv, T* probs, T* ctx,
+                                    T* scratch, int slots) {
   const std::int64_t t = g.seq, c = g.dim, d = g.head_dim(), bh_count = g.batch * g.heads;
   const T scale = T(1) / std::sqrt(static_cast<T>(d));
 #pragma omp parallel for schedule(dynamic) num_threads(team_for(slots)) if (bh_count > 1)
@@ -63,7 +63,7 @@ void attention_forward(const AttentionGeom& g, const T* qkv, T* probs, T* ctx, T
     for (std::int64_t i = 0; i < t; ++i) softmax_row(g, b, i, p + i * t);
     const T* use = p;
     if (g.dropout_p > 0.0f) {
-      T* dropped = scratch + thread_index() * attention_scratch_per_slot(t);
+      T* dropped = scratch + thread_index() * attention_materialized_scratch_per_slot(t);
       cpu::dropout_scales<T>(g.key, static_cast<std::uint64_t>(bh * t * t), t * t, g.dropout_p,
                              dropped);
       for (std::int64_t e = 0; e < t * t; ++e) dropped[e] *= p[e];
@@ -75,8 +75,8 @@ void attention_forward(const AttentionGeom& g, const T* qkv, T* probs, T* ctx, T
 }
 
 template <typename T>
-void attention_backward(const AttentionGeom& g, const T* qkv, const T* probs, const T* dctx,
-                        T* dqkv, T* scratch, int slots) {
+void attention_backward_materialized(const AttentionGeom& g, const T* qkv, const T* probs,
+                                     const T* dctx, T* dqkv, T* scratch, int slots) {
   const std::int64_t t = g.seq, c = g.dim, d = g.head_dim(), bh_count = g.batch * g.heads;
   const T scale = T(1) / std::sqrt(static_cast<T>(d));
 #pragma omp parallel for schedule(dynamic) num_threads(team_for(slots)) if (bh_count > 1)
@@ -86,7 +86,7 @@ void attention_backward(const AttentionGeom& g, const T* qkv, const T* probs, co
     const T* p = probs + bh * t * t;
     const T* dc = dctx + b * t * c + h * d;
     T* dq = dqkv + b * t * 3 * c + h * d;
-    T* dp = scratch + thread_index() * attention_scratch_per_slot(t);  // [t, t]
+    T* dp = scratch + thread_index() * attention_materialized_scratch_per_slot(t);  // [t, t]
     T* used = dp + t * t;                                               // [t, t]
     // dP_used = dctx v^T.
     matmul<T>(GemmShape{false, true, t, t, d, c, 3 * c, t}, T(1), dc, q + 2 * c, T(0), dp);
@@ -117,14 +117,16 @@ void attention_backward(const AttentionGeom& g, const T* qkv, const T* probs, co
   }
 }
 
-template void attention_forward<float>(const AttentionGeom&, const float*, float*, float*, float*,
-                                       int);
-template void attention_forward<double>(const AttentionGeom&, const double*, double*, double*,
-                                        double*, int);
-template void attention_backward<float>(const AttentionGeom&, const float*, const float*,
-                                        const float*, float*, float*, int);
-template void attention_backward<double>(const AttentionGeom&, const double*, const double*,
-                                         const double*, double*, double*, int);
+template void attention_forward_materialized<float>(const AttentionGeom&, const float*, float*,
+                                                    float*, float*, int);
+template void attention_forward_materialized<double>(const AttentionGeom&, const double*,
+                                                     double*, double*, double*, int);
+template void attention_backward_materialized<float>(const AttentionGeom&, const float*,
+                                                     const float*, const float*, float*,
+                                                     float*, int);
+template void attention_backward_materialized<double>(const AttentionGeom&, const double*,
+                                                      const double*, const double*, double*,
+                                                      double*, int);
 
 }  // namespace sparq::cpu
 

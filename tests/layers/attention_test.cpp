@@ -20,16 +20,19 @@ TEST(Attention, HandComputedCausalForward) {
   // T = 2, C = 2, one head, q = k = 0: causal row 0 sees token 0 only, row 1 averages both.
   AttentionGeom g;
   g.batch = 1, g.seq = 2, g.dim = 2, g.heads = 1, g.causal = true;
-  std::vector<float> qkv{0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 3, 6}, probs(4), ctx(4);
-  std::vector<float> scratch(max_threads() * cpu::attention_scratch_per_slot(2));
-  cpu::attention_forward<float>(g, qkv.data(), probs.data(), ctx.data(), scratch.data(), max_threads());
-  EXPECT_EQ(probs, (std::vector<float>{1, 0, 0.5f, 0.5f}));
+  std::vector<float> qkv{0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 3, 6}, lse(2), probs(4), ctx(4);
+  std::vector<float> scratch(max_threads() * cpu::attention_scratch_per_slot(2, 2));
+  cpu::attention_forward<float>(g, qkv.data(), lse.data(), ctx.data(), scratch.data(), max_threads());
+  EXPECT_EQ(lse, (std::vector<float>{0, std::log(2.0f)}));  // log-sum-exp of zero scores
+  cpu::attention_probs<float>(g, qkv.data(), lse.data(), probs.data());
+  const std::vector<float> want_probs{1, 0, 0.5f, 0.5f};
+  for (int e = 0; e < 4; ++e) EXPECT_NEAR(probs[e], want_probs[e], 1e-7f) << e;
   EXPECT_EQ(ctx, (std::vector<float>{1, 2, 2, 4}));
   // Bidirectional with token 1 masked out as padding: both rows see token 0 only.
   std::vector<std::uint8_t> valid{1, 0};
   g.causal = false;
   g.key_valid = valid.data();
-  cpu::attention_forward<float>(g, qkv.data(), probs.data(), ctx.data(), scratch.data(), max_threads());
+  cpu::attention_forward<float>(g, qkv.data(), lse.data(), ctx.data(), scratch.data(), max_threads());
   EXPECT_EQ(ctx, (std::vector<float>{1, 2, 1, 2}));
 }
 
@@ -46,16 +49,16 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
     g.key = DropoutKey::make({5, 0, 2, true}, 9);
     const std::int64_t tokens = g.batch * g.seq;
     auto qkv = random_vec(tokens * 3 * g.dim, 41), r = random_vec(tokens * g.dim, 42);
-    std::vector<double> probs(g.batch * g.heads * g.seq * g.seq), ctx(tokens * g.dim);
-    std::vector<double> scratch(max_threads() * cpu::attention_scratch_per_slot(g.seq));
+    std::vector<double> lse(g.batch * g.heads * g.seq), ctx(tokens * g.dim);
+    std::vector<double> scratch(max_threads() * cpu::attention_scratch_per_slot(g.seq, g.head_dim()));
     auto loss = [&] {
-      cpu::attention_forward<double>(g, qkv.data(), probs.data(), ctx.data(), scratch.data(), max_threads());
+      cpu::attention_forward<double>(g, qkv.data(), lse.data(), ctx.data(), scratch.data(), max_threads());
       return weighted_sum(ctx, r);
     };
     loss();
     std::vector<double> dqkv(qkv.size(), 3.0);
-    cpu::attention_backward<double>(g, qkv.data(), probs.data(), r.data(), dqkv.data(), scratch.data(),
-                                    max_threads());
+    cpu::attention_backward<double>(g, qkv.data(), ctx.data(), lse.data(), r.data(), dqkv.data(),
+                                    scratch.data(), max_threads());
     expect_gradient(loss, qkv, dqkv, "dqkv", 400);
   }
 }

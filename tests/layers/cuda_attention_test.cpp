@@ -84,11 +84,11 @@ TEST(CudaAttentionCore, ForwardAndBackwardMatchCpu) {
     g.key = DropoutKey::make({11, 0, 5, true}, 3);
     const auto qkv = random_floats(b * t * 3 * c, 31), dctx = random_floats(b * t * c, 32);
     std::vector<float> probs(bhtt), out(b * t * c), dqkv(qkv.size());
-    std::vector<float> scratch(max_threads() * cpu::attention_scratch_per_slot(t));
-    cpu::attention_forward<float>(g, qkv.data(), probs.data(), out.data(), scratch.data(),
-                                  max_threads());
-    cpu::attention_backward<float>(g, qkv.data(), probs.data(), dctx.data(), dqkv.data(),
-                                   scratch.data(), max_threads());
+    std::vector<float> scratch(max_threads() * cpu::attention_materialized_scratch_per_slot(t));
+    cpu::attention_forward_materialized<float>(g, qkv.data(), probs.data(), out.data(),
+                                               scratch.data(), max_threads());
+    cpu::attention_backward_materialized<float>(g, qkv.data(), probs.data(), dctx.data(),
+                                                dqkv.data(), scratch.data(), max_threads());
 
     GuardedDeviceArray<std::uint8_t> gvalid(valid);
     GuardedDeviceArray<float> gqkv(qkv), gdctx(dctx), gprobs(bhtt), gout(out.size()),

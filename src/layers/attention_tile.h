@@ -1,0 +1,171 @@
+// Building blocks of the CPU flash-attention kernel (attention_flash.cpp): a register-blocked
+// tile product and a vectorized exp, on GCC/Clang vector extensions (64-byte vectors, which
+// -march=native maps to AVX-512 registers, or to pairs of AVX2 ones), so no intrinsics and
+// no -ffast-math are needed and the same source serves float (production) and double (the
+// finite-difference tests). Internal to the attention kernels; not a general GEMM.
+//
+// Every routine has a fixed evaluation order that depends only on its arguments, never on the
+// thread running it: the kernels' results are independent of the OpenMP thread count.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace sparq::cpu::attn_tile {
+
+constexpr int kVecBytes = 64;
+
+template <typename T>
+struct VecOf {
+  typedef T type __attribute__((vector_size(kVecBytes)));
+};
+template <typename T>
+using Vec = typename VecOf<T>::type;
+
+// Elements per vector: 16 floats or 8 doubles.
+template <typename T>
+constexpr int kLanes = kVecBytes / static_cast<int>(sizeof(T));
+
+template <typename T>
+inline Vec<T> load(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);  // unaligned load; the packed operands are dense rows
+  return v;
+}
+template <typename T>
+inline void store(T* p, const Vec<T>& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// An empty asm that claims to modify v: the compiler must hold v in a vector register
+// instead of folding a fresh load of it into every FMA that uses it (which would make the
+// block product load-bound: 16 loads per 16 FMAs instead of 4).
+template <typename V>
+inline void keep_in_register(V& v) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  asm("" : "+v"(v));
+#else
+  (void)v;
+#endif
+}
+
+// C[rows, cols] = (accumulate ? C : 0) + sum_k A(r, k) * B[k, cols] for k < depth, where
+// A(r, k) = a[r * a_row + k * a_col] (any layout, read as broadcast scalars) and B has
+// contiguous rows of stride ldb. rows % 4 == 0 and cols % kLanes<T> == 0: the callers pad.
+// A block of kRows rows x up to 4 vectors keeps its accumulators in registers over the whole
+// depth.
+template <typename T, int kRows, int kVecs>
+inline void product_block(std::int64_t depth, const T* a, std::ptrdiff_t a_row,
+                          std::ptrdiff_t a_col, const T* b, std::ptrdiff_t ldb, T* c,
+                          std::ptrdiff_t ldc, bool accumulate) {
+  constexpr int w = kLanes<T>;
+  Vec<T> acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? load(c + r * ldc + v * w) : Vec<T>{};
+  }
+  for (std::int64_t k = 0; k < depth; ++k) {
+    Vec<T> bv[kVecs];
+    for (int v = 0; v < kVecs; ++v) {
+      bv[v] = load(b + k * ldb + v * w);
+      keep_in_register(bv[v]);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const T av = a[r * a_row + k * a_col];
+      for (int v = 0; v < kVecs; ++v) acc[r][v] += av * bv[v];
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVecs; ++v) store(c + r * ldc + v * w, acc[r][v]);
+  }
+}
+
+template <typename T, int kRows>
+inline void product_rows(std::int64_t cols, std::int64_t depth, const T* a, std::ptrdiff_t a_row,
+                         std::ptrdiff_t a_col, const T* b, std::ptrdiff_t ldb, T* c,
+                         std::ptrdiff_t ldc, bool accumulate) {
+  constexpr int w = kLanes<T>;
+  std::int64_t col = 0;
+  for (; col + 4 * w <= cols; col += 4 * w) {
+    product_block<T, kRows, 4>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate);
+  }
+  switch ((cols - col) / w) {
+    case 3: product_block<T, kRows, 3>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate); break;
+    case 2: product_block<T, kRows, 2>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate); break;
+    case 1: product_block<T, kRows, 1>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate); break;
+    default: break;
+  }
+}
+
+template <typename T>
+inline void tile_product(std::int64_t rows, std::int64_t cols, std::int64_t depth, const T* a,
+                         std::ptrdiff_t a_row, std::ptrdiff_t a_col, const T* b,
+                         std::ptrdiff_t ldb, T* c, std::ptrdiff_t ldc, bool accumulate) {
+  // Blocks of 4 rows: 16 accumulators and 8 loads per 16 FMAs. (6-row blocks, 24
+  // accumulators, measured no faster: the FMAs are the limit once B stays in registers.)
+  for (std::int64_t r = 0; r < rows; r += 4) {
+    product_rows<T, 4>(cols, depth, a + r * a_row, a_row, a_col, b, ldb, c + r * ldc, ldc, accumulate);
+  }
+}
+
+// exp(x) for x <= 0 (including -inf, which gives 0), in place on n elements, n % kLanes == 0.
+// float: Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, then a degree-7 Taylor
+// polynomial (truncation ~5e-9 relative, below float rounding): within ~1 ulp of std::exp.
+// Results below 2^-126 flush to 0 (the softmax weights they stand for are negligible).
+// double (tests only): std::exp, element by element.
+inline void exp_nonpositive(float* x, std::int64_t n) {
+  using V = Vec<float>;
+  typedef std::int32_t IV __attribute__((vector_size(kVecBytes)));
+  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693145751953125f,
+                  kLn2Lo = 1.42860682030941723e-6f, kRound = 12582912.0f;  // 1.5 * 2^23
+  for (std::int64_t i = 0; i < n; i += kLanes<float>) {
+    V v = load(x + i);
+    const auto underflow = v < -87.33f;  // below, 2^n would leave the normal range
+    v = underflow ? V{} : v;             // keeps -inf out of the arithmetic
+    // Adding 1.5 * 2^23 rounds to an integer n held in the low mantissa bits.
+    const V shifted = v * kLog2e + kRound;
+    const V k = shifted - kRound;
+    const V r = (v - k * kLn2Hi) - k * kLn2Lo;
+    V p = r * (1.0f / 5040) + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    IV n;
+    std::memcpy(&n, &shifted, sizeof n);
+    const IV bits = (n - 0x4B400000 + 127) << 23;  // 2^n as float bits; n >= -126 here
+    V two_k;
+    std::memcpy(&two_k, &bits, sizeof two_k);
+    store(x + i, underflow ? V{} : p * two_k);
+  }
+}
+inline void exp_nonpositive(double* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
+// Largest element and sum of a row of n elements, n % kLanes == 0, lane-parallel partials
+// combined in a fixed order.
+template <typename T>
+inline T row_max(const T* x, std::int64_t n) {
+  Vec<T> m = load(x);
+  for (std::int64_t i = kLanes<T>; i < n; i += kLanes<T>) {
+    const Vec<T> v = load(x + i);
+    m = v > m ? v : m;
+  }
+  T best = m[0];
+  for (int l = 1; l < kLanes<T>; ++l) best = m[l] > best ? m[l] : best;
+  return best;
+}
+template <typename T>
+inline T row_sum(const T* x, std::int64_t n) {
+  Vec<T> s{};
+  for (std::int64_t i = 0; i < n; i += kLanes<T>) s += load(x + i);
+  T total = 0;
+  for (int l = 0; l < kLanes<T>; ++l) total += s[l];
+  return total;
+}
+
+}  // namespace sparq::cpu::attn_tile

@@ -115,10 +115,9 @@ class Conv2d : public ParamLayer {
   // Geometry for a batch of n images.
   Conv2dGeom geom(std::int64_t n) const;
   Shape output_shape(std::int64_t n) const;
-  // Workspace this layer keeps: its own im2col buffer, or its share of the fast path's.
-  std::size_t cache_bytes() const {
-    return work_.size() + static_cast<std::size_t>(scratch_.floats()) * sizeof(float);
-  }
+  // Workspace this layer owns: the general path's im2col buffer. The fast path's is shared
+  // by all its layers and counted once, by Conv3x3Scratch::size_floats(), not here.
+  std::size_t cache_bytes() const { return work_.size(); }
   // True when the CPU path is the Winograd 3x3 one (conv3x3_winograd.h).
   bool fast3x3() const { return fast3x3_; }
   std::int64_t slots() const { return slots_; }

@@ -34,7 +34,8 @@
 
 namespace sparq::cpu {
 
-// True for the geometry this file handles (any n, c, k; width up to 2 * kMaxTileCols).
+// True where Conv2d takes this path: the geometry above, width up to 512 and at least 16
+// input channels (below that im2col is faster). The kernels themselves accept any c >= 1.
 bool winograd3x3_applies(const Conv2dGeom& g);
 // Images per chunk: ~512 tiles, fewer when many channels would make the chunk large.
 std::int64_t winograd3x3_chunk_images(const Conv2dGeom& g);

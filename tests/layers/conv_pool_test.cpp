@@ -88,12 +88,13 @@ Conv2dGeom geom_of(const ConvCase& cc) {
 }
 
 TEST(Conv2dWinograd, AppliesOnlyTo3x3Stride1Pad1) {
-  EXPECT_TRUE(cpu::winograd3x3_applies(geom_of({1, 2, 5, 5, 2, 3, 3, 1, 1, 1})));
-  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 2, 5, 5, 2, 3, 3, 2, 1, 1})));
-  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 2, 5, 5, 2, 3, 3, 1, 0, 1})));
-  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 2, 5, 5, 2, 3, 3, 1, 1, 2})));
-  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 2, 5, 5, 2, 3, 2, 1, 1, 1})));
-  Conv2d fast("fast", {2, 3, 3, 3, 1, 1, 1, true, 6, 6}), other("other", {2, 3, 3, 3, 1, 0, 1, true, 6, 6});
+  EXPECT_TRUE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 1, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 3, 5, 5, 2, 3, 3, 1, 1, 1})));  // too few channels
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 2, 1, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 0, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 1, 2})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 2, 1, 1, 1})));
+  Conv2d fast("fast", {16, 3, 3, 3, 1, 1, 1, true, 6, 6}), other("other", {16, 3, 3, 3, 1, 0, 1, true, 6, 6});
   EXPECT_TRUE(fast.fast3x3());
   EXPECT_FALSE(other.fast3x3());
 }
@@ -150,7 +151,7 @@ TEST(Conv2dWinograd, BackwardMatchesFiniteDifferences) {
 
 // The float layer: close to the general path, and the same bits with 1 and 2 threads.
 TEST(Conv2dWinograd, LayerIsCloseToGeneralPathAndThreadIndependent) {
-  const ConvCase cc{5, 3, 31, 31, 4, 3, 3, 1, 1, 1};
+  const ConvCase cc{5, 16, 31, 31, 4, 3, 3, 1, 1, 1};  // 5 images in 3 chunks
   const Conv2dGeom g = geom_of(cc);
   Conv2d conv("conv", {cc.c, cc.k, 3, 3, 1, 1, 1, true, cc.h, cc.w});
   ASSERT_TRUE(conv.fast3x3());

@@ -1,6 +1,7 @@
 // Forward+backward time of every layer at GPT-2-124M shapes (B=4, T=256, C=768, 12 heads,
 // vocab 50304; attention_padded: BERT-base's B=8, T=128 with a key-padding mask) and VGG-16
-// first-block shapes (B=32, 64 channels, 32x32), next to PyTorch's
+// shapes (B=32; 64 channels at 32x32 for every layer kind, and the deeper convolutions: 128
+// at 16x16 down to 512 at 2x2), next to PyTorch's
 // time for the same op measured by bench/bench_layers_torch.py on the same machine.
 //
 //   /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -155,6 +157,20 @@ int main(int argc, char** argv) {
   ParamStore s7 = bind(conv);
   Tensor xi = a.make(img), yi = a.make(img), dyi = a.make(img), dxi = a.make(img);
   cases.push_back({"conv3x3_64", [&] { conv.forward(xi, yi); conv.backward(xi, dyi, dxi); }});
+  // VGG-16's deeper convolutions (B=32): where small maps and many channels meet.
+  std::vector<std::unique_ptr<Conv2d>> deep_convs;
+  std::vector<ParamStore> deep_stores;
+  deep_stores.reserve(4);
+  for (const auto& [ch, hw] : {std::pair{128, 16}, {256, 8}, {512, 4}, {512, 2}}) {
+    deep_convs.push_back(std::make_unique<Conv2d>(
+        "conv" + std::to_string(ch), Conv2d::Config{ch, ch, 3, 3, 1, 1, 1, true, hw, hw}));
+    Conv2d& c = *deep_convs.back();
+    deep_stores.push_back(bind(c));
+    const Shape s{kN, ch, hw, hw};
+    Tensor cx = a.make(s), cy = a.make(s), cdy = a.make(s), cdx = a.make(s);
+    cases.push_back({fmt::format("conv3x3_{}_{}x{}", ch, hw, hw),
+                     [&c, cx, cy, cdy, cdx] { c.forward(cx, cy); c.backward(cx, cdy, cdx); }});
+  }
   BatchNorm2d bn("bn", {kCh});
   ParamStore s8 = bind(bn);
   cases.push_back({"batchnorm2d", [&] { bn.forward(xi, yi, true); bn.backward(xi, dyi, dxi); }});

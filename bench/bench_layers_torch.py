@@ -92,6 +92,9 @@ def main():
     xi = torch.randn(N, CH, HW, HW, **req)
     conv = torch.nn.Conv2d(CH, CH, 3, padding=1)
     cases["conv3x3_64"] = fwd_bwd(conv, xi)
+    for ch, hw in ((128, 16), (256, 8), (512, 4), (512, 2)):
+        deep = torch.nn.Conv2d(ch, ch, 3, padding=1)
+        cases[f"conv3x3_{ch}_{hw}x{hw}"] = fwd_bwd(deep, torch.randn(N, ch, hw, hw, **req))
     bn = torch.nn.BatchNorm2d(CH)
     cases["batchnorm2d"] = fwd_bwd(bn, xi)
     cases["relu"] = fwd_bwd(F.relu, xi)

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/profile.h"
 #include "core/threading.h"
+#include "layers/conv3x3_winograd.h"
 #include "layers/matmul.h"
 
 #if SPARQ_HAS_CUDNN
@@ -243,6 +244,7 @@ Conv2d::Conv2d(std::string prefix, Config config) : ParamLayer(std::move(prefix)
   w_ = params_.add("weight", {c.out_channels, c.in_channels, c.kernel_h, c.kernel_w},
                    Init::kaiming_normal(), true);
   if (c.bias) b_ = params_.add("bias", {c.out_channels}, Init::zeros(), false);
+  fast3x3_ = cpu::winograd3x3_applies(g);
   slots_ = conv2d_slots(g);
   dw_images_ = cpu::conv2d_dw_images(g);
   allocate_cpu_workspace();
@@ -253,6 +255,12 @@ Conv2d::Conv2d(Conv2d&&) noexcept = default;
 Conv2d& Conv2d::operator=(Conv2d&&) noexcept = default;
 
 void Conv2d::allocate_cpu_workspace() {
+  if (fast3x3_) {
+    if (scratch_.floats() == 0) {
+      scratch_ = Conv3x3Scratch::Reservation(cpu::winograd3x3_workspace_elems(geom(1)));
+    }
+    return;
+  }
   const std::int64_t elems = cpu::conv2d_workspace_elems(geom(1), slots_, dw_images_);
   if (elems > 0 && work_.size() == 0) work_ = Buffer::host(elems * sizeof(float));
 }
@@ -262,6 +270,7 @@ void Conv2d::bind(const ParamStore& store) {
   cudnn_.reset();  // its algorithms were chosen for the previous context's workspace
   if (on_cuda()) {
     work_ = Buffer();
+    scratch_ = Conv3x3Scratch::Reservation();
   } else {
     allocate_cpu_workspace();
   }
@@ -316,6 +325,12 @@ void Conv2d::forward(const Tensor& x, const Tensor& y) {
     // Allocates only if a bind() to a CUDA store released the workspace and the layer was
     // then bound back to the CPU through ParamLayer::bind.
     allocate_cpu_workspace();
+    if (fast3x3_) {
+      const Conv3x3Scratch::Access scratch;
+      cpu::winograd3x3_forward<float>(geom(x.dim(0)), x.data<float>(), w, b, y.data<float>(),
+                                      scratch.data());
+      return;
+    }
     cpu::conv2d_forward<float>(geom(x.dim(0)), x.data<float>(), w, b, y.data<float>(),
                                work_.as<float>(), slots_);
   }
@@ -339,6 +354,12 @@ void Conv2d::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
 #endif
   } else {
     allocate_cpu_workspace();
+    if (fast3x3_) {
+      const Conv3x3Scratch::Access scratch;
+      cpu::winograd3x3_backward<float>(geom(x.dim(0)), x.data<float>(), w, dy.data<float>(),
+                                       dx_data, dw, db, scratch.data());
+      return;
+    }
     cpu::conv2d_backward<float>(geom(x.dim(0)), x.data<float>(), w, dy.data<float>(), dx_data, dw,
                                 db, work_.as<float>(), slots_, dw_images_);
   }

@@ -1,9 +1,15 @@
 // Conv2d, MaxPool2d, AdaptiveAvgPool2d and flatten: hand-computed forward, float64 central
-// differences on odd shapes, and gradient accumulation.
+// differences on odd shapes, and gradient accumulation. The Winograd 3x3 path against the
+// general im2col path (the reference), finite differences, and 1 vs 2 threads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "layer_test_util.h"
+#include "core/threading.h"
 #include "layers/conv2d.h"
+#include "layers/conv3x3_winograd.h"
 #include "layers/pooling.h"
 
 namespace sparq {
@@ -65,6 +71,124 @@ TEST(Conv2d, TwoBackwardCallsAccumulate) {
   const auto dw2 = testing::to_vector(store.grad("conv.weight"));
   for (std::size_t i = 0; i < dw1.size(); ++i) EXPECT_FLOAT_EQ(dw2[i], 2 * dw1[i]);
   EXPECT_EQ(dx, dx1);
+}
+
+// 3x3 / stride 1 / padding 1 shapes for the Winograd path: odd sizes (partial edge tiles),
+// 1x1 and 2x2 maps, one channel, and 31x31 maps whose 5 images span 3 chunks (2 images each,
+// the last one partial).
+std::vector<ConvCase> winograd_cases() {
+  return {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{3, 5, 7, 9, 6, 3, 3, 1, 1, 1},
+          ConvCase{1, 1, 1, 1, 1, 3, 3, 1, 1, 1}, ConvCase{4, 6, 2, 2, 3, 3, 3, 1, 1, 1},
+          ConvCase{2, 1, 6, 3, 1, 3, 3, 1, 1, 1}, ConvCase{5, 3, 31, 31, 4, 3, 3, 1, 1, 1}};
+}
+
+Conv2dGeom geom_of(const ConvCase& cc) {
+  return Conv2dGeom{cc.n, cc.c, cc.h, cc.w, cc.k, cc.r, cc.s, cc.stride, cc.stride,
+                    cc.pad, cc.pad, cc.dil, cc.dil};
+}
+
+TEST(Conv2dWinograd, AppliesOnlyTo3x3Stride1Pad1) {
+  EXPECT_TRUE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 1, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 3, 5, 5, 2, 3, 3, 1, 1, 1})));  // too few channels
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 2, 1, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 0, 1})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 3, 1, 1, 2})));
+  EXPECT_FALSE(cpu::winograd3x3_applies(geom_of({1, 16, 5, 5, 2, 3, 2, 1, 1, 1})));
+  Conv2d fast("fast", {16, 3, 3, 3, 1, 1, 1, true, 6, 6}), other("other", {16, 3, 3, 3, 1, 0, 1, true, 6, 6});
+  EXPECT_TRUE(fast.fast3x3());
+  EXPECT_FALSE(other.fast3x3());
+}
+
+// Forward, dx, dw and db of the Winograd kernels against the general path, in double.
+TEST(Conv2dWinograd, MatchesGeneralPath) {
+  for (const ConvCase& cc : winograd_cases()) {
+    const Conv2dGeom g = geom_of(cc);
+    auto x = random_vec(g.n * g.c * g.h * g.w, 41), w = random_vec(g.k * g.col_rows(), 42),
+         b = random_vec(g.k, 43), dy = random_vec(g.n * g.k * g.col_cols(), 44);
+    std::vector<double> col(cpu::conv2d_workspace_elems(g, 1)),
+        work(cpu::winograd3x3_workspace_elems(g));
+    std::vector<double> y_ref(dy.size()), y(dy.size(), 5.0);
+    cpu::conv2d_forward<double>(g, x.data(), w.data(), b.data(), y_ref.data(), col.data());
+    cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data());
+    std::vector<double> dx_ref(x.size()), dw_ref(w.size(), 0.25), db_ref(b.size(), 0.5);
+    std::vector<double> dx(x.size(), 3.0), dw(w.size(), 0.25), db(b.size(), 0.5);
+    cpu::conv2d_backward<double>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(),
+                                 db_ref.data(), col.data());
+    cpu::winograd3x3_backward<double>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                                      db.data(), work.data());
+    const std::string shape = fmt::format("{}x{}x{}x{} k={}", cc.n, cc.c, cc.h, cc.w, cc.k);
+    auto expect_near_all = [&](const std::vector<double>& got, const std::vector<double>& want,
+                               const char* what) {
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + std::abs(want[i]))) << what << " " << shape << " at " << i;
+      }
+    };
+    expect_near_all(y, y_ref, "y");
+    expect_near_all(dx, dx_ref, "dx");
+    expect_near_all(dw, dw_ref, "dw");
+    expect_near_all(db, db_ref, "db");
+  }
+}
+
+TEST(Conv2dWinograd, BackwardMatchesFiniteDifferences) {
+  for (const ConvCase& cc : {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{1, 2, 3, 2, 3, 3, 3, 1, 1, 1}}) {
+    const Conv2dGeom g = geom_of(cc);
+    auto x = random_vec(g.n * g.c * g.h * g.w, 51), w = random_vec(g.k * g.col_rows(), 52),
+         b = random_vec(g.k, 53), r = random_vec(g.n * g.k * g.col_cols(), 54);
+    std::vector<double> y(r.size()), work(cpu::winograd3x3_workspace_elems(g));
+    auto loss = [&] {
+      cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data());
+      return weighted_sum(y, r);
+    };
+    std::vector<double> dx(x.size()), dw(w.size(), 0.0), db(b.size(), 0.0);
+    cpu::winograd3x3_backward<double>(g, x.data(), w.data(), r.data(), dx.data(), dw.data(),
+                                      db.data(), work.data());
+    expect_gradient(loss, x, dx, "winograd dx");
+    expect_gradient(loss, w, dw, "winograd dw");
+    expect_gradient(loss, b, db, "winograd db");
+  }
+}
+
+// The float layer: close to the general path, and the same bits with 1 and 2 threads.
+TEST(Conv2dWinograd, LayerIsCloseToGeneralPathAndThreadIndependent) {
+  const ConvCase cc{5, 16, 31, 31, 4, 3, 3, 1, 1, 1};  // 5 images in 3 chunks
+  const Conv2dGeom g = geom_of(cc);
+  Conv2d conv("conv", {cc.c, cc.k, 3, 3, 1, 1, 1, true, cc.h, cc.w});
+  ASSERT_TRUE(conv.fast3x3());
+  ParamStore store = testing::bind_layers(conv);
+  auto x = testing::to_float(random_vec(g.n * g.c * g.h * g.w, 61));
+  auto dy = testing::to_float(random_vec(g.n * g.k * g.col_cols(), 62));
+  const Shape xs{cc.n, cc.c, cc.h, cc.w}, ys{cc.n, cc.k, cc.h, cc.w};
+  struct Result { std::vector<float> y, dx, dw, db; };
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    Result res{std::vector<float>(dy.size()), std::vector<float>(x.size()), {}, {}};
+    store.zero_grads();
+    conv.forward(testing::view(x, xs), testing::view(res.y, ys));
+    conv.backward(testing::view(x, xs), testing::view(dy, ys), testing::view(res.dx, xs));
+    res.dw = testing::to_vector(store.grad("conv.weight"));
+    res.db = testing::to_vector(store.grad("conv.bias"));
+    return res;
+  };
+  const int saved = max_threads();
+  const Result one = run(1), two = run(2);
+  set_num_threads(saved);
+  EXPECT_EQ(one.y, two.y);
+  EXPECT_EQ(one.dx, two.dx);
+  EXPECT_EQ(one.dw, two.dw);
+  EXPECT_EQ(one.db, two.db);
+  // The general path in float on the same data.
+  const auto w = testing::to_vector(store.param("conv.weight"));
+  const auto b = testing::to_vector(store.param("conv.bias"));
+  std::vector<float> col(cpu::conv2d_workspace_elems(g, 1)), y(dy.size()), dx(x.size()),
+      dw(w.size(), 0.0f), db(b.size(), 0.0f);
+  cpu::conv2d_forward<float>(g, x.data(), w.data(), b.data(), y.data(), col.data());
+  cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                              col.data());
+  testing::expect_close(one.y.data(), y, "winograd y");
+  testing::expect_close(one.dx.data(), dx, "winograd dx");
+  testing::expect_close(one.dw.data(), dw, "winograd dw");
+  testing::expect_close(one.db.data(), db, "winograd db");
 }
 
 TEST(MaxPool2d, HandComputedForwardAndBackward) {

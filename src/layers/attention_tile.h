@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "layers/vector_math.h"
+
 namespace sparq::cpu::attn_tile {
 
 constexpr int kVecBytes = 64;
@@ -109,38 +111,12 @@ inline void tile_product(std::int64_t rows, std::int64_t cols, std::int64_t dept
   }
 }
 
-// exp(x) for x <= 0 (including -inf, which gives 0), in place on n elements, n % kLanes == 0.
-// float: Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, then a degree-7 Taylor
-// polynomial (truncation ~5e-9 relative, below float rounding): within ~1 ulp of std::exp.
-// Results below 2^-126 flush to 0 (the softmax weights they stand for are negligible).
-// double (tests only): std::exp, element by element.
+// exp(x) for x <= 0 (including -inf, which gives 0), in place on n elements: float through
+// vector_math.h's exp_nonpositive (within 2 ulp of expf; below -87 it gives 0, a negligible
+// softmax weight), in a loop the compiler vectorizes; double (tests only): std::exp.
 inline void exp_nonpositive(float* x, std::int64_t n) {
-  using V = Vec<float>;
-  typedef std::int32_t IV __attribute__((vector_size(kVecBytes)));
-  constexpr float kLog2e = 1.44269504088896341f, kLn2Hi = 0.693145751953125f,
-                  kLn2Lo = 1.42860682030941723e-6f, kRound = 12582912.0f;  // 1.5 * 2^23
-  for (std::int64_t i = 0; i < n; i += kLanes<float>) {
-    V v = load(x + i);
-    const auto underflow = v < -87.33f;  // below, 2^n would leave the normal range
-    v = underflow ? V{} : v;             // keeps -inf out of the arithmetic
-    // Adding 1.5 * 2^23 rounds to an integer n held in the low mantissa bits.
-    const V shifted = v * kLog2e + kRound;
-    const V k = shifted - kRound;
-    const V r = (v - k * kLn2Hi) - k * kLn2Lo;
-    V p = r * (1.0f / 5040) + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    IV n;
-    std::memcpy(&n, &shifted, sizeof n);
-    const IV bits = (n - 0x4B400000 + 127) << 23;  // 2^n as float bits; n >= -126 here
-    V two_k;
-    std::memcpy(&two_k, &bits, sizeof two_k);
-    store(x + i, underflow ? V{} : p * two_k);
-  }
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cpu::exp_nonpositive(x[i]);
 }
 inline void exp_nonpositive(double* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "layers/conv3x3_scratch.h"
 
 namespace sparq {
 
@@ -169,6 +170,9 @@ std::size_t Vgg::activation_bytes() const {
     if (st.pool) bytes += st.pool->cache_bytes();
     if (st.conv) bytes += st.conv->cache_bytes() + st.bn->cache_bytes();
   }
+  // The 3x3 fast path's workspace is shared by its layers (layers/conv3x3_scratch.h): its
+  // current size is the largest live layer's need, this model's included.
+  bytes += static_cast<std::size_t>(Conv3x3Scratch::size_floats()) * sizeof(float);
   return bytes + static_cast<std::size_t>(shape_.micro_batch) * sizeof(float);
 }
 

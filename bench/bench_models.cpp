@@ -6,6 +6,11 @@
 //                [--python /usr/bin/python3] [--torch-blas DIR] [--no-torch]
 //                [--device cpu|cuda] [--profile]
 //
+// On the CPU the language models also get their GEMM-peak bound: the model FLOPs of a step
+// (6 N per token for the parameter GEMMs, N = all parameters with the tied head, plus 12 L T d
+// for attention; as for MFU on the GPU) over the FMA peak of the same thread count
+// (bench/fma_peak.h, as bench_gemm measures it), as a fraction of the measured step time.
+//
 // --profile (CPU) also prints, per model, where sparq's timed steps went: self time per
 // layer kind and phase (Note [Profile scopes], core/profile.h), in ms per step and as a share
 // of the step; "other" is the rest (gradient zeroing, the models' glue).
@@ -48,6 +53,7 @@
 #include "core/tensor_copy.h"
 #include "core/threading.h"
 #include "core/timer.h"
+#include "fma_peak.h"
 #include "models/model.h"
 
 #if SPARQ_HAS_CUDA
@@ -364,7 +370,7 @@ int main(int argc, char** argv) {
              "PyTorch BLAS: {}\n",
              threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas);
   std::vector<std::string> rows;
-  std::vector<std::pair<std::string, Measurement>> profiles;
+  std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
   for (const Workload& w : kWorkloads) {
     if (!listed(models, w.key)) continue;
     const std::string env = fmt::format("OMP_NUM_THREADS={} ", threads);
@@ -372,6 +378,7 @@ int main(int argc, char** argv) {
                                                             exe, w.key, threads, steps, warmup,
                                                             profiled ? " --profile" : ""));
     if (profiled) profiles.emplace_back(w.key, ours);
+    if (ours.ok && ours.flops_per_item > 0) peak_bounds.emplace_back(w.key, ours);
     Measurement torch;
     if (!no_torch) {
       const std::string blas =
@@ -403,6 +410,18 @@ int main(int argc, char** argv) {
   fmt::print("ratio = sparq / PyTorch mean throughput, best = the same for each side's fastest "
              "step (higher is better); MiB = peak resident set of the process running that model "
              "alone\n");
+  if (!peak_bounds.empty()) {
+    const double peak = bench::measure_fma_peak_gflops(threads);
+    fmt::print("\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s)):\n",
+               peak, threads);
+    for (const auto& [key, m] : peak_bounds) {
+      const double step_gflop = m.flops_per_item * m.items_per_s * m.step_s * 1e-9;
+      fmt::print("  {}: {:.1f} GFLOP a step, bound {:.2f} s, measured {:.2f} s (best {:.2f} s): "
+                 "{:.0f}% of the bound ({:.0f}% best)\n",
+                 key, step_gflop, step_gflop / peak, m.step_s, m.best_step_s,
+                 100 * step_gflop / peak / m.step_s, 100 * step_gflop / peak / m.best_step_s);
+    }
+  }
   for (const auto& [key, m] : profiles) print_profile(key, m, steps);
   return 0;
 }

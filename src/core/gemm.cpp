@@ -47,10 +47,9 @@ GemmBackend initial_backend() {
     return b;
   }
   const GemmBackend b = parse_gemm_backend(SPARQ_GEMM_DEFAULT_NAME, "SPARQ_GEMM_DEFAULT");
-  std::string why;
-  if (!gemm_backend_available(b, &why)) {
-    spdlog::warn("GEMM backend {} (the build default) is not installed; using eigen. {}",
-                 gemm_backend_name(b), why);
+  if (!gemm_backend_available(b)) {
+    spdlog::warn("GEMM backend {0} (the build default) is not installed; using eigen "
+                 "(SPARQ_GEMM={0} lists the library files tried)", gemm_backend_name(b));
     return GemmBackend::kEigen;
   }
   return b;

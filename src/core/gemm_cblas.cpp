@@ -83,7 +83,7 @@ void load(GemmBackend backend, Library& lib) {
   for (const std::string& file : candidates(spec)) {
     void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
-      tried += "\n  " + file + ": " + dlerror();
+      tried += std::string("\n  ") + dlerror();  // names the file
       continue;
     }
     auto sgemm = reinterpret_cast<CblasSgemm>(dlsym(handle, "cblas_sgemm"));

@@ -10,7 +10,7 @@
 #include "core/log.h"
 
 #ifndef SPARQ_GEMM_DEFAULT_NAME
-#define SPARQ_GEMM_DEFAULT_NAME "eigen"
+#define SPARQ_GEMM_DEFAULT_NAME "openblas"
 #endif
 
 namespace sparq {

@@ -5,6 +5,7 @@
 // test and benchmark both, and lets a machine without them run sparq on Eigen.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>

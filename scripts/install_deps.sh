@@ -13,6 +13,9 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3
   python3-yaml python3-matplotlib  # scripts/study.py (convergence studies) and its test
+  # The default CPU GEMM backend (docs/layers.md, "GEMM backends"), loaded at run time; sparq
+  # builds and runs on Eigen without it. It also becomes the system libblas.so.3.
+  libopenblas0-openmp
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)

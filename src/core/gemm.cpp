@@ -1,15 +1,20 @@
+// gemm()'s front: shape checks, empty cases, the backend switch (Note [GEMM backends]) and
+// the double-precision reference.
 #include "core/gemm.h"
 
-#include <Eigen/Core>
+#include <atomic>
+#include <cstdlib>
 
 #include "core/check.h"
+#include "core/gemm_backends.h"
+#include "core/log.h"
+
+#ifndef SPARQ_GEMM_DEFAULT_NAME
+#define SPARQ_GEMM_DEFAULT_NAME "openblas"
+#endif
 
 namespace sparq {
 namespace {
-
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
-using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 GemmShape resolved(const GemmShape& s) {
   GemmShape r = s;
@@ -22,36 +27,85 @@ GemmShape resolved(const GemmShape& s) {
   return r;
 }
 
-void gemm_one(const GemmShape& s, float alpha, const float* a, const float* b, float beta,
-              float* c) {
-  MutMap C(c, s.m, s.n, Eigen::OuterStride<>(s.ldc));
-  if (s.m == 0 || s.n == 0) return;
-  if (s.k == 0) {
-    if (beta == 0.0f) C.setZero(); else C *= beta;
-    return;
+// Empty products: C = beta * C over m x n (nothing for m or n == 0). Handled here so the
+// backends never see a zero size (CBLAS rejects lda == 0).
+void scale_only(const GemmShape& s, float beta, float* c) {
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    float* row = c + i * s.ldc;
+    for (std::int64_t j = 0; j < s.n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
   }
-  // Eigen evaluates op(A)*op(B) with its blocked, vectorised kernel for every combination.
-  auto run = [&](const auto& A, const auto& B) {
-    if (beta == 0.0f) {
-      C.noalias() = alpha * (A * B);
-    } else {
-      if (beta != 1.0f) C *= beta;
-      C.noalias() += alpha * (A * B);
-    }
-  };
-  const ConstMap A(a, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, Eigen::OuterStride<>(s.lda));
-  const ConstMap B(b, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, Eigen::OuterStride<>(s.ldb));
-  if (!s.trans_a && !s.trans_b) run(A, B);
-  else if (!s.trans_a && s.trans_b) run(A, B.transpose());
-  else if (s.trans_a && !s.trans_b) run(A.transpose(), B);
-  else run(A.transpose(), B.transpose());
+}
+
+// The first active backend: SPARQ_GEMM if set (must be available), else the build default
+// (falls back to Eigen when its library is missing).
+GemmBackend initial_backend() {
+  if (const char* env = std::getenv("SPARQ_GEMM"); env != nullptr && *env != '\0') {
+    const GemmBackend b = parse_gemm_backend(env, "SPARQ_GEMM");
+    std::string why;
+    SPARQ_CHECK(gemm_backend_available(b, &why), "SPARQ_GEMM={} but its library is missing ({})",
+                env, why);
+    return b;
+  }
+  const GemmBackend b = parse_gemm_backend(SPARQ_GEMM_DEFAULT_NAME, "SPARQ_GEMM_DEFAULT");
+  if (!gemm_backend_available(b)) {
+    spdlog::warn("GEMM backend {0} (the build default) is not installed; using eigen "
+                 "(SPARQ_GEMM={0} lists the library files tried)", gemm_backend_name(b));
+    return GemmBackend::kEigen;
+  }
+  return b;
+}
+
+std::atomic<GemmBackend>& active_backend() {
+  static std::atomic<GemmBackend> active{initial_backend()};
+  return active;
 }
 
 }  // namespace
 
+std::string_view gemm_backend_name(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::kEigen: return "eigen";
+    case GemmBackend::kOpenBlas: return "openblas";
+    case GemmBackend::kBlis: return "blis";
+  }
+  return "?";
+}
+
+GemmBackend parse_gemm_backend(std::string_view name, std::string_view what) {
+  for (GemmBackend b : kAllGemmBackends) {
+    if (gemm_backend_name(b) == name) return b;
+  }
+  SPARQ_FATAL("{}: unknown GEMM backend '{}' (expected eigen, openblas or blis)", what, name);
+}
+
+bool gemm_backend_available(GemmBackend backend, std::string* why) {
+  return backend == GemmBackend::kEigen || gemm_detail::cblas_available(backend, why);
+}
+
+std::string gemm_backend_library(GemmBackend backend) {
+  return backend == GemmBackend::kEigen ? std::string() : gemm_detail::cblas_library_path(backend);
+}
+
+GemmBackend gemm_backend() { return active_backend().load(std::memory_order_relaxed); }
+std::string_view gemm_backend_name() { return gemm_backend_name(gemm_backend()); }
+
+void set_gemm_backend(GemmBackend backend) {
+  std::string why;
+  SPARQ_CHECK(gemm_backend_available(backend, &why), "GEMM backend {} is not available ({})",
+              gemm_backend_name(backend), why);
+  active_backend().store(backend, std::memory_order_relaxed);
+}
+
 void gemm(const GemmShape& shape, float alpha, const float* a, const float* b, float beta,
           float* c) {
-  gemm_one(resolved(shape), alpha, a, b, beta, c);
+  const GemmShape s = resolved(shape);
+  if (s.m == 0 || s.n == 0 || s.k == 0) return scale_only(s, beta, c);
+  const GemmBackend backend = gemm_backend();
+  if (backend == GemmBackend::kEigen) {
+    gemm_detail::eigen_gemm(s, alpha, a, b, beta, c);
+  } else {
+    gemm_detail::cblas_gemm(backend, s, alpha, a, b, beta, c);
+  }
 }
 
 void gemm_strided_batched(const GemmShape& shape, float alpha, const float* a,
@@ -61,7 +115,11 @@ void gemm_strided_batched(const GemmShape& shape, float alpha, const float* a,
   // Eigen runs single-threaded inside an active OpenMP region, so parallelism is per batch.
 #pragma omp parallel for schedule(dynamic) if (batch > 1)
   for (std::int64_t i = 0; i < batch; ++i) {
-    gemm_one(s, alpha, a + i * stride_a, b + i * stride_b, beta, c + i * stride_c);
+    if (s.m == 0 || s.n == 0 || s.k == 0) {
+      scale_only(s, beta, c + i * stride_c);
+    } else {
+      gemm_detail::eigen_gemm(s, alpha, a + i * stride_a, b + i * stride_b, beta, c + i * stride_c);
+    }
   }
 }
 

@@ -1,13 +1,31 @@
-// CPU matrix multiply on row-major f32 data (through Eigen, multithreaded with OpenMP):
+// CPU matrix multiply on row-major f32 data:
 //
 //   C[M, N] = alpha * op(A) * op(B) + beta * C
 //
 // op(A) is [M, K]: A is stored [M, K] (lda >= K) or, with trans_a, [K, M] (lda >= M).
 // op(B) is [K, N]: B is stored [K, N] (ldb >= N) or, with trans_b, [N, K] (ldb >= K).
 // ldc >= N. When beta == 0, C is not read (it may hold garbage or NaN).
+//
+// Note [GEMM backends]
+// ~~~~~~~~~~~~~~~~~~~~
+// gemm() runs on one of three backends, all giving results that do not depend on the OpenMP
+// thread count (none of them splits the K sum across threads):
+//   eigen     Eigen's blocked kernel, multithreaded with OpenMP. Always available.
+//   openblas  Debian's OpenBLAS (libopenblas0-openmp preferred), loaded at run time.
+//   blis      Debian's BLIS (libblis4-openmp preferred), loaded at run time.
+// The BLAS libraries are opened with dlopen(RTLD_LOCAL) and called through cblas_sgemm, so
+// one binary can hold both (they export the same symbols) and builds without either.
+// The active backend is SPARQ_GEMM (environment: eigen | openblas | blis) if set, else the
+// build default (CMake SPARQ_GEMM_DEFAULT). An unavailable SPARQ_GEMM backend is a fatal
+// error; an unavailable build default falls back to Eigen with one warning line.
+// SPARQ_GEMM_LIB_PATH (colon-separated directories) is searched before the system paths.
+// Threads: a BLAS gets sparq's OpenMP thread count (max_threads()) on every call made
+// outside a parallel region; inside one, every backend runs single-threaded.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace sparq {
 
@@ -23,6 +41,7 @@ void gemm(const GemmShape& shape, float alpha, const float* a, const float* b, f
 
 // `batch` independent GEMMs; matrix i starts at a + i*stride_a (likewise b, c). Batches run
 // in parallel, each GEMM single-threaded, which is what attention's many small products need.
+// Always Eigen: the products are small, where a BLAS's call overhead dominates.
 void gemm_strided_batched(const GemmShape& shape, float alpha, const float* a,
                           std::int64_t stride_a, const float* b, std::int64_t stride_b,
                           float beta, float* c, std::int64_t stride_c, std::int64_t batch);
@@ -30,5 +49,26 @@ void gemm_strided_batched(const GemmShape& shape, float alpha, const float* a,
 // Plain triple loop in double precision: the reference the tests compare against.
 void gemm_reference(const GemmShape& shape, float alpha, const float* a, const float* b,
                     float beta, float* c);
+
+// ---- Backend selection (Note [GEMM backends]) ---------------------------------------------
+enum class GemmBackend { kEigen, kOpenBlas, kBlis };
+inline constexpr GemmBackend kAllGemmBackends[] = {GemmBackend::kEigen, GemmBackend::kOpenBlas,
+                                                   GemmBackend::kBlis};
+
+std::string_view gemm_backend_name(GemmBackend backend);  // "eigen", "openblas", "blis"
+// Parses a backend name; a fatal error naming `what` (e.g. "SPARQ_GEMM") when unknown.
+GemmBackend parse_gemm_backend(std::string_view name, std::string_view what);
+
+// Whether `backend` can run here (loads its library on first ask). When it cannot and
+// `why` is given, *why says which library files were tried.
+bool gemm_backend_available(GemmBackend backend, std::string* why = nullptr);
+// The library file a BLAS backend was loaded from; "" for Eigen or when unavailable.
+std::string gemm_backend_library(GemmBackend backend);
+
+GemmBackend gemm_backend();            // the active backend
+std::string_view gemm_backend_name();  // its name
+// Switches the active backend for later calls; a fatal error when it is unavailable.
+// Not safe while another thread is inside gemm().
+void set_gemm_backend(GemmBackend backend);
 
 }  // namespace sparq

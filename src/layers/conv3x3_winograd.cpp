@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/profile.h"
 #include "layers/matmul.h"
 
 namespace sparq::cpu {
@@ -227,19 +228,19 @@ void winograd3x3_forward(const Conv2dGeom& g, const T* x, const T* w, const T* b
   const Tiling tl(g);
   const std::int64_t chunk = winograd3x3_chunk_images(g), us = plane_stride(g.k * g.c);
   T* u = work;
-  transform_weights(g, w, u);
+  { SPARQ_PROFILE_SCOPE("winograd.transform_weights"); transform_weights(g, w, u); }
   for (std::int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     const std::int64_t nb = std::min(chunk, g.n - n0), tiles = nb * tl.per_image;
     const std::int64_t vs = plane_stride(g.c * tiles), ms = plane_stride(g.k * tiles);
     T* v = u + kXi * us;
     T* m = v + kXi * vs;
-    transform_input(g, g.c, x + n0 * g.c * g.h * g.w, nb, v);
+    { SPARQ_PROFILE_SCOPE("winograd.transform_input"); transform_input(g, g.c, x + n0 * g.c * g.h * g.w, nb, v); }
 #pragma omp parallel for schedule(static)
     for (std::int64_t xi = 0; xi < kXi; ++xi) {
       matmul<T>(GemmShape{false, false, g.k, tiles, g.c}, T(1), u + xi * us, v + xi * vs, T(0),
                 m + xi * ms);
     }
-    transform_output(g, g.k, m, nb, b, y + n0 * g.k * g.h * g.w);
+    { SPARQ_PROFILE_SCOPE("winograd.transform_output"); transform_output(g, g.k, m, nb, b, y + n0 * g.k * g.h * g.w); }
   }
 }
 
@@ -253,18 +254,18 @@ void winograd3x3_backward(const Conv2dGeom& g, const T* x, const T* w, const T* 
   T* v = u + kXi * us;
   if (dx != nullptr) {
     // dX = conv(dY, flipped kernel with C and K swapped): U_flip(xi)^T as the [C, K] factor.
-    transform_weights(g, w, u);
+    { SPARQ_PROFILE_SCOPE("winograd.transform_weights"); transform_weights(g, w, u); }
     for (std::int64_t n0 = 0; n0 < g.n; n0 += chunk) {
       const std::int64_t nb = std::min(chunk, g.n - n0), tiles = nb * tl.per_image;
       const std::int64_t vs = plane_stride(g.k * tiles), ms = plane_stride(g.c * tiles);
       T* m = v + kXi * vs;
-      transform_input(g, g.k, dy + n0 * g.k * hw, nb, v);
+      { SPARQ_PROFILE_SCOPE("winograd.transform_input"); transform_input(g, g.k, dy + n0 * g.k * hw, nb, v); }
 #pragma omp parallel for schedule(static)
       for (std::int64_t xi = 0; xi < kXi; ++xi) {
         matmul<T>(GemmShape{true, false, g.c, tiles, g.k}, T(1), u + flip_xi(xi) * us,
                   v + xi * vs, T(0), m + xi * ms);
       }
-      transform_output(g, g.c, m, nb, static_cast<const T*>(nullptr), dx + n0 * g.c * hw);
+      { SPARQ_PROFILE_SCOPE("winograd.transform_output"); transform_output(g, g.c, m, nb, static_cast<const T*>(nullptr), dx + n0 * g.c * hw); }
     }
   }
   if (dw != nullptr) {
@@ -272,8 +273,8 @@ void winograd3x3_backward(const Conv2dGeom& g, const T* x, const T* w, const T* 
       const std::int64_t nb = std::min(chunk, g.n - n0), tiles = nb * tl.per_image;
       const std::int64_t vs = plane_stride(g.c * tiles), ms = plane_stride(g.k * tiles);
       T* dm = v + kXi * vs;
-      transform_input(g, g.c, x + n0 * g.c * hw, nb, v);
-      transform_output_adjoint(g, dy + n0 * g.k * hw, nb, dm);
+      { SPARQ_PROFILE_SCOPE("winograd.transform_input"); transform_input(g, g.c, x + n0 * g.c * hw, nb, v); }
+      { SPARQ_PROFILE_SCOPE("winograd.transform_output"); transform_output_adjoint(g, dy + n0 * g.k * hw, nb, dm); }
       // Each xi's sum runs over the chunks in image order, whatever thread computes it.
 #pragma omp parallel for schedule(static)
       for (std::int64_t xi = 0; xi < kXi; ++xi) {
@@ -281,7 +282,7 @@ void winograd3x3_backward(const Conv2dGeom& g, const T* x, const T* w, const T* 
                   n0 == 0 ? T(0) : T(1), u + xi * us);
       }
     }
-    if (g.n > 0) fold_weight_gradient(g, u, dw);
+    if (g.n > 0) { SPARQ_PROFILE_SCOPE("winograd.transform_weights"); fold_weight_gradient(g, u, dw); }
   }
   if (db == nullptr) return;
 #pragma omp parallel for schedule(static) if (g.n * g.k * hw > 32768)

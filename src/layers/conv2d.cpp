@@ -205,7 +205,12 @@ void conv2d_backward(const Conv2dGeom& g, const T* x, const T* w, const T* dy, T
       }
     }
   }
-  if (db == nullptr) return;
+  if (db != nullptr) conv2d_bias_backward(g, dy, db);
+}
+
+template <typename T>
+void conv2d_bias_backward(const Conv2dGeom& g, const T* dy, T* db) {
+  const std::int64_t hw = g.col_cols();
 #pragma omp parallel for schedule(static) if (g.n * g.k * hw > 32768)
   for (std::int64_t k = 0; k < g.k; ++k) {
     T acc = 0;
@@ -217,6 +222,8 @@ void conv2d_backward(const Conv2dGeom& g, const T* x, const T* w, const T* dy, T
   }
 }
 
+template void conv2d_bias_backward<float>(const Conv2dGeom&, const float*, float*);
+template void conv2d_bias_backward<double>(const Conv2dGeom&, const double*, double*);
 template void conv2d_forward<float>(const Conv2dGeom&, const float*, const float*, const float*,
                                     float*, float*, std::int64_t);
 template void conv2d_forward<double>(const Conv2dGeom&, const double*, const double*, const double*,

@@ -76,6 +76,10 @@ std::int64_t conv2d_dw_images(const Conv2dGeom& g);
 template <typename T>
 void conv2d_forward(const Conv2dGeom& g, const T* x, const T* w, const T* b, T* y, T* work,
                     std::int64_t slots = 1);
+// db[k] += the sum of dy's channel k over images and pixels, in (image, pixel) order: the
+// bias gradient of every CPU convolution path.
+template <typename T>
+void conv2d_bias_backward(const Conv2dGeom& g, const T* dy, T* db);
 // dx (overwritten) may be null; dw and db (+=) may be null.
 template <typename T>
 void conv2d_backward(const Conv2dGeom& g, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db,

@@ -284,16 +284,7 @@ void winograd3x3_backward(const Conv2dGeom& g, const T* x, const T* w, const T* 
     }
     if (g.n > 0) { SPARQ_PROFILE_SCOPE("winograd.transform_weights"); fold_weight_gradient(g, u, dw); }
   }
-  if (db == nullptr) return;
-#pragma omp parallel for schedule(static) if (g.n * g.k * hw > 32768)
-  for (std::int64_t k = 0; k < g.k; ++k) {
-    T acc = 0;
-    for (std::int64_t n = 0; n < g.n; ++n) {
-      const T* row = dy + (n * g.k + k) * hw;
-      for (std::int64_t p = 0; p < hw; ++p) acc += row[p];
-    }
-    db[k] += acc;
-  }
+  if (db != nullptr) conv2d_bias_backward(g, dy, db);
 }
 
 template void winograd3x3_forward<float>(const Conv2dGeom&, const float*, const float*,

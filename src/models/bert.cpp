@@ -74,7 +74,8 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   mlm_dense_out_ = arena_.reserve(rows * dim);
   mlm_gelu_out_ = arena_.reserve(rows * dim);
   mlm_ln_out_ = arena_.reserve(rows * dim);
-  // The head's memory assumes a CPU store; bind_layers adds the logits for a CUDA one.
+  // The head's memory assumes a CPU store; for a CUDA one bind_layers drops the fused head
+  // and adds the logits.
   if (c.fused_head) {
     mlm_head_ = std::make_unique<TiedHeadLoss>(
         "mlm.head", TiedHeadLoss::Config{vocab, c.vocab_size, dim, kIgnoreIndex, rows});
@@ -130,7 +131,11 @@ void Bert::bind_layers(const ParamStore& store) {
   if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
                                                             config_.padded_vocab());
   arena_.allocate(ctx.device());
-  if (mlm_head_) mlm_head_->bind_context(ctx);
+  if (fused_head_) {
+    mlm_head_->bind_context(ctx);
+  } else {
+    mlm_head_.reset();  // a CUDA store: the fused head's host workspace would go unused
+  }
   const auto type_bytes = static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) *
                           sizeof(std::int32_t);
   zero_types_ = ctx.is_cuda() ? Buffer::device(type_bytes, /*zeroed=*/true)

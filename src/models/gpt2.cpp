@@ -55,7 +55,8 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
 
   x_out_ = arena_.reserve(rows * dim);
   ln_f_out_ = arena_.reserve(rows * dim);
-  // The head's memory assumes a CPU store; bind_layers adds the logits for a CUDA one.
+  // The head's memory assumes a CPU store; for a CUDA one bind_layers drops the fused head
+  // and adds the logits.
   if (c.fused_head) {
     head_ = std::make_unique<TiedHeadLoss>(
         "head", TiedHeadLoss::Config{c.padded_vocab(), c.vocab_size, dim, kIgnoreIndex, rows});
@@ -88,7 +89,11 @@ void Gpt2::bind_layers(const ParamStore& store) {
   if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
                                                             config_.padded_vocab());
   arena_.allocate(ctx.device());
-  if (head_) head_->bind_context(ctx);
+  if (fused_head_) {
+    head_->bind_context(ctx);
+  } else {
+    head_.reset();  // a CUDA store: the fused head's host workspace would go unused
+  }
   for (LayerBase* layer :
        {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(loss_.get()),
         static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&residual_)}) {

@@ -15,6 +15,7 @@
 #include "comm/mpi_ring.h"
 #include "comm/mpi_types.h"
 #include "core/check.h"
+#include "core/fault.h"
 #include "core/log.h"
 
 namespace sparq::comm {
@@ -438,6 +439,7 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** a
   }
   set_fatal_handler(&abort_all_ranks);
   auto comm = std::make_unique<MpiCommunicator>(owns, provided, options);
+  fault::set_rank(comm->rank());
   const auto level = spdlog::default_logger()->level();
   log::init({.rank = comm->rank(),
              .world_size = comm->size(),

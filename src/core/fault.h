@@ -1,0 +1,34 @@
+// Fault injection for reliability tests: named points in the code where a test can make one
+// rank die, stall or fail on purpose, chosen from the environment so that the binary under
+// test is the shipped one (no test-only build).
+//
+//   SPARQ_FAULT="<point>[,rank=R][,step=S][,hit=N][,action=A]"   (several specs: ';'-separated)
+//
+//   point   the name passed to fault::point() (see the list in docs/reliability.md)
+//   rank    only on this rank (default: every rank)
+//   step    only when the caller's step is S (default: any step; callers without a step pass -1)
+//   hit     fire on the N-th matching call of this process (1-based, default 1), so a test can
+//           pick a "random" moment inside a repeated point such as a chunked file write
+//   action  exit  : _exit(3) at once, no MPI_Finalize, no flush (a crashed process)   [default]
+//           kill  : raise(SIGKILL)
+//           stall : sleep forever (a hung process; the others must time out)
+//           fail  : point() returns true, and the caller turns it into its ordinary error
+//                   path (a write that fails as if the disk were full, ...)
+//
+// Without SPARQ_FAULT every point() is one relaxed atomic load and a branch. A malformed
+// SPARQ_FAULT is a fatal error at the first point() call that names the bad spec.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sparq::fault {
+
+// The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
+void set_rank(int rank);
+
+// An injection point. Returns true only for action=fail at a matching call; every other
+// matching action does not return.
+bool point(std::string_view name, std::int64_t step = -1);
+
+}  // namespace sparq::fault

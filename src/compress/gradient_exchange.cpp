@@ -1,9 +1,11 @@
 #include "compress/gradient_exchange.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "compress/dgc.h"
 #include "compress/error_feedback.h"
@@ -173,6 +175,19 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   BucketExchangeStats& stats = stats_[bucket.index];
   stats.dense_bytes = grads.size() * sizeof(float);
   stats.compressed = slot.compressor != nullptr && compressing_at(step);
+  // Note [Non-finite local gradients]: buckets run in plan order, so bucket 0 opens the step.
+  if (bucket.index == 0) local_nonfinite_ = nonfinite_all_ranks_ = 0;
+  const bool finite = store_.device() != Device::kCPU || ops::all_finite(grads.data(), grads.size());
+  if (!finite) {
+    if (local_nonfinite_ == 0) {
+      // Steps are 1-based in what users read (the progress line, metrics).
+      spdlog::warn("step {}: rank {}: non-finite local gradient in bucket {}: sent as zeros, "
+                   "kept out of the residual; the step is skipped on all ranks",
+                   step + 1, comm.rank(), bucket.index);
+    }
+    ++local_nonfinite_;
+    std::fill(grads.begin(), grads.end(), 0.0f);
+  }
   if (stats.compressed) {
     // The density warm-up: from step t + 1 == T on the compressor's own density (the same
     // value) is used, so the run after the warm-up is the run without one, bit for bit.
@@ -186,7 +201,8 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
       slot.send_history->begin_step(history_stamp_);
     }
-    slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx);
+    ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
+    slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx);
     stats.payload_bytes = slot.aggregator->last_payload_bytes();
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();
@@ -207,7 +223,24 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     }
     stats.payload_bytes = grads.size_bytes();
   }
+  if (static_cast<std::size_t>(bucket.index) + 1 == plan_.size()) agree_on_nonfinite(comm, grads, step);
   return Status::ok();
+}
+
+void GradientExchange::agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
+                                          std::int64_t step) {
+  std::int32_t count = local_nonfinite_;
+  if (comm.size() > 1) comm.allreduce(&count, &count, 1, DType::kI32, comm::ReduceOp::kSum);
+  nonfinite_all_ranks_ = count;
+  if (count == 0) return;
+  if (comm.rank() == 0) {
+    spdlog::warn("step {}: {} bucket(s) with a non-finite local gradient across the ranks: "
+                 "step skipped on all ranks", step + 1, count);
+  }
+  // The stepper skips a step whose aggregate norm is not finite: make it so on every rank.
+  if (store_.device() == Device::kCPU) {
+    std::fill(last_bucket.begin(), last_bucket.end(), std::numeric_limits<float>::quiet_NaN());
+  }
 }
 
 std::size_t GradientExchange::last_payload_bytes() const {

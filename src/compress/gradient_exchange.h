@@ -26,6 +26,18 @@
 // carried (a uint32 stamp per parameter, 4 bytes each, and one scratch of the largest
 // bucket). Neither changes any sent or kept value.
 //
+// Note [Non-finite local gradients]
+// A NaN or Inf in this rank's gradient must never reach a residual or a message: in a residual
+// it would poison every later step, in a message every rank's aggregate. So average_bucket()
+// checks each bucket's local gradient BEFORE compression (host stores; a device store's check
+// comes with the GPU exchange, issue 17). A non-finite bucket is replaced by zeros and goes
+// through its usual collective WITHOUT error feedback (every rank still takes part, in the same
+// order, so nothing hangs), leaving this rank's residual as it was. The last bucket of the
+// plan then agrees on a count of such buckets across ranks (one 4-byte allreduce per step
+// when world > 1) and, when any rank had one, fills that bucket's averaged gradient with NaN
+// on every rank: the stepper's one skip rule (a non-finite aggregate norm, data_parallel.cpp)
+// then skips the step on all ranks alike.
+//
 // Threading: average_bucket() runs on the CommEngine thread, one bucket at a time; everything else
 // is called from the compute thread while no bucket is in flight (after wait_all()).
 #pragma once
@@ -118,6 +130,10 @@ class GradientExchange {
   // process (the history is not checkpointed, so a resumed run starts it again), or when the
   // last step was not compressed.
   std::optional<double> never_sent_share() const;
+  // Note [Non-finite local gradients]: buckets of the last step whose local gradient was not
+  // finite on this rank, and the count summed over all ranks (the step was skipped when > 0).
+  int last_local_nonfinite_buckets() const { return local_nonfinite_; }
+  int last_nonfinite_buckets_all_ranks() const { return nonfinite_all_ranks_; }
 
   const GradientExchangeConfig& config() const { return config_; }
   std::string compressor_name(int bucket) const;  // for the start-up plan table
@@ -141,6 +157,8 @@ class GradientExchange {
     std::unique_ptr<SendHistory> send_history;  // never_sent_window > 0 only
   };
   void allocate_send_history();
+  void agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
+                          std::int64_t step);
   std::uint32_t window_stamps() const {
     return static_cast<std::uint32_t>(config_.never_sent_window);
   }
@@ -156,6 +174,8 @@ class GradientExchange {
   std::int64_t history_origin_ = -1;      // the first compressed step this process ran
   std::uint32_t history_stamp_ = 0;       // 1-based compressed step of the last stamps
   std::vector<Message> saved_;  // save_state()'s serialisations, two per bucket
+  int local_nonfinite_ = 0;      // this step, this rank (Note [Non-finite local gradients])
+  int nonfinite_all_ranks_ = 0;  // agreed at the plan's last bucket
 };
 
 }  // namespace sparq::compress

@@ -6,7 +6,8 @@
 //
 //   point   the name passed to fault::point() (see the list in docs/reliability.md)
 //   rank    only on this rank (default: every rank)
-//   step    only when the caller's step is S (default: any step; callers without a step pass -1)
+//   step    only when the caller passes step index S (0-based: the progress line says step S+1;
+//           default: any step; callers without a step pass -1)
 //   hit     fire on the N-th matching call of this process (1-based, default 1), so a test can
 //           pick a "random" moment inside a repeated point such as a chunked file write
 //   action  exit  : _exit(3) at once, no MPI_Finalize, no flush (a crashed process)   [default]

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
+#include "core/fault.h"
 #include "core/tensor_copy.h"
 #include "core/timer.h"
 #include "optim/clip.h"
@@ -68,6 +70,12 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   model_.set_step(static_cast<std::uint64_t>(step));
   held_.clear();
   const auto report_ready = [&](const ParamRange& range) {
+    // Fault point "gradient.nonfinite" (docs/reliability.md): a NaN in this rank's gradient,
+    // which Note [Non-finite local gradients] (gradient_exchange.h) must keep out of the
+    // residual and the messages.
+    if (!store_.context().is_cuda() && range.count > 0 && fault::point("gradient.nonfinite", step)) {
+      store_.grads()[range.offset] = std::numeric_limits<float>::quiet_NaN();
+    }
     optimizer_.before_communication(step, range);
     scheduler_.on_grads_ready(range);
   };

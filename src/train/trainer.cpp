@@ -254,8 +254,9 @@ StepMetrics Trainer::step_once() {
   if (r.skipped) {
     ++nonfinite_in_a_row_;
     ++skipped_total_;
-    // The exchange already folded the bad gradient into the residual; keeping it would
-    // poison every later step, so the residual restarts from zero.
+    // A non-finite local gradient never reaches the residual (Note [Non-finite local
+    // gradients], gradient_exchange.h); a residual can still overflow from finite inputs, and
+    // keeping it would poison every later step, so then it restarts from zero.
     const std::span<float> e = exchange_->residual();
     if (!e.empty() && !ops::all_finite(e.data(), e.size())) {
       std::fill(e.begin(), e.end(), 0.0f);

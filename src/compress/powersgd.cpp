@@ -262,6 +262,12 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
   comm.allreduce(send_.data(), send_.data(), send_.size(), DType::kF32, comm::ReduceOp::kSum);
   payload_bytes += 4 * send_.size();
 
+  // A zero matrix (every rank's M == 0: a frozen layer, or a step whose non-finite gradients
+  // were sent as zeros) makes the new factors zero, and a zero warm start would keep them zero
+  // forever. Such a step keeps the previous factors as the next warm start; the decision
+  // depends on the summed factors only, so it is the same on every rank.
+  warm_start_backup_.assign(q_.begin(), q_.end());
+  if (options_.alternate) warm_start_backup_.insert(warm_start_backup_.end(), p_.begin(), p_.end());
   f = send_.data();
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const std::size_t len = (first_is_p ? matrices_[m].rows : matrices_[m].cols) * r;
@@ -305,6 +311,13 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
   }
   // Every rank applies the same M_hat: its non-zero entries are what was sent.
   if (ef && ef->send_history()) ef->send_history()->mark_nonzero(0, bucket);
+  const auto all_zero = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; });
+  };
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    if (all_zero(q_[m])) q_[m] = warm_start_backup_[m];
+    if (options_.alternate && all_zero(p_[m])) p_[m] = warm_start_backup_[matrices_.size() + m];
+  }
   ++exchanges_;
   return true;
 }

@@ -86,6 +86,7 @@ class PowerSgdCompressor final : public Compressor {
   std::vector<MatrixSegment> matrices_;
   std::vector<Range> dense_;
   std::vector<std::vector<float>> p_, q_;  // per matrix: [rows, r] and [cols, r], row-major
+  std::vector<std::vector<float>> warm_start_backup_;  // q_ (then p_, alternate) before a step
   std::uint64_t exchanges_ = 0;
   std::vector<float> scratch_, send_, fixed_;
 };

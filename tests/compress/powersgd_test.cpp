@@ -47,6 +47,35 @@ TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
   }
 }
 
+// A step whose matrix is zero everywhere (a frozen layer, or a step whose non-finite
+// gradients were sent as zeros) must not zero the warm start for good: afterwards the low-rank
+// matrix is recovered exactly as without that step.
+TEST(PowerSgd, AZeroStepKeepsTheWarmStart) {
+  const std::size_t rows = 32, cols = 24, n = rows * cols;
+  const auto a = testing::normal_vector(rows, 5), b = testing::normal_vector(cols, 6);
+  std::vector<float> g(n);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) g[i * cols + j] = a[i] * b[j];
+  }
+  for (const char* alternate : {"false", "true"}) {
+    auto c = make_psgd({{"rank", "1"}, {"min_compress_numel", "16"}, {"alternate", alternate}});
+    ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
+    auto comm = comm::make_self_communicator();
+    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    std::vector<float> bucket(n, 0.0f);
+    for (int zero_steps = 0; zero_steps < 2; ++zero_steps) {
+      bucket.assign(n, 0.0f);
+      strategy->run(bucket, *c, nullptr, *comm, {});
+      EXPECT_EQ(testing::squared_norm(bucket), 0.0) << alternate;
+    }
+    for (int step = 0; step < 2; ++step) {
+      bucket = g;
+      strategy->run(bucket, *c, nullptr, *comm, {});
+    }
+    EXPECT_LT(testing::squared_distance(bucket, g), 1e-9 * testing::squared_norm(g)) << alternate;
+  }
+}
+
 TEST(PowerSgd, ErrorFeedbackConservesMassThroughTheExchange) {
   const std::size_t n = 3000;
   for (const char* alternate : {"false", "true"}) {

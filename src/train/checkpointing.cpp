@@ -98,8 +98,12 @@ Status Trainer::save_checkpoint() {
   // a save that fails or dies on any rank leaves no directory that passes for complete.
   const Status written = write_rank_checkpoint(dir);
   SPARQ_RETURN_IF_ERROR(agree(written, fmt::format("writing checkpoint {}", dir)));
+  // Agreed too: a rank 0 that cannot write the marker (a full disk) must stop every rank,
+  // not leave the others waiting for it in the next step's collectives.
+  Status marked = Status::ok();
+  if (is_root()) marked = mark_complete(dir);
+  SPARQ_RETURN_IF_ERROR(agree(marked, fmt::format("marking checkpoint {} complete", dir)));
   if (is_root()) {
-    SPARQ_RETURN_IF_ERROR(mark_complete(dir).with_context("writing checkpoint " + dir));
     spdlog::info("checkpoint of step {} written to {}", step_, dir);
     // Only now is there a newer complete checkpoint to fall back on.
     for (const std::string& warning :

@@ -34,7 +34,9 @@ Status sync_directory(const std::string& dir) {
   int err = 0;
   if (::fsync(fd) != 0 && errno != EINVAL) err = errno;
   ::close(fd);  // read-only: nothing to lose on close
-  if (err != 0) return Status::error("fsync of directory '{}' failed: {}", name, std::strerror(err));
+  if (err != 0) {
+    return Status::error("fsync of directory '{}' failed: {}", name, std::strerror(err));
+  }
   return Status::ok();
 }
 

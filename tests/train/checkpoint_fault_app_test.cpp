@@ -161,12 +161,13 @@ TEST(CheckpointFaults, KilledDuringTheSecondSaveResumesFromTheFirst) {
   fs::remove_all(base);
 }
 
-// Runs to step 6 (checkpoint 4 complete), then resumes with `fault` / `rank_wrapper` so the
-// step-8 save fails: a one-line error naming the checkpoint and containing `os_error`, a
-// non-zero exit, and the step-4 checkpoint still resumes bit-identically.
+// Runs to step 6 (checkpoint 4 complete in `root`), then resumes with `fault` / `rank_wrapper`
+// so the step-8 save fails: a one-line error naming the checkpoint and containing `os_error`, a
+// non-zero exit, and the step-4 checkpoint still resumes bit-identically (checkpointing into
+// `resume_ckpt`).
 void expect_failed_save_is_clean(const fs::path& dir, const fs::path& root,
-                                 const fs::path& resume_ckpt, const std::string& fault, const std::string& rank_wrapper,
-                                 const std::string& os_error) {
+                                 const fs::path& resume_ckpt, const std::string& fault,
+                                 const std::string& rank_wrapper, const std::string& os_error) {
   const ProcessResult cut = run_train(tiny_run(root, dir / "m.jsonl") + " --stop-at 6");
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   ASSERT_TRUE(complete(root, 4));
@@ -185,22 +186,16 @@ void expect_failed_save_is_clean(const fs::path& dir, const fs::path& root,
   expect_previous_checkpoint_resumes(root, resume_ckpt, os_error);
 }
 
-TEST(CheckpointFaults, InjectedWriteFailureIsAnOrdinaryError) {
-  const fs::path dir = scratch("fail");
-  expect_failed_save_is_clean(dir, dir / "ckpt", dir / "ckpt",
-                              "checkpoint.write,rank=1,step=8,hit=2,action=fail", "",
-                              "injected fault");
-  fs::remove_all(dir);
-}
-
-// Rank 0 cannot write COMPLETE (as on a disk that filled up just then): every rank stops
-// with the error instead of rank 1 training on alone.
-TEST(CheckpointFaults, InjectedMarkerFailureStopsEveryRank) {
-  const fs::path dir = scratch("marker");
-  expect_failed_save_is_clean(dir, dir / "ckpt", dir / "ckpt",
-                              "checkpoint.complete,rank=0,step=8,action=fail", "",
-                              "injected fault");
-  fs::remove_all(dir);
+// action=fail: the ordinary error path, on rank 1's second chunk, and on rank 0's COMPLETE
+// (as on a disk that filled up just then: every rank must stop, not rank 1 train on alone).
+TEST(CheckpointFaults, InjectedFailuresAreOrdinaryErrors) {
+  for (const char* fault : {"checkpoint.write,rank=1,step=8,hit=2,action=fail",
+                            "checkpoint.complete,rank=0,step=8,action=fail"}) {
+    SCOPED_TRACE(fault);
+    const fs::path dir = scratch("fail");
+    expect_failed_save_is_clean(dir, dir / "ckpt", dir / "ckpt", fault, "", "injected fault");
+    fs::remove_all(dir);
+  }
 }
 
 TEST(CheckpointFaults, FileSizeLimitGivesAClearErrorAndKeepsThePreviousCheckpoint) {

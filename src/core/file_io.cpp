@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "core/fault.h"
 
 namespace sparq {
 
@@ -24,57 +27,96 @@ Result<std::string> read_file(const std::string& path) {
   return bytes;
 }
 
+Status sync_directory(const std::string& dir) {
+  const std::string name = dir.empty() ? "." : dir;
+  const int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::error("cannot open directory '{}': {}", name, std::strerror(errno));
+  int err = 0;
+  if (::fsync(fd) != 0 && errno != EINVAL) err = errno;
+  ::close(fd);  // read-only: nothing to lose on close
+  if (err != 0) {
+    return Status::error("fsync of directory '{}' failed: {}", name, std::strerror(err));
+  }
+  return Status::ok();
+}
+
 namespace {
 
-// Writes all of `bytes` to a new file `tmp` and fsyncs it; the caller removes it on failure.
-Status write_and_sync(const std::string& tmp, std::string_view bytes) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// A fault point of `how`, or false when it has none.
+bool fault_at(const AtomicWrite& how, std::string_view what) {
+  if (how.fault_prefix.empty()) return false;
+  return fault::point(std::string(how.fault_prefix) + "." + std::string(what), how.fault_step);
+}
+
+// Writes all of `bytes` to a new file `tmp`, fsyncs and closes it; the caller removes it on
+// failure.
+Status write_and_sync(const std::string& tmp, std::string_view bytes, const AtomicWrite& how) {
+  // A stale tmp (an earlier write killed part-way) might be read-only or a hard link
+  // shared with something else: unlink it rather than truncate it in place.
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    return Status::error("cannot remove the stale '{}': {}", tmp, std::strerror(errno));
+  }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error("cannot create '{}': {}", tmp, std::strerror(errno));
+  const std::size_t chunk = std::max<std::size_t>(how.chunk_bytes, 1);
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (fault_at(how, "write")) {
+      ::close(fd);
+      return Status::error("write to '{}' failed after {} of {} bytes: injected fault "
+                           "(SPARQ_FAULT {}.write)",
+                           tmp, done, bytes.size(), how.fault_prefix);
+    }
+    const std::size_t want = std::min(chunk, bytes.size() - done);
+    const ssize_t n = ::write(fd, bytes.data() + done, want);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int err = errno;
+      // write() returns 0 only for a zero-length request; treat it as "no space" rather
+      // than spinning.
+      const int err = n == 0 ? ENOSPC : errno;
       ::close(fd);
-      return Status::error("write to '{}' failed after {} of {} bytes: {}", tmp, done, bytes.size(),
-                           std::strerror(err));
+      return Status::error("write to '{}' failed after {} of {} bytes: {}", tmp, done,
+                           bytes.size(), std::strerror(err));
     }
     done += static_cast<std::size_t>(n);
   }
-  // Without fsync a crash after the rename could leave an empty or partial file in place.
+  // Without fsync a crash after the rename could leave an empty or partial file in place;
+  // on some filesystems (NFS, delayed allocation) this is also where a full disk shows.
   if (::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
-    return Status::error("fsync of '{}' failed: {}", tmp, std::strerror(err));
+    return Status::error("fsync of '{}' failed ({} bytes written): {}", tmp, bytes.size(),
+                         std::strerror(err));
   }
-  if (::close(fd) != 0) return Status::error("close of '{}' failed: {}", tmp, std::strerror(errno));
+  if (::close(fd) != 0) {
+    return Status::error("close of '{}' failed ({} bytes written): {}", tmp, bytes.size(),
+                         std::strerror(errno));
+  }
   return Status::ok();
 }
 
 }  // namespace
 
-Status write_file_atomic(const std::string& path, std::string_view bytes) {
+Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
   const std::string tmp = path + ".tmp";
-  Status written = write_and_sync(tmp, bytes);
+  Status written = write_and_sync(tmp, bytes, how);
+  if (written.is_ok() && fault_at(how, "rename")) {
+    written = Status::error("rename of '{}' failed: injected fault (SPARQ_FAULT {}.rename)", tmp,
+                            how.fault_prefix);
+  }
   if (!written) {
     std::remove(tmp.c_str());
-    return written.with_context("writing '" + path + "'");
+    return written;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp.c_str());
-    return Status::error("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+    return Status::error("cannot rename '{}' to '{}': {}", tmp, path, std::strerror(err));
   }
-  // Persist the rename itself; best effort, since the data is already safe in either name.
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::ok();
+  // Persist the rename itself: until the directory is synced, a power cut may bring back
+  // the old file (or none) even though this call reported success.
+  return sync_directory(std::filesystem::path(path).parent_path().string())
+      .with_context("after writing '" + path + "'");
 }
 
 }  // namespace sparq

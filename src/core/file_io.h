@@ -2,6 +2,8 @@
 // Every failure is a Status whose message names the path and the OS error.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,10 +14,30 @@ namespace sparq {
 // The whole file as bytes.
 Result<std::string> read_file(const std::string& path);
 
-// Writes `bytes` to path + ".tmp", flushes and fsyncs it, then renames it over `path`, so a
-// reader (or a crash) sees either the old file or the complete new one, never a partial
-// file. On failure the temporary file is removed and `path` is left untouched. The parent
-// directory must exist.
-Status write_file_atomic(const std::string& path, std::string_view bytes);
+// How write_file_atomic() writes; the defaults suit every caller but checkpoints.
+struct AtomicWrite {
+  // write() is called with at most this many bytes at a time, so a fault test can stop a
+  // large write part-way (and a full disk is detected within one chunk).
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+  // Fault injection (core/fault.h): when not empty, "<fault_prefix>.write" is hit before each
+  // chunk and "<fault_prefix>.rename" once the data is fsynced, just before the rename;
+  // `fault_step` is the step they report. action=fail there behaves like a failed write.
+  std::string_view fault_prefix;
+  std::int64_t fault_step = -1;
+};
+
+// Writes `bytes` to path + ".tmp" in chunks, fsyncs and closes it, renames it over `path`,
+// then fsyncs the parent directory, so a reader (or a crash, or a power cut) sees either the
+// old file or the complete new one, never a partial file. Every write, fsync and close is
+// checked: an error names the file, how many of how many bytes were written and the OS error
+// ("No space left on device", "File too large"). On failure the temporary file is removed
+// and `path` is left untouched. A stale path + ".tmp" from an interrupted earlier write is
+// replaced. The parent directory must exist.
+Status write_file_atomic(const std::string& path, std::string_view bytes,
+                         const AtomicWrite& how = {});
+
+// fsyncs a directory, making the creation, rename or removal of its entries durable.
+// Filesystems that cannot fsync a directory (EINVAL) count as success.
+Status sync_directory(const std::string& dir);
 
 }  // namespace sparq

@@ -1,6 +1,9 @@
 #include "train/checkpoint.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -9,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/checksum.h"
+#include "core/fault.h"
 #include "core/file_io.h"
 
 namespace sparq::train {
@@ -159,7 +163,8 @@ Result<std::string> CheckpointFile::meta_value(const std::string& key) const {
 
 // ---- file ------------------------------------------------------------------------------
 
-Status write_checkpoint_file(const std::string& path, const CheckpointFile& file) {
+Status write_checkpoint_file(const std::string& path, const CheckpointFile& file,
+                             std::int64_t step) {
   // The index's size does not depend on the offsets it stores, so build it once with
   // placeholder offsets, then patch them in.
   std::string out(kFixedHeaderBytes, '\0');
@@ -200,7 +205,10 @@ Status write_checkpoint_file(const std::string& path, const CheckpointFile& file
   SPARQ_CHECK(out.size() + kTrailerBytes == total, "checkpoint size {} != planned {}",
               out.size() + kTrailerBytes, total);
   append_pod(out, checksum64(out.data(), out.size()));
-  return write_file_atomic(path, out);
+  return write_file_atomic(path, out,
+                           {.chunk_bytes = kCheckpointWriteChunk,
+                            .fault_prefix = "checkpoint",
+                            .fault_step = step});
 }
 
 Result<CheckpointFile> read_checkpoint_file(const std::string& path) {
@@ -297,7 +305,22 @@ bool is_complete(const std::string& dir) {
 Status mark_complete(const std::string& dir) {
   auto step = parse_step(dir);
   const std::string text = step.is_ok() ? fmt::format("step {}\n", *step) : std::string("\n");
+  SPARQ_RETURN_IF_ERROR(sync_directory(dir));
+  if (fault::point("checkpoint.complete", step.is_ok() ? *step : -1)) {
+    return Status::error("cannot mark '{}' complete: injected fault (SPARQ_FAULT "
+                         "checkpoint.complete)",
+                         dir);
+  }
   return write_file_atomic((std::filesystem::path(dir) / kCheckpointCompleteMarker).string(), text);
+}
+
+Status clear_complete(const std::string& dir) {
+  const std::string marker = (std::filesystem::path(dir) / kCheckpointCompleteMarker).string();
+  if (::unlink(marker.c_str()) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return Status::error("cannot remove the old '{}': {}", marker, std::strerror(errno));
+  }
+  return sync_directory(dir);
 }
 
 Result<std::string> latest_checkpoint(const std::string& root) {
@@ -318,6 +341,65 @@ Result<std::string> latest_checkpoint(const std::string& root) {
   if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
   if (best_step < 0) return Status::error("no complete checkpoint in '{}'", root);
   return best;
+}
+
+namespace {
+
+// `dir` normalised for comparison ("a/./step-1/" == "a/step-1").
+std::filesystem::path same_dir_key(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
+// Removes one step directory; a complete one loses its marker (durably) first.
+Status remove_step_dir(const std::string& dir, bool complete) {
+  if (complete) SPARQ_RETURN_IF_ERROR(clear_complete(dir));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return Status::error("cannot remove old checkpoint '{}': {}", dir, ec.message());
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t keep,
+                                           const std::string& just_written) {
+  std::vector<std::string> warnings;
+  if (keep <= 0) return warnings;
+  struct StepDir {
+    std::int64_t step;
+    std::string dir;
+    bool complete;
+  };
+  std::vector<StepDir> dirs;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(root, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory(ec)) continue;
+    const std::string dir = it->path().string();
+    auto step = parse_step(dir);
+    if (step.is_ok()) dirs.push_back({*step, dir, is_complete(dir)});
+  }
+  if (ec) {
+    warnings.push_back(fmt::format("cannot list checkpoint directory '{}' to remove old "
+                                   "checkpoints: {}",
+                                   root, ec.message()));
+    return warnings;
+  }
+  std::sort(dirs.begin(), dirs.end(),
+            [](const StepDir& a, const StepDir& b) { return a.step > b.step; });
+  const std::filesystem::path keep_path = same_dir_key(just_written);
+  std::int64_t newest_complete = -1, complete_seen = 0;
+  for (const StepDir& d : dirs) {
+    if (d.complete && newest_complete < 0) newest_complete = d.step;
+    const bool is_new = same_dir_key(d.dir) == keep_path;
+    bool remove = false;
+    if (d.complete) remove = ++complete_seen > keep && !is_new;
+    else remove = newest_complete >= 0 && d.step < newest_complete && !is_new;
+    if (!remove) continue;
+    if (Status s = remove_step_dir(d.dir, d.complete); !s.is_ok()) warnings.push_back(s.message());
+  }
+  return warnings;
 }
 
 }  // namespace sparq::train

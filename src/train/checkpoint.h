@@ -22,7 +22,8 @@
 //                (zero padding between them), so float sections can be mapped in place
 //   end-8  8     checksum64 (core/checksum.h) of every byte before it
 //
-// Writing is atomic (core/file_io.h): readers and crashes see the old file or the new one.
+// Writing is atomic and durable (core/file_io.h): readers, crashes and power cuts see the old
+// file or the new one; a full disk is an error naming the file and leaves the old one intact.
 // Reading verifies magic, version, exact size, every section's checksum and the whole-file
 // checksum; every error names the file.
 //
@@ -30,7 +31,12 @@
 //   <root>/step-00001000/rank-00000.ckpt
 //   <root>/step-00001000/rank-00001.ckpt
 //   <root>/step-00001000/COMPLETE        written last, by rank 0, after every rank's file
-// A step directory without COMPLETE is an interrupted save and is never resumed from.
+// A step directory without COMPLETE is an interrupted save and is never resumed from. Before a
+// rank (re)writes its file it removes a COMPLETE left by an earlier save of the same step, so
+// a re-save killed part-way cannot pass for complete with a mix of old and new files.
+// Fault points (core/fault.h, docs/reliability.md): "checkpoint.write" before each 1 MiB chunk
+// of a file, "checkpoint.rename" before a file's rename, "checkpoint.complete" before the
+// marker; all report the checkpoint's step.
 #pragma once
 
 #include <cstdint>
@@ -73,8 +79,11 @@ struct CheckpointFile {
   Result<std::string> meta_value(const std::string& key) const;
 };
 
-// Writes `file` (its `path` member is ignored) to `path` atomically.
-Status write_checkpoint_file(const std::string& path, const CheckpointFile& file);
+// Writes `file` (its `path` member is ignored) to `path` atomically, in chunks of
+// kCheckpointWriteChunk bytes; `step` is what the fault points report (-1: none).
+inline constexpr std::size_t kCheckpointWriteChunk = std::size_t{1} << 20;
+Status write_checkpoint_file(const std::string& path, const CheckpointFile& file,
+                             std::int64_t step = -1);
 // Reads and fully verifies a checkpoint file; errors say "not a sparq checkpoint",
 // "truncated: N bytes, header says M", "corrupt: checksum mismatch in section X", ...
 Result<CheckpointFile> read_checkpoint_file(const std::string& path);
@@ -88,9 +97,21 @@ std::string checkpoint_rank_file(const std::string& dir, int rank);
 Result<std::int64_t> parse_step(const std::string& dir);
 // Whether `dir` holds the COMPLETE marker.
 bool is_complete(const std::string& dir);
-// Writes the COMPLETE marker into `dir` (atomically). Call it only after every rank's file
-// of that step has been written (for example after a barrier).
+// Writes the COMPLETE marker into `dir` (atomically), after fsyncing `dir` so that every
+// rank file's entry is durable before the marker that vouches for it. Call it only after
+// every rank's file of that step has been written (for example after a barrier).
 Status mark_complete(const std::string& dir);
+// Removes a COMPLETE marker from `dir` (none is fine) and makes the removal durable. Every
+// rank calls it before writing its file into a step directory that may be complete already.
+Status clear_complete(const std::string& dir);
+// Retention (train.keep_checkpoints): keeps the `keep` newest complete step directories of
+// `root` and `just_written`, removes every other complete one and every incomplete one older
+// than the newest complete one; newer incomplete ones and foreign entries are left alone.
+// keep = 0 removes nothing. A complete directory loses its marker first, so one whose removal
+// is interrupted is never taken for complete. Returns one message per failed removal
+// (warnings for the caller to log; a failed cleanup must not fail the save).
+std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t keep,
+                                           const std::string& just_written);
 // The complete step directory of `root` with the highest step. An error when `root` cannot
 // be read or holds no complete checkpoint (the message says which, and names `root`).
 Result<std::string> latest_checkpoint(const std::string& root);

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "core/checksum.h"
+#include "core/file_io.h"
 #include "core/tensor_copy.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -93,12 +94,22 @@ std::uint64_t Trainer::param_checksum() {
 
 Status Trainer::save_checkpoint() {
   const std::string dir = checkpoint_dir(config_.train.checkpoint_dir, step_);
-  // Every rank writes its own file; COMPLETE is written only once all of them succeeded.
+  // Every rank writes its own file; COMPLETE is written only once all of them succeeded, so
+  // a save that fails or dies on any rank leaves no directory that passes for complete.
   const Status written = write_rank_checkpoint(dir);
   SPARQ_RETURN_IF_ERROR(agree(written, fmt::format("writing checkpoint {}", dir)));
+  // Agreed too: a rank 0 that cannot write the marker (a full disk) must stop every rank,
+  // not leave the others waiting for it in the next step's collectives.
+  Status marked = Status::ok();
+  if (is_root()) marked = mark_complete(dir);
+  SPARQ_RETURN_IF_ERROR(agree(marked, fmt::format("marking checkpoint {} complete", dir)));
   if (is_root()) {
-    SPARQ_RETURN_IF_ERROR(mark_complete(dir));
     spdlog::info("checkpoint of step {} written to {}", step_, dir);
+    // Only now is there a newer complete checkpoint to fall back on.
+    for (const std::string& warning :
+         prune_checkpoints(config_.train.checkpoint_dir, config_.train.keep_checkpoints, dir)) {
+      spdlog::warn("train.keep_checkpoints: {}", warning);
+    }
   }
   return Status::ok();
 }
@@ -107,6 +118,12 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::error("train.checkpoint_dir: cannot create '{}': {}", dir, ec.message());
+  // The new step directory's entry must survive a power cut along with the files in it.
+  SPARQ_RETURN_IF_ERROR(sync_directory(config_.train.checkpoint_dir));
+  // Re-saving a step that is complete already (a run resumed from an earlier step): the
+  // marker goes before this rank's file changes, or a crash would leave it vouching for a
+  // mix of old and new files.
+  SPARQ_RETURN_IF_ERROR(clear_complete(dir));
 
   CheckpointFile f;
   f.meta["format"] = kFormat;
@@ -133,7 +150,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   add_state(f, "optim/", optimizer_->state());
   if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
   add_state(f, "exchange/", exchange_->save_state());
-  return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f);
+  return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f, step_);
 }
 
 Status Trainer::resume(const std::string& path) {

@@ -93,9 +93,10 @@ std::string effective_yaml(const TrainConfig& c) {
   const LoopConfig& t = c.train;
   y << "train:\n"
     << fmt::format("  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"
-                   "  eval_batches: {}\n  checkpoint_interval: {}\n  checkpoint_dir: {}\n",
+                   "  eval_batches: {}\n  checkpoint_interval: {}\n  checkpoint_dir: {}\n"
+                   "  keep_checkpoints: {}\n",
                    t.steps, t.micro_batch, t.accumulation, t.eval_interval, t.eval_batches,
-                   t.checkpoint_interval, quoted(t.checkpoint_dir))
+                   t.checkpoint_interval, quoted(t.checkpoint_dir), t.keep_checkpoints)
     << fmt::format("  seed: {}\n  max_nonfinite_in_a_row: {}\n  threads: {}\n  init_from: {}\n"
                    "  init_format: {}\n  device: {}\n  precision: {}\n",
                    t.seed, t.max_nonfinite_in_a_row, t.threads, quoted(t.init_from),

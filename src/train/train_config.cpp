@@ -226,6 +226,7 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("train.eval_batches", &t.eval_batches, {.min = 1}));
   SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_interval", &t.checkpoint_interval, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_dir", &t.checkpoint_dir));
+  SPARQ_RETURN_IF_ERROR(r.get("train.keep_checkpoints", &t.keep_checkpoints, {.min = 0}));
   std::int64_t seed = static_cast<std::int64_t>(t.seed);
   SPARQ_RETURN_IF_ERROR(r.get("train.seed", &seed, {.min = 0}));
   t.seed = static_cast<std::uint64_t>(seed);

@@ -58,6 +58,9 @@ struct LoopConfig {
   int eval_batches = 8;            // per rank
   std::int64_t checkpoint_interval = 0;  // 0: only at the end (when checkpoint_dir is set)
   std::string checkpoint_dir;            // empty: no checkpoints
+  // Complete checkpoints kept: the newest N (older ones and stale incomplete ones are removed
+  // after each save); 0 keeps every checkpoint and removes nothing.
+  std::int64_t keep_checkpoints = 3;
   std::uint64_t seed = 1;
   int max_nonfinite_in_a_row = 5;
   int threads = 0;  // OpenMP threads per rank; 0 keeps OMP_NUM_THREADS / the default

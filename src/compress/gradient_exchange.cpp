@@ -10,6 +10,7 @@
 #include "compress/powersgd.h"
 #include "compress/registry.h"
 #include "core/check.h"
+#include "core/fault.h"
 #include "core/ops.h"
 
 namespace sparq::compress {
@@ -174,6 +175,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   stats.dense_bytes = grads.size() * sizeof(float);
   stats.compressed = slot.compressor != nullptr && compressing_at(step);
   if (stats.compressed) {
+    fault::point("exchange.compressed", step);  // docs/reliability.md, "Fault injection"
     // The density warm-up: from step t + 1 == T on the compressor's own density (the same
     // value) is used, so the run after the warm-up is the run without one, bit for bit.
     const std::int64_t t = step - config_.dense_warmup_steps;

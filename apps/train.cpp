@@ -114,10 +114,11 @@ int main(int argc, char** argv) {
     sparq::Status agreed;
     sparq::comm::CommEngine startup(
         *comm, {.timeout_s = config.is_ok() ? config->comm.timeout_s : 300.0, .name = "start-up"});
-    const sparq::Status s = startup.run("agree: loading the config", -1, [&](sparq::comm::Communicator& c) {
+    const auto agree = [&](sparq::comm::Communicator& c) {
       agreed = sparq::comm::agree_on_errors(c, config.status());
       return sparq::Status::ok();
-    });
+    };
+    const sparq::Status s = startup.run("agree: loading the config", -1, agree);
     if (!s.is_ok()) return fail_here(s, rank, world);
     if (!agreed.is_ok()) return fail_agreed(agreed, rank, world);
   }

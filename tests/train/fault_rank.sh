@@ -1,0 +1,33 @@
+#!/bin/bash
+# One rank of a fault-injection trial (tests/train/fault_injection.sh): runs the command and
+# records how this rank ended in STATUS_DIR/rank-<R> (its exit status; 128 + N for signal N),
+# so that the trial can check that every rank ended non-zero.
+#
+#   mpirun -np 3 bash fault_rank.sh STATUS_DIR command args...
+#
+# FAULT_SET_RANK=R FAULT_SET=key=value: rank R alone appends `--set key=value` (a rank whose
+# config differs). The record starts as "started": mpirun kills a job's ranks with SIGTERM and
+# then SIGKILL, and a rank whose command outlives the SIGTERM is killed before it can record,
+# which leaves "started" (ended by the launcher, so not zero).
+set -u
+dir=$1
+shift
+rank=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+echo started > "$dir/rank-$rank"
+extra=()
+if [[ -n "${FAULT_SET_RANK:-}" && "$rank" == "$FAULT_SET_RANK" ]]; then
+  extra=(--set "$FAULT_SET")
+fi
+"$@" "${extra[@]}" &
+child=$!
+# Pass mpirun's SIGTERM on to the rank, and keep waiting for its real status (wait returns
+# early when a trapped signal arrives).
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT HUP
+wait "$child"
+rc=$?
+while kill -0 "$child" 2>/dev/null; do
+  wait "$child"
+  rc=$?
+done
+echo "$rc" > "$dir/rank-$rank"
+exit "$rc"

@@ -53,7 +53,8 @@ job=(--config configs/default.yaml --set train.steps=$steps --set model.n_layer=
 # allreduce), bucket 1 (sizes, payload). Measured with action=stall, which names the task.
 calls_before=5 calls_per_step=5 payload_offsets=(1 4)
 
-# One trial: run_trial KIND; sets outcome variables hung, nonzero, named, seconds, detail.
+# One trial: run_trial KIND; sets hung, nonzero, named, seconds (launch to end), teardown
+# (from the first rank's end to the job's end), killed (ranks killed before they recorded).
 run_trial() {
   local kind=$1 rank=$((RANDOM % ranks)) step=$((1 + RANDOM % (steps - 2)))
   local bucket=$((1 + RANDOM % 2)) env=() expect=""
@@ -88,11 +89,17 @@ run_trial() {
   rc=$?
   end=$(date +%s.%N)
   seconds=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-  hung=0 nonzero=1 named=0 detail="${env[*]}"
+  hung=0 nonzero=1 named=0 killed=0 detail="${env[*]}"
   [[ $rc -eq 124 || $rc -eq 137 ]] && hung=1
+  local first_end=$end
   for ((r = 0; r < ranks; r++)); do
-    local got
-    got=$(cat "$status/rank-$r" 2>/dev/null || echo missing)
+    local got record
+    record=$(cat "$status/rank-$r" 2>/dev/null || echo missing)
+    got=${record%% *}
+    [[ "$got" == started ]] && killed=$((killed + 1))
+    if [[ "$record" == *" "* ]]; then
+      first_end=$(awk -v a="$first_end" -v b="${record#* }" 'BEGIN { print (b < a ? b : a) }')
+    fi
     # A rank that must fail ended 0, or never started: the check fails.
     if [[ "$kind" == none ]]; then
       [[ "$got" == 0 ]] || nonzero=0
@@ -100,6 +107,7 @@ run_trial() {
       nonzero=0
     fi
   done
+  teardown=$(awk -v a="$first_end" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   # mpirun's own report spans lines: match on the output with newlines folded.
   tr '\n' ' ' < "$log" | grep -Eq "$expect" && named=1
   if [[ $hung -eq 1 || $nonzero -eq 0 || $named -eq 0 ]]; then
@@ -110,27 +118,35 @@ run_trial() {
 }
 
 failed=0
-table="| kind | trials | hangs | all ranks non-zero | cause named | median time to exit (s) | max (s) |
-|---|---|---|---|---|---|---|"
+# median | max of numbers, one per line.
+median_max() {
+  sort -g | awk '{ v[NR] = $1 }
+                 END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                       printf "%.1f | %.1f", m, v[NR] }'
+}
+
+table="| kind | trials | hangs | all ranks non-zero | cause named | time to exit (s), median"
+table+=" | max | after the first rank ended (s), median | max | ranks killed unrecorded |"
+table+=$'\n''|---|---|---|---|---|---|---|---|---|---|'
 for kind in none exit-exchange exit-payload stall config; do
   n=$trials
   [[ $kind == none ]] && n=1
-  hangs=0 all_nonzero=0 causes=0 times=()
+  hangs=0 all_nonzero=0 causes=0 kills=0 times=() teardowns=()
   for ((t = 0; t < n; t++)); do
     run_trial "$kind"
     hangs=$((hangs + hung))
     all_nonzero=$((all_nonzero + nonzero))
     causes=$((causes + named))
+    kills=$((kills + killed))
     times+=("$seconds")
+    teardowns+=("$teardown")
   done
-  stats=$(printf '%s\n' "${times[@]}" | sort -g |
-          awk '{ v[NR] = $1 }
-               END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                     printf "%.1f | %.1f", m, v[NR] }')
+  stats="$(printf '%s\n' "${times[@]}" | median_max)"
+  stats+=" | $(printf '%s\n' "${teardowns[@]}" | median_max)"
   [[ $hangs -eq 0 && $all_nonzero -eq $n && $causes -eq $n ]] || failed=1
   label=$kind
   [[ $kind == none ]] && label="none (all ranks 0)"
-  table+=$'\n'"| $label | $n | $hangs | $all_nonzero | $causes | $stats |"
+  table+=$'\n'"| $label | $n | $hangs | $all_nonzero | $causes | $stats | $kills |"
   echo "$kind: $n trial(s) done" >&2
 done
 echo "$table"

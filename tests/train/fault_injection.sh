@@ -97,7 +97,7 @@ run_trial() {
     record=$(cat "$status/rank-$r" 2>/dev/null || echo missing)
     got=${record%% *}
     [[ "$got" == started ]] && killed=$((killed + 1))
-    if [[ "$record" == *" "* ]]; then
+    if [[ "$record" =~ ^[0-9]+\ [0-9.]+$ ]]; then
       first_end=$(awk -v a="$first_end" -v b="${record#* }" 'BEGIN { print (b < a ? b : a) }')
     fi
     # A rank that must fail ended 0, or never started: the check fails.
@@ -110,6 +110,10 @@ run_trial() {
   teardown=$(awk -v a="$first_end" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   # mpirun's own report spans lines: match on the output with newlines folded.
   tr '\n' ' ' < "$log" | grep -Eq "$expect" && named=1
+  # One line per error: the agreed config error is printed once, not once per rank.
+  if [[ $kind == config && $(grep -c "config differs between ranks" "$log") -ne 1 ]]; then
+    named=0
+  fi
   if [[ $hung -eq 1 || $nonzero -eq 0 || $named -eq 0 ]]; then
     echo "FAILED trial $kind ($detail): exit $rc after ${seconds}s, ranks:" \
          "$(cd "$status" && grep -H . rank-* | tr '\n' ' ')" >&2

@@ -1,7 +1,8 @@
 #!/bin/bash
 # One rank of a fault-injection trial (tests/train/fault_injection.sh): runs the command and
 # records how this rank ended in STATUS_DIR/rank-<R>: its exit status (128 + N for signal N)
-# and the time it ended (seconds since the epoch), so that the trial can check that every rank
+# and the time it ended (seconds since the epoch; $EPOCHREALTIME, a builtin, because a
+# `date` child could itself be killed by the launcher's signal), so that the trial can check that every rank
 # ended non-zero and measure how long the job took to end after its first rank did.
 #
 #   mpirun -np 3 bash fault_rank.sh STATUS_DIR command args...
@@ -30,5 +31,5 @@ while kill -0 "$child" 2>/dev/null; do
   wait "$child"
   rc=$?
 done
-echo "$rc $(date +%s.%N)" > "$dir/rank-$rank"
+echo "$rc $EPOCHREALTIME" > "$dir/rank-$rank"
 exit "$rc"

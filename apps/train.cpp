@@ -111,9 +111,11 @@ int main(int argc, char** argv) {
     // A config error is usually every rank's (one file, the same --set): print it once. Before
     // the Trainer (and its engine) exists, a start-up engine bounds the wait for a rank that
     // never arrives.
+    // Without a config, comm.timeout_s's default bounds the wait.
+    const double timeout_s =
+        config.is_ok() ? config->comm.timeout_s : sparq::train::CommConfig{}.timeout_s;
+    sparq::comm::CommEngine startup(*comm, {.timeout_s = timeout_s, .name = "start-up"});
     sparq::Status agreed;
-    sparq::comm::CommEngine startup(
-        *comm, {.timeout_s = config.is_ok() ? config->comm.timeout_s : 300.0, .name = "start-up"});
     const auto agree = [&](sparq::comm::Communicator& c) {
       agreed = sparq::comm::agree_on_errors(c, config.status());
       return sparq::Status::ok();

@@ -5,13 +5,17 @@
 //   build/apps/train --config X.yaml --resume runs/x/checkpoints
 //
 // Exit status: 0 on success, 1 for a bad config, missing data, a refused checkpoint or a
-// training failure (one clear line on stderr), 2 for bad command-line arguments.
+// training failure, 2 for bad command-line arguments. Errors are agreed between the ranks and
+// printed once, by rank 0, one line per distinct message naming its ranks ("train: error (on
+// all 3 ranks): ...", "train: error on rank 1 of 3: ..."; docs/reliability.md, "Errors").
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
+#include "comm/agree.h"
+#include "comm/comm_engine.h"
 #include "comm/communicator.h"
 #include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
@@ -29,10 +33,27 @@ bool launched_by_mpirun() {
   return false;
 }
 
-// Every rank prints (a failure may be one rank's alone), with its rank when there are several.
-int fail(const sparq::Status& s, int rank, int world_size) {
-  const std::string who = world_size > 1 ? fmt::format(" (rank {})", rank) : "";
+// A failure only this process knows of (no communicator yet, or rank 0's export): it prints
+// it, naming its rank when there are several.
+int fail_here(const sparq::Status& s, int rank, int world_size) {
+  const std::string who = world_size > 1 ? fmt::format(" on rank {} of {}", rank, world_size) : "";
   fmt::print(stderr, "train: error{}: {}\n", who, s.message());
+  return 1;
+}
+
+// An agreed failure (comm/agree.h; every Trainer error): the same report on every rank, one
+// line per distinct message naming its ranks, printed once by rank 0. Every rank exits 1.
+int fail_agreed(const sparq::Status& s, int rank, int world_size) {
+  if (world_size == 1) return fail_here(s, rank, world_size);
+  if (rank == 0) {
+    std::string_view text = s.message();
+    while (!text.empty()) {
+      const std::size_t end = text.find('\n');
+      fmt::print(stderr, "train: {}\n", text.substr(0, end));
+      if (end == std::string_view::npos) break;
+      text.remove_prefix(end + 1);
+    }
+  }
   return 1;
 }
 
@@ -75,7 +96,7 @@ int main(int argc, char** argv) {
                               .value_or(sparq::comm::AllreduceAlgorithm::kAuto);
     }
     auto mpi = sparq::comm::make_mpi_communicator(&argc, &argv, options);
-    if (!mpi.is_ok()) return fail(mpi.status(), 0, 1);
+    if (!mpi.is_ok()) return fail_here(mpi.status(), 0, 1);
     comm = std::move(mpi).value();
   } else {
     comm = sparq::comm::make_self_communicator();
@@ -85,10 +106,27 @@ int main(int argc, char** argv) {
   }
   const int rank = comm->rank();
   sparq::log::init({.rank = rank, .world_size = comm->size()});
-  if (!config.is_ok()) return fail(config.status(), rank, comm->size());
+  const int world = comm->size();
+  {
+    // A config error is usually every rank's (one file, the same --set): print it once. Before
+    // the Trainer (and its engine) exists, a start-up engine bounds the wait for a rank that
+    // never arrives.
+    // Without a config, comm.timeout_s's default bounds the wait.
+    const double timeout_s =
+        config.is_ok() ? config->comm.timeout_s : sparq::train::CommConfig{}.timeout_s;
+    sparq::comm::CommEngine startup(*comm, {.timeout_s = timeout_s, .name = "start-up"});
+    sparq::Status agreed;
+    const auto agree = [&](sparq::comm::Communicator& c) {
+      agreed = sparq::comm::agree_on_errors(c, config.status());
+      return sparq::Status::ok();
+    };
+    const sparq::Status s = startup.run("agree: loading the config", -1, agree);
+    if (!s.is_ok()) return fail_here(s, rank, world);
+    if (!agreed.is_ok()) return fail_agreed(agreed, rank, world);
+  }
 
   auto trainer = sparq::train::Trainer::create(*config, *comm, {.dry_run = dry_run});
-  if (!trainer.is_ok()) return fail(trainer.status(), rank, comm->size());
+  if (!trainer.is_ok()) return fail_agreed(trainer.status(), rank, world);
   sparq::train::Trainer& t = **trainer;
   if (dry_run) {
     if (rank == 0) {
@@ -100,16 +138,16 @@ int main(int argc, char** argv) {
   }
   if (!resume.empty()) {
     const sparq::Status s = t.resume(resume);
-    if (!s.is_ok()) return fail(s, rank, comm->size());
+    if (!s.is_ok()) return fail_agreed(s, rank, world);
   }
   if (rank == 0) spdlog::info("config {}\n{}", config_path, t.describe());
   auto summary = t.run(stop_at);
-  if (!summary.is_ok()) return fail(summary.status(), rank, comm->size());
+  if (!summary.is_ok()) return fail_agreed(summary.status(), rank, world);
   if (rank == 0 && !export_path.empty()) {
     const sparq::Status s = sparq::train::export_safetensors(
         t.host_params(), export_path,
         {{"model", config->model.spec}, {"step", std::to_string(t.step())}});
-    if (!s.is_ok()) return fail(s, rank, comm->size());
+    if (!s.is_ok()) return fail_here(s, rank, world);
     spdlog::info("parameters of step {} exported to {}", t.step(), export_path);
   }
   if (rank == 0) {

@@ -356,7 +356,12 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Taken right before every MPI call (collectives, send, recv), which makes it the place of
+  // the "comm.collective" fault point (hit=N: the N-th MPI operation of this process), so a
+  // reliability trial can end a rank between two phases of a compressed exchange, after its
+  // size allgather and before its payload.
   std::unique_lock<std::mutex> lock() const {
+    fault::point("comm.collective");
     if (thread_level_ >= MPI_THREAD_MULTIPLE) return {};
     return std::unique_lock<std::mutex>(serial_mutex());
   }

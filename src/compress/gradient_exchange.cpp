@@ -12,6 +12,7 @@
 #include "compress/powersgd.h"
 #include "compress/registry.h"
 #include "core/check.h"
+#include "core/fault.h"
 #include "core/ops.h"
 
 namespace sparq::compress {
@@ -189,6 +190,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     std::fill(grads.begin(), grads.end(), 0.0f);
   }
   if (stats.compressed) {
+    fault::point("exchange.compressed", step);  // docs/reliability.md, "Fault injection"
     // The density warm-up: from step t + 1 == T on the compressor's own density (the same
     // value) is used, so the run after the warm-up is the run without one, bit for bit.
     const std::int64_t t = step - config_.dense_warmup_steps;

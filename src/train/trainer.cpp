@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "comm/agree.h"
 #include "comm/gather.h"
 #include "core/check.h"
 #include "core/file_io.h"
@@ -34,6 +35,9 @@ Trainer::~Trainer() {
 Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
                                                  comm::Communicator& comm, Options options) {
   std::unique_ptr<Trainer> t(new Trainer(config, comm));
+  // Before anything is built: ranks with different configs would build different models and
+  // bucket plans and then mismatch their collectives (or silently average unlike things).
+  SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
   return t;
 }
@@ -153,20 +157,36 @@ Status Trainer::load_initial_weights() {
   return Status::ok();
 }
 
-Status Trainer::agree(const Status& local, const std::string& what) {
-  std::int32_t failed = local.is_ok() ? 0 : 1;
-  auto reduce = [&](comm::Communicator& c) {
-    c.allreduce(&failed, &failed, 1, DType::kI32, comm::ReduceOp::kSum);
+Status Trainer::check_same_config() {
+  Status s;
+  const auto compare = [&](comm::Communicator& c) {
+    s = comm::check_same_text(c, config_.resolved_yaml, "config",
+                              "every rank must run the same config; check --set arguments and "
+                              "files");
     return Status::ok();
   };
-  // While the engine lives, only its thread may call the communicator.
-  const Status s = engine_ ? engine_->run("agree: " + what, step_, reduce) : reduce(comm_);
-  SPARQ_RETURN_IF_ERROR(s);
-  if (!local.is_ok()) return local;
-  if (failed > 0) {
-    return Status::error("{} failed on {} other rank(s); see their messages", what, failed);
-  }
-  return Status::ok();
+  SPARQ_RETURN_IF_ERROR(run_control("config hash", compare));
+  return s;
+}
+
+Status Trainer::run_control(const std::string& what, const comm::CommEngine::Task& task) {
+  // While the engine lives, only its thread may call the communicator. Before it exists (and
+  // when building failed before creating it) a start-up engine runs the task, so that a rank
+  // that never arrives ends the job after comm.timeout_s instead of hanging it.
+  if (engine_) return engine_->run(what, step_, task);
+  comm::CommEngine startup(comm_, {.timeout_s = config_.comm.timeout_s, .name = "start-up"});
+  return startup.run(what, step_, task);
+}
+
+Status Trainer::agree(const Status& local, const std::string& what) {
+  // Every rank returns the same report of every rank's failure (comm/agree.h), which rank 0
+  // prints: one line per distinct message, naming its ranks.
+  Status agreed;
+  SPARQ_RETURN_IF_ERROR(run_control("agree: " + what, [&](comm::Communicator& c) {
+    agreed = comm::agree_on_errors(c, local);
+    return Status::ok();
+  }));
+  return agreed;
 }
 
 std::size_t Trainer::memory_estimate_bytes() const {
@@ -367,11 +387,14 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                r.optimizer_ms);
     }
     if (nonfinite_in_a_row_ >= c.train.max_nonfinite_in_a_row) {
-      return Status::error(
+      // Every rank sees the same aggregated norm and stops at the same step: agreeing makes
+      // it one line, "on all N ranks".
+      return agree(Status::error(
           "step {}: the loss or gradient was not finite in {} steps in a row "
           "(train.max_nonfinite_in_a_row = {}); last loss {}, grad norm {}: lower optim.lr or "
           "set optim.clip_norm",
-          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, r.loss, r.grad_norm);
+          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, r.loss, r.grad_norm),
+                   "non-finite steps");
     }
     if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());
     if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {

@@ -53,6 +53,8 @@ struct TrainSummary {
   bool stopped_early = false;    // --stop-at
 };
 
+// Errors: every Status a Trainer method returns is agreed (agree() below): the same on every
+// rank and already naming the ranks that failed, so apps print rank 0's copy only.
 class Trainer {
  public:
   struct Options {
@@ -101,10 +103,18 @@ class Trainer {
   Status load_initial_weights();
   Status load_checkpoint(const std::string& path);
   Status write_rank_checkpoint(const std::string& dir);
-  // Collective: every rank learns whether any rank failed, so that a failure on one rank
-  // (a file missing on one node, a damaged rank file) ends every rank instead of leaving the
-  // others waiting in a collective.
+  // Collective: every rank learns every rank's failure, so that a failure on one rank (a file
+  // missing on one node, a damaged rank file) ends every rank instead of leaving the others
+  // waiting in a collective. Returns the same Status on every rank: ok, or the report of
+  // comm::ErrorReport::status() (one line per distinct message, naming its ranks; a world of
+  // one gets the local message as is).
   Status agree(const Status& local, const std::string& what);
+  // Collective, at start-up: every rank's resolved config hashes alike, else every rank fails
+  // naming the ranks that differ from rank 0 and the first differing key.
+  Status check_same_config();
+  // Runs a control collective (agreement, config hash) on the engine's thread, or before the
+  // engine exists on a start-up engine bounded by comm.timeout_s.
+  Status run_control(const std::string& what, const comm::CommEngine::Task& task);
   StepMetrics step_once();
   Status write_trace();
   std::size_t memory_estimate_bytes() const;

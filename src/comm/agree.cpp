@@ -1,0 +1,172 @@
+#include "comm/agree.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+
+#include "comm/gather.h"
+#include "core/checksum.h"
+
+namespace sparq::comm {
+namespace {
+
+// "rank 2" or "ranks 0, 2" (ascending).
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+// Every rank's bytes as strings, in rank order (collective).
+std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
+  std::vector<std::uint8_t> recv;
+  std::vector<std::size_t> counts, displs;
+  allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
+                  std::nullopt, recv, counts, displs);
+  std::vector<std::string> all(counts.size());
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    all[r].assign(reinterpret_cast<const char*>(recv.data()) + displs[r], counts[r]);
+  }
+  return all;
+}
+
+// Lines of a text, without their '\n'.
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    lines.push_back(text.substr(0, end));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return lines;
+}
+
+// Line i of `lines` with the keys of the lines above it that enclose it (less indented):
+// "optim.lr: 0.002" for "  lr: 0.002" under "optim:". Lines that are not "key: value"
+// (list items, comments) keep their text under the enclosing keys.
+std::string describe_yaml_line(const std::vector<std::string_view>& lines, std::size_t i) {
+  if (i >= lines.size()) return "(nothing)";
+  const auto indent_of = [](std::string_view l) { return l.find_first_not_of(' '); };
+  std::string_view line = lines[i];
+  std::size_t indent = indent_of(line);
+  if (indent == std::string_view::npos) return "(an empty line)";
+  std::string path(line.substr(indent));
+  for (std::size_t j = i; j-- > 0 && indent > 0;) {
+    const std::size_t above = indent_of(lines[j]);
+    if (above == std::string_view::npos || above >= indent) continue;
+    std::string_view key = lines[j].substr(above);
+    const std::size_t colon = key.find(':');
+    if (colon == std::string_view::npos) continue;
+    path = std::string(key.substr(0, colon)) + "." + path;
+    indent = above;
+  }
+  return path;
+}
+
+}  // namespace
+
+int ErrorReport::failed_count() const {
+  int n = 0;
+  for (const auto& f : failures) n += f.has_value() ? 1 : 0;
+  return n;
+}
+
+std::vector<std::string> ErrorReport::lines() const {
+  // Distinct messages in order of their lowest rank, each with its ranks.
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  std::map<std::string, std::size_t> index;
+  for (int r = 0; r < world_size(); ++r) {
+    const auto& f = failures[static_cast<std::size_t>(r)];
+    if (!f) continue;
+    auto [it, fresh] = index.emplace(*f, groups.size());
+    if (fresh) groups.push_back({*f, {}});
+    groups[it->second].second.push_back(r);
+  }
+  std::vector<std::string> out;
+  const int n = world_size();
+  for (const auto& [message, ranks] : groups) {
+    if (n == 1) {
+      out.push_back("error: " + message);
+    } else if (static_cast<int>(ranks.size()) == n) {
+      out.push_back(fmt::format("error (on all {} ranks): {}", n, message));
+    } else {
+      out.push_back(fmt::format("error on {} of {}: {}", rank_list(ranks), n, message));
+    }
+  }
+  return out;
+}
+
+Status ErrorReport::status() const {
+  const std::vector<std::string> all = lines();
+  if (all.empty()) return Status::ok();
+  std::string joined;
+  for (const std::string& line : all) joined += (joined.empty() ? "" : "\n") + line;
+  return Status::error("{}", joined);
+}
+
+ErrorReport gather_errors(Communicator& comm, const Status& local) {
+  ErrorReport report;
+  report.failures.resize(static_cast<std::size_t>(comm.size()));
+  std::int32_t failed = local.is_ok() ? 0 : 1;
+  comm.allreduce(&failed, &failed, 1, DType::kI32, ReduceOp::kSum);
+  if (failed == 0) return report;  // the common case: one small allreduce, as before
+  // A leading marker keeps a failure with an empty message apart from a success.
+  const std::vector<std::string> all =
+      allgather_strings(comm, local.is_ok() ? std::string() : "!" + local.message());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty()) report.failures[r] = all[r].substr(1);
+  }
+  return report;
+}
+
+Status agree_on_errors(Communicator& comm, const Status& local) {
+  const ErrorReport report = gather_errors(comm, local);
+  if (report.world_size() == 1) return local;
+  return report.status();
+}
+
+std::pair<std::string, std::string> first_yaml_difference(std::string_view mine,
+                                                          std::string_view reference) {
+  const std::vector<std::string_view> a = split_lines(mine), b = split_lines(reference);
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i < a.size() && i < b.size() && a[i] == b[i]) continue;
+    return {describe_yaml_line(a, i), describe_yaml_line(b, i)};
+  }
+  return {};
+}
+
+Status check_same_text(Communicator& comm, const std::string& text, std::string_view what,
+                       std::string_view advice) {
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  if (p == 1) return Status::ok();
+  // 64-bit hashes travel as i64 (the bits are what matters).
+  const auto mine = static_cast<std::int64_t>(checksum64(text.data(), text.size()));
+  std::vector<std::int64_t> hashes(p);
+  comm.allgather(&mine, hashes.data(), 1, DType::kI64);
+  bool differ = false;
+  for (std::int64_t h : hashes) differ = differ || h != hashes[0];
+  if (!differ) return Status::ok();
+  // Only now, on every rank alike (the hashes are the same everywhere): rank 0's text.
+  auto size = static_cast<std::int64_t>(text.size());
+  comm.broadcast(&size, 1, DType::kI64, 0);
+  std::string reference =
+      comm.rank() == 0 ? text : std::string(static_cast<std::size_t>(size), '\0');
+  comm.broadcast(reference.data(), reference.size(), DType::kU8, 0);
+  std::string description;
+  if (hashes[static_cast<std::size_t>(comm.rank())] != hashes[0]) {
+    const auto [own, theirs] = first_yaml_difference(text, reference);
+    description = fmt::format("rank {} has {} where rank 0 has {}", comm.rank(), own, theirs);
+  }
+  std::string joined;
+  for (const std::string& d : allgather_strings(comm, description)) {
+    if (!d.empty()) joined += (joined.empty() ? "" : "; ") + d;
+  }
+  return Status::error("{} differs between ranks: {} ({})", what, joined, advice);
+}
+
+}  // namespace sparq::comm

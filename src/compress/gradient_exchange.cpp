@@ -176,8 +176,14 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   BucketExchangeStats& stats = stats_[bucket.index];
   stats.dense_bytes = grads.size() * sizeof(float);
   stats.compressed = slot.compressor != nullptr && compressing_at(step);
-  // Note [Non-finite local gradients]: buckets run in plan order, so bucket 0 opens the step.
-  if (bucket.index == 0) local_nonfinite_ = nonfinite_all_ranks_ = 0;
+  // Note [Non-finite local gradients]: buckets run in readiness order (Note [Readiness launch
+  // order], wfbp_scheduler.h), the same on every rank, and every bucket runs once a step: the
+  // first of a new step resets the counts, the plan.size()-th agrees on them.
+  if (step != counting_step_) {
+    counting_step_ = step;
+    exchanged_in_step_ = 0;
+    local_nonfinite_ = nonfinite_all_ranks_ = 0;
+  }
   const bool finite = store_.device() != Device::kCPU || ops::all_finite(grads.data(), grads.size());
   if (!finite) {
     if (local_nonfinite_ == 0) {
@@ -225,7 +231,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     }
     stats.payload_bytes = grads.size_bytes();
   }
-  if (static_cast<std::size_t>(bucket.index) + 1 == plan_.size()) agree_on_nonfinite(comm, grads, step);
+  if (++exchanged_in_step_ == plan_.size()) agree_on_nonfinite(comm, grads, step);
   return Status::ok();
 }
 

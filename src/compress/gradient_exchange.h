@@ -32,10 +32,10 @@
 // checks each bucket's local gradient BEFORE compression (host stores; a device store's check
 // comes with the GPU exchange, issue 17). A non-finite bucket is replaced by zeros and goes
 // through its usual collective WITHOUT error feedback (every rank still takes part, in the same
-// order, so nothing hangs), leaving this rank's residual as it was. The last bucket of the
-// plan then agrees on a count of such buckets across ranks (one 4-byte allreduce per step
-// when world > 1) and, when any rank had one, fills that bucket's averaged gradient with NaN
-// on every rank: the stepper's one skip rule (a non-finite aggregate norm, data_parallel.cpp)
+// order, so nothing hangs), leaving this rank's residual as it was. The step's last bucket
+// (the last to become ready; the same one on every rank) then agrees on a count of such
+// buckets across ranks (one 4-byte allreduce per step when world > 1) and, when any rank had
+// one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a non-finite aggregate norm, data_parallel.cpp)
 // then skips the step on all ranks alike.
 //
 // Threading: average_bucket() runs on the CommEngine thread, one bucket at a time; everything else
@@ -175,7 +175,9 @@ class GradientExchange {
   std::uint32_t history_stamp_ = 0;       // 1-based compressed step of the last stamps
   std::vector<Message> saved_;  // save_state()'s serialisations, two per bucket
   int local_nonfinite_ = 0;      // this step, this rank (Note [Non-finite local gradients])
-  int nonfinite_all_ranks_ = 0;  // agreed at the plan's last bucket
+  int nonfinite_all_ranks_ = 0;  // agreed when the step's last bucket is exchanged
+  std::int64_t counting_step_ = -1;  // the step the two counts and exchanged_in_step_ are of
+  std::size_t exchanged_in_step_ = 0;
 };
 
 }  // namespace sparq::compress

@@ -1,7 +1,8 @@
 // Note [Non-finite local gradients] (gradient_exchange.h) under mpirun: a NaN or Inf in one
 // rank's gradient never reaches its residual or any message, every rank still takes part in
-// every collective, and every rank sees the same skip signal (a NaN aggregate in the plan's last
-// bucket) and the same count of bad buckets.
+// every collective, and every rank sees the same skip signal (a NaN aggregate in the step's last
+// bucket: here the plan's last, as the test runs them in plan order) and the same count of bad
+// buckets.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -50,8 +50,9 @@ job=(--config configs/default.yaml --set train.steps=$steps --set model.n_layer=
      --set data.markov.train_tokens=65536 --set data.markov.eval_tokens=8192)
 # MPI calls of one rank before step 0's first bucket (config agreement, config hash, start-up
 # agreements, opening the metrics), and per step: bucket 0 (sizes, payload), bucket 2 (dense
-# allreduce), bucket 1 (sizes, payload). Measured with action=stall, which names the task.
-calls_before=5 calls_per_step=5 payload_offsets=(1 4)
+# allreduce), bucket 1 (sizes, payload), then the non-finite agreement (Note [Non-finite local
+# gradients], gradient_exchange.h). Measured with action=stall, which names the task.
+calls_before=5 calls_per_step=6 payload_offsets=(1 4)
 
 # One trial: run_trial KIND; sets hung, nonzero, named, seconds (launch to end), teardown
 # (from the first rank's end to the job's end), killed (ranks killed before they recorded).

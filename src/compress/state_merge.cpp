@@ -92,11 +92,11 @@ class ReplicatedMerge final : public StateMerge {
     if (!any_) return out;
     if (other_bucket_ || disagreeing_ >= 0) {
       out.rule = "reset";
-      out.reset_reason =
-          other_bucket_ ? "the bucket plan differs between the world sizes and the state "
-                          "belongs to the old bucket's layout"
-                        : "it should be identical on every rank but rank " +
-                              std::to_string(disagreeing_) + "'s differs from rank 0's";
+      out.reset_reason = other_bucket_
+                             ? "the bucket plan differs between the world sizes and the state "
+                               "belongs to the old bucket's layout"
+                             : "it should be identical on every rank but rank " +
+                                   std::to_string(disagreeing_) + "'s differs from rank 0's";
       return out;
     }
     out.bytes = std::move(first_);

@@ -17,6 +17,8 @@
 //                regions, exact (two_phase_aggregator.h).
 //   reset        no exact rule: the state starts empty, as in a fresh run, and the resume logs
 //                one warning naming the state and why.
+// Buckets are matched by flat position (MergeShape), so per-position state stays exact when
+// the bucket plan itself changes with the world size.
 // A merge is fed the old ranks' states one at a time, in rank order (the resume streams the
 // old files and never holds two), and keeps only what its result needs.
 #pragma once

@@ -51,14 +51,15 @@ Status feed_exchange_state(const CheckpointFile& f, const ElasticResumeInput& in
       return Status::error("{}: unexpected section '{}'", f.path, name);
     }
     if (dot == std::string::npos || b >= in.old_buckets.size()) {
-      return Status::error("{}: section '{}' names no bucket of the {} of the {}-rank plan "
-                           "(was the checkpoint written with other comm.* bucket settings?)",
-                           f.path, name, in.old_buckets.size(), in.old_world);
+      return Status::error(
+          "{}: section '{}' names no bucket of the {} of the {}-rank plan "
+          "(was the checkpoint written with other comm.* bucket settings?)",
+          f.path, name, in.old_buckets.size(), in.old_world);
     }
     const std::string part = name.substr(dot + 1);
     const auto [offset, size] = in.old_buckets[b];
-    const std::span<const std::uint8_t> state(
-        reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    const std::span<const std::uint8_t> state(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                              bytes.size());
     for (compress::NamedStateMerge& m : merges) {
       if (m.part != part || offset >= m.shape.offset + m.shape.size ||
           m.shape.offset >= offset + size) {
@@ -87,18 +88,20 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   for (int p = 0; p < in.old_world; ++p) {
     const std::string path = checkpoint_rank_file(in.dir, p);
     if (!std::filesystem::exists(path)) {
-      return Status::error("checkpoint '{}' was written by {} rank(s) but has no file for rank "
-                           "{} ({})",
-                           in.dir, in.old_world, p, path);
+      return Status::error(
+          "checkpoint '{}' was written by {} rank(s) but has no file for rank "
+          "{} ({})",
+          in.dir, in.old_world, p, path);
     }
     SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(path));
     SPARQ_ASSIGN_OR_RETURN(std::string world, f.meta_value("world_size"));
     SPARQ_ASSIGN_OR_RETURN(std::string step, f.meta_value("step"));
     if (p == 0) step_of_rank0 = step;
     if (world != std::to_string(in.old_world) || step != step_of_rank0) {
-      return Status::error("{}: world_size {} and step {} do not match rank 0's ({} and {}): "
-                           "files of different runs in one checkpoint directory?",
-                           path, world, step, in.old_world, step_of_rank0);
+      return Status::error(
+          "{}: world_size {} and step {} do not match rank 0's ({} and {}): "
+          "files of different runs in one checkpoint directory?",
+          path, world, step, in.old_world, step_of_rank0);
     }
     for (std::size_t i = 0; i < count; ++i) {
       const ElasticSection& s = in.sections[i];
@@ -111,10 +114,11 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
           SPARQ_RETURN_IF_ERROR(f.read_floats(s.section, staging));
           store_floats(staging, s.tensor);
         } else if (sum != replicated_checksum[i]) {
-          return Status::error("checkpoint '{}': section '{}' ({}) differs between rank 0 and "
-                               "rank {} although it is replicated: refusing an elastic resume "
-                               "(resume on {} rank(s) to keep each rank's own)",
-                               in.dir, s.section, s.label, p, in.old_world);
+          return Status::error(
+              "checkpoint '{}': section '{}' ({}) differs between rank 0 and "
+              "rank {} although it is replicated: refusing an elastic resume "
+              "(resume on {} rank(s) to keep each rank's own)",
+              in.dir, s.section, s.label, p, in.old_world);
         }
       } else {
         staging.resize(static_cast<std::size_t>(s.tensor.numel()));
@@ -155,8 +159,8 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     }
     merged_bytes.push_back(std::move(merged.bytes));
     std::vector<std::uint8_t>& bytes = merged_bytes.back();
-    state.push_back({m.name, Tensor(bytes.data(), DType::kU8,
-                                    {static_cast<std::int64_t>(bytes.size())})});
+    state.push_back(
+        {m.name, Tensor(bytes.data(), DType::kU8, {static_cast<std::int64_t>(bytes.size())})});
   }
   if (in.exchange) SPARQ_RETURN_IF_ERROR(in.exchange->load_state(state).with_context(in.dir));
 

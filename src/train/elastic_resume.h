@@ -36,7 +36,7 @@ struct ElasticSection {
   std::string section;  // the checkpoint section: "params", "optim/adamw.exp_avg", ...
   Tensor tensor;        // where its merged floats go (f32, host or device)
   MergeRule rule;
-  std::string label;    // groups sections in the resume log: "parameters", "residual mass"
+  std::string label;  // groups sections in the resume log: "parameters", "residual mass"
 };
 
 struct ElasticResumeInput {

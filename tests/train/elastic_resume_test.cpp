@@ -44,8 +44,9 @@ std::string tiny(const fs::path& ckpt, int steps, const fs::path& metrics) {
          "--set train.eval_interval=0 --set train.eval_batches=1 --set log.progress_interval=0 "
          "--set optim.warmup_steps=2 --set compress.name=topk --set compress.topk.density=0.05 "
          "--set compress.aggregation=two_phase --set train.checkpoint_interval=2 "
-         "--set train.steps=" + std::to_string(steps) + " --set train.checkpoint_dir=" +
-         ckpt.string() + " --set log.metrics=" + metrics.string();
+         "--set train.steps=" +
+         std::to_string(steps) + " --set train.checkpoint_dir=" + ckpt.string() +
+         " --set log.metrics=" + metrics.string();
 }
 
 std::vector<CheckpointFile> read_all(const fs::path& step_dir, int ranks) {
@@ -148,7 +149,9 @@ void expect_merged(const std::vector<CheckpointFile>& old, const std::vector<Che
   }
 }
 
-std::uint64_t position(const CheckpointFile& f) { return std::stoull(*f.meta_value("loader.position")); }
+std::uint64_t position(const CheckpointFile& f) {
+  return std::stoull(*f.meta_value("loader.position"));
+}
 
 // The step records of a metrics file: every loss finite; returns how many.
 int finite_steps(const fs::path& metrics, int first, int last) {
@@ -180,7 +183,8 @@ TEST(ElasticResume, TwoToThreeToOneRanksKeepsTheResidualMass) {
   EXPECT_EQ(position(two[0]), 4u * micro * 2);
 
   // Resumed on 3 with nothing left to train: the checkpoint it writes is the merged state.
-  r = run_train(3, tiny(dir / "three", 4, dir / "three_merge.jsonl") + " --resume " + two4.string());
+  r = run_train(3,
+                tiny(dir / "three", 4, dir / "three_merge.jsonl") + " --resume " + two4.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("resumed 2-rank checkpoint step 4 on 3 rank(s)"), std::string::npos)
       << r.output;
@@ -236,8 +240,9 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
       fs::temp_directory_path() / ("sparq_elastic_update_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string mode = " --set optim.communicate=update --set compress.name=dgc "
-                           "--set compress.aggregation=auto --set compress.dgc.density=0.05";
+  const std::string mode =
+      " --set optim.communicate=update --set compress.name=dgc "
+      "--set compress.aggregation=auto --set compress.dgc.density=0.05";
   ProcessResult r = run_train(2, tiny(dir / "two", 4, dir / "two.jsonl") + mode);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const fs::path two4 = dir / "two" / "step-00000004";
@@ -250,9 +255,9 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
   const auto one = read_all(dir / "one" / "step-00000004", 1);
   std::size_t checked = 0;
   for (const auto& [name, bytes] : two[0].sections) {
-    const bool per_rank = name == "residual" || name.rfind("optim/", 0) == 0 ||
-                          (name.rfind("exchange/", 0) == 0 &&
-                           name.find(".compressor") != std::string::npos);
+    const bool per_rank =
+        name == "residual" || name.rfind("optim/", 0) == 0 ||
+        (name.rfind("exchange/", 0) == 0 && name.find(".compressor") != std::string::npos);
     if (!per_rank) continue;
     const auto want = rounded_mean(two, name);
     const auto have = floats(one[0], name);

@@ -59,6 +59,9 @@ class Aggregator {
   // residual of this rank's region). Empty for stateless strategies.
   virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
   virtual Status load_state(std::span<const std::uint8_t> in);
+  // Elastic resume: how the states saved by the ranks of another world size become this
+  // rank's (state_merge.h). The default resets any non-empty state with a warning.
+  virtual std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const;
 
  protected:
   std::size_t payload_bytes_ = 0;

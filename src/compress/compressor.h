@@ -15,12 +15,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "compress/state_merge.h"
 #include "core/dtype.h"
 #include "core/status.h"
 
@@ -120,6 +122,9 @@ class Compressor {
     if (!in.empty()) return Status::error("{}: unexpected saved state", name());
     return Status::ok();
   }
+  // Elastic resume: how the states saved by the ranks of another world size become this
+  // rank's (state_merge.h). The default resets any non-empty state with a warning.
+  virtual std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const;
 };
 
 // Decodes a message into a freshly zeroed vector: for tests and reference computations.

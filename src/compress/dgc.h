@@ -10,7 +10,9 @@
 // EncodeContext::density, when set (compress.density_warmup_steps, which cannot be combined
 // with warmup_steps), replaces rho_t.
 // Message: the sparse f32 format of sparse_format.h, 12 + index bytes + 4 count.
-// State: u (one f32 per bucket position), saved by save_state.
+// State: u (one f32 per bucket position), saved by save_state. Elastic resume: u is a
+// per-rank pending accumulation, linear in the rank's gradients, so it merges by the mean
+// rule (state_merge.h), like the residual v.
 // Config keys: density (0, 1] = 0.001, momentum [0, 1) = 0.9, clip_norm [0, 1e30] = 0,
 //              warmup_steps [0, 1e9] = 0.
 // Mass: decoded message + new residual == u_t + old residual (the corrected gradient
@@ -51,6 +53,9 @@ class DgcCompressor final : public Compressor {
   std::span<const float> momentum_state() const { return u_; }
   void save_state(std::vector<std::uint8_t>& out) const override;
   Status load_state(std::span<const std::uint8_t> in) override;
+  std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const override {
+    return mean_floats_merge("dgc momentum", shape);
+  }
 
  private:
   Options options_;

@@ -361,4 +361,23 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
   return Status::ok();
 }
 
+std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int new_rank,
+                                                            int new_world) const {
+  std::vector<NamedStateMerge> out;
+  for (const comm::Bucket& bucket : plan_.buckets()) {
+    const PerBucket& slot = buckets_[bucket.index];
+    if (!slot.compressor) continue;
+    const MergeShape shape{static_cast<std::size_t>(bucket.range.offset),
+                           static_cast<std::size_t>(bucket.range.count), old_world, new_world,
+                           new_rank};
+    out.push_back({fmt::format("bucket{}.compressor", bucket.index), "compressor",
+                   fmt::format("{} compressor state", slot.compressor->name()), shape,
+                   slot.compressor->state_merge(shape)});
+    out.push_back({fmt::format("bucket{}.aggregator", bucket.index), "aggregator",
+                   fmt::format("{} aggregator state", aggregation_name(slot.aggregator->kind())),
+                   shape, slot.aggregator->state_merge(shape)});
+  }
+  return out;
+}
+
 }  // namespace sparq::compress

@@ -146,6 +146,11 @@ class GradientExchange {
   std::vector<StateTensor> save_state();
   // Restores what save_state() returned (same names, in the same order; u8 views).
   Status load_state(const std::vector<StateTensor>& state);
+  // Elastic resume: for each entry save_state() would return (same names, same order), the
+  // owner's merge of what `old_world` ranks saved into this process's state as rank
+  // `new_rank` of `new_world` (state_merge.h), with the bucket's flat range. Feed each the
+  // old buckets' states that overlap it, then load_state() the results.
+  std::vector<NamedStateMerge> state_merges(int old_world, int new_rank, int new_world) const;
 
  private:
   GradientExchange(const ParamStore& store, const comm::BucketPlan& plan,

@@ -71,6 +71,12 @@ class PowerSgdCompressor final : public Compressor {
   const std::vector<float>& q_factor(std::size_t m) const { return q_[m]; }
   void save_state(std::vector<std::uint8_t>& out) const override;
   Status load_state(std::span<const std::uint8_t> in) override;
+  // Elastic resume: P and Q are the results of allreduces, the same on every rank, and do not
+  // depend on the world size: rank 0's (replicated rule, state_merge.h), unless the bucket
+  // plan changed (then they belong to other matrices: reset).
+  std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const override {
+    return replicated_merge(shape);
+  }
 
  private:
   struct Range {

@@ -1,5 +1,6 @@
 #include "compress/two_phase_aggregator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "comm/gather.h"
@@ -98,6 +99,62 @@ void TwoPhaseAggregator::save_state(std::vector<std::uint8_t>& out) const {
 
 Status TwoPhaseAggregator::load_state(std::span<const std::uint8_t> in) {
   return load_floats(in, server_residual_, "two_phase server residual");
+}
+
+}  // namespace sparq::compress
+
+namespace sparq::compress {
+namespace {
+
+// Old rank j's region R_j of an old bucket [o, o + c) is [o + j c / P, o + (j + 1) c / P) in
+// the flat layout; the new rank keeps the floats of its new region there. The old regions of
+// the old buckets tile every compressed position, so each new float is written exactly once,
+// whatever the old and new bucket plans.
+class RegionMerge final : public StateMerge {
+ public:
+  explicit RegionMerge(const MergeShape& shape)
+      : begin_(shape.offset + region_begin(shape.size, shape.new_world, shape.new_rank)),
+        end_(shape.offset + region_begin(shape.size, shape.new_world, shape.new_rank + 1)),
+        old_world_(shape.old_world),
+        mine_(end_ - begin_, 0.0f) {}
+
+  Status add(int old_rank, std::size_t old_offset, std::size_t old_size,
+             std::span<const std::uint8_t> state) override {
+    const std::size_t p = old_world_, j = old_rank;
+    const std::size_t b = old_offset + region_begin(old_size, p, j);
+    const std::size_t e = old_offset + region_begin(old_size, p, j + 1);
+    SPARQ_RETURN_IF_ERROR(load_floats(state, region_, "two_phase server residual"));
+    if (region_.empty()) return Status::ok();  // before its first exchange: zeros
+    if (region_.size() != e - b) {
+      return Status::error("two_phase server residual of old rank {}: {} floats for its region "
+                           "of {} (bucket of {} floats, {} ranks)",
+                           old_rank, region_.size(), e - b, old_size, p);
+    }
+    any_ = true;
+    for (std::size_t x = std::max(b, begin_); x < std::min(e, end_); ++x) {
+      mine_[x - begin_] = region_[x - b];
+    }
+    return Status::ok();
+  }
+  Result<MergedState> finish() override {
+    MergedState out;
+    if (!any_) return out;
+    save_floats(mine_, out.bytes);
+    out.rule = "re-partitioned";
+    return out;
+  }
+
+ private:
+  std::size_t begin_, end_;
+  int old_world_;
+  std::vector<float> mine_, region_;
+  bool any_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<StateMerge> TwoPhaseAggregator::state_merge(const MergeShape& shape) const {
+  return std::make_unique<RegionMerge>(shape);
 }
 
 }  // namespace sparq::compress

@@ -5,7 +5,9 @@
 // ctx.offset = begin of R_j; a region of zero length sends a zero-byte message.
 // Phase 2 (rank j -> all): server compression on:  C(avg_j + s_j), s_j = avg_j + s_j - D(.)
 //                          server compression off: avg_j as raw f32 (4 |R_j| bytes).
-// The server residual s_j (|R_j| floats, zero at start) is this aggregator's state.
+// The server residual s_j (|R_j| floats, zero at start) is this aggregator's state. It is not
+// averaged over ranks: it is the pending mass of region j itself, so an elastic resume
+// re-partitions it (state_merge()) instead of taking a mean.
 #pragma once
 
 #include "compress/aggregation.h"
@@ -22,6 +24,9 @@ class TwoPhaseAggregator final : public Aggregator {
   std::span<const float> server_residual() const { return server_residual_; }
   void save_state(std::vector<std::uint8_t>& out) const override;
   Status load_state(std::span<const std::uint8_t> in) override;
+  // Elastic resume: the old owners' regions, concatenated, are the bucket-long server
+  // residual; the new rank keeps its new region of it (exact; region_merge in the .cpp).
+  std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const override;
 
  private:
   AggregatorOptions options_;

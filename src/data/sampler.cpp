@@ -42,9 +42,16 @@ void EpochSampler::build_permutation() {
   perm_epoch_ = epoch_;
 }
 
+std::uint64_t EpochSampler::global_batch() const {
+  return static_cast<std::uint64_t>(config_.micro_batch) * config_.world_size;
+}
+
 std::uint64_t EpochSampler::global_position() const {
-  return step_ * config_.micro_batch * config_.world_size +
-         static_cast<std::uint64_t>(config_.rank) * config_.micro_batch;
+  return position_ + static_cast<std::uint64_t>(config_.rank) * config_.micro_batch;
+}
+
+LoaderState EpochSampler::state() const {
+  return {config_.seed, epoch_, position_ / global_batch(), position_};
 }
 
 void EpochSampler::next(std::vector<std::uint64_t>* items) {
@@ -52,8 +59,11 @@ void EpochSampler::next(std::vector<std::uint64_t>* items) {
   const std::uint64_t first = global_position();
   items->assign(perm_.begin() + static_cast<std::ptrdiff_t>(first),
                 perm_.begin() + static_cast<std::ptrdiff_t>(first + config_.micro_batch));
-  if (++step_ == steps_per_epoch_) {
-    step_ = 0;
+  position_ += global_batch();
+  // The epoch ends when the next global batch would not fit (its incomplete tail is dropped);
+  // for position_ = step * G this is exactly step == steps_per_epoch_.
+  if (position_ + global_batch() > num_items_) {
+    position_ = 0;
     ++epoch_;
   }
 }
@@ -63,13 +73,31 @@ Status EpochSampler::restore(const LoaderState& state) {
     return Status::error("loader state was saved with seed {}, but this loader uses seed {}",
                          state.seed, config_.seed);
   }
-  if (state.step >= steps_per_epoch_) {
-    return Status::error(
-        "loader state step {} is past the {} steps of an epoch (different data or batch size?)",
-        state.step, steps_per_epoch_);
+  if (!state.position) {
+    // A state from before positions were saved: step counts this world's global batches.
+    if (state.step >= steps_per_epoch_) {
+      return Status::error(
+          "loader state step {} is past the {} steps of an epoch (different data or batch "
+          "size?)",
+          state.step, steps_per_epoch_);
+    }
+    epoch_ = state.epoch;
+    position_ = state.step * global_batch();
+    return Status::ok();
+  }
+  if (*state.position > num_items_) {
+    return Status::error("loader state position {} is past the {} items of an epoch (different "
+                         "data?)",
+                         *state.position, num_items_);
   }
   epoch_ = state.epoch;
-  step_ = state.step;
+  position_ = *state.position;
+  // Another world size may not fit one more global batch here: the epoch ends, as next()
+  // would have ended it.
+  if (position_ + global_batch() > num_items_) {
+    position_ = 0;
+    ++epoch_;
+  }
   return Status::ok();
 }
 

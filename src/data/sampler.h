@@ -7,11 +7,18 @@
 // are disjoint, together they are the global batch, and no item repeats within an epoch.
 // The last incomplete global batch of an epoch is dropped; the next epoch reshuffles.
 //
-// Everything that varies during training is (epoch, step): LoaderState is what a checkpoint
-// stores, and restoring it reproduces the very next batch exactly.
+// Everything that varies during training is (epoch, position), position = the items of the
+// epoch's permutation already consumed (step * G while the world size is fixed): LoaderState
+// is what a checkpoint stores, and restoring it reproduces the very next batch exactly.
+//
+// Elastic resume (docs/reliability.md, "Elastic resume"): the position is global, so a world
+// of another size continues at the same item: its next global batch is perm[position,
+// position + G'). When fewer than G' items are left in the epoch, the epoch ends there (its
+// tail is dropped, as at every epoch end) and the next one starts at item 0.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -21,7 +28,10 @@ namespace sparq::data {
 struct LoaderState {
   std::uint64_t seed = 0;  // must match the loader's configured seed on restore
   std::uint64_t epoch = 0;
-  std::uint64_t step = 0;  // batches already taken in this epoch
+  std::uint64_t step = 0;  // batches already taken in this epoch (of this world's size)
+  // Items of the epoch already consumed by all ranks together. Unset in states written
+  // before it existed: restore() then takes step * G of its own world.
+  std::optional<std::uint64_t> position = std::nullopt;
 };
 
 struct SamplerConfig {
@@ -44,11 +54,13 @@ class EpochSampler {
   // use (epoch, global position) to address per-item random numbers, so that masks and
   // augmentations do not depend on the world size.
   std::uint64_t global_position() const;
+  std::uint64_t global_batch() const;  // G = micro_batch * world_size
 
+  // Global batches in a whole epoch started at item 0 (a resumed epoch may have fewer left).
   std::uint64_t steps_per_epoch() const { return steps_per_epoch_; }
   std::uint64_t num_items() const { return num_items_; }
   const SamplerConfig& config() const { return config_; }
-  LoaderState state() const { return {config_.seed, epoch_, step_}; }
+  LoaderState state() const;
   Status restore(const LoaderState& state);
 
  private:
@@ -59,7 +71,7 @@ class EpochSampler {
   std::uint64_t num_items_ = 0;
   std::uint64_t steps_per_epoch_ = 0;
   std::uint64_t epoch_ = 0;
-  std::uint64_t step_ = 0;
+  std::uint64_t position_ = 0;  // items of the epoch consumed by all ranks together
   std::uint64_t perm_epoch_ = ~0ull;  // epoch that perm_ was built for
   std::vector<std::uint64_t> perm_;
 };

@@ -5,7 +5,9 @@
 // statistics), "optim/<name>" (momentum, Adam moments), "residual" (error feedback, the
 // store's layout), "exchange/<bucket>.<part>" (compressor and aggregator state).
 // Metadata: step, world size, rank, model spec, layout size, compressor, optimizer and its
-// step count, loader position, skip counters, and the resolved config.
+// step count, loader position (epoch, step, and since elastic resume the global item
+// position), skip counters, and the resolved config. Another world size resumes through
+// elastic_resume.h.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +17,7 @@
 #include "core/file_io.h"
 #include "core/tensor_copy.h"
 #include "train/checkpoint.h"
+#include "train/elastic_resume.h"
 #include "train/trainer.h"
 
 namespace sparq::train {
@@ -140,6 +143,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["loader.seed"] = std::to_string(loader.seed);
   f.meta["loader.epoch"] = std::to_string(loader.epoch);
   f.meta["loader.step"] = std::to_string(loader.step);
+  f.meta["loader.position"] = std::to_string(loader.position.value_or(0));
   f.meta["skipped_total"] = std::to_string(skipped_total_);
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
   f.meta["config"] = config_.resolved_yaml;
@@ -151,6 +155,62 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
   add_state(f, "exchange/", exchange_->save_state());
   return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f, step_);
+}
+
+// Which rule each float section follows on another world size (elastic_resume.h): the
+// parameters are replicated; the optimizer state too when gradients travel, else it is per
+// rank (momentum, update modes) and merged by the mean, like the residual and the model
+// state (BatchNorm statistics, accumulated by each rank from its own micro-batches).
+Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world) {
+  ElasticResumeInput in;
+  in.dir = dir;
+  in.old_world = old_world;
+  in.rank = comm_.rank();
+  in.world = comm_.size();
+  in.exchange = exchange_.get();
+  // The old world's bucket plan, rebuilt from this config: whether the tied embedding gets a
+  // bucket of its own depends on the world size. Other comm.* bucket settings than the old
+  // run's are caught by the merges' size checks.
+  const std::int64_t tied_rows =
+      model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
+  SPARQ_ASSIGN_OR_RETURN(const bool old_split,
+                         resolve_tied_split(config_, tied_rows, old_world));
+  comm::BucketPlanConfig old_plan_config = config_.comm.plan;
+  if (old_split) old_plan_config.isolated = {model_->tied_embedding()};
+  auto old_plan = comm::BucketPlan::build(store_, model_->layers(), old_plan_config);
+  if (!old_plan.is_ok()) return old_plan.status().with_context("the old world's bucket plan");
+  in.old_buckets.resize(old_plan->buckets().size());
+  for (const comm::Bucket& b : old_plan->buckets()) {
+    in.old_buckets.at(static_cast<std::size_t>(b.index)) = {
+        static_cast<std::size_t>(b.range.offset), static_cast<std::size_t>(b.range.count)};
+  }
+  in.sections.push_back({"params", store_.param_range({0, store_.flat_numel()}),
+                         MergeRule::kReplicated, "parameters"});
+  for (const StateTensor& s : model_->state()) {
+    in.sections.push_back({"model/" + s.name, s.tensor, MergeRule::kMean, "model state"});
+  }
+  const bool per_rank_optim = config_.optim.communicate != "gradient";
+  for (const StateTensor& s : optimizer_->state()) {
+    in.sections.push_back({"optim/" + s.name, s.tensor,
+                           per_rank_optim ? MergeRule::kMean : MergeRule::kReplicated,
+                           "optimizer state"});
+  }
+  const std::span<float> residual = exchange_->residual();
+  if (!residual.empty()) {
+    in.sections.push_back({"residual",
+                           Tensor(residual.data(), DType::kF32,
+                                  {static_cast<std::int64_t>(residual.size())}),
+                           MergeRule::kMean, "residual mass"});
+  }
+  if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
+    // Momenta are linear in the gradients, so their mean is exact; second moments (update
+    // mode's Adam) are not, but zeroing them would make the next steps huge.
+    spdlog::warn("elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
+                 "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
+                 "exp_avg_sq)",
+                 config_.optim.communicate, old_world);
+  }
+  return merge_elastic_checkpoint(in);
 }
 
 Status Trainer::resume(const std::string& path) {
@@ -166,28 +226,23 @@ Status Trainer::load_checkpoint(const std::string& path) {
                          "interrupted; resume from an earlier step",
                          path, kCheckpointCompleteMarker);
   }
-  const std::string file = checkpoint_rank_file(dir, comm_.rank());
-  if (!std::filesystem::exists(file)) {
-    // Most likely a larger world than the one that wrote it: say so from rank 0's file.
-    auto first = read_checkpoint_file(checkpoint_rank_file(dir, 0));
-    const std::string written =
-        first.is_ok() ? meta_or(*first, "world_size", "?") : std::string("?");
-    return Status::error("checkpoint '{}' has no file for rank {}: it was written by {} "
-                         "rank(s) and this job has {}; resume with the same world size",
-                         dir, comm_.rank(), written, comm_.size());
-  }
+  // This rank's own file when it has one; else rank 0's, which tells the world size.
+  std::string file = checkpoint_rank_file(dir, comm_.rank());
+  if (!std::filesystem::exists(file)) file = checkpoint_rank_file(dir, 0);
   SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(file));
   if (meta_or(f, "format", "") != kFormat) {
     return Status::error("{}: not a sparq training checkpoint (format '{}')", file,
                          meta_or(f, "format", "missing"));
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t world, meta_int(f, "world_size"));
-  if (world != comm_.size()) {
-    return Status::error("checkpoint '{}' was written by {} rank(s) but this job has {}: "
-                         "resume with the same world size (mpirun -np {}); the residuals, "
-                         "compressor state and data positions are per rank",
-                         dir, world, comm_.size(), world);
+  if (world < 1) return Status::error("{}: metadata 'world_size' is {}", file, world);
+  const bool elastic = world != comm_.size();
+  if (!elastic && file != checkpoint_rank_file(dir, comm_.rank())) {
+    return Status::error("checkpoint '{}' of {} rank(s) has no file for rank {}", dir, world,
+                         comm_.rank());
   }
+  // An elastic resume streams all old files (elastic_resume.h); keep only this one's metadata.
+  if (elastic) f.sections.clear();
   const auto must_match = [&](const std::string& key, const std::string& have,
                               const std::string& want) {
     if (have == want) return Status::ok();
@@ -210,14 +265,18 @@ Status Trainer::load_checkpoint(const std::string& path) {
                                    config_.optim.communicate));
 
   const Tensor params = store_.param_range({0, store_.flat_numel()});
-  SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));
-  SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
-  SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
-  if (!exchange_->residual().empty()) {
-    SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
+  std::string merged;
+  if (!elastic) {
+    SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));
+    SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
+    SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
+    if (!exchange_->residual().empty()) {
+      SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
+    }
+    SPARQ_RETURN_IF_ERROR(exchange_->load_state(byte_sections(f, "exchange/")).with_context(file));
+  } else {
+    SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
-  SPARQ_RETURN_IF_ERROR(exchange_->load_state(byte_sections(f, "exchange/")).with_context(file));
-
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));
@@ -225,13 +284,28 @@ Status Trainer::load_checkpoint(const std::string& path) {
   loader.seed = static_cast<std::uint64_t>(seed);
   loader.epoch = static_cast<std::uint64_t>(epoch);
   loader.step = static_cast<std::uint64_t>(loader_step);
+  // The global number of items consumed in the epoch: written since elastic resume exists;
+  // before, step counted global batches of the writing world (G = micro_batch * world).
+  if (f.meta.count("loader.position")) {
+    SPARQ_ASSIGN_OR_RETURN(std::int64_t position, meta_int(f, "loader.position"));
+    loader.position = static_cast<std::uint64_t>(position);
+  } else if (elastic) {
+    loader.position = loader.step * static_cast<std::uint64_t>(config_.train.micro_batch) *
+                      static_cast<std::uint64_t>(world);
+  }
   SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);
   SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
-  if (is_root()) spdlog::info("resumed from {} at step {}", dir, step_);
+  if (is_root() && !elastic) spdlog::info("resumed from {} at step {}", dir, step_);
+  if (is_root() && elastic) {
+    const data::LoaderState now = train_data_->state();
+    spdlog::info("resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
+                 "at item {} of epoch {}",
+                 world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch);
+  }
   return Status::ok();
 }
 

@@ -12,7 +12,8 @@
 //
 // Checkpoints (checkpointing.cpp): per rank, parameters, optimizer state, error-feedback
 // residual and compressor state, model state, loader position, counters and the config;
-// resume() continues bit-identically with the same world size and refuses another one.
+// resume() continues bit-identically with the same world size; with another one it merges
+// the per-rank state (elastic_resume.h).
 //
 // Ownership: borrows the communicator, which must outlive the trainer.
 #pragma once
@@ -75,7 +76,8 @@ class Trainer {
   // Start-up report: model, data, parameter layout summary, bucket plan, memory estimate.
   std::string describe() const;
   // Loads a checkpoint directory (a step-* directory or a root holding them: the newest
-  // complete one). Refuses another world size, another layout, or a damaged file.
+  // complete one). Another world size is an elastic resume (elastic_resume.h); another layout
+  // or a damaged file is refused.
   Status resume(const std::string& path);
   // Trains until train.steps, or until stop_at steps when stop_at >= 0 (an interruption at
   // that step, without a final evaluation or checkpoint; for tests).
@@ -102,6 +104,9 @@ class Trainer {
   Status build(const Options& options);
   Status load_initial_weights();
   Status load_checkpoint(const std::string& path);
+  // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
+  // summary of what was merged for the log.
+  Result<std::string> load_elastic(const std::string& dir, int old_world);
   Status write_rank_checkpoint(const std::string& dir);
   // Collective: every rank learns every rank's failure, so that a failure on one rank (a file
   // missing on one node, a damaged rank file) ends every rank instead of leaving the others

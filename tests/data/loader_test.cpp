@@ -271,3 +271,62 @@ TEST(MlmLoader, MasksDoNotDependOnTheWorldSize) {
 
 }  // namespace
 }  // namespace sparq::data
+
+namespace sparq::data {
+namespace {
+
+// The epoch's permutation in order, read through a one-item, one-rank sampler.
+std::vector<std::uint64_t> permutation(std::uint64_t items, std::uint64_t seed) {
+  auto s = EpochSampler::create(items, sampler_config(1, 0, 1, seed)).value();
+  std::vector<std::uint64_t> perm, one;
+  for (std::uint64_t i = 0; i < items; ++i) {
+    s.next(&one);
+    perm.push_back(one[0]);
+  }
+  return perm;
+}
+
+// Elastic resume: a world of another size continues at the global item position.
+TEST(EpochSampler, AnotherWorldSizeContinuesAtTheGlobalItemPosition) {
+  const std::uint64_t items = 100;
+  const auto perm = permutation(items, 42);
+  auto two = EpochSampler::create(items, sampler_config(3, 1, 2)).value();  // G = 6
+  std::vector<std::uint64_t> batch;
+  for (int i = 0; i < 5; ++i) two.next(&batch);
+  const LoaderState saved = two.state();
+  ASSERT_TRUE(saved.position.has_value());
+  EXPECT_EQ(*saved.position, 30u);
+  EXPECT_EQ(saved.step, 5u);
+  // Three ranks (G = 9): together their next global batch is perm[30, 39).
+  std::vector<std::uint64_t> global;
+  for (int r = 0; r < 3; ++r) {
+    auto three = EpochSampler::create(items, sampler_config(3, r, 3)).value();
+    ASSERT_TRUE(three.restore(saved).is_ok());
+    EXPECT_EQ(three.global_position(), 30u + 3u * r);
+    three.next(&batch);
+    global.insert(global.end(), batch.begin(), batch.end());
+    EXPECT_EQ(*three.state().position, 39u);
+  }
+  EXPECT_EQ(global, std::vector<std::uint64_t>(perm.begin() + 30, perm.begin() + 39));
+}
+
+TEST(EpochSampler, ResumedPositionWithoutRoomForABatchStartsTheNextEpoch) {
+  auto s = EpochSampler::create(100, sampler_config(3, 0, 3)).value();  // G = 9
+  ASSERT_TRUE(s.restore({42, 4, 0, 95}).is_ok());  // 5 items left: the tail is dropped
+  EXPECT_EQ(s.state().epoch, 5u);
+  EXPECT_EQ(*s.state().position, 0u);
+  EXPECT_FALSE(s.restore({42, 4, 0, 101}).is_ok());
+}
+
+TEST(EpochSampler, StateWithoutPositionCountsStepsOfThisWorld) {
+  // Checkpoints from before positions were saved: step * G.
+  auto s = EpochSampler::create(100, sampler_config(3, 1, 2)).value();
+  ASSERT_TRUE(s.restore({42, 2, 4, std::nullopt}).is_ok());
+  EXPECT_EQ(s.state().epoch, 2u);
+  EXPECT_EQ(*s.state().position, 24u);
+  EXPECT_EQ(s.global_position(), 27u);
+  EXPECT_FALSE(s.restore({42, 2, 16, std::nullopt}).is_ok());  // past the 16 steps
+}
+
+}  // namespace
+}  // namespace sparq::data

@@ -6,7 +6,6 @@
 # option below is set. Extra arguments go to ctest (-R test_core, -V, ...).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root="$PWD"
 
 scripts/install_deps.sh
 args=(-S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DSPARQ_SANITIZE=address,undefined
@@ -19,22 +18,13 @@ else
 fi
 cmake --build build-asan -j"$(nproc)"
 
-# ASan: stop at the first error and abort, so the test fails with the report and a non-zero
-# status under ctest and under mpirun alike.
-#  detect_leaks=1           LeakSanitizer at exit, with the suppressions of lsan.supp.
-#  fast_unwind_on_malloc=0  Open MPI and libgomp are built without frame pointers, so the
-#                           fast unwinder stops one frame into them and their leaks cannot be
-#                           matched by library name; the DWARF unwinder sees the whole stack.
-asan=(halt_on_error=1 abort_on_error=1 print_stacktrace=1 detect_leaks=1
-      fast_unwind_on_malloc=0 strict_init_order=1
-      check_initialization_order=1)
-ubsan=(halt_on_error=1 abort_on_error=1 print_stacktrace=1
-       "suppressions=$root/scripts/sanitize/ubsan.supp")
-lsan=("suppressions=$root/scripts/sanitize/lsan.supp" print_suppressions=0)
-ASAN_OPTIONS="$(IFS=:; echo "${asan[*]}")"
-UBSAN_OPTIONS="$(IFS=:; echo "${ubsan[*]}")"
-LSAN_OPTIONS="$(IFS=:; echo "${lsan[*]}")"
-export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+source scripts/sanitize/env.sh   # ASAN_OPTIONS, UBSAN_OPTIONS, LSAN_OPTIONS
 
 cd build-asan
-ctest --output-on-failure -j"$(nproc)" --timeout 900 -LE long "$@"
+# Two passes, since the MPI tests need another ASAN_OPTIONS (env.sh); each pass runs all of its
+# tests even when one fails, and the script fails if either did.
+status=0
+ctest --output-on-failure -j"$(nproc)" --timeout 900 -LE 'long|mpi' "$@" || status=1
+ASAN_OPTIONS="$ASAN_OPTIONS:$SPARQ_ASAN_MPI_OPTIONS" \
+  ctest --output-on-failure -j"$(nproc)" --timeout 900 -L mpi -LE long "$@" || status=1
+exit $status

@@ -2,8 +2,21 @@
 # The test command of the README and of CI: installs dependencies, builds, runs ctest.
 # Tests that need ../shared/data skip with a message when it is absent; GPU tests skip
 # without a device.
+#   scripts/test.sh              the whole suite, Release build in build/
+#   scripts/test.sh --sanitize   ASan + UBSan build in build-asan/, the unit and MPI tests
+#                                (not those labelled long); docs/reliability.md, "Sanitizers"
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--sanitize" ]]; then
+  shift
+  exec scripts/sanitize/run.sh "$@"   # extra arguments go to ctest: --sanitize -R test_core
+fi
+if [[ $# -gt 0 ]]; then
+  echo "test.sh: unknown argument '$1' (expected none, or --sanitize [ctest arguments])" >&2
+  exit 2
+fi
+
 scripts/install_deps.sh
 scripts/build.sh
 cd build

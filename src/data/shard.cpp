@@ -85,6 +85,8 @@ ShardWriter::~ShardWriter() {
 
 Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
   SPARQ_CHECK(file_ != nullptr, "append() after finish() on shard {}", path_);
+  // Nothing to write; an empty scratch_ has data() == nullptr, which fwrite must not get.
+  if (tokens.empty()) return Status::ok();
   const std::size_t width = header_.token_width;
   scratch_.resize(tokens.size() * width);
   for (std::size_t i = 0; i < tokens.size(); ++i) {

@@ -193,11 +193,12 @@ Status SafetensorsFile::read_f32(const SafetensorsEntry& e, std::span<float> out
                          e.name, n, out.size());
   }
   const char* src = bytes_.data() + data_begin_ + e.begin;
+  // A zero-element tensor has out.data() == nullptr, which memcpy must not get even for 0 bytes.
   if (e.dtype == "F32") {
-    std::memcpy(out.data(), src, n * 4);
+    if (n != 0) std::memcpy(out.data(), src, n * 4);
   } else if (e.dtype == "F16" || e.dtype == "BF16") {
     std::vector<std::uint16_t> bits(n);  // the source need not be 2-byte aligned
-    std::memcpy(bits.data(), src, n * 2);
+    if (n != 0) std::memcpy(bits.data(), src, n * 2);
     if (e.dtype == "F16") {
       half_to_float(bits.data(), out.data(), n);
     } else {

@@ -186,7 +186,8 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
       slot.send_history->begin_step(history_stamp_);
     }
-    slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx);
+    SPARQ_RETURN_IF_ERROR(
+        slot.aggregator->run(grads, *slot.compressor, slot.error_feedback.get(), comm, ctx));
     stats.payload_bytes = slot.aggregator->last_payload_bytes();
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();

@@ -69,6 +69,19 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
   }
 }
 
+
+Status QsgdCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SPARQ_RETURN_IF_ERROR(check_message_size(*this, msg, n, *fixed_message_bytes(n)));
+  // Chunk norms are >= 0 (NaN or inf when the gradient is: left to the trainer's guard).
+  const std::size_t chunks = (n + options_.chunk - 1) / options_.chunk;
+  for (std::size_t ch = 0; ch < chunks; ++ch) {
+    const float norm = load_f32(msg.data() + 4 * ch);
+    if (norm < 0.0f) return Status::error("qsgd: chunk {} has a negative norm {}", ch, norm);
+  }
+  return Status::ok();
+}
+
 void QsgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                             DecodeMode mode, const EncodeContext&) const {
   const std::size_t n = out.size(), c = options_.chunk;

@@ -54,6 +54,9 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
     const float norm = static_cast<float>(std::sqrt(sq));
     store_f32(msg.data() + 4 * ch, norm);
     const float ratio = norm > 0.0f ? s / norm : 0.0f;
+    // A subnormal norm makes s / norm overflow, and 0 * inf is NaN, whose conversion to int
+    // is undefined (fuzzing): such chunks divide by the norm instead.
+    const bool tiny_norm = std::isinf(ratio);
     std::uint8_t codes[kSub];
     float u[kSub];
     for (std::size_t sub = 0; sub < len; sub += kSub) {
@@ -61,7 +64,8 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
       rounding_uniforms(rng, begin + sub, slen, u);
       for (std::size_t j = 0; j < slen; ++j) {
         const float x = a[begin + sub + j];
-        const float l = std::min(std::floor(std::fabs(x) * ratio + u[j]), s);
+        const float scaled = tiny_norm ? std::fabs(x) / norm * s : std::fabs(x) * ratio;
+        const float l = std::min(std::floor(scaled + u[j]), s);
         codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -l : l) + s));
       }
       pack_codes(codes, slen, bits_, codes_out + (begin + sub) / 8 * bits_);

@@ -97,20 +97,20 @@ def main():
           "compress:\n  name: topk\n  topk:\n    density: 0.1\n\0"
           "compress.aggregation=two_phase\ntrain.steps=5\noptim.lr=0.5")
 
-    write("shard", "u16.shard", shard([1, 2, 3, 50256, 0], 50257, 2))
-    write("shard", "u32.shard", shard([70000, 5, 99999], 100000, 4, b"bert-uncased", 2))
-    write("shard", "empty.shard", shard([], 10, 2, b"markov", 0))
+    write("shard", "u16_tokens", shard([1, 2, 3, 50256, 0], 50257, 2))
+    write("shard", "u32_tokens", shard([70000, 5, 99999], 100000, 4, b"bert-uncased", 2))
+    write("shard", "no_tokens", shard([], 10, 2, b"markov", 0))
 
     floats = struct.pack("<4f", 1.0, -2.0, 0.5, 3.25)
-    write("checkpoint", "two_sections.ckpt",
+    write("checkpoint", "two_sections",
           checkpoint([(b"params", floats), (b"loader", b"\x01\x02\x03")],
                      {b"step": b"100", b"world_size": b"2"}))
-    write("checkpoint", "empty.ckpt", checkpoint([], {}))
+    write("checkpoint", "no_sections", checkpoint([], {}))
 
-    write("safetensors", "f32.safetensors",
+    write("safetensors", "f32_f16_metadata",
           safetensors([("w", "F32", [2, 2], floats), ("b", "F16", [2], b"\x00\x3c\x00\xc0")],
                       {"format": "pt"}))
-    write("safetensors", "mixed.safetensors",
+    write("safetensors", "bf16_f64_i64_empty",
           safetensors([("x", "BF16", [1], b"\x80\x3f"), ("y", "F64", [1], struct.pack("<d", 2.5)),
                        ("i", "I64", [1], struct.pack("<q", 7)), ("z", "F32", [0], b"")]))
 

@@ -30,12 +30,19 @@ check_tools() {
     >"$probe/t.cpp"
   if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe/t.cpp" -o "$probe/t" 2>"$probe/err"; then
     echo "fuzz.sh: $cxx cannot link libFuzzer/ASan: install libclang-rt-14-dev" \
-         "(the compiler-rt runtimes; and libomp-14-dev for OpenMP):" >&2
+         "(the compiler-rt runtimes):" >&2
     head -3 "$probe/err" >&2
     rm -rf "$probe"
     exit 2
   fi
+  if ! "$cxx" -fopenmp -fsanitize=fuzzer "$probe/t.cpp" -o "$probe/t" 2>"$probe/err"; then
+    echo "fuzz.sh: $cxx cannot link OpenMP: install libomp-14-dev" >&2
+    rm -rf "$probe"
+    exit 2
+  fi
   rm -rf "$probe"
+  command -v llvm-symbolizer >/dev/null 2>&1 ||
+    echo "fuzz.sh: no llvm-symbolizer (Debian llvm-14): crash reports will lack file:line" >&2
 }
 
 ensure_built() {

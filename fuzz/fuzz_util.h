@@ -12,14 +12,11 @@
 
 namespace sparq::fuzz {
 
-// The scratch path of this process (several fuzzer jobs may run side by side).
-inline const std::string& scratch_path(std::string_view suffix) {
-  static const std::string path = [&] {
-    const char* dir = std::getenv("TMPDIR");
-    return std::string(dir && *dir ? dir : "/tmp") + "/sparq-fuzz-" + std::to_string(::getpid()) +
-           std::string(suffix);
-  }();
-  return path;
+// A scratch path of this process for `suffix` (several fuzzer jobs may run side by side).
+inline std::string scratch_path(std::string_view suffix) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/sparq-fuzz-" + std::to_string(::getpid()) +
+         std::string(suffix);
 }
 
 // Writes bytes to `path` (replacing it); aborts when the disk refuses, which is no finding.

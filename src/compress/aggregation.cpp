@@ -19,13 +19,13 @@ EncodeContext with_world(const EncodeContext& ctx, const comm::Communicator& com
 class AllreduceAggregator final : public Aggregator {
  public:
   Aggregation kind() const override { return Aggregation::kAllreduce; }
-  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
-           const EncodeContext& ctx_in) override {
+  Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+             const EncodeContext& ctx_in) override {
     SPARQ_CHECK(c.aggregation() == Aggregation::kAllreduce,
                 "allreduce needs summable messages; {} aggregates by {}", c.name(),
                 aggregation_name(c.aggregation()));
     const EncodeContext ctx = with_world(ctx_in, comm);
-    if (c.self_aggregate(bucket, ef, comm, ctx, payload_bytes_)) return;
+    if (c.self_aggregate(bucket, ef, comm, ctx, payload_bytes_)) return Status::ok();
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
     const std::size_t width = dtype_size(c.wire_dtype());
@@ -33,7 +33,9 @@ class AllreduceAggregator final : public Aggregator {
                 c.name());
     comm.allreduce(msg_.data(), msg_.data(), msg_.size() / width, c.wire_dtype(),
                    comm::ReduceOp::kSum);
+    SPARQ_RETURN_IF_ERROR(check_received(c, msg_, bucket.size(), ctx, "the allreduce"));
     c.decode(msg_, bucket, 1.0f / static_cast<float>(ctx.world_size), DecodeMode::kSet, ctx);
+    return Status::ok();
   }
 
  private:
@@ -43,8 +45,8 @@ class AllreduceAggregator final : public Aggregator {
 class AllgatherAggregator final : public Aggregator {
  public:
   Aggregation kind() const override { return Aggregation::kAllgather; }
-  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
-           const EncodeContext& ctx_in) override {
+  Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+             const EncodeContext& ctx_in) override {
     const EncodeContext ctx = with_world(ctx_in, comm);
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
@@ -55,12 +57,15 @@ class AllgatherAggregator final : public Aggregator {
         ctx.density > 0 ? std::nullopt : c.fixed_message_bytes(bucket.size());
     comm::allgather_bytes(comm, msg_, fixed, recv_, counts_, displs_);
     const float alpha = 1.0f / static_cast<float>(ctx.world_size);
+    // Every rank holds the same messages, so every rank fails on the same one.
     for (int r = 0; r < ctx.world_size; ++r) {
       EncodeContext from = ctx;
       from.rank = r;  // the context the message was encoded under
-      c.decode(std::span<const std::uint8_t>(recv_.data() + displs_[r], counts_[r]), bucket,
-               alpha, r == 0 ? DecodeMode::kSet : DecodeMode::kAdd, from);
+      const std::span<const std::uint8_t> m(recv_.data() + displs_[r], counts_[r]);
+      SPARQ_RETURN_IF_ERROR(check_received(c, m, bucket.size(), from, fmt::format("rank {}", r)));
+      c.decode(m, bucket, alpha, r == 0 ? DecodeMode::kSet : DecodeMode::kAdd, from);
     }
+    return Status::ok();
   }
 
  private:
@@ -76,6 +81,18 @@ Status Aggregator::load_state(std::span<const std::uint8_t> in) {
     return Status::error("{} aggregation: unexpected saved state", aggregation_name(kind()));
   }
   return Status::ok();
+}
+
+Status check_received(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                      const EncodeContext& from, std::string_view sender) {
+  const Status s = c.check_message(msg, n, from);
+  if (s.is_ok()) return s;
+  // check_message names the compressor first; here it goes next to the bucket instead.
+  std::string_view what = s.message();
+  const std::string prefix = fmt::format("{}: ", c.name());
+  if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+  return Status::error("bucket {} ({}): message from {}: {}", from.bucket_id, c.name(), sender,
+                       what);
 }
 
 void encode_maybe_ef(Compressor& c, ErrorFeedback* ef, std::span<const float> g,

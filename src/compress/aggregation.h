@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -47,9 +48,13 @@ class Aggregator {
 
   // Replaces `bucket` by the average of all ranks' decoded contributions. `ef` may be null
   // (no error feedback); otherwise its residual covers exactly the bucket. ctx.rank and
-  // ctx.world_size are taken from `comm`.
-  virtual void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
-                   comm::Communicator& comm, const EncodeContext& ctx) = 0;
+  // ctx.world_size are taken from `comm`. Every received message goes through
+  // Compressor::check_message() first; a bad one is an error naming the bucket, the
+  // compressor and the sender ("bucket 3 (topk): message from rank 1: index 70000 out of
+  // range for 1000 floats"). The strategy still finishes its collectives (a bad message
+  // counts as zero), so no rank is left waiting; `bucket` is then unspecified.
+  virtual Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                     comm::Communicator& comm, const EncodeContext& ctx) = 0;
 
   // Bytes of the compressed payload this rank put into its messages during the last run
   // (all phases), the numerator of the compression ratio against 4 n.
@@ -69,6 +74,11 @@ class Aggregator {
 
 // Builds the strategy for `kind`; the caller usually passes compressor.aggregation().
 std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions options = {});
+
+// check_message() of a message for n floats that `sender` ("rank 1", "the allreduce")
+// produced under `from`, with the bucket and the compressor named in the error.
+Status check_received(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                      const EncodeContext& from, std::string_view sender);
 
 // Encodes with or without error feedback: the one place strategies form a = g + e.
 void encode_maybe_ef(Compressor& c, ErrorFeedback* ef, std::span<const float> g,

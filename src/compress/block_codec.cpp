@@ -63,6 +63,19 @@ std::uint16_t half_bits_round_up(float s) {
   return std::min<std::uint16_t>(bits, 0x7bff);
 }
 
+Status check_block_scales(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
+                          std::string_view who) {
+  const std::size_t nblocks = (count + p.block - 1) / p.block;
+  for (std::size_t blk = 0; blk < nblocks; ++blk) {
+    const std::uint16_t bits = load_u16(in + 2 * blk);
+    if (bits > 0x7bff) {
+      return Status::error("{}: block {} has scale bits {:#06x} (negative, infinite or NaN)", who,
+                           blk, bits);
+    }
+  }
+  return Status::ok();
+}
+
 void pack_codes(const std::uint8_t* codes, std::size_t count, int bits, std::uint8_t* out) {
   const std::size_t b = static_cast<std::size_t>(bits);
   if (bits == 8) {

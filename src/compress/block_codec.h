@@ -55,6 +55,13 @@ void blockquant_encode_run(const float* v, std::size_t count, const BlockQuantPa
 void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
                            float alpha, DecodeMode mode, float* out);
 
+// check_message() of a run's scales (the caller checks the run's size): each must be a
+// non-negative finite f16 (<= 0x7bff), the only values the encoder writes, so a run that
+// passes decodes to finite values. Codes are not checked: every b-bit pattern decodes to a
+// value within (2^b - 1 - L) * s, bounded and finite. Errors start with `who`.
+Status check_block_scales(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
+                          std::string_view who);
+
 // The f16 bits of the smallest f16 >= s (s >= 0), capped at the largest finite f16.
 std::uint16_t half_bits_round_up(float s);
 

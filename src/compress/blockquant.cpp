@@ -25,6 +25,13 @@ void BlockQuantCompressor::encode(std::span<const float> a, const EncodeContext&
   blockquant_encode_run(a.data(), a.size(), options_.quant, rng, msg.data());
 }
 
+
+Status BlockQuantCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SPARQ_RETURN_IF_ERROR(check_message_size(*this, msg, n, blockquant_run_bytes(n, options_.quant)));
+  return check_block_scales(msg.data(), n, options_.quant, name());
+}
+
 void BlockQuantCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                   float alpha, DecodeMode mode, const EncodeContext&) const {
   SPARQ_CHECK(msg.size() == blockquant_run_bytes(out.size(), options_.quant),

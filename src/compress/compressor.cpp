@@ -31,6 +31,13 @@ void Compressor::accumulate(std::span<const float> g, std::span<float> e,
   ops::axpy(1.0f, g.data(), e.data(), e.size());
 }
 
+Status check_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                          std::size_t expected) {
+  if (msg.size() == expected) return Status::ok();
+  return Status::error("{}: message of {} bytes, expected {} for {} floats", c.name(), msg.size(),
+                       expected, n);
+}
+
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,
                                 std::size_t n, const EncodeContext& ctx) {
   std::vector<float> out(n, 0.0f);

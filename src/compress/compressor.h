@@ -77,8 +77,19 @@ class Compressor {
   // Encodes `a` (n = a.size() >= 1 floats) into `msg`, resized to the exact message size.
   virtual void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) = 0;
 
+  // Validates a message for a span of n floats received from another rank, before decode()
+  // trusts it: its size, header fields, value widths, scales, and every index (in range,
+  // ascending, as many as the header says). A message that encode() produced for n floats
+  // under the same ctx always passes; one that passes decodes without reading or writing out
+  // of bounds and without aborting. The error names the compressor and the first problem
+  // ("topk: index 70000 out of range for 1000 floats"). Values are not checked for
+  // finiteness: a rank's non-finite gradient is legitimate input (the trainer's guard).
+  virtual Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                               const EncodeContext& ctx) const = 0;
+
   // Decodes a message produced by encode() for a span of out.size() floats (the same n).
-  // Checks the message's size and header against n and the configuration.
+  // Aborts (SPARQ_CHECK) on a message of the wrong size or header; messages from other ranks
+  // go through check_message() first.
   virtual void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                       DecodeMode mode, const EncodeContext& ctx) const = 0;
 
@@ -126,6 +137,10 @@ class Compressor {
   // rank's (state_merge.h). The default resets any non-empty state with a warning.
   virtual std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const;
 };
+
+// check_message() of a message whose size must be exactly `expected` bytes.
+Status check_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                          std::size_t expected);
 
 // Decodes a message into a freshly zeroed vector: for tests and reference computations.
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,

@@ -58,6 +58,12 @@ void DenseCastCompressor::encode(std::span<const float> a, const EncodeContext& 
   }
 }
 
+
+Status DenseCastCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  return check_message_size(*this, msg, n, *fixed_message_bytes(n));
+}
+
 void DenseCastCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                  float alpha, DecodeMode mode, const EncodeContext& ctx) const {
   const std::size_t n = out.size();

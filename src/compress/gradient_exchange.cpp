@@ -210,7 +210,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       slot.send_history->begin_step(history_stamp_);
     }
     ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
-    slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx);
+    SPARQ_RETURN_IF_ERROR(slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx));
     stats.payload_bytes = slot.aggregator->last_payload_bytes();
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();

@@ -32,8 +32,8 @@ void GtopkAggregator::merge_and_reselect(std::size_t n, std::size_t k) {
   encode_sparse_pairs(indices_, values_, n, msg_);
 }
 
-void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
-                          comm::Communicator& comm, const EncodeContext& ctx_in) {
+Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                            comm::Communicator& comm, const EncodeContext& ctx_in) {
   const std::size_t n = bucket.size();
   const int p = comm.size(), rank = comm.rank();
   EncodeContext ctx = ctx_in;
@@ -55,6 +55,7 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
   payload_bytes_ = msg_.size();
   parse_sparse_f32(msg_, n, indices_, values_, c.name());
   std::int64_t k = static_cast<std::int64_t>(indices_.size());
+  Status failure;
   comm.broadcast(&k, 1, DType::kI64, 0);  // rank 0's k rules (equal for topk-style configs)
 
   for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
@@ -70,6 +71,15 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
       comm.recv(&bytes, 1, DType::kI64, rank + dist, round);
       peer_msg_.resize(static_cast<std::size_t>(bytes));
       comm.recv(peer_msg_.data(), peer_msg_.size(), DType::kU8, rank + dist, round);
+      // A bad list is skipped (the tree and the agreed exchange still complete on every
+      // rank) and reported at the end.
+      EncodeContext from = ctx;
+      from.rank = rank + dist;
+      const Status s = check_received(c, peer_msg_, n, from, fmt::format("rank {}", rank + dist));
+      if (!s.is_ok()) {
+        if (failure.is_ok()) failure = s;
+        continue;
+      }
       parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
       merge_and_reselect(n, static_cast<std::size_t>(k));
     }
@@ -101,6 +111,7 @@ void GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback*
   ops::fill(bucket.data(), n, 0.0f);
   const float inv_p = 1.0f / static_cast<float>(p);
   for (std::size_t j = 0; j < global_.size(); ++j) bucket[global_[j]] = values_[j] * inv_p;
+  return failure;
 }
 
 }  // namespace sparq::compress

@@ -22,8 +22,8 @@ namespace sparq::compress {
 class GtopkAggregator final : public Aggregator {
  public:
   Aggregation kind() const override { return Aggregation::kTree; }
-  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
-           const EncodeContext& ctx) override;
+  Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+             const EncodeContext& ctx) override;
 
   // The global index set of the last run (ascending), identical on every rank.
   const std::vector<std::uint32_t>& global_indices() const { return global_; }

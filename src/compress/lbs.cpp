@@ -42,6 +42,20 @@ void LbsCompressor::encode(std::span<const float> a, const EncodeContext& ctx, M
   blockquant_encode_run(kept_.data(), count, options_.quant, rng, values);
 }
 
+
+Status LbsCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SparseHeader h;
+  SPARQ_RETURN_IF_ERROR(
+      check_sparse_prefix(msg, n, static_cast<std::uint8_t>(options_.quant.bits), name(), &h));
+  const std::size_t value_offset = kSparseHeaderBytes + h.index_bytes;
+  const std::size_t expected = value_offset + blockquant_run_bytes(h.count, options_.quant);
+  if (msg.size() != expected) {
+    return Status::error("lbs: message of {} bytes, its header implies {}", msg.size(), expected);
+  }
+  return check_block_scales(msg.data() + value_offset, h.count, options_.quant, name());
+}
+
 void LbsCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                            DecodeMode mode, const EncodeContext&) const {
   const SparseHeader h = read_sparse_header(msg, out.size(),

@@ -190,6 +190,17 @@ void PowerSgdCompressor::encode(std::span<const float> a, const EncodeContext& c
   }
 }
 
+
+Status PowerSgdCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  // The factor shapes come from the layout, planned by set_layout() or the first encode().
+  if (!planned_ || n != n_) {
+    return Status::error("powersgd: no matrix layout for {} floats (planned: {})", n,
+                         planned_ ? std::to_string(n_) : std::string("none"));
+  }
+  return check_message_size(*this, msg, n, *fixed_message_bytes(n));
+}
+
 void PowerSgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                 float alpha, DecodeMode mode, const EncodeContext&) const {
   SPARQ_CHECK(planned_ && out.size() == n_ && msg.size() == *fixed_message_bytes(n_),

@@ -54,6 +54,9 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
     const float norm = static_cast<float>(std::sqrt(sq));
     store_f32(msg.data() + 4 * ch, norm);
     const float ratio = norm > 0.0f ? s / norm : 0.0f;
+    // A subnormal norm makes s / norm overflow, and 0 * inf is NaN, whose conversion to int
+    // is undefined (fuzzing): such chunks divide by the norm instead.
+    const bool tiny_norm = std::isinf(ratio);
     std::uint8_t codes[kSub];
     float u[kSub];
     for (std::size_t sub = 0; sub < len; sub += kSub) {
@@ -61,12 +64,26 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
       rounding_uniforms(rng, begin + sub, slen, u);
       for (std::size_t j = 0; j < slen; ++j) {
         const float x = a[begin + sub + j];
-        const float l = std::min(std::floor(std::fabs(x) * ratio + u[j]), s);
+        const float scaled = tiny_norm ? std::fabs(x) / norm * s : std::fabs(x) * ratio;
+        const float l = std::min(std::floor(scaled + u[j]), s);
         codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -l : l) + s));
       }
       pack_codes(codes, slen, bits_, codes_out + (begin + sub) / 8 * bits_);
     }
   }
+}
+
+
+Status QsgdCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SPARQ_RETURN_IF_ERROR(check_message_size(*this, msg, n, *fixed_message_bytes(n)));
+  // Chunk norms are >= 0 (NaN or inf when the gradient is: left to the trainer's guard).
+  const std::size_t chunks = (n + options_.chunk - 1) / options_.chunk;
+  for (std::size_t ch = 0; ch < chunks; ++ch) {
+    const float norm = load_f32(msg.data() + 4 * ch);
+    if (norm < 0.0f) return Status::error("qsgd: chunk {} has a negative norm {}", ch, norm);
+  }
+  return Status::ok();
 }
 
 void QsgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,

@@ -52,6 +52,13 @@ void RandomkCompressor::encode(std::span<const float> a, const EncodeContext& ct
                     [&](std::size_t j, std::size_t pos) { store_f32(out + 4 * j, a[pos]); });
 }
 
+
+Status RandomkCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  // k follows the step's density (ctx), exactly as encode() chose it.
+  return check_message_size(*this, msg, n, 4 * k_for(density_for(options_.density, ctx), n));
+}
+
 void RandomkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                float alpha, DecodeMode mode, const EncodeContext& ctx) const {
   const std::size_t k = k_for(density_for(options_.density, ctx), out.size());

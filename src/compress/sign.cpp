@@ -52,6 +52,15 @@ void SignCompressor::encode(std::span<const float> a, const EncodeContext&, Mess
   }
 }
 
+
+Status SignCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SPARQ_RETURN_IF_ERROR(check_message_size(*this, msg, n, *fixed_message_bytes(n)));
+  const float scale = load_f32(msg.data());
+  if (scale < 0.0f) return Status::error("{}: negative scale {}", name(), scale);
+  return Status::ok();
+}
+
 void SignCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                             DecodeMode mode, const EncodeContext&) const {
   const std::size_t n = out.size();

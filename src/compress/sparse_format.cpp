@@ -73,6 +73,74 @@ SparseHeader read_sparse_header(std::span<const std::uint8_t> msg, std::size_t n
   return h;
 }
 
+Status check_sparse_prefix(std::span<const std::uint8_t> msg, std::size_t n,
+                           std::uint8_t expected_bits, std::string_view who, SparseHeader* out) {
+  if (msg.size() < kSparseHeaderBytes) {
+    return Status::error("{}: message of {} bytes has no {}-byte header", who, msg.size(),
+                         kSparseHeaderBytes);
+  }
+  SparseHeader h;
+  h.count = load_u32(msg.data());
+  h.index_bytes = load_u32(msg.data() + 4);
+  if (msg[8] > 1) return Status::error("{}: unknown index format {}", who, msg[8]);
+  h.format = static_cast<IndexFormat>(msg[8]);
+  h.value_bits = msg[9];
+  if (h.value_bits != expected_bits) {
+    return Status::error("{}: message has {}-bit values, expected {}", who, h.value_bits,
+                         expected_bits);
+  }
+  if (h.count > n) return Status::error("{}: {} entries for {} floats", who, h.count, n);
+  if (h.format == IndexFormat::kBitmap && h.index_bytes != bitmap_bytes(n)) {
+    return Status::error("{}: bitmap of {} bytes for {} floats (expected {})", who, h.index_bytes,
+                         n, bitmap_bytes(n));
+  }
+  if (h.index_bytes > msg.size() - kSparseHeaderBytes) {
+    return Status::error("{}: index section of {} bytes runs past the {}-byte message", who,
+                         h.index_bytes, msg.size());
+  }
+  const std::uint8_t* section = msg.data() + kSparseHeaderBytes;
+  if (h.format == IndexFormat::kBitmap) {
+    std::uint64_t set = 0;
+    for (std::size_t byte = 0; byte < h.index_bytes; ++byte) set += std::popcount(section[byte]);
+    // Bits past n in the last byte would be indices >= n.
+    if (n % 8 != 0 && (section[n / 8] >> (n % 8)) != 0) {
+      return Status::error("{}: bitmap marks an index past {} floats", who, n);
+    }
+    if (set != h.count) {
+      return Status::error("{}: bitmap holds {} indices, the header says {}", who, set, h.count);
+    }
+  } else {
+    const std::uint8_t* p = section;
+    const std::uint8_t* end = section + h.index_bytes;
+    std::uint64_t next = 0;
+    for (std::uint32_t j = 0; j < h.count; ++j) {
+      std::uint32_t gap = 0;
+      p = get_varint(p, end, gap);
+      if (!p) return Status::error("{}: index {} of {}: truncated or overlong varint", who, j, h.count);
+      const std::uint64_t i = next + gap;
+      if (i >= n) return Status::error("{}: index {} out of range for {} floats", who, i, n);
+      next = i + 1;
+    }
+    if (p != end) {
+      return Status::error("{}: index section has {} bytes after its {} indices", who, end - p,
+                           h.count);
+    }
+  }
+  *out = h;
+  return Status::ok();
+}
+
+Status check_sparse_f32(std::span<const std::uint8_t> msg, std::size_t n, std::string_view who) {
+  SparseHeader h;
+  SPARQ_RETURN_IF_ERROR(check_sparse_prefix(msg, n, 32, who, &h));
+  const std::size_t expected = kSparseHeaderBytes + h.index_bytes + 4 * std::size_t{h.count};
+  if (msg.size() != expected) {
+    return Status::error("{}: message of {} bytes, its header implies {}", who, msg.size(),
+                         expected);
+  }
+  return Status::ok();
+}
+
 void prepare_output(std::span<float> out, DecodeMode mode) {
   if (mode == DecodeMode::kSet) ops::fill(out.data(), out.size(), 0.0f);
 }

@@ -54,6 +54,15 @@ std::uint8_t* write_sparse_prefix(const SparseHeader& h, std::span<const std::ui
 SparseHeader read_sparse_header(std::span<const std::uint8_t> msg, std::size_t n,
                                 std::uint8_t expected_bits, std::string_view who);
 
+// check_message() of the sparse prefix: the header against n and the expected value width,
+// and a walk of the whole index section (every index < n and ascending, exactly `count` of
+// them, no bitmap bit past n, no trailing varint bytes). On success *h is the header and
+// for_each_index() cannot fail on this message. Errors start with `who`.
+Status check_sparse_prefix(std::span<const std::uint8_t> msg, std::size_t n,
+                           std::uint8_t expected_bits, std::string_view who, SparseHeader* h);
+// check_message() of a plain sparse f32 message (the prefix, then 4 * count value bytes).
+Status check_sparse_f32(std::span<const std::uint8_t> msg, std::size_t n, std::string_view who);
+
 // Calls fn(j, index) for the j-th kept index, j = 0..count-1, in ascending index order.
 // Aborts (SPARQ_CHECK) on a corrupt index section.
 template <typename Fn>

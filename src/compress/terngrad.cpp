@@ -33,6 +33,9 @@ void TernGradCompressor::encode(std::span<const float> a, const EncodeContext& c
   const float s = std::min(ops::max_abs(a.data(), n), clip);
   store_f32(msg.data(), s);
   const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+  // A subnormal s makes 1 / s overflow, and 0 * inf is NaN, whose conversion to int is
+  // undefined (fuzzing): then divide by s instead.
+  const bool tiny_scale = std::isinf(inv);
   const RoundingRng rng{step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
                         ctx.offset, nullptr};
   const std::size_t subs = (n + kSub - 1) / kSub;
@@ -44,11 +47,21 @@ void TernGradCompressor::encode(std::span<const float> a, const EncodeContext& c
     rounding_uniforms(rng, begin, len, u);
     for (std::size_t j = 0; j < len; ++j) {
       const float x = std::clamp(a[begin + j], -s, s);
-      const float b = std::min(std::floor(std::fabs(x) * inv + u[j]), 1.0f);
+      const float scaled = tiny_scale ? std::fabs(x) / s : std::fabs(x) * inv;
+      const float b = std::min(std::floor(scaled + u[j]), 1.0f);
       codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -b : b) + 1.0f));
     }
     pack_codes(codes, len, 2, msg.data() + 4 + begin / 4);
   }
+}
+
+
+Status TernGradCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  SPARQ_RETURN_IF_ERROR(check_message_size(*this, msg, n, *fixed_message_bytes(n)));
+  const float scale = load_f32(msg.data());
+  if (scale < 0.0f) return Status::error("terngrad: negative scale {}", scale);
+  return Status::ok();
 }
 
 void TernGradCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,

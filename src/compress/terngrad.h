@@ -26,6 +26,9 @@ class TernGradCompressor final : public Compressor {
   std::string_view name() const override { return "terngrad"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
+  // Size, header and indices (compressor.h); see the layout above.
+  Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                       const EncodeContext& ctx) const override;
   void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
               DecodeMode mode, const EncodeContext& ctx) const override;
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override {

@@ -16,6 +16,12 @@ void ThresholdCompressor::encode(std::span<const float> a, const EncodeContext&,
   encode_sparse_f32(a, indices_, msg);
 }
 
+
+Status ThresholdCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  return check_sparse_f32(msg, n, name());
+}
+
 void ThresholdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out,
                                  float alpha, DecodeMode mode, const EncodeContext&) const {
   decode_sparse_f32(msg, out, alpha, mode, name());

@@ -28,6 +28,12 @@ void TopkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
   encode_sparse_f32(a, indices_, msg);
 }
 
+
+Status TopkCompressor::check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                           const EncodeContext& ctx) const {
+  return check_sparse_f32(msg, n, name());
+}
+
 void TopkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                             DecodeMode mode, const EncodeContext&) const {
   decode_sparse_f32(msg, out, alpha, mode, name());

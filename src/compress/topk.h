@@ -34,6 +34,9 @@ class TopkCompressor final : public Compressor {
     return options_.global ? Aggregation::kTree : Aggregation::kAllgather;
   }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
+  // Size, header and indices (compressor.h); see the layout above.
+  Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                       const EncodeContext& ctx) const override;
   void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
               DecodeMode mode, const EncodeContext& ctx) const override;
   std::optional<std::size_t> fixed_message_bytes(std::size_t) const override {

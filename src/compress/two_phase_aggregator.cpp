@@ -6,6 +6,7 @@
 #include "comm/gather.h"
 #include "compress/byte_io.h"
 #include "core/check.h"
+#include "core/ops.h"
 
 namespace sparq::compress {
 namespace {
@@ -14,8 +15,8 @@ std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n
 
 }  // namespace
 
-void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
-                             comm::Communicator& comm, const EncodeContext& ctx_in) {
+Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
+                               comm::Communicator& comm, const EncodeContext& ctx_in) {
   const std::size_t n = bucket.size(), p = static_cast<std::size_t>(comm.size());
   const std::size_t me = static_cast<std::size_t>(comm.rank());
   EncodeContext ctx = ctx_in;
@@ -49,14 +50,25 @@ void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedba
   const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
   average_.resize(my_len);
   ctx.offset = my_begin;
+  // Only this rank sees its region's messages: a bad one is remembered and skipped (counted
+  // as zero) so that phase 2 still runs on every rank, and is reported at the end.
+  Status failure;
   if (my_len > 0) {
+    bool first = true;  // kSet for the first good message: as allgather decodes, bit for bit
     for (std::size_t r = 0; r < p; ++r) {
       EncodeContext from = ctx;
       from.rank = static_cast<int>(r);
-      c.decode(std::span<const std::uint8_t>(recv_.data() + recv_displs_[r], recv_counts_[r]),
-               average_, 1.0f / static_cast<float>(p), r == 0 ? DecodeMode::kSet : DecodeMode::kAdd,
-               from);
+      const std::span<const std::uint8_t> m(recv_.data() + recv_displs_[r], recv_counts_[r]);
+      const Status s = check_received(c, m, my_len, from, fmt::format("rank {}", r));
+      if (!s.is_ok()) {
+        if (failure.is_ok()) failure = s;
+        continue;
+      }
+      c.decode(m, average_, 1.0f / static_cast<float>(p),
+               first ? DecodeMode::kSet : DecodeMode::kAdd, from);
+      first = false;
     }
+    if (first) ops::fill(average_.data(), my_len, 0.0f);
   }
 
   // Phase 2: the region result, re-compressed against the server residual or dense.
@@ -81,16 +93,22 @@ void TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedba
     const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     const std::span<const std::uint8_t> m(recv_.data() + recv_displs_[j], recv_counts_[j]);
+    EncodeContext from = ctx;
+    from.rank = static_cast<int>(j);
+    from.offset = begin;
+    const std::string sender = fmt::format("rank {} (region result)", j);
     if (options_.server_compression) {
-      EncodeContext from = ctx;
-      from.rank = static_cast<int>(j);
-      from.offset = begin;
+      SPARQ_RETURN_IF_ERROR(check_received(c, m, len, from, sender));
       c.decode(m, bucket.subspan(begin, len), 1.0f, DecodeMode::kSet, from);
     } else {
-      SPARQ_CHECK(m.size() == 4 * len, "two_phase: region {} result of {} bytes", j, m.size());
+      if (m.size() != 4 * len) {
+        return Status::error("bucket {} ({}): message from {}: {} bytes, expected {} dense f32",
+                             from.bucket_id, c.name(), sender, m.size(), 4 * len);
+      }
       std::memcpy(bucket.data() + begin, m.data(), m.size());
     }
   }
+  return failure;
 }
 
 void TwoPhaseAggregator::save_state(std::vector<std::uint8_t>& out) const {

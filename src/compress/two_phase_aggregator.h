@@ -18,8 +18,8 @@ class TwoPhaseAggregator final : public Aggregator {
  public:
   explicit TwoPhaseAggregator(AggregatorOptions options) : options_(options) {}
   Aggregation kind() const override { return Aggregation::kTwoPhase; }
-  void run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
-           const EncodeContext& ctx) override;
+  Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
+             const EncodeContext& ctx) override;
 
   std::span<const float> server_residual() const { return server_residual_; }
   void save_state(std::vector<std::uint8_t>& out) const override;

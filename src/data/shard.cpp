@@ -186,19 +186,30 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   if (hd.token_width != 2 && hd.token_width != 4) {
     return Status::error("shard '{}' has token width {} (expected 2 or 4)", path, hd.token_width);
   }
-  const std::uint64_t expected = kShardHeaderBytes + hd.token_count * hd.token_width;
-  if (file_bytes != expected) {
-    return Status::error("shard '{}' is {}: {} bytes on disk, header promises {} tokens = {} bytes",
-                         path, file_bytes < expected ? "truncated" : "too long", file_bytes,
-                         hd.token_count, expected);
+  // Compared as a token count, not as count * width bytes: a count near 2^64 would wrap the
+  // product around to the file size and let token() read far past the mapping (fuzzing).
+  const std::uint64_t payload_bytes = file_bytes - kShardHeaderBytes;
+  if (payload_bytes % hd.token_width != 0 || hd.token_count != payload_bytes / hd.token_width) {
+    const bool short_file = hd.token_count > payload_bytes / hd.token_width;
+    return Status::error("shard '{}' is {}: {} bytes on disk, header promises {} tokens of {} bytes",
+                         path, short_file ? "truncated" : "too long", file_bytes, hd.token_count,
+                         hd.token_width);
   }
   r.payload_ = h + kShardHeaderBytes;
   if (verify_payload) {
-    const std::uint64_t actual = shard_checksum(r.payload_, file_bytes - kShardHeaderBytes);
+    const std::uint64_t actual = shard_checksum(r.payload_, payload_bytes);
     if (actual != hd.payload_checksum) {
       return Status::error(
           "shard '{}' is corrupt: payload checksum {:016x} != {:016x} in the header", path, actual,
           hd.payload_checksum);
+    }
+    // The format promises every id < vocab_size, and loaders index embeddings with them.
+    for (std::uint64_t i = 0; i < hd.token_count; ++i) {
+      const std::uint32_t id = r.token(i);
+      if (id >= hd.vocab_size) {
+        return Status::error("shard '{}' is corrupt: token {} is id {}, outside the vocabulary of {}",
+                             path, i, id, hd.vocab_size);
+      }
     }
   }
   return r;
@@ -242,6 +253,7 @@ std::uint32_t ShardReader::token(std::uint64_t i) const {
 void ShardReader::read(std::uint64_t begin, std::uint64_t count, std::uint32_t* out) const {
   SPARQ_CHECK(begin + count <= header_.token_count, "range [{}, {}) out of shard {} ({} tokens)",
               begin, begin + count, path_, header_.token_count);
+  if (count == 0) return;  // `out` may be the null data() of an empty vector (fuzzing)
   if (header_.token_width == 4) {
     std::memcpy(out, payload_ + 4 * begin, 4 * count);
     return;

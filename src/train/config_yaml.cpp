@@ -14,8 +14,17 @@ namespace {
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      // Raw line breaks and tabs would be folded into spaces when read back (fuzzing), and
+      // YAML forbids other control characters: all are written as escapes.
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
   }
   return out + "\"";
 }

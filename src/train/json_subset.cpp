@@ -87,7 +87,7 @@ class JsonParser {
       for (const auto& m : out->members) {
         if (m.first == key) return fail("duplicate key '" + key + "'");
       }
-      out->members.emplace_back(std::move(key), std::move(value));
+      out->members.push_back({std::move(key), std::move(value)});
     } while (eat(','));
     if (!eat('}')) return fail("expected ',' or '}'");
     return Status::ok();

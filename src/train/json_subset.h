@@ -14,13 +14,22 @@
 
 namespace sparq::train {
 
+struct JsonMember;
+
 struct Json {
   enum class Kind { kObject, kArray, kString, kInt };
   Kind kind = Kind::kInt;
   std::string str;
   std::int64_t num = 0;
   std::vector<Json> items;                            // arrays
-  std::vector<std::pair<std::string, Json>> members;  // objects, in text order
+  std::vector<JsonMember> members;  // objects, in text order
+};
+
+// An object member, named like std::pair's fields: a pair cannot hold the still incomplete
+// Json above (clang with libstdc++ rejects it; the fuzz build is clang).
+struct JsonMember {
+  std::string first;
+  Json second;
 };
 
 // "an object", "an array", ... for messages.

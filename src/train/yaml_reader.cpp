@@ -16,22 +16,24 @@ std::vector<std::string> split_key(const std::string& key) {
   return parts;
 }
 
-void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>* out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string k = kv.first.as<std::string>();
-      collect_leaves(kv.second, prefix.empty() ? k : prefix + "." + k, out);
-    }
-  } else {
-    out->push_back(prefix);
-  }
-}
-
 std::string scalar_text(const YAML::Node& n) {
   if (n.IsScalar()) return n.Scalar();
   YAML::Emitter e;
   e << YAML::Flow << n;
   return e.c_str();
+}
+
+void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>* out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      // A complex key ("? [a, b]: 1") has no string form: as<std::string>() would throw
+      // (fuzzing); its flow text still names it in the unknown-key error.
+      const std::string k = scalar_text(kv.first);
+      collect_leaves(kv.second, prefix.empty() ? k : prefix + "." + k, out);
+    }
+  } else {
+    out->push_back(prefix);
+  }
 }
 
 }  // namespace
@@ -207,7 +209,11 @@ Status YamlReader::take_section(const std::string& key,
   std::vector<std::string> leaves;
   collect_leaves(*node, "", &leaves);
   for (const auto& leaf : leaves) {
-    out->emplace_back(leaf, scalar_text(*find(key + "." + leaf)));
+    // An empty key or one holding a '.' cannot be reached as a dotted path (fuzzing found
+    // the unchecked lookup of one).
+    const auto value = find(key + "." + leaf);
+    if (!value) return fail(key + "." + leaf, "keys must be non-empty and must not contain '.'");
+    out->emplace_back(leaf, scalar_text(*value));
   }
   return Status::ok();
 }

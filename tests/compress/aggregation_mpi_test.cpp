@@ -92,7 +92,7 @@ TEST(AggregationMpi, AllreduceAndAllgatherLeaveTheAverageOfDecodedContributions)
     const float tol = name == "fp16" ? 4e-3f : name == "bf16" ? 3e-2f : 1e-6f;
     for (int step = 0; step < 2; ++step) {
       std::vector<float> bucket = gradient(me, step, n);
-      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p));
+      EXPECT_TRUE(strategy->run(bucket, *mine, &ef, *comm, context(step, me, p)).is_ok());
       std::vector<float> expected(n, 0.0f);
       for (int r = 0; r < p; ++r) {
         ErrorFeedback sim_ef(sims[r].residual);
@@ -122,8 +122,8 @@ TEST(AggregationMpi, TwoPhaseWithoutServerCompressionMatchesAllgather) {
   auto gather = make_aggregator(Aggregation::kAllgather);
   auto two_phase = make_aggregator(Aggregation::kTwoPhase, {.server_compression = false});
   std::vector<float> a = gradient(me, 0, n), b = a;
-  gather->run(a, *c, nullptr, *comm, context(0, me, p));
-  two_phase->run(b, *c, nullptr, *comm, context(0, me, p));
+  EXPECT_TRUE(gather->run(a, *c, nullptr, *comm, context(0, me, p)).is_ok());
+  EXPECT_TRUE(two_phase->run(b, *c, nullptr, *comm, context(0, me, p)).is_ok());
   EXPECT_EQ(a, b);
 }
 
@@ -147,7 +147,7 @@ TEST(AggregationMpi, TwoPhaseMatchesTheRegionwiseReference) {
       const std::string what = name + (server ? " server" : " plain");
       for (int step = 0; step < 2; ++step) {
         std::vector<float> bucket = gradient(me, step, n);
-        strategy->run(bucket, *mine, &ef, *comm, context(step, me, p));
+        EXPECT_TRUE(strategy->run(bucket, *mine, &ef, *comm, context(step, me, p)).is_ok());
         std::vector<float> expected(n, 0.0f);
         for (int j = 0; j < p; ++j) {
           const std::size_t begin = n * j / p, len = n * (j + 1) / p - begin;
@@ -194,7 +194,7 @@ TEST(AggregationMpi, GtopkAgreesOnOneIndexSetAndAveragesOnIt) {
   std::vector<std::vector<float>> sim_residual(p, std::vector<float>(n, 0.0f));
   for (int step = 0; step < 3; ++step) {
     std::vector<float> bucket = gradient(me, step, n);
-    strategy.run(bucket, *c, &ef, *comm, context(step, me, p));
+    EXPECT_TRUE(strategy.run(bucket, *c, &ef, *comm, context(step, me, p)).is_ok());
     const auto& global = strategy.global_indices();
     ASSERT_EQ(global.size(), k);
     ASSERT_TRUE(std::is_sorted(global.begin(), global.end()));
@@ -260,7 +260,7 @@ TEST(AggregationMpi, WarmupDensityTravelsThroughEveryStrategy) {
     for (auto& s : sims) s = {make(name, params), std::vector<float>(n, 0.0f)};
     for (int step = 0; step < 2; ++step) {
       std::vector<float> bucket = gradient(me, step, n);
-      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density));
+      EXPECT_TRUE(strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density)).is_ok());
       std::vector<float> expected(n, 0.0f);
       for (int r = 0; r < p; ++r) {
         ErrorFeedback sim_ef(sims[r].residual);
@@ -285,7 +285,7 @@ TEST(AggregationMpi, WarmupDensityTravelsThroughEveryStrategy) {
         want_sq += double(a) * a;
       }
       ef.begin_step();
-      strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density));
+      EXPECT_TRUE(strategy->run(bucket, *mine, &ef, *comm, context(step, me, p, 0, density)).is_ok());
       EXPECT_NEAR(ef.input_sq(), want_sq, 1e-9 * want_sq) << name;
       std::vector<float> all(n * p);
       comm->allgather(bucket.data(), all.data(), n, DType::kF32);
@@ -303,7 +303,7 @@ TEST(AggregationMpi, WarmupDensityTravelsThroughEveryStrategy) {
   ErrorFeedback ef(residual);
   std::vector<float> bucket = gradient(me, 0, n);
   ef.begin_step();
-  tree.run(bucket, *c, &ef, *comm, context(0, me, p, 0, density));
+  EXPECT_TRUE(tree.run(bucket, *c, &ef, *comm, context(0, me, p, 0, density)).is_ok());
   EXPECT_EQ(tree.global_indices().size(), k_for(density, n));
   const std::vector<float> g = gradient(me, 0, n);
   EXPECT_NEAR(ef.input_sq(), testing::squared_norm(g), 1e-9 * testing::squared_norm(g));
@@ -333,7 +333,7 @@ TEST(AggregationMpi, PowerSgdAveragesTheRanksProjectionsAndAgrees) {
     }
     auto strategy = make_aggregator(c.aggregation());
     std::vector<float> bucket = gradient(me, 0, n);
-    strategy->run(bucket, c, nullptr, *comm, context(0, me, p));
+    EXPECT_TRUE(strategy->run(bucket, c, nullptr, *comm, context(0, me, p)).is_ok());
     std::vector<float> all(n * p);
     comm->allgather(bucket.data(), all.data(), n, DType::kF32);
     for (int rr = 0; rr < p; ++rr) {

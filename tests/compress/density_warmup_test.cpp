@@ -140,8 +140,8 @@ TEST(DensityWarmup, OffIsTheExchangeAsItWas) {
         ctx.seed = c.seed;
         ctx.step = step;
         ctx.bucket_id = static_cast<std::uint32_t>(b.index);
-        gather->run(std::span(want).subspan(offset, count), *compressors[b.index], &ef, *f.self,
-                    ctx);
+        EXPECT_TRUE(gather->run(std::span(want).subspan(offset, count), *compressors[b.index], &ef,
+                                *f.self, ctx).is_ok());
       }
       f.exchange_all(*x, step);
       EXPECT_EQ(f.grads(), want) << name << " step " << step;

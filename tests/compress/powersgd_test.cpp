@@ -32,12 +32,12 @@ TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
     auto comm = comm::make_self_communicator();
     auto strategy = make_aggregator(Aggregation::kAllreduce);
     std::vector<float> bucket = g;
-    strategy->run(bucket, *c, nullptr, *comm, {});
+    EXPECT_TRUE(strategy->run(bucket, *c, nullptr, *comm, {}).is_ok());
     // The alternate variant's first exchange projects onto a random orthonormal Q, which
     // recovers a rank-2 matrix only after its P step: run one more exchange.
     if (std::string(alternate) == "true") {
       bucket = g;
-      strategy->run(bucket, *c, nullptr, *comm, {});
+      EXPECT_TRUE(strategy->run(bucket, *c, nullptr, *comm, {}).is_ok());
     }
     const double err = testing::squared_distance(bucket, g), norm = testing::squared_norm(g);
     EXPECT_LT(err, 1e-9 * norm) << alternate;
@@ -65,12 +65,12 @@ TEST(PowerSgd, AZeroStepKeepsTheWarmStart) {
     std::vector<float> bucket(n, 0.0f);
     for (int zero_steps = 0; zero_steps < 2; ++zero_steps) {
       bucket.assign(n, 0.0f);
-      strategy->run(bucket, *c, nullptr, *comm, {});
+      ASSERT_TRUE(strategy->run(bucket, *c, nullptr, *comm, {}).is_ok());
       EXPECT_EQ(testing::squared_norm(bucket), 0.0) << alternate;
     }
     for (int step = 0; step < 2; ++step) {
       bucket = g;
-      strategy->run(bucket, *c, nullptr, *comm, {});
+      ASSERT_TRUE(strategy->run(bucket, *c, nullptr, *comm, {}).is_ok());
     }
     EXPECT_LT(testing::squared_distance(bucket, g), 1e-9 * testing::squared_norm(g)) << alternate;
   }
@@ -93,7 +93,7 @@ TEST(PowerSgd, ErrorFeedbackConservesMassThroughTheExchange) {
       std::vector<float> bucket = g;
       EncodeContext ctx;
       ctx.step = step;
-      strategy->run(bucket, *c, &ef, *comm, ctx);
+      EXPECT_TRUE(strategy->run(bucket, *c, &ef, *comm, ctx).is_ok());
       for (std::size_t i = 0; i < n; ++i) {
         ASSERT_NEAR(bucket[i] + residual[i], g[i] + before[i], 1e-4f) << alternate << " " << i;
       }
@@ -108,15 +108,15 @@ TEST(PowerSgd, StateRoundTripsAndContinuesIdentically) {
   auto strategy = make_aggregator(Aggregation::kAllreduce);
   auto first = make_psgd({{"rank", "2"}, {"alternate", "true"}});
   std::vector<float> bucket = testing::normal_vector(n, 3);
-  strategy->run(bucket, *first, nullptr, *comm, {});
+  EXPECT_TRUE(strategy->run(bucket, *first, nullptr, *comm, {}).is_ok());
   std::vector<std::uint8_t> state;
   first->save_state(state);
   auto second = make_psgd({{"rank", "2"}, {"alternate", "true"}});
   second->prepare(n, {});
   ASSERT_TRUE(second->load_state(state).is_ok());
   std::vector<float> x = testing::normal_vector(n, 4), y = x;
-  strategy->run(x, *first, nullptr, *comm, {});
-  strategy->run(y, *second, nullptr, *comm, {});
+  EXPECT_TRUE(strategy->run(x, *first, nullptr, *comm, {}).is_ok());
+  EXPECT_TRUE(strategy->run(y, *second, nullptr, *comm, {}).is_ok());
   EXPECT_EQ(x, y);
   EXPECT_FALSE(second->load_state(std::span<const std::uint8_t>(state.data(), 5)).is_ok());
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# libFuzzer targets (fuzz/, docs/reliability.md "Fuzzing"):
+#   scripts/fuzz.sh TARGET SECONDS [libFuzzer flags...]   fuzz one target for SECONDS
+#   scripts/fuzz.sh --list                                the targets
+#   scripts/fuzz.sh --smoke                               every target for 20 s (CI)
+# Configures and builds build-fuzz/ (clang, ASan + UBSan, -DSPARQ_FUZZ=ON) when needed. Each
+# run works on a copy of fuzz/corpus/TARGET and fuzz/regressions/TARGET (inputs of fixed
+# findings), so new inputs never dirty the repository; a crashing input is kept as
+# build-fuzz/findings/TARGET/crash-*. Exits non-zero on a crash.
+# Environment: CXX (default clang++-14), FUZZ_JOBS (build jobs, default 2), SPARQ_FUZZ_DATA
+# (real tokenizer vocabularies; default ../shared/data when present), TMPDIR (the readers'
+# scratch files; default /dev/shm). Extra flags go to libFuzzer (-runs=N, -jobs=N, ...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=(config shard checkpoint safetensors gpt2_tokenizer wordpiece_tokenizer compressor_decode)
+build=build-fuzz
+cxx="${CXX:-clang++-14}"
+
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+# Installs nothing: names the Debian package that is missing.
+check_tools() {
+  if ! command -v "$cxx" >/dev/null 2>&1; then
+    echo "fuzz.sh: $cxx not found: install the Debian package clang (or clang-14), or set CXX" >&2
+    exit 2
+  fi
+  local probe
+  probe="$(mktemp -d)"
+  printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' \
+    >"$probe/t.cpp"
+  if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe/t.cpp" -o "$probe/t" 2>"$probe/err"; then
+    echo "fuzz.sh: $cxx cannot link libFuzzer/ASan: install libclang-rt-14-dev" \
+         "(the compiler-rt runtimes):" >&2
+    head -3 "$probe/err" >&2
+    rm -rf "$probe"
+    exit 2
+  fi
+  if ! "$cxx" -fopenmp -fsanitize=fuzzer "$probe/t.cpp" -o "$probe/t" 2>"$probe/err"; then
+    echo "fuzz.sh: $cxx cannot link OpenMP: install libomp-14-dev" >&2
+    rm -rf "$probe"
+    exit 2
+  fi
+  rm -rf "$probe"
+  command -v llvm-symbolizer >/dev/null 2>&1 ||
+    echo "fuzz.sh: no llvm-symbolizer (Debian llvm-14): crash reports will lack file:line" >&2
+}
+
+ensure_built() {
+  check_tools
+  if [[ ! -f $build/CMakeCache.txt ]]; then
+    local gen=()
+    command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+    cmake -S . -B $build "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+      -DSPARQ_FUZZ=ON -DSPARQ_CUDA=OFF -DSPARQ_MPI=OFF -DSPARQ_BUILD_TESTS=OFF \
+      -DSPARQ_BUILD_BENCH=OFF >/dev/null
+  fi
+  cmake --build $build -j"${FUZZ_JOBS:-2}" --target "${@/%/_fuzz}"
+}
+
+is_target() {
+  local t
+  for t in "${targets[@]}"; do [[ $t == "$1" ]] && return 0; done
+  return 1
+}
+
+# run_target TARGET SECONDS [flags]: prints "TARGET: N executions in S s (E exec/s)".
+run_target() {
+  local target=$1 seconds=$2
+  shift 2
+  local work=$build/runs/$target findings=$build/findings/$target
+  rm -rf "$work"
+  mkdir -p "$work/corpus" "$findings"
+  # Seeds, and the inputs of past findings (fuzz/regressions/TARGET), which must stay fixed.
+  cp -r fuzz/corpus/"$target"/. "$work/corpus/" 2>/dev/null || true
+  cp -r fuzz/regressions/"$target"/. "$work/corpus/" 2>/dev/null || true
+  if [[ -z ${SPARQ_FUZZ_DATA:-} && -d ../shared/data ]]; then
+    export SPARQ_FUZZ_DATA
+    SPARQ_FUZZ_DATA="$(cd ../shared/data && pwd)"
+  fi
+  # The readers take paths: their scratch files go to memory when /dev/shm exists.
+  [[ -z ${TMPDIR:-} && -d /dev/shm ]] && export TMPDIR=/dev/shm
+  local rc=0 log=$work/fuzz.log start=$SECONDS
+  # One OpenMP thread: the decoders' parallel loops would only add noise to a fuzzer.
+  OMP_NUM_THREADS=1 ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+    "$build/fuzz/${target}_fuzz" -max_total_time="$seconds" -print_final_stats=1 \
+    -artifact_prefix="$findings/" -rss_limit_mb=4096 "$@" "$work/corpus" \
+    >"$log" 2>&1 || rc=$?
+  local runs elapsed=$((SECONDS - start))
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  ((elapsed > 0)) || elapsed=1
+  if [[ -n $runs ]]; then
+    echo "$target: $runs executions in $elapsed s ($((runs / elapsed)) exec/s), corpus $(ls "$work/corpus" | wc -l) inputs"
+  fi
+  if [[ $rc != 0 ]]; then
+    echo "$target: FAILED (exit $rc); the log: $log; the input: $(ls "$findings" | head -1)" >&2
+    grep -m5 -E 'ERROR|runtime error|property violated|SPARQ_CHECK|Check failed' "$log" >&2 || tail -20 "$log" >&2
+  fi
+  return $rc
+}
+
+case "${1:-}" in
+  --list) printf '%s\n' "${targets[@]}" ;;
+  --smoke)
+    ensure_built "${targets[@]}"
+    failed=0
+    for t in "${targets[@]}"; do run_target "$t" 20 || failed=1; done
+    exit $failed
+    ;;
+  ""|-h|--help) usage ;;
+  *)
+    is_target "$1" || { echo "fuzz.sh: unknown target '$1' (scripts/fuzz.sh --list)" >&2; exit 2; }
+    [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, got '${2:-}'" >&2; exit 2; }
+    target=$1 seconds=$2
+    shift 2
+    ensure_built "$target"
+    run_target "$target" "$seconds" "$@"
+    ;;
+esac

@@ -7,6 +7,9 @@ add_library(sparq_options INTERFACE)
 target_include_directories(sparq_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(sparq_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>
+  # Clang (the fuzz build) does not know GCC's -Wno-maybe-uninitialized and would warn on
+  # every file.
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:Clang>>:-Wno-unknown-warning-option>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SPARQ_NATIVE}>>:-march=native>)
 target_link_libraries(sparq_options INTERFACE OpenMP::OpenMP_CXX fmt::fmt spdlog::spdlog)
 target_compile_definitions(sparq_options INTERFACE SPDLOG_FMT_EXTERNAL)

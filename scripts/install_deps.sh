@@ -16,6 +16,9 @@ packages=(
   # The default CPU GEMM backend (docs/layers.md, "GEMM backends"), loaded at run time; sparq
   # builds and runs on Eigen without it. It also becomes the system libblas.so.3.
   libopenblas0-openmp
+  # The libFuzzer targets (scripts/fuzz.sh, the fuzz smoke of .ci/run): clang with its
+  # compiler-rt runtimes, clang's OpenMP, and llvm-symbolizer for file:line in crash reports.
+  clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)

@@ -17,33 +17,9 @@ using testing::make;
 using testing::normal_vector;
 using Params = std::map<std::string, std::string>;
 
-struct Case {
-  std::string name;
-  Params params;
-};
+using Case = testing::CompressorCase;
 
-std::vector<Case> all_cases() {
-  return {{"none", {}},
-          {"fp16", {}},
-          {"bf16", {}},
-          {"topk", {{"density", "0.02"}}},
-          {"topk", {{"density", "0.9"}}},
-          {"topk_sampled", {{"density", "0.02"}}},
-          {"gtopk", {{"density", "0.05"}}},
-          {"randomk", {{"density", "0.05"}}},
-          {"threshold", {{"threshold", "1.5"}}},
-          {"qsgd", {{"levels", "7"}, {"chunk", "128"}}},
-          {"terngrad", {}},
-          {"signsgd", {}},
-          {"onebit", {}},
-          {"powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}}},
-          {"dgc", {{"density", "0.05"}}},
-          {"blockquant", {{"bits", "4"}}},
-          {"blockquant", {{"bits", "3"}, {"block", "64"}, {"rounding", "stochastic"}}},
-          {"lbs", {}},
-          {"lbs", {{"density", "0.2"}, {"bits", "2"}, {"selection", "sampled"}}},
-          {"lbs", {{"density", "0.3"}, {"bits", "8"}, {"rounding", "stochastic"}}}};
-}
+std::vector<Case> all_cases() { return testing::all_compressor_cases(); }
 
 EncodeContext context(std::int64_t step, double density = 0) {
   EncodeContext ctx;

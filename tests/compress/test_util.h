@@ -44,4 +44,36 @@ inline double squared_distance(const std::vector<float>& a, const std::vector<fl
   return s;
 }
 
+// A configuration of one compressor, for the tests that sweep every compressor.
+struct CompressorCase {
+  std::string name;
+  std::map<std::string, std::string> params;
+};
+
+// Every compressor in the configurations the sweeping tests check (with dgc's momentum and
+// gtopk, whose own encode is topk's; a test whose property does not apply to them filters them
+// out and says why).
+inline std::vector<CompressorCase> all_compressor_cases() {
+  return {{"none", {}},
+          {"fp16", {}},
+          {"bf16", {}},
+          {"topk", {{"density", "0.02"}}},
+          {"topk", {{"density", "0.9"}}},
+          {"topk_sampled", {{"density", "0.02"}}},
+          {"gtopk", {{"density", "0.05"}}},
+          {"randomk", {{"density", "0.05"}}},
+          {"threshold", {{"threshold", "1.5"}}},
+          {"qsgd", {{"levels", "7"}, {"chunk", "128"}}},
+          {"terngrad", {}},
+          {"signsgd", {}},
+          {"onebit", {}},
+          {"powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}}},
+          {"dgc", {{"density", "0.05"}}},
+          {"blockquant", {{"bits", "4"}}},
+          {"blockquant", {{"bits", "3"}, {"block", "64"}, {"rounding", "stochastic"}}},
+          {"lbs", {}},
+          {"lbs", {{"density", "0.2"}, {"bits", "2"}, {"selection", "sampled"}}},
+          {"lbs", {{"density", "0.3"}, {"bits", "8"}, {"rounding", "stochastic"}}}};
+}
+
 }  // namespace sparq::compress::testing

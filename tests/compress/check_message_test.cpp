@@ -15,7 +15,6 @@ namespace {
 
 using testing::make;
 using testing::normal_vector;
-using Params = std::map<std::string, std::string>;
 
 using Case = testing::CompressorCase;
 

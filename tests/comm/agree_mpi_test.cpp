@@ -5,15 +5,12 @@
 
 #include "comm/agree.h"
 #include "comm/mpi_communicator.h"
+#include "comm_test_util.h"
 
 namespace sparq::comm {
 namespace {
 
-std::unique_ptr<Communicator> make_comm() {
-  auto comm = make_mpi_communicator();
-  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
-  return std::move(comm).value();
-}
+using testing::make_comm;
 
 using Lines = std::vector<std::string>;
 constexpr std::nullopt_t ok = std::nullopt;

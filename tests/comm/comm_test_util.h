@@ -1,16 +1,27 @@
 // Helpers for the communication tests: typed payloads built from small integers, whose sums
 // over up to a few ranks are exact in every dtype (bf16 holds integers up to 256 exactly),
-// so results can be compared with ==.
+// so results can be compared with ==; and the MPI communicator of the MPI tests.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "comm/mpi_communicator.h"
 #include "core/dtype.h"
 
 namespace sparq::comm::testing {
+
+// The world communicator of an MPI test (a failure to make it fails the test).
+inline std::unique_ptr<Communicator> make_comm() {
+  auto comm = make_mpi_communicator();
+  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
+  return std::move(comm).value();
+}
 
 inline constexpr DType kAllDTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
                                        DType::kI64, DType::kU8,  DType::kU16};

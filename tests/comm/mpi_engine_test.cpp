@@ -17,11 +17,7 @@
 namespace sparq::comm {
 namespace {
 
-std::unique_ptr<Communicator> make_comm() {
-  auto comm = make_mpi_communicator();
-  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
-  return std::move(comm).value();
-}
+using testing::make_comm;
 
 TEST(MpiCommEngine, ManyCollectivesInFlightCompleteInFifoOrder) {
   auto comm = make_comm();

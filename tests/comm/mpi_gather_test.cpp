@@ -16,11 +16,7 @@ using testing::decode;
 using testing::encode;
 using testing::kAllDTypes;
 
-std::unique_ptr<Communicator> make_comm() {
-  auto comm = make_mpi_communicator();
-  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
-  return std::move(comm).value();
-}
+using testing::make_comm;
 
 // Value of element i of the block that rank `from` addresses to rank `to`.
 double block_value(int from, int to, std::size_t i) {

@@ -1,12 +1,16 @@
 // sparq_info: prints how this build of sparq was configured (CUDA, NCCL, cuDNN, MPI,
 // threads), lays out the parameters of a small demo network in a ParamStore, and checks the
 // GEMM path against its reference. A quick "is my build sane" command.
+// `sparq_info --json` prints only the build's features as one JSON object, for scripts that
+// embed sparq: {"version", "cuda", "cuda_device_visible", "nccl", "cudnn", "mpi",
+// "gemm_backend", "gemm_library", "openmp_threads", "compressors": [...]}.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <vector>
 
+#include "compress/registry.h"
 #include "core/buffer.h"
 #include "core/gemm.h"
 #include "core/log.h"
@@ -29,6 +33,49 @@ constexpr bool kHasMpi =
 #else
     false;
 #endif
+constexpr bool kHasNccl =
+#ifdef SPARQ_HAS_NCCL
+    true;
+#else
+    false;
+#endif
+constexpr bool kHasCudnn =
+#ifdef SPARQ_HAS_CUDNN
+    true;
+#else
+    false;
+#endif
+constexpr char kVersion[] = "0.1.0";
+
+// A JSON string literal: the names printed here are plain ASCII, but quote and escape anyway.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string features_json() {
+  std::string compressors;
+  for (const std::string& name : sparq::compress::compressor_names()) {
+    compressors += (compressors.empty() ? "" : ",") + json_string(name);
+  }
+  const auto flag = [](bool b) { return b ? "true" : "false"; };
+  const auto backend = sparq::gemm_backend();
+  return fmt::format(
+      "{{\"version\":{},\"cuda\":{},\"cuda_device_visible\":{},\"nccl\":{},\"cudnn\":{},"
+      "\"mpi\":{},\"gemm_backend\":{},\"gemm_library\":{},\"openmp_threads\":{},"
+      "\"compressors\":[{}]}}",
+      json_string(kVersion), flag(kHasCuda), flag(sparq::cuda_available()), flag(kHasNccl),
+      flag(kHasCudnn), flag(kHasMpi), json_string(sparq::gemm_backend_name(backend)),
+      json_string(sparq::gemm_backend_library(backend)), sparq::max_threads(), compressors);
+}
 
 // A two-block MLP's parameters: enough to show the flat layout and its alignment.
 sparq::ParamStore demo_store(int width) {
@@ -53,12 +100,18 @@ int main(int argc, char** argv) {
   int threads = 0;
   app.add_option("--width", width, "hidden width of the demo network")->check(CLI::Range(1, 4096));
   app.add_option("--threads", threads, "OpenMP threads (0 = default)")->check(CLI::Range(0, 1024));
+  bool json = false;
+  app.add_flag("--json", json, "print only the build's features as one JSON object and exit");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) sparq::set_num_threads(threads);
   sparq::log::init({});
+  if (json) {
+    fmt::print("{}\n", features_json());
+    return 0;
+  }
 
-  fmt::print("sparq 0.1.0\n  CUDA: {} (device visible: {})\n  MPI: {}\n  OpenMP threads: {}\n\n",
-             kHasCuda ? "built" : "not built", sparq::cuda_available() ? "yes" : "no",
+  fmt::print("sparq {}\n  CUDA: {} (device visible: {})\n  MPI: {}\n  OpenMP threads: {}\n\n",
+             kVersion, kHasCuda ? "built" : "not built", sparq::cuda_available() ? "yes" : "no",
              kHasMpi ? "built" : "not built", sparq::max_threads());
 
   sparq::ParamStore store = demo_store(width);

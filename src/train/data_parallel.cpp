@@ -141,7 +141,10 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     } else {
       r.grad_norm = aggregate_norm = optimizer_.clip_grad_norm(options_.clip_norm);
     }
-    r.skipped = !std::isfinite(r.loss) || !std::isfinite(aggregate_norm);
+    // Only the aggregate decides: it is the same on every rank (a rank's non-finite gradient
+    // makes it NaN everywhere, Note [Non-finite local gradients], gradient_exchange.h), while
+    // r.loss is this rank's own, and a skip decided by it could leave the replicas apart.
+    r.skipped = !std::isfinite(aggregate_norm);
     if (!r.skipped) optimizer_.step(r.lr);
     store_.zero_grads();
   }

@@ -387,13 +387,12 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                r.optimizer_ms);
     }
     if (nonfinite_in_a_row_ >= c.train.max_nonfinite_in_a_row) {
-      // Every rank sees the same aggregated norm and stops at the same step: agreeing makes
-      // it one line, "on all N ranks".
+      // Every rank sees the same aggregated norm and stops at the same step; the message holds
+      // nothing rank-local (not the local loss), so agreeing makes it one line, "on all N ranks".
       return agree(Status::error(
-          "step {}: the loss or gradient was not finite in {} steps in a row "
-          "(train.max_nonfinite_in_a_row = {}); last loss {}, grad norm {}: lower optim.lr or "
-          "set optim.clip_norm",
-          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row, r.loss, r.grad_norm),
+          "step {}: the gradient was not finite in {} steps in a row "
+          "(train.max_nonfinite_in_a_row = {}): lower optim.lr or set optim.clip_norm",
+          step_, nonfinite_in_a_row_, c.train.max_nonfinite_in_a_row),
                    "non-finite steps");
     }
     if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());

@@ -18,7 +18,7 @@ EncodeContext with_world(const EncodeContext& ctx, const comm::Communicator& com
 
 class AllreduceAggregator final : public Aggregator {
  public:
-  Aggregation kind() const override { return Aggregation::kAllreduce; }
+  std::string_view name() const override { return "allreduce"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx_in) override {
     SPARQ_CHECK(c.aggregation() == Aggregation::kAllreduce,
@@ -44,7 +44,7 @@ class AllreduceAggregator final : public Aggregator {
 
 class AllgatherAggregator final : public Aggregator {
  public:
-  Aggregation kind() const override { return Aggregation::kAllgather; }
+  std::string_view name() const override { return "allgather"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx_in) override {
     const EncodeContext ctx = with_world(ctx_in, comm);
@@ -78,7 +78,7 @@ class AllgatherAggregator final : public Aggregator {
 
 Status Aggregator::load_state(std::span<const std::uint8_t> in) {
   if (!in.empty()) {
-    return Status::error("{} aggregation: unexpected saved state", aggregation_name(kind()));
+    return Status::error("{} aggregation: unexpected saved state", name());
   }
   return Status::ok();
 }

@@ -25,7 +25,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -44,7 +46,8 @@ struct AggregatorOptions {
 class Aggregator {
  public:
   virtual ~Aggregator() = default;
-  virtual Aggregation kind() const = 0;
+  // The registered strategy name (allreduce, allgather, two_phase, tree or an external one).
+  virtual std::string_view name() const = 0;
 
   // Replaces `bucket` by the average of all ranks' decoded contributions. `ef` may be null
   // (no error feedback); otherwise its residual covers exactly the bucket. ctx.rank and
@@ -72,8 +75,30 @@ class Aggregator {
   std::size_t payload_bytes_ = 0;
 };
 
-// Builds the strategy for `kind`; the caller usually passes compressor.aggregation().
+// Builds the built-in strategy for `kind`; the caller usually passes compressor.aggregation().
 std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions options = {});
+
+// The aggregation registry: compress.aggregation selects a strategy by name. The built-ins
+// (allreduce, allgather, two_phase, tree) are registered the same way as an external one
+// (Note [One registration path], registry.h); include/sparq/aggregation.h is the public header.
+struct AggregationRegistration {
+  std::string name;     // [a-z][a-z0-9_]*, unique; "auto" is reserved (the compressor's own)
+  std::string summary;  // one line for sparq_info
+  // Whether the strategy can carry compressor c's messages; an error saying why not (the
+  // caller prefixes the config key). Empty: every compressor.
+  std::function<Status(const Compressor& c)> accepts;
+  std::function<std::unique_ptr<Aggregator>(const AggregatorOptions&)> factory;
+};
+Status register_aggregation(AggregationRegistration registration);
+// Built-ins first, then the others in registration order.
+std::vector<std::string> aggregation_names();
+// Strategy `name` for compressor c ("auto": c.aggregation()). Errors (an unknown name, a
+// strategy that refuses c) name `key`.
+Result<std::unique_ptr<Aggregator>> make_aggregator(std::string_view name, const Compressor& c,
+                                                    const AggregatorOptions& options,
+                                                    const std::string& key);
+// Whether `name` is "auto" or registered; the error names `key` and lists the known names.
+Status check_aggregation_name(std::string_view name, const std::string& key);
 
 // check_message() of a message for n floats that `sender` ("rank 1", "the allreduce")
 // produced under `from`, with the bucket and the compressor named in the error.

@@ -94,9 +94,19 @@ Status ConfigReader::removed(const std::string& key, const std::string& instead)
 }
 
 Status ConfigReader::finish() const {
+  if (check_declared_) {
+    for (const std::string& key : used_) {
+      if (!declared_.count(key)) {
+        return Status::error("{}: the compressor reads key '{}', which its registration does not "
+                             "declare (add it to CompressorRegistration::keys)",
+                             prefix_, key);
+      }
+    }
+  }
+  const std::set<std::string>& known_keys = check_declared_ ? declared_ : used_;
   for (const auto& [key, value] : params_) {
     if (!used_.count(key)) {
-      std::vector<std::string> known(used_.begin(), used_.end());
+      std::vector<std::string> known(known_keys.begin(), known_keys.end());
       return Status::error("{}: unknown key (known keys: {})", full_key(key),
                            known.empty() ? std::string("none") : join(known));
     }

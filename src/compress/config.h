@@ -27,6 +27,12 @@ class ConfigReader {
  public:
   ConfigReader(const std::map<std::string, std::string>& params, std::string prefix)
       : params_(params), prefix_(std::move(prefix)) {}
+  // `declared`: the only keys a getter may ask for (a compressor's registered keys,
+  // registry.h); an undeclared one is reported by finish() as a registration bug.
+  ConfigReader(const std::map<std::string, std::string>& params, std::string prefix,
+               const std::vector<std::string>& declared)
+      : params_(params), prefix_(std::move(prefix)), declared_(declared.begin(), declared.end()),
+        check_declared_(true) {}
 
   // Each getter returns `fallback` when the key is absent and an error naming the key when the
   // text does not parse or the value is outside the stated range.
@@ -42,7 +48,8 @@ class ConfigReader {
 
   // A key that existed once: an error naming it and what replaced it when it is given.
   Status removed(const std::string& key, const std::string& instead);
-  // Rejects keys that no getter consumed.
+  // Rejects keys that no getter consumed (naming the declared keys, or else the ones read)
+  // and getters of undeclared keys.
   Status finish() const;
 
   std::string full_key(const std::string& key) const { return prefix_ + "." + key; }
@@ -52,6 +59,8 @@ class ConfigReader {
   const std::map<std::string, std::string>& params_;
   std::string prefix_;
   std::set<std::string> used_;
+  std::set<std::string> declared_;
+  bool check_declared_ = false;
 };
 
 }  // namespace sparq::compress

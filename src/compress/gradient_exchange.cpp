@@ -18,24 +18,6 @@
 namespace sparq::compress {
 namespace {
 
-// The strategies a compressor's messages can go through. powersgd's self_aggregate() needs whole
-// matrices and two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
-Status check_aggregation(const Compressor& c, Aggregation kind, const std::string& key) {
-  const bool sparse_f32 = c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled";
-  bool ok = true;
-  switch (kind) {
-    case Aggregation::kAllreduce: ok = c.aggregation() == Aggregation::kAllreduce; break;
-    case Aggregation::kAllgather:
-    case Aggregation::kTwoPhase: ok = c.name() != "powersgd"; break;
-    case Aggregation::kTree: ok = sparse_f32; break;
-  }
-  if (!ok) {
-    return Status::error("{}: {} cannot aggregate by {} (its own strategy is {})", key, c.name(),
-                         aggregation_name(kind), aggregation_name(c.aggregation()));
-  }
-  return Status::ok();
-}
-
 // powersgd's matrices: every tensor of rank >= 2 in the bucket, viewed as [shape[0], numel /
 // shape[0]] (a linear weight [out, in], a conv weight [out, in*kh*kw]). A tensor the plan split
 // over several buckets (one larger than bucket_mb, such as a big vocabulary's embedding)
@@ -115,15 +97,15 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
     if (bucket.dense || config.compress.name == "none") continue;
     PerBucket& slot = x->buckets_[bucket.index];
     SPARQ_ASSIGN_OR_RETURN(slot.compressor, make_compressor(config.compress));
-    const Aggregation kind = config.aggregation.value_or(slot.compressor->aggregation());
-    SPARQ_RETURN_IF_ERROR(check_aggregation(*slot.compressor, kind, config.aggregation_key));
     if (auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get())) {
       SPARQ_RETURN_IF_ERROR(
           psgd->set_layout(static_cast<std::size_t>(bucket.range.count),
                            bucket_matrices(store, bucket))
               .with_context(fmt::format("bucket {}", bucket.index)));
     }
-    slot.aggregator = make_aggregator(kind, config.aggregator);
+    SPARQ_ASSIGN_OR_RETURN(slot.aggregator,
+                           make_aggregator(config.aggregation, *slot.compressor, config.aggregator,
+                                           config.aggregation_key));
     any_compressed = true;
   }
   if (any_compressed && config.error_feedback) {
@@ -311,7 +293,7 @@ std::optional<double> GradientExchange::never_sent_share() const {
 std::string GradientExchange::compressor_name(int bucket) const {
   const PerBucket& slot = buckets_[bucket];
   if (!slot.compressor) return "none";
-  return fmt::format("{}/{}{}", slot.compressor->name(), aggregation_name(slot.aggregator->kind()),
+  return fmt::format("{}/{}{}", slot.compressor->name(), slot.aggregator->name(),
                      slot.error_feedback ? "+ef" : "");
 }
 
@@ -374,7 +356,7 @@ std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int n
                    fmt::format("{} compressor state", slot.compressor->name()), shape,
                    slot.compressor->state_merge(shape)});
     out.push_back({fmt::format("bucket{}.aggregator", bucket.index), "aggregator",
-                   fmt::format("{} aggregator state", aggregation_name(slot.aggregator->kind())),
+                   fmt::format("{} aggregator state", slot.aggregator->name()),
                    shape, slot.aggregator->state_merge(shape)});
   }
   return out;

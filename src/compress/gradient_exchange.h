@@ -63,7 +63,8 @@ namespace sparq::compress {
 
 struct GradientExchangeConfig {
   CompressConfig compress;                 // the compressor of compressed buckets
-  std::optional<Aggregation> aggregation;  // nullopt: the compressor's own strategy
+  // A registered strategy name (aggregation.h), or "auto": the compressor's own strategy.
+  std::string aggregation = "auto";
   std::string aggregation_key = "compress.aggregation";  // names `aggregation` in errors
   AggregatorOptions aggregator;            // two_phase server compression
   bool error_feedback = true;

@@ -21,7 +21,7 @@ namespace sparq::compress {
 
 class GtopkAggregator final : public Aggregator {
  public:
-  Aggregation kind() const override { return Aggregation::kTree; }
+  std::string_view name() const override { return "tree"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx) override;
 

@@ -1,97 +1,62 @@
 #include "compress/registry.h"
 
-#include <functional>
+#include <set>
 #include <utility>
 
-#include "compress/blockquant.h"
-#include "compress/dense_cast.h"
-#include "compress/dgc.h"
-#include "compress/lbs.h"
-#include "compress/powersgd.h"
-#include "compress/qsgd.h"
-#include "compress/randomk.h"
-#include "compress/sign.h"
-#include "compress/terngrad.h"
-#include "compress/threshold.h"
-#include "compress/topk.h"
+#include "core/name_registry.h"
 
 namespace sparq::compress {
 namespace {
 
-using Factory = std::function<Result<std::unique_ptr<Compressor>>(ConfigReader&)>;
-
-template <typename C>
-Factory with_options() {
-  return [](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
-    SPARQ_ASSIGN_OR_RETURN(auto options, C::Options::parse(r));
-    return std::unique_ptr<Compressor>(std::make_unique<C>(options));
-  };
+NameRegistry<CompressorRegistration>& registry() {
+  static NameRegistry<CompressorRegistration> r(register_builtin_compressors);
+  return r;
 }
 
-Factory dense(DenseCastCompressor::Format format) {
-  return [format](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
-    SPARQ_RETURN_IF_ERROR(r.finish());
-    return std::unique_ptr<Compressor>(std::make_unique<DenseCastCompressor>(format));
-  };
-}
-
-Factory sign(SignCompressor::Kind kind) {
-  return [kind](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
-    SPARQ_RETURN_IF_ERROR(r.finish());
-    return std::unique_ptr<Compressor>(std::make_unique<SignCompressor>(kind));
-  };
-}
-
-Factory topk(bool sampled, bool global = false) {
-  return [sampled, global](ConfigReader& r) -> Result<std::unique_ptr<Compressor>> {
-    SPARQ_ASSIGN_OR_RETURN(auto options, TopkCompressor::Options::parse(r, sampled, global));
-    return std::unique_ptr<Compressor>(std::make_unique<TopkCompressor>(options));
-  };
-}
-
-const std::vector<std::pair<std::string, Factory>>& factories() {
-  static const std::vector<std::pair<std::string, Factory>> table = {
-      {"none", dense(DenseCastCompressor::Format::kF32)},
-      {"fp16", dense(DenseCastCompressor::Format::kF16)},
-      {"bf16", dense(DenseCastCompressor::Format::kBF16)},
-      {"topk", topk(false)},
-      {"topk_sampled", topk(true)},
-      {"randomk", with_options<RandomkCompressor>()},
-      {"threshold", with_options<ThresholdCompressor>()},
-      {"gtopk", topk(false, true)},
-      {"qsgd", with_options<QsgdCompressor>()},
-      {"terngrad", with_options<TernGradCompressor>()},
-      {"signsgd", sign(SignCompressor::Kind::kSignSgd)},
-      {"onebit", sign(SignCompressor::Kind::kOneBit)},
-      {"blockquant", with_options<BlockQuantCompressor>()},
-      {"powersgd", with_options<PowerSgdCompressor>()},
-      {"dgc", with_options<DgcCompressor>()},
-      {"lbs", with_options<LbsCompressor>()},
-  };
-  return table;
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Compressor>> make_compressor(const CompressConfig& config) {
-  for (const auto& [name, factory] : factories()) {
-    if (name != config.name) continue;
-    ConfigReader reader(config.params, config.prefix);
-    return factory(reader);
+Status register_compressor(CompressorRegistration r) {
+  if (!is_registry_name(r.name)) {
+    return Status::error("register_compressor: name '{}' must match [a-z][a-z0-9_]*", r.name);
   }
-  std::string known;
-  for (const auto& name : compressor_names()) known += (known.empty() ? "" : ", ") + name;
-  return Status::error("{}.name: unknown compressor '{}' (known: {})", config.prefix,
-                       config.name, known);
+  if (!r.factory) return Status::error("register_compressor: {}: no factory", r.name);
+  std::set<std::string> seen;
+  for (const ConfigKey& key : r.keys) {
+    if (!is_registry_name(key.name)) {
+      return Status::error("register_compressor: {}: key '{}' must match [a-z][a-z0-9_]*",
+                           r.name, key.name);
+    }
+    if (!seen.insert(key.name).second) {
+      return Status::error("register_compressor: {}: key '{}' declared twice", r.name, key.name);
+    }
+  }
+  return registry().add(std::move(r), "register_compressor");
 }
 
-const std::vector<std::string>& compressor_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& entry : factories()) out.push_back(entry.first);
-    return out;
-  }();
-  return names;
+Result<CompressorRegistration> find_compressor(std::string_view name) {
+  if (auto found = registry().find(name)) return *std::move(found);
+  return Status::error("unknown compressor '{}' (known: {})", name, join_names(compressor_names()));
 }
+
+Result<std::unique_ptr<Compressor>> make_compressor(const CompressConfig& config) {
+  auto found = find_compressor(config.name);
+  if (!found.is_ok()) return found.status().with_context(config.prefix + ".name");
+  const CompressorRegistration& r = *found;
+  std::vector<std::string> declared;
+  for (const ConfigKey& key : r.keys) declared.push_back(key.name);
+  ConfigReader reader(config.params, config.prefix, declared);
+  SPARQ_ASSIGN_OR_RETURN(auto compressor, r.factory(reader));
+  if (!compressor) return Status::error("{}: the factory of '{}' returned nothing", config.prefix, r.name);
+  SPARQ_RETURN_IF_ERROR(reader.finish());
+  return compressor;
+}
+
+std::vector<std::string> compressor_names() { return registry().names(); }
 
 }  // namespace sparq::compress

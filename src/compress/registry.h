@@ -1,11 +1,28 @@
-// The compressor factory: a stable name plus key/value settings -> a configured compressor.
-// Names: none, fp16, bf16, topk, topk_sampled, randomk, threshold, gtopk, qsgd, terngrad,
-// signsgd, onebit, blockquant, powersgd, dgc, lbs (see docs/compress.md for every key).
-// Unknown names, unknown keys and out-of-range values are errors naming the key.
+// The compressor registry: a stable name plus key/value settings -> a configured compressor.
+// Built-in names: none, fp16, bf16, topk, topk_sampled, randomk, threshold, gtopk, qsgd,
+// terngrad, signsgd, onebit, blockquant, powersgd, dgc, lbs (docs/compress.md lists every key).
+//
+// Note [One registration path]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The built-in compressors are registered through register_compressor() exactly as a
+// compressor defined outside the tree is (builtin_compressors.cpp; the public header is
+// include/sparq/compressor.h): whatever validation, listing (sparq_info) or config handling
+// a built-in gets, an external one gets too. The registry fills itself with the built-ins on
+// first use, so a program that registers its own compressor before or after that sees both.
+//
+// Validation: make_compressor() gives the factory a ConfigReader that knows the declared keys.
+// A key the user wrote that no getter read is an error naming it and the declared keys; a
+// getter of an undeclared key is a registration bug, reported the same way. The factory's
+// getters check types and ranges (ConfigReader); the registry calls finish() itself, so a
+// factory cannot forget it.
+//
+// Registration is thread-safe; make_compressor() may run concurrently with it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compress/compressor.h"
@@ -13,9 +30,36 @@
 
 namespace sparq::compress {
 
+// One key a compressor reads under compress.<name>.<key>, with a one-line meaning for
+// sparq_info and docs ("fraction of entries kept, (0, 1], default 0.01").
+struct ConfigKey {
+  std::string name;
+  std::string help;
+};
+
+using CompressorFactory = std::function<Result<std::unique_ptr<Compressor>>(ConfigReader&)>;
+
+struct CompressorRegistration {
+  std::string name;             // [a-z][a-z0-9_]*, unique; what compress.name selects
+  std::string summary;          // one line for sparq_info
+  std::vector<ConfigKey> keys;  // every key the factory may read
+  CompressorFactory factory;    // reads its keys through the reader; may fail naming a key
+};
+
+// Adds a compressor. Errors: a malformed or taken name (built-ins included), no factory, a key
+// declared twice or named like a general compress key (name, aggregation, ...).
+Status register_compressor(CompressorRegistration registration);
+
+// Builds config.name with config.params; errors name the key with config.prefix.
 Result<std::unique_ptr<Compressor>> make_compressor(const CompressConfig& config);
 
-// Every name make_compressor accepts, in a fixed order.
-const std::vector<std::string>& compressor_names();
+// Every registered name: the built-ins in a fixed order, then the others in registration order.
+std::vector<std::string> compressor_names();
+// The registration of `name` (a copy: the registry may grow meanwhile), or an error listing
+// the known names.
+Result<CompressorRegistration> find_compressor(std::string_view name);
+
+// Called once by the registry (builtin_compressors.cpp).
+void register_builtin_compressors();
 
 }  // namespace sparq::compress

@@ -148,7 +148,7 @@ std::unique_ptr<StateMerge> Compressor::state_merge(const MergeShape&) const {
   return reset_merge("the " + std::string(name()) + " compressor has no rule to merge its state");
 }
 std::unique_ptr<StateMerge> Aggregator::state_merge(const MergeShape&) const {
-  return reset_merge(std::string(aggregation_name(kind())) +
+  return reset_merge(std::string(name()) +
                      " aggregation has no rule to merge its state");
 }
 

@@ -17,7 +17,7 @@ namespace sparq::compress {
 class TwoPhaseAggregator final : public Aggregator {
  public:
   explicit TwoPhaseAggregator(AggregatorOptions options) : options_(options) {}
-  Aggregation kind() const override { return Aggregation::kTwoPhase; }
+  std::string_view name() const override { return "two_phase"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx) override;
 

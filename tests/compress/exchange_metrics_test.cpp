@@ -16,7 +16,7 @@ namespace {
 using Fixture = testing::ExchangeFixture;
 
 GradientExchangeConfig config_for(const std::string& name, std::map<std::string, std::string> p,
-                                  std::optional<Aggregation> aggregation = std::nullopt) {
+                                  std::string aggregation = "auto") {
   GradientExchangeConfig c;
   c.compress = {name, std::move(p), "compress"};
   c.aggregation = aggregation;
@@ -56,7 +56,7 @@ TEST(ErrorFeedbackStats, InputSqSumsTheRegionsEncoded) {
 TEST(ExchangeMetrics, RelativeErrorIsTheResidualOverWhatWasAskedToBeSent) {
   const GradientExchangeConfig cases[] = {
       config_for("lbs", {{"density", "0.05"}}),
-      config_for("topk", {{"density", "0.1"}}, Aggregation::kTwoPhase),
+      config_for("topk", {{"density", "0.1"}}, "two_phase"),
       config_for("gtopk", {{"density", "0.1"}}),
       config_for("blockquant", {{"bits", "2"}}),
       config_for("dgc", {{"density", "0.05"}, {"momentum", "0"}}),

@@ -214,14 +214,14 @@ TEST(GradientExchange, RejectsAnAggregationTheCompressorCannotUse) {
   Fixture f;
   GradientExchangeConfig c;
   c.compress = {"powersgd", {}, "compress"};
-  c.aggregation = Aggregation::kAllgather;
+  c.aggregation = "allgather";
   auto x = GradientExchange::create(f.stack.store, f.plan, c);
   ASSERT_FALSE(x.is_ok());
   EXPECT_NE(x.status().message().find("compress.aggregation"), std::string::npos)
       << x.status().message();
 
   c.compress = {"lbs", {{"densty", "0.1"}}, "compress"};
-  c.aggregation.reset();
+  c.aggregation = "auto";
   x = GradientExchange::create(f.stack.store, f.plan, c);
   ASSERT_FALSE(x.is_ok());
   EXPECT_NE(x.status().message().find("compress.densty"), std::string::npos)
@@ -234,7 +234,7 @@ TEST(GradientExchange, SavedStateContinuesIdentically) {
   Fixture f;
   GradientExchangeConfig c;
   c.compress = {"dgc", {{"density", "0.05"}, {"momentum", "0.9"}}, "compress"};
-  c.aggregation = Aggregation::kTwoPhase;
+  c.aggregation = "two_phase";
   auto original = f.make(c);
   for (int step = 0; step < 2; ++step) {
     f.fill_grads(20 + step);

@@ -29,7 +29,7 @@ class NonfiniteExchangeMpi : public ::testing::TestWithParam<const char*> {
     const std::string name = GetParam();
     if (name == "two_phase") {
       c.compress = {"lbs", {{"density", "0.1"}, {"bits", "4"}}, "compress"};
-      c.aggregation = Aggregation::kTwoPhase;
+      c.aggregation = "two_phase";
     } else if (name == "lbs") {
       c.compress = {"lbs", {{"density", "0.1"}, {"bits", "4"}}, "compress"};
     } else if (name == "qsgd" || name == "powersgd") {

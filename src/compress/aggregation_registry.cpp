@@ -1,0 +1,97 @@
+// The aggregation registry (aggregation.h) and the built-in strategies' registrations, which
+// take the same path as an external strategy (Note [One registration path], registry.h).
+#include "compress/aggregation.h"
+#include "core/check.h"
+#include "core/name_registry.h"
+
+namespace sparq::compress {
+namespace {
+
+
+// What each built-in strategy can carry. powersgd's self_aggregate() needs whole matrices and
+// two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
+Status needs_summable(const Compressor& c) {
+  if (c.aggregation() == Aggregation::kAllreduce) return Status::ok();
+  return Status::error("{} cannot aggregate by allreduce (its own strategy is {})", c.name(),
+                       aggregation_name(c.aggregation()));
+}
+Status needs_messages(const Compressor& c, std::string_view strategy) {
+  if (c.name() != "powersgd") return Status::ok();
+  return Status::error("{} cannot aggregate by {} (its own strategy is {})", c.name(), strategy,
+                       aggregation_name(c.aggregation()));
+}
+Status needs_sparse_f32(const Compressor& c) {
+  if (c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled") return Status::ok();
+  return Status::error("{} cannot aggregate by tree (its own strategy is {})", c.name(),
+                       aggregation_name(c.aggregation()));
+}
+
+AggregationRegistration builtin(Aggregation kind, std::string summary,
+                                std::function<Status(const Compressor&)> accepts) {
+  return {std::string(aggregation_name(kind)), std::move(summary), std::move(accepts),
+          [kind](const AggregatorOptions& o) { return make_aggregator(kind, o); }};
+}
+
+void register_builtins() {
+  const AggregationRegistration builtins[] = {
+      builtin(Aggregation::kAllreduce, "one allreduce of summable messages", needs_summable),
+      builtin(Aggregation::kAllgather, "allgatherv of every rank's message, decoded by all",
+              [](const Compressor& c) { return needs_messages(c, "allgather"); }),
+      builtin(Aggregation::kTwoPhase,
+              "per-region messages to region owners, re-compressed average, allgatherv",
+              [](const Compressor& c) { return needs_messages(c, "two_phase"); }),
+      builtin(Aggregation::kTree, "gtopk's pairwise sparse merge over log2(P) rounds",
+              needs_sparse_f32),
+  };
+  for (const AggregationRegistration& r : builtins) {
+    const Status s = register_aggregation(r);
+    SPARQ_CHECK(s.is_ok(), "built-in aggregation: {}", s.message());
+  }
+}
+
+NameRegistry<AggregationRegistration>& registry() {
+  static NameRegistry<AggregationRegistration> r(register_builtins);
+  return r;
+}
+
+std::string known_names() {
+  std::string out = "auto";
+  for (const auto& n : aggregation_names()) out += ", " + n;
+  return out;
+}
+
+}  // namespace
+
+Status register_aggregation(AggregationRegistration r) {
+  if (!is_registry_name(r.name) || r.name == "auto") {
+    return Status::error("register_aggregation: name '{}' must match [a-z][a-z0-9_]* and not "
+                         "be 'auto'", r.name);
+  }
+  if (!r.factory) return Status::error("register_aggregation: {}: no factory", r.name);
+  return registry().add(std::move(r), "register_aggregation");
+}
+
+std::vector<std::string> aggregation_names() { return registry().names(); }
+
+Status check_aggregation_name(std::string_view name, const std::string& key) {
+  if (name == "auto") return Status::ok();
+  for (const auto& n : aggregation_names()) {
+    if (n == name) return Status::ok();
+  }
+  return Status::error("{}: unknown aggregation '{}' (known: {})", key, name, known_names());
+}
+
+Result<std::unique_ptr<Aggregator>> make_aggregator(std::string_view name, const Compressor& c,
+                                                    const AggregatorOptions& options,
+                                                    const std::string& key) {
+  const std::string wanted =
+      name == "auto" ? std::string(aggregation_name(c.aggregation())) : std::string(name);
+  SPARQ_RETURN_IF_ERROR(check_aggregation_name(wanted, key));
+  const AggregationRegistration r = *registry().find(wanted);
+  if (r.accepts) SPARQ_RETURN_IF_ERROR(r.accepts(c).with_context(key));
+  std::unique_ptr<Aggregator> aggregator = r.factory(options);
+  if (!aggregator) return Status::error("{}: the factory of '{}' returned nothing", key, wanted);
+  return aggregator;
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,135 @@
+// train_main(): the `train` command line (apps/train.cpp is its main; a program that
+// registers its own compressors, aggregations or models calls it to get the same tool).
+//
+//   mpirun -np 2 build/apps/train --config configs/default.yaml [--set key=value ...]
+//   build/apps/train --config configs/gpt2_wikitext.yaml --dry-run
+//   build/apps/train --config X.yaml --resume runs/x/checkpoints
+//
+// Exit status: 0 on success, 1 for a bad config, missing data, a refused checkpoint or a
+// training failure, 2 for bad command-line arguments. Errors are agreed between the ranks and
+// printed once, by rank 0, one line per distinct message naming its ranks ("train: error (on
+// all 3 ranks): ...", "train: error on rank 1 of 3: ..."; docs/reliability.md, "Errors").
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "comm/agree.h"
+#include "comm/comm_engine.h"
+#include "core/log.h"
+#include "train/run.h"
+#include "train/train_main.h"
+
+namespace {
+
+// A failure only this process knows of (no communicator yet, no start-up engine): it prints
+// it, naming its rank when there are several.
+int fail_here(const sparq::Status& s, int rank, int world_size) {
+  const std::string who = world_size > 1 ? fmt::format(" on rank {} of {}", rank, world_size) : "";
+  fmt::print(stderr, "train: error{}: {}\n", who, s.message());
+  return 1;
+}
+
+// An agreed failure (comm/agree.h; every Trainer error): the same report on every rank, one
+// line per distinct message naming its ranks, printed once by rank 0. Every rank exits 1.
+int fail_agreed(const sparq::Status& s, int rank, int world_size) {
+  if (world_size == 1) return fail_here(s, rank, world_size);
+  if (rank == 0) {
+    std::string_view text = s.message();
+    while (!text.empty()) {
+      const std::size_t end = text.find('\n');
+      fmt::print(stderr, "train: {}\n", text.substr(0, end));
+      if (end == std::string_view::npos) break;
+      text.remove_prefix(end + 1);
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+namespace sparq::train {
+
+int train_main(int argc, char** argv) {
+  CLI::App app{"sparq train: data-parallel training with compressed gradient communication"};
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string resume;
+  bool dry_run = false;
+  std::int64_t stop_at = -1;
+  std::string export_path;
+  app.add_option("--config", config_path, "YAML config (see docs/config.md)")->required();
+  app.add_option("--set", overrides, "override a config key: --set optim.lr=0.1 (repeatable)");
+  app.add_option("--resume", resume,
+                 "continue from a checkpoint directory (a step-* directory, or the checkpoint "
+                 "root: its newest complete checkpoint)");
+  app.add_flag("--dry-run", dry_run,
+               "validate the config, build everything, print the resolved config, model, "
+               "bucket plan and memory estimate, and exit");
+  app.add_option("--stop-at", stop_at,
+                 "stop once this many steps are done, as if interrupted (no final evaluation "
+                 "or checkpoint); for testing resume")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--export-safetensors", export_path,
+                 "after training, write the parameters (sparq names) to this safetensors file "
+                 "(with --resume X --stop-at <its step>: export a checkpoint without training)");
+  CLI11_PARSE(app, argc, argv);
+
+  auto config = load_train_config(config_path, overrides);
+
+  // comm.allreduce and comm.emulate were validated with the config; before that (a bad
+  // config) the defaults.
+  auto made = make_communicator(config.is_ok() ? config->comm : CommConfig{}, &argc, &argv);
+  if (!made.is_ok()) return fail_here(made.status(), 0, 1);
+  std::unique_ptr<comm::Communicator> comm = std::move(made).value();
+  const int rank = comm->rank();
+  sparq::log::init({.rank = rank, .world_size = comm->size()});
+  const int world = comm->size();
+  {
+    // A config error is usually every rank's (one file, the same --set): print it once. Before
+    // the Trainer (and its engine) exists, a start-up engine bounds the wait for a rank that
+    // never arrives.
+    // Without a config, comm.timeout_s's default bounds the wait.
+    const double timeout_s =
+        config.is_ok() ? config->comm.timeout_s : CommConfig{}.timeout_s;
+    sparq::comm::CommEngine startup(*comm, {.timeout_s = timeout_s, .name = "start-up"});
+    sparq::Status agreed;
+    const auto agree = [&](sparq::comm::Communicator& c) {
+      agreed = sparq::comm::agree_on_errors(c, config.status());
+      return sparq::Status::ok();
+    };
+    const sparq::Status s = startup.run("agree: loading the config", -1, agree);
+    if (!s.is_ok()) return fail_here(s, rank, world);
+    if (!agreed.is_ok()) return fail_agreed(agreed, rank, world);
+  }
+
+  RunOptions options;
+  options.trainer.dry_run = dry_run;
+  options.resume = resume;
+  options.stop_at = stop_at;
+  options.export_safetensors = export_path;
+  auto summary = run_training(*config, *comm, options);
+  if (!summary.is_ok()) return fail_agreed(summary.status(), rank, world);
+  if (dry_run) return 0;
+  if (rank == 0) {
+    const TrainSummary& s = *summary;
+    std::string result = fmt::format("loss {:.4f}", s.eval.loss);
+    if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
+    if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);
+    if (s.data.entropy_rate >= 0 && !s.stopped_early) {
+      result += fmt::format(" (entropy rate {:.4f}: {:.1f}% above the optimum)",
+                            s.data.entropy_rate,
+                            100.0 * (s.eval.loss / s.data.entropy_rate - 1.0));
+    }
+    fmt::print(
+        "{} {} steps in {:.1f} s ({} skipped) | final eval {} | {:.0f} {}/s | {} per step per "
+        "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
+        s.stopped_early ? "stopped after" : "trained", s.steps, s.seconds, s.skipped,
+        s.stopped_early ? std::string("not run") : result, s.items_per_s, s.data.unit,
+        format_bytes(s.bytes_per_step), s.compression_ratio, s.param_checksum);
+  }
+  return 0;
+}
+
+}  // namespace sparq::train

@@ -1,5 +1,7 @@
 #include "models/config.h"
 
+#include "models/model_registry.h"
+
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -110,8 +112,13 @@ std::vector<std::string> model_preset_names() {
 Result<ModelConfig> model_preset(std::string_view name) {
   const auto it = presets().find(name);
   if (it == presets().end()) {
+    // A model registered by an embedding program (model_registry.h) is a preset too.
+    if (auto registered = find_registered_model(name); registered.is_ok()) {
+      return registered->defaults;
+    }
     std::string known;
     for (const auto& n : model_preset_names()) known += (known.empty() ? "" : ", ") + n;
+    for (const auto& n : registered_model_names()) known += ", " + n;
     return Status::error("unknown model preset '{}' (known: {})", name, known);
   }
   ModelConfig config = it->second();

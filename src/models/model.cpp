@@ -1,5 +1,7 @@
 #include "models/model.h"
 
+#include "models/model_registry.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -195,6 +197,12 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
                          config.n_ctx);
   }
   std::unique_ptr<Model> model;
+  if (auto registered = find_registered_model(config.preset); registered.is_ok()) {
+    SPARQ_ASSIGN_OR_RETURN(model, registered->factory(config, shape));
+    if (!model) return Status::error("{}: the registered factory returned no model", config.spec);
+    spdlog::info("{}", model->summary());
+    return model;
+  }
   switch (config.arch) {
     case ModelArch::kGpt2: model.reset(new Gpt2(config, shape)); break;
     case ModelArch::kBert: model.reset(new Bert(config, shape)); break;

@@ -77,8 +77,7 @@ std::string effective_yaml(const TrainConfig& c) {
                    "  step_size: {}\n  gamma: {}\n",
                    c.clip_norm, s.kind, s.warmup_steps, s.min_lr, s.step_size, s.gamma);
   const compress::GradientExchangeConfig& x = c.compress;
-  const std::string aggregation =
-      x.aggregation ? std::string(compress::aggregation_name(*x.aggregation)) : "auto";
+  const std::string& aggregation = x.aggregation;
   y << "compress:\n"
     << fmt::format("  name: {}\n  error_feedback: {}\n  aggregation: {}\n"
                    "  server_compression: {}\n  dense_warmup_steps: {}\n  seed: {}\n",

@@ -6,7 +6,9 @@
 #include <map>
 #include <set>
 
+#include "compress/aggregation.h"
 #include "compress/registry.h"
+#include "models/model_registry.h"
 #include "train/yaml_reader.h"
 
 namespace sparq::train {
@@ -16,7 +18,9 @@ constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
 
 Status read_model(YamlReader& r, TrainConfig& c) {
   std::string preset = "gpt2-tiny";
-  SPARQ_RETURN_IF_ERROR(r.get_choice("model.preset", &preset, model_preset_names()));
+  std::vector<std::string> presets = model_preset_names();
+  for (std::string& name : registered_model_names()) presets.push_back(std::move(name));
+  SPARQ_RETURN_IF_ERROR(r.get_choice("model.preset", &preset, presets));
   std::vector<std::pair<std::string, std::string>> keys, overrides;
   SPARQ_RETURN_IF_ERROR(r.take_section("model", &keys));
   for (auto& [key, value] : keys) {
@@ -130,14 +134,11 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   x.compress.name = "none";
   SPARQ_RETURN_IF_ERROR(r.get("compress.name", &x.compress.name));
   SPARQ_RETURN_IF_ERROR(r.get("compress.error_feedback", &x.error_feedback));
-  std::string aggregation = "auto";
-  SPARQ_RETURN_IF_ERROR(r.get_choice("compress.aggregation", &aggregation,
-                                     {"auto", "allreduce", "allgather", "two_phase", "tree"}));
-  if (aggregation != "auto") {
-    auto kind = compress::parse_aggregation(aggregation, "compress.aggregation");
-    if (!kind.is_ok()) return kind.status().with_context(r.origin());
-    x.aggregation = *kind;
-  }
+  // A registered strategy (built-in or an embedding program's, compress/aggregation.h).
+  x.aggregation = "auto";
+  SPARQ_RETURN_IF_ERROR(r.get("compress.aggregation", &x.aggregation));
+  SPARQ_RETURN_IF_ERROR(
+      compress::check_aggregation_name(x.aggregation, "compress.aggregation").with_context(r.origin()));
   SPARQ_RETURN_IF_ERROR(r.get("compress.server_compression", &x.aggregator.server_compression));
   SPARQ_RETURN_IF_ERROR(r.get("compress.dense_warmup_steps", &x.dense_warmup_steps, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("compress.density_warmup_steps", &x.density_warmup_steps,
@@ -169,6 +170,10 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   for (const auto& [name, section] : sections) {
     auto probe = compress::make_compressor(section);
     if (!probe.is_ok()) return probe.status().with_context(r.origin());
+  }
+  // The key that names the compressor is compress.name (not compress.<name>.name).
+  if (auto found = compress::find_compressor(x.compress.name); !found.is_ok()) {
+    return found.status().with_context(r.origin() + ": compress.name");
   }
   x.compress.params = sections.count(x.compress.name) ? sections[x.compress.name].params
                                                       : std::map<std::string, std::string>{};

@@ -38,6 +38,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   // Before anything is built: ranks with different configs would build different models and
   // bucket plans and then mismatch their collectives (or silently average unlike things).
   SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
+  t->options_ = options;
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
   return t;
 }
@@ -380,6 +381,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         spdlog::info("{}", format_progress(m));
       }
     }
+    if (options_.on_step) options_.on_step(m);
     if (c.log.per_rank_timing) {
       fmt::print(stderr, "rank {} step {}: forward {:.1f} ms, backward {:.1f} ms, exposed comm {:.1f} ms, "
                "optimizer {:.1f} ms\n",
@@ -402,6 +404,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         spdlog::info("{}", format_eval(e));
         metrics_.write(to_json(e));
       }
+      if (options_.on_eval) options_.on_eval(e);
     }
     if (!c.train.checkpoint_dir.empty() && c.train.checkpoint_interval > 0 &&
         step_ % c.train.checkpoint_interval == 0 && step_ < c.train.steps) {
@@ -409,6 +412,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     }
   }
   summary.steps = step_;
+  summary.data = data_info_;
   summary.steps_run = step_ - first_step;
   summary.skipped = skipped_total_;
   if (!summary.stopped_early) {
@@ -417,6 +421,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       spdlog::info("{}", format_eval(summary.eval));
       metrics_.write(to_json(summary.eval));
     }
+    if (options_.on_eval) options_.on_eval(summary.eval);
     if (!c.train.checkpoint_dir.empty()) SPARQ_RETURN_IF_ERROR(save_checkpoint());
   }
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);

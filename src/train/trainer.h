@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ struct TrainSummary {
   double seconds = 0;
   std::uint64_t param_checksum = 0;
   bool stopped_early = false;    // --stop-at
+  DataInfo data;                 // what was trained on (entropy rate, unit)
 };
 
 // Errors: every Status a Trainer method returns is agreed (agree() below): the same on every
@@ -64,6 +66,13 @@ class Trainer {
     // allocated for one row and scaled to the micro-batch in the memory estimate (they are
     // linear in it), so checking a 124M-parameter config does not touch gigabytes.
     bool dry_run = false;
+    // Called on every rank after each training step with this rank's metrics (result.loss is
+    // the mean over this rank's micro-batches; skipped steps are reported too, with
+    // result.skipped), and after each evaluation with the all-rank result. For programs
+    // that embed the trainer (include/sparq/train.h); a callback must not call into the
+    // trainer, and what it does between steps is not overlapped with anything.
+    std::function<void(const StepMetrics&)> on_step;
+    std::function<void(const EvalMetrics&)> on_eval;
   };
   static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
                                                  comm::Communicator& comm, Options options);
@@ -125,6 +134,7 @@ class Trainer {
   std::size_t memory_estimate_bytes() const;
 
   TrainConfig config_;
+  Options options_;
   comm::Communicator& comm_;
   std::unique_ptr<ExecContext> context_;  // train.device: cuda (outlives the store)
   LocalRank local_;

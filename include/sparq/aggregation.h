@@ -1,0 +1,27 @@
+// Public API: adding an aggregation strategy, the collective that turns every rank's
+// compressed message for a bucket into the same averaged gradient on all ranks
+// (docs/embedding.md, "Aggregation strategies").
+//
+//   class MyAggregator final : public sparq::compress::Aggregator { ... };
+//   sparq::compress::register_aggregation({
+//       .name = "my_strategy",
+//       .summary = "one line",
+//       .accepts = [](const sparq::compress::Compressor& c) { return sparq::Status::ok(); },
+//       .factory = [](const sparq::compress::AggregatorOptions&) {
+//         return std::unique_ptr<sparq::compress::Aggregator>(new MyAggregator);
+//       }});
+//
+// `compress.aggregation: my_strategy` then selects it. The built-in strategies (allreduce,
+// allgather, two_phase, tree) are registered through the same function. A strategy must
+// issue the same collectives in the same order on every rank (Note [Rank-identical collective
+// order], comm/communicator.h) and leave every rank with identical floats.
+//
+// Stable: register_aggregation, AggregationRegistration, aggregation_names, the Aggregator
+// interface, AggregatorOptions, encode_maybe_ef, check_received, and the Communicator
+// collectives (comm/communicator.h).
+#pragma once
+
+#include "comm/communicator.h"
+#include "compress/aggregation.h"
+#include "compress/error_feedback.h"
+#include "sparq/compressor.h"

@@ -1,0 +1,88 @@
+#include "train/run.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "comm/emulated_link.h"
+#include "comm/mpi_communicator.h"
+#include "train/safetensors.h"
+
+namespace sparq::train {
+
+Result<TrainConfig> default_train_config() {
+  SPARQ_ASSIGN_OR_RETURN(TrainConfig config, parse_train_config("{}", "<defaults>", {}));
+  config.origin.clear();  // built in code from here on (validate_train_config names it so)
+  return config;
+}
+
+Result<TrainConfig> validate_train_config(const TrainConfig& config) {
+  const std::string origin = config.origin.empty() ? "<in-code config>" : config.origin;
+  return parse_train_config(effective_yaml(config), origin, {});
+}
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(v)) return true;
+  }
+  return false;
+}
+
+Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config, int* argc,
+                                                              char*** argv) {
+  std::unique_ptr<comm::Communicator> comm;
+  if (config.backend == "mpi" || (config.backend == "auto" && launched_by_mpi())) {
+    comm::MpiOptions options;
+    options.allreduce = comm::allreduce_algorithm_from_name(config.allreduce)
+                            .value_or(comm::AllreduceAlgorithm::kAuto);
+    SPARQ_ASSIGN_OR_RETURN(comm, comm::make_mpi_communicator(argc, argv, options));
+  } else {
+    comm = comm::make_self_communicator();
+  }
+  if (config.emulate.enabled()) comm = comm::make_emulated_link(std::move(comm), config.emulate);
+  return comm;
+}
+
+Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicator& comm,
+                                  const RunOptions& options) {
+  // A config built or edited in code since it was read or validated no longer matches its
+  // resolved_yaml: it gets the YAML checks now (the same on every rank, so agreed as is).
+  TrainConfig config = config_in;
+  if (effective_yaml(config) != config.resolved_yaml) {
+    SPARQ_ASSIGN_OR_RETURN(config, validate_train_config(config_in));
+  }
+  SPARQ_ASSIGN_OR_RETURN(auto trainer, Trainer::create(config, comm, options.trainer));
+  Trainer& t = *trainer;
+  const bool root = comm.rank() == 0;
+  if (options.trainer.dry_run) {
+    if (root) {
+      fmt::print("# resolved config ({})\n{}\n\n{}", config.origin, config.resolved_yaml,
+                 t.describe());
+      fmt::print("dry run: configuration valid, nothing trained\n");
+    }
+    return TrainSummary{};
+  }
+  if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
+  if (root) spdlog::info("config {}\n{}", config.origin, t.describe());
+  SPARQ_ASSIGN_OR_RETURN(TrainSummary summary, t.run(options.stop_at));
+  if (!options.export_safetensors.empty()) {
+    Status exported;
+    if (root) {
+      exported = export_safetensors(t.host_params(), options.export_safetensors,
+                                    {{"model", config.model.spec}, {"step", std::to_string(t.step())}});
+      if (exported.is_ok()) {
+        spdlog::info("parameters of step {} exported to {}", t.step(), options.export_safetensors);
+      }
+    }
+    // Only rank 0 writes: its failure is its own (the other ranks have finished), worded as
+    // an agreed report of one rank is (comm/agree.h) so that callers print every error alike.
+    if (!exported.is_ok()) {
+      if (comm.size() == 1) return exported;
+      return Status::error("error on rank 0 of {}: {}", comm.size(), exported.message());
+    }
+  }
+  return summary;
+}
+
+}  // namespace sparq::train

@@ -81,10 +81,11 @@ configure_project() {
   cmake -S "$dir" -B "$build" "${cmake_args[@]}" "$@" >"$build.log" 2>&1
 }
 
-# build_project DIR BUILD: configures and builds DIR against the prefix, or fails the test.
+# build_project DIR BUILD [cmake args]: configures and builds DIR against the prefix, or
+# fails the test.
 build_project() {
   local dir=$1 build=$2
-  configure_project "$dir" "$build" || { cat "$build.log"; fail "configuring $dir failed"; }
+  configure_project "$@" || { cat "$build.log"; fail "configuring $dir failed"; }
   cmake --build "$build" >>"$build.log" 2>&1 || { cat "$build.log"; fail "building $dir failed"; }
 }
 

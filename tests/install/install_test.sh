@@ -37,6 +37,8 @@ for required in build_dir source_dir version cxx; do
   [[ -n ${!required} ]] || { echo "install_test.sh: --${required/_/-}= is required" >&2; exit 2; }
 done
 
+build_dir=$(cd "$build_dir" && pwd)  # absolute: the apps run from another folder below
+consumer_dir=$(cd "$(dirname "$0")/consumer" && pwd)
 work=$(mktemp -d "$build_dir/install_test.XXXXXX")
 prefix=$work/prefix
 ok=0
@@ -89,7 +91,6 @@ build_project() {
   cmake --build "$build" >>"$build.log" 2>&1 || { cat "$build.log"; fail "building $dir failed"; }
 }
 
-consumer_dir=$(dirname "$0")/consumer
 major_minor=${version%.*}
 step "consumer: find_package(sparq $major_minor), link sparq::sparq"
 build_project "$consumer_dir" "$work/consumer" -DSPARQ_REQUIRE_VERSION="$major_minor"
@@ -123,6 +124,7 @@ for wanted in 99.0 "$next_minor"; do
 done
 
 step "installed apps"
+cd "$work"  # whatever they write stays in the scratch folder
 info=$("$prefix/bin/sparq_info" --json) || fail "bin/sparq_info --json failed"
 grep -q '"compressors"' <<<"$info" || fail "bin/sparq_info --json: no \"compressors\" in: $info"
 "$prefix/bin/train" --config "$prefix/share/sparq/configs/default.yaml" --dry-run \

@@ -1,4 +1,5 @@
-# `cmake --install build --prefix P` (docs/embedding.md, "Installing sparq"):
+# `cmake --install build --prefix P` (docs/embedding.md, "Installing sparq and finding it from
+# CMake"):
 #   P/lib/libsparq_*.a                 the static libraries (sparq_library() records them)
 #   P/include/sparq/*.h                the public headers (include/sparq/) and version.h
 #   P/include/sparq/internal/<module>/ every module header of src/, as "core/tensor.h" & co.

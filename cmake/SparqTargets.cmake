@@ -1,16 +1,32 @@
 # Helpers shared by every folder: sparq_library(), sparq_executable(), sparq_add_test()
 # and sparq_add_mpi_test().
 
-# Flags every sparq target gets: warnings, native code, OpenMP, the src/ include root and the
+# Flags every sparq target gets: warnings, native code, OpenMP, the include roots and the
 # SPARQ_HAS_* feature macros. No -ffast-math: f16/bf16 rounding and NaN checks rely on IEEE.
+# sparq_options is installed and exported with the libraries (cmake/SparqInstall.cmake), so
+# what a program built against the installed package needs (include roots, C++20, feature
+# macros, link dependencies) is usable by it, while the warnings and -march=native stay
+# BUILD_INTERFACE: a consumer chooses its own flags.
 add_library(sparq_options INTERFACE)
-target_include_directories(sparq_options INTERFACE ${PROJECT_SOURCE_DIR}/src)
+# In the build tree: src/ (the modules' "core/tensor.h" includes), include/ (the public
+# <sparq/...> headers) and the generated include/sparq/version.h. Installed, the modules'
+# headers live under include/sparq/internal/, which stays on the path so that their own
+# "core/tensor.h" includes resolve.
+target_include_directories(sparq_options INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/sparq/internal>)
+# The headers are C++20; in the build tree CMAKE_CXX_STANDARD already asks for it.
+target_compile_features(sparq_options INTERFACE cxx_std_20)
+set(sparq_cxx "$<COMPILE_LANGUAGE:CXX>")
 target_compile_options(sparq_options INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>
+  $<BUILD_INTERFACE:$<${sparq_cxx}:-Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized>>
   # Clang (the fuzz build) does not know GCC's -Wno-maybe-uninitialized and would warn on
   # every file.
-  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:Clang>>:-Wno-unknown-warning-option>
-  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SPARQ_NATIVE}>>:-march=native>)
+  $<BUILD_INTERFACE:$<$<AND:${sparq_cxx},$<CXX_COMPILER_ID:Clang>>:-Wno-unknown-warning-option>>
+  $<BUILD_INTERFACE:$<$<AND:${sparq_cxx},$<BOOL:${SPARQ_NATIVE}>>:-march=native>>)
 target_link_libraries(sparq_options INTERFACE OpenMP::OpenMP_CXX fmt::fmt spdlog::spdlog)
 target_compile_definitions(sparq_options INTERFACE SPDLOG_FMT_EXTERNAL)
 if(SPARQ_HAS_CUDA)
@@ -41,6 +57,8 @@ function(sparq_library name)
   endif()
   add_library(${name} STATIC ${srcs})
   target_link_libraries(${name} PUBLIC sparq_options ${ARG_DEPS})
+  # cmake/SparqInstall.cmake installs and exports every library made here, once.
+  set_property(GLOBAL APPEND PROPERTY SPARQ_LIBRARIES ${name})
 endfunction()
 
 function(sparq_executable name)

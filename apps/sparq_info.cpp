@@ -3,13 +3,17 @@
 // GEMM path against its reference. A quick "is my build sane" command.
 // `sparq_info --json` prints only the build's features as one JSON object, for scripts that
 // embed sparq: {"version", "cuda", "cuda_device_visible", "nccl", "cudnn", "mpi",
-// "gemm_backend", "gemm_library", "openmp_threads", "compressors": [...]}.
+// "gemm_backend", "gemm_library", "openmp_threads", "compressors": [names],
+// "compressor_keys": {name: [keys]}, "aggregations": [names], "models": [presets]}.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <vector>
 
+#include <sparq/version.h>
+
+#include "compress/aggregation.h"
 #include "compress/registry.h"
 #include "core/buffer.h"
 #include "core/gemm.h"
@@ -18,6 +22,8 @@
 #include "core/rng.h"
 #include "core/threading.h"
 #include "core/timer.h"
+#include "models/config.h"
+#include "models/model_registry.h"
 
 namespace {
 
@@ -45,7 +51,7 @@ constexpr bool kHasCudnn =
 #else
     false;
 #endif
-constexpr char kVersion[] = "0.1.0";
+constexpr char kVersion[] = SPARQ_VERSION_STRING;
 
 // A JSON string literal: the names printed here are plain ASCII, but quote and escape anyway.
 std::string json_string(std::string_view text) {
@@ -61,20 +67,33 @@ std::string json_string(std::string_view text) {
   return out + "\"";
 }
 
+std::string json_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + json_string(item);
+  return "[" + out + "]";
+}
+
 std::string features_json() {
-  std::string compressors;
-  for (const std::string& name : sparq::compress::compressor_names()) {
-    compressors += (compressors.empty() ? "" : ",") + json_string(name);
+  const std::vector<std::string> names = sparq::compress::compressor_names();
+  std::string keys;
+  for (const std::string& name : names) {
+    auto registration = sparq::compress::find_compressor(name);
+    std::vector<std::string> declared;
+    for (const auto& key : registration->keys) declared.push_back(key.name);
+    keys += (keys.empty() ? "" : ",") + json_string(name) + ":" + json_list(declared);
   }
+  std::vector<std::string> models = sparq::model_preset_names();
+  for (std::string& name : sparq::registered_model_names()) models.push_back(std::move(name));
   const auto flag = [](bool b) { return b ? "true" : "false"; };
   const auto backend = sparq::gemm_backend();
   return fmt::format(
       "{{\"version\":{},\"cuda\":{},\"cuda_device_visible\":{},\"nccl\":{},\"cudnn\":{},"
       "\"mpi\":{},\"gemm_backend\":{},\"gemm_library\":{},\"openmp_threads\":{},"
-      "\"compressors\":[{}]}}",
+      "\"compressors\":{},\"compressor_keys\":{{{}}},\"aggregations\":{},\"models\":{}}}",
       json_string(kVersion), flag(kHasCuda), flag(sparq::cuda_available()), flag(kHasNccl),
       flag(kHasCudnn), flag(kHasMpi), json_string(sparq::gemm_backend_name(backend)),
-      json_string(sparq::gemm_backend_library(backend)), sparq::max_threads(), compressors);
+      json_string(sparq::gemm_backend_library(backend)), sparq::max_threads(), json_list(names),
+      keys, json_list(sparq::compress::aggregation_names()), json_list(models));
 }
 
 // A two-block MLP's parameters: enough to show the flat layout and its alignment.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sparq_info --json: one JSON object with the build's features, its types, and every
-# compressor the registry knows (the names `compress.name` accepts).
+# compressor the registry knows (the names `compress.name` accepts) with its declared keys,
+# the aggregation strategies and the model presets.
 #   sparq_info_json_test.sh <sparq_info binary>
 set -euo pipefail
 info=$1
@@ -13,7 +14,7 @@ import json, sys
 d = json.load(sys.stdin)
 want = {"version": str, "cuda": bool, "cuda_device_visible": bool, "nccl": bool, "cudnn": bool,
         "mpi": bool, "gemm_backend": str, "gemm_library": str, "openmp_threads": int,
-        "compressors": list}
+        "compressors": list, "compressor_keys": dict, "aggregations": list, "models": list}
 assert set(d) == set(want), f"keys {sorted(d)}"
 for key, kind in want.items():
     assert isinstance(d[key], kind), f"{key}: {d[key]!r} is not {kind.__name__}"
@@ -21,6 +22,12 @@ assert d["gemm_backend"] in ("eigen", "openblas", "blis"), d["gemm_backend"]
 assert d["openmp_threads"] >= 1
 for name in ("none", "topk", "lbs", "powersgd", "dgc"):
     assert name in d["compressors"], f"{name} missing from {d['compressors']}"
+assert list(d["compressor_keys"]) == d["compressors"], "compressor_keys and compressors differ"
+assert d["compressor_keys"]["topk"] == ["density"], d["compressor_keys"]["topk"]
+assert d["compressor_keys"]["none"] == [], d["compressor_keys"]["none"]
+assert d["aggregations"][:4] == ["allreduce", "allgather", "two_phase", "tree"], d["aggregations"]
+for name in ("gpt2-124M", "bert-base", "vgg16"):
+    assert name in d["models"], f"{name} missing from {d['models']}"
 assert not d["cuda_device_visible"] or d["cuda"], "a visible device in a build without CUDA"
 print("sparq_info --json OK:", len(d["compressors"]), "compressors, gemm", d["gemm_backend"])
 '

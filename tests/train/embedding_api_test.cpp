@@ -3,9 +3,12 @@
 // run_training() and its metrics arrive through the callbacks.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
+#include "compress/aggregation.h"
 #include "compress/dense_cast.h"
 #include "compress/registry.h"
 #include "models/model_registry.h"
@@ -187,6 +190,68 @@ TEST(EmbeddingApi, AnEditedConfigIsRevalidatedByRunTraining) {
   ASSERT_FALSE(refused.is_ok());
   EXPECT_TRUE(contains(refused.status().message(), "<in-code config>")) << refused.status().message();
   EXPECT_TRUE(contains(refused.status().message(), "optim.lr")) << refused.status().message();
+}
+
+// A registered model's parameters, optimizer state and residual go through checkpoints like
+// a built-in model's: 3 steps + resume + 3 steps ends where 6 steps in one run end.
+TEST(EmbeddingApi, RegisteredModelResumesBitIdentically) {
+  register_bigram();
+  const std::string dir = ::testing::TempDir() + "sparq_embedding_api_ckpt";
+  std::filesystem::remove_all(dir);
+  train::TrainConfig config = bigram_config(6);
+  auto comm = train::make_communicator(config.comm).value();
+  auto straight = train::run_training(config, *comm);
+  ASSERT_TRUE(straight.is_ok()) << straight.status().message();
+
+  config.train.checkpoint_dir = dir;
+  config.train.checkpoint_interval = 3;
+  train::RunOptions first;
+  first.stop_at = 3;  // interrupted after the step-3 checkpoint
+  ASSERT_TRUE(train::run_training(config, *comm, first).is_ok());
+  train::RunOptions second;
+  second.resume = dir;
+  auto resumed = train::run_training(config, *comm, second);
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_EQ(resumed->steps, 6);
+  EXPECT_EQ(resumed->steps_run, 3);
+  EXPECT_EQ(resumed->param_checksum, straight->param_checksum);
+  std::filesystem::remove_all(dir);
+}
+
+// An aggregation strategy registered here carries every compressed bucket of a training run
+// when compress.aggregation names it: allgather underneath, counting its calls.
+std::atomic<int> counting_runs{0};
+class CountingAggregator final : public compress::Aggregator {
+ public:
+  std::string_view name() const override { return "test_counting"; }
+  Status run(std::span<float> bucket, compress::Compressor& c, compress::ErrorFeedback* ef,
+             comm::Communicator& comm, const compress::EncodeContext& ctx) override {
+    ++counting_runs;
+    const Status s = inner_->run(bucket, c, ef, comm, ctx);
+    payload_bytes_ = inner_->last_payload_bytes();
+    return s;
+  }
+
+ private:
+  std::unique_ptr<compress::Aggregator> inner_ =
+      compress::make_aggregator(compress::Aggregation::kAllgather);
+};
+
+TEST(EmbeddingApi, RegisteredAggregationCarriesTheBuckets) {
+  register_bigram();
+  static const Status registered = compress::register_aggregation(
+      {"test_counting", "allgather, counted", {}, [](const compress::AggregatorOptions&) {
+         return std::unique_ptr<compress::Aggregator>(std::make_unique<CountingAggregator>());
+       }});
+  ASSERT_TRUE(registered.is_ok()) << registered.message();
+  train::TrainConfig config = bigram_config(3);
+  config.compress.aggregation = "test_counting";
+  auto comm = train::make_communicator(config.comm).value();
+  counting_runs = 0;
+  auto summary = train::run_training(config, *comm);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_GE(counting_runs.load(), 3);  // at least one compressed bucket per step
+  EXPECT_GT(summary->compression_ratio, 1.0);
 }
 
 TEST(EmbeddingApi, CodeBuiltConfigErrorsNameTheKey) {

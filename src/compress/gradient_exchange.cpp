@@ -92,9 +92,16 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
                                                "compress.density_warmup_steps"));
   }
 
+  if (!config.bucket_choice.empty() && config.bucket_choice.size() != plan.size()) {
+    return Status::error("bucket choices: {} for a plan of {} buckets",
+                         config.bucket_choice.size(), plan.size());
+  }
   bool any_compressed = false;
   for (const comm::Bucket& bucket : plan.buckets()) {
     if (bucket.dense || config.compress.name == "none") continue;
+    const std::string& choice =
+        config.bucket_choice.empty() ? std::string() : config.bucket_choice[bucket.index];
+    if (choice == "dense") continue;
     PerBucket& slot = x->buckets_[bucket.index];
     SPARQ_ASSIGN_OR_RETURN(slot.compressor, make_compressor(config.compress));
     if (auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get())) {
@@ -104,7 +111,8 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
               .with_context(fmt::format("bucket {}", bucket.index)));
     }
     SPARQ_ASSIGN_OR_RETURN(slot.aggregator,
-                           make_aggregator(config.aggregation, *slot.compressor, config.aggregator,
+                           make_aggregator(choice.empty() ? config.aggregation : choice,
+                                           *slot.compressor, config.aggregator,
                                            config.aggregation_key));
     any_compressed = true;
   }

@@ -75,6 +75,11 @@ struct GradientExchangeConfig {
   // log.never_sent_window: the window N of never_sent_share() (0: off; needs error feedback).
   std::int64_t never_sent_window = 0;
   std::uint64_t seed = 0;                  // the run's compression seed (same on all ranks)
+  // Per-bucket choices of comm.plan: auto (empty, or one entry per plan bucket): "" keeps the
+  // bucket's plan kind and `aggregation`, "dense" sends a compressed-region bucket as dense
+  // f32, any other value is the strategy of that bucket's compressed messages. The choice
+  // must be the same on every rank (Note [Rank-identical collective order]).
+  std::vector<std::string> bucket_choice;
 };
 
 // One bucket's share of a step, for metrics.

@@ -228,6 +228,41 @@ TEST(GradientExchange, RejectsAnAggregationTheCompressorCannotUse) {
       << x.status().message();
 }
 
+// comm.plan: auto's per-bucket choices: "dense" sends a compressed-region bucket exactly, a
+// strategy name replaces `aggregation` for that bucket alone, "" keeps the defaults.
+TEST(GradientExchange, PerBucketChoicesOverrideKindAndStrategy) {
+  Fixture f;
+  ASSERT_GE(f.plan.size(), 3u);
+  GradientExchangeConfig c = lbs_config();
+  c.bucket_choice.assign(f.plan.size(), "");
+  c.bucket_choice[0] = "dense";
+  c.bucket_choice[1] = "two_phase";
+  auto x = f.make(c);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->compressor_name(0), "none");
+  EXPECT_EQ(x->compressor_name(1), "lbs/two_phase+ef");
+  EXPECT_EQ(x->compressor_name(2), "lbs/allgather+ef");
+  f.fill_grads(3);
+  const std::vector<float> before = f.grads();
+  f.exchange_all(*x, 0);
+  const comm::Bucket& b0 = f.plan.buckets()[0];
+  for (std::int64_t i = b0.range.offset; i < b0.range.end(); ++i) {
+    ASSERT_EQ(f.grads()[i], before[i]) << "the dense choice changed element " << i;
+  }
+  EXPECT_FALSE(x->last_stats()[0].compressed);
+  EXPECT_TRUE(x->last_stats()[1].compressed);
+
+  c.bucket_choice.pop_back();
+  auto wrong = GradientExchange::create(f.stack.store, f.plan, c);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.status().message().find("bucket choices"), std::string::npos);
+  c.bucket_choice.assign(f.plan.size(), "tre");
+  wrong = GradientExchange::create(f.stack.store, f.plan, c);
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.status().message().find("unknown aggregation 'tre'"), std::string::npos)
+      << wrong.status().message();
+}
+
 // dgc keeps momentum per bucket and two_phase a server residual: a restored exchange must
 // continue exactly like the original.
 TEST(GradientExchange, SavedStateContinuesIdentically) {

@@ -1,0 +1,172 @@
+// simulate: the alpha-beta model of a data-parallel WFBP step (docs/simulate.md) for a
+// training config on a machine profile, over world sizes, networks and compression cells.
+//   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
+//       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
+//       [--csv out.csv] [--allreduce config|ring|best] [--set key=value ...]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "sim/profile.h"
+#include "sim/step_model.h"
+#include "sim/workload.h"
+#include "train/train_config.h"
+
+namespace {
+
+using namespace sparq;
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Result<std::vector<int>> parse_world(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& item : split_commas(text)) {
+    std::size_t used = 0;
+    int p = 0;
+    try {
+      p = std::stoi(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != item.size() || p < 1 || p > (1 << 24))
+      return Status::error("--world: '{}' is not a world size in [1, 2^24]", item);
+    out.push_back(p);
+  }
+  if (out.empty()) return Status::error("--world: no world size in '{}'", text);
+  return out;
+}
+
+struct Row {
+  std::string network, cell;
+  int world = 0;
+  sim::StepResult step;
+  double single_ms = 0, efficiency = 0;
+};
+
+Status run(const std::string& config_path, const std::vector<std::string>& sets,
+           const std::string& profile_path, const std::vector<std::string>& networks,
+           const std::string& world_text, const std::string& cells_text,
+           const std::string& csv_path, const std::string& allreduce) {
+  SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
+  SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
+  std::vector<sim::Cell> cells;
+  for (const std::string& name : split_commas(cells_text)) {
+    SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));
+    cells.push_back(cell);
+  }
+  if (cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
+  std::vector<sim::NetworkLink> links;
+  for (const std::string& name : networks) {
+    SPARQ_ASSIGN_OR_RETURN(auto link, profile.network(name));
+    links.push_back(link);
+  }
+
+  SPARQ_ASSIGN_OR_RETURN(auto base, train::load_train_config(config_path, sets));
+  // config: what the training would use, sparq's ring or MPI's choice by size (approximated
+  // by the cheapest algorithm).
+  SPARQ_ASSIGN_OR_RETURN(auto algorithm,
+                         sim::parse_allreduce_algorithm(
+                             allreduce != "config" ? allreduce
+                             : base.comm.allreduce == "ring" ? "ring" : "best"));
+  SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(base));
+  const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
+  SPARQ_ASSIGN_OR_RETURN(auto compute,
+                         sim::compute_times(*layout, profile, base.train.micro_batch, seq_len));
+  fmt::print("{}: {} parameters, {} buckets, micro_batch {} seq_len {}; compute from {} of "
+             "profile {}: forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
+             base.model.spec, layout->store.param_count(), layout->plan->size(),
+             base.train.micro_batch, seq_len, compute.source, profile.name,
+             compute.forward_s * 1e3,
+             sim::single_worker_step_ms({compute.forward_s, compute.backward_s, 0, {}}) -
+                 compute.forward_s * 1e3,
+             compute.optimizer_s * 1e3);
+
+  std::vector<std::pair<std::string, sim::StepInput>> inputs;
+  for (const sim::Cell& cell : cells) {
+    std::vector<std::string> overrides = cell.overrides;
+    overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
+    auto config = train::load_train_config(config_path, overrides);
+    if (!config.is_ok()) return config.status().with_context("cell " + cell.name);
+    auto buckets = sim::simulate_buckets(*layout, *config, profile);
+    if (!buckets.is_ok()) return buckets.status().with_context("cell " + cell.name);
+    inputs.push_back({cell.name, {compute.forward_s, compute.backward_s, compute.optimizer_s,
+                                  std::move(buckets).value()}});
+  }
+
+  std::vector<Row> rows;
+  for (const sim::NetworkLink& link : links) {
+    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce)\n", link.name, link.alpha_us,
+               link.gbps, algorithm);
+    fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
+               "exposed_ms", "MB_sent", "eff");
+    for (int p : worlds) {
+      for (const auto& [name, input] : inputs) {
+        sim::StepOptions options{.world_size = p,
+                                 .link = {link.alpha_s(), link.beta_s_per_byte()},
+                                 .allreduce = algorithm,
+                                 .overlap = base.comm.overlap};
+        Row row{link.name, name, p, sim::simulate_step(input, options)};
+        row.single_ms = sim::single_worker_step_ms(input);
+        row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)
+        fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}\n", p, name,
+                   row.step.step_ms, row.step.exposed_comm_ms, row.step.bytes_sent / 1e6,
+                   row.efficiency);
+        rows.push_back(std::move(row));
+      }
+    }
+  }
+  if (!csv_path.empty()) {
+    std::ofstream csv(csv_path);
+    if (!csv) return Status::error("--csv: cannot write {}", csv_path);
+    csv << "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
+           "mb_sent_per_rank,single_worker_step_ms,efficiency\n";
+    for (const Row& r : rows)
+      csv << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n",
+                         base.model.preset, r.network, r.world, r.cell, r.step.step_ms,
+                         r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
+                         r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms,
+                         r.efficiency);
+    if (!csv) return Status::error("--csv: writing {} failed", csv_path);
+    fmt::print("\nwrote {} rows to {}\n", rows.size(), csv_path);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparq simulate: the alpha-beta model of a data-parallel step (docs/simulate.md)"};
+  std::string config_path, profile_path, csv_path, allreduce = "config";
+  std::string world = "2,4,8,16,32,64,128,256,512,1024";
+  std::string cell_names;
+  for (const auto& c : sparq::sim::cells()) cell_names += (cell_names.empty() ? "" : ",") + c.name;
+  std::vector<std::string> sets, networks;
+  app.add_option("--config", config_path, "training YAML config (docs/config.md)")->required();
+  app.add_option("--set", sets, "override a config key: --set train.micro_batch=16 (repeatable)");
+  app.add_option("--profile", profile_path, "machine profile YAML (profiles/)")->required();
+  app.add_option("--network", networks, "a network of the profile (repeatable)")->required();
+  app.add_option("--world", world, "comma-separated world sizes")->capture_default_str();
+  app.add_option("--cells", cell_names, "comma-separated cells (docs/simulate.md)")
+      ->capture_default_str();
+  app.add_option("--csv", csv_path, "write every row to this CSV file");
+  app.add_option("--allreduce", allreduce,
+                 "allreduce cost: config (comm.allreduce ring: ring, else best) | ring | best")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
+                                   csv_path, allreduce);
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+// The simulator's workload (sim/workload.h): message-size estimates against the real
+// compressors on data whose gaps are exactly n/k, the layout and plan of a real config.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compress/registry.h"
+#include "sim/workload.h"
+
+namespace sparq::sim {
+namespace {
+
+TEST(Workload, IndexEstimates) {
+  EXPECT_EQ(leb128_bytes(0), 1);
+  EXPECT_EQ(leb128_bytes(127), 1);
+  EXPECT_EQ(leb128_bytes(128), 2);
+  EXPECT_EQ(leb128_bytes(16384), 3);
+  EXPECT_EQ(kept_entries(0.01, 1000), 10);
+  EXPECT_EQ(kept_entries(0.01, 10), 1);
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(10000, 100), 100);  // gaps of 100: one byte each
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(800, 400), 100);    // the bitmap is smaller
+}
+
+// One large value every n/k floats: the gaps are exactly the estimate's.
+std::vector<float> evenly_spaced(std::size_t n, std::size_t every) {
+  std::vector<float> a(n, 0.001f);
+  for (std::size_t i = 0; i < n; i += every) a[i] = 1.0f + static_cast<float>(i % 7);
+  return a;
+}
+
+const char* kProfile = R"(name: t
+source: "the test"
+compute:
+  flops: {matmul_tflops: 100, memory_gbps: 1000, optimizer_ns_per_param: 0.1}
+codecs:
+  topk: {encode_gbps: 1, decode_gbps: 2}
+  lbs: {encode_gbps: 1, decode_gbps: 2}
+  powersgd: {encode_gbps: 1, decode_gbps: 2}
+networks:
+  - {name: 1gbit, alpha_us: 50, gbps: 1}
+)";
+
+train::TrainConfig tiny_config(const std::vector<std::string>& overrides) {
+  auto c = train::parse_train_config("model:\n  preset: gpt2-tiny\n", "t.yaml", overrides);
+  EXPECT_TRUE(c.is_ok()) << c.status().message();
+  return c.value();
+}
+
+TEST(Workload, MessagesMatchTheRealCompressors) {
+  const train::TrainConfig config =
+      tiny_config({"compress.name=lbs", "compress.lbs.density=0.01"});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  auto layout = build_layout(config);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  auto buckets = simulate_buckets(**layout, config, *profile);
+  ASSERT_TRUE(buckets.is_ok()) << buckets.status().message();
+  ASSERT_EQ(buckets->size(), (*layout)->plan->size());
+  for (const std::string name : {"topk", "lbs"}) {
+    const train::TrainConfig c = tiny_config({"compress.name=" + name});
+    auto sim_buckets = simulate_buckets(**layout, c, *profile);
+    ASSERT_TRUE(sim_buckets.is_ok()) << sim_buckets.status().message();
+    const SimBucket& b = sim_buckets->front();
+    ASSERT_EQ(b.kind, CommKind::kAllgather);
+    const std::size_t n = 25600;
+    auto real = compress::make_compressor(c.compress.compress);
+    ASSERT_TRUE(real.is_ok());
+    compress::Message msg;
+    (*real)->encode(evenly_spaced(n, 100), {}, msg);
+    EXPECT_EQ(b.message_bytes(static_cast<std::int64_t>(n)), static_cast<double>(msg.size()))
+        << name;
+  }
+  // powersgd: the two allreduced arrays make up the compressor's whole message.
+  const train::TrainConfig p = tiny_config({"compress.name=powersgd"});
+  auto psgd = simulate_buckets(**layout, p, *profile);
+  ASSERT_TRUE(psgd.is_ok()) << psgd.status().message();
+  bool any = false;
+  for (const SimBucket& b : *psgd) {
+    if (b.kind != CommKind::kPowerSgd) continue;
+    any = true;
+    EXPECT_GT(b.q_bytes, 0);
+    EXPECT_LT(b.p_bytes + b.q_bytes, 4.0 * static_cast<double>(b.numel));
+  }
+  EXPECT_TRUE(any);
+}
+
+TEST(Workload, ComputeFromFlopsAndErrors) {
+  const train::TrainConfig config = tiny_config({});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  auto layout = build_layout(config);
+  ASSERT_TRUE(layout.is_ok());
+  auto t = compute_times(**layout, *profile, 8, 64);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_EQ(t->source, "flops");
+  EXPECT_EQ(t->backward_s.size(), (*layout)->layers.size());
+  EXPECT_GT(t->forward_s, 0);
+  MachineProfile none = *profile;
+  none.flops.reset();
+  auto missing = compute_times(**layout, none, 8, 64);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("neither compute.measured nor compute.flops"),
+            std::string::npos)
+      << missing.status().message();
+  // A measured profile of the same model, at half the tokens: times double.
+  MeasuredCompute m;
+  m.model = config.model.spec;
+  m.micro_batch = 4;
+  m.seq_len = 64;
+  m.forward_ms = 10;
+  for (const auto& l : (*layout)->layers) m.layers.push_back({l.name, 1.0});
+  none.measured = m;
+  auto measured = compute_times(**layout, none, 8, 64);
+  ASSERT_TRUE(measured.is_ok()) << measured.status().message();
+  EXPECT_EQ(measured->source, "measured");
+  EXPECT_NEAR(measured->forward_s, 0.020, 1e-12);
+  EXPECT_NEAR(measured->backward_s[0], 0.002, 1e-12);
+  // A missing codec names the key.
+  auto no_codec = simulate_buckets(**layout, tiny_config({"compress.name=gtopk"}), *profile);
+  ASSERT_FALSE(no_codec.is_ok());
+  EXPECT_EQ(no_codec.status().message(), "profile t: codecs.gtopk: missing (compress.name is gtopk)");
+  EXPECT_FALSE(find_cell("lbs").is_ok());
+  EXPECT_TRUE(find_cell("lbs_two_phase").is_ok());
+}
+
+}  // namespace
+}  // namespace sparq::sim

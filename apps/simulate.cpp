@@ -2,7 +2,7 @@
 // training config on a machine profile, over world sizes, networks and compression cells.
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
-//       [--csv out.csv] [--allreduce config|ring|best] [--set key=value ...]
+//       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--set key=value ...]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -55,7 +55,7 @@ struct Row {
 Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
            const std::string& world_text, const std::string& cells_text,
-           const std::string& csv_path, const std::string& allreduce) {
+           const std::string& csv_path, const std::string& allreduce, const std::string& gather) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
   std::vector<sim::Cell> cells;
@@ -71,12 +71,16 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   }
 
   SPARQ_ASSIGN_OR_RETURN(auto base, train::load_train_config(config_path, sets));
+  if (allreduce != "config" && allreduce != "ring" && allreduce != "best")
+    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best)", allreduce);
   // config: what the training would use, sparq's ring or MPI's choice by size (approximated
   // by the cheapest algorithm).
   SPARQ_ASSIGN_OR_RETURN(auto algorithm,
-                         sim::parse_allreduce_algorithm(
-                             allreduce != "config" ? allreduce
-                             : base.comm.allreduce == "ring" ? "ring" : "best"));
+                         sim::parse_algorithm(allreduce != "config" ? allreduce
+                                              : base.comm.allreduce == "ring" ? "ring"
+                                                                                : "best",
+                                              "--allreduce"));
+  SPARQ_ASSIGN_OR_RETURN(auto gather_algorithm, sim::parse_algorithm(gather, "--gather"));
   SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(base));
   const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
   SPARQ_ASSIGN_OR_RETURN(auto compute,
@@ -104,8 +108,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
 
   std::vector<Row> rows;
   for (const sim::NetworkLink& link : links) {
-    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce)\n", link.name, link.alpha_us,
-               link.gbps, algorithm);
+    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce, {} allgather/alltoall)\n",
+               link.name, link.alpha_us, link.gbps, algorithm, gather_algorithm);
     fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
                "exposed_ms", "MB_sent", "eff");
     for (int p : worlds) {
@@ -113,6 +117,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
         sim::StepOptions options{.world_size = p,
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
                                  .allreduce = algorithm,
+                                 .gather = gather_algorithm,
                                  .overlap = base.comm.overlap};
         Row row{link.name, name, p, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);
@@ -145,7 +150,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
 
 int main(int argc, char** argv) {
   CLI::App app{"sparq simulate: the alpha-beta model of a data-parallel step (docs/simulate.md)"};
-  std::string config_path, profile_path, csv_path, allreduce = "config";
+  std::string config_path, profile_path, csv_path, allreduce = "config",
+              gather = "best";
   std::string world = "2,4,8,16,32,64,128,256,512,1024";
   std::string cell_names;
   for (const auto& c : sparq::sim::cells()) cell_names += (cell_names.empty() ? "" : ",") + c.name;
@@ -161,9 +167,12 @@ int main(int argc, char** argv) {
   app.add_option("--allreduce", allreduce,
                  "allreduce cost: config (comm.allreduce ring: ring, else best) | ring | best")
       ->capture_default_str();
+  app.add_option("--gather", gather,
+                 "allgather/alltoall cost: best (MPI chooses by size) | ring (ring, pairwise)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
-                                   csv_path, allreduce);
+                                   csv_path, allreduce, gather);
   if (!status.is_ok()) {
     std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
     return 1;

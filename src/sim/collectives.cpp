@@ -60,8 +60,31 @@ double binomial_broadcast_s(double n, int p, const Link& link) {
   return ceil_log2(p) * (link.alpha_s + n * link.beta_s_per_byte);
 }
 
-double two_phase_s(double region_message, double region_result, int p, const Link& link) {
-  return pairwise_alltoall_s(region_message, p, link) + ring_allgather_s(region_result, p, link);
+double recursive_doubling_allgather_s(double m, int p, const Link& link) {
+  if (p <= 1) return 0;
+  return ceil_log2(p) * link.alpha_s + (p - 1) * m * link.beta_s_per_byte;
+}
+
+double bruck_alltoall_s(double block, int p, const Link& link) {
+  if (p <= 1) return 0;
+  const int rounds = ceil_log2(p);
+  return rounds * link.alpha_s + rounds * (p * block / 2.0) * link.beta_s_per_byte;
+}
+
+double allgather_s(const std::string& algorithm, double m, int p, const Link& link) {
+  const double ring = ring_allgather_s(m, p, link);
+  return algorithm == "best" ? std::min(ring, recursive_doubling_allgather_s(m, p, link)) : ring;
+}
+
+double alltoall_s(const std::string& algorithm, double block, int p, const Link& link) {
+  const double pairwise = pairwise_alltoall_s(block, p, link);
+  return algorithm == "best" ? std::min(pairwise, bruck_alltoall_s(block, p, link)) : pairwise;
+}
+
+double two_phase_s(double region_message, double region_result, int p, const Link& link,
+                   const std::string& algorithm) {
+  return alltoall_s(algorithm, region_message, p, link) +
+         allgather_s(algorithm, region_result, p, link);
 }
 
 double gtopk_tree_s(double message, double index_set, double k, int p, const Link& link,
@@ -71,9 +94,9 @@ double gtopk_tree_s(double message, double index_set, double k, int p, const Lin
          binomial_broadcast_s(index_set, p, link) + allreduce_s(algorithm, 4.0 * k, p, link);
 }
 
-Result<std::string> parse_allreduce_algorithm(const std::string& name) {
+Result<std::string> parse_algorithm(const std::string& name, const std::string& flag) {
   if (name == "ring" || name == "best") return name;
-  return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best)", name);
+  return Status::error("{}: unknown algorithm '{}' (ring, best)", flag, name);
 }
 
 double allreduce_s(const std::string& algorithm, double n, int p, const Link& link) {

@@ -23,6 +23,11 @@
 //   pairwise-exchange alltoallv (Thakur et al. 2005, 3.4): P-1 steps, in step s rank r sends
 //   its block for r+s and receives the one from r-s:
 //                                          (P-1) alpha + (sum of the blocks it sends) beta
+//   recursive-doubling / Bruck allgather (Thakur et al. 2005, 3.1; Bruck et al. 1997 for
+//   P not a power of two), P messages of m bytes:
+//                                          ceil(log2 P) alpha + (P-1) m beta
+//   Bruck alltoall (Thakur et al. 2005, 3.4, short messages), blocks of b bytes:
+//                                          ceil(log2 P) alpha + ceil(log2 P) (P b / 2) beta
 //   binomial broadcast (Thakur et al. 2005, 3.2, short messages): ceil(log2 P) (alpha + n beta)
 //   two_phase sparse allreduce (Renggli et al. 2019, SparCML, "split allgather"; Li & Hoefler
 //   2022, Ok-Topk): an alltoallv of the P-1 per-region messages to their owners, then an
@@ -67,12 +72,20 @@ double ring_allgather_s(double m, int p, const Link& link);
 // Each rank sends one block of `block` bytes to each of the P-1 others.
 double pairwise_alltoall_s(double block, int p, const Link& link);
 double binomial_broadcast_s(double n, int p, const Link& link);
+double recursive_doubling_allgather_s(double m, int p, const Link& link);
+double bruck_alltoall_s(double block, int p, const Link& link);
+// "ring": ring allgather / pairwise alltoall; "best": the cheaper of the two algorithms (what
+// an MPI library choosing by message size approaches).
+double allgather_s(const std::string& algorithm, double m, int p, const Link& link);
+double alltoall_s(const std::string& algorithm, double block, int p, const Link& link);
 // Region messages of `region_message` bytes each to P-1 owners, then P region results of
 // `region_result` bytes each gathered by everyone.
-double two_phase_s(double region_message, double region_result, int p, const Link& link);
-// Allreduce algorithm names for the simulator: ring (sparq's own ring, what its byte model
-// counts) or best (the cheapest of the four: an MPI library choosing by size).
-Result<std::string> parse_allreduce_algorithm(const std::string& name);
+double two_phase_s(double region_message, double region_result, int p, const Link& link,
+                   const std::string& algorithm = "ring");
+// Algorithm names for the simulator: ring (sparq's own ring allreduce, what its byte model
+// counts; ring allgather, pairwise alltoall) or best (the cheapest algorithm above for the
+// size: an MPI library choosing by size). `flag` names the option in the error.
+Result<std::string> parse_algorithm(const std::string& name, const std::string& flag);
 double allreduce_s(const std::string& algorithm, double n, int p, const Link& link);
 
 // Tree rounds exchanging `message` bytes, the broadcast of `index_set` bytes, the allreduce

@@ -48,14 +48,14 @@ double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
       return encode_s(b, n) + allreduce_s(o.allreduce, b.p_bytes, p, o.link) +
              allreduce_s(o.allreduce, b.q_bytes, p, o.link) + decode_s(b, n);
     case CommKind::kAllgather:
-      return encode_s(b, n) + ring_allgather_s(b.message_bytes(b.numel), p, o.link) +
+      return encode_s(b, n) + allgather_s(o.gather, b.message_bytes(b.numel), p, o.link) +
              p * decode_s(b, n);
     case CommKind::kTwoPhase: {
       const std::int64_t region = region_floats(b.numel, p);
       const double message = b.message_bytes(region);
-      return encode_s(b, n) + pairwise_alltoall_s(message, p, o.link) +
+      return encode_s(b, n) + alltoall_s(o.gather, message, p, o.link) +
              p * decode_s(b, static_cast<double>(region)) +
-             encode_s(b, static_cast<double>(region)) + ring_allgather_s(message, p, o.link) +
+             encode_s(b, static_cast<double>(region)) + allgather_s(o.gather, message, p, o.link) +
              p * decode_s(b, static_cast<double>(region));
     }
     case CommKind::kTree: {

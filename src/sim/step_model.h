@@ -20,7 +20,7 @@
 //                          + encode(n/P) + allgatherv(region results) + P decode(n/P)
 //   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
 // with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats.
-// Collective costs: sim/collectives.h. Bytes sent per rank: comm/byte_model.h's ring model
+// Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per rank: comm/byte_model.h's ring model
 // (rank 0) for allreduce and allgather, its alltoallv model for two_phase, and for the tree
 // the mean over ranks (every rank but the root sends one tree message; the broadcast chain).
 #pragma once
@@ -61,6 +61,7 @@ struct StepOptions {
   int world_size = 1;
   Link link;
   std::string allreduce = "ring";  // collectives.h: ring | best
+  std::string gather = "ring";     // allgather and alltoall: ring (pairwise) | best
   bool overlap = true;
 };
 

@@ -39,7 +39,7 @@ TEST(Collectives, Allreduce) {
   EXPECT_EQ(ring_allreduce_s(n, 1, kLink), 0);
   expect_rel(allreduce_s("ring", n, 4, kLink), 1.56e-3);
   expect_rel(allreduce_s("best", n, 4, kLink), 1.54e-3);
-  EXPECT_FALSE(parse_allreduce_algorithm("fast").is_ok());
+  EXPECT_FALSE(parse_algorithm("fast", "--allreduce").is_ok());
 }
 
 TEST(Collectives, GatherScatterBroadcast) {
@@ -51,6 +51,16 @@ TEST(Collectives, GatherScatterBroadcast) {
   expect_rel(pairwise_alltoall_s(1000, 2, kLink), 1.1e-5);
   expect_rel(pairwise_alltoall_s(1000, 1024, kLink), 0.011253);
   expect_rel(binomial_broadcast_s(1e6, 1024, kLink), 0.0101);
+  // log2 P alpha + (P-1) m beta
+  expect_rel(recursive_doubling_allgather_s(1000, 4, kLink), 2e-5 + 3e-6);
+  expect_rel(recursive_doubling_allgather_s(1000, 1024, kLink), 1e-4 + 1023e-6);
+  expect_rel(allgather_s("best", 1000, 1024, kLink), 1e-4 + 1023e-6);
+  expect_rel(allgather_s("ring", 1000, 1024, kLink), 0.011253);
+  // log2 P alpha + log2 P (P b / 2) beta
+  expect_rel(bruck_alltoall_s(1000, 4, kLink), 2e-5 + 2 * 2000e-9);
+  expect_rel(bruck_alltoall_s(1000, 1024, kLink), 1e-4 + 10 * 512000e-9);
+  expect_rel(alltoall_s("best", 1000, 1024, kLink), 1e-4 + 10 * 512000e-9);
+  expect_rel(alltoall_s("best", 1e6, 2, kLink), 1e-5 + 1e-3);  // pairwise: 1 step of 1 MB
 }
 
 TEST(Collectives, SparseAllreduces) {

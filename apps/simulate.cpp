@@ -2,7 +2,8 @@
 // training config on a machine profile, over world sizes, networks and compression cells.
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
-//       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--set key=value ...]
+//       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
+//       [--set key=value ...]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -45,6 +46,15 @@ Result<std::vector<int>> parse_world(const std::string& text) {
   return out;
 }
 
+// --buckets P: when each bucket became ready, started and ended, and what it sent.
+void print_timeline(const sim::StepResult& step) {
+  fmt::print("         bucket  ready_ms  start_ms    end_ms   MB_sent   (backward ends at {:.3f})\n",
+             step.forward_ms + step.backward_ms);
+  for (const sim::BucketTiming& b : step.buckets)
+    fmt::print("         {:>6} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n", b.index, b.ready_ms,
+               b.start_ms, b.end_ms, b.bytes_sent / 1e6);
+}
+
 struct Row {
   std::string network, cell;
   int world = 0;
@@ -55,7 +65,8 @@ struct Row {
 Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
            const std::string& world_text, const std::string& cells_text,
-           const std::string& csv_path, const std::string& allreduce, const std::string& gather) {
+           const std::string& csv_path, const std::string& allreduce, const std::string& gather,
+           int timeline_world) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
   std::vector<sim::Cell> cells;
@@ -125,6 +136,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
         fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}\n", p, name,
                    row.step.step_ms, row.step.exposed_comm_ms, row.step.bytes_sent / 1e6,
                    row.efficiency);
+        if (p == timeline_world) print_timeline(row.step);
         rows.push_back(std::move(row));
       }
     }
@@ -156,6 +168,7 @@ int main(int argc, char** argv) {
   std::string cell_names;
   for (const auto& c : sparq::sim::cells()) cell_names += (cell_names.empty() ? "" : ",") + c.name;
   std::vector<std::string> sets, networks;
+  int timeline_world = 0;
   app.add_option("--config", config_path, "training YAML config (docs/config.md)")->required();
   app.add_option("--set", sets, "override a config key: --set train.micro_batch=16 (repeatable)");
   app.add_option("--profile", profile_path, "machine profile YAML (profiles/)")->required();
@@ -170,9 +183,11 @@ int main(int argc, char** argv) {
   app.add_option("--gather", gather,
                  "allgather/alltoall cost: best (MPI chooses by size) | ring (ring, pairwise)")
       ->capture_default_str();
+  app.add_option("--buckets", timeline_world,
+                 "print each bucket's ready, start and end time at this world size");
   CLI11_PARSE(app, argc, argv);
   const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
-                                   csv_path, allreduce, gather);
+                                   csv_path, allreduce, gather, timeline_world);
   if (!status.is_ok()) {
     std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
     return 1;

@@ -114,12 +114,40 @@ TEST(Workload, ComputeFromFlopsAndErrors) {
   EXPECT_EQ(measured->source, "measured");
   EXPECT_NEAR(measured->forward_s, 0.020, 1e-12);
   EXPECT_NEAR(measured->backward_s[0], 0.002, 1e-12);
+  // A measured profile of another model, with no FLOP model to fall back on, says so.
+  none.measured->model = "gpt2-tiny n_layer=3";
+  auto other = compute_times(**layout, none, 8, 64);
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("compute.measured.model 'gpt2-tiny n_layer=3' is not"),
+            std::string::npos)
+      << other.status().message();
   // A missing codec names the key.
   auto no_codec = simulate_buckets(**layout, tiny_config({"compress.name=gtopk"}), *profile);
   ASSERT_FALSE(no_codec.is_ok());
   EXPECT_EQ(no_codec.status().message(), "profile t: codecs.gtopk: missing (compress.name is gtopk)");
   EXPECT_FALSE(find_cell("lbs").is_ok());
   EXPECT_TRUE(find_cell("lbs_two_phase").is_ok());
+}
+
+TEST(Workload, EveryCellSimulates) {
+  MachineProfile profile = parse_profile(kProfile, "t.yaml").value();
+  for (const char* name : {"bf16", "gtopk"}) profile.codecs[name] = {1, 2};
+  const train::TrainConfig base = tiny_config({});
+  auto layout = build_layout(base);
+  ASSERT_TRUE(layout.is_ok());
+  const ComputeTimes t = compute_times(**layout, profile, 8, 64).value();
+  for (const Cell& cell : cells()) {
+    auto buckets = simulate_buckets(**layout, tiny_config(cell.overrides), profile);
+    ASSERT_TRUE(buckets.is_ok()) << cell.name << ": " << buckets.status().message();
+    const StepInput in{t.forward_s, t.backward_s, t.optimizer_s, std::move(buckets).value()};
+    // (Step times need not grow with P: two_phase's server re-encode of n/P floats shrinks.)
+    for (int p : {1, 2, 4, 1024}) {
+      const StepResult r = simulate_step(in, {.world_size = p, .link = {5e-5, 8e-9}});
+      EXPECT_GE(r.step_ms, single_worker_step_ms(in) - 1e-9) << cell.name << " P=" << p;
+      EXPECT_EQ(r.bytes_sent == 0, p == 1) << cell.name << " P=" << p;
+      EXPECT_EQ(r.buckets.size(), in.buckets.size());
+    }
+  }
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ void print_timeline(const sim::StepResult& step) {
 struct Row {
   std::string network, cell;
   int world = 0;
+  bool tied_split = false;
   sim::StepResult step;
   double single_ms = 0, efficiency = 0;
 };
@@ -105,16 +106,28 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
                  compute.forward_s * 1e3,
              compute.optimizer_s * 1e3);
 
-  std::vector<std::pair<std::string, sim::StepInput>> inputs;
+  // Per cell: its config and the step without, and (for a tied embedding) with the split;
+  // which one a world size gets is resolve_tied_split()'s answer for it.
+  struct CellInput {
+    std::string name;
+    train::TrainConfig config;
+    sim::StepInput plain, split;
+  };
+  std::vector<CellInput> inputs;
   for (const sim::Cell& cell : cells) {
     std::vector<std::string> overrides = cell.overrides;
     overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
     auto config = train::load_train_config(config_path, overrides);
     if (!config.is_ok()) return config.status().with_context("cell " + cell.name);
-    auto buckets = sim::simulate_buckets(*layout, *config, profile);
-    if (!buckets.is_ok()) return buckets.status().with_context("cell " + cell.name);
-    inputs.push_back({cell.name, {compute.forward_s, compute.backward_s, compute.optimizer_s,
-                                  std::move(buckets).value()}});
+    CellInput in{cell.name, std::move(config).value(), {}, {}};
+    for (bool split : {false, true}) {
+      if (split && !layout->split_plan) continue;
+      auto buckets = sim::simulate_buckets(*layout, in.config, profile, split);
+      if (!buckets.is_ok()) return buckets.status().with_context("cell " + cell.name);
+      (split ? in.split : in.plain) = {compute.forward_s, compute.backward_s, compute.optimizer_s,
+                                       std::move(buckets).value()};
+    }
+    inputs.push_back(std::move(in));
   }
 
   std::vector<Row> rows;
@@ -124,18 +137,20 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
                "exposed_ms", "MB_sent", "eff");
     for (int p : worlds) {
-      for (const auto& [name, input] : inputs) {
+      for (const CellInput& cell : inputs) {
+        SPARQ_ASSIGN_OR_RETURN(bool split, sim::uses_tied_split(*layout, cell.config, p));
+        const sim::StepInput& input = split ? cell.split : cell.plain;
         sim::StepOptions options{.world_size = p,
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
                                  .allreduce = algorithm,
                                  .gather = gather_algorithm,
                                  .overlap = base.comm.overlap};
-        Row row{link.name, name, p, sim::simulate_step(input, options)};
+        Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);
         row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)
-        fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}\n", p, name,
+        fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}{}\n", p, cell.name,
                    row.step.step_ms, row.step.exposed_comm_ms, row.step.bytes_sent / 1e6,
-                   row.efficiency);
+                   row.efficiency, split ? "  tied split" : "");
         if (p == timeline_world) print_timeline(row.step);
         rows.push_back(std::move(row));
       }
@@ -145,13 +160,13 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     std::ofstream csv(csv_path);
     if (!csv) return Status::error("--csv: cannot write {}", csv_path);
     csv << "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
-           "mb_sent_per_rank,single_worker_step_ms,efficiency\n";
+           "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
     for (const Row& r : rows)
-      csv << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n",
+      csv << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
                          base.model.preset, r.network, r.world, r.cell, r.step.step_ms,
                          r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
                          r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms,
-                         r.efficiency);
+                         r.efficiency, r.tied_split ? 1 : 0);
     if (!csv) return Status::error("--csv: writing {} failed", csv_path);
     fmt::print("\nwrote {} rows to {}\n", rows.size(), csv_path);
   }

@@ -65,6 +65,11 @@ double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
       return encode_s(b, n) + gtopk_tree_s(message, index_set, k, p, o.link, o.allreduce) +
              (ceil_log2(p) + 1) * decode_s(b, n);
     }
+    case CommKind::kTiedRows: {
+      const double rows = static_cast<double>(b.rows);
+      return allgather_s(o.gather, 8, p, o.link) + allgather_s(o.gather, 4 * rows, p, o.link) +
+             allgather_s(o.gather, 4 * rows * static_cast<double>(b.dim), p, o.link);
+    }
   }
   return 0;
 }
@@ -91,6 +96,11 @@ double bucket_bytes_sent(const SimBucket& b, int p) {
       const double k = b.kept(b.numel);
       const double share = (p - 1.0) / p;  // all ranks but one send in the tree and the chain
       return share * message + share * (message - 4.0 * k) + ring_allreduce_sent(4.0 * k, 4, p);
+    }
+    case CommKind::kTiedRows: {
+      const double rows = static_cast<double>(b.rows);
+      return ring_allgather_sent(8, p) + ring_allgather_sent(4 * rows, p) +
+             ring_allgather_sent(4 * rows * static_cast<double>(b.dim), p);
     }
   }
   return 0;

@@ -19,6 +19,8 @@
 //   two_phase              encode(n) + alltoallv(region messages) + P decode(n/P)
 //                          + encode(n/P) + allgatherv(region results) + P decode(n/P)
 //   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
+//   tied rows              allgather(8) + allgatherv(4 rows) + allgatherv(4 rows dim): counts,
+//                          row ids, values (comm/sparse_rows.h); the adds are not costed
 // with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats.
 // Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per rank: comm/byte_model.h's ring model
 // (rank 0) for allreduce and allgather, its alltoallv model for two_phase, and for the tree
@@ -35,7 +37,10 @@
 
 namespace sparq::sim {
 
-enum class CommKind { kDenseAllreduce, kAllreduce, kPowerSgd, kAllgather, kTwoPhase, kTree };
+enum class CommKind {
+  kDenseAllreduce, kAllreduce, kPowerSgd, kAllgather, kTwoPhase, kTree,
+  kTiedRows,  // the split tied embedding's lookup rows (comm/sparse_rows.h), after backward
+};
 
 struct SimBucket {
   int index = 0;
@@ -48,6 +53,7 @@ struct SimBucket {
   std::function<double(std::int64_t)> message_bytes;
   std::function<double(std::int64_t)> kept;
   CodecRate codec;  // encode/decode rates (unused by dense buckets)
+  std::int64_t rows = 0, dim = 0;  // kTiedRows: rows sent per rank, floats per row
 };
 
 struct StepInput {

@@ -8,6 +8,7 @@
 
 #include "compress/powersgd.h"
 #include "compress/registry.h"
+#include "core/check.h"
 
 namespace sparq::sim {
 
@@ -58,7 +59,22 @@ Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& conf
   auto plan = comm::BucketPlan::build(layout->store, layout->layers, plan_config);
   if (!plan.is_ok()) return plan.status().with_context(config.origin + ": comm");
   layout->plan = std::make_unique<comm::BucketPlan>(std::move(plan).value());
+  if (!layout->tied_embedding.empty()) {
+    const Shape& shape = layout->store.entry(layout->tied_embedding).spec.shape;
+    layout->tied_rows = shape[0];
+    layout->tied_dim = shape[1];
+    comm::BucketPlanConfig split_config = plan_config;
+    split_config.isolated = {layout->tied_embedding};
+    auto split = comm::BucketPlan::build(layout->store, layout->layers, split_config);
+    if (!split.is_ok()) return split.status().with_context(config.origin + ": comm");
+    layout->split_plan = std::make_unique<comm::BucketPlan>(std::move(split).value());
+  }
   return layout;
+}
+
+Result<bool> uses_tied_split(const ModelLayout& layout, const train::TrainConfig& config,
+                             int world_size) {
+  return train::resolve_tied_split(config, layout.tied_rows, world_size);
 }
 
 namespace {
@@ -236,7 +252,11 @@ Result<std::function<double(std::int64_t)>> sparse_message_formula(
 
 Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
                                                 const train::TrainConfig& config,
-                                                const MachineProfile& profile) {
+                                                const MachineProfile& profile,
+                                                bool tied_split) {
+  SPARQ_CHECK(!tied_split || layout.split_plan, "no tied embedding to split");
+  const comm::BucketPlan& plan = tied_split ? *layout.split_plan : *layout.plan;
+  const int last_layer = static_cast<int>(layout.layers.size()) - 1;
   std::map<std::string, int> layer_of;
   for (std::size_t i = 0; i < layout.layers.size(); ++i)
     for (const std::string& t : layout.layers[i].tensors) layer_of[t] = static_cast<int>(i);
@@ -265,12 +285,17 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
   }
 
   std::vector<SimBucket> out;
-  for (const comm::Bucket& bucket : layout.plan->buckets()) {
+  for (const comm::Bucket& bucket : plan.buckets()) {
     SimBucket b;
     b.index = bucket.index;
     b.numel = bucket.range.count;
-    b.ready_layer = static_cast<int>(layout.layers.size()) - 1;
-    for (const std::string& t : bucket.tensors) b.ready_layer = std::min(b.ready_layer, layer_of.at(t));
+    b.ready_layer = last_layer;
+    for (const std::string& t : bucket.tensors) {
+      // Split, the table is reported right after the head's backward (the last layer's
+      // interval); isolated, its buckets hold nothing else.
+      const bool early = tied_split && t == layout.tied_embedding;
+      b.ready_layer = std::min(b.ready_layer, early ? last_layer : layer_of.at(t));
+    }
     if (bucket.dense || !compressing) {
       b.kind = CommKind::kDenseAllreduce;
       b.wire_elem_bytes = bf16_cell ? 2 : 4;
@@ -313,6 +338,18 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
              : aggregation == compress::Aggregation::kTwoPhase ? CommKind::kTwoPhase
                                                                : CommKind::kTree;
     out.push_back(std::move(b));
+  }
+  if (tied_split) {
+    SimBucket rows;
+    rows.index = static_cast<int>(plan.size());  // after every bucket: a tail job
+    rows.ready_layer = 0;
+    rows.kind = CommKind::kTiedRows;
+    rows.rows = std::min<std::int64_t>(
+        static_cast<std::int64_t>(config.train.micro_batch) * config.data.seq_len,
+        layout.tied_rows);
+    rows.dim = layout.tied_dim;
+    rows.numel = rows.rows * rows.dim;
+    out.push_back(std::move(rows));
   }
   return out;
 }

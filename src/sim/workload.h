@@ -4,9 +4,14 @@
 //   ModelLayout   the real parameter layout and bucket plan: make_model + declare, ParamStore
 //                 allocated on the CPU with the plan's is_dense placement (BucketPlan::build
 //                 needs an allocated store: one allocation per config, 1 GB for gpt2-124M,
-//                 never initialised), BucketPlan::build with the config's comm keys. The tied
-//                 embedding split (Note [Tied embedding split]) is not modelled: the table's
-//                 buckets are ready when its layer is, last.
+//                 never initialised), BucketPlan::build with the config's comm keys, and for a
+//                 model with a tied embedding a second plan with the table isolated.
+//   tied split    when resolve_tied_split() says the training would split the tied embedding
+//                 at this world size (Note [Tied embedding split], models/model.h): the
+//                 isolated table's buckets are ready with the last layer's interval (which
+//                 holds the head's backward), and one tail job after backward exchanges the
+//                 lookup's rows, micro_batch * seq_len of them per rank (an upper bound: the
+//                 distinct tokens of the batch).
 //   compute       per-layer backward intervals, forward and optimizer time: from
 //                 profile.compute.measured when its model spec describes the same model
 //                 (scaled linearly by micro_batch * seq_len tokens), else from
@@ -57,10 +62,15 @@ struct ModelLayout {
   ModelConfig model;
   std::vector<LayerParams> layers;
   std::string tied_embedding;
+  std::int64_t tied_rows = 0, tied_dim = 0;  // the tied table's shape (0 without one)
   ParamStore store;
   std::unique_ptr<comm::BucketPlan> plan;
+  std::unique_ptr<comm::BucketPlan> split_plan;  // the tied table isolated; null without one
 };
 Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& config);
+// Whether training `config` on `world_size` ranks splits the tied embedding.
+Result<bool> uses_tied_split(const ModelLayout& layout, const train::TrainConfig& config,
+                             int world_size);
 
 struct ComputeTimes {
   double forward_s = 0;
@@ -78,9 +88,10 @@ double sparse_index_bytes(std::int64_t n, std::int64_t k);
 std::int64_t kept_entries(double density, std::int64_t n);
 
 // The buckets of `layout` under config.compress (the cell's compressor, its aggregation and
-// its codec rates from the profile).
+// its codec rates from the profile); `tied_split`: the split plan and the rows' tail job.
 Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
                                                 const train::TrainConfig& config,
-                                                const MachineProfile& profile);
+                                                const MachineProfile& profile,
+                                                bool tied_split = false);
 
 }  // namespace sparq::sim

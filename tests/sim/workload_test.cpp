@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "compress/registry.h"
+#include "comm/bucket_plan.h"
 #include "sim/workload.h"
 
 namespace sparq::sim {
@@ -127,6 +128,44 @@ TEST(Workload, ComputeFromFlopsAndErrors) {
   EXPECT_EQ(no_codec.status().message(), "profile t: codecs.gtopk: missing (compress.name is gtopk)");
   EXPECT_FALSE(find_cell("lbs").is_ok());
   EXPECT_TRUE(find_cell("lbs_two_phase").is_ok());
+}
+
+TEST(Workload, TiedEmbeddingSplit) {
+  // gpt2-tiny B = 8, T = 64: 512 tokens a rank; the table has 256 rows, so the split needs
+  // 2 * 512 P <= 256 rows: never. With a vocabulary of 50257 (50304 rows) up to P = 49.
+  const train::TrainConfig big = tiny_config({"model.vocab_size=50257", "compress.name=lbs"});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  auto layout = build_layout(big);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  ASSERT_TRUE((*layout)->split_plan);
+  EXPECT_TRUE(uses_tied_split(**layout, big, 2).value());
+  EXPECT_TRUE(uses_tied_split(**layout, big, 49).value());
+  EXPECT_FALSE(uses_tied_split(**layout, big, 50).value());
+  EXPECT_FALSE(uses_tied_split(**layout, big, 1).value());
+  auto split = simulate_buckets(**layout, big, *profile, true);
+  ASSERT_TRUE(split.is_ok()) << split.status().message();
+  const int last = static_cast<int>((*layout)->layers.size()) - 1;
+  int table_buckets = 0;
+  for (const comm::Bucket& b : (*layout)->split_plan->buckets()) {
+    if (b.tensors != std::vector<std::string>{"wte.weight"}) continue;
+    ++table_buckets;
+    EXPECT_EQ((*split)[b.index].ready_layer, last);  // ready with the head's backward
+  }
+  EXPECT_GT(table_buckets, 0);
+  const SimBucket& rows = split->back();
+  ASSERT_EQ(rows.kind, CommKind::kTiedRows);
+  EXPECT_EQ(rows.rows, 8 * 64);
+  EXPECT_EQ(rows.dim, big.model.n_embd);
+  EXPECT_EQ(rows.ready_layer, 0);
+  // Three ring allgathers at P = 2: counts (8 B), row ids (4 rows), values (4 rows dim).
+  const StepOptions two{.world_size = 2, .link = {1e-5, 1e-9}};
+  const double r = 512, d = static_cast<double>(big.model.n_embd);
+  EXPECT_NEAR(bucket_cost_s(rows, two), 3e-5 + (8 + 4 * r + 4 * r * d) * 1e-9, 1e-15);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(rows, 2), 8 + 4 * r + 4 * r * d);
+  // Unsplit, the table is ready last (layer 0), and no rows are exchanged.
+  auto plain = simulate_buckets(**layout, big, *profile, false);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_NE(plain->back().kind, CommKind::kTiedRows);
 }
 
 TEST(Workload, EveryCellSimulates) {

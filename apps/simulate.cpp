@@ -1,0 +1,211 @@
+// simulate: the alpha-beta model of a data-parallel WFBP step (docs/simulate.md) for a
+// training config on a machine profile, over world sizes, networks and compression cells.
+//   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
+//       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
+//       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
+//       [--set key=value ...]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "sim/profile.h"
+#include "sim/step_model.h"
+#include "sim/workload.h"
+#include "train/train_config.h"
+
+namespace {
+
+using namespace sparq;
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Result<std::vector<int>> parse_world(const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& item : split_commas(text)) {
+    std::size_t used = 0;
+    int p = 0;
+    try {
+      p = std::stoi(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != item.size() || p < 1 || p > (1 << 24))
+      return Status::error("--world: '{}' is not a world size in [1, 2^24]", item);
+    out.push_back(p);
+  }
+  if (out.empty()) return Status::error("--world: no world size in '{}'", text);
+  return out;
+}
+
+// --buckets P: when each bucket became ready, started and ended, and what it sent.
+void print_timeline(const sim::StepResult& step) {
+  fmt::print("         bucket  ready_ms  start_ms    end_ms   MB_sent   (backward ends at {:.3f})\n",
+             step.forward_ms + step.backward_ms);
+  for (const sim::BucketTiming& b : step.buckets)
+    fmt::print("         {:>6} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n", b.index, b.ready_ms,
+               b.start_ms, b.end_ms, b.bytes_sent / 1e6);
+}
+
+struct Row {
+  std::string network, cell;
+  int world = 0;
+  bool tied_split = false;
+  sim::StepResult step;
+  double single_ms = 0, efficiency = 0;
+};
+
+Status run(const std::string& config_path, const std::vector<std::string>& sets,
+           const std::string& profile_path, const std::vector<std::string>& networks,
+           const std::string& world_text, const std::string& cells_text,
+           const std::string& csv_path, const std::string& allreduce, const std::string& gather,
+           int timeline_world) {
+  SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
+  SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
+  std::vector<sim::Cell> cells;
+  for (const std::string& name : split_commas(cells_text)) {
+    SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));
+    cells.push_back(cell);
+  }
+  if (cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
+  std::vector<sim::NetworkLink> links;
+  for (const std::string& name : networks) {
+    SPARQ_ASSIGN_OR_RETURN(auto link, profile.network(name));
+    links.push_back(link);
+  }
+
+  SPARQ_ASSIGN_OR_RETURN(auto base, train::load_train_config(config_path, sets));
+  if (allreduce != "config" && allreduce != "ring" && allreduce != "best")
+    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best)", allreduce);
+  // config: what the training would use, sparq's ring or MPI's choice by size (approximated
+  // by the cheapest algorithm).
+  SPARQ_ASSIGN_OR_RETURN(auto algorithm,
+                         sim::parse_algorithm(allreduce != "config" ? allreduce
+                                              : base.comm.allreduce == "ring" ? "ring"
+                                                                                : "best",
+                                              "--allreduce"));
+  SPARQ_ASSIGN_OR_RETURN(auto gather_algorithm, sim::parse_algorithm(gather, "--gather"));
+  SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(base));
+  const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
+  SPARQ_ASSIGN_OR_RETURN(auto compute,
+                         sim::compute_times(*layout, profile, base.train.micro_batch, seq_len));
+  fmt::print("{}: {} parameters, {} buckets, micro_batch {} seq_len {}; compute from {} of "
+             "profile {}: forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
+             base.model.spec, layout->store.param_count(), layout->plan->size(),
+             base.train.micro_batch, seq_len, compute.source, profile.name,
+             compute.forward_s * 1e3,
+             sim::single_worker_step_ms({compute.forward_s, compute.backward_s, 0, {}}) -
+                 compute.forward_s * 1e3,
+             compute.optimizer_s * 1e3);
+
+  // Per cell: its config and the step without, and (for a tied embedding) with the split;
+  // which one a world size gets is resolve_tied_split()'s answer for it.
+  struct CellInput {
+    std::string name;
+    train::TrainConfig config;
+    sim::StepInput plain, split;
+  };
+  std::vector<CellInput> inputs;
+  for (const sim::Cell& cell : cells) {
+    std::vector<std::string> overrides = cell.overrides;
+    overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
+    auto config = train::load_train_config(config_path, overrides);
+    if (!config.is_ok()) return config.status().with_context("cell " + cell.name);
+    CellInput in{cell.name, std::move(config).value(), {}, {}};
+    for (bool split : {false, true}) {
+      if (split && !layout->split_plan) continue;
+      auto buckets = sim::simulate_buckets(*layout, in.config, profile, split);
+      if (!buckets.is_ok()) return buckets.status().with_context("cell " + cell.name);
+      (split ? in.split : in.plain) = {compute.forward_s, compute.backward_s, compute.optimizer_s,
+                                       std::move(buckets).value()};
+    }
+    inputs.push_back(std::move(in));
+  }
+
+  std::vector<Row> rows;
+  for (const sim::NetworkLink& link : links) {
+    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce, {} allgather/alltoall)\n",
+               link.name, link.alpha_us, link.gbps, algorithm, gather_algorithm);
+    fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
+               "exposed_ms", "MB_sent", "eff");
+    for (int p : worlds) {
+      for (const CellInput& cell : inputs) {
+        SPARQ_ASSIGN_OR_RETURN(bool split, sim::uses_tied_split(*layout, cell.config, p));
+        const sim::StepInput& input = split ? cell.split : cell.plain;
+        sim::StepOptions options{.world_size = p,
+                                 .link = {link.alpha_s(), link.beta_s_per_byte()},
+                                 .allreduce = algorithm,
+                                 .gather = gather_algorithm,
+                                 .overlap = base.comm.overlap};
+        Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
+        row.single_ms = sim::single_worker_step_ms(input);
+        row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)
+        fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}{}\n", p, cell.name,
+                   row.step.step_ms, row.step.exposed_comm_ms, row.step.bytes_sent / 1e6,
+                   row.efficiency, split ? "  tied split" : "");
+        if (p == timeline_world) print_timeline(row.step);
+        rows.push_back(std::move(row));
+      }
+    }
+  }
+  if (!csv_path.empty()) {
+    std::ofstream csv(csv_path);
+    if (!csv) return Status::error("--csv: cannot write {}", csv_path);
+    csv << "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
+           "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
+    for (const Row& r : rows)
+      csv << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+                         base.model.preset, r.network, r.world, r.cell, r.step.step_ms,
+                         r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
+                         r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms,
+                         r.efficiency, r.tied_split ? 1 : 0);
+    if (!csv) return Status::error("--csv: writing {} failed", csv_path);
+    fmt::print("\nwrote {} rows to {}\n", rows.size(), csv_path);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparq simulate: the alpha-beta model of a data-parallel step (docs/simulate.md)"};
+  std::string config_path, profile_path, csv_path, allreduce = "config",
+              gather = "best";
+  std::string world = "2,4,8,16,32,64,128,256,512,1024";
+  std::string cell_names;
+  for (const auto& c : sparq::sim::cells()) cell_names += (cell_names.empty() ? "" : ",") + c.name;
+  std::vector<std::string> sets, networks;
+  int timeline_world = 0;
+  app.add_option("--config", config_path, "training YAML config (docs/config.md)")->required();
+  app.add_option("--set", sets, "override a config key: --set train.micro_batch=16 (repeatable)");
+  app.add_option("--profile", profile_path, "machine profile YAML (profiles/)")->required();
+  app.add_option("--network", networks, "a network of the profile (repeatable)")->required();
+  app.add_option("--world", world, "comma-separated world sizes")->capture_default_str();
+  app.add_option("--cells", cell_names, "comma-separated cells (docs/simulate.md)")
+      ->capture_default_str();
+  app.add_option("--csv", csv_path, "write every row to this CSV file");
+  app.add_option("--allreduce", allreduce,
+                 "allreduce cost: config (comm.allreduce ring: ring, else best) | ring | best")
+      ->capture_default_str();
+  app.add_option("--gather", gather,
+                 "allgather/alltoall cost: best (MPI chooses by size) | ring (ring, pairwise)")
+      ->capture_default_str();
+  app.add_option("--buckets", timeline_world,
+                 "print each bucket's ready, start and end time at this world size");
+  CLI11_PARSE(app, argc, argv);
+  const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
+                                   csv_path, allreduce, gather, timeline_world);
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
+    return 1;
+  }
+  return 0;
+}

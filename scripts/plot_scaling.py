@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Scaling-efficiency curves from `simulate --csv` output (docs/simulate.md).
+
+    scripts/plot_scaling.py OUT_DIR FILE.csv [FILE.csv ...]
+
+One PNG per (model, network) found in the CSV files: scaling efficiency against the world
+size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png.
+Needs matplotlib (Debian: python3-matplotlib).
+"""
+import csv
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_rows(paths):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                missing = {"model", "network", "world", "cell", "efficiency"} - row.keys()
+                if missing:
+                    sys.exit(f"{path}: missing columns {sorted(missing)}")
+                rows.append(row)
+    return rows
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    out_dir, paths = argv[1], argv[2:]
+    curves = defaultdict(lambda: defaultdict(list))  # (model, network) -> cell -> [(P, eff)]
+    cell_order = []
+    for row in read_rows(paths):
+        key = (row["model"], row["network"])
+        curves[key][row["cell"]].append((int(row["world"]), float(row["efficiency"])))
+        if row["cell"] not in cell_order:
+            cell_order.append(row["cell"])
+    for (model, network), cells in sorted(curves.items()):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for cell in cell_order:
+            if cell not in cells:
+                continue
+            points = sorted(cells[cell])
+            ax.plot([p for p, _ in points], [e for _, e in points], marker="o", ms=3, label=cell)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("workers P")
+        ax.set_ylabel("scaling efficiency (P-worker / P x one-worker throughput)")
+        ax.set_title(f"{model}, {network}: simulated (alpha-beta model)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right")
+        fig.tight_layout()
+        path = f"{out_dir}/{model}_{network}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

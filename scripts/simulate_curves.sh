@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The scaling curves of docs/simulate.md: GPT-2 124M and BERT-base on the hand-written H100
+# node profile, 10gbit and 100gbit networks, P = 2..1024, every cell; CSV and PNG into
+# docs/simulate/. Runs in seconds (the slowest part is allocating each model's ParamStore once).
+#   scripts/simulate_curves.sh            # needs build/apps/simulate (cmake --build build --target simulate)
+# Environment: PROFILE (default profiles/h100_node.yaml), OUT (default docs/simulate),
+# SIMULATE (default build/apps/simulate), PYTHON (a python3 with matplotlib).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE=${PROFILE:-profiles/h100_node.yaml}
+OUT=${OUT:-docs/simulate}
+SIMULATE=${SIMULATE:-build/apps/simulate}
+if [[ -z "${PYTHON:-}" ]]; then
+  PYTHON=python3
+  # pyenv shims may hide the system python that has python3-matplotlib
+  "$PYTHON" -c "import matplotlib" 2>/dev/null || PYTHON=/usr/bin/python3
+fi
+[[ -x "$SIMULATE" ]] || { echo "$SIMULATE not built: cmake --build build --target simulate" >&2; exit 1; }
+[[ -f "$PROFILE" ]] || { echo "profile $PROFILE not found" >&2; exit 1; }
+mkdir -p "$OUT"
+WORLD=2,4,8,16,32,64,128,256,512,1024
+for pair in gpt2_124M:configs/gpt2_wikitext.yaml bert_base:configs/bert_wikitext.yaml; do
+  name=${pair%%:*}
+  config=${pair#*:}
+  "$SIMULATE" --config "$config" --profile "$PROFILE" --network 10gbit --network 100gbit \
+      --world "$WORLD" --csv "$OUT/$name.csv" | grep -v "\[info\]" > "$OUT/$name.txt"
+  echo "wrote $OUT/$name.csv and $OUT/$name.txt"
+done
+"$PYTHON" scripts/plot_scaling.py "$OUT" "$OUT/gpt2_124M.csv" "$OUT/bert_base.csv"

@@ -1,0 +1,96 @@
+// Collective costs in the alpha-beta (Hockney) model: a message of m bytes over one link costs
+// alpha + m * beta seconds. Every rank has one full-duplex link (it may send one message and
+// receive one at the same time); contention inside the network is NOT modelled. Reduction
+// arithmetic (gamma in Thakur et al.) is left out: it is part of each compressor's measured
+// decode cost, and for dense sums it is far below beta on the networks simulated here.
+//
+// n: bytes of each rank's input (allreduce) or message; P: ranks. The formulas and sources:
+//
+//   ring allreduce (Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for
+//   clusters of workstations"; Thakur, Rabenseifner & Gropp 2005, "Optimization of collective
+//   communication operations in MPICH", section 4.1): a reduce-scatter and an allgather, each
+//   P-1 steps of one n/P block:            2(P-1) alpha + 2 (P-1)/P n beta
+//   recursive-doubling allreduce (Thakur et al. 2005, 4.1; P a power of two, otherwise
+//   ceil(log2 P) rounds as an upper bound): log2 P rounds exchanging the whole vector:
+//                                          ceil(log2 P) (alpha + n beta)
+//   Rabenseifner allreduce (Thakur et al. 2005, 4.1: recursive-halving reduce-scatter +
+//   recursive-doubling allgather):         2 ceil(log2 P) alpha + 2 (P-1)/P n beta
+//   binomial-tree allreduce (reduce to a root, then broadcast; Thakur et al. 2005, 4.1):
+//                                          2 ceil(log2 P) (alpha + n beta)
+//   ring allgatherv (Thakur et al. 2005, 3.1; Patarasuk & Yuan for the ring): P-1 steps; in
+//   each a rank forwards one block; the rank that waits longest receives every other block:
+//                                          (P-1) alpha + (sum of the others' sizes) beta
+//   pairwise-exchange alltoallv (Thakur et al. 2005, 3.4): P-1 steps, in step s rank r sends
+//   its block for r+s and receives the one from r-s:
+//                                          (P-1) alpha + (sum of the blocks it sends) beta
+//   recursive-doubling / Bruck allgather (Thakur et al. 2005, 3.1; Bruck et al. 1997 for
+//   P not a power of two), P messages of m bytes:
+//                                          ceil(log2 P) alpha + (P-1) m beta
+//   Bruck alltoall (Thakur et al. 2005, 3.4, short messages), blocks of b bytes:
+//                                          ceil(log2 P) alpha + ceil(log2 P) (P b / 2) beta
+//   binomial broadcast (Thakur et al. 2005, 3.2, short messages): ceil(log2 P) (alpha + n beta)
+//   two_phase sparse allreduce (Renggli et al. 2019, SparCML, "split allgather"; Li & Hoefler
+//   2022, Ok-Topk): an alltoallv of the P-1 per-region messages to their owners, then an
+//   allgatherv of the P region results:    alltoallv(region messages) + allgatherv(results)
+//   gtopk tree (Shi et al. 2019, "A distributed synchronous SGD algorithm with global top-k
+//   sparsification"; sparq's variant, docs/compress.md "tree"): ceil(log2 P) rounds in which
+//   pairs exchange one k-entry message, then rank 0 broadcasts the global index set and the
+//   k values are summed by one allreduce of k floats:
+//       ceil(log2 P) (alpha + m beta) + broadcast(index set) + ring allreduce(4k)
+//
+// P = 1 costs nothing. All results are seconds. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace sparq::sim {
+
+struct Link {
+  double alpha_s = 0;          // per-message latency, seconds
+  double beta_s_per_byte = 0;  // seconds per byte
+};
+
+// ceil(log2 P) for P >= 1.
+int ceil_log2(std::int64_t p);
+
+double ring_allreduce_s(double n, int p, const Link& link);
+double recursive_doubling_allreduce_s(double n, int p, const Link& link);
+double rabenseifner_allreduce_s(double n, int p, const Link& link);
+double tree_allreduce_s(double n, int p, const Link& link);
+// The cheapest of the four above: what an MPI library that chooses by size approaches.
+double best_allreduce_s(double n, int p, const Link& link);
+
+// Every rank contributes one message; `sizes[r]` its bytes. The time of the rank that
+// receives the most (the others' sizes summed over the smallest own block).
+double ring_allgatherv_s(const std::vector<double>& sizes, const Link& link);
+// P equal messages of m bytes: (P-1)(alpha + m beta).
+double ring_allgather_s(double m, int p, const Link& link);
+// Each rank sends one block of `block` bytes to each of the P-1 others.
+double pairwise_alltoall_s(double block, int p, const Link& link);
+double binomial_broadcast_s(double n, int p, const Link& link);
+double recursive_doubling_allgather_s(double m, int p, const Link& link);
+double bruck_alltoall_s(double block, int p, const Link& link);
+// "ring": ring allgather / pairwise alltoall; "best": the cheaper of the two algorithms (what
+// an MPI library choosing by message size approaches).
+double allgather_s(const std::string& algorithm, double m, int p, const Link& link);
+double alltoall_s(const std::string& algorithm, double block, int p, const Link& link);
+// Region messages of `region_message` bytes each to P-1 owners, then P region results of
+// `region_result` bytes each gathered by everyone.
+double two_phase_s(double region_message, double region_result, int p, const Link& link,
+                   const std::string& algorithm = "ring");
+// Algorithm names for the simulator: ring (sparq's own ring allreduce, what its byte model
+// counts; ring allgather, pairwise alltoall) or best (the cheapest algorithm above for the
+// size: an MPI library choosing by size). `flag` names the option in the error.
+Result<std::string> parse_algorithm(const std::string& name, const std::string& flag);
+double allreduce_s(const std::string& algorithm, double n, int p, const Link& link);
+
+// Tree rounds exchanging `message` bytes, the broadcast of `index_set` bytes, the allreduce
+// of `k` floats (4k bytes) with `algorithm`.
+double gtopk_tree_s(double message, double index_set, double k, int p, const Link& link,
+                    const std::string& algorithm = "ring");
+
+}  // namespace sparq::sim

@@ -1,0 +1,161 @@
+// The step timeline (step_model.h): readiness from the per-layer backward intervals, one comm
+// thread in readiness order, then the optimizer.
+#include "sim/step_model.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "comm/byte_model.h"
+#include "core/check.h"
+
+namespace sparq::sim {
+namespace {
+
+double encode_s(const SimBucket& b, double floats) {
+  return b.codec.encode_gbps > 0 ? 4.0 * floats / (b.codec.encode_gbps * 1e9) : 0.0;
+}
+double decode_s(const SimBucket& b, double floats) {
+  return b.codec.decode_gbps > 0 ? 4.0 * floats / (b.codec.decode_gbps * 1e9) : 0.0;
+}
+
+// Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.
+std::int64_t region_floats(std::int64_t n, int p) { return (n + p - 1) / p; }
+
+double ring_allreduce_sent(double bytes, double elem_bytes, int p) {
+  const auto count = static_cast<std::size_t>(bytes / elem_bytes);
+  return static_cast<double>(
+      comm::ring_allreduce_bytes(count, static_cast<std::size_t>(elem_bytes), 0, p).sent);
+}
+
+double ring_allgather_sent(double message, int p) {
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(p),
+                                        static_cast<std::size_t>(message));
+  return static_cast<double>(comm::ring_allgatherv_bytes(counts, 1, 0).sent);
+}
+
+}  // namespace
+
+double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
+  const int p = o.world_size;
+  const double n = static_cast<double>(b.numel);
+  switch (b.kind) {
+    case CommKind::kDenseAllreduce:
+      return allreduce_s(o.allreduce, n * b.wire_elem_bytes, p, o.link);
+    case CommKind::kAllreduce:
+      return encode_s(b, n) + allreduce_s(o.allreduce, n * b.wire_elem_bytes, p, o.link) +
+             decode_s(b, n);
+    case CommKind::kPowerSgd:
+      return encode_s(b, n) + allreduce_s(o.allreduce, b.p_bytes, p, o.link) +
+             allreduce_s(o.allreduce, b.q_bytes, p, o.link) + decode_s(b, n);
+    case CommKind::kAllgather:
+      return encode_s(b, n) + allgather_s(o.gather, b.message_bytes(b.numel), p, o.link) +
+             p * decode_s(b, n);
+    case CommKind::kTwoPhase: {
+      const std::int64_t region = region_floats(b.numel, p);
+      const double message = b.message_bytes(region);
+      return encode_s(b, n) + alltoall_s(o.gather, message, p, o.link) +
+             p * decode_s(b, static_cast<double>(region)) +
+             encode_s(b, static_cast<double>(region)) + allgather_s(o.gather, message, p, o.link) +
+             p * decode_s(b, static_cast<double>(region));
+    }
+    case CommKind::kTree: {
+      const double message = b.message_bytes(b.numel);
+      const double k = b.kept(b.numel);
+      const double index_set = message - 4.0 * k;
+      return encode_s(b, n) + gtopk_tree_s(message, index_set, k, p, o.link, o.allreduce) +
+             (ceil_log2(p) + 1) * decode_s(b, n);
+    }
+    case CommKind::kTiedRows: {
+      const double rows = static_cast<double>(b.rows);
+      return allgather_s(o.gather, 8, p, o.link) + allgather_s(o.gather, 4 * rows, p, o.link) +
+             allgather_s(o.gather, 4 * rows * static_cast<double>(b.dim), p, o.link);
+    }
+  }
+  return 0;
+}
+
+double bucket_bytes_sent(const SimBucket& b, int p) {
+  if (p <= 1) return 0;
+  const double n = static_cast<double>(b.numel);
+  switch (b.kind) {
+    case CommKind::kDenseAllreduce:
+    case CommKind::kAllreduce:
+      return ring_allreduce_sent(n * b.wire_elem_bytes, b.wire_elem_bytes, p);
+    case CommKind::kPowerSgd:
+      return ring_allreduce_sent(b.p_bytes, 4, p) + ring_allreduce_sent(b.q_bytes, 4, p);
+    case CommKind::kAllgather:
+      return ring_allgather_sent(b.message_bytes(b.numel), p);
+    case CommKind::kTwoPhase: {
+      const auto message = static_cast<std::size_t>(b.message_bytes(region_floats(b.numel, p)));
+      const std::vector<std::size_t> blocks(static_cast<std::size_t>(p), message);
+      return static_cast<double>(comm::alltoallv_bytes(blocks, blocks, 1, 0).sent) +
+             ring_allgather_sent(static_cast<double>(message), p);
+    }
+    case CommKind::kTree: {
+      const double message = b.message_bytes(b.numel);
+      const double k = b.kept(b.numel);
+      const double share = (p - 1.0) / p;  // all ranks but one send in the tree and the chain
+      return share * message + share * (message - 4.0 * k) + ring_allreduce_sent(4.0 * k, 4, p);
+    }
+    case CommKind::kTiedRows: {
+      const double rows = static_cast<double>(b.rows);
+      return ring_allgather_sent(8, p) + ring_allgather_sent(4 * rows, p) +
+             ring_allgather_sent(4 * rows * static_cast<double>(b.dim), p);
+    }
+  }
+  return 0;
+}
+
+StepResult simulate_step(const StepInput& in, const StepOptions& o) {
+  SPARQ_CHECK(o.world_size >= 1, "world size {} < 1", o.world_size);
+  const std::size_t layers = in.backward_s.size();
+  // ready[i]: backward runs layers in reverse, so layer i is final after the intervals of
+  // layers i..L-1.
+  std::vector<double> ready(layers);
+  double t = in.forward_s;
+  for (std::size_t i = layers; i-- > 0;) {
+    t += in.backward_s[i];
+    ready[i] = t;
+  }
+  const double backward_end = t;
+
+  StepResult r;
+  r.forward_ms = in.forward_s * 1e3;
+  r.backward_ms = (backward_end - in.forward_s) * 1e3;
+  std::vector<std::pair<double, int>> order;  // (ready time, position in in.buckets)
+  for (std::size_t b = 0; b < in.buckets.size(); ++b) {
+    const SimBucket& bucket = in.buckets[b];
+    SPARQ_CHECK(bucket.ready_layer >= 0 && static_cast<std::size_t>(bucket.ready_layer) < layers,
+                "bucket {}: ready layer {} out of range", bucket.index, bucket.ready_layer);
+    order.emplace_back(o.overlap ? ready[bucket.ready_layer] : backward_end,
+                       static_cast<int>(b));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    if (x.first != y.first) return x.first < y.first;
+    return in.buckets[x.second].index < in.buckets[y.second].index;
+  });
+  double comm_free = 0;
+  double comm_end = backward_end;
+  for (const auto& [ready_s, pos] : order) {
+    const SimBucket& bucket = in.buckets[pos];
+    const double start = std::max(ready_s, comm_free);
+    const double end = start + (o.world_size > 1 ? bucket_cost_s(bucket, o) : 0.0);
+    comm_free = end;
+    comm_end = std::max(comm_end, end);
+    const double sent = bucket_bytes_sent(bucket, o.world_size);
+    r.bytes_sent += sent;
+    r.buckets.push_back({bucket.index, ready_s * 1e3, start * 1e3, end * 1e3, sent});
+  }
+  r.comm_end_ms = comm_end * 1e3;
+  r.exposed_comm_ms = std::max(0.0, comm_end - backward_end) * 1e3;
+  r.step_ms = (std::max(backward_end, comm_end) + in.optimizer_s) * 1e3;
+  return r;
+}
+
+double single_worker_step_ms(const StepInput& in) {
+  return (in.forward_s + std::accumulate(in.backward_s.begin(), in.backward_s.end(), 0.0) +
+          in.optimizer_s) *
+         1e3;
+}
+
+}  // namespace sparq::sim

@@ -1,0 +1,96 @@
+// The step timeline of one data-parallel micro-batch step of P identical workers
+// (docs/simulate.md, "The step"). Every worker runs the same timeline, so one is simulated:
+//
+//   0 ............ forward ............ F ..... backward, layer by layer in reverse ..... B
+//   layer i's gradients are final at ready_i = F + (sum of the backward intervals of the
+//   layers after it, and its own); a bucket is ready when all its tensors are, i.e. at the
+//   ready time of its lowest-indexed layer.
+//   ONE comm thread takes the ready buckets in readiness order (Note [Readiness launch
+//   order], comm/wfbp_scheduler.h; ties by bucket index): start = max(ready, previous end),
+//   end = start + cost(bucket). With comm.overlap = false every bucket is ready at B.
+//   Then the optimizer: step = max(B, last end) + optimizer.
+//
+// A bucket's cost (seconds; encode/decode from the compressor's codec rates, GB/s of f32):
+//   dense bucket           allreduce of its f32 array (bf16 array with the bf16 cell)
+//   allreduce (bf16)       encode(n) + allreduce(message) + decode(n)
+//   powersgd               encode(n) + allreduce(P factors + dense) + allreduce(Q factors)
+//                          + decode(n)
+//   allgather              encode(n) + allgatherv(P messages) + P decode(n)
+//   two_phase              encode(n) + alltoallv(region messages) + P decode(n/P)
+//                          + encode(n/P) + allgatherv(region results) + P decode(n/P)
+//   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
+//   tied rows              allgather(8) + allgatherv(4 rows) + allgatherv(4 rows dim): counts,
+//                          row ids, values (comm/sparse_rows.h); the adds are not costed
+// with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats.
+// Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per rank: comm/byte_model.h's ring model
+// (rank 0) for allreduce and allgather, its alltoallv model for two_phase, and for the tree
+// the mean over ranks (every rank but the root sends one tree message; the broadcast chain).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/collectives.h"
+#include "sim/profile.h"
+
+namespace sparq::sim {
+
+enum class CommKind {
+  kDenseAllreduce, kAllreduce, kPowerSgd, kAllgather, kTwoPhase, kTree,
+  kTiedRows,  // the split tied embedding's lookup rows (comm/sparse_rows.h), after backward
+};
+
+struct SimBucket {
+  int index = 0;
+  int ready_layer = 0;  // Model::layers() index whose readiness completes the bucket
+  std::int64_t numel = 0;
+  CommKind kind = CommKind::kDenseAllreduce;
+  double wire_elem_bytes = 4;  // kDenseAllreduce / kAllreduce: bytes per summed element
+  double p_bytes = 0, q_bytes = 0;  // kPowerSgd: the two allreduced arrays
+  // Sparse kinds: bytes of one message for a span of that many floats, and its kept entries.
+  std::function<double(std::int64_t)> message_bytes;
+  std::function<double(std::int64_t)> kept;
+  CodecRate codec;  // encode/decode rates (unused by dense buckets)
+  std::int64_t rows = 0, dim = 0;  // kTiedRows: rows sent per rank, floats per row
+};
+
+struct StepInput {
+  double forward_s = 0;
+  std::vector<double> backward_s;  // per layer, layers() order: the interval ending at its readiness
+  double optimizer_s = 0;
+  std::vector<SimBucket> buckets;
+};
+
+struct StepOptions {
+  int world_size = 1;
+  Link link;
+  std::string allreduce = "ring";  // collectives.h: ring | best
+  std::string gather = "ring";     // allgather and alltoall: ring (pairwise) | best
+  bool overlap = true;
+};
+
+struct BucketTiming {
+  int index = 0;
+  double ready_ms = 0, start_ms = 0, end_ms = 0;
+  double bytes_sent = 0;
+};
+
+struct StepResult {
+  double step_ms = 0, forward_ms = 0, backward_ms = 0;  // backward_ms: its duration
+  double comm_end_ms = 0;        // from the step's start; backward's end when nothing is sent
+  double exposed_comm_ms = 0;    // max(0, comm end - backward end)
+  double bytes_sent = 0;         // per rank, all buckets
+  std::vector<BucketTiming> buckets;  // in launch order
+};
+
+// One bucket's cost in seconds and the bytes one rank sends for it.
+double bucket_cost_s(const SimBucket& bucket, const StepOptions& options);
+double bucket_bytes_sent(const SimBucket& bucket, int world_size);
+
+StepResult simulate_step(const StepInput& input, const StepOptions& options);
+// The step of ONE worker, which communicates nothing: forward + backward + optimizer.
+double single_worker_step_ms(const StepInput& input);
+
+}  // namespace sparq::sim

@@ -1,0 +1,77 @@
+// Collective costs (sim/collectives.h) against values computed by hand from the formulas,
+// alpha = 10 us, beta = 1 ns per byte, P = 2, 4, 1024.
+#include <gtest/gtest.h>
+
+#include "sim/collectives.h"
+
+namespace sparq::sim {
+namespace {
+
+const Link kLink{1e-5, 1e-9};
+
+void expect_rel(double got, double want) { EXPECT_NEAR(got, want, 1e-12 * want) << got; }
+
+TEST(Collectives, CeilLog2) {
+  EXPECT_EQ(ceil_log2(1), 0);
+  EXPECT_EQ(ceil_log2(2), 1);
+  EXPECT_EQ(ceil_log2(3), 2);
+  EXPECT_EQ(ceil_log2(1024), 10);
+  EXPECT_EQ(ceil_log2(1025), 11);
+}
+
+TEST(Collectives, Allreduce) {
+  const double n = 1e6;
+  // 2(P-1) alpha + 2 (P-1)/P n beta
+  expect_rel(ring_allreduce_s(n, 2, kLink), 1.02e-3);
+  expect_rel(ring_allreduce_s(n, 4, kLink), 1.56e-3);
+  expect_rel(ring_allreduce_s(n, 1024, kLink), 0.022458046875);
+  // log2 P (alpha + n beta)
+  expect_rel(recursive_doubling_allreduce_s(n, 2, kLink), 1.01e-3);
+  expect_rel(recursive_doubling_allreduce_s(n, 4, kLink), 2.02e-3);
+  expect_rel(recursive_doubling_allreduce_s(n, 1024, kLink), 0.0101);
+  // 2 log2 P alpha + 2 (P-1)/P n beta
+  expect_rel(rabenseifner_allreduce_s(n, 4, kLink), 1.54e-3);
+  expect_rel(rabenseifner_allreduce_s(n, 1024, kLink), 0.002198046875);
+  // 2 log2 P (alpha + n beta)
+  expect_rel(tree_allreduce_s(n, 4, kLink), 4.04e-3);
+  expect_rel(best_allreduce_s(n, 1024, kLink), 0.002198046875);
+  expect_rel(best_allreduce_s(100, 1024, kLink), 10 * (1e-5 + 1e-7));  // latency-bound
+  EXPECT_EQ(ring_allreduce_s(n, 1, kLink), 0);
+  expect_rel(allreduce_s("ring", n, 4, kLink), 1.56e-3);
+  expect_rel(allreduce_s("best", n, 4, kLink), 1.54e-3);
+  EXPECT_FALSE(parse_algorithm("fast", "--allreduce").is_ok());
+}
+
+TEST(Collectives, GatherScatterBroadcast) {
+  expect_rel(ring_allgather_s(1000, 2, kLink), 1.1e-5);
+  expect_rel(ring_allgather_s(1000, 4, kLink), 3.3e-5);
+  expect_rel(ring_allgather_s(1000, 1024, kLink), 0.011253);
+  // (P-1) alpha + (total - smallest own block) beta
+  expect_rel(ring_allgatherv_s({100, 200, 300, 400}, kLink), 3e-5 + 900e-9);
+  expect_rel(pairwise_alltoall_s(1000, 2, kLink), 1.1e-5);
+  expect_rel(pairwise_alltoall_s(1000, 1024, kLink), 0.011253);
+  expect_rel(binomial_broadcast_s(1e6, 1024, kLink), 0.0101);
+  // log2 P alpha + (P-1) m beta
+  expect_rel(recursive_doubling_allgather_s(1000, 4, kLink), 2e-5 + 3e-6);
+  expect_rel(recursive_doubling_allgather_s(1000, 1024, kLink), 1e-4 + 1023e-6);
+  expect_rel(allgather_s("best", 1000, 1024, kLink), 1e-4 + 1023e-6);
+  expect_rel(allgather_s("ring", 1000, 1024, kLink), 0.011253);
+  // log2 P alpha + log2 P (P b / 2) beta
+  expect_rel(bruck_alltoall_s(1000, 4, kLink), 2e-5 + 2 * 2000e-9);
+  expect_rel(bruck_alltoall_s(1000, 1024, kLink), 1e-4 + 10 * 512000e-9);
+  expect_rel(alltoall_s("best", 1000, 1024, kLink), 1e-4 + 10 * 512000e-9);
+  expect_rel(alltoall_s("best", 1e6, 2, kLink), 1e-5 + 1e-3);  // pairwise: 1 step of 1 MB
+}
+
+TEST(Collectives, SparseAllreduces) {
+  // alltoall of 3 x 500 bytes + allgather of 3 x 300 bytes
+  expect_rel(two_phase_s(500, 300, 4, kLink), 3 * (1e-5 + 5e-7) + 3 * (1e-5 + 3e-7));
+  // 2 rounds of 1000 bytes, broadcast 600 bytes (2 rounds), ring allreduce of 400 bytes
+  expect_rel(gtopk_tree_s(1000, 600, 100, 4, kLink), 2.2e-5 + 2.12e-5 + 6.06e-5);
+  expect_rel(gtopk_tree_s(1000, 600, 100, 2, kLink), 1.1e-5 + 1.06e-5 + (2e-5 + 400e-9));
+  expect_rel(gtopk_tree_s(1000, 600, 100, 1024, kLink),
+             1.1e-4 + 1.06e-4 + 0.02046 + 2.0 * 1023 / 1024 * 400e-9);
+}
+
+}  // namespace
+}  // namespace sparq::sim

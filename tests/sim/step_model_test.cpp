@@ -1,0 +1,109 @@
+// The step timeline (sim/step_model.h) on a hand-made case: 3 layers, 2 dense buckets, P = 2,
+// alpha = 0, beta = 1 ns per byte, so a bucket of n floats costs 2 (P-1)/P 4n beta = 4n ns.
+// forward 10 ms; backward intervals layer 2: 2 ms, layer 1: 3 ms, layer 0: 4 ms, so layer 2
+// is ready at 12 ms, layer 1 at 15, layer 0 (backward's end) at 19; optimizer 1 ms.
+#include <gtest/gtest.h>
+
+#include "sim/step_model.h"
+
+namespace sparq::sim {
+namespace {
+
+SimBucket dense(int index, int ready_layer, double cost_ms) {
+  SimBucket b;
+  b.index = index;
+  b.ready_layer = ready_layer;
+  b.numel = static_cast<std::int64_t>(cost_ms * 250000);  // 4n ns = cost
+  return b;
+}
+
+StepInput three_layers(double cost0_ms, double cost1_ms, int ready1 = 1) {
+  return {0.010, {0.004, 0.003, 0.002}, 0.001, {dense(0, 2, cost0_ms), dense(1, ready1, cost1_ms)}};
+}
+
+const StepOptions kTwo{.world_size = 2, .link = {0, 1e-9}};
+
+TEST(StepModel, FullyHidden) {
+  // bucket 0: 12..14, bucket 1: 15..18, backward ends at 19.
+  const StepResult r = simulate_step(three_layers(2, 3), kTwo);
+  EXPECT_NEAR(r.forward_ms, 10, 1e-9);
+  EXPECT_NEAR(r.backward_ms, 9, 1e-9);
+  ASSERT_EQ(r.buckets.size(), 2u);
+  EXPECT_NEAR(r.buckets[0].start_ms, 12, 1e-9);
+  EXPECT_NEAR(r.buckets[0].end_ms, 14, 1e-9);
+  EXPECT_NEAR(r.buckets[1].start_ms, 15, 1e-9);
+  EXPECT_NEAR(r.buckets[1].end_ms, 18, 1e-9);
+  EXPECT_NEAR(r.comm_end_ms, 19, 1e-9);  // backward's end: nothing is left over
+  EXPECT_NEAR(r.exposed_comm_ms, 0, 1e-9);
+  EXPECT_NEAR(r.step_ms, 20, 1e-9);
+  EXPECT_NEAR(single_worker_step_ms(three_layers(2, 3)), 20, 1e-9);
+  // Ring allreduce over 2 ranks: each rank sends half of each of its two blocks' passes = 4n.
+  EXPECT_DOUBLE_EQ(r.bytes_sent, 4.0 * (500000 + 750000));
+}
+
+TEST(StepModel, PartlyHidden) {
+  // bucket 0: 12..17; bucket 1 ready at 15 waits for the comm thread: 17..21.
+  const StepResult r = simulate_step(three_layers(5, 4), kTwo);
+  EXPECT_NEAR(r.buckets[1].ready_ms, 15, 1e-9);
+  EXPECT_NEAR(r.buckets[1].start_ms, 17, 1e-9);
+  EXPECT_NEAR(r.comm_end_ms, 21, 1e-9);
+  EXPECT_NEAR(r.exposed_comm_ms, 2, 1e-9);
+  EXPECT_NEAR(r.step_ms, 22, 1e-9);
+}
+
+TEST(StepModel, FullyExposed) {
+  // Without overlap both start at backward's end: 19..21..24.
+  StepOptions no_overlap = kTwo;
+  no_overlap.overlap = false;
+  const StepResult r = simulate_step(three_layers(2, 3), no_overlap);
+  EXPECT_NEAR(r.buckets[0].start_ms, 19, 1e-9);
+  EXPECT_NEAR(r.comm_end_ms, 24, 1e-9);
+  EXPECT_NEAR(r.exposed_comm_ms, 5, 1e-9);
+  EXPECT_NEAR(r.step_ms, 25, 1e-9);
+  // A bucket of layer 0 is ready only at backward's end: all of its cost is exposed.
+  const StepResult last = simulate_step(three_layers(2, 3, /*ready1=*/0), kTwo);
+  EXPECT_NEAR(last.buckets[1].start_ms, 19, 1e-9);
+  EXPECT_NEAR(last.exposed_comm_ms, 3, 1e-9);
+}
+
+TEST(StepModel, ReadinessOrderNotIndexOrder) {
+  // Bucket 0 is ready later than bucket 1: the comm thread takes bucket 1 first.
+  StepInput in = three_layers(2, 3);
+  in.buckets[0].ready_layer = 0;
+  in.buckets[1].ready_layer = 2;
+  const StepResult r = simulate_step(in, kTwo);
+  EXPECT_EQ(r.buckets[0].index, 1);
+  EXPECT_NEAR(r.buckets[0].start_ms, 12, 1e-9);
+  EXPECT_NEAR(r.buckets[1].start_ms, 19, 1e-9);
+}
+
+TEST(StepModel, OneWorkerSendsNothing) {
+  const StepResult r = simulate_step(three_layers(5, 4), {.world_size = 1, .link = {0, 1e-9}});
+  EXPECT_NEAR(r.exposed_comm_ms, 0, 1e-9);
+  EXPECT_EQ(r.bytes_sent, 0);
+  EXPECT_NEAR(r.step_ms, 20, 1e-9);
+}
+
+TEST(StepModel, CompressedCosts) {
+  // allgather of 1000-byte messages for 1e6 floats at P = 4, encode 4 GB/s, decode 8 GB/s:
+  // encode 1 ms, allgather 3 (alpha + 1000 beta), 4 decodes of 0.5 ms.
+  SimBucket b;
+  b.numel = 1000000;
+  b.kind = CommKind::kAllgather;
+  b.message_bytes = [](std::int64_t) { return 1000.0; };
+  b.codec = {4, 8};
+  const StepOptions four{.world_size = 4, .link = {1e-5, 1e-9}};
+  EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 3 * (1e-5 + 1e-6) + 4 * 0.5e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 3000);  // the ring forwards 3 blocks
+  // two_phase: regions of 250000 floats, messages of 1000 bytes (this formula ignores n).
+  b.kind = CommKind::kTwoPhase;
+  const double region_decode = 4 * 250000 / 8e9;
+  EXPECT_NEAR(bucket_cost_s(b, four),
+              1e-3 + 3 * (1e-5 + 1e-6) + 4 * region_decode + 4 * 250000 / 4e9 +
+                  3 * (1e-5 + 1e-6) + 4 * region_decode,
+              1e-15);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 3000 + 3000);
+}
+
+}  // namespace
+}  // namespace sparq::sim

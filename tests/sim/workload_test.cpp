@@ -1,0 +1,193 @@
+// The simulator's workload (sim/workload.h): message-size estimates against the real
+// compressors on data whose gaps are exactly n/k, the layout and plan of a real config.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compress/registry.h"
+#include "comm/bucket_plan.h"
+#include "sim/workload.h"
+
+namespace sparq::sim {
+namespace {
+
+TEST(Workload, IndexEstimates) {
+  EXPECT_EQ(leb128_bytes(0), 1);
+  EXPECT_EQ(leb128_bytes(127), 1);
+  EXPECT_EQ(leb128_bytes(128), 2);
+  EXPECT_EQ(leb128_bytes(16384), 3);
+  EXPECT_EQ(kept_entries(0.01, 1000), 10);
+  EXPECT_EQ(kept_entries(0.01, 10), 1);
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(10000, 100), 100);  // gaps of 100: one byte each
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(800, 400), 100);    // the bitmap is smaller
+}
+
+// One large value every n/k floats: the gaps are exactly the estimate's.
+std::vector<float> evenly_spaced(std::size_t n, std::size_t every) {
+  std::vector<float> a(n, 0.001f);
+  for (std::size_t i = 0; i < n; i += every) a[i] = 1.0f + static_cast<float>(i % 7);
+  return a;
+}
+
+const char* kProfile = R"(name: t
+source: "the test"
+compute:
+  flops: {matmul_tflops: 100, memory_gbps: 1000, optimizer_ns_per_param: 0.1}
+codecs:
+  topk: {encode_gbps: 1, decode_gbps: 2}
+  lbs: {encode_gbps: 1, decode_gbps: 2}
+  powersgd: {encode_gbps: 1, decode_gbps: 2}
+networks:
+  - {name: 1gbit, alpha_us: 50, gbps: 1}
+)";
+
+train::TrainConfig tiny_config(const std::vector<std::string>& overrides) {
+  auto c = train::parse_train_config("model:\n  preset: gpt2-tiny\n", "t.yaml", overrides);
+  EXPECT_TRUE(c.is_ok()) << c.status().message();
+  return c.value();
+}
+
+TEST(Workload, MessagesMatchTheRealCompressors) {
+  const train::TrainConfig config =
+      tiny_config({"compress.name=lbs", "compress.lbs.density=0.01"});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  auto layout = build_layout(config);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  auto buckets = simulate_buckets(**layout, config, *profile);
+  ASSERT_TRUE(buckets.is_ok()) << buckets.status().message();
+  ASSERT_EQ(buckets->size(), (*layout)->plan->size());
+  for (const std::string name : {"topk", "lbs"}) {
+    const train::TrainConfig c = tiny_config({"compress.name=" + name});
+    auto sim_buckets = simulate_buckets(**layout, c, *profile);
+    ASSERT_TRUE(sim_buckets.is_ok()) << sim_buckets.status().message();
+    const SimBucket& b = sim_buckets->front();
+    ASSERT_EQ(b.kind, CommKind::kAllgather);
+    const std::size_t n = 25600;
+    auto real = compress::make_compressor(c.compress.compress);
+    ASSERT_TRUE(real.is_ok());
+    compress::Message msg;
+    (*real)->encode(evenly_spaced(n, 100), {}, msg);
+    EXPECT_EQ(b.message_bytes(static_cast<std::int64_t>(n)), static_cast<double>(msg.size()))
+        << name;
+  }
+  // powersgd: the two allreduced arrays make up the compressor's whole message.
+  const train::TrainConfig p = tiny_config({"compress.name=powersgd"});
+  auto psgd = simulate_buckets(**layout, p, *profile);
+  ASSERT_TRUE(psgd.is_ok()) << psgd.status().message();
+  bool any = false;
+  for (const SimBucket& b : *psgd) {
+    if (b.kind != CommKind::kPowerSgd) continue;
+    any = true;
+    EXPECT_GT(b.q_bytes, 0);
+    EXPECT_LT(b.p_bytes + b.q_bytes, 4.0 * static_cast<double>(b.numel));
+  }
+  EXPECT_TRUE(any);
+}
+
+TEST(Workload, ComputeFromFlopsAndErrors) {
+  const train::TrainConfig config = tiny_config({});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  auto layout = build_layout(config);
+  ASSERT_TRUE(layout.is_ok());
+  auto t = compute_times(**layout, *profile, 8, 64);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_EQ(t->source, "flops");
+  EXPECT_EQ(t->backward_s.size(), (*layout)->layers.size());
+  EXPECT_GT(t->forward_s, 0);
+  MachineProfile none = *profile;
+  none.flops.reset();
+  auto missing = compute_times(**layout, none, 8, 64);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("neither compute.measured nor compute.flops"),
+            std::string::npos)
+      << missing.status().message();
+  // A measured profile of the same model, at half the tokens: times double.
+  MeasuredCompute m;
+  m.model = config.model.spec;
+  m.micro_batch = 4;
+  m.seq_len = 64;
+  m.forward_ms = 10;
+  for (const auto& l : (*layout)->layers) m.layers.push_back({l.name, 1.0});
+  none.measured = m;
+  auto measured = compute_times(**layout, none, 8, 64);
+  ASSERT_TRUE(measured.is_ok()) << measured.status().message();
+  EXPECT_EQ(measured->source, "measured");
+  EXPECT_NEAR(measured->forward_s, 0.020, 1e-12);
+  EXPECT_NEAR(measured->backward_s[0], 0.002, 1e-12);
+  // A measured profile of another model, with no FLOP model to fall back on, says so.
+  none.measured->model = "gpt2-tiny n_layer=3";
+  auto other = compute_times(**layout, none, 8, 64);
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("compute.measured.model 'gpt2-tiny n_layer=3' is not"),
+            std::string::npos)
+      << other.status().message();
+  // A missing codec names the key.
+  auto no_codec = simulate_buckets(**layout, tiny_config({"compress.name=gtopk"}), *profile);
+  ASSERT_FALSE(no_codec.is_ok());
+  EXPECT_EQ(no_codec.status().message(), "profile t: codecs.gtopk: missing (compress.name is gtopk)");
+  EXPECT_FALSE(find_cell("lbs").is_ok());
+  EXPECT_TRUE(find_cell("lbs_two_phase").is_ok());
+}
+
+TEST(Workload, TiedEmbeddingSplit) {
+  // gpt2-tiny B = 8, T = 64: 512 tokens a rank; the table has 256 rows, so the split needs
+  // 2 * 512 P <= 256 rows: never. With a vocabulary of 50257 (50304 rows) up to P = 49.
+  const train::TrainConfig big = tiny_config({"model.vocab_size=50257", "compress.name=lbs"});
+  auto profile = parse_profile(kProfile, "t.yaml");
+  auto layout = build_layout(big);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  ASSERT_TRUE((*layout)->split_plan);
+  EXPECT_TRUE(uses_tied_split(**layout, big, 2).value());
+  EXPECT_TRUE(uses_tied_split(**layout, big, 49).value());
+  EXPECT_FALSE(uses_tied_split(**layout, big, 50).value());
+  EXPECT_FALSE(uses_tied_split(**layout, big, 1).value());
+  auto split = simulate_buckets(**layout, big, *profile, true);
+  ASSERT_TRUE(split.is_ok()) << split.status().message();
+  const int last = static_cast<int>((*layout)->layers.size()) - 1;
+  int table_buckets = 0;
+  for (const comm::Bucket& b : (*layout)->split_plan->buckets()) {
+    if (b.tensors != std::vector<std::string>{"wte.weight"}) continue;
+    ++table_buckets;
+    EXPECT_EQ((*split)[b.index].ready_layer, last);  // ready with the head's backward
+  }
+  EXPECT_GT(table_buckets, 0);
+  const SimBucket& rows = split->back();
+  ASSERT_EQ(rows.kind, CommKind::kTiedRows);
+  EXPECT_EQ(rows.rows, 8 * 64);
+  EXPECT_EQ(rows.dim, big.model.n_embd);
+  EXPECT_EQ(rows.ready_layer, 0);
+  // Three ring allgathers at P = 2: counts (8 B), row ids (4 rows), values (4 rows dim).
+  const StepOptions two{.world_size = 2, .link = {1e-5, 1e-9}};
+  const double r = 512, d = static_cast<double>(big.model.n_embd);
+  EXPECT_NEAR(bucket_cost_s(rows, two), 3e-5 + (8 + 4 * r + 4 * r * d) * 1e-9, 1e-15);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(rows, 2), 8 + 4 * r + 4 * r * d);
+  // Unsplit, the table is ready last (layer 0), and no rows are exchanged.
+  auto plain = simulate_buckets(**layout, big, *profile, false);
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_NE(plain->back().kind, CommKind::kTiedRows);
+}
+
+TEST(Workload, EveryCellSimulates) {
+  MachineProfile profile = parse_profile(kProfile, "t.yaml").value();
+  for (const char* name : {"bf16", "gtopk"}) profile.codecs[name] = {1, 2};
+  const train::TrainConfig base = tiny_config({});
+  auto layout = build_layout(base);
+  ASSERT_TRUE(layout.is_ok());
+  const ComputeTimes t = compute_times(**layout, profile, 8, 64).value();
+  for (const Cell& cell : cells()) {
+    auto buckets = simulate_buckets(**layout, tiny_config(cell.overrides), profile);
+    ASSERT_TRUE(buckets.is_ok()) << cell.name << ": " << buckets.status().message();
+    const StepInput in{t.forward_s, t.backward_s, t.optimizer_s, std::move(buckets).value()};
+    // (Step times need not grow with P: two_phase's server re-encode of n/P floats shrinks.)
+    for (int p : {1, 2, 4, 1024}) {
+      const StepResult r = simulate_step(in, {.world_size = p, .link = {5e-5, 8e-9}});
+      EXPECT_GE(r.step_ms, single_worker_step_ms(in) - 1e-9) << cell.name << " P=" << p;
+      EXPECT_EQ(r.bytes_sent == 0, p == 1) << cell.name << " P=" << p;
+      EXPECT_EQ(r.buckets.size(), in.buckets.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparq::sim

@@ -3,7 +3,7 @@
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
 //       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
-//       [--set key=value ...]
+//       [--compute-ms FORWARD,BACKWARD] [--set key=value ...]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -67,7 +67,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
            const std::string& world_text, const std::string& cells_text,
            const std::string& csv_path, const std::string& allreduce, const std::string& gather,
-           int timeline_world) {
+           int timeline_world, const std::string& compute_ms) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
   std::vector<sim::Cell> cells;
@@ -97,6 +97,22 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
   SPARQ_ASSIGN_OR_RETURN(auto compute,
                          sim::compute_times(*layout, profile, base.train.micro_batch, seq_len));
+  if (!compute_ms.empty()) {
+    // Measured totals of the run being predicted (its ranks may share cores, which the
+    // profile's single-process timings do not see); the profile's per-layer split is kept.
+    const std::vector<std::string> parts = split_commas(compute_ms);
+    double fwd = 0, bwd = 0;
+    if (parts.size() != 2 || std::sscanf(parts[0].c_str(), "%lf", &fwd) != 1 ||
+        std::sscanf(parts[1].c_str(), "%lf", &bwd) != 1 || !(fwd > 0) || !(bwd > 0)) {
+      return Status::error("--compute-ms: expected FORWARD,BACKWARD in ms (two positive "
+                           "numbers), got '{}'", compute_ms);
+    }
+    double total = 0;
+    for (double t : compute.backward_s) total += t;
+    for (double& t : compute.backward_s) t *= bwd / 1e3 / total;
+    compute.forward_s = fwd / 1e3;
+    compute.source += " (totals from --compute-ms)";
+  }
   fmt::print("{}: {} parameters, {} buckets, micro_batch {} seq_len {}; compute from {} of "
              "profile {}: forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms\n",
              base.model.spec, layout->store.param_count(), layout->plan->size(),
@@ -200,9 +216,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--buckets", timeline_world,
                  "print each bucket's ready, start and end time at this world size");
+  std::string compute_ms;
+  app.add_option("--compute-ms", compute_ms,
+                 "FORWARD,BACKWARD: use these measured totals (ms per micro-batch) instead of "
+                 "the profile's, keeping its per-layer split (validation against runs whose "
+                 "ranks share cores)");
   CLI11_PARSE(app, argc, argv);
   const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
-                                   csv_path, allreduce, gather, timeline_world);
+                                   csv_path, allreduce, gather, timeline_world, compute_ms);
   if (!status.is_ok()) {
     std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
     return 1;

@@ -8,11 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 scripts/install_deps.sh
+# The long tests do not run here, so their binaries are not built (SPARQ_BUILD_LONG_TESTS).
 args=(-S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DSPARQ_SANITIZE=address,undefined
-      -DSPARQ_CUDA=OFF -DSPARQ_BUILD_BENCH=OFF)
+      -DSPARQ_CUDA=OFF -DSPARQ_BUILD_BENCH=OFF -DSPARQ_BUILD_LONG_TESTS=OFF)
 command -v ninja >/dev/null 2>&1 && args+=(-G Ninja)
 if [[ -f build-asan/CMakeCache.txt ]]; then
-  cmake build-asan >/dev/null   # keep the existing generator
+  cmake build-asan -DSPARQ_BUILD_LONG_TESTS=OFF >/dev/null   # keep the existing generator
 else
   cmake "${args[@]}"
 fi

@@ -1,2 +1,2 @@
 # train: the training loop (src/train/trainer.h) behind a command line.
-sparq_executable(train SOURCES train.cpp DEPS sparq_train CLI11::CLI11)
+sparq_executable(train SOURCES train.cpp DEPS sparq_run)

@@ -97,7 +97,11 @@ std::string effective_yaml(const TrainConfig& c) {
                    m.backend, m.allreduce, m.plan.first_bucket_mb, m.plan.bucket_mb,
                    m.plan.min_compress_numel, flow_list(m.plan.dense_patterns), yes_no(m.overlap),
                    m.timeout_s, m.emulate.gbit_per_s, m.emulate.latency_us,
-                   m.split_tied_embedding);
+                   m.split_tied_embedding)
+    << fmt::format("  plan: {}\n  plan_profile: {}\n  plan_network: {}\n"
+                   "  plan_min_compression: {}\n",
+                   m.plan_mode, quoted(m.plan_profile), quoted(m.plan_network),
+                   m.plan_min_compression);
   const LoopConfig& t = c.train;
   y << "train:\n"
     << fmt::format("  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"

@@ -7,6 +7,7 @@
 
 #include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
+#include "sim/auto_plan.h"
 #include "train/safetensors.h"
 
 namespace sparq::train {
@@ -44,8 +45,41 @@ Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& 
   return comm;
 }
 
+// comm.plan: auto with the step simulator: the config's own layout and plan rebuilt by the
+// simulator (they must match the trainer's bucket for bucket), the profile's link, this world.
+Result<BucketChoice> plan_with_simulator(const TrainConfig& c, const comm::BucketPlan& plan,
+                                         int world_size) {
+  SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(c.comm.plan_profile));
+  auto link = profile.network(c.comm.plan_network);
+  if (!link.is_ok()) return link.status().with_context("comm.plan_network");
+  SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(c));
+  SPARQ_ASSIGN_OR_RETURN(sim::AutoPlan chosen,
+                         sim::choose_auto_plan(*layout, c, profile, *link, world_size,
+                                               c.comm.plan_min_compression));
+  const comm::BucketPlan& simulated = chosen.tied_split ? *layout->split_plan : *layout->plan;
+  bool same = simulated.size() == plan.size();
+  for (std::size_t b = 0; same && b < plan.size(); ++b) {
+    same = simulated.buckets()[b].range == plan.buckets()[b].range &&
+           simulated.buckets()[b].dense == plan.buckets()[b].dense;
+  }
+  if (!same) {
+    return Status::error("comm.plan: auto: the simulator's bucket plan ({} buckets) differs "
+                         "from the trainer's ({}); report this as a bug",
+                         simulated.size(), plan.size());
+  }
+  BucketChoice out{std::move(chosen.bucket_choice), std::move(chosen.reasons)};
+  out.report.push_back(fmt::format(
+      "predicted step {:.1f} ms, exposed communication {:.1f} ms, compression x{:.1f} "
+      "(the fixed plan: {:.1f} ms, {:.1f} ms exposed) on {} ranks over {} of profile {}",
+      chosen.predicted_step_ms, chosen.predicted_exposed_ms, chosen.compression_ratio,
+      chosen.fixed_step_ms, chosen.fixed_exposed_ms, world_size, link->name, profile.name));
+  return out;
+}
+
 Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicator& comm,
-                                  const RunOptions& options) {
+                                  const RunOptions& options_in) {
+  RunOptions options = options_in;
+  if (!options.trainer.plan_buckets) options.trainer.plan_buckets = plan_with_simulator;
   // A config built or edited in code since it was read or validated no longer matches its
   // resolved_yaml: it gets the YAML checks now (the same on every rank, so agreed as is).
   TrainConfig config = config_in;

@@ -219,6 +219,25 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get_choice("comm.split_tied_embedding", &m.split_tied_embedding,
                                      {"auto", "always", "never"}));
   SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.origin()));
+  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.plan", &m.plan_mode, {"fixed", "auto"}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_profile", &m.plan_profile));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_network", &m.plan_network));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_min_compression", &m.plan_min_compression,
+                              {.min = 1, .max = 1e9}));
+  if (m.plan_mode == "auto") {
+    if (c.compress.compress.name == "none") {
+      return Status::error("{}: comm.plan: auto chooses how compressed buckets travel; set "
+                           "compress.name to a compressor", r.origin());
+    }
+    for (auto [key, value] : {std::pair{"comm.plan_profile", &m.plan_profile},
+                              {"comm.plan_network", &m.plan_network}}) {
+      if (value->empty()) {
+        return Status::error("{}: {}: needed by comm.plan: auto (a machine profile from "
+                             "sim_profile and the name of its link; docs/simulate.md)",
+                             r.origin(), key);
+      }
+    }
+  }
   return Status::ok();
 }
 

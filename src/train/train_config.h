@@ -48,6 +48,14 @@ struct CommConfig {
   // auto | always | never: exchange the tied embedding's head share early and its lookup share as
   // exact rows (Note [Tied embedding split], models/model.h); see resolve_tied_split().
   std::string split_tied_embedding = "auto";
+  // fixed: every compressed bucket goes as the compress section says. auto: at start-up the
+  // step simulator (sim/auto_plan.h, docs/simulate.md) chooses per bucket dense or compressed
+  // and the aggregation strategy that minimise the predicted step, from a measured machine
+  // profile (plan_profile) and its link plan_network, keeping the step's compression ratio at
+  // least plan_min_compression. Planned by run_training() and train_main() (train/run.h).
+  std::string plan_mode = "fixed";
+  std::string plan_profile, plan_network;
+  double plan_min_compression = 1.0;
 };
 
 struct LoopConfig {

@@ -40,6 +40,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
   t->options_ = options;
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
+  SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_plan(), "comparing bucket choices"));
   return t;
 }
 
@@ -109,6 +110,21 @@ Status Trainer::build(const Options& options) {
   plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
   compress::GradientExchangeConfig exchange_config = c.compress;
   exchange_config.never_sent_window = c.log.never_sent_window;  // a log key, measured there
+  if (c.comm.plan_mode == "auto") {
+    if (!options.plan_buckets) {
+      return Status::error("{}: comm.plan: auto is planned by run_training() and train_main() "
+                           "(the step simulator); this Trainer was created without a planner",
+                           c.origin);
+    }
+    SPARQ_ASSIGN_OR_RETURN(BucketChoice planned, options.plan_buckets(c, *plan_, comm_.size()));
+    if (planned.choice.size() != plan_->size()) {
+      return Status::error("comm.plan: auto: {} choices for a plan of {} buckets",
+                           planned.choice.size(), plan_->size());
+    }
+    exchange_config.bucket_choice = planned.choice;
+    for (const std::string& line : planned.report) plan_choice_ += line + "\n";
+    if (is_root()) spdlog::info("comm.plan: auto\n{}", plan_choice_);
+  }
   auto exchange = compress::GradientExchange::create(store_, *plan_, exchange_config);
   if (!exchange.is_ok()) return exchange.status().with_context(c.origin);
   exchange_ = std::move(exchange).value();
@@ -167,6 +183,18 @@ Status Trainer::check_same_config() {
     return Status::ok();
   };
   SPARQ_RETURN_IF_ERROR(run_control("config hash", compare));
+  return s;
+}
+
+Status Trainer::check_same_plan() {
+  if (config_.comm.plan_mode != "auto") return Status::ok();
+  Status s;
+  const auto compare = [&](comm::Communicator& c) {
+    s = comm::check_same_text(c, plan_choice_, "comm.plan: auto's bucket choice",
+                              "every rank must read the same comm.plan_profile");
+    return Status::ok();
+  };
+  SPARQ_RETURN_IF_ERROR(run_control("bucket choice hash", compare));
   return s;
 }
 

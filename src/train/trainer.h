@@ -56,6 +56,12 @@ struct TrainSummary {
   DataInfo data;                 // what was trained on (entropy rate, unit)
 };
 
+// comm.plan: auto's answer (Trainer::Options::plan_buckets).
+struct BucketChoice {
+  std::vector<std::string> choice;  // one per plan bucket: "", "dense" or a strategy
+  std::vector<std::string> report;  // why, one line per compressed bucket
+};
+
 // Errors: every Status a Trainer method returns is agreed (agree() below): the same on every
 // rank and already naming the ranks that failed, so apps print rank 0's copy only.
 class Trainer {
@@ -73,6 +79,14 @@ class Trainer {
     // trainer, and what it does between steps is not overlapped with anything.
     std::function<void(const StepMetrics&)> on_step;
     std::function<void(const EvalMetrics&)> on_eval;
+    // comm.plan: auto: the per-bucket choices for `plan` at `world_size` ranks
+    // (GradientExchangeConfig::bucket_choice) and the lines explaining them for the start-up
+    // log. run_training() sets it to the step simulator's planner (sim/auto_plan.h); a
+    // Trainer created without one refuses comm.plan: auto. It must not communicate: the
+    // trainer checks afterwards that every rank chose the same.
+    std::function<Result<BucketChoice>(const TrainConfig&, const comm::BucketPlan& plan,
+                                       int world_size)>
+        plan_buckets;
   };
   static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
                                                  comm::Communicator& comm, Options options);
@@ -126,6 +140,9 @@ class Trainer {
   // Collective, at start-up: every rank's resolved config hashes alike, else every rank fails
   // naming the ranks that differ from rank 0 and the first differing key.
   Status check_same_config();
+  // Collective, after build(): with comm.plan: auto, every rank's bucket choice is the same
+  // (they read comm.plan_profile each), else every rank fails naming those that differ.
+  Status check_same_plan();
   // Runs a control collective (agreement, config hash) on the engine's thread, or before the
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommEngine::Task& task);
@@ -148,6 +165,7 @@ class Trainer {
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<comm::BucketPlan> plan_;
   bool split_tied_ = false;  // comm.split_tied_embedding resolved (Note [Tied embedding split])
+  std::string plan_choice_;  // comm.plan: auto's choice, joined (check_same_plan)
   std::unique_ptr<compress::GradientExchange> exchange_;
   TraceRecorder trace_;
   std::unique_ptr<comm::CommEngine> engine_;

@@ -1,0 +1,154 @@
+#include "sim/auto_plan.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "compress/aggregation.h"
+#include "compress/registry.h"
+
+namespace sparq::sim {
+namespace {
+
+constexpr const char* kStrategies[] = {"allreduce", "allgather", "two_phase", "tree"};
+
+// This rank's message bytes for the bucket, the numerator of the trainer's compression
+// ratio (dense f32 bytes / payload bytes, train/metrics.h), independent of the world size.
+double payload_bytes(const SimBucket& b) {
+  switch (b.kind) {
+    case CommKind::kDenseAllreduce:
+    case CommKind::kAllreduce: return static_cast<double>(b.numel) * b.wire_elem_bytes;
+    case CommKind::kPowerSgd: return b.p_bytes + b.q_bytes;
+    case CommKind::kAllgather:
+    case CommKind::kTwoPhase:
+    case CommKind::kTree: return b.message_bytes(b.numel);
+    case CommKind::kTiedRows: return static_cast<double>(b.rows) * (4.0 * b.dim + 4.0);
+  }
+  return 4.0 * static_cast<double>(b.numel);
+}
+
+struct Option {
+  std::string name;                // "dense" or a strategy
+  std::vector<SimBucket> buckets;  // the whole plan under this option
+};
+
+}  // namespace
+
+Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainConfig& config,
+                                  const MachineProfile& profile, const NetworkLink& link,
+                                  int world_size, double min_compression) {
+  const compress::CompressConfig& cc = config.compress.compress;
+  if (cc.name == "none") {
+    return Status::error("comm.plan: auto chooses how compressed buckets travel; compress.name "
+                         "is none");
+  }
+  AutoPlan out;
+  SPARQ_ASSIGN_OR_RETURN(out.tied_split, uses_tied_split(layout, config, world_size));
+  SPARQ_ASSIGN_OR_RETURN(auto compute,
+                         compute_times(layout, profile, config.train.micro_batch,
+                                       config.model.is_language_model() ? config.data.seq_len : 0));
+  SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(cc));
+
+  // Every option's buckets; the fixed plan is "auto" (the configured strategy).
+  std::vector<Option> options;
+  const auto add_option = [&](const std::string& name, train::TrainConfig variant) -> Status {
+    SPARQ_ASSIGN_OR_RETURN(auto buckets, simulate_buckets(layout, variant, profile, out.tied_split));
+    options.push_back({name, std::move(buckets)});
+    return Status::ok();
+  };
+  SPARQ_RETURN_IF_ERROR(add_option("auto", config));
+  train::TrainConfig dense = config;
+  dense.compress.compress = {"none", {}, "compress.none"};
+  dense.compress.aggregation = "auto";
+  SPARQ_RETURN_IF_ERROR(add_option("dense", dense));
+  for (const char* strategy : kStrategies) {
+    // Only what the compressor's messages can go through (the registry's accepts()).
+    if (!compress::make_aggregator(strategy, *compressor, {}, "comm.plan").is_ok()) continue;
+    train::TrainConfig variant = config;
+    variant.compress.aggregation = strategy;
+    SPARQ_RETURN_IF_ERROR(add_option(strategy, variant));
+  }
+
+  const std::size_t n = options[0].buckets.size();
+  const StepOptions step_options{.world_size = world_size,
+                                 .link = {link.alpha_s(), link.beta_s_per_byte()},
+                                 .allreduce = config.comm.allreduce == "ring" ? "ring" : "best",
+                                 .gather = "best",
+                                 .overlap = config.comm.overlap};
+  // choice[b]: index into options; plan-dense buckets are the same under every option.
+  std::vector<std::size_t> choice(n, 0);
+  std::vector<bool> compressed(n, false);
+  double dense_bytes = 0;
+  for (std::size_t b = 0; b < n; ++b) {
+    dense_bytes += 4.0 * static_cast<double>(options[0].buckets[b].numel);
+    compressed[b] = options[0].buckets[b].kind != CommKind::kDenseAllreduce &&
+                    options[0].buckets[b].kind != CommKind::kTiedRows;
+  }
+  const auto evaluate = [&](const std::vector<std::size_t>& pick) {
+    StepInput input{compute.forward_s, compute.backward_s, compute.optimizer_s, {}};
+    for (std::size_t b = 0; b < n; ++b) input.buckets.push_back(options[pick[b]].buckets[b]);
+    return simulate_step(input, step_options);
+  };
+  const auto ratio = [&](const std::vector<std::size_t>& pick) {
+    double payload = 0;
+    for (std::size_t b = 0; b < n; ++b) payload += payload_bytes(options[pick[b]].buckets[b]);
+    return payload > 0 ? dense_bytes / payload : 1.0;
+  };
+  const StepResult fixed = evaluate(choice);
+  out.fixed_step_ms = fixed.step_ms;
+  out.fixed_exposed_ms = fixed.exposed_comm_ms;
+
+  std::map<std::size_t, std::vector<std::pair<std::string, double>>> tried;  // for the log
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const BucketTiming& t : evaluate(choice).buckets) {  // launch order
+      const auto b = static_cast<std::size_t>(t.index);
+      if (b >= n || !compressed[b]) continue;
+      std::size_t best = choice[b];
+      double best_ms = evaluate(choice).step_ms;
+      tried[b].clear();
+      for (std::size_t o = 0; o < options.size(); ++o) {
+        std::vector<std::size_t> pick = choice;
+        pick[b] = o;
+        const StepResult r = evaluate(pick);
+        tried[b].push_back({options[o].name, r.step_ms});
+        if (ratio(pick) >= min_compression && r.step_ms < best_ms - 1e-9) {
+          best = o;
+          best_ms = r.step_ms;
+        }
+      }
+      choice[b] = best;
+    }
+  }
+  if (ratio(choice) < min_compression) {
+    return Status::error("comm.plan_min_compression: {} cannot be met by {} (the fixed plan "
+                         "compresses x{:.1f})",
+                         min_compression, cc.name, ratio(choice));
+  }
+
+  const StepResult chosen = evaluate(choice);
+  out.predicted_step_ms = chosen.step_ms;
+  out.predicted_exposed_ms = chosen.exposed_comm_ms;
+  out.compression_ratio = ratio(choice);
+  const std::string own(compress::aggregation_name(compressor->aggregation()));
+  for (std::size_t b = 0; b < n; ++b) {
+    if (!compressed[b]) {
+      out.bucket_choice.push_back("");
+      continue;
+    }
+    const std::string& name = options[choice[b]].name;
+    out.bucket_choice.push_back(name == "auto" ? own : name);
+    std::string alternatives;
+    for (const auto& [option, ms] : tried[b]) {
+      if (option == name) continue;
+      alternatives += fmt::format("{}{} {:.1f}", alternatives.empty() ? "" : ", ",
+                                  option == "auto" ? own : option, ms);
+    }
+    out.reasons.push_back(fmt::format("bucket {} ({:.2f} MiB): {}, predicted step {:.1f} ms "
+                                      "({})",
+                                      b, options[0].buckets[b].numel * 4.0 / (1 << 20),
+                                      out.bucket_choice.back(), chosen.step_ms, alternatives));
+  }
+  return out;
+}
+
+}  // namespace sparq::sim

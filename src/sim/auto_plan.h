@@ -1,0 +1,47 @@
+// comm.plan: auto (docs/simulate.md, "The automatic plan"): at start-up, the step model of
+// this file's siblings, fed with a measured machine profile, chooses for every compressed
+// bucket of the plan whether to send it dense or compressed and by which aggregation strategy,
+// minimising the predicted step time (so its exposed communication), subject to a minimum
+// compression ratio of the whole step's messages.
+//
+// Search: start from the fixed plan (every compressed bucket by the compressor's own
+// strategy); then, bucket by bucket in launch order, try every option the compressor accepts
+// (dense, allreduce, allgather, two_phase, tree: compress/aggregation.h decides) and keep the
+// one with the shortest predicted step whose step bytes still meet the ratio; two passes. A
+// bucket's best option depends on its neighbours only through the comm thread's queue, which
+// the second pass sees. Deterministic: the same config, profile and world size give the same
+// choice on every rank (the trainer checks that they agree).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/profile.h"
+#include "sim/workload.h"
+#include "train/train_config.h"
+
+namespace sparq::sim {
+
+struct AutoPlan {
+  // One entry per plan bucket, the GradientExchangeConfig::bucket_choice form: "" for dense
+  // buckets of the plan, else "dense" or the chosen strategy.
+  std::vector<std::string> bucket_choice;
+  double predicted_step_ms = 0;  // with the choice
+  double fixed_step_ms = 0;      // the fixed plan (every bucket by the compressor's own strategy)
+  double predicted_exposed_ms = 0, fixed_exposed_ms = 0;
+  // Dense f32 bytes / this rank's message bytes over the step's buckets, with the choice: the
+  // trainer's compression ratio (train/metrics.h), independent of the world size.
+  double compression_ratio = 1;
+  bool tied_split = false;
+  // "bucket 3 (0.50 MiB): two_phase, predicted step 812.4 ms (allgather 840.1, dense 1203.0)"
+  std::vector<std::string> reasons;
+};
+
+// The choice for training `config` on `world_size` ranks over `link`. `layout` is
+// build_layout(config); min_compression >= 1. Errors: a profile without the compressor's
+// codec rates, a config whose compressor is none.
+Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainConfig& config,
+                                  const MachineProfile& profile, const NetworkLink& link,
+                                  int world_size, double min_compression);
+
+}  // namespace sparq::sim

@@ -10,8 +10,9 @@
 #
 # Environment (defaults in brackets):
 #   MODELS  [gpt2-tiny gpt2-30m]      WORLDS [2 4]      LINKS [1gbit 100mbit]
-#   CELLS   [all: sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd ddp_dense
-#            ddp_fp16 ddp_powersgd sparq_floor torch_floor]
+#   CELLS   [all: sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd sparq_lbs_auto
+#            ddp_dense ddp_fp16 ddp_powersgd sparq_floor torch_floor]
+#   PROFILES [profiles]: where sparq_lbs_auto finds this_machine_<model>.yaml (comm.plan: auto)
 #   STEPS [8], WARMUP [2]: steps per run, and the first steps left out of every median
 #   OUT [runs/bench_cluster]   RUN_ID [date-time]   CELL_TIMEOUT [1800] seconds per cell
 #   MPI_ARGS [--mca btl_tcp_flags send,inplace,need-ack,need-csum]: extra mpirun arguments
@@ -30,7 +31,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MODELS="${MODELS:-gpt2-tiny gpt2-30m}"
 WORLDS="${WORLDS:-2 4}"
 LINKS="${LINKS:-1gbit 100mbit}"
-ALL_CELLS="sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd ddp_dense ddp_fp16
+ALL_CELLS="sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd sparq_lbs_auto ddp_dense ddp_fp16
   ddp_powersgd sparq_floor torch_floor"
 CELLS="${CELLS:-$ALL_CELLS}"
 STEPS="${STEPS:-8}"
@@ -56,7 +57,7 @@ model_config() {
   esac
 }
 
-# sparq cell -> --set overrides over the dense base config.
+# sparq cell -> --set overrides over the dense base config ($2: the model, $3: the link).
 sparq_sets() {
   case "$1" in
     sparq_none | sparq_floor) echo "compress.name=none" ;;
@@ -64,6 +65,10 @@ sparq_sets() {
     sparq_lbs) echo "compress.name=lbs" ;;  # allgather, density 0.01, 4 bits (the config)
     sparq_lbs_2p) echo "compress.name=lbs compress.aggregation=two_phase" ;;
     sparq_powersgd) echo "compress.name=powersgd" ;;  # rank 4 (the config)
+    # comm.plan: auto (docs/simulate.md): lbs, with each bucket's dense/strategy choice made by
+    # the simulator from the profile measured here and the link the cell runs over.
+    sparq_lbs_auto) echo "compress.name=lbs comm.plan=auto comm.plan_network=$3" \
+                         "comm.plan_profile=${PROFILES:-profiles}/this_machine_$2.yaml" ;;
   esac
 }
 
@@ -137,7 +142,7 @@ run_cell() {  # model world link cell
   fi
   rm -rf "$dir"; mkdir -p "$dir"
   local tokens=$((STEPS * world * b * (t + 1) * 2)); [[ "$tokens" -lt 262144 ]] && tokens=262144
-  for s in $(sparq_sets "$cell"); do sets+=(--set "$s"); done
+  for s in $(sparq_sets "$cell" "$model" "$link"); do sets+=(--set "$s"); done
   local train_args=(--config "$cfg" --set train.steps="$STEPS" --set train.micro_batch="$b"
     --set data.seq_len="$t" --set data.markov.train_tokens="$tokens" "${sets[@]}")
   local peer_args=(bench/ddp_peer.py --model "$model" --batch "$b" --seq "$t" --steps "$STEPS"

@@ -25,13 +25,15 @@ import sys
 import time
 from collections import OrderedDict
 
-SPARQ_CELLS = ["sparq_none", "sparq_bf16", "sparq_lbs", "sparq_lbs_2p", "sparq_powersgd"]
+SPARQ_CELLS = ["sparq_none", "sparq_bf16", "sparq_lbs", "sparq_lbs_2p", "sparq_powersgd",
+               "sparq_lbs_auto"]
 DDP_CELLS = ["ddp_dense", "ddp_fp16", "ddp_powersgd"]
 FLOORS = ["sparq_floor", "torch_floor"]
 LABELS = {
     "sparq_none": "sparq f32 allreduce", "sparq_bf16": "sparq bf16 allreduce",
     "sparq_lbs": "sparq lbs 1% 4-bit allgather", "sparq_lbs_2p": "sparq lbs 1% 4-bit two_phase",
-    "sparq_powersgd": "sparq powersgd r4", "ddp_dense": "DDP f32", "ddp_fp16": "DDP fp16 hook",
+    "sparq_powersgd": "sparq powersgd r4", "sparq_lbs_auto": "sparq lbs, comm.plan: auto",
+    "ddp_dense": "DDP f32", "ddp_fp16": "DDP fp16 hook",
     "ddp_powersgd": "DDP PowerSGD r4", "sparq_floor": "sparq compute only",
     "torch_floor": "torch compute only",
 }

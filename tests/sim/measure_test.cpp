@@ -2,6 +2,8 @@
 // positivity: the figures depend on the machine and its load.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "models/config.h"
 #include "models/model.h"
 #include "sim/measure.h"
@@ -82,6 +84,24 @@ TEST(DefaultLinkSizes, From8BytesTo64MiB) {
   ASSERT_FALSE(sizes.empty());
   EXPECT_EQ(sizes.front(), 8u);
   EXPECT_EQ(sizes.back(), std::size_t{64} << 20);
+}
+
+// The profiles under profiles/ (measured here by sim_profile, or written by hand) are complete:
+// each loads, has compute, codecs and at least one link.
+TEST(CommittedProfiles, EveryFileLoads) {
+  const std::filesystem::path dir = std::filesystem::path(SPARQ_SOURCE_DIR) / "profiles";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    auto p = load_profile(entry.path().string());
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    EXPECT_TRUE(p->measured || p->flops) << entry.path();
+    EXPECT_FALSE(p->codecs.empty()) << entry.path();
+    EXPECT_FALSE(p->networks.empty()) << entry.path();
+  }
+  EXPECT_GT(files, 0);
 }
 
 }  // namespace

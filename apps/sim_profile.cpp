@@ -111,7 +111,7 @@ void progress(const std::string& line) { fmt::print(stderr, "sim_profile: {}\n",
 
 int main(int argc, char** argv) {
   CLI::App app{"sim_profile: measure this machine's profile for the step simulator"};
-  std::string model, name = "this-machine", source, codecs, link_name, only;
+  std::string model, name, source, codecs, link_name, only;
   std::int64_t micro_batch = 8, seq_len = 128;
   int repeats = 5, threads = 1;
   std::size_t codec_floats = std::size_t{1} << 22;
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("--codecs", codecs, "comma list of compressors to time (default: all registered)");
   app.add_option("--codec-floats", codec_floats, "floats per codec timing")
       ->check(CLI::PositiveNumber);
-  app.add_option("--name", name, "the profile's name");
+  app.add_option("--name", name, "the profile's name (default: the file's, else this-machine)");
   app.add_option("--source", source, "the profile's source line (default: what was measured)");
   app.add_option("--link-name", link_name,
                  "name of the measured link (default: mpi-<size> ranks); needs mpirun -np 2");
@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     if (!measured.is_ok()) return fail(measured.status().message());
     link = measured->link;
     link->source = fmt::format("measured by sim_profile: ping-pong between 2 MPI ranks, 8 B to "
-                               "64 MiB, alpha from <= 4 KiB, bandwidth from >= 1 MiB");
+                               "64 MiB, alpha from <= 64 B, bandwidth from >= 1 MiB");
     if (writer) {
       progress(fmt::format("link {}: alpha {:.1f} us, {:.4f} Gbit/s", link->name, link->alpha_us,
                            link->gbps));
@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
     auto existing = load_existing(path);
     if (!existing.is_ok()) return fail(existing.status().message());
     MachineProfile p = std::move(existing.value());
-    p.name = name;
+    if (!name.empty()) p.name = name;
+    if (p.name.empty()) p.name = "this-machine";
     if (compute) p.measured = compute;
     for (const auto& [codec, rate] : rates) p.codecs[codec] = rate;
     if (link) {

@@ -111,7 +111,7 @@ void progress(const std::string& line) { fmt::print(stderr, "sim_profile: {}\n",
 
 int main(int argc, char** argv) {
   CLI::App app{"sim_profile: measure this machine's profile for the step simulator"};
-  std::string model, name, source, codecs, link_name, only;
+  std::string model, name, source, link_source, codecs, link_name, only;
   std::int64_t micro_batch = 8, seq_len = 128;
   int repeats = 5, threads = 1;
   std::size_t codec_floats = std::size_t{1} << 22;
@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
   app.add_option("--source", source, "the profile's source line (default: what was measured)");
   app.add_option("--link-name", link_name,
                  "name of the measured link (default: mpi-<size> ranks); needs mpirun -np 2");
+  app.add_option("--link-source", link_source,
+                 "what the measured link is, for its source line (\"scripts/cluster.sh, tbf 1gbit\")");
   app.add_option("--only", only, "comma list of what to measure: compute, codecs, link "
                                  "(default: compute and codecs, plus link under mpirun)");
   app.add_option("--out", outs, "profile YAML to write or update (repeatable)")->required();
@@ -179,8 +181,9 @@ int main(int argc, char** argv) {
                                              writer ? progress : sparq::sim::ProgressFn{});
     if (!measured.is_ok()) return fail(measured.status().message());
     link = measured->link;
-    link->source = fmt::format("measured by sim_profile: ping-pong between 2 MPI ranks, 8 B to "
-                               "64 MiB, alpha from <= 64 B, bandwidth from >= 1 MiB");
+    link->source = fmt::format("{}{}measured by sim_profile: ping-pong between 2 MPI ranks, 8 B "
+                               "to 64 MiB, alpha from <= 64 B, bandwidth from >= 1 MiB",
+                               link_source, link_source.empty() ? "" : "; ");
     if (writer) {
       progress(fmt::format("link {}: alpha {:.1f} us, {:.4f} Gbit/s", link->name, link->alpha_us,
                            link->gbps));

@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     if (!measured.is_ok()) return fail(measured.status().message());
     link = measured->link;
     link->source = fmt::format("{}{}measured by sim_profile: ping-pong between 2 MPI ranks, 8 B "
-                               "to 64 MiB, alpha from <= 64 B, bandwidth from >= 1 MiB",
+                               "to 64 MiB, alpha from 8 B, bandwidth from >= 1 MiB",
                                link_source, link_source.empty() ? "" : "; ");
     if (writer) {
       progress(fmt::format("link {}: alpha {:.1f} us, {:.4f} Gbit/s", link->name, link->alpha_us,

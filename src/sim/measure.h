@@ -62,12 +62,13 @@ struct LinkSample {
 // samples with bytes >= large_from, then alpha = mean of t - bytes / bandwidth over the samples
 // with bytes <= small_upto. Latency dominates small messages and the rate large ones, while
 // in between TCP's windows bend the line; fitting both ends apart keeps each figure where it
-// is measured. small_upto is 64 B because a shaped link's token bucket (tbf, 16 KiB burst on
-// the emulated cluster) passes a few KiB at the wire's own speed, not at the rate: there a
-// 4 KiB message takes less than 4 KiB / bandwidth, and subtracting that would pull alpha down.
+// is measured. small_upto is 8 B, the smallest message alone, because a shaped link's token
+// bucket (tbf, 16 KiB burst on the emulated cluster) passes a few KiB at the wire's own speed,
+// not at the rate: measured at 100mbit, 8 B and 64 B both took 11-13 us one way, and subtracting
+// 64 B / rate (5 us) from the second would pull alpha 3 us low.
 // Errors: fewer than two distinct large sizes, no small size, a slope <= 0.
 Result<NetworkLink> fit_link(const std::vector<LinkSample>& samples, const std::string& name,
-                             std::size_t small_upto = 64, std::size_t large_from = 1 << 20);
+                             std::size_t small_upto = 8, std::size_t large_from = 1 << 20);
 
 // Message sizes of the ping-pong: 8 B, x8 up to 64 MiB, and 64 MiB itself.
 std::vector<std::size_t> default_link_sizes();

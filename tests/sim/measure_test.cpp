@@ -63,7 +63,7 @@ TEST(FitLink, RecoversKnownAlphaAndBandwidth) {
   std::vector<LinkSample> samples;
   for (std::size_t n : default_link_sizes()) {
     double t = alpha + static_cast<double>(n) * s_per_byte;
-    if (n > 64 && n < (1u << 20)) t *= 1.7;  // neither small nor large: not used
+    if (n > 8 && n < (1u << 20)) t *= 1.7;  // neither small nor large: not used
     samples.push_back({n, t});
   }
   auto link = fit_link(samples, "1gbit");

@@ -1,0 +1,232 @@
+// sim_profile: measures this machine's profile for the step simulator (docs/simulate.md,
+// "Machine profiles"): the model's forward and per-layer backward, the AdamW step, the
+// compressors' encode/decode rates and, under mpirun with 2 ranks, the link between them.
+//
+//   sim_profile --model "gpt2-tiny vocab_size=50257 n_ctx=128" --micro-batch 8
+//               --seq-len 128 --out profiles/this_machine_gpt2-tiny.yaml
+//   scripts/cluster.sh mpirun 2 [MPI ARGS] -- build/apps/sim_profile --only link
+//               --link-name 1gbit --out profiles/this_machine_gpt2-tiny.yaml
+//
+// --out may be given several times (the same figures go to every file). An existing file is
+// updated: what this run measures replaces what it had (a link of the same name included),
+// the rest is kept. A file may be partial in between (compute and codecs, no link yet): it is
+// complete for load_profile() once it has a link. Rank 0 writes; progress goes to stderr.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/mpi_communicator.h"
+#include "compress/registry.h"
+#include "core/status.h"
+#include "core/threading.h"
+#include "sim/measure.h"
+#include "sim/profile.h"
+
+namespace {
+
+using sparq::Result;
+using sparq::Status;
+using sparq::sim::MachineProfile;
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(v)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// An existing profile, possibly partial (no compute yet, or no link yet): parse_profile()
+// refuses those, so the missing part is filled with a placeholder for the parse and dropped
+// again. A missing file is an empty profile.
+Result<MachineProfile> load_existing(const std::string& path) {
+  if (!std::filesystem::exists(path)) return MachineProfile{};
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::error("{}: not valid YAML: {}", path, e.what());
+  }
+  const bool no_compute = !root["compute"] || root["compute"].size() == 0;
+  const bool no_links = !root["networks"] || root["networks"].size() == 0;
+  if (no_compute) root["compute"]["flops"] = YAML::Load("{matmul_tflops: 1, memory_gbps: 1}");
+  if (no_links) root["networks"] = YAML::Load("[{name: placeholder, alpha_us: 1, gbps: 1}]");
+  std::stringstream text;
+  text << root;
+  SPARQ_ASSIGN_OR_RETURN(MachineProfile p, sparq::sim::parse_profile(text.str(), path));
+  if (no_compute) p.flops.reset();
+  if (no_links) p.networks.clear();
+  return p;
+}
+
+// yaml-cpp writes doubles with 17 digits; the figures are medians of noisy timings, so four
+// significant digits are kept ("0.12297250000000001" -> "0.123").
+std::string shorten_numbers(const std::string& yaml) {
+  static const std::regex kLong(R"(-?[0-9]+\.[0-9]{5,}(e[-+]?[0-9]+)?)");
+  std::string out;
+  auto last = yaml.cbegin();
+  for (std::sregex_iterator it(yaml.begin(), yaml.end(), kLong), end; it != end; ++it) {
+    out.append(last, yaml.cbegin() + it->position());
+    out += fmt::format("{:.4g}", std::stod(it->str()));
+    last = yaml.cbegin() + it->position() + it->length();
+  }
+  out.append(last, yaml.cend());
+  return out;
+}
+
+Status write_profile(const std::string& path, const MachineProfile& p) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::ofstream out(path);
+  if (!out) return Status::error("{}: cannot write the profile", path);
+  out << shorten_numbers(sparq::sim::profile_yaml(p));
+  return out ? Status::ok() : Status::error("{}: write failed", path);
+}
+
+void progress(const std::string& line) { fmt::print(stderr, "sim_profile: {}\n", line); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sim_profile: measure this machine's profile for the step simulator"};
+  std::string model, name, source, link_source, codecs, link_name, only;
+  std::int64_t micro_batch = 8, seq_len = 128;
+  int repeats = 5, threads = 1;
+  std::size_t codec_floats = std::size_t{1} << 22;
+  std::vector<std::string> outs;
+  app.add_option("--model", model, "model spec to time (models/config.h), e.g. \"gpt2-tiny\"");
+  app.add_option("--micro-batch", micro_batch, "micro-batch of the timed step")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq-len", seq_len, "sequence length of the timed step (0 for VGG)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--repeats", repeats, "timed runs per figure (the median is kept)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--threads", threads,
+                 "OpenMP threads of the compute and codec timings (default 1: the emulated "
+                 "cluster's ranks run one thread each)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--codecs", codecs, "comma list of compressors to time (default: all registered)");
+  app.add_option("--codec-floats", codec_floats, "floats per codec timing")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--name", name, "the profile's name (default: the file's, else this-machine)");
+  app.add_option("--source", source, "the profile's source line (default: what was measured)");
+  app.add_option("--link-name", link_name,
+                 "name of the measured link (default: mpi-<size> ranks); needs mpirun -np 2");
+  app.add_option("--link-source", link_source,
+                 "what the measured link is, for its source line (\"scripts/cluster.sh, tbf 1gbit\")");
+  app.add_option("--only", only, "comma list of what to measure: compute, codecs, link "
+                                 "(default: compute and codecs, plus link under mpirun)");
+  app.add_option("--out", outs, "profile YAML to write or update (repeatable)")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  std::unique_ptr<sparq::comm::Communicator> comm;
+  if (launched_by_mpi()) {
+    auto made = sparq::comm::make_mpi_communicator(&argc, &argv);
+    if (!made.is_ok()) {
+      fmt::print(stderr, "sim_profile: {}\n", made.status().message());
+      return 1;
+    }
+    comm = std::move(made.value());
+  }
+  const bool writer = !comm || comm->rank() == 0;
+  const auto fail = [&](const std::string& message) {
+    if (writer) fmt::print(stderr, "sim_profile: {}\n", message);
+    return 1;
+  };
+
+  std::set<std::string> parts;
+  for (const std::string& part : split_list(only)) {
+    if (part != "compute" && part != "codecs" && part != "link") {
+      return fail(fmt::format("--only: unknown part '{}' (compute, codecs, link)", part));
+    }
+    parts.insert(part);
+  }
+  if (only.empty()) {
+    parts = {"compute", "codecs"};
+    if (comm) parts.insert("link");
+  }
+  if (parts.count("compute") && model.empty()) return fail("--model: needed to measure compute");
+  if (parts.count("link") && (!comm || comm->size() != 2)) {
+    return fail("link: run under mpirun -np 2 (one rank per end of the link)");
+  }
+  sparq::set_num_threads(threads);
+
+  // The link first: it needs both ranks, and the compute timings then run without the peer.
+  std::optional<sparq::sim::NetworkLink> link;
+  if (parts.count("link")) {
+    const std::string link_label = link_name.empty() ? "mpi-2" : link_name;
+    auto measured = sparq::sim::measure_link(*comm, sparq::sim::default_link_sizes(), link_label,
+                                             writer ? progress : sparq::sim::ProgressFn{});
+    if (!measured.is_ok()) return fail(measured.status().message());
+    link = measured->link;
+    link->source = fmt::format("{}{}measured by sim_profile: ping-pong between 2 MPI ranks, 8 B "
+                               "to 64 MiB, alpha from 8 B, bandwidth from >= 1 MiB",
+                               link_source, link_source.empty() ? "" : "; ");
+    if (writer) {
+      progress(fmt::format("link {}: alpha {:.1f} us, {:.4f} Gbit/s", link->name, link->alpha_us,
+                           link->gbps));
+    }
+  }
+  if (!writer) return 0;  // the other rank's part ends with the link
+
+  std::optional<sparq::sim::MeasuredCompute> compute;
+  if (parts.count("compute")) {
+    auto measured = sparq::sim::measure_compute(model, micro_batch, seq_len, repeats, progress);
+    if (!measured.is_ok()) return fail(measured.status().message());
+    compute = std::move(measured.value());
+  }
+  std::map<std::string, sparq::sim::CodecRate> rates;
+  if (parts.count("codecs")) {
+    const auto names = codecs.empty() ? sparq::compress::compressor_names() : split_list(codecs);
+    auto measured = sparq::sim::measure_codecs(names, codec_floats, repeats, progress);
+    if (!measured.is_ok()) return fail(measured.status().message());
+    rates = std::move(measured.value());
+  }
+
+  for (const std::string& path : outs) {
+    auto existing = load_existing(path);
+    if (!existing.is_ok()) return fail(existing.status().message());
+    MachineProfile p = std::move(existing.value());
+    if (!name.empty()) p.name = name;
+    if (p.name.empty()) p.name = "this-machine";
+    if (compute) p.measured = compute;
+    for (const auto& [codec, rate] : rates) p.codecs[codec] = rate;
+    if (link) {
+      std::erase_if(p.networks, [&](const auto& n) { return n.name == link->name; });
+      p.networks.push_back(*link);
+    }
+    if (!source.empty()) {
+      p.source = source;
+    } else if (p.source.empty()) {
+      p.source = fmt::format("measured on this machine by sim_profile ({} thread(s)); compute: "
+                             "median of {} runs after a warm-up; codecs: {} floats",
+                             threads, repeats, codec_floats);
+    }
+    if (auto s = write_profile(path, p); !s.is_ok()) return fail(s.message());
+    progress(fmt::format("wrote {}{}", path,
+                         p.networks.empty() ? " (no link yet: add one under mpirun -np 2)" : ""));
+  }
+  return 0;
+}

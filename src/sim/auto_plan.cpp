@@ -61,7 +61,9 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   dense.compress.compress = {"none", {}, "compress.none"};
   dense.compress.aggregation = "auto";
   SPARQ_RETURN_IF_ERROR(add_option("dense", dense));
+  const std::string own(compress::aggregation_name(compressor->aggregation()));
   for (const char* strategy : kStrategies) {
+    if (strategy == own) continue;  // "auto" is the compressor's own strategy
     // Only what the compressor's messages can go through (the registry's accepts()).
     if (!compress::make_aggregator(strategy, *compressor, {}, "comm.plan").is_ok()) continue;
     train::TrainConfig variant = config;
@@ -129,8 +131,9 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   out.predicted_step_ms = chosen.step_ms;
   out.predicted_exposed_ms = chosen.exposed_comm_ms;
   out.compression_ratio = ratio(choice);
-  const std::string own(compress::aggregation_name(compressor->aggregation()));
   for (std::size_t b = 0; b < n; ++b) {
+    // The split tied table's rows are a tail job after the plan's buckets, not a bucket.
+    if (options[0].buckets[b].kind == CommKind::kTiedRows) continue;
     if (!compressed[b]) {
       out.bucket_choice.push_back("");
       continue;

@@ -53,6 +53,21 @@ TEST(AutoPlan, NeverWorseThanTheFixedPlanAndDeterministic) {
   }
 }
 
+// With the tied embedding split (a vocabulary much larger than a step's tokens) the rows'
+// tail job is not a bucket: one choice per bucket of the split plan.
+TEST(AutoPlan, OneChoicePerBucketWithTheTiedSplit) {
+  const train::TrainConfig c = train::parse_train_config(
+      "model: {preset: gpt2-tiny, vocab_size: 50257, n_ctx: 128}\ndata: {seq_len: 128}\n"
+      "comm: {first_bucket_mb: 0.25, bucket_mb: 1}\ncompress: {name: lbs}\n",
+      "split.yaml", {}).value();
+  auto layout = build_layout(c).value();
+  const MachineProfile p = profile(2.0);
+  auto plan = choose_auto_plan(*layout, c, p, p.network("slow").value(), 2, 1.0);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  ASSERT_TRUE(plan->tied_split);
+  EXPECT_EQ(plan->bucket_choice.size(), layout->split_plan->size());
+}
+
 TEST(AutoPlan, SendsDenseWhenCodingCostsMoreThanTheBytesSave) {
   const train::TrainConfig c = config("lbs");
   auto layout = build_layout(c).value();

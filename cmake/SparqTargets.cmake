@@ -73,6 +73,11 @@ set(SPARQ_TEST_ENV "OMP_NUM_THREADS=1;OMPI_MCA_mpi_yield_when_idle=1")
 # sparq_add_test(NAME SOURCES ... DEPS ...): one GoogleTest binary, registered with ctest.
 function(sparq_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  # A GPU test in a build without CUDA could only skip itself: it is not built (this keeps the
+  # CPU-only sanitized build of CI short; docs/reliability.md, "Sanitizers").
+  if("gpu" IN_LIST ARG_LABELS AND NOT SPARQ_HAS_CUDA)
+    return()
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)

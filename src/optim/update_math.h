@@ -78,12 +78,25 @@ SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const
   p -= s.step_size * momentum / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
 }
 
+// Note [Local state and non-finite gradients]
+// In the modes that keep per-rank optimizer state (communicate: momentum and update), the
+// local rule runs BEFORE the exchange, on this rank's own gradient. A NaN or Inf there makes
+// the step skip on every rank (Note [Non-finite local gradients], gradient_exchange.h), but the
+// state must not take it in: a NaN kept in m or v would make every later direction NaN, so
+// every later step would be skipped too. So an element whose input is not finite keeps its
+// state as it was, and the non-finite value still goes out as the direction, where the
+// exchange detects it. Finite inputs are unaffected, bit for bit. (The other ranks, whose
+// inputs were finite, do advance their state on the skipped step; it is theirs alone, and
+// training goes on from it.)
+
 // communicate: momentum: this rank's momentum m = b1 m + (1 - b1) (g + wd_l2 p) (wd_l2 the
 // tensor's decay for adam, 0 for adamw) is kept as local state and is what travels.
 SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2, float beta1,
                                                    float& m) {
-  m = beta1 * m + (1.0f - beta1) * (g + wd_l2 * p);
-  return m;
+  const float gi = g + wd_l2 * p;
+  const float m_new = beta1 * m + (1.0f - beta1) * gi;
+  m = std::isfinite(gi) ? m_new : m;  // Note [Local state and non-finite gradients]
+  return m_new;
 }
 
 // communicate: update (optimizer.h): this rank's Adam direction from its own gradient and its
@@ -92,9 +105,14 @@ SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2
 SPARQ_HOST_DEVICE inline float adam_local_direction(float g, float p, float wd_l2,
                                                     const AdamScalars& s, float& m, float& v) {
   const float gi = g + wd_l2 * p;
-  m = s.beta1 * m + (1.0f - s.beta1) * gi;
-  v = s.beta2 * v + (1.0f - s.beta2) * gi * gi;
-  return s.step_size * m / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+  const float m_new = s.beta1 * m + (1.0f - s.beta1) * gi;
+  const float v_new = s.beta2 * v + (1.0f - s.beta2) * gi * gi;
+  // Note [Local state and non-finite gradients]. A select, not a branch: the loops stay
+  // vectorised, and finite inputs give the same bits as before.
+  const bool finite = std::isfinite(gi);
+  m = finite ? m_new : m;
+  v = finite ? v_new : v;
+  return s.step_size * m_new / (std::sqrt(v_new) * s.inv_sqrt_bc2 + s.eps);
 }
 
 // communicate: update: SGD's direction from this rank's gradient and momentum buffer, the
@@ -103,8 +121,10 @@ SPARQ_HOST_DEVICE inline float sgd_local_direction(float g, float p, float wd, c
                                                    float& buf) {
   float d = g + wd * p;
   if (s.momentum > 0.0f) {
-    buf = s.first ? d : s.momentum * buf + s.damp * d;
-    d = s.nesterov ? d + s.momentum * buf : buf;
+    const float buf_new = s.first ? d : s.momentum * buf + s.damp * d;
+    const float out = s.nesterov ? d + s.momentum * buf_new : buf_new;
+    buf = std::isfinite(d) ? buf_new : buf;  // Note [Local state and non-finite gradients]
+    return out;
   }
   return d;
 }

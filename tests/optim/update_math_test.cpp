@@ -391,6 +391,42 @@ TEST(UpdateMath, SharedFunctionsOneElementAtATimeMatchTheReferenceBitForBit) {
   }
 }
 
+// Note [Local state and non-finite gradients]: a NaN or Inf input leaves the per-rank state as
+// it was and still comes out non-finite (the exchange must see it); a finite input right after
+// continues from the untouched state exactly as if the bad one had never come.
+TEST(UpdateMath, LocalRulesKeepNonFiniteGradientsOutOfTheirState) {
+  AdamScalars a;
+  a.step_size = 1.0f / (1.0f - 0.9f);
+  a.inv_sqrt_bc2 = 1.0f / std::sqrt(1.0f - 0.999f);
+  SgdScalars sg;
+  sg.momentum = 0.9f;
+  sg.first = false;
+  SgdScalars nesterov = sg;
+  nesterov.nesterov = true;
+  for (const float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    float m = 0.25f, v = 0.5f;
+    EXPECT_FALSE(std::isfinite(adam_local_direction(bad, 2.0f, 0.01f, a, m, v)));
+    EXPECT_EQ(m, 0.25f);
+    EXPECT_EQ(v, 0.5f);
+    // The next finite gradient gives the bits of a state that never saw `bad`.
+    float m_ref = 0.25f, v_ref = 0.5f;
+    const float d = adam_local_direction(0.125f, 2.0f, 0.01f, a, m, v);
+    EXPECT_EQ(d, adam_local_direction(0.125f, 2.0f, 0.01f, a, m_ref, v_ref));
+    EXPECT_EQ(m, m_ref);
+    EXPECT_EQ(v, v_ref);
+
+    float mom = -0.75f;
+    EXPECT_FALSE(std::isfinite(adam_local_momentum(bad, 2.0f, 0.0f, 0.9f, mom)));
+    EXPECT_EQ(mom, -0.75f);
+
+    for (const SgdScalars& s : {sg, nesterov}) {
+      float buf = 1.5f;
+      EXPECT_FALSE(std::isfinite(sgd_local_direction(bad, 2.0f, 0.01f, s, buf)));
+      EXPECT_EQ(buf, 1.5f);
+    }
+  }
+}
+
 // The CUDA kernels' weight-decay table (device_step.h), built on the host: every element of
 // every tensor reads its tensor's flag, and the table covers the layout exactly.
 TEST(DecayChunkTable, GivesEveryElementItsTensorsFlag) {

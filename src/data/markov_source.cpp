@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/check.h"
 #include "core/rng.h"
 #include "data/sampler.h"
 
@@ -115,6 +116,25 @@ double MarkovChain::probability(std::uint64_t context, std::uint32_t token) cons
     if (succ_[context * b + k] == token) p += (1 - config_.smoothing) * q_[context * b + k];
   }
   return p;
+}
+
+double MarkovChain::log_loss_sum(std::span<const std::int32_t> inputs,
+                                 std::span<const std::int32_t> targets, std::int32_t ignore,
+                                 std::int64_t* count) const {
+  SPARQ_CHECK(config_.order == 1, "log_loss_sum needs an order-1 chain, this one has order {}",
+              config_.order);
+  SPARQ_CHECK(inputs.size() == targets.size(), "{} inputs but {} targets", inputs.size(),
+              targets.size());
+  double sum = 0;
+  std::int64_t n = 0;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] == ignore) continue;
+    sum -= std::log(probability(static_cast<std::uint64_t>(inputs[i]),
+                                static_cast<std::uint32_t>(targets[i])));
+    ++n;
+  }
+  *count = n;
+  return sum;
 }
 
 std::uint64_t MarkovChain::advance(std::uint64_t context, std::uint32_t token) const {

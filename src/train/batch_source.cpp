@@ -126,6 +126,7 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     if (info) {
       info->description = chain.describe();
       info->entropy_rate = chain.entropy_rate_nats();
+      if (d.markov.order == 1) info->source = std::make_shared<const data::MarkovChain>(chain);
     }
     return std::shared_ptr<const data::TokenSource>(
         std::make_shared<data::VectorTokenSource>(std::move(tokens), d.markov.vocab_size));

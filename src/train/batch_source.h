@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "data/markov_source.h"
 #include "data/sampler.h"
 #include "models/model.h"
 #include "train/train_config.h"
@@ -35,6 +36,9 @@ class BatchSource {
 struct DataInfo {
   std::string description;      // one line for the start-up log
   double entropy_rate = -1;     // nats per token for the Markov source, else -1
+  // The Markov source itself when its order is 1, so that evaluation can score the very
+  // targets it evaluates under the true model (EvalMetrics::source_loss); else null.
+  std::shared_ptr<const data::MarkovChain> source;
   const char* unit = "tok";     // "tok" or "img"
 };
 

@@ -63,6 +63,7 @@ std::string format_eval(const EvalMetrics& m) {
   std::string line = fmt::format("eval at step {} | loss {:.4f}", m.step, m.loss);
   if (m.perplexity >= 0) line += fmt::format(" | perplexity {:.2f}", m.perplexity);
   if (m.accuracy >= 0) line += fmt::format(" | accuracy {:.2f}%", 100.0 * m.accuracy);
+  if (m.source_loss >= 0) line += fmt::format(" | source's own loss {:.4f}", m.source_loss);
   return line + fmt::format(" | {} targets", m.count);
 }
 
@@ -86,9 +87,10 @@ std::string to_json(const StepMetrics& m) {
 std::string to_json(const EvalMetrics& m) {
   return fmt::format(
       "{{\"event\":\"eval\",\"step\":{},\"loss\":{},\"perplexity\":{},\"accuracy\":{},"
-      "\"count\":{}}}",
+      "\"count\":{},\"source_loss\":{}}}",
       m.step, num(m.loss), m.perplexity >= 0 ? num(m.perplexity) : "null",
-      m.accuracy >= 0 ? num(m.accuracy) : "null", m.count);
+      m.accuracy >= 0 ? num(m.accuracy) : "null", m.count,
+      m.source_loss >= 0 ? num(m.source_loss) : "null");
 }
 
 JsonlWriter::~JsonlWriter() {

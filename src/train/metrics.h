@@ -41,6 +41,10 @@ struct EvalMetrics {
   double perplexity = -1;  // language models
   double accuracy = -1;    // VGG top-1, BERT masked-token accuracy
   std::int64_t count = 0;  // targets or images evaluated (all ranks)
+  // The true source's loss on the same targets (order-1 Markov source only; else -1): the
+  // best any model can score on THIS sample, which differs from the entropy rate by sampling
+  // noise (about 1% at 16k targets on configs/default.yaml).
+  double source_loss = -1;
 };
 
 // "step   40/300 | loss 3.2141 | lr 6.00e-04 | 12.3k tok/s | comm 1.2 ms exposed | 35.1 KiB

@@ -118,9 +118,17 @@ int train_main(int argc, char** argv) {
     if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
     if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);
     if (s.data.entropy_rate >= 0 && !s.stopped_early) {
-      result += fmt::format(" (entropy rate {:.4f}: {:.1f}% above the optimum)",
+      result += fmt::format(" (entropy rate {:.4f}: {:.1f}% above the optimum",
                             s.data.entropy_rate,
                             100.0 * (s.eval.loss / s.data.entropy_rate - 1.0));
+      // The eval sample's own deviation from the rate, so that a reader can tell sampling
+      // noise from what the model has yet to learn (EvalMetrics::source_loss).
+      if (s.eval.source_loss > 0) {
+        result += fmt::format(
+            "; the source scores {:.4f} on these targets, the model {:.1f}% above it",
+            s.eval.source_loss, 100.0 * (s.eval.loss / s.eval.source_loss - 1.0));
+      }
+      result += ")";
     }
     fmt::print(
         "{} {} steps in {:.1f} s ({} skipped) | final eval {} | {:.0f} {}/s | {} per step per "

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <span>
 
 #include "comm/agree.h"
 #include "comm/gather.h"
@@ -323,10 +324,21 @@ EvalMetrics Trainer::evaluate() {
   model_->set_training(false);
   const data::LoaderState start{config_.train.seed, 0, 0};
   SPARQ_CHECK(eval_data_->restore(start).is_ok(), "cannot rewind the evaluation data");
-  // Sums over this rank's batches: loss * targets, targets, correct predictions.
-  float sums[3] = {0, 0, 0};
+  // Sums over this rank's batches: loss * targets, targets, correct predictions, and the true
+  // source's loss on the same targets (EvalMetrics::source_loss).
+  float sums[4] = {0, 0, 0, 0};
+  const data::MarkovChain* source = data_info_.source.get();
   for (int i = 0; i < config_.train.eval_batches; ++i) {
     Batch b = eval_data_->next(0);
+    if (source) {  // on the host batch, before any staging
+      std::int64_t n = 0;
+      const auto ids = [](const Tensor& t) {
+        return std::span<const std::int32_t>(t.data<std::int32_t>(),
+                                             static_cast<std::size_t>(t.numel()));
+      };
+      sums[3] += static_cast<float>(
+          source->log_loss_sum(ids(b.tokens), ids(b.targets), kIgnoreIndex, &n));
+    }
     if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
     const float loss = model_->forward(b);
     const Model::Score score = model_->score(b);
@@ -335,7 +347,7 @@ EvalMetrics Trainer::evaluate() {
     sums[2] += static_cast<float>(score.correct);
   }
   const Status s = engine_->run("eval allreduce", step_, [&](comm::Communicator& cm) {
-    cm.allreduce(sums, sums, 3, DType::kF32, comm::ReduceOp::kSum);
+    cm.allreduce(sums, sums, 4, DType::kF32, comm::ReduceOp::kSum);
     return Status::ok();
   });
   SPARQ_CHECK(s.is_ok(), "evaluation allreduce failed: {}", s.message());
@@ -345,6 +357,7 @@ EvalMetrics Trainer::evaluate() {
   e.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   if (lm && !mlm) e.perplexity = std::exp(e.loss);
   if (mlm || !lm) e.accuracy = sums[1] > 0 ? sums[2] / sums[1] : 0.0;
+  if (source && sums[1] > 0) e.source_loss = sums[3] / sums[1];
   return e;
 }
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "data/markov_source.h"
 
@@ -64,6 +66,37 @@ TEST(MarkovChain, UniformChainHasLogVEntropy) {
   EXPECT_NEAR(m.entropy_rate_nats(), std::log(10.0), 1e-12);
   EXPECT_NE(m.describe().find("entropy rate 2.302585 nats/token"), std::string::npos)
       << m.describe();
+}
+
+// The true model's loss on a sample (what evaluation reports as the source's own loss):
+// ln V exactly for a uniform chain, ignored targets left out of sum and count; on a long
+// order-1 sample, the entropy rate within sampling noise; refused for order 2.
+TEST(MarkovChain, LogLossSumScoresPairsUnderTheTrueModel) {
+  MarkovConfig uniform;
+  uniform.vocab_size = 10, uniform.smoothing = 1.0;
+  const auto u = MarkovChain::create(uniform).value();
+  const std::vector<std::int32_t> in = {0, 3, 9, 9, 4}, out = {3, 9, -100, 4, 1};
+  std::int64_t n = -1;
+  EXPECT_NEAR(u.log_loss_sum(in, out, -100, &n), 4 * std::log(10.0), 1e-12);
+  EXPECT_EQ(n, 4);
+
+  MarkovConfig config;
+  config.vocab_size = 64, config.branching = 4, config.smoothing = 0.02, config.seed = 3;
+  const auto m = MarkovChain::create(config).value();
+  const auto tokens = m.generate(300001, 0);
+  std::vector<std::int32_t> inputs(tokens.begin(), tokens.end() - 1);
+  std::vector<std::int32_t> targets(tokens.begin() + 1, tokens.end());
+  const double mean = m.log_loss_sum(inputs, targets, -100, &n) / static_cast<double>(n);
+  EXPECT_EQ(n, 300000);
+  EXPECT_NEAR(mean, m.entropy_rate_nats(), 0.02);
+  // Hand-made: the first pair's own probability.
+  EXPECT_DOUBLE_EQ(m.log_loss_sum({&inputs[0], 1}, {&targets[0], 1}, -100, &n),
+                   -std::log(m.probability(static_cast<std::uint64_t>(inputs[0]),
+                                           static_cast<std::uint32_t>(targets[0]))));
+
+  config.order = 2;
+  const auto m2 = MarkovChain::create(config).value();
+  EXPECT_DEATH(m2.log_loss_sum(in, out, -100, &n), "order-1");
 }
 
 TEST(MarkovChain, BadConfigurationsAreClearErrors) {

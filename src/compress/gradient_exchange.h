@@ -99,7 +99,7 @@ struct BucketExchangeStats {
 double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps);
 
 // density_warmup_steps > 0 needs a compressor with a density, and not dgc's own warm-up; the
-// error names `key`.
+// error names `key`. `none` (dense) accepts it and ignores it.
 Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
                             const std::string& key);
 

@@ -133,7 +133,7 @@ double MarkovChain::log_loss_sum(std::span<const std::int32_t> inputs,
                                 static_cast<std::uint32_t>(targets[i])));
     ++n;
   }
-  *count = n;
+  if (count) *count = n;
   return sum;
 }
 

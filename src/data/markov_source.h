@@ -48,12 +48,13 @@ class MarkovChain {
   std::uint64_t advance(std::uint64_t context, std::uint32_t token) const;
 
   // The true model's loss on next-token pairs: the sum of -ln p(targets[i] | inputs[i]) over
-  // the i with targets[i] != ignore, and their number in *count. Order 1 only (the context of
-  // a pair is its input token); `inputs`, `targets` the same length, ids below the vocabulary.
+  // the i with targets[i] != ignore, and their number in *count if given. Order 1 only (the
+  // context of a pair is its input token); `inputs`, `targets` the same length, ids below the
+  // vocabulary.
   // The entropy rate is this loss's expectation; on a finite sample it differs by sampling
   // noise, which is what evaluation reports it for (Trainer::evaluate).
   double log_loss_sum(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets,
-                      std::int32_t ignore, std::int64_t* count) const;
+                      std::int32_t ignore, std::int64_t* count = nullptr) const;
 
   // One line for logs: the configuration and the entropy rate in nats and bits per token.
   std::string describe() const;

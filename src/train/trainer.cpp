@@ -318,6 +318,12 @@ StepMetrics Trainer::step_once() {
   return m;
 }
 
+namespace {
+std::span<const std::int32_t> ids_of(const Tensor& t) {
+  return {t.data<std::int32_t>(), static_cast<std::size_t>(t.numel())};
+}
+}  // namespace
+
 EvalMetrics Trainer::evaluate() {
   const bool lm = config_.model.is_language_model();
   const bool mlm = config_.model.arch == ModelArch::kBert;
@@ -330,14 +336,9 @@ EvalMetrics Trainer::evaluate() {
   const data::MarkovChain* source = data_info_.source.get();
   for (int i = 0; i < config_.train.eval_batches; ++i) {
     Batch b = eval_data_->next(0);
-    if (source) {  // on the host batch, before any staging
-      std::int64_t n = 0;
-      const auto ids = [](const Tensor& t) {
-        return std::span<const std::int32_t>(t.data<std::int32_t>(),
-                                             static_cast<std::size_t>(t.numel()));
-      };
+    if (source) {  // on the host batch, before any staging; counted like score.count below
       sums[3] += static_cast<float>(
-          source->log_loss_sum(ids(b.tokens), ids(b.targets), kIgnoreIndex, &n));
+          source->log_loss_sum(ids_of(b.tokens), ids_of(b.targets), kIgnoreIndex));
     }
     if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
     const float loss = model_->forward(b);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compress/dense_cast.h"
 #include "compress/dgc.h"
 #include "compress/error_feedback.h"
 #include "compress/powersgd.h"
@@ -62,9 +63,9 @@ double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps) {
 
 Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
                             const std::string& key) {
-  // `none` sends everything dense: the warm-up has nothing to do, and accepting it lets a
-  // config with a warm-up run as its dense baseline with the one override compress.name=none.
-  if (warmup_steps == 0 || c.name() == "none") return Status::ok();
+  // The dense casts (none, fp16, bf16) send every entry: the warm-up has nothing to do, and
+  // accepting it lets a config with a warm-up run as its dense baseline with one override.
+  if (warmup_steps == 0 || dynamic_cast<const DenseCastCompressor*>(&c)) return Status::ok();
   if (!c.density()) {
     return Status::error("{}: {} has no density to warm up (compressors with one: topk, "
                          "topk_sampled, gtopk, randomk, dgc, lbs); set it to 0",
@@ -191,9 +192,12 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     fault::point("exchange.compressed", step);  // docs/reliability.md, "Fault injection"
     // The density warm-up: from step t + 1 == T on the compressor's own density (the same
     // value) is used, so the run after the warm-up is the run without one, bit for bit.
+    // A compressor without a density (the dense casts, the only ones check_density_warmup
+    // lets through) has nothing to warm up.
     const std::int64_t t = step - config_.dense_warmup_steps;
-    if (t + 1 < config_.density_warmup_steps) {
-      ctx.density = warmup_density(*slot.compressor->density(), t, config_.density_warmup_steps);
+    const std::optional<double> rho = slot.compressor->density();
+    if (rho && t + 1 < config_.density_warmup_steps) {
+      ctx.density = warmup_density(*rho, t, config_.density_warmup_steps);
     }
     if (slot.error_feedback) slot.error_feedback->begin_step();
     if (slot.send_history) {

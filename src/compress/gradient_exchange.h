@@ -99,7 +99,7 @@ struct BucketExchangeStats {
 double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps);
 
 // density_warmup_steps > 0 needs a compressor with a density, and not dgc's own warm-up; the
-// error names `key`. `none` (dense) accepts it and ignores it.
+// error names `key`. The dense casts (none, fp16, bf16) accept it and ignore it.
 Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
                             const std::string& key);
 

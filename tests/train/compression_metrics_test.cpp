@@ -49,9 +49,13 @@ TEST(CompressionMetrics, DensityWarmupNeedsADensity) {
   ASSERT_TRUE(again.is_ok()) << again.status().message();
   EXPECT_EQ(again->compress.density_warmup_steps, 20);
 
-  // Dense (`none`) ignores it: a config with a warm-up runs dense with compress.name=none alone.
-  EXPECT_TRUE(parse_train_config("compress: {name: none, density_warmup_steps: 5}", "c.yaml", {})
-                  .is_ok());
+  // The dense casts ignore it: a config with a warm-up runs dense with compress.name=none (or
+  // bf16, fp16) alone.
+  for (const char* name : {"none", "fp16", "bf16"}) {
+    const auto dense = parse_train_config(
+        std::string("compress: {name: ") + name + ", density_warmup_steps: 5}", "c.yaml", {});
+    EXPECT_TRUE(dense.is_ok()) << name << ": " << dense.status().message();
+  }
   for (const char* name : {"blockquant", "qsgd", "powersgd"}) {
     expect_error(std::string("compress: {name: ") + name + ", density_warmup_steps: 5}",
                  "compress.density_warmup_steps");

@@ -8,8 +8,11 @@
 //
 // Note [GEMM backends]
 // ~~~~~~~~~~~~~~~~~~~~
-// gemm() runs on one of three backends, all giving results that do not depend on the OpenMP
-// thread count (none of them splits the K sum across threads):
+// gemm() runs on one of three backends. Each gives the same bits for the same shape, inputs
+// and thread count. Eigen's bits also do not depend on the thread count (gemm_eigen.cpp);
+// a BLAS's can differ between one thread and more, because the library's threaded driver
+// blocks K differently from its one-thread driver (measured on OpenBLAS 0.3.21 for K
+// between its Q and 2Q, e.g. K = 50257; docs/layers.md, "Determinism"):
 //   eigen     Eigen's blocked kernel, multithreaded with OpenMP. Always available.
 //   openblas  Debian's OpenBLAS (libopenblas0-openmp preferred), loaded at run time.
 //   blis      Debian's BLIS (libblis4-openmp preferred), loaded at run time.

@@ -1,0 +1,234 @@
+// Trainer set-up: building the model, store, optimizer, exchange and scheduler from the
+// config (build), initial weights, the cross-rank checks of config and bucket plan, and the
+// start-up description. The step loop, evaluation and tracing are in trainer.cpp,
+// checkpoints in checkpointing.cpp.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "comm/agree.h"
+#include "core/tensor_copy.h"
+#include "core/threading.h"
+#include "train/hf_gpt2.h"
+#include "train/safetensors.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+
+Status Trainer::build(const Options& options) {
+  const TrainConfig& c = config_;
+  if (c.train.threads > 0) set_num_threads(c.train.threads);
+  const bool lm = c.model.is_language_model();
+  const std::int64_t rows = options.dry_run ? 1 : c.train.micro_batch;
+  activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);
+  if (c.train.device == Device::kCUDA) {
+    SPARQ_ASSIGN_OR_RETURN(local_, local_rank_from_environment(comm_.size()));
+    // A dry run checks the config and prints the plan without opening a device, so it works
+    // on a machine without a GPU.
+    if (!options.dry_run) {
+      SPARQ_RETURN_IF_ERROR(check_device_support(c));
+      if (comm_.size() > 1) {
+        return Status::error("{}: train.device: cuda with {} ranks needs the NCCL stream "
+                             "scheduler, which is not built yet (issue 17): run one rank per "
+                             "job on the GPU, or train.device: cpu",
+                             c.origin, comm_.size());
+      }
+      SPARQ_ASSIGN_OR_RETURN(context_, open_rank_device(local_));
+      stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
+    }
+  }
+  SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {rows, lm ? c.data.seq_len : 0}));
+  model_->declare(store_);
+  const auto dense_last = [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); };
+  store_.allocate(context(), dense_last);
+  if (context().is_cuda()) {
+    model_->declare(host_mirror_);
+    host_mirror_.allocate(ExecContext::cpu(), dense_last);
+  }
+  // Identical on every rank: no broadcast needed.
+  if (!options.dry_run) {
+    store_.initialize(c.train.seed);
+    if (!c.train.init_from.empty()) SPARQ_RETURN_IF_ERROR(load_initial_weights());
+  }
+  model_->bind(store_);
+  model_->set_dropout_seed(c.train.seed, static_cast<std::uint32_t>(comm_.rank()));
+
+  const int slots = c.train.accumulation;
+  std::vector<std::string> missing;
+  for (const std::string& path : {c.data.train_path, c.data.eval_path}) {
+    if (!path.empty() && !std::filesystem::exists(path)) missing.push_back(path);
+  }
+  if (options.dry_run && !missing.empty()) {
+    data_info_.description = fmt::format("{} not found: needed before training (see README, "
+                                         "\"Data\")", fmt::join(missing, ", "));
+  } else {
+    SPARQ_ASSIGN_OR_RETURN(train_data_, make_batch_source(c, true, comm_.rank(), comm_.size(),
+                                                          slots, &data_info_));
+    SPARQ_ASSIGN_OR_RETURN(eval_data_, make_batch_source(c, false, comm_.rank(), comm_.size(), 1));
+  }
+  batches_.resize(static_cast<std::size_t>(slots));
+
+  SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
+  schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
+
+  const std::int64_t tied_rows =
+      model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
+  SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, tied_rows, comm_.size()));
+  comm::BucketPlanConfig plan_config = c.comm.plan;
+  if (split_tied_) plan_config.isolated = {model_->tied_embedding()};
+  auto plan = comm::BucketPlan::build(store_, model_->layers(), plan_config);
+  if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
+  plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
+  compress::GradientExchangeConfig exchange_config = c.compress;
+  exchange_config.never_sent_window = c.log.never_sent_window;  // a log key, measured there
+  if (c.comm.plan_mode == "auto") {
+    if (!options.plan_buckets) {
+      return Status::error("{}: comm.plan: auto is planned by run_training() and train_main() "
+                           "(the step simulator); this Trainer was created without a planner",
+                           c.origin);
+    }
+    SPARQ_ASSIGN_OR_RETURN(BucketChoice planned, options.plan_buckets(c, *plan_, comm_.size()));
+    if (planned.choice.size() != plan_->size()) {
+      return Status::error("comm.plan: auto: {} choices for a plan of {} buckets",
+                           planned.choice.size(), plan_->size());
+    }
+    exchange_config.bucket_choice = planned.choice;
+    for (const std::string& line : planned.report) plan_choice_ += line + "\n";
+    if (is_root()) spdlog::info("comm.plan: auto\n{}", plan_choice_);
+  }
+  auto exchange = compress::GradientExchange::create(store_, *plan_, exchange_config);
+  if (!exchange.is_ok()) return exchange.status().with_context(c.origin);
+  exchange_ = std::move(exchange).value();
+
+  comm::CommEngine::Options eo;
+  eo.timeout_s = c.comm.timeout_s;
+  eo.trace = &trace_;
+  engine_ = std::make_unique<comm::CommEngine>(comm_, eo);
+  scheduler_ = std::make_unique<comm::WfbpScheduler>(
+      *plan_, *engine_,
+      [x = exchange_.get()](comm::Communicator& cm, const comm::Bucket& b, std::int64_t step) {
+        return x->average_bucket(cm, b, step);
+      },
+      comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
+  stepper_ = std::make_unique<DataParallelStepper>(
+      *model_, store_, *optimizer_, *schedule_, *scheduler_,
+      DataParallelStepper::Options{.clip_norm = c.clip_norm,
+                                   .clip_local = clips_locally(c),
+                                   .split_tied_embedding = split_tied_},
+      &trace_);
+  return Status::ok();
+}
+
+Status Trainer::load_initial_weights() {
+  const std::string& path = config_.train.init_from;
+  std::string format = config_.train.init_format;
+  if (format == "auto") {
+    // Hugging Face GPT-2 files are recognised by their fused attention projection.
+    SPARQ_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::read(path));
+    const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
+                    file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
+    format = hf ? "gpt2_hf" : "sparq";
+  }
+  // A GPU store is imported through its host copy (same layout), then uploaded whole.
+  ParamStore* target = &store_;
+  if (context().is_cuda()) {
+    host_params();
+    target = &host_mirror_;
+  }
+  const Status s =
+      format == "gpt2_hf" ? import_gpt2_hf(*target, path) : import_safetensors(*target, path);
+  SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  if (context().is_cuda()) {
+    copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));
+  }
+  if (is_root()) spdlog::info("initial weights from {} ({} names)", path, format);
+  return Status::ok();
+}
+
+Status Trainer::check_same_config() {
+  Status s;
+  const auto compare = [&](comm::Communicator& c) {
+    s = comm::check_same_text(c, config_.resolved_yaml, "config",
+                              "every rank must run the same config; check --set arguments and "
+                              "files");
+    return Status::ok();
+  };
+  SPARQ_RETURN_IF_ERROR(run_control("config hash", compare));
+  return s;
+}
+
+Status Trainer::check_same_plan() {
+  if (config_.comm.plan_mode != "auto") return Status::ok();
+  Status s;
+  const auto compare = [&](comm::Communicator& c) {
+    s = comm::check_same_text(c, plan_choice_, "comm.plan: auto's bucket choice",
+                              "every rank must read the same comm.plan_profile");
+    return Status::ok();
+  };
+  SPARQ_RETURN_IF_ERROR(run_control("bucket choice hash", compare));
+  return s;
+}
+
+std::size_t Trainer::memory_estimate_bytes() const {
+  const auto flat = static_cast<std::size_t>(store_.flat_numel()) * sizeof(float);
+  std::size_t optimizer_copies = 0;
+  if (config_.optim.name == "sgd") optimizer_copies = config_.optim.momentum > 0 ? 1 : 0;
+  else optimizer_copies = 2;
+  const std::size_t residual = exchange_->residual().size() * sizeof(float);
+  return flat * (2 + optimizer_copies) + residual +
+         static_cast<std::size_t>(static_cast<double>(model_->activation_bytes()) *
+                                  activation_scale_);
+}
+
+std::string Trainer::describe() const {
+  const TrainConfig& c = config_;
+  std::string s;
+  s += fmt::format("model:     {}{}\n", model_->summary(),
+                   activation_scale_ != 1 ? " (dry run: built for one row)" : "");
+  s += fmt::format("data:      {}\n", data_info_.description);
+  if (data_info_.entropy_rate >= 0) {
+    s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
+                     data_info_.entropy_rate);
+  }
+  if (c.train.device == Device::kCUDA) {
+    s += fmt::format("device:    {}; local rank {} of {} ({})\n",
+                     context_ ? context_->describe()
+                              : std::string("cuda, one GPU per rank (not opened in a dry run)"),
+                     local_.rank, local_.size, local_.source);
+    const Status support = check_device_support(c);
+    if (!support.is_ok()) s += "           note: training refused: " + support.message() + "\n";
+  }
+  s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
+                   comm_.size(), c.train.micro_batch, c.train.accumulation,
+                   c.train.micro_batch * c.train.accumulation * comm_.size());
+  s += fmt::format("optimizer: {} lr {} ({} schedule, warm-up {}), weight decay {}, clip {}{}, "
+                   "communicates the {}{}\n",
+                   c.optim.name, c.schedule.lr, c.schedule.kind, c.schedule.warmup_steps,
+                   c.optim.weight_decay, c.clip_norm > 0 ? fmt::format("{}", c.clip_norm) : "off",
+                   c.clip_norm > 0 ? (clips_locally(c) ? " (local)" : " (aggregate)") : "",
+                   c.optim.communicate,
+                   c.optim.communicate == "momentum"
+                       ? fmt::format(" (variance frozen after {} steps)", c.optim.freeze_steps)
+                       : "");
+  std::string params;
+  for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
+  s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
+                   c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
+                   c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  if (!model_->tied_embedding().empty()) {
+    s += fmt::format("tied:      {} {}\n", model_->tied_embedding(),
+                     split_tied_ ? "split: the head's share is exchanged as soon as the head's "
+                                   "backward ends, the lookup's rows exactly at the end"
+                                 : "whole: exchanged once backward ends");
+  }
+  s += "bucket plan:\n" +
+       plan_->describe([this](int b) { return exchange_->compressor_name(b); }) + "\n";
+  s += fmt::format("memory:    about {} per rank (parameters, gradients, optimizer state, "
+                   "residual, activations)\n",
+                   format_bytes(static_cast<double>(memory_estimate_bytes())));
+  return s;
+}
+
+}  // namespace sparq::train

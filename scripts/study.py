@@ -39,6 +39,8 @@ def parse_args(argv):
     p.add_argument("--out", help="study root (default: runs/studies/<name> in the repository)")
     p.add_argument("--only", metavar="CELL[,CELL]",
                    help="run, list or check only these cells (the summary still covers all)")
+    p.add_argument("--seeds", metavar="S[,S]",
+                   help="run only these of the study's seeds (the summary still covers all)")
     p.add_argument("--binary", help="the train binary, instead of the study's binary:")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true",
@@ -60,6 +62,20 @@ def selected_cells(study, only):
     if unknown:
         raise StudyError(f"--only: unknown cell(s) {', '.join(unknown)} (cells: {', '.join(known)})")
     return [c for c in study.cells if c.name in names]
+
+
+def selected_seeds(study, seeds):
+    if not seeds:
+        return list(study.seeds)
+    try:
+        wanted = [int(x) for x in seeds.split(",") if x.strip()]
+    except ValueError:
+        raise StudyError(f"--seeds: expected integers separated by commas, got {seeds!r}")
+    unknown = [x for x in wanted if x not in study.seeds]
+    if unknown or not wanted:
+        raise StudyError(f"--seeds: {seeds!r} names no seed or one the study does not have "
+                         f"(seeds: {study.seeds})")
+    return [x for x in study.seeds if x in wanted]
 
 
 def list_study(study, out, cells):
@@ -141,10 +157,10 @@ def final_text(study, path):
     return f", final eval {study.metric} {value:.4g}" if isinstance(value, (int, float)) else ""
 
 
-def run_study(study, out, binary, cells, dry_run):
+def run_study(study, out, binary, cells, seeds, dry_run):
     if not prepare(study, binary, dry_run):
         return 1
-    jobs = [(cell, seed) for cell in cells for seed in study.seeds]
+    jobs = [(cell, seed) for cell in cells for seed in seeds]
     say(f"study {study.name}: {len(jobs)} run(s) into {runs.display_path(out, ROOT)}; "
         f"commands run from {ROOT}")
     failed, busy = [], []
@@ -201,6 +217,7 @@ def main(argv=None):
     try:
         study = load_study(args.study)
         cells = selected_cells(study, args.only)
+        seeds = selected_seeds(study, args.seeds)
     except StudyError as e:
         print(f"study.py: {e}", file=sys.stderr)
         return 2
@@ -222,7 +239,7 @@ def main(argv=None):
         return 2
     if args.check:
         return check_cells(study, binary, cells, out)
-    return run_study(study, out, binary, cells, args.dry_run)
+    return run_study(study, out, binary, cells, seeds, args.dry_run)
 
 
 if __name__ == "__main__":

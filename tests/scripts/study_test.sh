@@ -72,6 +72,9 @@ echo "  typo: [compress.lbs.densty=0.01]" >>"$T/bad.yaml"
 
 expect "dry run prints commands" 0 "would run" -- "$T/tiny.yaml" --out "$OUT" --dry-run
 check "dry run runs nothing" test ! -e "$OUT"
+expect "--seeds picks seeds" 0 "\[2/2\] lbs seed2: would run" -- "$T/tiny.yaml" --out "$OUT" --dry-run --seeds 2
+check "--seeds runs only those" test "$(count 'seed[0-9]+: would run')" -eq 2
+expect "unknown --seeds seed" 2 "--seeds: '3' names no seed" -- "$T/tiny.yaml" --out "$OUT" --seeds 3
 expect "list" 0 "seed2: missing" -- "$T/tiny.yaml" --out "$OUT" --list
 expect "check" 0 "lbs: ok" -- "$T/tiny.yaml" --out "$OUT" --check
 expect "check refuses a bad key" 1 "typo: REFUSED.*densty" -- "$T/bad.yaml" --out "$OUT" --check

@@ -73,13 +73,15 @@ TEST(Conv2d, TwoBackwardCallsAccumulate) {
   EXPECT_EQ(dx, dx1);
 }
 
-// 3x3 / stride 1 / padding 1 shapes for the Winograd path: odd sizes (partial edge tiles),
-// 1x1 and 2x2 maps, one channel, and 31x31 maps whose 5 images span 3 chunks (2 images each,
-// the last one partial).
+// 3x3 / stride 1 / padding 1 shapes for the Winograd path, run with both tiles: odd sizes
+// (partial edge tiles of either tile), 1x1 and 2x2 maps, one channel, and 31x31 maps whose 5
+// images span 3 chunks with 2x2 tiles (2 images each, the last one partial) and whose 19
+// images span 3 chunks with 4x4 tiles (8, 8 and 3).
 std::vector<ConvCase> winograd_cases() {
-  return {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{3, 5, 7, 9, 6, 3, 3, 1, 1, 1},
-          ConvCase{1, 1, 1, 1, 1, 3, 3, 1, 1, 1}, ConvCase{4, 6, 2, 2, 3, 3, 3, 1, 1, 1},
-          ConvCase{2, 1, 6, 3, 1, 3, 3, 1, 1, 1}, ConvCase{5, 3, 31, 31, 4, 3, 3, 1, 1, 1}};
+  return {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1},   ConvCase{3, 5, 7, 9, 6, 3, 3, 1, 1, 1},
+          ConvCase{1, 1, 1, 1, 1, 3, 3, 1, 1, 1},   ConvCase{4, 6, 2, 2, 3, 3, 3, 1, 1, 1},
+          ConvCase{2, 1, 6, 3, 1, 3, 3, 1, 1, 1},   ConvCase{5, 3, 31, 31, 4, 3, 3, 1, 1, 1},
+          ConvCase{19, 3, 31, 31, 4, 3, 3, 1, 1, 1}, ConvCase{2, 4, 8, 12, 5, 3, 3, 1, 1, 1}};
 }
 
 Conv2dGeom geom_of(const ConvCase& cc) {
@@ -99,96 +101,127 @@ TEST(Conv2dWinograd, AppliesOnlyTo3x3Stride1Pad1) {
   EXPECT_FALSE(other.fast3x3());
 }
 
+TEST(Conv2dWinograd, TileFollowsTheMapSize) {
+  // Products per image: 4x4 tiles x 36 against 2x2 tiles x 16, the 2x2 tile on a tie.
+  auto tile = [](std::int64_t h, std::int64_t w) {
+    return cpu::winograd3x3_tile(geom_of({1, 16, h, w, 2, 3, 3, 1, 1, 1}));
+  };
+  EXPECT_EQ(tile(1, 1), 2);    // 36 > 16
+  EXPECT_EQ(tile(2, 2), 2);    // 36 > 16
+  EXPECT_EQ(tile(3, 3), 4);    // 36 < 64
+  EXPECT_EQ(tile(4, 4), 4);    // 36 < 64
+  EXPECT_EQ(tile(6, 6), 2);    // 144 = 144
+  EXPECT_EQ(tile(8, 8), 4);    // 144 < 256
+  EXPECT_EQ(tile(32, 2), 2);   // 8 x 36 = 288 > 16 x 16 = 256
+  EXPECT_EQ(tile(32, 32), 4);
+  const Conv2dGeom g = geom_of({1, 16, 8, 8, 2, 3, 3, 1, 1, 1});
+  EXPECT_EQ(cpu::winograd3x3_workspace_elems(g), cpu::winograd3x3_workspace_elems(g, 4));
+  EXPECT_GT(cpu::winograd3x3_workspace_elems(g, 4), cpu::winograd3x3_workspace_elems(g, 2));
+  EXPECT_DEATH(cpu::winograd3x3_workspace_elems(g, 3), "tile must be 0 \\(auto\\), 2 or 4, got 3");
+}
+
 // Forward, dx, dw and db of the Winograd kernels against the general path, in double.
 TEST(Conv2dWinograd, MatchesGeneralPath) {
-  for (const ConvCase& cc : winograd_cases()) {
-    const Conv2dGeom g = geom_of(cc);
-    auto x = random_vec(g.n * g.c * g.h * g.w, 41), w = random_vec(g.k * g.col_rows(), 42),
-         b = random_vec(g.k, 43), dy = random_vec(g.n * g.k * g.col_cols(), 44);
-    std::vector<double> col(cpu::conv2d_workspace_elems(g, 1)),
-        work(cpu::winograd3x3_workspace_elems(g));
-    std::vector<double> y_ref(dy.size()), y(dy.size(), 5.0);
-    cpu::conv2d_forward<double>(g, x.data(), w.data(), b.data(), y_ref.data(), col.data());
-    cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data());
-    std::vector<double> dx_ref(x.size()), dw_ref(w.size(), 0.25), db_ref(b.size(), 0.5);
-    std::vector<double> dx(x.size(), 3.0), dw(w.size(), 0.25), db(b.size(), 0.5);
-    cpu::conv2d_backward<double>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(),
-                                 db_ref.data(), col.data());
-    cpu::winograd3x3_backward<double>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
-                                      db.data(), work.data());
-    const std::string shape = fmt::format("{}x{}x{}x{} k={}", cc.n, cc.c, cc.h, cc.w, cc.k);
-    auto expect_near_all = [&](const std::vector<double>& got, const std::vector<double>& want,
-                               const char* what) {
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + std::abs(want[i]))) << what << " " << shape << " at " << i;
-      }
-    };
-    expect_near_all(y, y_ref, "y");
-    expect_near_all(dx, dx_ref, "dx");
-    expect_near_all(dw, dw_ref, "dw");
-    expect_near_all(db, db_ref, "db");
+  for (const int tile : {2, 4}) {
+    for (const ConvCase& cc : winograd_cases()) {
+      const Conv2dGeom g = geom_of(cc);
+      auto x = random_vec(g.n * g.c * g.h * g.w, 41), w = random_vec(g.k * g.col_rows(), 42),
+           b = random_vec(g.k, 43), dy = random_vec(g.n * g.k * g.col_cols(), 44);
+      std::vector<double> col(cpu::conv2d_workspace_elems(g, 1)),
+          work(cpu::winograd3x3_workspace_elems(g, tile));
+      std::vector<double> y_ref(dy.size()), y(dy.size(), 5.0);
+      cpu::conv2d_forward<double>(g, x.data(), w.data(), b.data(), y_ref.data(), col.data());
+      cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data(),
+                                       tile);
+      std::vector<double> dx_ref(x.size()), dw_ref(w.size(), 0.25), db_ref(b.size(), 0.5);
+      std::vector<double> dx(x.size(), 3.0), dw(w.size(), 0.25), db(b.size(), 0.5);
+      cpu::conv2d_backward<double>(g, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(),
+                                   db_ref.data(), col.data());
+      cpu::winograd3x3_backward<double>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(),
+                                        db.data(), work.data(), tile);
+      const std::string shape =
+          fmt::format("{}x{}x{}x{} k={} tile={}", cc.n, cc.c, cc.h, cc.w, cc.k, tile);
+      auto expect_near_all = [&](const std::vector<double>& got, const std::vector<double>& want,
+                                 const char* what) {
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + std::abs(want[i]))) << what << " " << shape << " at " << i;
+        }
+      };
+      expect_near_all(y, y_ref, "y");
+      expect_near_all(dx, dx_ref, "dx");
+      expect_near_all(dw, dw_ref, "dw");
+      expect_near_all(db, db_ref, "db");
+    }
   }
 }
 
 TEST(Conv2dWinograd, BackwardMatchesFiniteDifferences) {
-  for (const ConvCase& cc : {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{1, 2, 3, 2, 3, 3, 3, 1, 1, 1}}) {
-    const Conv2dGeom g = geom_of(cc);
-    auto x = random_vec(g.n * g.c * g.h * g.w, 51), w = random_vec(g.k * g.col_rows(), 52),
-         b = random_vec(g.k, 53), r = random_vec(g.n * g.k * g.col_cols(), 54);
-    std::vector<double> y(r.size()), work(cpu::winograd3x3_workspace_elems(g));
-    auto loss = [&] {
-      cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data());
-      return weighted_sum(y, r);
-    };
-    std::vector<double> dx(x.size()), dw(w.size(), 0.0), db(b.size(), 0.0);
-    cpu::winograd3x3_backward<double>(g, x.data(), w.data(), r.data(), dx.data(), dw.data(),
-                                      db.data(), work.data());
-    expect_gradient(loss, x, dx, "winograd dx");
-    expect_gradient(loss, w, dw, "winograd dw");
-    expect_gradient(loss, b, db, "winograd db");
+  for (const int tile : {2, 4}) {
+    for (const ConvCase& cc :
+         {ConvCase{2, 3, 5, 7, 4, 3, 3, 1, 1, 1}, ConvCase{1, 2, 3, 2, 3, 3, 3, 1, 1, 1}}) {
+      const Conv2dGeom g = geom_of(cc);
+      auto x = random_vec(g.n * g.c * g.h * g.w, 51), w = random_vec(g.k * g.col_rows(), 52),
+           b = random_vec(g.k, 53), r = random_vec(g.n * g.k * g.col_cols(), 54);
+      std::vector<double> y(r.size()), work(cpu::winograd3x3_workspace_elems(g, tile));
+      auto loss = [&] {
+        cpu::winograd3x3_forward<double>(g, x.data(), w.data(), b.data(), y.data(), work.data(),
+                                         tile);
+        return weighted_sum(y, r);
+      };
+      std::vector<double> dx(x.size()), dw(w.size(), 0.0), db(b.size(), 0.0);
+      cpu::winograd3x3_backward<double>(g, x.data(), w.data(), r.data(), dx.data(), dw.data(),
+                                        db.data(), work.data(), tile);
+      expect_gradient(loss, x, dx, "winograd dx");
+      expect_gradient(loss, w, dw, "winograd dw");
+      expect_gradient(loss, b, db, "winograd db");
+    }
   }
 }
 
-// The float layer: close to the general path, and the same bits with 1 and 2 threads.
+// The float layer: close to the general path, and the same bits with 1 and 2 threads; a map
+// that takes 4x4 tiles (19 images in 3 chunks) and one that takes 2x2 tiles.
 TEST(Conv2dWinograd, LayerIsCloseToGeneralPathAndThreadIndependent) {
-  const ConvCase cc{5, 16, 31, 31, 4, 3, 3, 1, 1, 1};  // 5 images in 3 chunks
-  const Conv2dGeom g = geom_of(cc);
-  Conv2d conv("conv", {cc.c, cc.k, 3, 3, 1, 1, 1, true, cc.h, cc.w});
-  ASSERT_TRUE(conv.fast3x3());
-  ParamStore store = testing::bind_layers(conv);
-  auto x = testing::to_float(random_vec(g.n * g.c * g.h * g.w, 61));
-  auto dy = testing::to_float(random_vec(g.n * g.k * g.col_cols(), 62));
-  const Shape xs{cc.n, cc.c, cc.h, cc.w}, ys{cc.n, cc.k, cc.h, cc.w};
-  struct Result { std::vector<float> y, dx, dw, db; };
-  auto run = [&](int threads) {
-    set_num_threads(threads);
-    Result res{std::vector<float>(dy.size()), std::vector<float>(x.size()), {}, {}};
-    store.zero_grads();
-    conv.forward(testing::view(x, xs), testing::view(res.y, ys));
-    conv.backward(testing::view(x, xs), testing::view(dy, ys), testing::view(res.dx, xs));
-    res.dw = testing::to_vector(store.grad("conv.weight"));
-    res.db = testing::to_vector(store.grad("conv.bias"));
-    return res;
-  };
-  const int saved = max_threads();
-  const Result one = run(1), two = run(2);
-  set_num_threads(saved);
-  EXPECT_EQ(one.y, two.y);
-  EXPECT_EQ(one.dx, two.dx);
-  EXPECT_EQ(one.dw, two.dw);
-  EXPECT_EQ(one.db, two.db);
-  // The general path in float on the same data.
-  const auto w = testing::to_vector(store.param("conv.weight"));
-  const auto b = testing::to_vector(store.param("conv.bias"));
-  std::vector<float> col(cpu::conv2d_workspace_elems(g, 1)), y(dy.size()), dx(x.size()),
-      dw(w.size(), 0.0f), db(b.size(), 0.0f);
-  cpu::conv2d_forward<float>(g, x.data(), w.data(), b.data(), y.data(), col.data());
-  cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
-                              col.data());
-  testing::expect_close(one.y.data(), y, "winograd y");
-  testing::expect_close(one.dx.data(), dx, "winograd dx");
-  testing::expect_close(one.dw.data(), dw, "winograd dw");
-  testing::expect_close(one.db.data(), db, "winograd db");
+  for (const ConvCase& cc :
+       {ConvCase{19, 16, 31, 31, 4, 3, 3, 1, 1, 1}, ConvCase{5, 16, 6, 6, 24, 3, 3, 1, 1, 1}}) {
+    const Conv2dGeom g = geom_of(cc);
+    SCOPED_TRACE(fmt::format("{}x{} maps, tile {}", cc.h, cc.w, cpu::winograd3x3_tile(g)));
+    Conv2d conv("conv", {cc.c, cc.k, 3, 3, 1, 1, 1, true, cc.h, cc.w});
+    ASSERT_TRUE(conv.fast3x3());
+    ParamStore store = testing::bind_layers(conv);
+    auto x = testing::to_float(random_vec(g.n * g.c * g.h * g.w, 61));
+    auto dy = testing::to_float(random_vec(g.n * g.k * g.col_cols(), 62));
+    const Shape xs{cc.n, cc.c, cc.h, cc.w}, ys{cc.n, cc.k, cc.h, cc.w};
+    struct Result { std::vector<float> y, dx, dw, db; };
+    auto run = [&](int threads) {
+      set_num_threads(threads);
+      Result res{std::vector<float>(dy.size()), std::vector<float>(x.size()), {}, {}};
+      store.zero_grads();
+      conv.forward(testing::view(x, xs), testing::view(res.y, ys));
+      conv.backward(testing::view(x, xs), testing::view(dy, ys), testing::view(res.dx, xs));
+      res.dw = testing::to_vector(store.grad("conv.weight"));
+      res.db = testing::to_vector(store.grad("conv.bias"));
+      return res;
+    };
+    const int saved = max_threads();
+    const Result one = run(1), two = run(2);
+    set_num_threads(saved);
+    EXPECT_EQ(one.y, two.y);
+    EXPECT_EQ(one.dx, two.dx);
+    EXPECT_EQ(one.dw, two.dw);
+    EXPECT_EQ(one.db, two.db);
+    // The general path in float on the same data.
+    const auto w = testing::to_vector(store.param("conv.weight"));
+    const auto b = testing::to_vector(store.param("conv.bias"));
+    std::vector<float> col(cpu::conv2d_workspace_elems(g, 1)), y(dy.size()), dx(x.size()),
+        dw(w.size(), 0.0f), db(b.size(), 0.0f);
+    cpu::conv2d_forward<float>(g, x.data(), w.data(), b.data(), y.data(), col.data());
+    cpu::conv2d_backward<float>(g, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(),
+                                col.data());
+    testing::expect_close(one.y.data(), y, "winograd y");
+    testing::expect_close(one.dx.data(), dx, "winograd dx");
+    testing::expect_close(one.dw.data(), dw, "winograd dw");
+    testing::expect_close(one.db.data(), db, "winograd db");
+  }
 }
 
 TEST(MaxPool2d, HandComputedForwardAndBackward) {

@@ -3,7 +3,9 @@
 #include "core/gemm.h"
 
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "core/gemm_backends.h"
@@ -52,6 +54,16 @@ GemmBackend initial_backend() {
                  "(SPARQ_GEMM={0} lists the library files tried)", gemm_backend_name(b));
     return GemmBackend::kEigen;
   }
+#ifdef __AVX512F__
+  if (b == GemmBackend::kOpenBlas) {
+    const std::string core = gemm_detail::cblas_core_name(b);
+    if (!openblas_core_has_avx512(core)) {
+      spdlog::info("GEMM backend eigen: OpenBLAS runs its {} kernel here, without the AVX-512 "
+                   "this build's Eigen uses (SPARQ_GEMM=openblas to use it anyway)", core);
+      return GemmBackend::kEigen;
+    }
+  }
+#endif
   return b;
 }
 
@@ -61,6 +73,16 @@ std::atomic<GemmBackend>& active_backend() {
 }
 
 }  // namespace
+
+bool openblas_core_has_avx512(std::string_view core) {
+  if (core.empty()) return true;
+  std::string lower(core);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (std::string_view avx512 : {"skylakex", "cooperlake", "sapphirerapids"}) {
+    if (lower == avx512) return true;
+  }
+  return false;
+}
 
 std::string_view gemm_backend_name(GemmBackend backend) {
   switch (backend) {

@@ -20,7 +20,11 @@
 // one binary can hold both (they export the same symbols) and builds without either.
 // The active backend is SPARQ_GEMM (environment: eigen | openblas | blis) if set, else the
 // build default (CMake SPARQ_GEMM_DEFAULT). An unavailable SPARQ_GEMM backend is a fatal
-// error; an unavailable build default falls back to Eigen with one warning line.
+// error; an unavailable build default falls back to Eigen with one warning line. A build
+// default of openblas also gives way to Eigen, with one info line, where this build's Eigen
+// has AVX-512 and the kernel OpenBLAS picked for the CPU does not (Debian's 0.3.21 runs its
+// AVX2 "Haswell" kernel on AMD Zen 4, where Eigen was 10-28% faster on every model;
+// docs/layers.md, "GEMM backends").
 // SPARQ_GEMM_LIB_PATH (colon-separated directories) is searched before the system paths.
 // Threads: a BLAS gets sparq's OpenMP thread count (max_threads()) on every call made
 // outside a parallel region; inside one, every backend runs single-threaded.
@@ -67,6 +71,11 @@ GemmBackend parse_gemm_backend(std::string_view name, std::string_view what);
 bool gemm_backend_available(GemmBackend backend, std::string* why = nullptr);
 // The library file a BLAS backend was loaded from; "" for Eigen or when unavailable.
 std::string gemm_backend_library(GemmBackend backend);
+
+// Whether an OpenBLAS kernel (openblas_get_corename()) has AVX-512: SkylakeX, Cooperlake,
+// SapphireRapids (any case). "" (unknown) counts as having it, so that nothing changes when
+// the library does not say.
+bool openblas_core_has_avx512(std::string_view core);
 
 GemmBackend gemm_backend();            // the active backend
 std::string_view gemm_backend_name();  // its name

@@ -15,6 +15,9 @@ void eigen_gemm(const GemmShape& s, float alpha, const float* a, const float* b,
 // OpenBLAS or BLIS through cblas_sgemm from a dlopen'ed library (gemm_cblas.cpp).
 bool cblas_available(GemmBackend backend, std::string* why);
 std::string cblas_library_path(GemmBackend backend);
+// The CPU kernel a BLAS picked for this machine (OpenBLAS's openblas_get_corename(), e.g.
+// "Haswell" or "SkylakeX"); "" when the library does not say or is not available.
+std::string cblas_core_name(GemmBackend backend);
 void cblas_gemm(GemmBackend backend, const GemmShape& s, float alpha, const float* a,
                 const float* b, float beta, float* c);
 

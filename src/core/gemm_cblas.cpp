@@ -137,6 +137,14 @@ bool cblas_available(GemmBackend backend, std::string* why) {
 
 std::string cblas_library_path(GemmBackend backend) { return library(backend).path; }
 
+std::string cblas_core_name(GemmBackend backend) {
+  Library& lib = library(backend);
+  if (lib.handle == nullptr || backend != GemmBackend::kOpenBlas) return "";
+  auto corename = reinterpret_cast<char* (*)()>(dlsym(lib.handle, "openblas_get_corename"));
+  const char* name = corename != nullptr ? corename() : nullptr;
+  return name != nullptr ? name : "";
+}
+
 void cblas_gemm(GemmBackend backend, const GemmShape& s, float alpha, const float* a,
                 const float* b, float beta, float* c) {
   Library& lib = library(backend);

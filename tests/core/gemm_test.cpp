@@ -245,6 +245,15 @@ TEST(GemmBackends, NamesRoundTrip) {
   EXPECT_EQ(gemm_backend_library(GemmBackend::kEigen), "");
 }
 
+TEST(GemmBackends, OpenBlasCoresWithAvx512) {
+  for (const char* core : {"SkylakeX", "COOPERLAKE", "sapphirerapids", ""}) {
+    EXPECT_TRUE(openblas_core_has_avx512(core)) << core;
+  }
+  for (const char* core : {"Haswell", "Zen", "Sandybridge", "SkylakeX2", "Prescott"}) {
+    EXPECT_FALSE(openblas_core_has_avx512(core)) << core;
+  }
+}
+
 TEST(GemmBackendsDeathTest, UnknownNameIsFatalAndNamesTheKey) {
   EXPECT_DEATH(parse_gemm_backend("mkl", "SPARQ_GEMM"), "SPARQ_GEMM.*mkl");
 }

@@ -23,8 +23,8 @@
 // error; an unavailable build default falls back to Eigen with one warning line. A build
 // default of openblas also gives way to Eigen, with one info line, where this build's Eigen
 // has AVX-512 and the kernel OpenBLAS picked for the CPU does not (Debian's 0.3.21 runs its
-// AVX2 "Haswell" kernel on AMD Zen 4, where Eigen was 10-28% faster on every model;
-// docs/layers.md, "GEMM backends").
+// AVX2 "Haswell" kernel on a recent AMD EPYC with AVX-512, where Eigen was 10-28% faster
+// on every model; docs/layers.md, "GEMM backends").
 // SPARQ_GEMM_LIB_PATH (colon-separated directories) is searched before the system paths.
 // Threads: a BLAS gets sparq's OpenMP thread count (max_threads()) on every call made
 // outside a parallel region; inside one, every backend runs single-threaded.

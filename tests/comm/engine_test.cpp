@@ -123,7 +123,6 @@ TEST(CommEngine, RecordsTraceSpansWithBytes) {
 using CommEngineDeathTest = ::testing::Test;
 
 TEST_F(CommEngineDeathTest, TimeoutEndsTheProcessNamingTaskStepAndRank) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto stuck = [] {
     auto comm = make_self_communicator();
     CommEngine engine(*comm, {.timeout_s = 0.2, .name = "grads"});
@@ -144,7 +143,6 @@ TEST_F(CommEngineDeathTest, TimeoutEndsTheProcessNamingTaskStepAndRank) {
 }
 
 TEST_F(CommEngineDeathTest, TimeoutOfAQueuedTaskNamesTheTaskAhead) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto queued = [] {
     auto comm = make_self_communicator();
     CommEngine engine(*comm, {.timeout_s = 0.2});

@@ -68,7 +68,6 @@ TEST(SelfCommunicator, SendToSelfIsBufferedPerTag) {
 using SelfCommunicatorDeathTest = ::testing::Test;
 
 TEST_F(SelfCommunicatorDeathTest, BadArgumentsNameTheCallAndValue) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto comm = make_self_communicator();
   std::vector<std::int32_t> x(4);
   EXPECT_DEATH(comm->allreduce(x.data(), x.data(), 4, DType::kI32, ReduceOp::kAvg),

@@ -179,7 +179,6 @@ TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
 }
 
 TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   SchedulerEnv env(1);
   Stack& s = env.stack;
   const BucketPlan& plan = env.plan;

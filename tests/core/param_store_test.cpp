@@ -120,7 +120,6 @@ TEST(ParamStore, ZeroGrads) {
 }
 
 TEST(ParamStoreDeathTest, MisuseAborts) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   ParamStore s = make_store();
   EXPECT_DEATH(s.add({"wte", {1}, Init::zeros(), true}), "duplicate parameter name 'wte'");
   s.allocate();

@@ -43,7 +43,6 @@ TEST(Tensor, ViewsSliceAndReshape) {
 }
 
 TEST(TensorDeathTest, WrongTypeAndBadShapesAbort) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   Buffer b = Buffer::host(16, true);
   Tensor t = b.view(DType::kF32, {4});
   EXPECT_DEATH(t.data<std::int32_t>(), "tensor holds f32, read as i32");

@@ -182,7 +182,6 @@ TEST_F(CudaDense, LinearMatchesTheCpuAndAccumulatesItsGradients) {
 }
 
 TEST_F(CudaDense, LinearRefusesAHostTensorNamingIt) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");  // re-runs in a fresh process, not a fork
   Linear fc("h.0.mlp.fc", {4, 3, true});
   ParamStore store = bind_on(*ctx_, fc);
   std::vector<float> x(8), y(6);

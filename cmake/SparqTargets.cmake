@@ -117,6 +117,26 @@ function(sparq_add_mpi_test name)
   endforeach()
 endfunction()
 
+# One more run of an MPI test's executable with extra environment (a list of VAR=value):
+# ctest names it ${name}_${variant}_np<N>, e.g. the collectives under comm.mpi_wait: sleep.
+function(sparq_add_mpi_test_variant name variant)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS;ENV" ${ARGN})
+  if(NOT SPARQ_HAS_MPI)
+    return()
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  foreach(np IN LISTS ARG_RANKS)
+    add_test(NAME ${name}_${variant}_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${SPARQ_MPIRUN_FLAGS}
+                     $<TARGET_FILE:${name}>)
+    set_tests_properties(${name}_${variant}_np${np} PROPERTIES
+                         ENVIRONMENT "${SPARQ_TEST_ENV};${ARG_ENV}"
+                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np})
+  endforeach()
+endfunction()
+
 # For tests that launch mpirun jobs themselves (subprocess tests): the launcher and its flags
 # as SPARQ_MPIEXEC and SPARQ_MPIRUN_FLAGS string macros, and ctest properties for a test that
 # occupies two cores for a while.

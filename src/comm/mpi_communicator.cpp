@@ -14,6 +14,7 @@
 #include "comm/mpi_check.h"
 #include "comm/mpi_ring.h"
 #include "comm/mpi_types.h"
+#include "comm/mpi_wait.h"
 #include "core/check.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -151,7 +152,8 @@ class MpiCommunicator final : public Communicator {
     if (use_ring(bytes)) {
       {
         auto guard = lock();
-        ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype, ring_scratch_);
+        ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype, ring_scratch_,
+                           options_.wait);
       }
       if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
       record(ring_allreduce_bytes(count, es, rank_, size_));
@@ -163,7 +165,7 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allreduce, MPI_Iallreduce, in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
                                 static_cast<char*>(out) + done * es, n, mpi_datatype(dtype),
                                 ops_.sum(dtype), comm_.get()));
       });
@@ -182,7 +184,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgather, MPI_Iallgather, in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
                               mpi_datatype(dtype), comm_.get()));
     }
     const std::vector<std::size_t> counts(size_, count);
@@ -209,7 +211,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, out_bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_Allgatherv(in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgatherv, MPI_Iallgatherv, in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
                                out, icounts.data(), idispls.data(), mpi_datatype(dtype),
                                comm_.get()));
     }
@@ -234,10 +236,10 @@ class MpiCommunicator final : public Communicator {
       auto guard = lock();
       if (in_place) {
         // MPI's in-place form leaves the result at the start of the buffer.
-        MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
                                      mpi_datatype(dtype), ops_.sum(dtype), comm_.get()));
       } else {
-        MPI_CHECK(MPI_Reduce_scatter(in, out, icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, in, out, icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
                                      comm_.get()));
       }
     }
@@ -257,7 +259,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_Alltoall(in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoall, MPI_Ialltoall, in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
                              mpi_datatype(dtype), comm_.get()));
     }
     const std::vector<std::size_t> counts(size_, count);
@@ -291,7 +293,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_Alltoallv(in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoallv, MPI_Ialltoallv, in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
                               mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
                               comm_.get()));
     }
@@ -305,7 +307,7 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_Bcast(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), root,
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Bcast, MPI_Ibcast, static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), root,
                             comm_.get()));
       });
     }
@@ -315,7 +317,7 @@ class MpiCommunicator final : public Communicator {
   void barrier() override {
     {
       auto guard = lock();
-      MPI_CHECK(MPI_Barrier(comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Barrier, MPI_Ibarrier, comm_.get()));
     }
     record({});
   }
@@ -328,8 +330,10 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_Send(static_cast<const char*>(buffer) + done * es, n, mpi_datatype(dtype),
-                           peer, tag, comm_.get()));
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_CHECK(MPI_Isend(static_cast<const char*>(buffer) + done * es, n, mpi_datatype(dtype),
+                            peer, tag, comm_.get(), &request));
+        MPI_CHECK(wait_request(&request, MPI_STATUS_IGNORE, options_.wait));
       });
     }
     record({count * es, 0});
@@ -344,8 +348,10 @@ class MpiCommunicator final : public Communicator {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
         MPI_Status status;
-        MPI_CHECK(MPI_Recv(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), peer,
-                           tag, comm_.get(), &status));
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_CHECK(MPI_Irecv(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), peer,
+                            tag, comm_.get(), &request));
+        MPI_CHECK(wait_request(&request, &status, options_.wait));
         int got = 0;
         MPI_CHECK(MPI_Get_count(&status, mpi_datatype(dtype), &got));
         SPARQ_CHECK(got == n, "recv: message from rank {} with tag {} has {} elements, expected {}",

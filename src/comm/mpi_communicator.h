@@ -56,8 +56,21 @@ inline std::optional<AllreduceAlgorithm> allreduce_algorithm_from_name(std::stri
   return std::nullopt;
 }
 
+// How the backend waits for its transfers (comm.mpi_wait): kBusy calls MPI's blocking
+// collectives, which poll; kSleep starts non-blocking ones and tests them with growing pauses
+// (Note [Waiting for MPI], comm/mpi_wait.h).
+enum class MpiWait { kBusy, kSleep };
+
+// The config names (comm.mpi_wait): "busy", "sleep"; nullopt for anything else.
+inline std::optional<MpiWait> mpi_wait_from_name(std::string_view name) {
+  if (name == "busy") return MpiWait::kBusy;
+  if (name == "sleep") return MpiWait::kSleep;
+  return std::nullopt;
+}
+
 struct MpiOptions {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::kAuto;
+  MpiWait wait = MpiWait::kBusy;  // comm.mpi_wait
 };
 
 // argc/argv are passed to MPI_Init_thread when this call initialises MPI (may be null).

@@ -8,6 +8,7 @@
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
 #include "comm/mpi_types.h"
+#include "comm/mpi_wait.h"
 #include "core/check.h"
 
 namespace sparq::comm {
@@ -39,9 +40,9 @@ bool overlaps(const void* a, const void* b, std::size_t bytes) {
   return bytes > 0 && pa < pb + bytes && pb < pa + bytes;
 }
 
-void wait_all(std::vector<MPI_Request>& requests) {
+void wait_all(std::vector<MPI_Request>& requests, MpiWait mode) {
   if (requests.empty()) return;
-  MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  MPI_CHECK(wait_all_requests(requests, mode));
   requests.clear();
 }
 
@@ -69,7 +70,7 @@ std::size_t auto_ring_threshold_bytes(int size) {
 }
 
 void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void* out,
-                        std::size_t count, DType dtype, std::vector<char>& scratch) {
+                        std::size_t count, DType dtype, std::vector<char>& scratch, MpiWait wait) {
   const std::size_t es = dtype_size(dtype), bytes = count * es;
   char* dst = static_cast<char*>(out);
   const char* src = static_cast<const char*>(in);
@@ -126,7 +127,7 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
     // sent (as this rank's partial sum, or its input in place) at step t-(P-1). Those sends
     // must be complete before the first receive of step t may land on their data.
     const bool first_of_step = i == 0 || receives[i - 1].step != p.step;
-    if (p.step >= reduce_steps && first_of_step) wait_all(sends[p.step - reduce_steps]);
+    if (p.step >= reduce_steps && first_of_step) wait_all(sends[p.step - reduce_steps], wait);
     MPI_CHECK(MPI_Irecv(landing(i), p.count, type, left, kRingTag, comm, &recv_requests[i]));
   };
 
@@ -141,7 +142,7 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   for (std::size_t i = 0; i < receives.size(); ++i) {
     const Piece& p = receives[i];
     MPI_Status status;
-    MPI_CHECK(MPI_Wait(&recv_requests[i], &status));
+    MPI_CHECK(wait_request(&recv_requests[i], &status, wait));
     int got = 0;
     MPI_CHECK(MPI_Get_count(&status, type, &got));
     SPARQ_CHECK(got == p.count,
@@ -156,7 +157,7 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
     // The slot of piece i is free again: its successor in the window may use it.
     if (posted < receives.size()) post_receive(posted++);
   }
-  for (auto& step_sends : sends) wait_all(step_sends);
+  for (auto& step_sends : sends) wait_all(step_sends, wait);
 }
 
 }  // namespace sparq::comm

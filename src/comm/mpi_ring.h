@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "comm/mpi_wait.h"
 #include "core/dtype.h"
 
 namespace sparq::comm {
@@ -54,8 +55,9 @@ std::size_t auto_ring_threshold_bytes(int size);
 // communicator keeps a second duplicate for it) so they never meet send()/recv() traffic.
 // `scratch` holds the staging buffers of in-place calls (up to kRingChunksInFlight *
 // kRingChunkBytes); it is grown as needed and kept by the caller, so that repeated calls
-// neither allocate nor fault in fresh pages.
+// neither allocate nor fault in fresh pages. `wait`: how it waits for its messages (Note
+// [Waiting for MPI], comm/mpi_wait.h).
 void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void* out,
-                        std::size_t count, DType dtype, std::vector<char>& scratch);
+                        std::size_t count, DType dtype, std::vector<char>& scratch, MpiWait wait);
 
 }  // namespace sparq::comm

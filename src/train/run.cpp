@@ -37,6 +37,7 @@ Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& 
     comm::MpiOptions options;
     options.allreduce = comm::allreduce_algorithm_from_name(config.allreduce)
                             .value_or(comm::AllreduceAlgorithm::kAuto);
+    options.wait = comm::mpi_wait_from_name(config.mpi_wait).value_or(comm::MpiWait::kBusy);
     SPARQ_ASSIGN_OR_RETURN(comm, comm::make_mpi_communicator(argc, argv, options));
   } else {
     comm = comm::make_self_communicator();

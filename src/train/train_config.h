@@ -41,6 +41,7 @@ struct DataConfig {
 struct CommConfig {
   std::string backend = "auto";  // auto (mpi when launched by mpirun, else self) | mpi | self
   std::string allreduce = "auto";  // MPI allreduce algorithm: auto (by size) | mpi | ring
+  std::string mpi_wait = "busy";  // how MPI transfers are waited for: busy | sleep (docs/comm.md)
   comm::BucketPlanConfig plan;
   bool overlap = true;  // false: communicate after backward (the WFBP-off baseline)
   double timeout_s = 300;
@@ -117,10 +118,10 @@ bool clips_locally(const TrainConfig& config);
 // a model with a tied embedding, more than one rank, a CPU store, optim.communicate: gradient,
 // aggregate clipping (the other modes transform the WHOLE local gradient before sending) and
 // a compressor that keeps no optimizer state (not dgc, whose momentum the rows would bypass).
-// `auto` splits when all hold; `always` is an error naming the first that does not.
-// `tied_rows`: the tied table's rows (the padded vocabulary), 0 for a model without one. The
-// split also needs the step's tokens over all ranks (micro_batch * seq_len * world_size) to
-// be at most half of them: the rows are gathered by every rank.
+// `always` splits when all hold and is an error naming the first that does not. `auto` also
+// needs the split to pay: the exact rows of a step, gathered by every rank, must cost at most
+// half of the table's own exchange (Note [Tied split cost], train_config.cpp).
+// `tied_rows`: the tied table's rows (the padded vocabulary), 0 for a model without one.
 Result<bool> resolve_tied_split(const TrainConfig& config, std::int64_t tied_rows,
                                 int world_size);
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -16,9 +17,18 @@
 
 namespace sparq::comm::testing {
 
+// How the MPI tests wait for transfers: SPARQ_TEST_MPI_WAIT=sleep (set by the ctest variants
+// *_sleep_np<N>) runs them under comm.mpi_wait: sleep, anything else under the default.
+inline MpiWait test_mpi_wait() {
+  const char* v = std::getenv("SPARQ_TEST_MPI_WAIT");
+  return v ? mpi_wait_from_name(v).value_or(MpiWait::kBusy) : MpiWait::kBusy;
+}
+
 // The world communicator of an MPI test (a failure to make it fails the test).
-inline std::unique_ptr<Communicator> make_comm() {
-  auto comm = make_mpi_communicator();
+inline std::unique_ptr<Communicator> make_comm(
+    AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto) {
+  auto comm = make_mpi_communicator(nullptr, nullptr,
+                                    {.allreduce = algorithm, .wait = test_mpi_wait()});
   EXPECT_TRUE(comm.is_ok()) << comm.status().message();
   return std::move(comm).value();
 }

@@ -17,14 +17,10 @@ using testing::decode;
 using testing::encode;
 using testing::kAllDTypes;
 using testing::kFloatDTypes;
+using testing::make_comm;
 
 constexpr std::size_t kSizes[] = {0, 1, 7, 1001, 4099};
 
-std::unique_ptr<Communicator> make_comm() {
-  auto comm = make_mpi_communicator();
-  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
-  return std::move(comm).value();
-}
 
 TEST(MpiCommunicator, MatchesWorldAndNamesItsBackend) {
   auto comm = make_comm();

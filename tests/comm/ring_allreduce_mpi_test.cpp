@@ -20,6 +20,7 @@ namespace sparq::comm {
 namespace {
 
 using testing::encode;
+using testing::make_comm;
 
 constexpr DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kI32, DType::kI64};
 constexpr AllreduceAlgorithm kAlgorithms[] = {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi,
@@ -37,11 +38,6 @@ const char* name(AllreduceAlgorithm a) {
   return "?";
 }
 
-std::unique_ptr<Communicator> make_comm(AllreduceAlgorithm algorithm) {
-  auto comm = make_mpi_communicator(nullptr, nullptr, {.allreduce = algorithm});
-  EXPECT_TRUE(comm.is_ok()) << comm.status().message();
-  return std::move(comm).value();
-}
 
 double input_at(int rank, std::size_t i) { return (rank + 1.0) * static_cast<double>(i % 17); }
 

@@ -53,11 +53,13 @@ TEST(AutoPlan, NeverWorseThanTheFixedPlanAndDeterministic) {
   }
 }
 
-// With the tied embedding split (a vocabulary much larger than a step's tokens) the rows'
-// tail job is not a bucket: one choice per bucket of the split plan.
+// With the tied embedding split (a vocabulary much larger than a step's tokens: one sequence
+// a rank, Note [Tied split cost]) the rows' tail job is not a bucket: one choice per bucket of
+// the split plan.
 TEST(AutoPlan, OneChoicePerBucketWithTheTiedSplit) {
   const train::TrainConfig c = train::parse_train_config(
       "model: {preset: gpt2-tiny, vocab_size: 50257, n_ctx: 128}\ndata: {seq_len: 128}\n"
+      "train: {micro_batch: 1}\n"
       "comm: {first_bucket_mb: 0.25, bucket_mb: 1}\ncompress: {name: lbs}\n",
       "split.yaml", {}).value();
   auto layout = build_layout(c).value();

@@ -131,17 +131,26 @@ TEST(Workload, ComputeFromFlopsAndErrors) {
 }
 
 TEST(Workload, TiedEmbeddingSplit) {
-  // gpt2-tiny B = 8, T = 64: 512 tokens a rank; the table has 256 rows, so the split needs
-  // 2 * 512 P <= 256 rows: never. With a vocabulary of 50257 (50304 rows) up to P = 49.
+  // gpt2-tiny B = 8, T = 64: 512 tokens a rank; the table has 256 rows, so a dense split
+  // needs 2 * 512 P <= 256 rows: never. With a vocabulary of 50257 (50304 rows) up to P = 49.
+  // lbs at density 0.01 prices the table at 0.08 bytes an element (Note [Tied split cost]):
+  // at B = 1 (64 tokens a rank) up to P = 7, as 8 * 64 * 7 <= 0.08 * 50304 < 8 * 64 * 8.
   const train::TrainConfig big = tiny_config({"model.vocab_size=50257", "compress.name=lbs"});
+  const train::TrainConfig dense = tiny_config({"model.vocab_size=50257", "compress.name=none"});
+  const train::TrainConfig lbs_b1 = tiny_config(
+      {"model.vocab_size=50257", "compress.name=lbs", "compress.lbs.density=0.01",
+       "train.micro_batch=1"});
   auto profile = parse_profile(kProfile, "t.yaml");
   auto layout = build_layout(big);
   ASSERT_TRUE(layout.is_ok()) << layout.status().message();
   ASSERT_TRUE((*layout)->split_plan);
-  EXPECT_TRUE(uses_tied_split(**layout, big, 2).value());
-  EXPECT_TRUE(uses_tied_split(**layout, big, 49).value());
-  EXPECT_FALSE(uses_tied_split(**layout, big, 50).value());
-  EXPECT_FALSE(uses_tied_split(**layout, big, 1).value());
+  EXPECT_TRUE(uses_tied_split(**layout, dense, 2).value());
+  EXPECT_TRUE(uses_tied_split(**layout, dense, 49).value());
+  EXPECT_FALSE(uses_tied_split(**layout, dense, 50).value());
+  EXPECT_FALSE(uses_tied_split(**layout, dense, 1).value());
+  EXPECT_FALSE(uses_tied_split(**layout, big, 2).value());
+  EXPECT_TRUE(uses_tied_split(**layout, lbs_b1, 7).value());
+  EXPECT_FALSE(uses_tied_split(**layout, lbs_b1, 8).value());
   auto split = simulate_buckets(**layout, big, *profile, true);
   ASSERT_TRUE(split.is_ok()) << split.status().message();
   const int last = static_cast<int>((*layout)->layers.size()) - 1;

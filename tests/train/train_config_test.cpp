@@ -89,7 +89,19 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
   EXPECT_FALSE(resolve("optim: {clip_norm: 1.0, clip_scope: local}", true, 2).value());
   EXPECT_FALSE(resolve("comm: {split_tied_embedding: never}", true, 2).value());
   EXPECT_FALSE(resolve("optim: {name: sgd}\ncompress: {name: dgc}", true, 2).value());
-  EXPECT_TRUE(resolve("compress: {name: lbs}", true, 2).value());
+  // Note [Tied split cost]: lbs at density 0.01 prices the table at 0.08 bytes per element,
+  // 4024 bytes a column for 50304 rows, so the split pays up to 503 tokens a step: 1024 is
+  // too many, 2 x 2 x 64 = 256 are not.
+  EXPECT_FALSE(resolve("compress: {name: lbs, lbs: {density: 0.01}}", true, 2).value());
+  EXPECT_TRUE(resolve("compress: {name: lbs, lbs: {density: 0.01}}\ntrain: {micro_batch: 2}",
+                      true, 2).value());
+  // The bf16 cast halves the table, so half as many tokens as dense: 24 ranks x 512 tokens
+  // are within a quarter of the rows, 25 are not.
+  EXPECT_TRUE(resolve("compress: {name: bf16}", true, 24).value());
+  EXPECT_FALSE(resolve("compress: {name: bf16}", true, 25).value());
+  // always skips the cost rule, not the requirements.
+  EXPECT_TRUE(resolve("compress: {name: lbs}\ncomm: {split_tied_embedding: always}", true, 2)
+                  .value());
   EXPECT_TRUE(resolve("comm: {split_tied_embedding: always}", true, 2).value());
   const auto refused = resolve("comm: {split_tied_embedding: always}\noptim: {communicate: update}",
                                true, 2);

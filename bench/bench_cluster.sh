@@ -15,6 +15,9 @@
 #   PROFILES [profiles]: where sparq_lbs_auto finds this_machine_<model>.yaml (comm.plan: auto)
 #   STEPS [8], WARMUP [2]: steps per run, and the first steps left out of every median
 #   OUT [runs/bench_cluster]   RUN_ID [date-time]   CELL_TIMEOUT [1800] seconds per cell
+#   LAUNCH_TIMEOUT [300]: seconds a sparq cell may go without its first step record before
+#     its launch counts as hung (an orted that never reported back; docs/cluster.md): it is
+#     stopped and started once more
 #   MPI_ARGS [--mca btl_tcp_flags send,inplace,need-ack,need-csum]: extra mpirun arguments
 #     of sparq's cells; the default turns off the TCP BTL's put protocol, which runs large
 #     messages at half the link rate here (docs/cluster.md)
@@ -39,6 +42,7 @@ WARMUP="${WARMUP:-2}"
 OUT="${OUT:-runs/bench_cluster}"
 RUN_ID="${RUN_ID:-$(date +%Y%m%d-%H%M%S)}"
 CELL_TIMEOUT="${CELL_TIMEOUT:-1800}"
+LAUNCH_TIMEOUT="${LAUNCH_TIMEOUT:-300}"
 MPI_ARGS="${MPI_ARGS:---mca btl_tcp_flags send,inplace,need-ack,need-csum}"
 TRAIN="${TRAIN:-build/apps/train}"
 PYTHON="${PYTHON:-/usr/bin/python3}"
@@ -123,8 +127,22 @@ with_watchers() {  # metrics dir world CMD...
   local metrics="$1" dir="$2" world="$3"; shift 3
   "$CLUSTER" run "$world" -- "$PYTHON" bench/net_watch.py --metrics "$metrics" \
     --out-dir "$dir" --stop "$dir/stop" --timeout "$CELL_TIMEOUT" &
-  local watchers=$! rc=0
-  timeout --kill-after=30 "$CELL_TIMEOUT" "$@" || rc=$?
+  local watchers=$! rc=0 job waited=0
+  timeout --kill-after=30 "$CELL_TIMEOUT" "$@" &
+  job=$!
+  # A launch hang leaves mpirun waiting for a daemon forever: no rank ever writes a step.
+  while kill -0 "$job" 2>/dev/null; do
+    if [[ ! -s "$metrics" && "$waited" -ge "$LAUNCH_TIMEOUT" ]]; then
+      say "  no step record after ${LAUNCH_TIMEOUT} s: the launch hung; stopping it"
+      touch "$dir/launch_hung"
+      pkill -f "mpirun -np $world --hostfile /tmp/sparq-cluster-hosts" || true
+      pkill -x orted || true
+      break
+    fi
+    sleep 5
+    waited=$((waited + 5))
+  done
+  wait "$job" || rc=$?
   touch "$dir/stop"
   wait "$watchers" || true
   return "$rc"
@@ -162,10 +180,19 @@ run_cell() {  # model world link cell
         CELL_DIR="$dir" sh -c "$per_node --mode compute --metrics $node_file" \
         "$PYTHON" "${peer_args[@]}" > "$dir/log.txt" 2>&1 || rc=$? ;;
     sparq_*)
-      # shellcheck disable=SC2086  # MPI_ARGS is a list of words
-      with_watchers "$dir/metrics.jsonl" "$dir" "$world" "$CLUSTER" mpirun "$world" $MPI_ARGS -- \
-        "$TRAIN" "${train_args[@]}" --set log.metrics="$dir/metrics.jsonl" \
-        > "$dir/log.txt" 2>&1 || rc=$? ;;
+      local attempt
+      for attempt in 1 2; do
+        rc=0
+        rm -f "$dir/launch_hung" "$dir/metrics.jsonl" "$dir"/net_node*.jsonl "$dir/stop"
+        # shellcheck disable=SC2086  # MPI_ARGS is a list of words
+        with_watchers "$dir/metrics.jsonl" "$dir" "$world" "$CLUSTER" mpirun "$world" \
+          $MPI_ARGS -- "$TRAIN" "${train_args[@]}" --set log.metrics="$dir/metrics.jsonl" \
+          > "$dir/log.txt" 2>&1 || rc=$?
+        [[ -f "$dir/launch_hung" ]] || break
+        say "  $cell: no step record after ${LAUNCH_TIMEOUT} s, the launch hung (docs/cluster.md)"
+        [[ "$attempt" == 1 ]] || break
+        say "  starting $cell again"
+      done ;;
     ddp_*)
       PORT=$((PORT + 1))
       with_watchers "$dir/metrics.jsonl" "$dir" "$world" "$CLUSTER" run "$world" -- \

@@ -1,9 +1,8 @@
 #include "comm/mpi_communicator.h"
 
-#include <cstdlib>
-
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -12,6 +11,7 @@
 #include "comm/arg_checks.h"
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
+#include "comm/mpi_handles.h"
 #include "comm/mpi_ring.h"
 #include "comm/mpi_types.h"
 #include "comm/mpi_wait.h"
@@ -22,8 +22,15 @@
 namespace sparq::comm {
 namespace {
 
-// Largest element count handed to one MPI call; bigger transfers are split (MPI counts are int).
-constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+using mpi_handles::extent;
+using mpi_handles::for_each_chunk;
+using mpi_handles::mpi_alive;
+using mpi_handles::MpiFinalizer;
+using mpi_handles::overlaps;
+using mpi_handles::OwnedComm;
+using mpi_handles::thread_level_name;
+using mpi_handles::to_int;
+using mpi_handles::to_ints;
 
 // The MPI thread level is a property of the process, so the lock that serialises calls below
 // MPI_THREAD_MULTIPLE must be process-wide as well, shared by every MpiCommunicator.
@@ -31,101 +38,6 @@ std::mutex& serial_mutex() {
   static std::mutex m;
   return m;
 }
-
-// Calls fn(first_element, n) over [0, count) in pieces MPI's int counts can hold. A zero count
-// still makes one call with n == 0: point-to-point peers expect exactly one message.
-template <typename Fn>
-void for_each_chunk(std::size_t count, Fn&& fn) {
-  std::size_t done = 0;
-  do {
-    const int n = static_cast<int>(std::min(kMaxChunk, count - done));
-    fn(done, n);
-    done += static_cast<std::size_t>(n);
-  } while (done < count);
-}
-
-bool mpi_alive() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  return initialized && !finalized;
-}
-
-const char* thread_level_name(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE:
-      return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED:
-      return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED:
-      return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE:
-      return "MPI_THREAD_MULTIPLE";
-    default:
-      return "an unknown MPI thread level";
-  }
-}
-
-int to_int(std::size_t value, const char* op, const char* what) {
-  SPARQ_CHECK(value <= static_cast<std::size_t>(INT_MAX),
-              "{}: {} = {} exceeds INT_MAX, the largest count one MPI call accepts", op, what,
-              value);
-  return static_cast<int>(value);
-}
-
-std::vector<int> to_ints(std::span<const std::size_t> values, const char* op, const char* what) {
-  std::vector<int> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_int(values[i], op, what);
-  return out;
-}
-
-bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a);
-  const auto pb = reinterpret_cast<std::uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-// Extent in elements of a layout of blocks (counts[i] at displs[i]).
-std::size_t extent(std::span<const std::size_t> counts, std::span<const std::size_t> displs) {
-  std::size_t end = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
-  }
-  return end;
-}
-
-// Finalises MPI on destruction when this process's sparq initialised it. Declared as the
-// communicator's first member so that it runs after every other MPI handle is freed.
-class MpiFinalizer {
- public:
-  explicit MpiFinalizer(bool owns) : owns_(owns) {}
-  ~MpiFinalizer() {
-    if (owns_ && mpi_alive()) MPI_Finalize();
-  }
-  MpiFinalizer(const MpiFinalizer&) = delete;
-  MpiFinalizer& operator=(const MpiFinalizer&) = delete;
-
- private:
-  bool owns_;
-};
-
-// Owns a duplicate of a parent communicator, with errors returned to MPI_CHECK.
-class OwnedComm {
- public:
-  explicit OwnedComm(MPI_Comm parent) {
-    MPI_CHECK(MPI_Comm_dup(parent, &comm_));
-    MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  }
-  ~OwnedComm() {
-    if (comm_ != MPI_COMM_NULL && mpi_alive()) MPI_Comm_free(&comm_);
-  }
-  OwnedComm(const OwnedComm&) = delete;
-  OwnedComm& operator=(const OwnedComm&) = delete;
-  MPI_Comm get() const { return comm_; }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -165,9 +77,10 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allreduce, MPI_Iallreduce, in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
-                                static_cast<char*>(out) + done * es, n, mpi_datatype(dtype),
-                                ops_.sum(dtype), comm_.get()));
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allreduce, MPI_Iallreduce,
+                                 in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
+                                 static_cast<char*>(out) + done * es, n, mpi_datatype(dtype),
+                                 ops_.sum(dtype), comm_.get()));
       });
     }
     if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
@@ -184,8 +97,9 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgather, MPI_Iallgather, in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
-                              mpi_datatype(dtype), comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgather, MPI_Iallgather,
+                               in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+                               mpi_datatype(dtype), comm_.get()));
     }
     const std::vector<std::size_t> counts(size_, count);
     record(ring_allgatherv_bytes(counts, es, rank_));
@@ -211,7 +125,8 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, out_bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgatherv, MPI_Iallgatherv, in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgatherv, MPI_Iallgatherv,
+                               in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
                                out, icounts.data(), idispls.data(), mpi_datatype(dtype),
                                comm_.get()));
     }
@@ -236,11 +151,13 @@ class MpiCommunicator final : public Communicator {
       auto guard = lock();
       if (in_place) {
         // MPI's in-place form leaves the result at the start of the buffer.
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
-                                     mpi_datatype(dtype), ops_.sum(dtype), comm_.get()));
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter,
+                                 MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
+                                 mpi_datatype(dtype), ops_.sum(dtype), comm_.get()));
       } else {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, in, out, icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
-                                     comm_.get()));
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, in, out,
+                                 icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
+                                 comm_.get()));
       }
     }
     if (in_place && own_offset > 0 && out_bytes > 0) std::memmove(out, in, out_bytes);
@@ -259,8 +176,9 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoall, MPI_Ialltoall, in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
-                             mpi_datatype(dtype), comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoall, MPI_Ialltoall,
+                               in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
+                               mpi_datatype(dtype), comm_.get()));
     }
     const std::vector<std::size_t> counts(size_, count);
     record(alltoallv_bytes(counts, counts, es, rank_));
@@ -293,9 +211,10 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoallv, MPI_Ialltoallv, in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
-                              mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
-                              comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoallv, MPI_Ialltoallv,
+                               in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
+                               mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
+                               comm_.get()));
     }
     record(alltoallv_bytes(send_counts, recv_counts, es, rank_));
   }
@@ -307,8 +226,9 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Bcast, MPI_Ibcast, static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), root,
-                            comm_.get()));
+        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Bcast, MPI_Ibcast,
+                                 static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype),
+                                 root, comm_.get()));
       });
     }
     record(chain_broadcast_bytes(count, es, rank_, root, size_));
@@ -395,7 +315,7 @@ class MpiCommunicator final : public Communicator {
 
   MpiFinalizer finalizer_;  // first member: destroyed last
   OwnedComm comm_;
-  OwnedComm ring_comm_;  // the ring's own tag space, apart from send()/recv()
+  OwnedComm ring_comm_;             // the ring's own tag space, apart from send()/recv()
   std::vector<char> ring_scratch_;  // the ring's staging buffers, kept between calls
   MpiSumOps ops_;
   MpiOptions options_;

@@ -49,7 +49,7 @@ int run_collective(MpiWait mode, Blocking&& blocking, Start&& start) {
 
 // MPI_COLLECTIVE(mode, MPI_Allgather, MPI_Iallgather, args...): the collective that `args`
 // describe, run by `mode` (an MpiWait) through run_collective; returns MPI's code.
-#define MPI_COLLECTIVE(mode, blocking, nonblocking, ...)     \
-  ::sparq::comm::run_collective(                             \
-      (mode), [&] { return blocking(__VA_ARGS__); },         \
+#define MPI_COLLECTIVE(mode, blocking, nonblocking, ...) \
+  ::sparq::comm::run_collective(                         \
+      (mode), [&] { return blocking(__VA_ARGS__); },     \
       [&](MPI_Request* sparq_request_) { return nonblocking(__VA_ARGS__, sparq_request_); })

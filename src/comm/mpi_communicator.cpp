@@ -11,8 +11,8 @@
 #include "comm/arg_checks.h"
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
-#include "comm/mpi_handles.h"
 #include "comm/mpi_ring.h"
+#include "comm/mpi_support.h"
 #include "comm/mpi_types.h"
 #include "comm/mpi_wait.h"
 #include "core/check.h"
@@ -22,15 +22,15 @@
 namespace sparq::comm {
 namespace {
 
-using mpi_handles::extent;
-using mpi_handles::for_each_chunk;
-using mpi_handles::mpi_alive;
-using mpi_handles::MpiFinalizer;
-using mpi_handles::overlaps;
-using mpi_handles::OwnedComm;
-using mpi_handles::thread_level_name;
-using mpi_handles::to_int;
-using mpi_handles::to_ints;
+using mpi_support::extent;
+using mpi_support::for_each_chunk;
+using mpi_support::mpi_alive;
+using mpi_support::MpiFinalizer;
+using mpi_support::overlaps;
+using mpi_support::OwnedComm;
+using mpi_support::thread_level_name;
+using mpi_support::to_int;
+using mpi_support::to_ints;
 
 // The MPI thread level is a property of the process, so the lock that serialises calls below
 // MPI_THREAD_MULTIPLE must be process-wide as well, shared by every MpiCommunicator.

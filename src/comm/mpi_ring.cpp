@@ -1,12 +1,12 @@
 #include "comm/mpi_ring.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
+#include "comm/mpi_support.h"
 #include "comm/mpi_types.h"
 #include "comm/mpi_wait.h"
 #include "core/check.h"
@@ -32,12 +32,6 @@ void for_each_piece(RingBlock block, std::size_t piece_elems, Fn&& fn) {
   for (std::size_t done = 0; done < block.count; done += piece_elems) {
     fn(block.offset + done, static_cast<int>(std::min(piece_elems, block.count - done)));
   }
-}
-
-bool overlaps(const void* a, const void* b, std::size_t bytes) {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a);
-  const auto pb = reinterpret_cast<std::uintptr_t>(b);
-  return bytes > 0 && pa < pb + bytes && pb < pa + bytes;
 }
 
 void wait_all(std::vector<MPI_Request>& requests, MpiWait mode) {
@@ -74,7 +68,7 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   const std::size_t es = dtype_size(dtype), bytes = count * es;
   char* dst = static_cast<char*>(out);
   const char* src = static_cast<const char*>(in);
-  if (src != dst && overlaps(src, dst, bytes)) {
+  if (src != dst && mpi_support::overlaps(src, bytes, dst, bytes)) {
     std::memmove(dst, src, bytes);  // then it is an in-place call
     src = dst;
   }

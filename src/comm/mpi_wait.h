@@ -12,7 +12,9 @@
 // transfer that completes during a pause is noticed up to kLongestPause late, and the
 // network moves data during the pauses only as far as the kernel's socket buffers reach
 // (MPI progresses a transfer only inside its own calls). kBusy calls MPI's blocking
-// collectives, the library's own algorithms, as before. docs/comm.md has the measurements.
+// collectives, the library's own algorithms, as before; point-to-point transfers are
+// MPI_Isend/MPI_Irecv completed by MPI_Wait in both modes (for kBusy the same as MPI_Send and
+// MPI_Recv). docs/comm.md has the measurements.
 #pragma once
 
 #include <mpi.h>

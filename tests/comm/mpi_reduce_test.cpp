@@ -21,7 +21,6 @@ using testing::make_comm;
 
 constexpr std::size_t kSizes[] = {0, 1, 7, 1001, 4099};
 
-
 TEST(MpiCommunicator, MatchesWorldAndNamesItsBackend) {
   auto comm = make_comm();
   int rank = -1, size = -1;

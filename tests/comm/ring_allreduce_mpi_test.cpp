@@ -38,7 +38,6 @@ const char* name(AllreduceAlgorithm a) {
   return "?";
 }
 
-
 double input_at(int rank, std::size_t i) { return (rank + 1.0) * static_cast<double>(i % 17); }
 
 std::vector<double> inputs(int rank, std::size_t n) {

@@ -1,6 +1,7 @@
-// Small pieces of the MPI backend (comm/mpi_communicator.cpp): MPI's int counts and how
-// larger transfers are cut, buffer-layout checks, and the RAII owners of MPI's lifetime and
-// of a duplicated communicator. Internal to src/comm; applications use mpi_communicator.h.
+// Small pieces of the MPI backend (comm/mpi_communicator.cpp, comm/mpi_ring.cpp): MPI's int
+// counts and how larger transfers are cut, buffer-overlap and layout checks, and the RAII
+// owners of MPI's lifetime and of a duplicated communicator. Internal to src/comm;
+// applications use mpi_communicator.h.
 #pragma once
 
 #include <mpi.h>
@@ -15,7 +16,7 @@
 #include "comm/mpi_check.h"
 #include "core/check.h"
 
-namespace sparq::comm::mpi_handles {
+namespace sparq::comm::mpi_support {
 
 // Largest element count handed to one MPI call; bigger transfers are split (MPI counts are int).
 inline constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
@@ -117,4 +118,4 @@ class OwnedComm {
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
 
-}  // namespace sparq::comm::mpi_handles
+}  // namespace sparq::comm::mpi_support

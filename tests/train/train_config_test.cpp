@@ -129,6 +129,7 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
       {"comm: {split_tied_embedding: on}", "x.yaml: comm.split_tied_embedding"},
       {"comm: {allreduce: tree}", "x.yaml: comm.allreduce: 'tree' is not one of auto, mpi, ring"},
+      {"comm: {mpi_wait: spin}", "x.yaml: comm.mpi_wait: 'spin' is not one of busy, sleep"},
       // Issue 15: a variance frozen after compressed steps diverged (train loss 7.4 -> 4760);
       // the combination is refused, and so is a freeze outside communicate: momentum.
       {"optim: {communicate: momentum, freeze_steps: 100}\ncompress: {name: lbs}",

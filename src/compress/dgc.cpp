@@ -43,7 +43,8 @@ void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
   const float m = static_cast<float>(options_.momentum);
   float* u = u_.data() + ctx.offset;
   const std::size_t n = g.size();
-#pragma omp parallel for simd schedule(static) if (n > (1u << 16))
+  // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
+#pragma omp parallel for schedule(static) if (n > (1u << 16))
   for (std::size_t i = 0; i < n; ++i) {
     u[i] = m * u[i] + scale * g[i];
     e[i] += u[i];
@@ -52,8 +53,8 @@ void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
 
 void DgcCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
   const double rho = ctx.density > 0 ? ctx.density : density_at(ctx.step);
-  selector_.exact(a, k_for(rho, a.size()), indices_);
-  encode_sparse_f32(a, indices_, msg);
+  selector_.exact(a, k_for(rho, a.size()), indices_, &kept_);
+  encode_sparse_pairs(indices_, kept_, a.size(), msg);
   // Momentum factor masking: what was sent stops accumulating momentum.
   if (u_.size() >= ctx.offset + a.size()) {
     for (std::uint32_t i : indices_) u_[ctx.offset + i] = 0.0f;

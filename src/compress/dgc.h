@@ -64,6 +64,7 @@ class DgcCompressor final : public Compressor {
   Options options_;
   TopkSelector selector_;
   std::vector<std::uint32_t> indices_;
+  std::vector<float> kept_;  // a[indices_[j]], from the selection pass
   std::vector<float> u_;
 };
 

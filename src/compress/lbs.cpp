@@ -26,13 +26,11 @@ void LbsCompressor::encode(std::span<const float> a, const EncodeContext& ctx, M
   const std::uint64_t key = step_key(ctx.seed, ctx.step);
   const std::uint64_t stream = compression_stream(ctx, ctx.rank);
   if (options_.sampled) {
-    selector_.sampled(a, k, key, stream, indices_);
+    selector_.sampled(a, k, key, stream, indices_, &kept_);
   } else {
-    selector_.exact(a, k, indices_);
+    selector_.exact(a, k, indices_, &kept_);
   }
   const std::size_t count = indices_.size();
-  kept_.resize(count);
-  for (std::size_t j = 0; j < count; ++j) kept_[j] = a[indices_[j]];
 
   const SparseHeader h = plan_indices(indices_, a.size(), static_cast<std::uint8_t>(options_.quant.bits));
   msg.resize(kSparseHeaderBytes + h.index_bytes + blockquant_run_bytes(count, options_.quant));

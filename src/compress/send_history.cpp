@@ -12,7 +12,8 @@ void SendHistory::mark_nonzero(std::size_t offset, std::span<const float> decode
   std::uint32_t* last = last_sent_.data() + offset;
   const std::uint32_t stamp = stamp_;
   const std::size_t n = decoded.size();
-#pragma omp parallel for simd schedule(static) if (n > (1u << 16))
+  // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
+#pragma omp parallel for schedule(static) if (n > (1u << 16))
   for (std::size_t i = 0; i < n; ++i) {
     if (decoded[i] != 0.0f) last[i] = stamp;
   }
@@ -24,7 +25,8 @@ std::size_t SendHistory::count_unsent(std::uint32_t window) const {
   const std::size_t n = last_sent_.size();
   const std::uint32_t* last = last_sent_.data();
   std::size_t count = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : count) if (n > (1u << 16))
+  // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
+#pragma omp parallel for schedule(static) reduction(+ : count) if (n > (1u << 16))
   for (std::size_t i = 0; i < n; ++i) count += last[i] <= cutoff ? 1 : 0;
   return count;
 }

@@ -12,8 +12,8 @@ Result<ThresholdCompressor::Options> ThresholdCompressor::Options::parse(ConfigR
 }
 
 void ThresholdCompressor::encode(std::span<const float> a, const EncodeContext&, Message& msg) {
-  selector_.at_least(a, static_cast<float>(options_.threshold), indices_);
-  encode_sparse_f32(a, indices_, msg);
+  selector_.at_least(a, static_cast<float>(options_.threshold), indices_, &kept_);
+  encode_sparse_pairs(indices_, kept_, a.size(), msg);
 }
 
 

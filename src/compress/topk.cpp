@@ -21,11 +21,11 @@ void TopkCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
   const std::size_t k = k_for(density_for(options_.density, ctx), a.size());
   if (options_.sampled) {
     selector_.sampled(a, k, step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
-                      indices_);
+                      indices_, &kept_);
   } else {
-    selector_.exact(a, k, indices_);
+    selector_.exact(a, k, indices_, &kept_);
   }
-  encode_sparse_f32(a, indices_, msg);
+  encode_sparse_pairs(indices_, kept_, a.size(), msg);
 }
 
 

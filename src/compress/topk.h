@@ -49,6 +49,7 @@ class TopkCompressor final : public Compressor {
   Options options_;
   TopkSelector selector_;
   std::vector<std::uint32_t> indices_;
+  std::vector<float> kept_;  // a[indices_[j]], from the selection pass
 };
 
 }  // namespace sparq::compress

@@ -27,12 +27,16 @@ namespace sparq::compress {
 
 class TopkSelector {
  public:
-  void exact(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out);
+  // With `values`, (*values)[j] = a[out[j]] on return, taken during the selection's own pass
+  // over a (reading them back afterwards costs a cache miss per entry on a large bucket).
+  void exact(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out,
+             std::vector<float>* values = nullptr);
   void sampled(std::span<const float> a, std::size_t k, std::uint64_t key, std::uint64_t stream,
-               std::vector<std::uint32_t>& out);
+               std::vector<std::uint32_t>& out, std::vector<float>* values = nullptr);
 
   // Indices with |a[i]| >= threshold, ascending (threshold > 0; the threshold compressor).
-  void at_least(std::span<const float> a, float threshold, std::vector<std::uint32_t>& out);
+  void at_least(std::span<const float> a, float threshold, std::vector<std::uint32_t>& out,
+                std::vector<float>* values = nullptr);
 
   // The bounds `sampled` guarantees.
   static std::size_t sampled_min(std::size_t k) { return (8 * k + 9) / 10; }
@@ -41,15 +45,29 @@ class TopkSelector {
  private:
   // Gathers indices i with key(i) > t, plus the first `ties` indices with key(i) == t.
   void gather(std::span<const float> a, std::uint32_t t, std::size_t ties,
-              std::vector<std::uint32_t>& out);
+              std::vector<std::uint32_t>& out, std::vector<float>* values);
   std::size_t count_at_least(std::span<const float> a, std::uint32_t t) const;
   void exact_impl(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out,
-                  bool allow_prefilter);
+                  std::vector<float>* values, bool allow_prefilter);
   // The sample-threshold shortcut of exact(); false when it cannot be sure of k entries.
-  bool prefilter(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out);
+  bool prefilter(std::span<const float> a, std::size_t k, std::vector<std::uint32_t>& out,
+                 std::vector<float>* values);
+
+  // One thread's share of a gather: indices and values above the threshold in index order,
+  // and the positions (in idx) of those exactly at it.
+  struct LocalGather {
+    std::vector<std::uint32_t> idx;
+    std::vector<float> val;
+    std::vector<std::uint32_t> ties;
+    void clear() {
+      idx.clear();
+      val.clear();
+      ties.clear();
+    }
+  };
 
   std::vector<std::uint32_t> hist_;
-  std::vector<std::vector<std::uint32_t>> local_;
+  std::vector<LocalGather> local_;
   std::vector<std::uint32_t> keys_;
   std::vector<float> candidates_;
   std::vector<std::uint32_t> candidate_idx_;

@@ -80,7 +80,8 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     const float* p = params + e.offset;
     float* mm = m + e.offset;
     const std::int64_t n = e.numel;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+    // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
+#pragma omp parallel for schedule(static) if (n > 32768)
     for (std::int64_t i = 0; i < n; ++i) g[i] = adam_local_momentum(g[i], p[i], wd, b1, mm[i]);
   });
 }

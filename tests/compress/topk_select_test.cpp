@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -21,6 +22,19 @@ std::vector<std::uint32_t> brute_topk(const std::vector<float>& a, std::size_t k
   return idx;
 }
 
+// The values a selection hands back are the selected entries' own, in the same order, and
+// asking for them does not change the selection.
+void expect_values_of(const std::vector<float>& a, const std::vector<std::uint32_t>& idx,
+                      const std::vector<std::uint32_t>& idx_with_values,
+                      const std::vector<float>& values) {
+  ASSERT_EQ(idx_with_values, idx);
+  ASSERT_EQ(values.size(), idx.size());
+  for (std::size_t j = 0; j < idx.size(); ++j) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(values[j]), std::bit_cast<std::uint32_t>(a[idx[j]]))
+        << "entry " << j << " index " << idx[j];
+  }
+}
+
 TEST(TopkSelect, ExactMatchesSortingOnBothPaths) {
   TopkSelector sel;
   std::vector<std::uint32_t> out;
@@ -32,6 +46,10 @@ TEST(TopkSelect, ExactMatchesSortingOnBothPaths) {
       sel.exact(a, k, out);
       ASSERT_EQ(out.size(), k);
       EXPECT_EQ(out, brute_topk(a, k)) << "n " << n << " k " << k;
+      std::vector<std::uint32_t> out2;
+      std::vector<float> values;
+      sel.exact(a, k, out2, &values);
+      expect_values_of(a, out, out2, values);
     }
   }
 }
@@ -39,7 +57,7 @@ TEST(TopkSelect, ExactMatchesSortingOnBothPaths) {
 TEST(TopkSelect, TiesAtTheBoundaryGiveExactlyKLowestIndicesFirst) {
   TopkSelector sel;
   std::vector<std::uint32_t> out;
-  for (std::size_t n : {100u, 100000u}) {
+  for (std::size_t n : {100u, 100000u, 300001u}) {  // 300001: two threads split the ties
     std::vector<float> a(n, 0.0f);
     for (std::size_t i = 0; i < n; i += 3) a[i] = (i % 2 ? -0.5f : 0.5f);  // many equal magnitudes
     a[n / 2] = 2.0f;
@@ -47,6 +65,10 @@ TEST(TopkSelect, TiesAtTheBoundaryGiveExactlyKLowestIndicesFirst) {
     sel.exact(a, k, out);
     ASSERT_EQ(out.size(), k);
     EXPECT_EQ(out, brute_topk(a, k));
+    std::vector<std::uint32_t> out2;
+    std::vector<float> values;
+    sel.exact(a, k, out2, &values);
+    expect_values_of(a, out, out2, values);
     // All zeros still gives exactly k.
     std::vector<float> zeros(n, 0.0f);
     sel.exact(zeros, k, out);
@@ -67,6 +89,10 @@ TEST(TopkSelect, SampledCountStaysWithinBounds) {
       for (double rho : {0.001, 0.01, 0.1}) {
         const std::size_t k = static_cast<std::size_t>(rho * n);
         sel.sampled(a, k, seed, 9, out);
+        std::vector<std::uint32_t> out2;
+        std::vector<float> values;
+        sel.sampled(a, k, seed, 9, out2, &values);
+        expect_values_of(a, out, out2, values);
         EXPECT_GE(out.size(), TopkSelector::sampled_min(k)) << n << " " << rho;
         EXPECT_LE(out.size(), TopkSelector::sampled_max(k)) << n << " " << rho;
         EXPECT_TRUE(std::is_sorted(out.begin(), out.end()));
@@ -95,6 +121,10 @@ TEST(TopkSelect, AtLeastKeepsExactlyTheEntriesAboveTheThreshold) {
     if (std::fabs(a[i]) >= 2.0f) expected.push_back(static_cast<std::uint32_t>(i));
   }
   EXPECT_EQ(out, expected);
+  std::vector<std::uint32_t> out2;
+  std::vector<float> values;
+  sel.at_least(a, 2.0f, out2, &values);
+  expect_values_of(a, out, out2, values);
 }
 
 }  // namespace

@@ -49,5 +49,38 @@ TEST(Ops, ReductionsAreIndependentOfThreadCount) {
   EXPECT_NEAR(one, many, 1e-9);
 }
 
+// Note [Reduction lanes] (core/ops.cpp): element i goes to lane i % 16 of its thread's chunk,
+// the lanes are added in order, then the tail. A loop written that way here must give the same
+// bits, on a small array (one chunk) whatever the machine's vector width.
+TEST(Ops, ReductionsFollowTheDocumentedLaneOrder) {
+  const std::size_t n = 1000;  // below the parallel threshold: one chunk; 1000 = 62 * 16 + 8
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.1f;
+  double lanes[16] = {};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (std::size_t l = 0; l < 16; ++l) lanes[l] += static_cast<double>(x[i + l]) * x[i + l];
+  }
+  double want = 0;
+  for (double l : lanes) want += l;
+  for (; i < n; ++i) want += static_cast<double>(x[i]) * x[i];
+  EXPECT_EQ(ops::sum_squares(x.data(), n), want);
+}
+
+TEST(Ops, AllFiniteFindsAnyNonFiniteEntry) {
+  const std::size_t n = 70001;
+  std::vector<float> x(n, 1.0f);
+  x[5] = 3.4e38f;  // the largest finite magnitudes are finite
+  x[6] = -3.4e38f;
+  EXPECT_TRUE(ops::all_finite(x.data(), n));
+  for (const std::size_t at : {std::size_t{0}, std::size_t{15}, n / 2, n - 1}) {
+    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+      x[at] = bad;
+      EXPECT_FALSE(ops::all_finite(x.data(), n)) << at;
+      x[at] = 1.0f;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparq

@@ -5,7 +5,7 @@
 // step (sum over its products) per backend. Backends are timed interleaved, best of the
 // repetitions, so machine noise hits them alike.
 //
-//   bench_gemm [--threads 1,2] [--seconds S] [--backends eigen,openblas,blis]
+//   bench_gemm [--threads 1,2] [--seconds S] [--backends eigen,openblas,blis,avx512]
 //              [--models gpt2,bert,vgg,gpt2tiny]
 //
 // Shapes the layers run inside a parallel region (Conv2d's per-image products and its dW
@@ -224,7 +224,7 @@ void bench_threads(int threads, const std::vector<Case>& cases,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string thread_list = "1,2", backend_list = "eigen,openblas,blis",
+  std::string thread_list = "1,2", backend_list = "eigen,openblas,blis,avx512",
               model_list = "gpt2,bert,vgg,gpt2tiny";
   double seconds = 0.2;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "unknown option {}\nusage: bench_gemm [--threads 1,2] [--seconds S] "
-                 "[--backends eigen,openblas,blis] [--models gpt2,bert,vgg,gpt2tiny]\n",
+                 "[--backends eigen,openblas,blis,avx512] [--models gpt2,bert,vgg,gpt2tiny]\n",
                  argv[i]);
       return 2;
     }

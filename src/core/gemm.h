@@ -8,23 +8,26 @@
 //
 // Note [GEMM backends]
 // ~~~~~~~~~~~~~~~~~~~~
-// gemm() runs on one of three backends. Each gives the same bits for the same shape, inputs
-// and thread count. Eigen's bits also do not depend on the thread count (gemm_eigen.cpp);
+// gemm() runs on one of four backends. Each gives the same bits for the same shape, inputs
+// and thread count. Eigen's and avx512's bits also do not depend on the thread count
+// (gemm_eigen.cpp, gemm_avx512.cpp);
 // a BLAS's can differ between one thread and more, because the library's threaded driver
 // blocks K differently from its one-thread driver (measured on OpenBLAS 0.3.21 for K
 // between its Q and 2Q, e.g. K = 50257; docs/layers.md, "Determinism"):
 //   eigen     Eigen's blocked kernel, multithreaded with OpenMP. Always available.
 //   openblas  Debian's OpenBLAS (libopenblas0-openmp preferred), loaded at run time.
 //   blis      Debian's BLIS (libblis4-openmp preferred), loaded at run time.
+//   avx512    sparq's own blocked kernel (gemm_avx512.cpp), in builds with AVX-512.
 // The BLAS libraries are opened with dlopen(RTLD_LOCAL) and called through cblas_sgemm, so
 // one binary can hold both (they export the same symbols) and builds without either.
-// The active backend is SPARQ_GEMM (environment: eigen | openblas | blis) if set, else the
+// The active backend is SPARQ_GEMM (environment: eigen | openblas | blis | avx512) if set, else the
 // build default (CMake SPARQ_GEMM_DEFAULT). An unavailable SPARQ_GEMM backend is a fatal
-// error; an unavailable build default falls back to Eigen with one warning line. A build
-// default of openblas also gives way to Eigen, with one info line, where this build's Eigen
-// has AVX-512 and the kernel OpenBLAS picked for the CPU does not (Debian's 0.3.21 runs its
-// AVX2 "Haswell" kernel on a recent AMD EPYC with AVX-512, where Eigen was 10-28% faster
-// on every model; docs/layers.md, "GEMM backends").
+// error; an unavailable build default falls back to the built-in backend (avx512 in an
+// AVX-512 build, else Eigen) with one warning line. A build default of openblas also gives
+// way to avx512, with one info line, where this build has AVX-512 and the kernel OpenBLAS
+// picked for the CPU does not (Debian's 0.3.21 runs its AVX2 "Haswell" kernel on a recent
+// AMD EPYC with AVX-512, where Eigen was 10-28% faster on every model and avx512 is 9-29%
+// faster than Eigen; docs/layers.md, "GEMM backends").
 // SPARQ_GEMM_LIB_PATH (colon-separated directories) is searched before the system paths.
 // Threads: a BLAS gets sparq's OpenMP thread count (max_threads()) on every call made
 // outside a parallel region; inside one, every backend runs single-threaded.
@@ -58,11 +61,12 @@ void gemm_reference(const GemmShape& shape, float alpha, const float* a, const f
                     float beta, float* c);
 
 // ---- Backend selection (Note [GEMM backends]) ---------------------------------------------
-enum class GemmBackend { kEigen, kOpenBlas, kBlis };
+enum class GemmBackend { kEigen, kOpenBlas, kBlis, kAvx512 };
 inline constexpr GemmBackend kAllGemmBackends[] = {GemmBackend::kEigen, GemmBackend::kOpenBlas,
-                                                   GemmBackend::kBlis};
+                                                   GemmBackend::kBlis, GemmBackend::kAvx512};
 
-std::string_view gemm_backend_name(GemmBackend backend);  // "eigen", "openblas", "blis"
+// "eigen", "openblas", "blis", "avx512"
+std::string_view gemm_backend_name(GemmBackend backend);
 // Parses a backend name; a fatal error naming `what` (e.g. "SPARQ_GEMM") when unknown.
 GemmBackend parse_gemm_backend(std::string_view name, std::string_view what);
 

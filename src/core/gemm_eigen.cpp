@@ -63,21 +63,10 @@ void eigen_gemm(const GemmShape& s, float alpha, const float* a, const float* b,
     chunk = std::max((dim + kTargetChunks - 1) / kTargetChunks, kMinChunk);
     chunk = (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   }
-  const std::int64_t chunks = (dim + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1 && team_size() == 1)
-  for (std::int64_t i = 0; i < chunks; ++i) {
-    const std::int64_t start = i * chunk, width = std::min(chunk, dim - start);
-    GemmShape part = s;
-    if (split_n) {
-      part.n = width;
-      const float* b_part = s.trans_b ? b + start * s.ldb : b + start;
-      single_threaded_gemm(part, alpha, a, b_part, beta, c + start);
-    } else {
-      part.m = width;
-      const float* a_part = s.trans_a ? a + start : a + start * s.lda;
-      single_threaded_gemm(part, alpha, a_part, b, beta, c + start * s.ldc);
-    }
-  }
+  for_each_chunk(s, a, b, c, split_n, chunk, team_size(),
+                 [&](const GemmShape& part, const float* pa, const float* pb, float* pc) {
+                   single_threaded_gemm(part, alpha, pa, pb, beta, pc);
+                 });
 }
 
 }  // namespace sparq::gemm_detail

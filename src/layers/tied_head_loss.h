@@ -46,9 +46,11 @@ class TiedHeadLoss : public LayerBase {
     std::int64_t max_rows = 0;
     std::int64_t chunk_rows = 0;  // 0: kDefaultChunkBytes of logits per chunk
   };
-  // A chunk's logits take about this many bytes (128 rows at least): 32 MiB keeps GPT-2's
-  // 50257 columns at 166 rows, enough inner dimension for the dtable GEMM.
-  static constexpr std::int64_t kDefaultChunkBytes = std::int64_t{32} << 20;
+  // A chunk's logits take about this many bytes (128 rows at least): 128 MiB is 667 rows of
+  // GPT-2's 50257 columns. Every chunk's three GEMMs repack the whole table; at 32 MiB (166
+  // rows, 7 chunks at B=4 T=256) that took the head's GEMMs from 632 to 736 ms of a 2.1 s
+  // GPT-2 124M step (docs/layers.md), for 96 MiB less peak memory.
+  static constexpr std::int64_t kDefaultChunkBytes = std::int64_t{128} << 20;
 
   TiedHeadLoss(std::string name, Config config);
 

@@ -18,7 +18,7 @@ want = {"version": str, "cuda": bool, "cuda_device_visible": bool, "nccl": bool,
 assert set(d) == set(want), f"keys {sorted(d)}"
 for key, kind in want.items():
     assert isinstance(d[key], kind), f"{key}: {d[key]!r} is not {kind.__name__}"
-assert d["gemm_backend"] in ("eigen", "openblas", "blis"), d["gemm_backend"]
+assert d["gemm_backend"] in ("eigen", "openblas", "blis", "avx512"), d["gemm_backend"]
 assert d["openmp_threads"] >= 1
 for name in ("none", "topk", "lbs", "powersgd", "dgc"):
     assert name in d["compressors"], f"{name} missing from {d['compressors']}"

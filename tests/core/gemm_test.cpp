@@ -82,8 +82,9 @@ std::vector<Case> cases() {
                                               {64, 1, 127}, {1, 129, 31},  {100, 96, 0},
                                               {0, 5, 4},    {131, 97, 300},
                                               // avx512: past one A block (240 rows) and
-                                              // one B block (2048 columns)
-                                              {250, 2080, 20}};
+                                              // one B block (2048 columns); a last tile
+                                              // with 9 rows and 18 columns (both masks)
+                                              {250, 2080, 20}, {45, 50, 17}};
   for (auto [m, n, k] : shapes) {
     for (int ta = 0; ta < 2; ++ta) {
       for (int tb = 0; tb < 2; ++tb) {

@@ -45,6 +45,7 @@ constexpr std::int64_t kNC = 64 * kNR;  // 2048 columns: a 2 MB B block (L3)
 constexpr std::int64_t kChunkAlign = 96;  // a multiple of kMR and kNR
 constexpr double kMinSplitMacs = 2.0e6;
 constexpr std::int64_t kChunkedMaxK = 4096;
+constexpr std::int64_t kMinChunkRows = 512;
 
 // ap[(panel * kc + k) * kMR + r] = op(A)[i0 + panel * kMR + r, p0 + k], zero past row m.
 void pack_a(const GemmShape& s, const float* a, std::int64_t i0, std::int64_t mc,
@@ -89,6 +90,19 @@ void pack_b(const GemmShape& s, const float* b, std::int64_t j0, std::int64_t nc
           for (std::int64_t c = 0; c < cols; ++c) out[k * kNR + c] = src[c];
           for (std::int64_t c = cols; c < kNR; ++c) out[k * kNR + c] = 0.0f;
         }
+      }
+    } else if (cols == kNR && 31 * s.ldb < (std::int64_t{1} << 31)) {
+      // op(B)[p, j] = B[j, p]: a full panel reads 32 rows of B. Gathering 16 of them per
+      // vector writes each packed row at once; the scalar walk below stored one float a cycle
+      // (a fifth of the LM head's logits GEMM went to packing the table).
+      const __m512i lo = _mm512_mullo_epi32(
+          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+          _mm512_set1_epi32(static_cast<int>(s.ldb)));
+      const float* base = b + j * s.ldb + p0;
+      const float* base_hi = base + 16 * s.ldb;
+      for (std::int64_t k = 0; k < kc; ++k) {
+        _mm512_storeu_ps(out + k * kNR, _mm512_i32gather_ps(lo, base + k, 4));
+        _mm512_storeu_ps(out + k * kNR + 16, _mm512_i32gather_ps(lo, base_hi + k, 4));
       }
     } else {  // op(B)[p, j] = B[j, p]: walk each column's row of B
       for (std::int64_t c = 0; c < kNR; ++c) {
@@ -196,9 +210,11 @@ void avx512_gemm(const GemmShape& s, float alpha, const float* a, const float* b
   std::int64_t chunk = dim;
   if (threads > 1 && static_cast<double>(s.m) * static_cast<double>(s.n) *
                              static_cast<double>(s.k) >= kMinSplitMacs) {
-    // Several chunks per thread balance a core that another process slows; with a long K
-    // every extra chunk repacks a large operand, so there one chunk per thread.
-    const std::int64_t per_thread = s.k <= kChunkedMaxK ? 4 : 1;
+    // Several chunks per thread balance a core that another process slows, but every chunk
+    // repacks the other operand, one packed float per `chunk` multiply-adds: so up to 4 a
+    // thread while chunks keep kMinChunkRows, and one with a long K.
+    const std::int64_t per_thread =
+        s.k <= kChunkedMaxK ? std::clamp<std::int64_t>(dim / (threads * kMinChunkRows), 1, 4) : 1;
     chunk = std::max((dim + threads * per_thread - 1) / (threads * per_thread), kChunkAlign);
     chunk = (chunk + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
   }

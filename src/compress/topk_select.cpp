@@ -162,7 +162,9 @@ void TopkSelector::gather(std::span<const float> a, std::uint32_t t, std::size_t
       for (std::size_t j = 0; j < 64; ++j) {
         mask |= static_cast<std::uint64_t>(abs_key(a[i + j]) >= t) << j;
       }
-      for (; mask != 0; mask &= mask - 1) keep(i + static_cast<std::size_t>(std::countr_zero(mask)));
+      for (; mask != 0; mask &= mask - 1) {
+        keep(i + static_cast<std::size_t>(std::countr_zero(mask)));
+      }
     }
     for (; i < end; ++i) {
       if (abs_key(a[i]) >= t) keep(i);

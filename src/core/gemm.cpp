@@ -55,10 +55,9 @@ GemmBackend initial_backend() {
     return b;
   }
   const GemmBackend b = parse_gemm_backend(SPARQ_GEMM_DEFAULT_NAME, "SPARQ_GEMM_DEFAULT");
-  if (!gemm_backend_available(b)) {
-    spdlog::warn("GEMM backend {0} (the build default) is not installed; using {1} "
-                 "(SPARQ_GEMM={0} lists the library files tried)", gemm_backend_name(b),
-                 gemm_backend_name(builtin_backend()));
+  if (std::string why; !gemm_backend_available(b, &why)) {
+    spdlog::warn("GEMM backend {} (the build default) is not available ({}); using {}",
+                 gemm_backend_name(b), why, gemm_backend_name(builtin_backend()));
     return builtin_backend();
   }
 #ifdef __AVX512F__
@@ -105,7 +104,8 @@ GemmBackend parse_gemm_backend(std::string_view name, std::string_view what) {
   for (GemmBackend b : kAllGemmBackends) {
     if (gemm_backend_name(b) == name) return b;
   }
-  SPARQ_FATAL("{}: unknown GEMM backend '{}' (expected eigen, openblas, blis or avx512)", what, name);
+  SPARQ_FATAL("{}: unknown GEMM backend '{}' (expected eigen, openblas, blis or avx512)", what,
+              name);
 }
 
 bool gemm_backend_available(GemmBackend backend, std::string* why) {

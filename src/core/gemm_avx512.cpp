@@ -38,14 +38,29 @@ constexpr std::int64_t kMR = 12, kNR = 32;
 constexpr std::int64_t kKC = 384;
 constexpr std::int64_t kMC = 20 * kMR;  // 240 rows: a 360 KB A block (L2)
 constexpr std::int64_t kNC = 64 * kNR;  // 2048 columns: a 2 MB B block (L3)
-// Threads split C into one chunk each, in whole tiles. Every chunk packs the whole of the
-// other operand again, which for K = 50304 (the LM head's dX) cost a fifth of the product
-// with 11 chunks on one thread; the split cannot change any bits (above), so it follows the
-// thread count.
+// Threads split C into chunks of whole tiles. Every chunk packs the whole of the other
+// operand again: 11 shape-fixed chunks cost a fifth of the LM head's dX product (K = 50304)
+// on one thread. The split cannot change any bits (above), so it follows the thread count:
+// up to 4 chunks a thread while each keeps kMinChunkRows rows, one a thread for K above
+// kChunkedMaxK, none below kMinSplitMacs multiply-adds.
 constexpr std::int64_t kChunkAlign = 96;  // a multiple of kMR and kNR
 constexpr double kMinSplitMacs = 2.0e6;
 constexpr std::int64_t kChunkedMaxK = 4096;
 constexpr std::int64_t kMinChunkRows = 512;
+
+// out[k * lanes + l] = rows[l][k] for l < valid (row l starts at src + l * ld), zero for
+// valid <= l < lanes: the scalar interleave both packs fall back on.
+void interleave_rows(const float* src, std::int64_t ld, std::int64_t valid, std::int64_t lanes,
+                     std::int64_t kc, float* out) {
+  for (std::int64_t l = 0; l < lanes; ++l) {
+    if (l < valid) {
+      const float* row = src + l * ld;
+      for (std::int64_t k = 0; k < kc; ++k) out[k * lanes + l] = row[k];
+    } else {
+      for (std::int64_t k = 0; k < kc; ++k) out[k * lanes + l] = 0.0f;
+    }
+  }
+}
 
 // ap[(panel * kc + k) * kMR + r] = op(A)[i0 + panel * kMR + r, p0 + k], zero past row m.
 void pack_a(const GemmShape& s, const float* a, std::int64_t i0, std::int64_t mc,
@@ -61,14 +76,7 @@ void pack_a(const GemmShape& s, const float* a, std::int64_t i0, std::int64_t mc
         for (std::int64_t r = rows; r < kMR; ++r) out[k * kMR + r] = 0.0f;
       }
     } else {
-      for (std::int64_t r = 0; r < kMR; ++r) {
-        if (r < rows) {
-          const float* src = a + (i + r) * s.lda + p0;
-          for (std::int64_t k = 0; k < kc; ++k) out[k * kMR + r] = src[k];
-        } else {
-          for (std::int64_t k = 0; k < kc; ++k) out[k * kMR + r] = 0.0f;
-        }
-      }
+      interleave_rows(a + i * s.lda + p0, s.lda, rows, kMR, kc, out);
     }
   }
 }
@@ -105,14 +113,7 @@ void pack_b(const GemmShape& s, const float* b, std::int64_t j0, std::int64_t nc
         _mm512_storeu_ps(out + k * kNR + 16, _mm512_i32gather_ps(lo, base_hi + k, 4));
       }
     } else {  // op(B)[p, j] = B[j, p]: walk each column's row of B
-      for (std::int64_t c = 0; c < kNR; ++c) {
-        if (c < cols) {
-          const float* src = b + (j + c) * s.ldb + p0;
-          for (std::int64_t k = 0; k < kc; ++k) out[k * kNR + c] = src[k];
-        } else {
-          for (std::int64_t k = 0; k < kc; ++k) out[k * kNR + c] = 0.0f;
-        }
-      }
+      interleave_rows(b + j * s.ldb + p0, s.ldb, cols, kNR, kc, out);
     }
   }
 }

@@ -9,8 +9,13 @@
 //       for jr, ir            micro-kernel: an MR x NR tile of C += A panel * B panel
 //
 // The micro-kernel keeps a 12 x 32 tile in 24 zmm accumulators; per k it loads two vectors
-// of B and broadcasts 12 values of A into 24 FMAs. An A block (MC x KC) stays in L2, one B
-// panel (KC x NR) in L1 while the ir loop walks down the A block.
+// of B and broadcasts 12 values of A into 24 FMAs. An A block (MC x KC) and the B panel
+// (KC x NR, 128 KB) the ir loop walks it with stay in L2; per k the kernel reads 176 bytes
+// for 12 cycles of FMAs, far below what L2 delivers. KC is long on purpose: each K block
+// costs a load and store of C and a pass of both packs, and on GPT-2's products (K of
+// 768-3072) the step's GEMM time on one thread fell with KC: 192 1.22x Eigen's, 256 1.25x,
+// 384 1.31x, 512 1.36x, 768 1.38x, 1024 1.43x, 1536 and 2048 1.42x (bench_gemm, AMD EPYC
+// with AVX-512, 2026-12-03); a B panel that fits L1 (KC 192) was the slowest.
 //
 // Determinism: every element of C is the sum over K in KC blocks, from pc = 0 upwards, each
 // block an FMA chain in k order, added to C as c = alpha * block + c (the first block as
@@ -35,9 +40,9 @@ namespace sparq::gemm_detail {
 namespace {
 
 constexpr std::int64_t kMR = 12, kNR = 32;
-constexpr std::int64_t kKC = 384;
-constexpr std::int64_t kMC = 20 * kMR;  // 240 rows: a 360 KB A block (L2)
-constexpr std::int64_t kNC = 64 * kNR;  // 2048 columns: a 2 MB B block (L3)
+constexpr std::int64_t kKC = 1024;
+constexpr std::int64_t kMC = 8 * kMR;  // 96 rows: a 384 KB A block (L2)
+constexpr std::int64_t kNC = 64 * kNR;  // 2048 columns: an 8 MB B block (L3)
 // Threads split C into chunks of whole tiles. Every chunk packs the whole of the other
 // operand again: 11 shape-fixed chunks cost a fifth of the LM head's dX product (K = 50304)
 // on one thread. The split cannot change any bits (above), so it follows the thread count:
@@ -62,21 +67,74 @@ void interleave_rows(const float* src, std::int64_t ld, std::int64_t valid, std:
   }
 }
 
+// out[k * lanes + l] = src[l * ld + k] for the `lanes` rows at src (a multiple of 4): how
+// both packs lay out a full panel whose source runs along K (an untransposed A, 12 rows; a
+// transposed B, 32). Per group of 4 rows and 8 k, four loads and eight shuffles make the eight
+// 4-float pieces of the packed rows (two 4 x 4 transposes, one per 128-bit half). The scalar
+// interleave stored one float at a time and AVX-512 gathers one or two a cycle. On GPT-2
+// 124M's products on one thread (bench_gemm, 2026-12-03): for A, with the row walk of
+// pack_a, 1.26x Eigen's time -> 1.31x; for B, the step's GEMM time 3.24-3.33 s -> 3.13-3.20 s.
+template <int kLanes>
+void transpose_rows(const float* src, std::int64_t ld, std::int64_t kc, float* out) {
+  static_assert(kLanes % 4 == 0);
+  std::int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    for (int g = 0; g < kLanes / 4; ++g) {
+      const float* s0 = src + 4 * g * ld + k;
+      const __m256 r0 = _mm256_loadu_ps(s0), r1 = _mm256_loadu_ps(s0 + ld);
+      const __m256 r2 = _mm256_loadu_ps(s0 + 2 * ld), r3 = _mm256_loadu_ps(s0 + 3 * ld);
+      // t0 = (r0 k0, r1 k0, r0 k1, r1 k1 | the same for k4, k5), t1 the same for k2, k3 | k6, k7
+      const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      // column j of the 4 rows in the low half, column j + 4 in the high half
+      const __m256 c0 = _mm256_shuffle_ps(t0, t2, 0x44), c1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+      const __m256 c2 = _mm256_shuffle_ps(t1, t3, 0x44), c3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+      float* o = out + k * kLanes + 4 * g;
+      _mm_storeu_ps(o + 0 * kLanes, _mm256_castps256_ps128(c0));
+      _mm_storeu_ps(o + 1 * kLanes, _mm256_castps256_ps128(c1));
+      _mm_storeu_ps(o + 2 * kLanes, _mm256_castps256_ps128(c2));
+      _mm_storeu_ps(o + 3 * kLanes, _mm256_castps256_ps128(c3));
+      _mm_storeu_ps(o + 4 * kLanes, _mm256_extractf128_ps(c0, 1));
+      _mm_storeu_ps(o + 5 * kLanes, _mm256_extractf128_ps(c1, 1));
+      _mm_storeu_ps(o + 6 * kLanes, _mm256_extractf128_ps(c2, 1));
+      _mm_storeu_ps(o + 7 * kLanes, _mm256_extractf128_ps(c3, 1));
+    }
+  }
+  for (; k < kc; ++k) {
+    for (std::int64_t r = 0; r < kLanes; ++r) out[k * kLanes + r] = src[r * ld + k];
+  }
+}
+
 // ap[(panel * kc + k) * kMR + r] = op(A)[i0 + panel * kMR + r, p0 + k], zero past row m.
 void pack_a(const GemmShape& s, const float* a, std::int64_t i0, std::int64_t mc,
             std::int64_t p0, std::int64_t kc, float* ap) {
-  for (std::int64_t panel = 0; panel * kMR < mc; ++panel) {
+  const std::int64_t panels = (mc + kMR - 1) / kMR;
+  if (s.trans_a) {
+    // op(A)[., p] is row p of A: walk each row once, left to right, handing 12 floats to each
+    // panel (one masked load and store; lanes past the last row load as zeros). Panel by
+    // panel, the reads were 48 bytes every lda floats, which the prefetcher did not follow.
+    constexpr __mmask16 kStore = (1u << kMR) - 1u;
+    const std::int64_t last_rows = mc - (panels - 1) * kMR;
+    const __mmask16 last = static_cast<__mmask16>((1u << last_rows) - 1u);
+    for (std::int64_t k = 0; k < kc; ++k) {
+      const float* src = a + (p0 + k) * s.lda + i0;
+      float* out = ap + k * kMR;
+      for (std::int64_t panel = 0; panel < panels; ++panel) {
+        const __mmask16 load = panel + 1 < panels ? kStore : last;
+        _mm512_mask_storeu_ps(out + panel * kc * kMR, kStore,
+                              _mm512_maskz_loadu_ps(load, src + panel * kMR));
+      }
+    }
+    return;
+  }
+  for (std::int64_t panel = 0; panel < panels; ++panel) {
     float* out = ap + panel * kc * kMR;
     const std::int64_t rows = std::min(kMR, mc - panel * kMR);
-    const std::int64_t i = i0 + panel * kMR;
-    if (s.trans_a) {  // op(A) columns are contiguous: row p of A holds op(A)[., p]
-      for (std::int64_t k = 0; k < kc; ++k) {
-        const float* src = a + (p0 + k) * s.lda + i;
-        for (std::int64_t r = 0; r < rows; ++r) out[k * kMR + r] = src[r];
-        for (std::int64_t r = rows; r < kMR; ++r) out[k * kMR + r] = 0.0f;
-      }
+    const float* src = a + (i0 + panel * kMR) * s.lda + p0;
+    if (rows == kMR) {
+      transpose_rows<kMR>(src, s.lda, kc, out);
     } else {
-      interleave_rows(a + i * s.lda + p0, s.lda, rows, kMR, kc, out);
+      interleave_rows(src, s.lda, rows, kMR, kc, out);
     }
   }
 }
@@ -99,19 +157,8 @@ void pack_b(const GemmShape& s, const float* b, std::int64_t j0, std::int64_t nc
           for (std::int64_t c = cols; c < kNR; ++c) out[k * kNR + c] = 0.0f;
         }
       }
-    } else if (cols == kNR && 31 * s.ldb < (std::int64_t{1} << 31)) {
-      // op(B)[p, j] = B[j, p]: a full panel reads 32 rows of B. Gathering 16 of them per
-      // vector writes each packed row at once; the scalar walk below stored one float a cycle
-      // (a fifth of the LM head's logits GEMM went to packing the table).
-      const __m512i lo = _mm512_mullo_epi32(
-          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-          _mm512_set1_epi32(static_cast<int>(s.ldb)));
-      const float* base = b + j * s.ldb + p0;
-      const float* base_hi = base + 16 * s.ldb;
-      for (std::int64_t k = 0; k < kc; ++k) {
-        _mm512_storeu_ps(out + k * kNR, _mm512_i32gather_ps(lo, base + k, 4));
-        _mm512_storeu_ps(out + k * kNR + 16, _mm512_i32gather_ps(lo, base_hi + k, 4));
-      }
+    } else if (cols == kNR) {  // op(B)[p, j] = B[j, p]: a full panel reads 32 rows of B
+      transpose_rows<kNR>(b + j * s.ldb + p0, s.ldb, kc, out);
     } else {  // op(B)[p, j] = B[j, p]: walk each column's row of B
       interleave_rows(b + j * s.ldb + p0, s.ldb, cols, kNR, kc, out);
     }

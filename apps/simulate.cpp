@@ -3,7 +3,7 @@
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
 //       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
-//       [--compute-ms FORWARD,BACKWARD] [--set key=value ...]
+//       [--compute-ms FORWARD,BACKWARD] [--busy-comm-rate R] [--set key=value ...]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -67,7 +67,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
            const std::string& world_text, const std::string& cells_text,
            const std::string& csv_path, const std::string& allreduce, const std::string& gather,
-           int timeline_world, const std::string& compute_ms) {
+           int timeline_world, const std::string& compute_ms, double busy_comm_rate) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
   std::vector<sim::Cell> cells;
@@ -148,8 +148,11 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
 
   std::vector<Row> rows;
   for (const sim::NetworkLink& link : links) {
-    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce, {} allgather/alltoall)\n",
-               link.name, link.alpha_us, link.gbps, algorithm, gather_algorithm);
+    fmt::print("\nnetwork {}: alpha {} us, {} Gbit/s ({} allreduce, {} allgather/alltoall){}\n",
+               link.name, link.alpha_us, link.gbps, algorithm, gather_algorithm,
+               busy_comm_rate < 1 ? fmt::format(", communication at {} of its rate while "
+                                                "backward computes", busy_comm_rate)
+                                  : std::string());
     fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
                "exposed_ms", "MB_sent", "eff");
     for (int p : worlds) {
@@ -160,7 +163,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
                                  .allreduce = algorithm,
                                  .gather = gather_algorithm,
-                                 .overlap = base.comm.overlap};
+                                 .overlap = base.comm.overlap,
+                                 .busy_comm_rate = busy_comm_rate};
         Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);
         row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)
@@ -221,9 +225,17 @@ int main(int argc, char** argv) {
                  "FORWARD,BACKWARD: use these measured totals (ms per micro-batch) instead of "
                  "the profile's, keeping its per-layer split (validation against runs whose "
                  "ranks share cores)");
+  double busy_comm_rate = 1.0;
+  app.add_option("--busy-comm-rate", busy_comm_rate,
+                 "communication's rate while backward computes, relative to after it "
+                 "(Note [Communication under compute], sim/step_model.h; measured for the "
+                 "emulated cluster, whose ranks share the cores with the network)")
+      ->check(CLI::Range(1e-6, 1.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const sparq::Status status = run(config_path, sets, profile_path, networks, world, cell_names,
-                                   csv_path, allreduce, gather, timeline_world, compute_ms);
+  const sparq::Status status =
+      run(config_path, sets, profile_path, networks, world, cell_names, csv_path, allreduce,
+          gather, timeline_world, compute_ms, busy_comm_rate);
   if (!status.is_ok()) {
     std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
     return 1;

@@ -108,6 +108,8 @@ double bucket_bytes_sent(const SimBucket& b, int p) {
 
 StepResult simulate_step(const StepInput& in, const StepOptions& o) {
   SPARQ_CHECK(o.world_size >= 1, "world size {} < 1", o.world_size);
+  SPARQ_CHECK(o.busy_comm_rate > 0 && o.busy_comm_rate <= 1, "busy_comm_rate {} outside (0, 1]",
+              o.busy_comm_rate);
   const std::size_t layers = in.backward_s.size();
   // ready[i]: backward runs layers in reverse, so layer i is final after the intervals of
   // layers i..L-1.
@@ -139,7 +141,15 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
   for (const auto& [ready_s, pos] : order) {
     const SimBucket& bucket = in.buckets[pos];
     const double start = std::max(ready_s, comm_free);
-    const double end = start + (o.world_size > 1 ? bucket_cost_s(bucket, o) : 0.0);
+    const double cost = o.world_size > 1 ? bucket_cost_s(bucket, o) : 0.0;
+    double end = start + cost;
+    if (o.busy_comm_rate < 1 && start < backward_end) {
+      // Note [Communication under compute]: before backward_end the cost is worked off at
+      // busy_comm_rate.
+      const double busy_work = (backward_end - start) * o.busy_comm_rate;
+      end = busy_work >= cost ? start + cost / o.busy_comm_rate
+                              : backward_end + (cost - busy_work);
+    }
     comm_free = end;
     comm_end = std::max(comm_end, end);
     const double sent = bucket_bytes_sent(bucket, o.world_size);

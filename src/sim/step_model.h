@@ -10,6 +10,17 @@
 //   end = start + cost(bucket). With comm.overlap = false every bucket is ready at B.
 //   Then the optimizer: step = max(B, last end) + optimizer.
 //
+// Note [Communication under compute]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Moving bytes costs CPU too (the MPI progress thread, the kernel's TCP and, on the emulated
+// cluster, its bridge and shapers), and while backward keeps every core busy that work waits
+// for a core. StepOptions::busy_comm_rate is the rate at which a bucket's cost is worked off
+// before B, relative to after it (1: no slowdown, the default; a bucket of cost c started at
+// s < B ends at s + c / rate if that is before B, else at B + c - (B - s) * rate). It is a
+// measured property of a machine and a world size, not of the network alone: on the 2-core
+// emulated cluster N ranks share the cores, and bench_comm's allreduce with one busy process
+// per rank measures it (docs/simulate.md, "Validation").
+//
 // A bucket's cost (seconds; encode/decode from the compressor's codec rates, GB/s of f32):
 //   dense bucket           allreduce of its f32 array (bf16 array with the bf16 cell)
 //   allreduce (bf16)       encode(n) + allreduce(message) + decode(n)
@@ -69,6 +80,9 @@ struct StepOptions {
   std::string allreduce = "ring";  // collectives.h: ring | best
   std::string gather = "ring";     // allgather and alltoall: ring (pairwise) | best
   bool overlap = true;
+  // Communication's rate while backward computes, relative to after it, in (0, 1]
+  // (Note [Communication under compute]).
+  double busy_comm_rate = 1.0;
 };
 
 struct BucketTiming {

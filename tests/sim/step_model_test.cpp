@@ -51,6 +51,31 @@ TEST(StepModel, PartlyHidden) {
   EXPECT_NEAR(r.step_ms, 22, 1e-9);
 }
 
+TEST(StepModel, CommunicationSlowedWhileBackwardComputes) {
+  // Note [Communication under compute], rate 0.5 before backward's end (19 ms).
+  StepOptions busy = kTwo;
+  busy.busy_comm_rate = 0.5;
+  // Costs 2 and 1 ms: bucket 0 12..16 (all of it busy: 2 / 0.5), bucket 1 from 16 (ready at
+  // 15, waits) works 3 ms x 0.5 = 1.5 >= 1 before 19: ends at 16 + 1 / 0.5 = 18.
+  StepResult r = simulate_step(three_layers(2, 1), busy);
+  EXPECT_NEAR(r.buckets[0].end_ms, 16, 1e-9);
+  EXPECT_NEAR(r.buckets[1].start_ms, 16, 1e-9);
+  EXPECT_NEAR(r.buckets[1].end_ms, 18, 1e-9);
+  EXPECT_NEAR(r.exposed_comm_ms, 0, 1e-9);
+  // Costs 5 and 4 ms: bucket 0 from 12 works 7 x 0.5 = 3.5 of its 5 by 19, then 1.5 at full
+  // rate: ends at 20.5; bucket 1 starts after backward: 20.5..24.5.
+  r = simulate_step(three_layers(5, 4), busy);
+  EXPECT_NEAR(r.buckets[0].end_ms, 20.5, 1e-9);
+  EXPECT_NEAR(r.buckets[1].end_ms, 24.5, 1e-9);
+  EXPECT_NEAR(r.exposed_comm_ms, 5.5, 1e-9);
+  // Rate 1 is the plain model, bit for bit.
+  busy.busy_comm_rate = 1.0;
+  EXPECT_EQ(simulate_step(three_layers(5, 4), busy).step_ms,
+            simulate_step(three_layers(5, 4), kTwo).step_ms);
+  busy.busy_comm_rate = 0;
+  EXPECT_DEATH_IF_SUPPORTED(simulate_step(three_layers(5, 4), busy), "busy_comm_rate");
+}
+
 TEST(StepModel, FullyExposed) {
   // Without overlap both start at backward's end: 19..21..24.
   StepOptions no_overlap = kTwo;

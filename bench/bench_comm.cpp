@@ -4,7 +4,12 @@
 // run and on the same buffers, through the MPI library directly. The ratio column is
 // engine time / direct time: the overhead of the engine path. Nothing is asserted.
 //
-//   mpirun -np 2 bench_comm [max_mib]
+//   mpirun -np 2 bench_comm [max_mib] [--min-mib M] [--ops allreduce,allgather,...] [--iters K]
+//
+// --min-mib starts the size sweep at M MiB instead of 4 KiB, --ops runs only the named ops and
+// --iters fixes the timed calls per size (default: 256 MiB worth, 3 to 200): on a slow link one
+// large allreduce a few times is a minute where the whole sweep would be an hour
+// (scripts/measure_busy_comm_rate.sh uses them).
 //
 // Size is the nccl-tests "size": the full buffer (allreduce: the vector; allgather: the
 // gathered output; reduce_scatter: the input; alltoall: the send buffer). algbw = size / time;
@@ -130,7 +135,36 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<Communicator> comm = std::move(made).value();
-  const std::size_t max_bytes = (argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  std::size_t max_bytes = std::size_t{256} << 20, min_bytes = 4096;
+  int fixed_iters = 0;  // 0: by size
+  std::string ops = "allreduce,allgather,reduce_scatter,alltoall";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--min-mib" && i + 1 < argc) {
+      min_bytes = std::strtoull(argv[++i], nullptr, 10) << 20;
+    } else if (arg == "--iters" && i + 1 < argc) {
+      fixed_iters = std::atoi(argv[++i]);
+      if (fixed_iters < 1) {
+        std::fprintf(stderr, "bench_comm: --iters must be a positive integer\n");
+        return 2;
+      }
+    } else if (arg == "--ops" && i + 1 < argc) {
+      ops = argv[++i];
+    } else if (!arg.empty() && arg[0] != '-') {
+      max_bytes = std::strtoull(arg.c_str(), nullptr, 10) << 20;
+    } else {
+      std::fprintf(stderr, "bench_comm: unknown argument '%s' (usage at the top of "
+                   "bench/bench_comm.cpp)\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (min_bytes == 0 || min_bytes > max_bytes) {
+    std::fprintf(stderr, "bench_comm: --min-mib must be at least 1 and at most max_mib\n");
+    return 2;
+  }
+  const auto selected = [&ops](Op op) {
+    return ("," + ops + ",").find(std::string(",") + op_name(op) + ",") != std::string::npos;
+  };
   const int p = comm->size(), rank = comm->rank();
   CommEngine engine(*comm, {.timeout_s = 600, .name = "bench"});
 
@@ -143,7 +177,8 @@ int main(int argc, char** argv) {
                 "GB/s", "", "GB/s", "GB/s", "");
   }
   for (Op op : {Op::kAllreduce, Op::kAllgather, Op::kReduceScatter, Op::kAlltoall}) {
-    for (std::size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+    if (!selected(op)) continue;
+    for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
       const std::size_t n = bytes / 4;  // elements in the full buffer
       const std::size_t block = n / p;  // per-rank block for gather/scatter/alltoall
       std::vector<float> in(n, 1.0f), out(n, 0.0f);
@@ -189,7 +224,8 @@ int main(int argc, char** argv) {
           break;
       }
       // Enough iterations for a stable mean at small sizes, few at large ones.
-      const int iters = static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 3, 200));
+      const int iters = fixed_iters > 0 ? fixed_iters
+                        : static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 3, 200));
       const double sparq_s = time_loop(iters, [&] {
         if (!engine.run(op_name(op), 0, [&](Communicator& c) {
               sparq_call(c);

@@ -11,8 +11,13 @@ links 1gbit and 100mbit were measured on the emulated cluster), twice:
   - from the profile alone (what the simulator predicts for a machine it has not run on).
 It writes a Markdown table and a CSV.
 
+--busy-comm-rate gives, per world size and link, communication's rate while backward computes
+(simulate --busy-comm-rate; docs/simulate.md, "Communication under compute"), as measured on
+the same test bed by scripts/measure_busy_comm_rate.sh; a cell without an entry uses 1.
+
   scripts/simulate_validate.py [--results runs/bench_cluster/results.jsonl] [--run issue21]
       [--simulate build/apps/simulate] [--out docs/simulate/validation]
+      [--busy-comm-rate 4:1gbit=0.36,2:1gbit=0.85,...]
 """
 import argparse
 import csv
@@ -31,13 +36,32 @@ MODELS = {"gpt2-tiny": ("configs/bench/gpt2_tiny.yaml", 8, 128),
 TARGET = 0.15  # the issue's bound on |predicted - measured| / measured step time
 
 
-def simulate(binary, record, profile, measured_compute):
+def parse_busy_rates(text):
+    """'4:1gbit=0.36,2:100mbit=0.9' -> {(4, '1gbit'): 0.36, (2, '100mbit'): 0.9}."""
+    rates = {}
+    for item in filter(None, text.split(",")):
+        try:
+            key, value = item.split("=")
+            world, link = key.split(":")
+            rate = float(value)
+            world = int(world)
+        except ValueError:
+            sys.exit(f"simulate_validate.py: --busy-comm-rate entry '{item}': use WORLD:LINK=RATE, "
+                     "e.g. 4:1gbit=0.36")
+        if not 0.0 < rate <= 1.0:
+            sys.exit(f"simulate_validate.py: --busy-comm-rate entry '{item}': the rate must be in (0, 1]")
+        rates[(world, link)] = rate
+    return rates
+
+
+def simulate(binary, record, profile, measured_compute, busy_rate):
     cfg, b, t = MODELS[record["model"]]
     cmd = [binary, "--config", cfg, "--set", f"train.micro_batch={b}", "--set",
            f"data.seq_len={t}", "--profile", profile, "--network", record["link"],
            "--world", str(record["world"]), "--cells", CELLS[record["cell"]], "--csv", "/dev/stdout"]
     if measured_compute:
         cmd += ["--compute-ms", f"{record['forward_ms']},{record['backward_ms']}"]
+    cmd += ["--busy-comm-rate", str(busy_rate)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     lines = out[out.index("model,network"):].splitlines()
     rows = [r for r in csv.DictReader(io.StringIO("\n".join(lines))) if r.get("world")]
@@ -51,7 +75,9 @@ def main():
     ap.add_argument("--simulate", default="build/apps/simulate")
     ap.add_argument("--profiles", default="profiles")
     ap.add_argument("--out", default="docs/simulate/validation")
+    ap.add_argument("--busy-comm-rate", default="", help="WORLD:LINK=RATE,... (default: 1 everywhere)")
     args = ap.parse_args()
+    busy_rates = parse_busy_rates(args.busy_comm_rate)
     records = []
     with open(args.results) as f:
         for line in f:
@@ -67,12 +93,14 @@ def main():
         profile = os.path.join(args.profiles, f"this_machine_{r['model']}.yaml")
         if not os.path.exists(profile):
             sys.exit(f"simulate_validate.py: {profile} missing (measure it with sim_profile)")
-        p = simulate(args.simulate, r, profile, True)
-        alone = simulate(args.simulate, r, profile, False)
+        busy = busy_rates.get((r["world"], r["link"]), 1.0)
+        p = simulate(args.simulate, r, profile, True, busy)
+        alone = simulate(args.simulate, r, profile, False, busy)
         step, exposed = float(p["step_ms"]), float(p["exposed_comm_ms"])
         err = (step - r["step_ms"]) / r["step_ms"]
         step_alone = float(alone["step_ms"])
         table.append({"model": r["model"], "world": r["world"], "link": r["link"], "cell": r["cell"],
+                      "busy_comm_rate": busy,
                       "measured_step_ms": r["step_ms"], "predicted_step_ms": step,
                       "error": err, "measured_exposed_ms": r.get("exposed_comm_ms") or 0.0,
                       "predicted_exposed_ms": exposed,
@@ -91,7 +119,9 @@ def main():
     with open(args.out + ".md", "w") as f:
         f.write(f"Measured: `{args.results}`{' run ' + args.run if args.run else ''}. Predicted: `simulate` "
                 "with `profiles/this_machine_<model>.yaml`, given each run's measured forward/backward "
-                "totals (`--compute-ms`), and from the profile alone.\n\n")
+                "totals (`--compute-ms`), and from the profile alone; communication's rate under "
+                "backward (`--busy-comm-rate`) per world and link: "
+                f"{args.busy_comm_rate or '1 everywhere'}.\n\n")
         f.write("| model | N | link | cell | measured step ms | predicted step ms | error | "
                 "measured exposed ms | predicted exposed ms | measured MB/rank | predicted MB/rank | "
                 "profile only step ms | error |\n")

@@ -18,8 +18,9 @@
 // before B, relative to after it (1: no slowdown, the default; a bucket of cost c started at
 // s < B ends at s + c / rate if that is before B, else at B + c - (B - s) * rate). It is a
 // measured property of a machine and a world size, not of the network alone: on the 2-core
-// emulated cluster N ranks share the cores, and bench_comm's allreduce with one busy process
-// per rank measures it (docs/simulate.md, "Communication under compute").
+// emulated cluster N ranks share the cores, and scripts/measure_busy_comm_rate.sh (bench_comm's
+// allreduce, idle and with one busy process per rank) measures it (docs/simulate.md,
+// "Communication under compute").
 //
 // A bucket's cost (seconds; encode/decode from the compressor's codec rates, GB/s of f32):
 //   dense bucket           allreduce of its f32 array (bf16 array with the bf16 cell)

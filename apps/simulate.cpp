@@ -3,7 +3,7 @@
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
 //       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
-//       [--compute-ms FORWARD,BACKWARD] [--busy-comm-rate R] [--set key=value ...]
+//       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--set key=value ...]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -100,17 +100,23 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   if (!compute_ms.empty()) {
     // Measured totals of the run being predicted (its ranks may share cores, which the
     // profile's single-process timings do not see); the profile's per-layer split is kept.
+    // The optimizer runs on the same cores, so a measured time replaces the profile's too.
     const std::vector<std::string> parts = split_commas(compute_ms);
-    double fwd = 0, bwd = 0;
-    if (parts.size() != 2 || std::sscanf(parts[0].c_str(), "%lf", &fwd) != 1 ||
-        std::sscanf(parts[1].c_str(), "%lf", &bwd) != 1 || !(fwd > 0) || !(bwd > 0)) {
-      return Status::error("--compute-ms: expected FORWARD,BACKWARD in ms (two positive "
-                           "numbers), got '{}'", compute_ms);
+    double fwd = 0, bwd = 0, opt = 0;
+    const bool parsed =
+        (parts.size() == 2 || parts.size() == 3) &&
+        std::sscanf(parts[0].c_str(), "%lf", &fwd) == 1 &&
+        std::sscanf(parts[1].c_str(), "%lf", &bwd) == 1 &&
+        (parts.size() == 2 || std::sscanf(parts[2].c_str(), "%lf", &opt) == 1);
+    if (!parsed || !(fwd > 0) || !(bwd > 0) || (parts.size() == 3 && !(opt > 0))) {
+      return Status::error("--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (two or "
+                           "three positive numbers), got '{}'", compute_ms);
     }
     double total = 0;
     for (double t : compute.backward_s) total += t;
     for (double& t : compute.backward_s) t *= bwd / 1e3 / total;
     compute.forward_s = fwd / 1e3;
+    if (parts.size() == 3) compute.optimizer_s = opt / 1e3;
     compute.source += " (totals from --compute-ms)";
   }
   fmt::print("{}: {} parameters, {} buckets, micro_batch {} seq_len {}; compute from {} of "
@@ -222,9 +228,9 @@ int main(int argc, char** argv) {
                  "print each bucket's ready, start and end time at this world size");
   std::string compute_ms;
   app.add_option("--compute-ms", compute_ms,
-                 "FORWARD,BACKWARD: use these measured totals (ms per micro-batch) instead of "
-                 "the profile's, keeping its per-layer split (validation against runs whose "
-                 "ranks share cores)");
+                 "FORWARD,BACKWARD[,OPTIMIZER]: use these measured totals (ms per micro-batch; "
+                 "the optimizer's per step) instead of the profile's, keeping its per-layer "
+                 "split (validation against runs whose ranks share cores)");
   double busy_comm_rate = 1.0;
   app.add_option("--busy-comm-rate", busy_comm_rate,
                  "communication's rate while backward computes, relative to after it "

@@ -102,7 +102,8 @@ def summarise_cell(args):
             status = "failed"
         record.update(step_ms=median_of(steps, "step_ms"),
                       forward_ms=median_of(steps, "forward_ms"),
-                      backward_ms=median_of(steps, "backward_ms"))
+                      backward_ms=median_of(steps, "backward_ms"),
+                      optimizer_ms=median_of(steps, "optimizer_ms"))
         if args.cell.startswith("sparq_"):
             record.update(exposed_comm_ms=median_of(steps, "exposed_comm_ms"),
                           sparq_bytes_sent=median_of(steps, "bytes_sent"),

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# scripts/simulate_validate.py and the simulate options it drives, on hand-made records:
+#  - simulate --compute-ms F,B,O replaces the profile's optimizer time, and F,B keeps it;
+#  - --busy-comm-rate and --compute-ms refuse bad values with a message naming them;
+#  - a cell measured in two runs gets both errors and their median, and the counts.
+#   simulate_validate_test.sh <source dir> <simulate binary>
+set -euo pipefail
+src=$1
+sim=$2
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "SKIP: no python3"
+  exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$src"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+common=(--config configs/bench/gpt2_tiny.yaml --set train.micro_batch=8 --set data.seq_len=128
+        --profile profiles/this_machine_gpt2-tiny.yaml --network 1gbit --world 2 --cells lbs_allgather)
+"$sim" "${common[@]}" --compute-ms 300,30,123.5 > "$work/three.txt"
+grep -q "optimizer 123.50 ms" "$work/three.txt" || fail "--compute-ms F,B,O did not set the optimizer: $(grep optimizer "$work/three.txt")"
+"$sim" "${common[@]}" --compute-ms 300,30 > "$work/two.txt"
+grep -q "optimizer 123.50 ms" "$work/two.txt" && fail "--compute-ms F,B changed the optimizer"
+for bad in "300" "300,30,0" "300,x" "1,2,3,4"; do
+  if "$sim" "${common[@]}" --compute-ms "$bad" > "$work/bad.txt" 2>&1; then
+    fail "--compute-ms '$bad' was accepted"
+  fi
+  grep -q -- "--compute-ms" "$work/bad.txt" || fail "the error for --compute-ms '$bad' does not name it"
+done
+
+# Two runs of one lbs cell on gpt2-tiny, N=2 over 1 Gbit/s; the second 10% slower.
+python3 - "$work/results.jsonl" <<'EOF'
+import json, sys
+base = {"model": "gpt2-tiny", "world": 2, "link": "1gbit", "cell": "sparq_lbs", "status": "ok",
+        "forward_ms": 310.0, "backward_ms": 30.0, "optimizer_ms": 18.0, "exposed_comm_ms": 10.0,
+        "sparq_bytes_sent": 140000.0}
+with open(sys.argv[1], "w") as f:
+    for run, step in (("A", 370.0), ("B", 407.0)):
+        f.write(json.dumps(dict(base, run=run, step_ms=step)) + "\n")
+    f.write(json.dumps(dict(base, run="C", step_ms=1.0, status="failed")) + "\n")
+EOF
+validate=(python3 scripts/simulate_validate.py --results "$work/results.jsonl" --simulate "$sim")
+"${validate[@]}" --run A,B --out "$work/v" --busy-comm-rate 2:1gbit=0.78 2> "$work/log.txt"
+python3 - "$work/v.csv" "$work/v.md" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["run"] for r in rows] == ["A", "B"], [r["run"] for r in rows]
+assert all(r["busy_comm_rate"] == "0.78" for r in rows), rows
+errors = [float(r["error"]) for r in rows]
+pred = [float(r["predicted_step_ms"]) for r in rows]
+assert abs(pred[0] - pred[1]) < 1e-6, f"same inputs, different predictions {pred}"
+assert abs(errors[0] - (pred[0] - 370) / 370) < 1e-9 and abs(errors[1] - (pred[1] - 407) / 407) < 1e-9, errors
+md = open(sys.argv[2]).read()
+median = 100 * statistics.median(errors)
+assert "Cells measured again (B)" in md, md
+assert f"| {median:+.1f}%" in md, (median, md)
+assert "cells within 15% of the measured step time in run A" in md, md
+assert "Taking each repeated cell's median error" in md, md
+print("simulate_validate.py OK: errors", [f"{100 * e:+.1f}%" for e in errors])
+EOF
+for bad in "2:1gbit=1.5" "2=0.5" "x:1gbit=0.5"; do
+  if "${validate[@]}" --out "$work/w" --busy-comm-rate "$bad" > "$work/bad.txt" 2>&1; then
+    fail "--busy-comm-rate '$bad' was accepted"
+  fi
+  grep -q "busy-comm-rate entry '$bad'" "$work/bad.txt" || fail "no message naming '$bad': $(cat "$work/bad.txt")"
+done
+if "${validate[@]}" --run A,Z --out "$work/w" > "$work/bad.txt" 2>&1; then fail "a missing run was accepted"; fi
+grep -q "run Z" "$work/bad.txt" || fail "the missing run is not named: $(cat "$work/bad.txt")"
+echo "simulate_validate_test OK"

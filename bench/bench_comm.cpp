@@ -6,10 +6,10 @@
 //
 //   mpirun -np 2 bench_comm [max_mib] [--min-mib M] [--ops allreduce,allgather,...] [--iters K]
 //
-// --min-mib starts the size sweep at M MiB instead of 4 KiB, --ops runs only the named ops and
-// --iters fixes the timed calls per size (default: 256 MiB worth, 3 to 200): on a slow link one
-// large allreduce a few times is a minute where the whole sweep would be an hour
-// (scripts/measure_busy_comm_rate.sh uses them).
+// --min-mib starts the size sweep at M MiB instead of 4 KiB, --ops runs only the named ops (in
+// the order given) and --iters fixes the timed calls per size (default: 256 MiB worth, 3 to
+// 200): on a slow link one large allreduce a few times is a minute where the whole sweep would
+// be an hour (scripts/measure_busy_comm_rate.sh uses them).
 //
 // Size is the nccl-tests "size": the full buffer (allreduce: the vector; allgather: the
 // gathered output; reduce_scatter: the input; alltoall: the send buffer). algbw = size / time;
@@ -158,13 +158,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (min_bytes == 0 || min_bytes > max_bytes) {
-    std::fprintf(stderr, "bench_comm: --min-mib must be at least 1 and at most max_mib\n");
+  if (max_bytes == 0 || min_bytes == 0 || min_bytes > max_bytes) {
+    std::fprintf(stderr, "bench_comm: sizes: max_mib must be a positive integer and --min-mib "
+                 "at least 1 and at most max_mib (got max_mib %zu, sweep start %zu KiB)\n",
+                 max_bytes >> 20, min_bytes >> 10);
     return 2;
   }
-  const auto selected = [&ops](Op op) {
-    return ("," + ops + ",").find(std::string(",") + op_name(op) + ",") != std::string::npos;
-  };
+  constexpr Op kOps[] = {Op::kAllreduce, Op::kAllgather, Op::kReduceScatter, Op::kAlltoall};
+  std::vector<Op> selected;
+  for (std::size_t begin = 0; begin <= ops.size();) {
+    const std::size_t end = std::min(ops.find(',', begin), ops.size());
+    const std::string name = ops.substr(begin, end - begin);
+    const Op* found = std::find_if(std::begin(kOps), std::end(kOps),
+                                   [&name](Op op) { return name == op_name(op); });
+    if (found == std::end(kOps)) {
+      std::fprintf(stderr, "bench_comm: --ops: unknown op '%s' (allreduce, allgather, "
+                   "reduce_scatter, alltoall)\n", name.c_str());
+      return 2;
+    }
+    if (std::find(selected.begin(), selected.end(), *found) == selected.end()) {
+      selected.push_back(*found);
+    }
+    begin = end + 1;
+  }
   const int p = comm->size(), rank = comm->rank();
   CommEngine engine(*comm, {.timeout_s = 600, .name = "bench"});
 
@@ -176,8 +192,7 @@ int main(int argc, char** argv) {
     std::printf("%-15s %10s | %11s %9s %9s | %11s %9s %9s | %6s\n", "", "(bytes)", "", "GB/s",
                 "GB/s", "", "GB/s", "GB/s", "");
   }
-  for (Op op : {Op::kAllreduce, Op::kAllgather, Op::kReduceScatter, Op::kAlltoall}) {
-    if (!selected(op)) continue;
+  for (Op op : selected) {
     for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
       const std::size_t n = bytes / 4;  // elements in the full buffer
       const std::size_t block = n / p;  // per-rank block for gather/scatter/alltoall

@@ -20,7 +20,7 @@ the same test bed by scripts/measure_busy_comm_rate.sh; a cell without an entry 
 
   scripts/simulate_validate.py [--results runs/bench_cluster/results.jsonl] [--run ID[,ID...]]
       [--simulate build/apps/simulate] [--out docs/simulate/validation]
-      [--busy-comm-rate 4:1gbit=0.36,2:1gbit=0.85,...]
+      [--busy-comm-rate 2:1gbit=0.78,4:1gbit=0.34,...]
 """
 import argparse
 import csv
@@ -51,7 +51,7 @@ def parse_busy_rates(text):
             world = int(world)
         except ValueError:
             sys.exit(f"simulate_validate.py: --busy-comm-rate entry '{item}': use WORLD:LINK=RATE, "
-                     "e.g. 4:1gbit=0.36")
+                     "e.g. 4:1gbit=0.34")
         if not 0.0 < rate <= 1.0:
             sys.exit(f"simulate_validate.py: --busy-comm-rate entry '{item}': the rate must be in (0, 1]")
         rates[(world, link)] = rate

@@ -12,47 +12,29 @@ namespace detail {
 
 // One submitted task. Fields written by the engine thread are published to waiters under the
 // engine mutex; the timestamps are atomics so that handles can be polled without it.
-struct TaskState {
-  std::string name;
-  std::int64_t step = 0;
-  std::uint64_t sequence = 0;
+struct TaskState final : QueuedTask {
   CommEngine::Task body;
   std::atomic<std::int64_t> enqueue_us{0};
   std::atomic<std::int64_t> start_us{0};
   std::atomic<std::int64_t> end_us{0};
-  std::atomic<bool> done{false};
-  Status status;                 // valid once done
-  std::exception_ptr exception;  // valid once done
-  WireBytes bytes;               // valid once done
+  std::atomic<bool> finished{false};
+  Status status;                 // valid once finished
+  std::exception_ptr exception;  // valid once finished
+  WireBytes wire;                // valid once finished
   bool reported = false;         // its failure was already returned by a wait (engine mutex)
+
+  bool started() const override { return start_us.load() != 0; }
+  bool done() const override { return finished.load(std::memory_order_acquire); }
+  TaskTimes times() const override { return {enqueue_us.load(), start_us.load(), end_us.load()}; }
+  WireBytes bytes() const override {
+    SPARQ_CHECK(done(), "CommHandle::bytes() of task '{}' before it finished", name);
+    return wire;
+  }
 };
 
 }  // namespace detail
 
 using detail::TaskState;
-
-bool CommHandle::started() const { return state_ && state_->start_us.load() != 0; }
-bool CommHandle::done() const { return state_ && state_->done.load(std::memory_order_acquire); }
-TaskTimes CommHandle::times() const {
-  SPARQ_CHECK(state_, "CommHandle::times() on an invalid handle");
-  return {state_->enqueue_us.load(), state_->start_us.load(), state_->end_us.load()};
-}
-const std::string& CommHandle::name() const {
-  SPARQ_CHECK(state_, "CommHandle::name() on an invalid handle");
-  return state_->name;
-}
-std::int64_t CommHandle::step() const {
-  SPARQ_CHECK(state_, "CommHandle::step() on an invalid handle");
-  return state_->step;
-}
-std::uint64_t CommHandle::sequence() const {
-  SPARQ_CHECK(state_, "CommHandle::sequence() on an invalid handle");
-  return state_->sequence;
-}
-WireBytes CommHandle::bytes() const {
-  SPARQ_CHECK(done(), "CommHandle::bytes() before the task finished");
-  return state_->bytes;
-}
 
 CommEngine::CommEngine(Communicator& comm, Options options)
     : comm_(comm), options_(std::move(options)) {
@@ -88,6 +70,7 @@ CommHandle CommEngine::submit(std::string name, std::int64_t step, Task task) {
   SPARQ_CHECK(task != nullptr, "CommEngine '{}': submit('{}') without a task body", options_.name,
               name);
   auto state = std::make_shared<TaskState>();
+  state->owner = this;
   state->name = std::move(name);
   state->step = step;
   state->body = std::move(task);
@@ -100,7 +83,7 @@ CommHandle CommEngine::submit(std::string name, std::int64_t step, Task task) {
     queue_.push_back(state);
     // Keep only what wait_all() may still have to report.
     if (unreported_.size() >= 4096) {
-      std::erase_if(unreported_, [](const auto& t) { return t->done.load() && t->reported; });
+      std::erase_if(unreported_, [](const auto& t) { return t->done() && t->reported; });
     }
     unreported_.push_back(state);
     ++in_flight_;
@@ -145,8 +128,8 @@ void CommEngine::worker() {
       std::lock_guard<std::mutex> lock(mutex_);
       task->status = std::move(status);
       task->exception = exception;
-      task->bytes = {after.sent - before.sent, after.received - before.received};
-      task->done.store(true, std::memory_order_release);
+      task->wire = {after.sent - before.sent, after.received - before.received};
+      task->finished.store(true, std::memory_order_release);
       running_.reset();
       --in_flight_;
     }
@@ -156,13 +139,15 @@ void CommEngine::worker() {
 
 Status CommEngine::wait(const CommHandle& handle) {
   SPARQ_CHECK(handle.valid(), "CommEngine '{}': wait() on an invalid handle", options_.name);
-  TaskState& task = *handle.state_;
+  SPARQ_CHECK(handle.owner() == this, "CommEngine '{}': wait('{}') on another queue's handle",
+              options_.name, handle.name());
+  TaskState& task = handle.record<TaskState>();
   std::unique_lock<std::mutex> lock(mutex_);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
-  while (!task.done.load(std::memory_order_acquire)) {
+  while (!task.done()) {
     if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
-        !task.done.load(std::memory_order_acquire)) {
+        !task.done()) {
       timed_out(task, lock);
     }
   }

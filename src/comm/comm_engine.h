@@ -1,5 +1,6 @@
 // CommEngine: runs communication tasks in FIFO order on one dedicated thread, off the
-// compute path (the CPU/MPI flavour; NCCL uses StreamCommEngine in stream_engine.h).
+// compute path: the CPU/MPI flavour of CommQueue (comm_queue.h; NCCL uses StreamCommEngine in
+// stream_engine.h).
 //
 // A task is a callable taking the engine's Communicator&. It returns Status or void, and
 // may throw. submit() returns at once with a CommHandle; wait() blocks until that task is
@@ -40,42 +41,16 @@
 #include <vector>
 
 #include "comm/byte_model.h"
+#include "comm/comm_queue.h"
 #include "comm/communicator.h"
 #include "core/status.h"
 #include "core/trace.h"
 
 namespace sparq::comm {
 
-// Microseconds on the now_us() clock (core/timer.h); 0 until the task reaches that point.
-struct TaskTimes {
-  std::int64_t enqueue_us = 0;
-  std::int64_t start_us = 0;
-  std::int64_t end_us = 0;
-};
-
 namespace detail {
 struct TaskState;
 }
-
-// Shared, copyable reference to a submitted task. Default-constructed handles are invalid.
-class CommHandle {
- public:
-  CommHandle() = default;
-  bool valid() const { return state_ != nullptr; }
-  bool started() const;
-  bool done() const;  // finished, successfully or not
-  TaskTimes times() const;
-  const std::string& name() const;
-  std::int64_t step() const;
-  std::uint64_t sequence() const;  // 0, 1, 2, ... in submission order
-  // Bytes the task's calls added to the communicator's counters (valid once done()).
-  WireBytes bytes() const;
-
- private:
-  friend class CommEngine;
-  explicit CommHandle(std::shared_ptr<detail::TaskState> state) : state_(std::move(state)) {}
-  std::shared_ptr<detail::TaskState> state_;
-};
 
 struct CommEngineOptions {
   double timeout_s = 300.0;        // bound on every wait (and on draining at destruction)
@@ -83,10 +58,10 @@ struct CommEngineOptions {
   TraceRecorder* trace = nullptr;  // when set, each task is recorded as a kCommunication span
 };
 
-class CommEngine {
+class CommEngine final : public CommQueue {
  public:
   using Options = CommEngineOptions;
-  using Task = std::function<Status(Communicator&)>;
+  using CommQueue::submit;
 
   explicit CommEngine(Communicator& comm, Options options = {});
   ~CommEngine();
@@ -94,30 +69,17 @@ class CommEngine {
   CommEngine& operator=(const CommEngine&) = delete;
 
   // `name` and `step` identify the task in timeouts, traces and errors ("allreduce bucket 3").
-  CommHandle submit(std::string name, std::int64_t step, Task task);
-  template <typename F>
-  requires std::is_void_v<std::invoke_result_t<F&, Communicator&>> CommHandle
-  submit(std::string name, std::int64_t step, F&& body) {
-    return submit(std::move(name), step,
-                  Task([fn = std::forward<F>(body)](Communicator& c) mutable {
-                    fn(c);
-                    return Status::ok();
-                  }));
-  }
-
+  CommHandle submit(std::string name, std::int64_t step, Task task) override;
   // Blocks until the task is done (bounded, see above). Returns its Status or rethrows its
   // exception. Precondition: the handle came from this engine.
-  Status wait(const CommHandle& handle);
+  Status wait(const CommHandle& handle) override;
   // Waits for every task submitted so far; returns the first failure not yet reported by
   // wait() (rethrowing an exception), after all of them are done.
-  Status wait_all();
-  // submit + wait: a synchronous call executed on the engine thread.
-  Status run(std::string name, std::int64_t step, Task task) {
-    return wait(submit(std::move(name), step, std::move(task)));
-  }
+  Status wait_all() override;
 
-  std::size_t in_flight() const;  // submitted and not yet done
-  Communicator& communicator() const { return comm_; }
+  std::size_t in_flight() const override;  // submitted and not yet done
+  Communicator& communicator() const override { return comm_; }
+  const std::string& queue_name() const override { return options_.name; }
   const Options& options() const { return options_; }
 
  private:

@@ -18,24 +18,25 @@ struct StreamAnchor {
 };
 
 // One submitted task. Everything is touched by the engine's single calling thread (see the
-// header), so nothing here is atomic.
-struct StreamTask {
-  const StreamCommEngine* owner = nullptr;
-  std::string name;
-  std::int64_t step = 0;
-  std::uint64_t sequence = 0;
+// header), so nothing here is atomic. The GPU times are a cache filled in the first time the
+// end event is seen complete (fix_times), hence mutable.
+struct StreamTask final : QueuedTask {
   cuda::Event start{/*timing=*/true};
   cuda::Event end{/*timing=*/true};
-  std::shared_ptr<const StreamAnchor> anchor;  // released once the times are known
-  TaskTimes times;
-  bool timed = false;     // start_us and end_us are known
-  bool traced = false;    // its span was handed to the trace recorder
-  bool reported = false;  // its outcome was returned by a wait
+  mutable std::shared_ptr<const StreamAnchor> anchor;  // released once the times are known
+  mutable TaskTimes known;
+  mutable bool timed = false;  // start_us and end_us are known
+  bool traced = false;         // its span was handed to the trace recorder
+  bool reported = false;       // its outcome was returned by a wait
   Status status;
   std::exception_ptr exception;
-  WireBytes bytes;
+  WireBytes wire;
 
   bool failed() const { return exception != nullptr || !status.is_ok(); }
+  bool started() const override { return done(); }  // the GPU's start is seen with its end
+  bool done() const override { return timed || end.ready(); }
+  TaskTimes times() const override;
+  WireBytes bytes() const override { return wire; }  // counted at enqueue
 };
 
 namespace {
@@ -49,47 +50,26 @@ std::int64_t anchored_us(const StreamAnchor& anchor, const cuda::Event& event) {
 // (so has its start event, earlier on the same stream). The anchor is seen complete a little
 // after it really completed, so estimates can only be late; the clamps keep the order
 // enqueue <= start <= end that the GPU guarantees against float rounding.
-void fix_times(StreamTask& task) {
+void fix_times(const StreamTask& task) {
   if (task.timed) return;
   const StreamAnchor& anchor = *task.anchor;
-  task.times.start_us = std::max(task.times.enqueue_us, anchored_us(anchor, task.start));
-  task.times.end_us = std::max(task.times.start_us, anchored_us(anchor, task.end));
+  task.known.start_us = std::max(task.known.enqueue_us, anchored_us(anchor, task.start));
+  task.known.end_us = std::max(task.known.start_us, anchored_us(anchor, task.end));
   task.timed = true;
   task.anchor.reset();
 }
 
 }  // namespace
+
+TaskTimes StreamTask::times() const {
+  if (!timed && end.ready()) fix_times(*this);
+  return known;
+}
+
 }  // namespace detail
 
 using detail::StreamAnchor;
 using detail::StreamTask;
-
-bool StreamCommHandle::done() const { return task_ && (task_->timed || task_->end.ready()); }
-TaskTimes StreamCommHandle::times() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::times() on an invalid handle");
-  if (!task_->timed && task_->end.ready()) detail::fix_times(*task_);
-  return task_->times;
-}
-const std::string& StreamCommHandle::name() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::name() on an invalid handle");
-  return task_->name;
-}
-std::int64_t StreamCommHandle::step() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::step() on an invalid handle");
-  return task_->step;
-}
-std::uint64_t StreamCommHandle::sequence() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::sequence() on an invalid handle");
-  return task_->sequence;
-}
-WireBytes StreamCommHandle::bytes() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::bytes() on an invalid handle");
-  return task_->bytes;
-}
-cudaEvent_t StreamCommHandle::end_event() const {
-  SPARQ_CHECK(task_, "StreamCommHandle::end_event() on an invalid handle");
-  return task_->end.get();
-}
 
 StreamCommEngine::StreamCommEngine(NcclCommunicator& comm, Options options)
     : comm_(comm), options_(std::move(options)), was_synchronous_(comm.synchronous()) {
@@ -131,8 +111,16 @@ std::shared_ptr<const StreamAnchor> StreamCommEngine::make_anchor() const {
   return anchor;
 }
 
-StreamCommHandle StreamCommEngine::submit(std::string name, std::int64_t step, Task task,
-                                          cudaStream_t producer) {
+CommHandle StreamCommEngine::submit(std::string name, std::int64_t step, Task task) {
+  SPARQ_CHECK(task != nullptr, "StreamCommEngine '{}': submit('{}') without a task body",
+              options_.name, name);
+  return submit(std::move(name), step,
+                NcclTask([body = std::move(task)](NcclCommunicator& c) { return body(c); }),
+                options_.producer);
+}
+
+CommHandle StreamCommEngine::submit(std::string name, std::int64_t step, NcclTask task,
+                                    cudaStream_t producer) {
   SPARQ_CHECK(task != nullptr, "StreamCommEngine '{}': submit('{}') without a task body",
               options_.name, name);
   auto state = std::make_shared<StreamTask>();
@@ -141,7 +129,7 @@ StreamCommHandle StreamCommEngine::submit(std::string name, std::int64_t step, T
   state->step = step;
   state->sequence = next_sequence_++;
   state->anchor = anchor_;
-  state->times.enqueue_us = now_us();
+  state->known.enqueue_us = now_us();
   const cudaStream_t stream = comm_.stream();
   if (producer != stream) {
     // cudaStreamWaitEvent captures the event's latest record, so ready_ can be re-recorded by
@@ -159,13 +147,13 @@ StreamCommHandle StreamCommEngine::submit(std::string name, std::int64_t step, T
   const ByteCounters after = comm_.bytes();
   // Recorded even after a failure, so that waits and gated streams see the task finish.
   state->end.record(stream);
-  state->bytes = {after.sent - before.sent, after.received - before.received};
+  state->wire = {after.sent - before.sent, after.received - before.received};
   // Keep only what wait_all() may still have to wait for or report.
   if (outstanding_.size() >= 4096) {
     std::erase_if(outstanding_, [](const auto& t) { return t->timed && t->traced && t->reported; });
   }
   outstanding_.push_back(state);
-  return StreamCommHandle(std::move(state));
+  return CommHandle(std::move(state));
 }
 
 std::string StreamCommEngine::describe_wait(const StreamTask& task) const {
@@ -193,11 +181,11 @@ void StreamCommEngine::complete(StreamTask& task) {
   if (options_.trace != nullptr && !task.traced) {
     options_.trace->record({.name = task.name,
                             .category = "comm",
-                            .start_us = task.times.start_us,
-                            .end_us = task.times.end_us,
+                            .start_us = task.known.start_us,
+                            .end_us = task.known.end_us,
                             .lane = TraceLane::kCommunication,
                             .step = task.step,
-                            .bytes = static_cast<std::int64_t>(task.bytes.sent)});
+                            .bytes = static_cast<std::int64_t>(task.wire.sent)});
   }
   task.traced = true;
 }
@@ -208,11 +196,16 @@ Status StreamCommEngine::report(StreamTask& task) {
   return task.status;
 }
 
-Status StreamCommEngine::wait(const StreamCommHandle& handle) {
-  SPARQ_CHECK(handle.valid(), "StreamCommEngine '{}': wait() on an invalid handle", options_.name);
-  StreamTask& task = *handle.task_;
-  SPARQ_CHECK(task.owner == this, "StreamCommEngine '{}': wait('{}') on another engine's handle",
-              options_.name, task.name);
+StreamTask& StreamCommEngine::own(const CommHandle& handle, const char* what) const {
+  SPARQ_CHECK(handle.valid(), "StreamCommEngine '{}': {}() on an invalid handle", options_.name,
+              what);
+  SPARQ_CHECK(handle.owner() == this, "StreamCommEngine '{}': {}('{}') on another queue's handle",
+              options_.name, what, handle.name());
+  return handle.record<StreamTask>();
+}
+
+Status StreamCommEngine::wait(const CommHandle& handle) {
+  StreamTask& task = own(handle, "wait");
   complete(task);
   return report(task);
 }
@@ -241,13 +234,12 @@ Status StreamCommEngine::wait_all() {
   return first_failure;
 }
 
-void StreamCommEngine::wait_on_stream(const StreamCommHandle& handle, cudaStream_t consumer) const {
-  SPARQ_CHECK(handle.valid(), "StreamCommEngine '{}': wait_on_stream() on an invalid handle",
-              options_.name);
-  SPARQ_CHECK(handle.task_->owner == this,
-              "StreamCommEngine '{}': wait_on_stream('{}') on another engine's handle",
-              options_.name, handle.task_->name);
-  handle.task_->end.gate(consumer);
+void StreamCommEngine::wait_on_stream(const CommHandle& handle, cudaStream_t consumer) const {
+  own(handle, "wait_on_stream").end.gate(consumer);
+}
+
+cudaEvent_t StreamCommEngine::end_event(const CommHandle& handle) const {
+  return own(handle, "end_event").end.get();
 }
 
 std::size_t StreamCommEngine::in_flight() const {

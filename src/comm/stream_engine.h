@@ -1,4 +1,5 @@
-// StreamCommEngine: the CUDA-stream flavour of CommEngine (comm_engine.h), for NCCL.
+// StreamCommEngine: the CUDA-stream flavour of CommQueue (comm_queue.h; the host-thread one is
+// CommEngine, comm_engine.h), for NCCL.
 //
 // Tasks run in FIFO order on the NCCL communicator's own stream, off the compute stream:
 // submit() records a "ready" event on the producer (compute) stream, makes the communicator's
@@ -10,6 +11,11 @@
 // per task and buy nothing; it would also put a second thread on a communicator that allows
 // one. A rank's NCCL calls thus follow its submission order (Note [Rank-identical collective
 // order], communicator.h).
+//
+// Producers: submit() through the CommQueue interface gates the task on Options::producer (the
+// compute stream whose kernels wrote the gradients: the event recorded there at submit is
+// "after the bucket's last layer's backward", since the scheduler submits a bucket as soon as
+// that layer reported); the NCCL overload names the producer per call.
 //
 // Results of a task are valid once it is done: wait() blocks the host until then; for the
 // compute stream, wait_on_stream() makes that stream wait for the task's end event without
@@ -71,55 +77,41 @@ struct StreamTask;
 struct StreamAnchor;  // a reference event and the host time at which it was seen complete
 }  // namespace detail
 
-// Shared, copyable reference to a task submitted to a StreamCommEngine. Default-constructed
-// handles are invalid.
-class StreamCommHandle {
- public:
-  StreamCommHandle() = default;
-  bool valid() const { return task_ != nullptr; }
-  bool done() const;  // its stream work has completed (a failure is also done)
-  // enqueue_us always; start_us and end_us once done() (0 before).
-  TaskTimes times() const;
-  const std::string& name() const;
-  std::int64_t step() const;
-  std::uint64_t sequence() const;  // 0, 1, 2, ... in submission order
-  // Bytes the task's calls added to the communicator's counters (NCCL counts at enqueue).
-  WireBytes bytes() const;
-  // Completes when the task's stream work has (for cudaStreamWaitEvent / cudaEventQuery).
-  cudaEvent_t end_event() const;
-
- private:
-  friend class StreamCommEngine;
-  explicit StreamCommHandle(std::shared_ptr<detail::StreamTask> task) : task_(std::move(task)) {}
-  std::shared_ptr<detail::StreamTask> task_;
-};
+// Handles are the queue's (comm_queue.h); the name is kept for readers of the GPU code.
+using StreamCommHandle = CommHandle;
 
 struct StreamCommEngineOptions {
   double timeout_s = 300.0;        // bound on every wait (and on draining at destruction)
   std::string name = "comm";       // names the engine in messages
   TraceRecorder* trace = nullptr;  // when set, each task becomes a kCommunication span
+  // What CommQueue::submit gates each task on: the compute stream that produced its inputs
+  // (nullptr is CUDA's legacy default stream).
+  cudaStream_t producer = nullptr;
 };
 
-class StreamCommEngine {
+class StreamCommEngine final : public CommQueue {
  public:
   using Options = StreamCommEngineOptions;
   // Enqueues the task's work on comm.stream() and returns without waiting for it.
-  using Task = std::function<Status(NcclCommunicator&)>;
+  using NcclTask = std::function<Status(NcclCommunicator&)>;
+  using CommQueue::submit;
 
   explicit StreamCommEngine(NcclCommunicator& comm, Options options = {});
   ~StreamCommEngine();
   StreamCommEngine(const StreamCommEngine&) = delete;
   StreamCommEngine& operator=(const StreamCommEngine&) = delete;
 
+  // The queue interface: gated on Options::producer.
+  CommHandle submit(std::string name, std::int64_t step, Task task) override;
   // `name` and `step` identify the task in timeouts, traces and errors. The task's stream work
   // starts after everything enqueued on `producer` so far (the compute stream that wrote its
   // inputs; 0 is the legacy default stream; comm.stream() itself needs no gate).
-  StreamCommHandle submit(std::string name, std::int64_t step, Task task, cudaStream_t producer);
+  CommHandle submit(std::string name, std::int64_t step, NcclTask task, cudaStream_t producer);
   template <typename F>
-  requires std::is_void_v<std::invoke_result_t<F&, NcclCommunicator&>> StreamCommHandle
+  requires std::is_void_v<std::invoke_result_t<F&, NcclCommunicator&>> CommHandle
   submit(std::string name, std::int64_t step, F&& body, cudaStream_t producer) {
     return submit(std::move(name), step,
-                  Task([fn = std::forward<F>(body)](NcclCommunicator& c) mutable {
+                  NcclTask([fn = std::forward<F>(body)](NcclCommunicator& c) mutable {
                     fn(c);
                     return Status::ok();
                   }),
@@ -128,16 +120,20 @@ class StreamCommEngine {
 
   // Blocks the host until the task is done (bounded, see above). Returns its Status or
   // rethrows its exception. Precondition: the handle came from this engine.
-  Status wait(const StreamCommHandle& handle);
+  Status wait(const CommHandle& handle) override;
   // Waits for every task submitted so far, in FIFO order; returns the first failure not yet
   // reported by wait() (rethrowing an exception) after all of them are done.
-  Status wait_all();
+  Status wait_all() override;
   // Makes `consumer` wait for the task without blocking the host. Its failure, if any, is
   // still reported only by wait()/wait_all(), which the caller must call eventually.
-  void wait_on_stream(const StreamCommHandle& handle, cudaStream_t consumer) const;
+  void wait_on_stream(const CommHandle& handle, cudaStream_t consumer) const;
+  // Completes when the task's stream work has (for cudaStreamWaitEvent / cudaEventQuery).
+  cudaEvent_t end_event(const CommHandle& handle) const;
 
-  std::size_t in_flight() const;  // submitted since the last wait_all and not yet done
-  NcclCommunicator& communicator() const { return comm_; }
+  // Submitted since the last wait_all and not yet done.
+  std::size_t in_flight() const override;
+  NcclCommunicator& communicator() const override { return comm_; }
+  const std::string& queue_name() const override { return options_.name; }
   cudaStream_t stream() const { return comm_.stream(); }
   const Options& options() const { return options_; }
 
@@ -148,6 +144,8 @@ class StreamCommEngine {
   // (once). Ends the job on a timeout or an asynchronous NCCL error.
   void complete(detail::StreamTask& task);
   std::string describe_wait(const detail::StreamTask& task) const;
+  // The handle's record, checked to come from this engine (`what` names the caller).
+  detail::StreamTask& own(const CommHandle& handle, const char* what) const;
   Status report(detail::StreamTask& task);
 
   NcclCommunicator& comm_;

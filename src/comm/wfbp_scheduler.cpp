@@ -9,16 +9,14 @@
 
 namespace sparq::comm {
 
-WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommEngine& engine,
-                             AverageBucketFn average_bucket, Options options)
+WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommQueue& queue, BucketAverager& averager,
+                             Options options)
     : plan_(plan),
-      engine_(engine),
-      average_bucket_(std::move(average_bucket)),
+      queue_(queue),
+      averager_(averager),
       options_(options),
       ready_(plan.size(), 0),
-      handles_(plan.size()) {
-  SPARQ_CHECK(average_bucket_ != nullptr, "WfbpScheduler needs a bucket averaging function");
-}
+      handles_(plan.size()) {}
 
 void WfbpScheduler::begin_step(std::int64_t step, bool communicate) {
   SPARQ_CHECK(launched_ == 0 || launched_ == static_cast<int>(plan_.size()),
@@ -65,10 +63,10 @@ void WfbpScheduler::launch(int b) {
   ++launched_;
   stats_.launch_order.push_back(b);
   stats_.buckets[b].enqueue_us = now_us();
-  handles_[b] = engine_.submit(fmt::format("bucket {}", b), step_,
-                               [this, &bucket, step = step_](Communicator& comm) {
-                                 return average_bucket_(comm, bucket, step);
-                               });
+  handles_[b] = queue_.submit(fmt::format("bucket {}", b), step_,
+                              CommQueue::Task([this, &bucket, step = step_](Communicator& comm) {
+                                return averager_.average_bucket(comm, bucket, step);
+                              }));
 }
 
 void WfbpScheduler::on_backward_done() {
@@ -90,7 +88,7 @@ void WfbpScheduler::submit_tail(std::string name, TailFn fn) {
   SPARQ_CHECK(backward_done_ && communicate_ && !tail_,
               "submit_tail('{}') in step {} needs a communicating step whose backward ended, "
               "and at most one tail", name, step_);
-  tail_ = engine_.submit(std::move(name), step_, std::move(fn));
+  tail_ = queue_.submit(std::move(name), step_, CommQueue::Task(std::move(fn)));
 }
 
 Status WfbpScheduler::wait_all() {
@@ -98,13 +96,13 @@ Status WfbpScheduler::wait_all() {
   if (!communicate_) return Status::ok();
   Status first_error;
   for (int b : stats_.launch_order) {
-    Status s = engine_.wait(handles_[b]);
+    Status s = queue_.wait(handles_[b]);
     if (!s.is_ok() && first_error.is_ok()) {
       first_error = s.with_context(fmt::format("bucket {} of step {}", b, step_));
     }
   }
   if (tail_) {
-    Status s = engine_.wait(*tail_);
+    Status s = queue_.wait(*tail_);
     if (!s.is_ok() && first_error.is_ok()) {
       first_error = s.with_context(fmt::format("the tail task of step {}", step_));
     }

@@ -1,5 +1,6 @@
-// Wait-free backprop (WFBP) scheduler: launches each gradient bucket on the CommEngine as
-// soon as backward has produced all of its gradients, so communication of late layers
+// Wait-free backprop (WFBP) scheduler: launches each gradient bucket on a CommQueue (the
+// thread engine on the CPU, the stream engine on the GPU; comm_queue.h) as soon as backward
+// has produced all of its gradients, so communication of late layers
 // overlaps with backward of early ones (see DESIGN.md, "One iteration", steps 3-5).
 //
 // Per step:
@@ -24,10 +25,12 @@
 // communicator.h). The baseline mode (overlap: false) holds the buckets until backward ends
 // and then submits them in that same readiness order.
 //
-// The scheduler does not know how a bucket is averaged: the AverageBucketFn callback (in the
-// trainer, compress::GradientExchange::average_bucket: error feedback, compression, the
-// aggregation strategy, decompression and averaging in place) runs on the engine thread. Threading: all methods are called from the compute
-// thread.
+// The scheduler does not know how a bucket is averaged: its BucketAverager (in the trainer,
+// compress::GradientExchange: error feedback, compression, the aggregation strategy,
+// decompression and averaging in place) runs inside the queue's task for the bucket, on the
+// engine thread (CPU) or enqueuing on the communication stream (GPU). A reader goes
+// scheduler -> exchange -> aggregator -> compressor. Threading: all methods are called from
+// the compute thread.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +39,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/bucket_averager.h"
 #include "comm/bucket_plan.h"
-#include "comm/comm_engine.h"
+#include "comm/comm_queue.h"
 #include "core/status.h"
 
 namespace sparq::comm {
@@ -69,7 +73,6 @@ struct StepCommStats {
 
 class WfbpScheduler {
  public:
-  using AverageBucketFn = std::function<Status(Communicator&, const Bucket&, std::int64_t step)>;
   using TailFn = std::function<Status(Communicator&)>;
 
   struct Options {
@@ -78,16 +81,16 @@ class WfbpScheduler {
     bool overlap = true;
   };
 
-  // The plan, the engine and whatever average_bucket refers to must outlive the scheduler.
-  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, AverageBucketFn average_bucket,
+  // The plan, the queue and the averager must outlive the scheduler.
+  WfbpScheduler(const BucketPlan& plan, CommQueue& queue, BucketAverager& averager,
                 Options options);
-  WfbpScheduler(const BucketPlan& plan, CommEngine& engine, AverageBucketFn average_bucket)
-      : WfbpScheduler(plan, engine, std::move(average_bucket), Options{}) {}
+  WfbpScheduler(const BucketPlan& plan, CommQueue& queue, BucketAverager& averager)
+      : WfbpScheduler(plan, queue, averager, Options{}) {}
 
   void begin_step(std::int64_t step, bool communicate = true);
   void on_grads_ready(ParamRange tensor_range);
   void on_backward_done();
-  // One task after every bucket of this step, on the same engine (so it runs after them,
+  // One task after every bucket of this step, on the same queue (so it runs after them,
   // FIFO): for work that needs the averaged buckets in place, such as adding the tied
   // embedding's exchanged sparse rows. Its time and bytes count as the step's communication.
   void submit_tail(std::string name, TailFn fn);
@@ -100,8 +103,8 @@ class WfbpScheduler {
   void launch(int bucket);
 
   const BucketPlan& plan_;
-  CommEngine& engine_;
-  AverageBucketFn average_bucket_;
+  CommQueue& queue_;
+  BucketAverager& averager_;
   Options options_;
   std::int64_t step_ = 0;
   bool communicate_ = true;

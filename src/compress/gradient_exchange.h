@@ -38,8 +38,8 @@
 // one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a non-finite aggregate norm, data_parallel.cpp)
 // then skips the step on all ranks alike.
 //
-// Threading: average_bucket() runs on the CommEngine thread, one bucket at a time; everything else
-// is called from the compute thread while no bucket is in flight (after wait_all()).
+// Threading: average_bucket() runs in the CommQueue's task, one bucket at a time; everything
+// else is called from the compute thread while no bucket is in flight (after wait_all()).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/bucket_averager.h"
 #include "comm/bucket_plan.h"
 #include "comm/communicator.h"
 #include "compress/aggregation.h"
@@ -103,7 +104,7 @@ double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps);
 Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
                             const std::string& key);
 
-class GradientExchange {
+class GradientExchange final : public comm::BucketAverager {
  public:
   // Checks the configuration (unknown compressor or key, an aggregation the compressor
   // cannot use) and builds one compressor + aggregator per compressed bucket. powersgd gets
@@ -112,9 +113,10 @@ class GradientExchange {
                                                           const comm::BucketPlan& plan,
                                                           const GradientExchangeConfig& config);
 
-  // The AverageBucketFn of comm::WfbpScheduler: averages `bucket` of the store's gradient
-  // buffer across ranks, in place.
-  Status average_bucket(comm::Communicator& comm, const comm::Bucket& bucket, std::int64_t step);
+  // comm::BucketAverager, bound to the WFBP scheduler: averages `bucket` of the store's
+  // gradient buffer across ranks, in place.
+  Status average_bucket(comm::Communicator& comm, const comm::Bucket& bucket,
+                        std::int64_t step) override;
 
   // True when step `step` sends compressed buckets (false during the dense warm-up).
   bool compressing_at(std::int64_t step) const;

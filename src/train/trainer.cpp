@@ -42,7 +42,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   return t;
 }
 
-Status Trainer::run_control(const std::string& what, const comm::CommEngine::Task& task) {
+Status Trainer::run_control(const std::string& what, const comm::CommQueue::Task& task) {
   // While the engine lives, only its thread may call the communicator. Before it exists (and
   // when building failed before creating it) a start-up engine runs the task, so that a rank
   // that never arrives ends the job after comm.timeout_s instead of hanging it.

@@ -145,7 +145,7 @@ class Trainer {
   Status check_same_plan();
   // Runs a control collective (agreement, config hash) on the engine's thread, or before the
   // engine exists on a start-up engine bounded by comm.timeout_s.
-  Status run_control(const std::string& what, const comm::CommEngine::Task& task);
+  Status run_control(const std::string& what, const comm::CommQueue::Task& task);
   StepMetrics step_once();
   Status write_trace();
   std::size_t memory_estimate_bytes() const;

@@ -107,11 +107,7 @@ Status Trainer::build(const Options& options) {
   eo.trace = &trace_;
   engine_ = std::make_unique<comm::CommEngine>(comm_, eo);
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
-      *plan_, *engine_,
-      [x = exchange_.get()](comm::Communicator& cm, const comm::Bucket& b, std::int64_t step) {
-        return x->average_bucket(cm, b, step);
-      },
-      comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
+      *plan_, *engine_, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
       DataParallelStepper::Options{.clip_norm = c.clip_norm,

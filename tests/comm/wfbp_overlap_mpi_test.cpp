@@ -25,7 +25,7 @@ namespace {
 using testing::make_stack;
 
 // Exchange = dense allreduce(avg) of the bucket's gradient range, in place.
-WfbpScheduler::AverageBucketFn average_in_place(const ParamStore& store) {
+FunctionAverager::Fn average_in_place(const ParamStore& store) {
   return [&store](Communicator& comm, const Bucket& b, std::int64_t) {
     float* g = store.grads() + b.range.offset;
     comm.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, ReduceOp::kAvg);
@@ -45,7 +45,8 @@ TEST(WfbpMpi, AveragesEveryBucketInPlace) {
   auto plan = BucketPlan::build(s.store, s.layers, cfg);
   ASSERT_TRUE(plan.is_ok());
   CommEngine engine(**comm);
-  WfbpScheduler sched(*plan, engine, average_in_place(s.store));
+  FunctionAverager averager(average_in_place(s.store));
+  WfbpScheduler sched(*plan, engine, averager);
   // Rank r holds (r + 1) * (i % 7): the average is exactly (size + 1) / 2 * (i % 7).
   for (std::int64_t i = 0; i < s.store.flat_numel(); ++i) {
     s.store.grads()[i] = static_cast<float>((rank + 1) * (i % 7));
@@ -73,10 +74,10 @@ StepCommStats slow_backward_step(bool overlap) {
   auto plan = BucketPlan::build(s.store, s.layers, cfg);
   SPARQ_CHECK(plan.is_ok(), "{}", plan.status().message());
   CommEngine engine(**comm);
-  auto exchange = [&](Communicator& c, const Bucket& b, std::int64_t step) {
+  FunctionAverager exchange([&](Communicator& c, const Bucket& b, std::int64_t step) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     return average_in_place(s.store)(c, b, step);
-  };
+  });
   WfbpScheduler sched(*plan, engine, exchange, {.overlap = overlap});
   sched.begin_step(0);
   for (auto layer = s.layers.rbegin(); layer != s.layers.rend(); ++layer) {
@@ -131,7 +132,7 @@ TEST(WfbpMpi, ReorderedReadinessGivesEveryRankTheSameLaunchOrder) {
   CommEngine engine(**comm);
   std::mutex mutex;
   std::vector<int> ran;  // what the engine thread executed, in order
-  WfbpScheduler sched(*plan, engine, [&](Communicator& c, const Bucket& b, std::int64_t) {
+  FunctionAverager recording([&](Communicator& c, const Bucket& b, std::int64_t) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       ran.push_back(b.index);
@@ -140,6 +141,7 @@ TEST(WfbpMpi, ReorderedReadinessGivesEveryRankTheSameLaunchOrder) {
     c.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, ReduceOp::kAvg);
     return Status::ok();
   });
+  WfbpScheduler sched(*plan, engine, recording);
   // The same report sequence on every rank (a shuffle with a shared seed, dense tensors
   // early and late), but each rank sleeps differently between reports.
   std::vector<ParamRange> ranges;

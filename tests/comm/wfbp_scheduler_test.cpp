@@ -17,15 +17,13 @@ namespace {
 using testing::make_stack;
 using testing::Stack;
 
-struct Recorder {
+struct Recorder final : BucketAverager {
   std::mutex mutex;
   std::vector<int> order;
-  WfbpScheduler::AverageBucketFn exchange() {
-    return [this](Communicator&, const Bucket& b, std::int64_t) {
-      std::lock_guard<std::mutex> lock(mutex);
-      order.push_back(b.index);
-      return Status::ok();
-    };
+  Status average_bucket(Communicator&, const Bucket& b, std::int64_t) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    order.push_back(b.index);
+    return Status::ok();
   }
 };
 
@@ -64,7 +62,7 @@ TEST(WfbpScheduler, LaunchesEveryBucketOnceInPlanOrder) {
   CommEngine& engine = env.engine;
   ASSERT_GT(plan.size(), 3u);
   Recorder rec;
-  WfbpScheduler sched(plan, engine, rec.exchange());
+  WfbpScheduler sched(plan, engine, rec);
   for (int step = 0; step < 3; ++step) {
     sched.begin_step(step);
     report_backward(s, sched);
@@ -113,7 +111,7 @@ TEST(WfbpScheduler, LaunchesInReadinessOrderNotPlanOrder) {
   for (std::uint32_t seed : {7u, 8u, 9u}) {
     for (bool overlap : {true, false}) {
       Recorder rec;
-      WfbpScheduler sched(plan, env.engine, rec.exchange(), {.overlap = overlap});
+      WfbpScheduler sched(plan, env.engine, rec, {.overlap = overlap});
       std::mt19937 rng(seed);
       std::shuffle(ranges.begin(), ranges.end(), rng);
       const std::vector<int> expected = expected_readiness_order(plan, ranges);
@@ -143,7 +141,7 @@ TEST(WfbpScheduler, BaselineModeWaitsForBackwardAndAccumulationSendsNothing) {
   const BucketPlan& plan = env.plan;
   CommEngine& engine = env.engine;
   Recorder rec;
-  WfbpScheduler sched(plan, engine, rec.exchange(), {.overlap = false});
+  WfbpScheduler sched(plan, engine, rec, {.overlap = false});
   sched.begin_step(0, /*communicate=*/false);  // a non-final micro-batch
   report_backward(s, sched);
   sched.on_backward_done();
@@ -167,9 +165,10 @@ TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
   Stack& s = env.stack;
   const BucketPlan& plan = env.plan;
   CommEngine& engine = env.engine;
-  WfbpScheduler sched(plan, engine, [](Communicator&, const Bucket& b, std::int64_t) {
+  FunctionAverager failing([](Communicator&, const Bucket& b, std::int64_t) {
     return b.index == 1 ? Status::error("decode failed") : Status::ok();
   });
+  WfbpScheduler sched(plan, engine, failing);
   sched.begin_step(4);
   report_backward(s, sched);
   sched.on_backward_done();
@@ -184,7 +183,7 @@ TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
   const BucketPlan& plan = env.plan;
   CommEngine& engine = env.engine;
   Recorder rec;
-  WfbpScheduler sched(plan, engine, rec.exchange());
+  WfbpScheduler sched(plan, engine, rec);
   EXPECT_DEATH(
       {
         sched.begin_step(0);

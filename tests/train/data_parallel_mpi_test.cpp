@@ -37,7 +37,7 @@ namespace {
 
 constexpr int kSteps = 5;
 
-comm::WfbpScheduler::AverageBucketFn dense_average(const ParamStore& store) {
+comm::FunctionAverager::Fn dense_average(const ParamStore& store) {
   return [&store](comm::Communicator& c, const comm::Bucket& b, std::int64_t) {
     float* g = store.grads() + b.range.offset;
     c.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, comm::ReduceOp::kAvg);
@@ -119,7 +119,8 @@ struct Run {
   void train(comm::Communicator& c, GlobalBatch (*batches)[kSteps], std::int64_t first,
              std::int64_t rows, std::int64_t t, double lr, bool eval_bn) {
     comm::CommEngine engine(c, comm::CommEngine::Options{});
-    comm::WfbpScheduler sched(*plan, engine, dense_average(store));
+    comm::FunctionAverager averager(dense_average(store));
+    comm::WfbpScheduler sched(*plan, engine, averager);
     optim::LrScheduleConfig lc;
     lc.lr = lr;
     optim::LrSchedule schedule(lc);

@@ -56,11 +56,7 @@ Residuals train_and_inspect(const compress::CompressConfig& compressor) {
   auto exchange = std::move(compress::GradientExchange::create(store, plan, xc)).value();
   auto self = comm::make_self_communicator();
   comm::CommEngine engine(*self, comm::CommEngine::Options{});
-  comm::WfbpScheduler scheduler(
-      plan, engine,
-      [x = exchange.get()](comm::Communicator& c, const comm::Bucket& b, std::int64_t step) {
-        return x->average_bucket(c, b, step);
-      });
+  comm::WfbpScheduler scheduler(plan, engine, *exchange);
   DataParallelStepper stepper(*model, store, *optimizer, schedule, scheduler, {});
 
   std::vector<std::int32_t> tokens(kRows * kSeq), targets(kRows * kSeq);

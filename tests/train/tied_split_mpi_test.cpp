@@ -48,12 +48,13 @@ Outcome one_step(comm::Communicator& c, bool split) {
   auto optimizer = std::move(optim::make_optimizer(oc, store)).value();
   const comm::BucketPlan plan = comm::BucketPlan::build(store, model->layers(), pc).value();
   comm::CommEngine engine(c, comm::CommEngine::Options{});
-  comm::WfbpScheduler sched(plan, engine, [&](comm::Communicator& cm, const comm::Bucket& b,
-                                              std::int64_t) {
+  comm::FunctionAverager averager([&](comm::Communicator& cm, const comm::Bucket& b,
+                                      std::int64_t) {
     float* g = store.grads() + b.range.offset;
     cm.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, comm::ReduceOp::kAvg);
     return Status::ok();
   });
+  comm::WfbpScheduler sched(plan, engine, averager);
   optim::LrScheduleConfig lc;
   lc.lr = 1.0;
   optim::LrSchedule schedule(lc);

@@ -1,0 +1,128 @@
+// CommQueue: the one interface behind which communication tasks wait their turn, whichever
+// engine runs them (DESIGN.md, "The GPU path", "One queue").
+//
+//   CommEngine        (comm_engine.h)   a host thread that alone calls the communicator: the
+//                                       CPU/MPI flavour
+//   StreamCommEngine  (stream_engine.h) tasks enqueued on the NCCL communicator's stream, each
+//                                       gated by an event recorded on the compute stream at
+//                                       submit: the GPU flavour
+//
+// The WFBP scheduler, the trainer's control traffic and the gradient exchange know only this
+// interface: a named task for a step is submitted, later waited for (alone, or every task so
+// far), and its times and bytes are read from its handle once it is done. Either engine runs
+// tasks one after another in submission order, so a rank's collectives follow its submission
+// order (Note [Rank-identical collective order], communicator.h).
+//
+// A task is a callable taking the engine's Communicator&; it returns Status (or void) and may
+// throw. wait() returns the task's Status or rethrows its exception; a failure does not stall
+// later tasks. Every wait is bounded by the engine's timeout, which ends the job with a
+// message naming the task and its step. Threading and what a task body may do (block, or only
+// enqueue stream work) are the engine's to say.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "comm/byte_model.h"
+#include "comm/communicator.h"
+#include "core/status.h"
+
+namespace sparq::comm {
+
+// Microseconds on the now_us() clock (core/timer.h); 0 until the task reaches that point.
+struct TaskTimes {
+  std::int64_t enqueue_us = 0;
+  std::int64_t start_us = 0;
+  std::int64_t end_us = 0;
+};
+
+class CommQueue;
+
+namespace detail {
+
+// What a handle can read of a submitted task, whichever engine runs it. Each engine derives
+// its own task record from this; the fields below are fixed at submit.
+class QueuedTask {
+ public:
+  virtual ~QueuedTask() = default;
+  virtual bool started() const = 0;
+  virtual bool done() const = 0;  // finished, successfully or not
+  virtual TaskTimes times() const = 0;
+  // Bytes the task's calls added to the communicator's counters.
+  virtual WireBytes bytes() const = 0;
+
+  const CommQueue* owner = nullptr;  // the queue it was submitted to
+  std::string name;
+  std::int64_t step = 0;
+  std::uint64_t sequence = 0;  // 0, 1, 2, ... in submission order
+};
+
+}  // namespace detail
+
+// Shared, copyable reference to a submitted task. Default-constructed handles are invalid.
+class CommHandle {
+ public:
+  CommHandle() = default;
+  explicit CommHandle(std::shared_ptr<detail::QueuedTask> task) : task_(std::move(task)) {}
+  bool valid() const { return task_ != nullptr; }
+  bool started() const { return task_ && task_->started(); }
+  bool done() const { return task_ && task_->done(); }
+  TaskTimes times() const { return checked("times").times(); }
+  const std::string& name() const { return checked("name").name; }
+  std::int64_t step() const { return checked("step").step; }
+  std::uint64_t sequence() const { return checked("sequence").sequence; }
+  // Valid once done() (the stream engine knows them at submit already).
+  WireBytes bytes() const { return checked("bytes").bytes(); }
+
+  // The engine's own record of the task; `Task` must be the engine's record type (engines
+  // check the owner first).
+  template <typename Task>
+  Task& record() const {
+    return static_cast<Task&>(checked("record"));
+  }
+  const CommQueue* owner() const { return task_ ? task_->owner : nullptr; }
+
+ private:
+  detail::QueuedTask& checked(const char* what) const;
+  std::shared_ptr<detail::QueuedTask> task_;
+};
+
+class CommQueue {
+ public:
+  using Task = std::function<Status(Communicator&)>;
+
+  virtual ~CommQueue() = default;
+
+  // `name` and `step` identify the task in timeouts, traces and errors ("bucket 3").
+  virtual CommHandle submit(std::string name, std::int64_t step, Task task) = 0;
+  template <typename F>
+  requires std::is_void_v<std::invoke_result_t<F&, Communicator&>> CommHandle
+  submit(std::string name, std::int64_t step, F&& body) {
+    return submit(std::move(name), step,
+                  Task([fn = std::forward<F>(body)](Communicator& c) mutable {
+                    fn(c);
+                    return Status::ok();
+                  }));
+  }
+
+  // Blocks until the task is done (bounded). Returns its Status or rethrows its exception.
+  // Precondition: the handle came from this queue.
+  virtual Status wait(const CommHandle& handle) = 0;
+  // Waits for every task submitted so far; returns the first failure not yet reported by
+  // wait() (rethrowing an exception), after all of them are done.
+  virtual Status wait_all() = 0;
+  // submit + wait: a synchronous call run by the queue.
+  Status run(std::string name, std::int64_t step, Task task) {
+    return wait(submit(std::move(name), step, std::move(task)));
+  }
+
+  virtual std::size_t in_flight() const = 0;  // submitted and not yet done
+  virtual Communicator& communicator() const = 0;
+  virtual const std::string& queue_name() const = 0;  // names the queue in messages
+};
+
+}  // namespace sparq::comm

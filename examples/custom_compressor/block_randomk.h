@@ -32,6 +32,11 @@ class BlockRandomk final : public sparq::compress::Compressor {
     return sparq::compress::Aggregation::kAllreduce;
   }
   sparq::DType wire_dtype() const override { return sparq::DType::kF32; }
+  // Declared, not inferred: the kept blocks are the same on every rank, so the messages sum
+  // (allreduce) and each also decodes on its own (allgather, two_phase).
+  sparq::compress::CompressorCapabilities capabilities() const override {
+    return {.summable = true, .self_contained = true};
+  }
 
   void encode(std::span<const float> a, const sparq::compress::EncodeContext& ctx,
               sparq::compress::Message& msg) override;

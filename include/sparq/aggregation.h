@@ -6,13 +6,17 @@
 //   sparq::compress::register_aggregation({
 //       .name = "my_strategy",
 //       .summary = "one line",
-//       .accepts = [](const sparq::compress::Compressor& c) { return sparq::Status::ok(); },
+//       .accepts = [](const sparq::compress::Compressor& c) {  // by capabilities, not names
+//         return c.capabilities().self_contained ? sparq::Status::ok()
+//                                                : sparq::Status::error("{}: ...", c.name());
+//       },
 //       .factory = [](const sparq::compress::AggregatorOptions&) {
 //         return std::unique_ptr<sparq::compress::Aggregator>(new MyAggregator);
 //       }});
 //
 // `compress.aggregation: my_strategy` then selects it. The built-in strategies (allreduce,
-// allgather, two_phase, tree) are registered through the same function. A strategy must
+// allgather, two_phase, tree, low_rank) are registered through the same function, and accept
+// a compressor by its CompressorCapabilities (sparq/compressor.h). A strategy must
 // issue the same collectives in the same order on every rank (Note [Rank-identical collective
 // order], comm/communicator.h) and leave every rank with identical floats.
 //

@@ -16,9 +16,20 @@
 // sets it in any config; unknown keys and bad values are errors naming the key, exactly as for
 // the built-in compressors, which are registered through this same function.
 //
+// What the compressor's messages allow is declared, never inferred from its name:
+//   sparq::compress::CompressorCapabilities capabilities() const override {
+//     return {.summable = true};  // messages sum elementwise: allreduce may carry them
+//   }
+// Without an override a compressor is summable when aggregation() is kAllreduce and its
+// messages are self-contained (allgather and two_phase carry them). A compressor that views
+// a bucket as matrices declares needs_matrix_layout and overrides set_layout(n, segments),
+// which it then receives once before its first encode. compress/compressor.h documents every
+// field (docs/embedding.md, "Capabilities").
+//
 // Stable (docs/embedding.md, "Stability"): register_compressor, CompressorRegistration,
 // ConfigKey, ConfigReader's getters, make_compressor, compressor_names, and the Compressor
-// interface with EncodeContext, DecodeMode, Message and Aggregation.
+// interface with EncodeContext, DecodeMode, Message, Aggregation, CompressorCapabilities and
+// MatrixSegment.
 #pragma once
 
 #include "compress/compressor.h"

@@ -2,6 +2,7 @@
 
 #include "comm/gather.h"
 #include "compress/gtopk_aggregator.h"
+#include "compress/powersgd_aggregator.h"
 #include "compress/two_phase_aggregator.h"
 #include "core/check.h"
 
@@ -21,11 +22,10 @@ class AllreduceAggregator final : public Aggregator {
   std::string_view name() const override { return "allreduce"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx_in) override {
-    SPARQ_CHECK(c.aggregation() == Aggregation::kAllreduce,
+    SPARQ_CHECK(c.capabilities().summable,
                 "allreduce needs summable messages; {} aggregates by {}", c.name(),
                 aggregation_name(c.aggregation()));
     const EncodeContext ctx = with_world(ctx_in, comm);
-    if (c.self_aggregate(bucket, ef, comm, ctx, payload_bytes_)) return Status::ok();
     encode_maybe_ef(c, ef, bucket, 0, ctx, msg_);
     payload_bytes_ = msg_.size();
     const std::size_t width = dtype_size(c.wire_dtype());
@@ -110,6 +110,7 @@ std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions 
     case Aggregation::kAllgather: return std::make_unique<AllgatherAggregator>();
     case Aggregation::kTwoPhase: return std::make_unique<TwoPhaseAggregator>(options);
     case Aggregation::kTree: return std::make_unique<GtopkAggregator>();
+    case Aggregation::kLowRank: return std::make_unique<PowerSgdAggregator>();
   }
   SPARQ_FATAL("unknown aggregation");
 }

@@ -5,7 +5,7 @@
 // where m_r is rank r's message (encoded from a_r = g_r + e_r when error feedback is on),
 // so every rank ends with the same floats. Strategies:
 //   allreduce  m_r summable (wire_dtype): one allreduce of the messages, then decode the sum
-//              with alpha = 1/P. Requires Compressor::aggregation() == kAllreduce.
+//              with alpha = 1/P. Requires CompressorCapabilities::summable.
 //   allgather  exchange sizes (skipped when fixed_message_bytes is known), allgatherv of the
 //              bytes, then decode every rank's message in rank order with alpha = 1/P.
 //   two_phase  the bucket is cut into P regions [j n / P, (j + 1) n / P); each rank encodes
@@ -16,6 +16,9 @@
 //              region results, which every rank decodes into its region. With server
 //              compression off the result equals allgather's, float for float.
 //   tree       gtopk (gtopk_aggregator.h).
+//   low_rank   powersgd's factor exchange, two dependent allreduces (powersgd_aggregator.h).
+// Which compressors each accepts is decided by their CompressorCapabilities
+// (aggregation_registry.cpp), never by name.
 //
 // Ownership: an Aggregator belongs to one bucket (two_phase keeps that bucket's server
 // residual); it borrows the compressor, the residual and the communicator for each call.
@@ -46,7 +49,8 @@ struct AggregatorOptions {
 class Aggregator {
  public:
   virtual ~Aggregator() = default;
-  // The registered strategy name (allreduce, allgather, two_phase, tree or an external one).
+  // The registered strategy name (allreduce, allgather, two_phase, tree, low_rank or an
+  // external one).
   virtual std::string_view name() const = 0;
 
   // Replaces `bucket` by the average of all ranks' decoded contributions. `ef` may be null
@@ -79,13 +83,14 @@ class Aggregator {
 std::unique_ptr<Aggregator> make_aggregator(Aggregation kind, AggregatorOptions options = {});
 
 // The aggregation registry: compress.aggregation selects a strategy by name. The built-ins
-// (allreduce, allgather, two_phase, tree) are registered the same way as an external one
+// (allreduce, allgather, two_phase, tree, low_rank) are registered the same way as an external one
 // (Note [One registration path], registry.h); include/sparq/aggregation.h is the public header.
 struct AggregationRegistration {
   std::string name;     // [a-z][a-z0-9_]*, unique; "auto" is reserved (the compressor's own)
   std::string summary;  // one line for sparq_info
-  // Whether the strategy can carry compressor c's messages; an error saying why not (the
-  // caller prefixes the config key). Empty: every compressor.
+  // Whether the strategy can carry compressor c's messages, decided from
+  // c.capabilities(); an error saying why not (the caller prefixes the config key). Empty:
+  // every compressor.
   std::function<Status(const Compressor& c)> accepts;
   std::function<std::unique_ptr<Aggregator>(const AggregatorOptions&)> factory;
 };

@@ -1,29 +1,33 @@
 // The aggregation registry (aggregation.h) and the built-in strategies' registrations, which
 // take the same path as an external strategy (Note [One registration path], registry.h).
 #include "compress/aggregation.h"
+#include "compress/powersgd_aggregator.h"
 #include "core/check.h"
 #include "core/name_registry.h"
 
 namespace sparq::compress {
 namespace {
 
-
-// What each built-in strategy can carry. powersgd's self_aggregate() needs whole matrices and
-// two allreduces, so it is allreduce-only; tree merges sparse f32 lists.
+// What each built-in strategy can carry, from the compressor's declared capabilities
+// (compressor.h), never from its name: an external compressor that declares the same
+// properties gets the same strategies.
+Status refuse(const Compressor& c, std::string_view strategy, std::string_view why) {
+  return Status::error("{} cannot aggregate by {} ({}; its own strategy is {})", c.name(),
+                       strategy, why, aggregation_name(c.aggregation()));
+}
 Status needs_summable(const Compressor& c) {
-  if (c.aggregation() == Aggregation::kAllreduce) return Status::ok();
-  return Status::error("{} cannot aggregate by allreduce (its own strategy is {})", c.name(),
-                       aggregation_name(c.aggregation()));
+  if (c.capabilities().summable) return Status::ok();
+  return refuse(c, "allreduce", "its messages do not sum");
 }
-Status needs_messages(const Compressor& c, std::string_view strategy) {
-  if (c.name() != "powersgd") return Status::ok();
-  return Status::error("{} cannot aggregate by {} (its own strategy is {})", c.name(), strategy,
-                       aggregation_name(c.aggregation()));
+Status needs_self_contained(const Compressor& c, std::string_view strategy) {
+  if (c.capabilities().self_contained) return Status::ok();
+  return refuse(c, strategy, "its messages mean something only summed over the ranks");
 }
-Status needs_sparse_f32(const Compressor& c) {
-  if (c.name() == "topk" || c.name() == "gtopk" || c.name() == "topk_sampled") return Status::ok();
-  return Status::error("{} cannot aggregate by tree (its own strategy is {})", c.name(),
-                       aggregation_name(c.aggregation()));
+Status needs_reselectable_sparse(const Compressor& c) {
+  const CompressorCapabilities caps = c.capabilities();
+  if (caps.sparse_f32 && caps.reselectable) return Status::ok();
+  return refuse(c, "tree", caps.sparse_f32 ? "its sparse lists cannot be re-selected"
+                                           : "its messages are not sparse f32 lists");
 }
 
 AggregationRegistration builtin(Aggregation kind, std::string summary,
@@ -36,12 +40,15 @@ void register_builtins() {
   const AggregationRegistration builtins[] = {
       builtin(Aggregation::kAllreduce, "one allreduce of summable messages", needs_summable),
       builtin(Aggregation::kAllgather, "allgatherv of every rank's message, decoded by all",
-              [](const Compressor& c) { return needs_messages(c, "allgather"); }),
+              [](const Compressor& c) { return needs_self_contained(c, "allgather"); }),
       builtin(Aggregation::kTwoPhase,
               "per-region messages to region owners, re-compressed average, allgatherv",
-              [](const Compressor& c) { return needs_messages(c, "two_phase"); }),
+              [](const Compressor& c) { return needs_self_contained(c, "two_phase"); }),
       builtin(Aggregation::kTree, "gtopk's pairwise sparse merge over log2(P) rounds",
-              needs_sparse_f32),
+              needs_reselectable_sparse),
+      builtin(Aggregation::kLowRank,
+              "powersgd's factors: allreduce of P, orthogonalisation, allreduce of Q",
+              accepts_low_rank),
   };
   for (const AggregationRegistration& r : builtins) {
     const Status s = register_aggregation(r);

@@ -1,5 +1,7 @@
 #include "compress/compressor.h"
 
+#include <fmt/format.h>
+
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -11,17 +13,34 @@ std::string_view aggregation_name(Aggregation a) {
     case Aggregation::kAllgather: return "allgather";
     case Aggregation::kTwoPhase: return "two_phase";
     case Aggregation::kTree: return "tree";
+    case Aggregation::kLowRank: return "low_rank";
   }
   return "?";
 }
 
 Result<Aggregation> parse_aggregation(const std::string& text, const std::string& key) {
-  for (Aggregation a : {Aggregation::kAllreduce, Aggregation::kAllgather, Aggregation::kTwoPhase,
-                        Aggregation::kTree}) {
+  std::string known;
+  for (Aggregation a : kAggregations) {
     if (aggregation_name(a) == text) return a;
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", aggregation_name(a));
   }
-  return Status::error("{}: unknown aggregation '{}' (allreduce, allgather, two_phase, tree)",
-                       key, text);
+  return Status::error("{}: unknown aggregation '{}' ({})", key, text, known);
+}
+
+CompressorCapabilities Compressor::capabilities() const {
+  // What the registry assumed of every compressor before capabilities were declared: an
+  // external compressor written then keeps the strategies it had.
+  CompressorCapabilities c;
+  c.summable = aggregation() == Aggregation::kAllreduce;
+  return c;
+}
+
+Status Compressor::set_layout(std::size_t, std::vector<MatrixSegment>) {
+  if (capabilities().needs_matrix_layout) {
+    return Status::error("{}: declares needs_matrix_layout but does not override set_layout",
+                         name());
+  }
+  return Status::ok();
 }
 
 void Compressor::accumulate(std::span<const float> g, std::span<float> e,

@@ -4,6 +4,10 @@
 // message (the message IS the bytes put on the wire, nothing is added around it), and keeps
 // any state it needs (momentum, warm-started factors) saveable for checkpoints.
 //
+// What a compressor's messages allow is declared by the compressor itself (capabilities(),
+// set_layout()): strategies, the gradient exchange and the simulator decide by those
+// properties, never by a compressor's name or type (DESIGN.md, "Capabilities, not names").
+//
 // Ownership: a compressor instance belongs to ONE bucket (it may keep per-bucket state); the
 // caller owns every input and output range. Error feedback is NOT part of a compressor: wrap
 // it with ErrorFeedback (error_feedback.h). The per-compressor headers document their exact
@@ -26,13 +30,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 
-namespace sparq::comm {
-class Communicator;
-}
-
 namespace sparq::compress {
-
-class ErrorFeedback;
 
 // How the messages of all ranks are combined (see aggregation.h):
 //   kAllreduce: the message is an array of wire_dtype() that may be summed elementwise, and
@@ -40,7 +38,13 @@ class ErrorFeedback;
 //   kAllgather: variable messages; every rank decodes and sums all of them.
 //   kTwoPhase:  per-region messages to region owners, server re-compression, allgather.
 //   kTree:      pairwise merge over log2(P) rounds (gtopk), then an agreed exchange.
-enum class Aggregation { kAllreduce, kAllgather, kTwoPhase, kTree };
+//   kLowRank:   powersgd's factor exchange: allreduce of P, orthogonalisation, allreduce of
+//               Q (powersgd_aggregator.h).
+enum class Aggregation { kAllreduce, kAllgather, kTwoPhase, kTree, kLowRank };
+// Every kind, in the order the registry lists the built-in strategies.
+inline constexpr Aggregation kAggregations[] = {Aggregation::kAllreduce, Aggregation::kAllgather,
+                                                Aggregation::kTwoPhase, Aggregation::kTree,
+                                                Aggregation::kLowRank};
 std::string_view aggregation_name(Aggregation a);
 Result<Aggregation> parse_aggregation(const std::string& text, const std::string& key);
 
@@ -62,6 +66,49 @@ struct EncodeContext {
   double density = 0;
 };
 
+// What a compressor's messages and state allow, declared by the compressor
+// (Compressor::capabilities()). The registry's strategies accept or refuse a compressor by
+// these fields (aggregation_registry.cpp), the gradient exchange configures it by them, and
+// the simulator prices it by them. The defaults (with summable from aggregation()) describe
+// a compressor that only declares its own strategy.
+struct CompressorCapabilities {
+  // Messages are arrays of wire_dtype() that may be summed elementwise, and decode is linear:
+  // D(sum of messages) == sum of D(message). The allreduce strategy needs it.
+  bool summable = false;
+  // Each rank's message decodes on its own, under the sender's EncodeContext, into that
+  // rank's contribution, for any span of the bucket (ctx.offset), and encoding it keeps no
+  // state that must stay identical across ranks. The allgather and two_phase strategies
+  // need it; powersgd's factors only mean something summed over the ranks.
+  bool self_contained = true;
+  // Messages are sparse_format.h's lists of (index, f32 value): the simulator prices them as
+  // 12 + index bytes + 4 per kept entry.
+  bool sparse_f32 = false;
+  // With sparse_f32: the tree strategy may sum several ranks' lists and keep the k largest,
+  // k being rank 0's list size: k comes from a density shared by the ranks, and no state
+  // depends on which positions the compressor itself chose (dgc's momentum masking does,
+  // threshold's count is per rank).
+  bool reselectable = false;
+  // Needs the bucket's matrix layout, set_layout(), before its first encode (powersgd views a
+  // bucket as its layers' weight matrices).
+  bool needs_matrix_layout = false;
+  // Sends every entry of the span (the dense casts none, fp16, bf16): a density warm-up has
+  // nothing to thin out, so compress.density_warmup_steps is accepted and ignored.
+  bool sends_every_entry = false;
+  // Ramps its own sparsity over the first steps (dgc with warmup_steps > 0), which cannot be
+  // combined with compress.density_warmup_steps.
+  bool own_density_warmup = false;
+};
+
+// One weight matrix of a bucket, for compressors with needs_matrix_layout: [rows, cols]
+// row-major floats at `offset` inside the bucket (a linear weight [out, in], a conv weight
+// [out, in*kh*kw]).
+struct MatrixSegment {
+  std::string name;
+  std::size_t offset = 0;  // in floats, inside the bucket
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+};
+
 enum class DecodeMode { kSet, kAdd };  // out = alpha * D(m)   or   out += alpha * D(m)
 
 // Bytes of one message. Messages are reused across steps to avoid reallocation.
@@ -72,7 +119,18 @@ class Compressor {
   virtual ~Compressor() = default;
 
   virtual std::string_view name() const = 0;
+  // Its own strategy: what compress.aggregation: auto selects.
   virtual Aggregation aggregation() const = 0;
+  // What its messages allow (CompressorCapabilities). The default: one self-contained
+  // message per rank, summable when aggregation() is kAllreduce, nothing else.
+  virtual CompressorCapabilities capabilities() const;
+
+  // The matrices of the bucket of n floats it is about to compress (segments may come in any
+  // order; floats outside them are plain floats), called once before the first encode for a
+  // compressor with needs_matrix_layout; errors name the offending tensor. The default
+  // accepts and ignores a layout, unless the compressor declared needs_matrix_layout without
+  // overriding this (then it is an error naming the compressor).
+  virtual Status set_layout(std::size_t n, std::vector<MatrixSegment> segments);
 
   // Encodes `a` (n = a.size() >= 1 floats) into `msg`, resized to the exact message size.
   virtual void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) = 0;
@@ -104,7 +162,7 @@ class Compressor {
   // the others.
   virtual std::optional<double> density() const { return std::nullopt; }
 
-  // Only for kAllreduce compressors: the element type of the summable message.
+  // Only for summable compressors: the element type of the summable message.
   virtual DType wire_dtype() const { return DType::kU8; }
 
   // A documented lower bound on delta in ||a - D(C(a))||^2 <= (1 - delta) ||a||^2 for n
@@ -115,17 +173,6 @@ class Compressor {
   // identity for every compressor but dgc, whose T applies clipping and momentum correction
   // (state indexed by bucket position ctx.offset + i).
   virtual void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx);
-
-  // Compressors whose aggregation takes several dependent collectives (powersgd: allreduce
-  // of P, orthogonalisation, allreduce of Q) run it themselves here; the allreduce strategy
-  // calls this first and returns when it answers true, with the average in `bucket` and
-  // `payload_bytes` set to this rank's message bytes. The default answers false (one message
-  // per rank).
-  virtual bool self_aggregate(std::span<float> bucket, ErrorFeedback* ef,
-                              comm::Communicator& comm, const EncodeContext& ctx,
-                              std::size_t& payload_bytes) {
-    return false;
-  }
 
   // Per-bucket state beyond the error-feedback residual (empty for stateless compressors).
   virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }

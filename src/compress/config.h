@@ -21,6 +21,11 @@ struct CompressConfig {
   std::string name = "none";                     // a stable compressor name (registry.h)
   std::map<std::string, std::string> params;     // compressor-specific keys, e.g. density=0.01
   std::string prefix = "compress";               // how keys are named in error messages
+
+  // compress.name: none is the switch that turns compression off: every bucket is averaged
+  // dense and no compressor is built (gradient_exchange.h, and the simulator alike). A config
+  // value, not a compressor property: `none` as a compressor is a dense f32 cast.
+  bool compression_off() const { return name == "none"; }
 };
 
 class ConfigReader {

@@ -18,6 +18,9 @@ class DenseCastCompressor final : public Compressor {
 
   std::string_view name() const override;
   Aggregation aggregation() const override { return Aggregation::kAllreduce; }
+  CompressorCapabilities capabilities() const override {
+    return {.summable = true, .sends_every_entry = true};
+  }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

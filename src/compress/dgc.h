@@ -38,6 +38,11 @@ class DgcCompressor final : public Compressor {
 
   std::string_view name() const override { return "dgc"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
+  // Sparse f32 lists, but not tree-mergeable: the momentum is masked at the positions dgc
+  // itself selected.
+  CompressorCapabilities capabilities() const override {
+    return {.sparse_f32 = true, .own_density_warmup = options_.warmup_steps > 0};
+  }
   void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx) override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.

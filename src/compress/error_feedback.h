@@ -41,8 +41,8 @@ class ErrorFeedback {
 
   // Forms a = T(g) + e in residual[offset, offset + g.size()) (Compressor::accumulate) and
   // adds ||a||^2 to input_sq(); returns that part of the residual, which now holds a.
-  // Strategies that decide only after the exchange what was applied (gtopk, powersgd's
-  // self_aggregate) call this and then update the residual themselves through residual().
+  // Strategies that decide only after the exchange what was applied (tree, low_rank) call
+  // this and then update the residual themselves through residual().
   std::span<float> accumulate(Compressor& c, std::span<const float> g, std::size_t offset,
                               const EncodeContext& ctx);
   std::span<float> residual() const { return residual_; }

@@ -7,10 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "compress/dense_cast.h"
-#include "compress/dgc.h"
 #include "compress/error_feedback.h"
-#include "compress/powersgd.h"
 #include "compress/registry.h"
 #include "core/check.h"
 #include "core/fault.h"
@@ -19,13 +16,13 @@
 namespace sparq::compress {
 namespace {
 
-// powersgd's matrices: every tensor of rank >= 2 in the bucket, viewed as [shape[0], numel /
-// shape[0]] (a linear weight [out, in], a conv weight [out, in*kh*kw]). A tensor the plan split
-// over several buckets (one larger than bucket_mb, such as a big vocabulary's embedding)
-// contributes the whole rows that lie in this bucket, a matrix [rows here, cols] of its own
-// (DDP's PowerSGD hook compresses such a tensor whole; sending it dense cost gpt2-30m's
-// 19.3M-element wte 77 MB a step). The fringe of partial rows at a cut, and 1-D tensors, stay
-// dense.
+// The layout of a compressor with needs_matrix_layout (powersgd): every tensor of rank >= 2
+// in the bucket, viewed as [shape[0], numel / shape[0]] (a linear weight [out, in], a conv
+// weight [out, in*kh*kw]). A tensor the plan split over several buckets (one larger than
+// bucket_mb, such as a big vocabulary's embedding) contributes the whole rows that lie in
+// this bucket, a matrix [rows here, cols] of its own (DDP's PowerSGD hook compresses such a
+// tensor whole; sending it dense cost gpt2-30m's 19.3M-element wte 77 MB a step). The fringe
+// of partial rows at a cut, and 1-D tensors, stay dense.
 std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::Bucket& bucket) {
   std::vector<MatrixSegment> segments;
   for (const ParamEntry& e : store.entries()) {
@@ -65,16 +62,17 @@ Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
                             const std::string& key) {
   // The dense casts (none, fp16, bf16) send every entry: the warm-up has nothing to do, and
   // accepting it lets a config with a warm-up run as its dense baseline with one override.
-  if (warmup_steps == 0 || dynamic_cast<const DenseCastCompressor*>(&c)) return Status::ok();
+  const CompressorCapabilities caps = c.capabilities();
+  if (warmup_steps == 0 || caps.sends_every_entry) return Status::ok();
   if (!c.density()) {
     return Status::error("{}: {} has no density to warm up (compressors with one: topk, "
                          "topk_sampled, gtopk, randomk, dgc, lbs); set it to 0",
                          key, c.name());
   }
-  const auto* dgc = dynamic_cast<const DgcCompressor*>(&c);
-  if (dgc && dgc->warmup_steps() > 0) {
-    return Status::error("{}: cannot be combined with compress.dgc.warmup_steps (dgc's own "
-                         "sparsity warm-up); set one of them to 0", key);
+  if (caps.own_density_warmup) {
+    return Status::error("{}: cannot be combined with {}'s own sparsity warm-up "
+                         "(compress.{}.warmup_steps); set one of them to 0",
+                         key, c.name(), c.name());
   }
   return Status::ok();
 }
@@ -101,16 +99,16 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
   }
   bool any_compressed = false;
   for (const comm::Bucket& bucket : plan.buckets()) {
-    if (bucket.dense || config.compress.name == "none") continue;
+    if (bucket.dense || config.compress.compression_off()) continue;
     const std::string& choice =
         config.bucket_choice.empty() ? std::string() : config.bucket_choice[bucket.index];
     if (choice == "dense") continue;
     PerBucket& slot = x->buckets_[bucket.index];
     SPARQ_ASSIGN_OR_RETURN(slot.compressor, make_compressor(config.compress));
-    if (auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get())) {
+    if (slot.compressor->capabilities().needs_matrix_layout) {
       SPARQ_RETURN_IF_ERROR(
-          psgd->set_layout(static_cast<std::size_t>(bucket.range.count),
-                           bucket_matrices(store, bucket))
+          slot.compressor->set_layout(static_cast<std::size_t>(bucket.range.count),
+                                      bucket_matrices(store, bucket))
               .with_context(fmt::format("bucket {}", bucket.index)));
     }
     SPARQ_ASSIGN_OR_RETURN(slot.aggregator,

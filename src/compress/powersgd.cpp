@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "comm/communicator.h"
-#include "compress/error_feedback.h"
 #include "core/check.h"
 #include "core/ops.h"
 #include "core/rng.h"
@@ -13,13 +11,14 @@
 namespace sparq::compress {
 namespace {
 
-// The three products below are thin (one side has r columns), and each output element is
-// accumulated in a fixed order by one thread: results are identical on every rank whatever
-// its thread count (a multithreaded BLAS may split reductions differently).
+// The thin products (powersgd.h) go parallel over their outputs above this many multiply-adds.
 constexpr std::size_t kParallelWork = std::size_t{1} << 16;
 
+}  // namespace
+
 // out[rows, r] = M[rows, cols] * F[cols, r]
-void times(const float* m, const MatrixSegment& s, const float* f, std::size_t r, float* out) {
+void times_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
+                  float* out) {
 #pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
   for (std::size_t i = 0; i < s.rows; ++i) {
     float* o = out + i * r;
@@ -32,7 +31,8 @@ void times(const float* m, const MatrixSegment& s, const float* f, std::size_t r
 }
 
 // out[cols, r] = M^T * F[rows, r], parallel over blocks of columns of M.
-void times_t(const float* m, const MatrixSegment& s, const float* f, std::size_t r, float* out) {
+void times_t_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
+                    float* out) {
   constexpr std::size_t kBlock = 64;
   const std::size_t blocks = (s.cols + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
@@ -50,7 +50,8 @@ void times_t(const float* m, const MatrixSegment& s, const float* f, std::size_t
 }
 
 // out[rows, cols] = P[rows, r] * Q[cols, r]^T
-void outer(const float* p, const float* q, const MatrixSegment& s, std::size_t r, float* out) {
+void outer_factors(const float* p, const float* q, const MatrixSegment& s, std::size_t r,
+                   float* out) {
 #pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
   for (std::size_t i = 0; i < s.rows; ++i) {
     for (std::size_t k = 0; k < s.cols; ++k) {
@@ -60,8 +61,6 @@ void outer(const float* p, const float* q, const MatrixSegment& s, std::size_t r
     }
   }
 }
-
-}  // namespace
 
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r) {
   for (std::size_t j = 0; j < r; ++j) {
@@ -177,9 +176,9 @@ void PowerSgdCompressor::encode(std::span<const float> a, const EncodeContext& c
   float* dense = q + factor_floats(false);
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const MatrixSegment& s = matrices_[m];
-    times(a.data() + s.offset, s, q_[m].data(), r, p);
+    times_factor(a.data() + s.offset, s, q_[m].data(), r, p);
     orthonormalize_columns(p, s.rows, r);
-    times_t(a.data() + s.offset, s, p, r, q);
+    times_t_factor(a.data() + s.offset, s, p, r, q);
     std::copy(q, q + s.cols * r, q_[m].begin());  // warm start
     p += s.rows * r;
     q += s.cols * r;
@@ -212,7 +211,7 @@ void PowerSgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<flo
   std::vector<float> approx;
   for (const MatrixSegment& s : matrices_) {
     approx.resize(s.rows * s.cols);
-    outer(p, q, s, r, approx.data());
+    outer_factors(p, q, s, r, approx.data());
     float* y = out.data() + s.offset;
     if (mode == DecodeMode::kSet) ops::fill(y, approx.size(), 0.0f);
     ops::axpy(alpha, approx.data(), y, approx.size());
@@ -227,42 +226,25 @@ void PowerSgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<flo
   }
 }
 
-bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* ef,
-                                        comm::Communicator& comm, const EncodeContext& ctx,
-                                        std::size_t& payload_bytes) {
-  const std::size_t n = bucket.size(), r = static_cast<std::size_t>(options_.rank);
-  prepare(n, ctx);
-  std::span<float> a;
-  if (ef) {
-    SPARQ_CHECK(ef->residual().size() == n, "powersgd: residual of {} for a bucket of {}",
-                ef->residual().size(), n);
-    a = ef->accumulate(*this, bucket, 0, ctx);
-  } else {
-    scratch_.assign(bucket.begin(), bucket.end());
-    a = scratch_;
-  }
-  const float inv_world = 1.0f / static_cast<float>(comm.size());
-  // Which factor is sent this exchange: full sends P then Q; alternate sends one of them.
-  const bool send_p = !options_.alternate || exchanges_ % 2 == 0;
-  const bool send_q = !options_.alternate || exchanges_ % 2 == 1;
-  const std::size_t dense = dense_floats();
-  payload_bytes = 0;
+// Which factor goes first: full sends P then Q; alternate sends P on even exchanges and Q on
+// odd ones (exchanges_ changes only in finish_exchange, so every step of one exchange agrees).
+bool PowerSgdCompressor::sends_second_factor() const { return !options_.alternate; }
 
-  // First message: P = M * (Q, orthonormalised in the alternate variant) plus dense floats;
-  // in the alternate odd exchange it is Q = M^T orth(P) plus dense floats instead.
-  const bool first_is_p = send_p;
-  send_.resize(factor_floats(first_is_p) + dense);
-  float* f = send_.data();
+void PowerSgdCompressor::first_factor(std::span<const float> a, std::vector<float>& msg) {
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  const bool first_is_p = !options_.alternate || exchanges_ % 2 == 0;
+  msg.resize(factor_floats(first_is_p) + dense_floats());
+  float* f = msg.data();
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const MatrixSegment& s = matrices_[m];
     const float* mat = a.data() + s.offset;
     if (first_is_p) {
       if (options_.alternate) orthonormalize_columns(q_[m].data(), s.cols, r);
-      times(mat, s, q_[m].data(), r, f);
+      times_factor(mat, s, q_[m].data(), r, f);
       f += s.rows * r;
     } else {
       orthonormalize_columns(p_[m].data(), s.rows, r);
-      times_t(mat, s, p_[m].data(), r, f);
+      times_t_factor(mat, s, p_[m].data(), r, f);
       f += s.cols * r;
     }
   }
@@ -270,58 +252,74 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
     std::memcpy(f, a.data() + d.offset, 4 * d.count);
     f += d.count;
   }
-  comm.allreduce(send_.data(), send_.data(), send_.size(), DType::kF32, comm::ReduceOp::kSum);
-  payload_bytes += 4 * send_.size();
+}
 
+void PowerSgdCompressor::keep_first(std::span<const float> summed) {
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  const bool first_is_p = !options_.alternate || exchanges_ % 2 == 0;
+  SPARQ_CHECK(summed.size() == factor_floats(first_is_p) + dense_floats(),
+              "powersgd: first message of {} floats", summed.size());
   // A zero matrix (every rank's M == 0: a frozen layer, or a step whose non-finite gradients
   // were sent as zeros) makes the new factors zero, and a zero warm start would keep them zero
-  // forever. Such a step keeps the previous factors as the next warm start; the decision
-  // depends on the summed factors only, so it is the same on every rank.
+  // forever. Such a step keeps the previous factors as the next warm start (finish_exchange);
+  // the decision depends on the summed factors only, so it is the same on every rank.
   warm_start_backup_.assign(q_.begin(), q_.end());
   if (options_.alternate) warm_start_backup_.insert(warm_start_backup_.end(), p_.begin(), p_.end());
-  f = send_.data();
+  const float* f = summed.data();
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const std::size_t len = (first_is_p ? matrices_[m].rows : matrices_[m].cols) * r;
     auto& keep = first_is_p ? p_[m] : q_[m];
     keep.assign(f, f + len);
     f += len;
   }
-  float* dense_sum = f;
-  if (send_p && send_q) {
-    // Full variant: orthonormalise the summed P, then one more allreduce for Q = M^T P.
-    fixed_.resize(factor_floats(false));
-    float* q = fixed_.data();
-    for (std::size_t m = 0; m < matrices_.size(); ++m) {
-      const MatrixSegment& s = matrices_[m];
-      orthonormalize_columns(p_[m].data(), s.rows, r);
-      times_t(a.data() + s.offset, s, p_[m].data(), r, q);
-      q += s.cols * r;
-    }
-    comm.allreduce(fixed_.data(), fixed_.data(), fixed_.size(), DType::kF32,
-                   comm::ReduceOp::kSum);
-    payload_bytes += 4 * fixed_.size();
-    q = fixed_.data();
-    for (std::size_t m = 0; m < matrices_.size(); ++m) {
-      q_[m].assign(q, q + matrices_[m].cols * r);
-      q += matrices_[m].cols * r;
-    }
-  }
-  // Decode: M_hat = P Q^T with the summed factor scaled by 1/world.
+}
+
+void PowerSgdCompressor::second_factor(std::span<const float> a, std::vector<float>& msg) {
+  // Full variant: orthonormalise the summed P, then Q = M^T P for one more allreduce.
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  msg.resize(factor_floats(false));
+  float* q = msg.data();
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const MatrixSegment& s = matrices_[m];
-    auto& summed = (send_p && send_q) || !first_is_p ? q_[m] : p_[m];
+    orthonormalize_columns(p_[m].data(), s.rows, r);
+    times_t_factor(a.data() + s.offset, s, p_[m].data(), r, q);
+    q += s.cols * r;
+  }
+}
+
+void PowerSgdCompressor::keep_second(std::span<const float> summed) {
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  SPARQ_CHECK(summed.size() == factor_floats(false), "powersgd: second message of {} floats",
+              summed.size());
+  const float* q = summed.data();
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    q_[m].assign(q, q + matrices_[m].cols * r);
+    q += matrices_[m].cols * r;
+  }
+}
+
+void PowerSgdCompressor::finish_exchange(std::span<float> bucket, std::span<float> a,
+                                         bool error_feedback, std::span<const float> summed_first,
+                                         float inv_world) {
+  const std::size_t r = static_cast<std::size_t>(options_.rank);
+  const bool first_is_p = !options_.alternate || exchanges_ % 2 == 0;
+  // Decode: M_hat = P Q^T with the summed factor scaled by 1/world (Q in the full variant and
+  // on odd alternate exchanges, P on even ones).
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const MatrixSegment& s = matrices_[m];
+    auto& summed = !options_.alternate || !first_is_p ? q_[m] : p_[m];
     ops::scale(summed.data(), summed.size(), inv_world);
     float* y = bucket.data() + s.offset;
-    outer(p_[m].data(), q_[m].data(), s, r, y);
-    if (ef) ops::axpy(-1.0f, y, a.data() + s.offset, s.rows * s.cols);
+    outer_factors(p_[m].data(), q_[m].data(), s, r, y);
+    if (error_feedback) ops::axpy(-1.0f, y, a.data() + s.offset, s.rows * s.cols);
   }
+  // The dense floats follow the first message's factor.
+  const float* dense_sum = summed_first.data() + factor_floats(first_is_p);
   for (const Range& d : dense_) {
     for (std::size_t i = 0; i < d.count; ++i) bucket[d.offset + i] = dense_sum[i] * inv_world;
-    if (ef) ops::fill(a.data() + d.offset, d.count, 0.0f);
+    if (error_feedback) ops::fill(a.data() + d.offset, d.count, 0.0f);
     dense_sum += d.count;
   }
-  // Every rank applies the same M_hat: its non-zero entries are what was sent.
-  if (ef && ef->send_history()) ef->send_history()->mark_nonzero(0, bucket);
   const auto all_zero = [](const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; });
   };
@@ -330,7 +328,6 @@ bool PowerSgdCompressor::self_aggregate(std::span<float> bucket, ErrorFeedback* 
     if (options_.alternate && all_zero(p_[m])) p_[m] = warm_start_backup_[matrices_.size() + m];
   }
   ++exchanges_;
-  return true;
 }
 
 // State layout: u64 parity, then per matrix u64 |P|, f32 P, u64 |Q|, f32 Q.

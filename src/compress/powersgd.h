@@ -2,7 +2,8 @@
 // warm-started power iteration, exchanged as its factors. A bucket is viewed as matrices
 // (set_layout: one [rows, cols] segment per layer weight, e.g. [out, in] or a conv's
 // [out, in*kh*kw]); 1-D tensors, tensors below min_compress_numel and every float not in a
-// segment are sent dense. Aggregation: allreduce, through Compressor::self_aggregate:
+// segment are sent dense. Aggregation: low_rank (powersgd_aggregator.h), which runs the
+// collectives between the factor steps below (first_factor ... finish_exchange):
 //
 //   full (alternate = false), two allreduces per step, for every matrix M = a (g + e):
 //     P = M Q;  allreduce(P, sum) with the dense floats;  P = orth(P);
@@ -31,13 +32,6 @@
 
 namespace sparq::compress {
 
-struct MatrixSegment {
-  std::string name;
-  std::size_t offset = 0;  // in floats, inside the bucket
-  std::size_t rows = 0;
-  std::size_t cols = 0;
-};
-
 class PowerSgdCompressor final : public Compressor {
  public:
   struct Options {
@@ -51,12 +45,17 @@ class PowerSgdCompressor final : public Compressor {
 
   // Declares the bucket's matrices. Without a layout a bucket of n floats is viewed as one
   // [n / c, c] matrix, c = floor(sqrt(n)), plus a dense tail.
-  Status set_layout(std::size_t n, std::vector<MatrixSegment> segments);
+  Status set_layout(std::size_t n, std::vector<MatrixSegment> segments) override;
   // Builds the plan for n floats and draws the initial Q (idempotent).
   void prepare(std::size_t n, const EncodeContext& ctx);
 
   std::string_view name() const override { return "powersgd"; }
-  Aggregation aggregation() const override { return Aggregation::kAllreduce; }
+  Aggregation aggregation() const override { return Aggregation::kLowRank; }
+  // Not summable: D(m) = P Q^T is not linear in the message. Not self-contained: the factors
+  // mean something only summed over the ranks, and the warm start must stay rank-identical.
+  CompressorCapabilities capabilities() const override {
+    return {.self_contained = false, .needs_matrix_layout = true};
+  }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
@@ -66,8 +65,26 @@ class PowerSgdCompressor final : public Compressor {
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override;
   DType wire_dtype() const override { return DType::kF32; }
   double contraction_delta(std::size_t) const override { return 0.0; }
-  bool self_aggregate(std::span<float> bucket, ErrorFeedback* ef, comm::Communicator& comm,
-                      const EncodeContext& ctx, std::size_t& payload_bytes) override;
+
+  // One exchange of the low_rank strategy, whose collectives come between these steps, in
+  // this order, on a = M + e (or a copy of the gradient) of the whole bucket, after
+  // prepare(). Every message is f32 and is allreduced (sum) before the next step.
+  //   first_factor   this rank's first message: P = M Q (alternate, even exchanges: M orth(Q);
+  //                  odd exchanges: Q = M^T orth(P)), then the dense floats.
+  //   keep_first     its sum over the ranks: keeps the summed factor (and the warm start of
+  //                  the previous exchange, for an all-zero step).
+  //   second_factor  full variant only (sends_second_factor()): Q = M^T orth(P summed).
+  //   keep_second    its sum over the ranks.
+  //   finish_exchange  bucket = M_hat averaged (the dense floats from the summed first
+  //                  message), e = a - M_hat on matrices and 0 on dense floats when
+  //                  error_feedback, the warm start kept through an all-zero step.
+  void first_factor(std::span<const float> a, std::vector<float>& msg);
+  void keep_first(std::span<const float> summed);
+  bool sends_second_factor() const;
+  void second_factor(std::span<const float> a, std::vector<float>& msg);
+  void keep_second(std::span<const float> summed);
+  void finish_exchange(std::span<float> bucket, std::span<float> a, bool error_feedback,
+                       std::span<const float> summed_first, float inv_world);
 
   const std::vector<MatrixSegment>& matrices() const { return matrices_; }
   // The current Q factor of matrix m ([cols, r], row-major), identical on every rank.
@@ -97,11 +114,22 @@ class PowerSgdCompressor final : public Compressor {
   std::vector<std::vector<float>> p_, q_;  // per matrix: [rows, r] and [cols, r], row-major
   std::vector<std::vector<float>> warm_start_backup_;  // q_ (then p_, alternate) before a step
   std::uint64_t exchanges_ = 0;
-  std::vector<float> scratch_, send_, fixed_;
 };
 
 // Orthonormalises the r columns of a row-major [rows, r] matrix in place (modified
 // Gram-Schmidt in double); a column that becomes ~0 is left as zeros.
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r);
+
+// The exchange's thin products (one side has r columns), row-major, for matrix s at m:
+// out[rows, r] = M F, out[cols, r] = M^T F, out[rows, cols] = P Q^T. Each output element is
+// accumulated in a fixed order by one thread, so results are identical on every rank
+// whatever its thread count (a multithreaded BLAS may split reductions differently); public
+// so that a reference of the exchange computes the very same floats (powersgd_test.cpp).
+void times_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
+                  float* out);
+void times_t_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
+                    float* out);
+void outer_factors(const float* p, const float* q, const MatrixSegment& s, std::size_t r,
+                   float* out);
 
 }  // namespace sparq::compress

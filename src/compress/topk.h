@@ -33,6 +33,10 @@ class TopkCompressor final : public Compressor {
   Aggregation aggregation() const override {
     return options_.global ? Aggregation::kTree : Aggregation::kAllgather;
   }
+  // The tree merge sums and re-selects its lists (all three, gtopk being topk under tree).
+  CompressorCapabilities capabilities() const override {
+    return {.sparse_f32 = true, .reselectable = true};
+  }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

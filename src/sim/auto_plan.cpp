@@ -10,8 +10,6 @@
 namespace sparq::sim {
 namespace {
 
-constexpr const char* kStrategies[] = {"allreduce", "allgather", "two_phase", "tree"};
-
 // This rank's message bytes for the bucket, the numerator of the trainer's compression
 // ratio (dense f32 bytes / payload bytes, train/metrics.h), independent of the world size.
 double payload_bytes(const SimBucket& b) {
@@ -38,7 +36,7 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
                                   const MachineProfile& profile, const NetworkLink& link,
                                   int world_size, double min_compression) {
   const compress::CompressConfig& cc = config.compress.compress;
-  if (cc.name == "none") {
+  if (cc.compression_off()) {
     return Status::error("comm.plan: auto chooses how compressed buckets travel; compress.name "
                          "is none");
   }
@@ -62,7 +60,10 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   dense.compress.aggregation = "auto";
   SPARQ_RETURN_IF_ERROR(add_option("dense", dense));
   const std::string own(compress::aggregation_name(compressor->aggregation()));
-  for (const char* strategy : kStrategies) {
+  // The built-in strategies (the simulator prices those only; an embedding program's are not
+  // options).
+  for (const compress::Aggregation kind : compress::kAggregations) {
+    const std::string strategy(compress::aggregation_name(kind));
     if (strategy == own) continue;  // "auto" is the compressor's own strategy
     // Only what the compressor's messages can go through (the registry's accepts()).
     if (!compress::make_aggregator(strategy, *compressor, {}, "comm.plan").is_ok()) continue;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "compress/aggregation.h"
 #include "compress/powersgd.h"
 #include "compress/registry.h"
 #include "core/check.h"
@@ -229,12 +230,14 @@ Result<std::function<double(std::int64_t)>> sparse_message_formula(
     return Status::error("compress.name: {}: the simulator has no message-size formula for it",
                          name);
   const double rho = *c.density();
-  if (name == "topk" || name == "topk_sampled" || name == "dgc" || name == "gtopk") {
+  if (c.capabilities().sparse_f32) {  // topk, topk_sampled, gtopk, dgc
+
     return std::function<double(std::int64_t)>([rho](std::int64_t n) {
       const std::int64_t k = kept_entries(rho, n);
       return 12.0 + sparse_index_bytes(n, k) + 4.0 * k;
     });
   }
+  // lbs's message depends on its own bits and block keys: knowledge of that one format.
   if (name == "lbs") {
     const double bits = static_cast<double>(param_or(config, "bits", 4));
     const double block = static_cast<double>(param_or(config, "block", 256));
@@ -262,10 +265,17 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     for (const std::string& t : layout.layers[i].tensors) layer_of[t] = static_cast<int>(i);
   const compress::CompressConfig& cc = config.compress.compress;
   const bool bf16_cell = cc.name == "bf16";
-  const bool compressing = cc.name != "none";
+  const bool compressing = !cc.compression_off();
 
   SPARQ_ASSIGN_OR_RETURN(std::shared_ptr<compress::Compressor> probe, make_compressor(cc));
+  const compress::CompressorCapabilities caps = probe->capabilities();
   compress::Aggregation aggregation = probe->aggregation();
+  if (compressing) {
+    // The combinations the trainer refuses (the registry's accepts()) are refused here too.
+    SPARQ_RETURN_IF_ERROR(compress::make_aggregator(config.compress.aggregation, *probe, {},
+                                                    config.compress.aggregation_key)
+                              .status());
+  }
   if (config.compress.aggregation != "auto") {
     SPARQ_ASSIGN_OR_RETURN(aggregation, compress::parse_aggregation(
                                             config.compress.aggregation,
@@ -280,7 +290,8 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     codec = it->second;
   }
   std::function<double(std::int64_t)> formula;
-  if (compressing && !probe->fixed_message_bytes(1024) && cc.name != "powersgd") {
+  // A layout-dependent message (needs_matrix_layout) is sized per bucket after set_layout.
+  if (compressing && !probe->fixed_message_bytes(1024) && !caps.needs_matrix_layout) {
     SPARQ_ASSIGN_OR_RETURN(formula, sparse_message_formula(*probe, cc));
   }
 
@@ -303,16 +314,19 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
       continue;
     }
     b.codec = codec;
-    if (cc.name == "powersgd") {
+    if (aggregation == compress::Aggregation::kLowRank) {
       SPARQ_ASSIGN_OR_RETURN(auto made, make_compressor(cc));
-      auto* psgd = dynamic_cast<compress::PowerSgdCompressor*>(made.get());
-      SPARQ_RETURN_IF_ERROR(psgd->set_layout(static_cast<std::size_t>(b.numel),
+      SPARQ_RETURN_IF_ERROR(made->set_layout(static_cast<std::size_t>(b.numel),
                                              bucket_segments(layout.store, bucket))
                                 .with_context(fmt::format("bucket {}", bucket.index)));
-      const double total = static_cast<double>(*psgd->fixed_message_bytes(b.numel));
+      // low_rank carries powersgd alone (its accepts()), and how its message splits between
+      // the two allreduces (the Q factors: cols * rank of each compressed matrix) is
+      // powersgd's own layout: per-compressor knowledge, hence the cast.
+      const auto& psgd = dynamic_cast<const compress::PowerSgdCompressor&>(*made);
+      const double total = static_cast<double>(*psgd.fixed_message_bytes(b.numel));
       double q = 0;
       const double rank = static_cast<double>(param_or(cc, "rank", 4));
-      for (const auto& m : psgd->matrices()) q += 4.0 * static_cast<double>(m.cols) * rank;
+      for (const auto& m : psgd.matrices()) q += 4.0 * static_cast<double>(m.cols) * rank;
       b.kind = CommKind::kPowerSgd;
       b.p_bytes = total - q;
       b.q_bytes = q;

@@ -30,9 +30,11 @@
 //                   lbs                              12 + I + 2 ceil(k/B) + ceil(k b / 8)
 //                   I = min(ceil(n/8), k * leb128_bytes(floor(n/k)))
 //                   k = clamp(round(rho n), 1, n)
-//                 powersgd: the real compressor's set_layout over the bucket's matrices (whole
-//                 rows of every 2-D tensor inside it), allreduced as P factors + dense floats
-//                 and Q factors (4 (sum (rows + cols) r + dense) bytes per step).
+//                 low_rank (powersgd): the real compressor's set_layout over the bucket's
+//                 matrices (whole rows of every 2-D tensor inside it), allreduced as P factors
+//                 + dense floats and Q factors (4 (sum (rows + cols) r + dense) bytes per step).
+//                 The sparse formula applies to compressors that declare sparse_f32; lbs's is
+//                 its own. A configured aggregation the compressor refuses is an error.
 #pragma once
 
 #include <cstdint>

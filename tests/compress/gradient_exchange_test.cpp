@@ -175,7 +175,7 @@ TEST(GradientExchange, PowerSgdSeesTheBucketsWeightMatrices) {
   f.fill_grads(5);
   f.exchange_all(*x, 0);
   EXPECT_GT(x->residual_norm(), 0.0);  // rank 2 of random matrices loses something
-  EXPECT_EQ(x->compressor_name(0), "powersgd/allreduce+ef");
+  EXPECT_EQ(x->compressor_name(0), "powersgd/low_rank+ef");
 }
 
 // A matrix larger than bucket_mb is split over several buckets; powersgd compresses the whole
@@ -218,6 +218,15 @@ TEST(GradientExchange, RejectsAnAggregationTheCompressorCannotUse) {
   auto x = GradientExchange::create(f.stack.store, f.plan, c);
   ASSERT_FALSE(x.is_ok());
   EXPECT_NE(x.status().message().find("compress.aggregation"), std::string::npos)
+      << x.status().message();
+  // powersgd's factors only sum inside its own strategy, low_rank.
+  c.aggregation = "allreduce";
+  x = GradientExchange::create(f.stack.store, f.plan, c);
+  ASSERT_FALSE(x.is_ok());
+  EXPECT_NE(x.status().message().find("compress.aggregation: powersgd cannot aggregate by "
+                                      "allreduce (its messages do not sum; its own strategy is "
+                                      "low_rank)"),
+            std::string::npos)
       << x.status().message();
 
   c.compress = {"lbs", {{"densty", "0.1"}}, "compress"};

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "comm/communicator.h"
@@ -30,7 +31,7 @@ TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
     auto c = make_psgd({{"rank", "2"}, {"min_compress_numel", "16"}, {"alternate", alternate}});
     ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
     auto comm = comm::make_self_communicator();
-    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    auto strategy = make_aggregator(Aggregation::kLowRank);
     std::vector<float> bucket = g;
     EXPECT_TRUE(strategy->run(bucket, *c, nullptr, *comm, {}).is_ok());
     // The alternate variant's first exchange projects onto a random orthonormal Q, which
@@ -61,7 +62,7 @@ TEST(PowerSgd, AZeroStepKeepsTheWarmStart) {
     auto c = make_psgd({{"rank", "1"}, {"min_compress_numel", "16"}, {"alternate", alternate}});
     ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
     auto comm = comm::make_self_communicator();
-    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    auto strategy = make_aggregator(Aggregation::kLowRank);
     std::vector<float> bucket(n, 0.0f);
     for (int zero_steps = 0; zero_steps < 2; ++zero_steps) {
       bucket.assign(n, 0.0f);
@@ -84,7 +85,7 @@ TEST(PowerSgd, ErrorFeedbackConservesMassThroughTheExchange) {
                     .is_ok());
     EXPECT_EQ(c->matrices().size(), 2u);
     auto comm = comm::make_self_communicator();
-    auto strategy = make_aggregator(Aggregation::kAllreduce);
+    auto strategy = make_aggregator(Aggregation::kLowRank);
     std::vector<float> residual(n, 0.0f);
     ErrorFeedback ef(residual);
     for (int step = 0; step < 4; ++step) {
@@ -105,7 +106,7 @@ TEST(PowerSgd, ErrorFeedbackConservesMassThroughTheExchange) {
 TEST(PowerSgd, StateRoundTripsAndContinuesIdentically) {
   const std::size_t n = 4096;
   auto comm = comm::make_self_communicator();
-  auto strategy = make_aggregator(Aggregation::kAllreduce);
+  auto strategy = make_aggregator(Aggregation::kLowRank);
   auto first = make_psgd({{"rank", "2"}, {"alternate", "true"}});
   std::vector<float> bucket = testing::normal_vector(n, 3);
   EXPECT_TRUE(strategy->run(bucket, *first, nullptr, *comm, {}).is_ok());
@@ -119,6 +120,135 @@ TEST(PowerSgd, StateRoundTripsAndContinuesIdentically) {
   EXPECT_TRUE(strategy->run(y, *second, nullptr, *comm, {}).is_ok());
   EXPECT_EQ(x, y);
   EXPECT_FALSE(second->load_state(std::span<const std::uint8_t>(state.data(), 5)).is_ok());
+}
+
+// The exchange the low_rank strategy must reproduce exactly (it was Compressor::self_aggregate
+// before the strategy existed), written out for one rank: the sum over ranks of a message is
+// the message, so each allreduce is the identity and the average is scaled by 1. The products
+// are powersgd's own (powersgd.h), so that the floats can be compared exactly: what is checked
+// is the order of the steps, what is kept, backed up, sent and left in the residual.
+struct ReferenceExchange {
+  std::size_t r;
+  bool alternate;
+  std::vector<MatrixSegment> matrices;
+  std::vector<std::vector<float>> p, q;
+  std::uint64_t exchanges = 0;
+
+  // bucket <- M_hat (dense floats unchanged), a <- a - M_hat on matrices and 0 elsewhere.
+  std::size_t run(std::vector<float>& bucket, std::vector<float>* residual) {
+    std::vector<float> a = bucket;
+    if (residual) {
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = (*residual)[i] + bucket[i];
+    }
+    const bool first_is_p = !alternate || exchanges % 2 == 0;
+    std::vector<std::vector<float>> first(matrices.size());
+    std::size_t floats = 0;
+    for (std::size_t m = 0; m < matrices.size(); ++m) {
+      const MatrixSegment& s = matrices[m];
+      first[m].resize((first_is_p ? s.rows : s.cols) * r);
+      if (first_is_p) {
+        if (alternate) orthonormalize_columns(q[m].data(), s.cols, r);
+        times_factor(a.data() + s.offset, s, q[m].data(), r, first[m].data());
+      } else {
+        orthonormalize_columns(p[m].data(), s.rows, r);
+        times_t_factor(a.data() + s.offset, s, p[m].data(), r, first[m].data());
+      }
+      floats += first[m].size();
+    }
+    // The warm start an all-zero exchange falls back to: the factors as this exchange used
+    // them (orthonormalised above in the alternate variant).
+    const auto backup_q = q, backup_p = p;
+    for (std::size_t m = 0; m < matrices.size(); ++m) {
+      const MatrixSegment& s = matrices[m];
+      (first_is_p ? p[m] : q[m]) = first[m];
+      if (!alternate) {
+        orthonormalize_columns(p[m].data(), s.rows, r);
+        q[m].resize(s.cols * r);
+        times_t_factor(a.data() + s.offset, s, p[m].data(), r, q[m].data());
+        floats += q[m].size();
+      }
+    }
+    std::vector<bool> in_matrix(bucket.size(), false);
+    for (std::size_t m = 0; m < matrices.size(); ++m) {
+      const MatrixSegment& s = matrices[m];
+      outer_factors(p[m].data(), q[m].data(), s, r, bucket.data() + s.offset);
+      std::fill_n(in_matrix.begin() + s.offset, s.rows * s.cols, true);
+    }
+    const auto zero = [](const std::vector<float>& v) {
+      return std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; });
+    };
+    for (std::size_t m = 0; m < matrices.size(); ++m) {
+      if (zero(q[m])) q[m] = backup_q[m];
+      if (alternate && zero(p[m])) p[m] = backup_p[m];
+    }
+    std::size_t dense = 0;
+    for (std::size_t i = 0; i < bucket.size(); ++i) {
+      if (residual) (*residual)[i] = in_matrix[i] ? a[i] - bucket[i] : 0.0f;
+      dense += in_matrix[i] ? 0 : 1;
+    }
+    ++exchanges;
+    return 4 * (floats + dense);
+  }
+
+  // PowerSgdCompressor::save_state's layout: u64 parity, then per matrix |P|, P, |Q|, Q.
+  std::vector<std::uint8_t> state() const {
+    std::vector<std::uint8_t> out;
+    const auto put = [&](const void* data, std::size_t bytes) {
+      const auto* b = static_cast<const std::uint8_t*>(data);
+      out.insert(out.end(), b, b + bytes);
+    };
+    const std::uint64_t parity = exchanges % 2;
+    put(&parity, 8);
+    for (std::size_t m = 0; m < matrices.size(); ++m) {
+      for (const auto* v : {&p[m], &q[m]}) {
+        const std::uint64_t len = v->size();
+        put(&len, 8);
+        put(v->data(), 4 * len);
+      }
+    }
+    return out;
+  }
+};
+
+TEST(PowerSgd, LowRankStrategyIsTheExchangeFloatForFloat) {
+  const std::size_t n = 3000, r = 3;
+  const std::vector<MatrixSegment> layout = {{"a", 0, 40, 50}, {"bias", 2000, 1, 50},
+                                             {"b", 2100, 30, 30}};
+  auto comm = comm::make_self_communicator();
+  for (const char* alternate : {"false", "true"}) {
+    for (bool with_ef : {false, true}) {
+      auto c = make_psgd({{"rank", "3"}, {"min_compress_numel", "64"}, {"alternate", alternate}});
+      ASSERT_TRUE(c->set_layout(n, layout).is_ok());
+      c->prepare(n, {});
+      ReferenceExchange ref{r, std::string(alternate) == "true", c->matrices(), {}, {}};
+      ref.p.resize(ref.matrices.size());
+      for (std::size_t m = 0; m < ref.matrices.size(); ++m) ref.q.push_back(c->q_factor(m));
+      auto strategy = make_aggregator(Aggregation::kLowRank);
+      EXPECT_EQ(strategy->name(), "low_rank");
+      std::vector<float> residual(n, 0.0f), ref_residual(n, 0.0f);
+      ErrorFeedback ef(residual);
+      for (int step = 0; step < 5; ++step) {
+        // Step 2 is all zeros: the warm start must survive it.
+        std::vector<float> bucket =
+            step == 2 ? std::vector<float>(n, 0.0f) : testing::normal_vector(n, 40 + step);
+        std::vector<float> want = bucket;
+        EncodeContext ctx;
+        ctx.step = step;
+        ASSERT_TRUE(strategy->run(bucket, *c, with_ef ? &ef : nullptr, *comm, ctx).is_ok());
+        const std::size_t bytes = ref.run(want, with_ef ? &ref_residual : nullptr);
+        const std::string what = std::string("alternate ") + alternate + " ef " +
+                                 (with_ef ? "on" : "off") + " step " + std::to_string(step);
+        EXPECT_EQ(bucket, want) << what;
+        EXPECT_EQ(residual, ref_residual) << what;
+        EXPECT_EQ(strategy->last_payload_bytes(), bytes) << what;
+        std::vector<std::uint8_t> state;
+        c->save_state(state);
+        EXPECT_EQ(state, ref.state()) << what;
+        strategy->save_state(state);
+        EXPECT_TRUE(state.empty()) << "low_rank keeps no state of its own";
+      }
+    }
+  }
 }
 
 TEST(PowerSgd, LayoutErrorsNameTheKeyAndTensor) {

@@ -85,6 +85,44 @@ TEST(Workload, MessagesMatchTheRealCompressors) {
   EXPECT_TRUE(any);
 }
 
+// The strategy is what prices a bucket, and the simulator refuses what the trainer refuses:
+// powersgd's factors travel by low_rank only (the compressor's capabilities).
+TEST(Workload, PricesByTheStrategyTheCompressorAccepts) {
+  auto profile = parse_profile(kProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  const train::TrainConfig own = tiny_config({"compress.name=powersgd"});
+  auto layout = build_layout(own);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  auto automatic = simulate_buckets(**layout, own, *profile);
+  auto low_rank = simulate_buckets(
+      **layout, tiny_config({"compress.name=powersgd", "compress.aggregation=low_rank"}),
+      *profile);
+  ASSERT_TRUE(automatic.is_ok()) << automatic.status().message();
+  ASSERT_TRUE(low_rank.is_ok()) << low_rank.status().message();
+  ASSERT_EQ(automatic->size(), low_rank->size());
+  for (std::size_t i = 0; i < automatic->size(); ++i) {
+    EXPECT_EQ((*automatic)[i].kind, (*low_rank)[i].kind);
+    EXPECT_EQ((*automatic)[i].p_bytes, (*low_rank)[i].p_bytes);
+    EXPECT_EQ((*automatic)[i].q_bytes, (*low_rank)[i].q_bytes);
+  }
+  auto refused = simulate_buckets(
+      **layout, tiny_config({"compress.name=powersgd", "compress.aggregation=allreduce"}),
+      *profile);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("compress.aggregation: powersgd cannot aggregate "
+                                            "by allreduce"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("low_rank"), std::string::npos);
+  // topk by tree: its sparse lists are re-selectable, priced as the tree.
+  auto tree = simulate_buckets(
+      **layout, tiny_config({"compress.name=topk", "compress.aggregation=tree"}), *profile);
+  ASSERT_TRUE(tree.is_ok()) << tree.status().message();
+  bool any_tree = false;
+  for (const SimBucket& b : *tree) any_tree = any_tree || b.kind == CommKind::kTree;
+  EXPECT_TRUE(any_tree);
+}
+
 TEST(Workload, ComputeFromFlopsAndErrors) {
   const train::TrainConfig config = tiny_config({});
   auto profile = parse_profile(kProfile, "t.yaml");

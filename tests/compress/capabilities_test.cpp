@@ -1,0 +1,243 @@
+// Compressor capabilities (compressor.h): what each built-in declares, and the registry's
+// strategies accepting or refusing a compressor by those declarations alone, an external
+// compressor's included (DESIGN.md, "Capabilities, not names").
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compress/aggregation.h"
+#include "compress/gradient_exchange.h"
+#include "compress/registry.h"
+#include "core/ops.h"
+
+namespace sparq::compress {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string describe(const CompressorCapabilities& c) {
+  std::string out;
+  for (auto [name, on] : {std::pair{"summable", c.summable}, {"self_contained", c.self_contained},
+                          {"sparse_f32", c.sparse_f32}, {"reselectable", c.reselectable},
+                          {"needs_matrix_layout", c.needs_matrix_layout},
+                          {"sends_every_entry", c.sends_every_entry},
+                          {"own_density_warmup", c.own_density_warmup}}) {
+    if (!on) continue;
+    if (!out.empty()) out += ' ';
+    out += name;
+  }
+  return out;
+}
+
+std::unique_ptr<Compressor> make(const std::string& name,
+                                 std::map<std::string, std::string> params = {}) {
+  auto made = make_compressor({name, std::move(params), "compress." + name});
+  EXPECT_TRUE(made.is_ok()) << made.status().message();
+  return std::move(made).value();
+}
+
+// The built-in strategies that accept `c`, in registry order.
+std::string accepted_by(const Compressor& c) {
+  std::string out;
+  for (Aggregation kind : kAggregations) {
+    const std::string name(aggregation_name(kind));
+    if (!make_aggregator(name, c, {}, "compress.aggregation").is_ok()) continue;
+    if (!out.empty()) out += ' ';
+    out += name;
+  }
+  return out;
+}
+
+TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
+  struct Want {
+    std::string name, capabilities, strategies;
+  };
+  const std::string messages = "self_contained";
+  const std::string anywhere = "allgather two_phase";
+  const std::vector<Want> wants = {
+      {"none", "summable self_contained sends_every_entry", "allreduce " + anywhere},
+      {"fp16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
+      {"bf16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
+      {"topk", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"topk_sampled", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"gtopk", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"randomk", messages, anywhere},
+      {"threshold", "self_contained sparse_f32", anywhere},
+      {"qsgd", messages, anywhere},
+      {"terngrad", messages, anywhere},
+      {"signsgd", messages, anywhere},
+      {"onebit", messages, anywhere},
+      {"blockquant", messages, anywhere},
+      {"dgc", "self_contained sparse_f32", anywhere},
+      {"lbs", messages, anywhere},
+      {"powersgd", "needs_matrix_layout", "low_rank"},
+  };
+  for (const Want& want : wants) {
+    auto c = make(want.name);
+    EXPECT_EQ(describe(c->capabilities()), want.capabilities) << want.name;
+    EXPECT_EQ(accepted_by(*c), want.strategies) << want.name;
+    // Its own strategy always accepts it.
+    EXPECT_TRUE(contains(want.strategies, std::string(aggregation_name(c->aggregation()))))
+        << want.name;
+  }
+  // dgc declares its own sparsity warm-up only when it has one.
+  EXPECT_TRUE(make("dgc", {{"warmup_steps", "3"}})->capabilities().own_density_warmup);
+}
+
+TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {
+  auto psgd = make("powersgd");
+  EXPECT_EQ(psgd->aggregation(), Aggregation::kLowRank);
+  auto automatic = make_aggregator("auto", *psgd, {}, "compress.aggregation");
+  ASSERT_TRUE(automatic.is_ok()) << automatic.status().message();
+  EXPECT_EQ((*automatic)->name(), "low_rank");
+  auto allreduce = make_aggregator("allreduce", *psgd, {}, "compress.aggregation");
+  ASSERT_FALSE(allreduce.is_ok());
+  EXPECT_EQ(allreduce.status().message(),
+            "compress.aggregation: powersgd cannot aggregate by allreduce (its messages do not "
+            "sum; its own strategy is low_rank)");
+  auto topk = make("topk");
+  auto low_rank = make_aggregator("low_rank", *topk, {}, "compress.aggregation");
+  ASSERT_FALSE(low_rank.is_ok());
+  EXPECT_TRUE(contains(low_rank.status().message(),
+                       "compress.aggregation: topk cannot aggregate by low_rank"))
+      << low_rank.status().message();
+}
+
+// A dense f32 compressor (message = the floats) that declares whatever it is told: enough for
+// the strategies' accepts() and the exchange's checks, which look at declarations only.
+class Declared final : public Compressor {
+ public:
+  Declared(Aggregation own, std::optional<CompressorCapabilities> caps,
+           std::optional<double> rho = std::nullopt)
+      : own_(own), caps_(caps), rho_(rho) {}
+  std::string_view name() const override { return "test_declared"; }
+  Aggregation aggregation() const override { return own_; }
+  CompressorCapabilities capabilities() const override {
+    return caps_ ? *caps_ : Compressor::capabilities();
+  }
+  void encode(std::span<const float> a, const EncodeContext&, Message& msg) override {
+    msg.resize(a.size_bytes());
+    std::memcpy(msg.data(), a.data(), msg.size());
+  }
+  Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                       const EncodeContext&) const override {
+    return check_message_size(*this, msg, n, 4 * n);
+  }
+  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
+              DecodeMode mode, const EncodeContext&) const override {
+    std::vector<float> v(out.size());
+    std::memcpy(v.data(), msg.data(), msg.size());
+    if (mode == DecodeMode::kSet) ops::fill(out.data(), out.size(), 0.0f);
+    ops::axpy(alpha, v.data(), out.data(), out.size());
+  }
+  std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override { return 4 * n; }
+  std::optional<double> density() const override { return rho_; }
+  DType wire_dtype() const override { return DType::kF32; }
+  double contraction_delta(std::size_t) const override { return 1.0; }
+
+ private:
+  Aggregation own_;
+  std::optional<CompressorCapabilities> caps_;
+  std::optional<double> rho_;
+};
+
+// Registered like any external compressor: `caps` is what it declares.
+std::unique_ptr<Compressor> make_external(const std::string& name, Aggregation own,
+                                          std::optional<CompressorCapabilities> caps) {
+  if (!find_compressor(name).is_ok()) {  // once per process (--gtest_repeat)
+    const Status s = register_compressor(
+        {name, "declares capabilities, for the test", {},
+         [own, caps](ConfigReader&) -> Result<std::unique_ptr<Compressor>> {
+           return std::unique_ptr<Compressor>(std::make_unique<Declared>(own, caps));
+         }});
+    EXPECT_TRUE(s.is_ok()) << s.message();
+  }
+  return make(name);
+}
+
+TEST(Capabilities, ExternalCompressorsAreJudgedByWhatTheyDeclare) {
+  // Sparse, re-selectable lists: the tree takes it although its own strategy is allgather.
+  auto sparse = make_external("test_caps_sparse", Aggregation::kAllgather,
+                              CompressorCapabilities{.sparse_f32 = true, .reselectable = true});
+  EXPECT_EQ(accepted_by(*sparse), "allgather two_phase tree");
+  // Summable messages although its own strategy is allgather: allreduce takes it.
+  auto summable = make_external("test_caps_summable", Aggregation::kAllgather,
+                                CompressorCapabilities{.summable = true});
+  EXPECT_EQ(accepted_by(*summable), "allreduce allgather two_phase");
+  // Messages that are not self-contained: allgather and two_phase refuse it, naming why.
+  auto joint = make_external("test_caps_joint", Aggregation::kAllreduce,
+                             CompressorCapabilities{.summable = true, .self_contained = false});
+  EXPECT_EQ(accepted_by(*joint), "allreduce");
+  auto gather = make_aggregator("allgather", *joint, {}, "compress.aggregation");
+  ASSERT_FALSE(gather.is_ok());
+  EXPECT_EQ(gather.status().message(),
+            "compress.aggregation: test_declared cannot aggregate by allgather (its messages "
+            "mean something only summed over the ranks; its own strategy is allreduce)");
+  // A sparse list the tree may not re-select.
+  auto fixed = make_external("test_caps_fixed", Aggregation::kAllgather,
+                             CompressorCapabilities{.sparse_f32 = true});
+  auto tree = make_aggregator("tree", *fixed, {}, "compress.aggregation");
+  ASSERT_FALSE(tree.is_ok());
+  EXPECT_TRUE(contains(tree.status().message(), "its sparse lists cannot be re-selected"))
+      << tree.status().message();
+  // low_rank is powersgd's factor exchange: declaring a matrix layout does not make another
+  // compressor powersgd.
+  Declared layout(Aggregation::kAllgather, CompressorCapabilities{.needs_matrix_layout = true});
+  EXPECT_FALSE(make_aggregator("low_rank", layout, {}, "compress.aggregation").is_ok());
+}
+
+// A compressor written before capabilities existed keeps the strategies the registry gave it
+// then: allreduce when its own strategy is allreduce, allgather and two_phase always.
+TEST(Capabilities, TheDefaultsFollowTheOwnStrategy) {
+  const Declared reducing(Aggregation::kAllreduce, std::nullopt);
+  EXPECT_EQ(describe(reducing.capabilities()), "summable self_contained");
+  EXPECT_EQ(accepted_by(reducing), "allreduce allgather two_phase");
+  const Declared gathering(Aggregation::kAllgather, std::nullopt);
+  EXPECT_EQ(describe(gathering.capabilities()), "self_contained");
+  EXPECT_EQ(accepted_by(gathering), "allgather two_phase");
+}
+
+TEST(Capabilities, SetLayoutDefaultsToIgnoringALayoutNobodyNeeds) {
+  Declared plain(Aggregation::kAllgather, std::nullopt);
+  EXPECT_TRUE(plain.set_layout(100, {{"w", 0, 10, 10}}).is_ok());
+  Declared needy(Aggregation::kAllgather, CompressorCapabilities{.needs_matrix_layout = true});
+  const Status s = needy.set_layout(100, {{"w", 0, 10, 10}});
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(),
+            "test_declared: declares needs_matrix_layout but does not override set_layout");
+  // powersgd's own set_layout, reached through the base class.
+  auto psgd = make("powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}});
+  EXPECT_TRUE(psgd->set_layout(100, {{"w", 0, 10, 10}}).is_ok());
+  EXPECT_EQ(psgd->fixed_message_bytes(100), 4u * (10 * 2 + 10 * 2));
+}
+
+TEST(Capabilities, TheDensityWarmUpAsksTheCapabilities) {
+  const std::string key = "compress.density_warmup_steps";
+  // Every entry sent: nothing to warm up, accepted without a density.
+  const Declared dense(Aggregation::kAllreduce,
+                       CompressorCapabilities{.summable = true, .sends_every_entry = true});
+  EXPECT_TRUE(check_density_warmup(dense, 10, key).is_ok());
+  // No density and not dense: refused, naming the key.
+  const Declared plain(Aggregation::kAllgather, std::nullopt);
+  const Status none = check_density_warmup(plain, 10, key);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_TRUE(contains(none.message(), key + ": test_declared has no density")) << none.message();
+  // A density: accepted, unless the compressor warms its own sparsity up.
+  EXPECT_TRUE(check_density_warmup(Declared(Aggregation::kAllgather, std::nullopt, 0.01), 10, key)
+                  .is_ok());
+  const Declared own(Aggregation::kAllgather, CompressorCapabilities{.own_density_warmup = true},
+                     0.01);
+  const Status both = check_density_warmup(own, 10, key);
+  ASSERT_FALSE(both.is_ok());
+  EXPECT_TRUE(contains(both.message(), "test_declared's own sparsity warm-up")) << both.message();
+  EXPECT_TRUE(check_density_warmup(own, 0, key).is_ok());  // no warm-up asked
+}
+
+}  // namespace
+}  // namespace sparq::compress

@@ -232,6 +232,12 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
 void GradientExchange::agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
                                           std::int64_t step) {
   std::int32_t count = local_nonfinite_;
+  // A device store skips the local check (above), so every rank's count is 0 and there is
+  // nothing to agree on; the count is a host int, which a device communicator cannot take.
+  if (store_.device() != Device::kCPU) {
+    nonfinite_all_ranks_ = 0;
+    return;
+  }
   if (comm.size() > 1) comm.allreduce(&count, &count, 1, DType::kI32, comm::ReduceOp::kSum);
   nonfinite_all_ranks_ = count;
   if (count == 0) return;

@@ -27,6 +27,7 @@ Trainer::~Trainer() {
   // The scheduler and stepper reference the engine; tear down in dependency order.
   stepper_.reset();
   scheduler_.reset();
+  bucket_queue_.reset();
   engine_.reset();
 }
 
@@ -38,6 +39,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
   t->options_ = options;
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
+  SPARQ_RETURN_IF_ERROR(t->agree(t->connect_buckets(), "connecting the gradient buckets"));
   SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_plan(), "comparing bucket choices"));
   return t;
 }

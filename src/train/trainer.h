@@ -125,6 +125,9 @@ class Trainer {
  private:
   Trainer(const TrainConfig& config, comm::Communicator& comm);
   Status build(const Options& options);
+  // Collective, after every rank built: the queue the buckets go through (the control engine,
+  // or NCCL's for several GPUs), the WFBP scheduler on it and the stepper.
+  Status connect_buckets();
   Status load_initial_weights();
   Status load_checkpoint(const std::string& path);
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
@@ -168,7 +171,8 @@ class Trainer {
   std::string plan_choice_;  // comm.plan: auto's choice, joined (check_same_plan)
   std::unique_ptr<compress::GradientExchange> exchange_;
   TraceRecorder trace_;
-  std::unique_ptr<comm::CommEngine> engine_;
+  std::unique_ptr<comm::CommEngine> engine_;  // control traffic; the buckets too on the CPU
+  std::unique_ptr<comm::CommQueue> bucket_queue_;  // several GPUs: NCCL (comm/nccl_queue.h)
   std::unique_ptr<comm::WfbpScheduler> scheduler_;
   std::unique_ptr<DataParallelStepper> stepper_;
   JsonlWriter metrics_;

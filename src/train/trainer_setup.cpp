@@ -1,5 +1,5 @@
-// Trainer set-up: building the model, store, optimizer, exchange and scheduler from the
-// config (build), initial weights, the cross-rank checks of config and bucket plan, and the
+// Trainer set-up: building the model, store, optimizer and exchange from the config (build),
+// connecting the buckets to their queue (connect_buckets), initial weights, the cross-rank checks of config and bucket plan, and the
 // start-up description. The step loop, evaluation and tracing are in trainer.cpp,
 // checkpoints in checkpointing.cpp.
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "comm/agree.h"
+#include "comm/nccl_queue.h"
 #include "core/tensor_copy.h"
 #include "core/threading.h"
 #include "train/hf_gpt2.h"
@@ -29,12 +30,6 @@ Status Trainer::build(const Options& options) {
     // on a machine without a GPU.
     if (!options.dry_run) {
       SPARQ_RETURN_IF_ERROR(check_device_support(c));
-      if (comm_.size() > 1) {
-        return Status::error("{}: train.device: cuda with {} ranks needs the NCCL stream "
-                             "scheduler, which is not built yet (issue 17): run one rank per "
-                             "job on the GPU, or train.device: cpu",
-                             c.origin, comm_.size());
-      }
       SPARQ_ASSIGN_OR_RETURN(context_, open_rank_device(local_));
       stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
     }
@@ -106,8 +101,26 @@ Status Trainer::build(const Options& options) {
   eo.timeout_s = c.comm.timeout_s;
   eo.trace = &trace_;
   engine_ = std::make_unique<comm::CommEngine>(comm_, eo);
+  return Status::ok();
+}
+
+Status Trainer::connect_buckets() {
+  const TrainConfig& c = config_;
+  comm::CommQueue* buckets = engine_.get();
+  if (context().is_cuda() && comm_.size() > 1) {
+    // Several GPUs: NCCL averages the buckets on its own stream, gated on the compute
+    // stream (comm/nccl_queue.h). Created on the control engine's thread, the only one that
+    // may call MPI now, as a collective every rank reaches after agreeing that build()
+    // succeeded everywhere.
+    const comm::NcclQueueOptions options{.timeout_s = c.comm.timeout_s, .trace = &trace_};
+    SPARQ_RETURN_IF_ERROR(run_control("NCCL bootstrap", [&](comm::Communicator& host) {
+      SPARQ_ASSIGN_OR_RETURN(bucket_queue_, comm::make_nccl_queue(host, *context_, options));
+      return Status::ok();
+    }));
+    buckets = bucket_queue_.get();
+  }
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
-      *plan_, *engine_, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
+      *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
       DataParallelStepper::Options{.clip_norm = c.clip_norm,

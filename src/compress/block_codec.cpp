@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "compress/byte_io.h"
+#include "compress/quant_math.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/rng.h"
@@ -17,26 +18,19 @@ constexpr std::size_t kParallelValues = std::size_t{1} << 16;
 // so every chunk of a block starts on a byte boundary for any code width).
 constexpr std::size_t kChunk = 256;
 
+// The per-element math is quant_math.h's, shared with the CUDA kernels (Note [Byte-identical
+// block codes]).
 void quantize_chunk(const float* v, std::size_t len, float inv, float levels, bool stochastic,
                     const RoundingRng& rng, std::size_t j0, std::uint8_t* codes) {
   if (!stochastic) {
-    // c = floor(clamp(y) + 0.5) + L = trunc(clamp(y) + L + 0.5): the operand is >= 0.5, so
-    // truncation is floor and the conversion needs no separate rounding instruction.
-    const float bias = levels + 0.5f;
 #pragma omp simd
-    for (std::size_t j = 0; j < len; ++j) {
-      const float y = std::min(std::max(v[j] * inv, -levels), levels);
-      codes[j] = static_cast<std::uint8_t>(static_cast<int>(y + bias));
-    }
+    for (std::size_t j = 0; j < len; ++j) codes[j] = quantize_nearest(v[j], inv, levels);
     return;
   }
   float u[kChunk];
   rounding_uniforms(rng, j0, len, u);
 #pragma omp simd
-  for (std::size_t j = 0; j < len; ++j) {
-    const float y = std::min(std::max(v[j] * inv, -levels), levels);
-    codes[j] = static_cast<std::uint8_t>(static_cast<int>(y + levels + u[j]));
-  }
+  for (std::size_t j = 0; j < len; ++j) codes[j] = quantize_stochastic(v[j], inv, levels, u[j]);
 }
 
 }  // namespace
@@ -44,23 +38,18 @@ void quantize_chunk(const float* v, std::size_t len, float inv, float levels, bo
 void rounding_uniforms(const RoundingRng& rng, std::size_t j0, std::size_t len, float* u) {
   if (rng.positions) {
     for (std::size_t j = 0; j < len; ++j) {
-      u[j] = uniform_at(rng.key, rng.stream, rng.first_position + rng.positions[j0 + j]);
+      u[j] = rounding_uniform(rng.key, rng.stream, rng.first_position + rng.positions[j0 + j]);
     }
     return;
   }
-  // Contiguous positions: one Philox block yields the draws of 4 consecutive positions.
+  // Contiguous positions: one Philox block yields the draws of 4 consecutive positions (the
+  // same numbers as rounding_uniform(), quant_math.h, one position at a time).
   std::size_t j = 0;
   while (j < len) {
     const std::uint64_t pos = rng.first_position + j0 + j;
     const auto words = philox4x32(rng.key, rng.stream, pos / 4);
     for (std::uint64_t w = pos % 4; w < 4 && j < len; ++w, ++j) u[j] = u32_to_unit_float(words[w]);
   }
-}
-
-std::uint16_t half_bits_round_up(float s) {
-  std::uint16_t bits = float_to_half_bits(s);
-  if (half_bits_to_float(bits) < s) ++bits;  // positive f16 bit patterns order like values
-  return std::min<std::uint16_t>(bits, 0x7bff);
 }
 
 Status check_block_scales(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
@@ -136,19 +125,19 @@ void blockquant_encode_run(const float* v, std::size_t count, const BlockQuantPa
   SPARQ_CHECK(p.bits >= 2 && p.bits <= 8 && p.block % 8 == 0 && p.block > 0,
               "block codec: bits {} block {}", p.bits, p.block);
   const std::size_t nblocks = (count + p.block - 1) / p.block;
-  const float levels = static_cast<float>((1 << (p.bits - 1)) - 1);
+  const float levels = quant_levels(p.bits);
   std::uint8_t* codes_out = out + 2 * nblocks;
 #pragma omp parallel for schedule(static) if (count > kParallelValues)
   for (std::size_t blk = 0; blk < nblocks; ++blk) {
     const std::size_t begin = blk * p.block, len = std::min(p.block, count - begin);
     const float* x = v + begin;
+    // A maximum: any order (the vector lanes', a GPU block's) gives the same value.
     float absmax = 0.0f;
 #pragma omp simd reduction(max : absmax)
     for (std::size_t j = 0; j < len; ++j) absmax = std::max(absmax, std::fabs(x[j]));
-    const std::uint16_t scale_bits = absmax > 0.0f ? half_bits_round_up(absmax / levels) : 0;
+    const std::uint16_t scale_bits = block_scale_bits(absmax, levels);
     store_u16(out + 2 * blk, scale_bits);
-    const float scale = half_bits_to_float(scale_bits);
-    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+    const float inv = inverse_scale(float_of_half_bits(scale_bits));
     std::uint8_t codes[kChunk];
     for (std::size_t c = 0; c < len; c += kChunk) {
       const std::size_t clen = std::min(kChunk, len - c);
@@ -161,12 +150,12 @@ void blockquant_encode_run(const float* v, std::size_t count, const BlockQuantPa
 void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
                            float alpha, DecodeMode mode, float* out) {
   const std::size_t nblocks = (count + p.block - 1) / p.block;
-  const float levels = static_cast<float>((1 << (p.bits - 1)) - 1);
+  const float levels = quant_levels(p.bits);
   const std::uint8_t* codes_in = in + 2 * nblocks;
 #pragma omp parallel for schedule(static) if (count > kParallelValues)
   for (std::size_t blk = 0; blk < nblocks; ++blk) {
     const std::size_t begin = blk * p.block, len = std::min(p.block, count - begin);
-    const float f = alpha * half_bits_to_float(load_u16(in + 2 * blk));
+    const float f = alpha * float_of_half_bits(load_u16(in + 2 * blk));
     std::uint8_t codes[kChunk];
     for (std::size_t c = 0; c < len; c += kChunk) {
       const std::size_t clen = std::min(kChunk, len - c);
@@ -174,10 +163,10 @@ void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const Bloc
       float* y = out + begin + c;
       if (mode == DecodeMode::kSet) {
 #pragma omp simd
-        for (std::size_t j = 0; j < clen; ++j) y[j] = (static_cast<float>(codes[j]) - levels) * f;
+        for (std::size_t j = 0; j < clen; ++j) y[j] = dequantize(codes[j], levels, f);
       } else {
 #pragma omp simd
-        for (std::size_t j = 0; j < clen; ++j) y[j] += (static_cast<float>(codes[j]) - levels) * f;
+        for (std::size_t j = 0; j < clen; ++j) y[j] += dequantize(codes[j], levels, f);
       }
     }
   }

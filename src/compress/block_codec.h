@@ -1,5 +1,7 @@
 // Block quantization of a run of floats to b-bit signed codes with one f16 scale per block,
 // shared by `blockquant` (the run is the whole span) and `lbs` (the run is the kept values).
+// The per-element math is quant_math.h's, shared with the CUDA codec (Note [Byte-identical
+// block codes]).
 //
 // Levels: L = 2^(b-1) - 1 (b=2: 1, b=3: 3, b=4: 7, b=8: 127); a value x of a block with scale
 // s is sent as q in [-L, L] and decodes to q * s. The scale is absmax(block) / L rounded UP to
@@ -18,6 +20,7 @@
 #include <cstdint>
 
 #include "compress/compressor.h"
+#include "compress/quant_math.h"  // half_bits_round_up and the per-element math
 
 namespace sparq::compress {
 
@@ -61,9 +64,6 @@ void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const Bloc
 // value within (2^b - 1 - L) * s, bounded and finite. Errors start with `who`.
 Status check_block_scales(const std::uint8_t* in, std::size_t count, const BlockQuantParams& p,
                           std::string_view who);
-
-// The f16 bits of the smallest f16 >= s (s >= 0), capped at the largest finite f16.
-std::uint16_t half_bits_round_up(float s);
 
 // len uniform [0, 1) draws for values j0 .. j0 + len - 1 of a run.
 void rounding_uniforms(const RoundingRng& rng, std::size_t j0, std::size_t len, float* u);

@@ -1,0 +1,90 @@
+// The block codec's per-element math (block_codec.h) as shared host-device functions
+// (core/host_device.h): the CPU codec and the CUDA kernels (compress/cuda/block_codec.cu)
+// call the same definitions, so a message encoded on a GPU is byte-identical to the CPU's for
+// the same input and context, and the CPU tests cover the device's arithmetic.
+//
+// Note [Byte-identical block codes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Encoding uses only operations that IEEE fixes on both sides: |x|, comparisons (the block's
+// absmax is a maximum, so any reduction order gives the same value), one division (1 / s; nvcc
+// divides correctly rounded unless told otherwise, and sparq never is), products and sums that
+// are not fused (a clamp sits between the product and the sum), and float -> int truncation of
+// a non-negative value. The clamps are written as the ternaries std::max/std::min are, so the
+// vectorized CPU loops and the kernels agree even on NaN (a NaN clamps to NaN, whose code is
+// 0 on both; the exchange zeroes non-finite buckets before encoding anyway). Decoding
+// `y += (c - L) * f` is contracted into one fma by nvcc and by g++ wherever the CPU has FMA
+// (-march=native), so kAdd results agree there; kSet results agree everywhere.
+#pragma once
+
+#include <cstdint>
+
+#include "core/half_math.h"
+#include "core/host_device.h"
+#include "core/rng.h"
+
+namespace sparq::compress {
+
+// L = 2^(b-1) - 1: codes are q + L for q in [-L, L].
+SPARQ_HOST_DEVICE inline float quant_levels(int bits) {
+  return static_cast<float>((1 << (bits - 1)) - 1);
+}
+
+// The f16 bits of the smallest f16 >= s (s >= 0), capped at the largest finite f16.
+SPARQ_HOST_DEVICE inline std::uint16_t half_bits_round_up(float s) {
+  std::uint16_t bits = half_bits_of(s);
+  if (float_of_half_bits(bits) < s) ++bits;  // positive f16 bit patterns order like values
+  return bits < 0x7bff ? bits : static_cast<std::uint16_t>(0x7bff);
+}
+
+// std::max(m, |x|) as the CPU loop writes it (a NaN |x| never wins).
+SPARQ_HOST_DEVICE inline float absmax_step(float m, float x) {
+  const float a = x < 0.0f ? -x : x;
+  return m < a ? a : m;
+}
+
+// The scale of a block whose largest |value| is absmax (0 for an all-zero block).
+SPARQ_HOST_DEVICE inline std::uint16_t block_scale_bits(float absmax, float levels) {
+  return absmax > 0.0f ? half_bits_round_up(absmax / levels) : static_cast<std::uint16_t>(0);
+}
+SPARQ_HOST_DEVICE inline float inverse_scale(float scale) { return scale > 0.0f ? 1.0f / scale : 0.0f; }
+
+// std::min(std::max(x * inv, -L), L).
+SPARQ_HOST_DEVICE inline float clamp_to_levels(float x, float inv, float levels) {
+  const float y = x * inv;
+  const float lo = y < -levels ? -levels : y;
+  return levels < lo ? levels : lo;
+}
+
+// Nearest: floor(y + 0.5) + L = trunc(y + (L + 0.5)) since the operand is >= 0.5.
+SPARQ_HOST_DEVICE inline std::uint8_t quantize_nearest(float x, float inv, float levels) {
+  return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + (levels + 0.5f)));
+}
+
+// Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased.
+SPARQ_HOST_DEVICE inline std::uint8_t quantize_stochastic(float x, float inv, float levels,
+                                                          float u) {
+  return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + levels + u));
+}
+
+// The rounding draw of the value at `position` (block_codec.h, RoundingRng).
+SPARQ_HOST_DEVICE inline float rounding_uniform(std::uint64_t key, std::uint64_t stream,
+                                                std::uint64_t position) {
+  return u32_to_unit_float(philox4x32(key, stream, position / 4)[position % 4]);
+}
+
+SPARQ_HOST_DEVICE inline float dequantize(std::uint8_t code, float levels, float f) {
+  return (static_cast<float>(code) - levels) * f;
+}
+
+// Up to 8 codes of `bits` bits, code i in bits [i * bits, i * bits + bits) of the word.
+SPARQ_HOST_DEVICE inline std::uint64_t pack_code_group(const std::uint8_t* codes, int count,
+                                                       int bits) {
+  std::uint64_t word = 0;
+  for (int i = 0; i < count; ++i) word |= static_cast<std::uint64_t>(codes[i]) << (i * bits);
+  return word;
+}
+SPARQ_HOST_DEVICE inline std::uint8_t unpack_code(std::uint64_t word, int i, int bits) {
+  return static_cast<std::uint8_t>((word >> (i * bits)) & ((std::uint64_t{1} << bits) - 1));
+}
+
+}  // namespace sparq::compress

@@ -3,9 +3,11 @@
 // copied, with the same thread count, re-measured next to every row), plus the bytes sent
 // as a fraction of dense f32.
 // Targets (issue 7): blockquant encode >= 50% of memcpy, lbs (exact, rho 0.01, 4 bits)
-// encode >= 15%. Nothing here is asserted; the table is for reports.
+// encode >= 15%. Nothing here is asserted; the table is for reports. --device cuda times the
+// device codecs instead (bench_compress_cuda.h).
 //
-//   bench_compress [--threads N] [--seconds S] [--sizes 1,16,64] (sizes in Mi floats)
+//   bench_compress [--device cpu|cuda] [--threads N] [--seconds S] [--sizes 1,16,64]
+//   (sizes in Mi floats)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#if SPARQ_HAS_CUDA
+#include "bench_compress_cuda.h"
+#endif
 #include "compress/registry.h"
 #include "core/buffer.h"
 #include "core/rng.h"
@@ -67,8 +72,11 @@ int main(int argc, char** argv) {
   int threads = 2;
   double seconds = 0.3;
   std::vector<std::size_t> sizes_mi = {1, 16, 64};
+  std::string device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--threads")) {
+    if (!std::strcmp(argv[i], "--device")) {
+      device = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--threads")) {
       threads = std::atoi(argv[i + 1]);
     } else if (!std::strcmp(argv[i], "--seconds")) {
       seconds = std::atof(argv[i + 1]);
@@ -79,10 +87,22 @@ int main(int argc, char** argv) {
         if (*p == ',') ++p;
       }
     } else {
-      fmt::print(stderr, "unknown option {}\nusage: bench_compress [--threads N] [--seconds S] "
-                 "[--sizes 1,16,64]\n", argv[i]);
+      fmt::print(stderr, "unknown option {}\nusage: bench_compress [--device cpu|cuda] "
+                 "[--threads N] [--seconds S] [--sizes 1,16,64]\n", argv[i]);
       return 2;
     }
+  }
+  if (device == "cuda") {
+#if SPARQ_HAS_CUDA
+    return run_device_compress_bench(sizes_mi, seconds);
+#else
+    fmt::print(stderr, "bench_compress: --device cuda needs sparq built with CUDA\n");
+    return 2;
+#endif
+  }
+  if (device != "cpu") {
+    fmt::print(stderr, "bench_compress: --device must be cpu or cuda, got '{}'\n", device);
+    return 2;
   }
   sparq::set_num_threads(threads);
 

@@ -75,7 +75,7 @@ done
 section "compute-sanitizer memcheck (kernel tests)"
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for t in build-gpu/tests/core/test_core_cuda build-gpu/tests/layers/test_layers_cuda* \
-           build-gpu/tests/optim/test_optim_cuda; do
+           build-gpu/tests/optim/test_optim_cuda build-gpu/tests/compress/test_compress_cuda; do
     [[ -x $t ]] || continue
     timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$t" --gtest_brief=1 \
       >"$out/memcheck_$(basename "$t").txt" 2>&1
@@ -88,6 +88,11 @@ else
 fi
 
 section "benchmarks"
+# Issue 17: the device codecs against the device's copy bandwidth (targets in the header).
+if [[ -x build-gpu/bench/bench_compress ]]; then
+  timeout 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
+    >>"$results" 2>&1 || say "bench_compress --device cuda exited $?"
+fi
 if [[ -x build-gpu/bench/bench_models ]] && build-gpu/bench/bench_models --help 2>&1 | grep -q -- --device; then
   timeout 200 build-gpu/bench/bench_models --device cuda --python python3 >>"$results" 2>&1 ||
     say "bench_models --device cuda exited $?"

@@ -1,0 +1,55 @@
+// lbs (compress/lbs.h) on a CUDA device, with exact selection: the first `size` bytes of the
+// output are the CPU's message for the same input and context, where size = 12 +
+// index_bytes + the value run, read from the message's own header (sparse_format.h). The
+// buffer has a fixed capacity (lbs_capacity: the index section at its bitmap bound), which is
+// what NCCL's plain allgather needs; the host never waits for the size.
+//
+// Steps, all enqueued on `stream`: exact top-k (topk_cuda.h) of a = g + e (error feedback
+// fused: the sum is formed in e) into ascending indices and their values; each index's
+// delta-varint length and, by a prefix sum, its byte offset; the header, choosing the smaller
+// index coding on the device; the index section; the kept values through the block codec
+// (block_codec_cuda.h) with their bucket positions for stochastic rounding; and, with error
+// feedback, e[i] -= D(m)[i] at the kept positions, rounded as the CPU rounds it (the product,
+// then the sum). Every pointer is device memory; `out` is 4-byte aligned. fmt-free.
+// Only `bits`, `block` and (decoding) nothing else of LbsArgs matter to lbs_decode.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sparq::cuda {
+
+struct LbsArgs {
+  int bits = 4;
+  std::size_t block = 256;
+  bool stochastic = false;
+  std::uint64_t key = 0;             // step_key(ctx.seed, ctx.step)
+  std::uint64_t stream = 0;          // compression_stream(ctx, ctx.rank)
+  std::uint64_t first_position = 0;  // ctx.offset
+};
+
+// Bytes an lbs message of k kept entries out of n can take at most.
+std::size_t lbs_capacity(std::size_t n, std::size_t k, const LbsArgs& args);
+std::size_t lbs_scratch_bytes(std::size_t n, std::size_t k);
+
+// Encodes the k largest |a| of a = g + e into out[0..lbs_capacity). With g == nullptr, e
+// holds a itself and is only read (no error feedback); otherwise a = g + e is formed in e and
+// e = a - D(m) is left behind.
+void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const LbsArgs& args,
+                std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
+                cudaStream_t stream);
+
+// Decoding, the CPU's LbsCompressor::decode for a message of k kept entries out of n (k is
+// the same on every rank: the density and n are): out = alpha * D(in) (add == false) or
+// out += alpha * D(in). The index section is read in either coding: its varints (or bits)
+// are found by a prefix sum over the section, and each kept value is added to its position
+// as the CPU adds it (the product, then the sum). Messages from other ranks are trusted here:
+// the device path does not run check_message yet.
+std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k);
+void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
+                float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
+                cudaStream_t stream);
+
+}  // namespace sparq::cuda

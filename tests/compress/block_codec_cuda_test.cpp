@@ -1,0 +1,158 @@
+// The CUDA block codec against the CPU codec (compress/cuda/block_codec_cuda.h): the same
+// message bytes for every code width, block size, odd length and rounding mode, decodes that
+// equal the CPU's, and the fused error feedback leaving the CPU's residual. Outputs sit
+// between sentinel guards, so an out-of-bounds write fails the test. Label gpu: skipped with
+// a message without a device (and on CPU-only builds, where it is not built).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/device_test_util.h"
+#include "compress/block_codec.h"
+#include "core/rng.h"
+
+#if SPARQ_HAS_CUDA
+#include "compress/cuda/block_codec_cuda.h"
+#endif
+
+namespace sparq::compress {
+namespace {
+
+using testing::GuardedDeviceArray;
+
+std::vector<float> gradient_like(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  fill_normal(v.data(), n, 0.0f, 1.0f, seed, 1);
+  // Some exact zeros, an all-zero stretch and a few large values: every scale path.
+  for (std::size_t i = 0; i < n; i += 13) v[i] = 0.0f;
+  for (std::size_t i = n / 3; i < n / 3 + 20 && i < n; ++i) v[i] = 0.0f;
+  if (n > 5) v[5] = 3.0e4f;
+  return v;
+}
+
+// Whether a and b are equal or one float step apart (kAdd decodes: see quant_math.h).
+bool within_one_ulp(float a, float b) {
+  return a == b || std::nextafter(a, b) == b;
+}
+
+struct Case {
+  std::size_t n;
+  int bits;
+  std::size_t block;
+  bool stochastic;
+  bool positions;
+  std::string name() const {
+    return "n=" + std::to_string(n) + " bits=" + std::to_string(bits) + " block=" +
+           std::to_string(block) + (stochastic ? (positions ? " stochastic@positions" : " stochastic")
+                                               : " nearest");
+  }
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (std::size_t n : {1, 7, 8, 9, 255, 256, 257, 1000, 4099, 70001}) {
+    for (int bits : {2, 3, 4, 8}) {
+      for (std::size_t block : {8, 64, 256}) {
+        out.push_back({n, bits, block, false, false});
+        out.push_back({n, bits, block, true, n % 2 == 1});
+      }
+    }
+  }
+  return out;
+}
+
+#if SPARQ_HAS_CUDA
+// The positions of an lbs-style run: ascending, sparse bucket positions.
+std::vector<std::uint32_t> positions_for(std::size_t n) {
+  std::vector<std::uint32_t> p(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint32_t>(3 * i + (i % 5));
+  return p;
+}
+#endif
+
+TEST(CudaBlockCodec, EncodesTheCpuBytesAndDecodesTheCpuValues) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name());
+    const std::vector<float> v = gradient_like(c.n, c.n + c.bits);
+    const BlockQuantParams p{c.bits, c.block, c.stochastic};
+    const std::vector<std::uint32_t> pos = positions_for(c.n);
+    const RoundingRng rng{11, 22, 5, c.positions ? pos.data() : nullptr};
+    std::vector<std::uint8_t> want(blockquant_run_bytes(c.n, p));
+    blockquant_encode_run(v.data(), c.n, p, rng, want.data());
+
+    GuardedDeviceArray<float> dv(v);
+    GuardedDeviceArray<std::uint32_t> dpos(pos);
+    GuardedDeviceArray<std::uint8_t> dmsg(want.size());
+    cuda::BlockCodecArgs args{c.bits, c.block, c.stochastic, 11, 22, 5,
+                              c.positions ? dpos.data() : nullptr};
+    cuda::blockquant_encode_run(dv.data(), c.n, args, dmsg.data(), nullptr);
+    ASSERT_EQ(dmsg.download(), want);
+    ASSERT_TRUE(dmsg.guards_intact());
+    ASSERT_EQ(dv.download(), v) << "encode must not write its input";
+
+    for (bool add : {false, true}) {
+      std::vector<float> base(c.n, add ? 0.25f : 0.0f);
+      std::vector<float> cpu = base;
+      blockquant_decode_run(want.data(), c.n, p, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet,
+                            cpu.data());
+      GuardedDeviceArray<float> dout(base);
+      cuda::blockquant_decode_run(dmsg.data(), c.n, c.bits, c.block, 0.5f, add, dout.data(),
+                                  nullptr);
+      const std::vector<float> got = dout.download();
+      ASSERT_TRUE(dout.guards_intact());
+      for (std::size_t i = 0; i < c.n; ++i) {
+        if (add) {
+          ASSERT_TRUE(within_one_ulp(got[i], cpu[i])) << i << ": " << got[i] << " vs " << cpu[i];
+        } else {
+          ASSERT_EQ(got[i], cpu[i]) << i;
+        }
+      }
+    }
+  }
+#endif
+}
+
+TEST(CudaBlockCodec, FusedErrorFeedbackSendsTheCpuBytesAndConservesMass) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (std::size_t n : {1, 9, 257, 4099, 70001}) {
+    for (int bits : {2, 4, 8}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " bits=" + std::to_string(bits));
+      const std::vector<float> g = gradient_like(n, 3 * n + bits);
+      std::vector<float> e = gradient_like(n, 5 * n + bits);
+      for (float& x : e) x *= 0.1f;
+      const BlockQuantParams p{bits, 256, false};
+      // The CPU's ErrorFeedback::encode: a = g + e; m = C(a); e = a + (-1) D(m).
+      std::vector<float> a(n);
+      for (std::size_t i = 0; i < n; ++i) a[i] = g[i] + e[i];
+      std::vector<std::uint8_t> want(blockquant_run_bytes(n, p));
+      blockquant_encode_run(a.data(), n, p, RoundingRng{}, want.data());
+      std::vector<float> e_cpu = a;
+      blockquant_decode_run(want.data(), n, p, -1.0f, DecodeMode::kAdd, e_cpu.data());
+
+      GuardedDeviceArray<float> dg(g), de(e);
+      GuardedDeviceArray<std::uint8_t> dmsg(want.size());
+      cuda::blockquant_encode_with_feedback(dg.data(), de.data(), n,
+                                            cuda::BlockCodecArgs{bits, 256}, dmsg.data(), nullptr);
+      ASSERT_EQ(dmsg.download(), want);
+      ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact());
+      const std::vector<float> e_gpu = de.download();
+      // Mass conservation on the device: D(m) + e_new == g + e_old, to float rounding.
+      std::vector<float> sent(n, 0.0f);
+      blockquant_decode_run(want.data(), n, p, 1.0f, DecodeMode::kSet, sent.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(within_one_ulp(e_gpu[i], e_cpu[i])) << i;
+        ASSERT_NEAR(sent[i] + e_gpu[i], a[i], 1e-6f * (1.0f + std::fabs(a[i]))) << i;
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace sparq::compress

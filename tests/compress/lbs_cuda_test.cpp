@@ -1,0 +1,100 @@
+// lbs on the device against LbsCompressor on the CPU: the message's bytes (header, either
+// index coding, scales, codes; nearest and stochastic rounding, region offsets), with error
+// feedback fused the residual the CPU's ErrorFeedback leaves, and the decode of the message
+// (set and add), value for value. The
+// message buffer and the residual sit between sentinel guards. Label gpu.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/device_test_util.h"
+#include "compress/error_feedback.h"
+#include "compress/lbs.h"
+#include "compress/options.h"
+#include "compress/random_streams.h"
+#include "core/rng.h"
+
+#if SPARQ_HAS_CUDA
+#include "compress/cuda/lbs_cuda.h"
+#endif
+
+namespace sparq::compress {
+namespace {
+
+using testing::GuardedDeviceArray;
+
+TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (std::size_t n : {9, 1000, 70001}) {
+    for (double density : {0.01, 0.3, 1.0}) {  // delta varints, then bitmaps
+      for (bool stochastic : {false, true}) {
+        for (bool feedback : {false, true}) {
+          SCOPED_TRACE("n=" + std::to_string(n) + " density=" + std::to_string(density) +
+                       (stochastic ? " stochastic" : " nearest") + (feedback ? " +ef" : ""));
+          LbsCompressor::Options o;
+          o.density = density;
+          o.quant = BlockQuantParams{4, 64, stochastic};
+          LbsCompressor cpu(o);
+          EncodeContext ctx;
+          ctx.seed = 5;
+          ctx.step = 3;
+          ctx.bucket_id = 2;
+          ctx.rank = 1;
+          ctx.world_size = 2;
+          ctx.offset = 17;
+          std::vector<float> g(n), e(n);
+          fill_normal(g.data(), n, 0.0f, 1.0f, n, 1);
+          fill_normal(e.data(), n, 0.0f, 0.1f, n, 2);
+          const std::vector<float> e0 = feedback ? e : g;  // what the device gets as e
+
+          Message want;
+          std::vector<float> residual = e;
+          if (feedback) {
+            ErrorFeedback ef(residual);
+            ef.encode(cpu, g, 0, ctx, want);
+          } else {
+            cpu.encode(g, ctx, want);
+          }
+
+          const std::size_t k = k_for(density, n);
+          cuda::LbsArgs args{4, 64, stochastic, step_key(ctx.seed, ctx.step),
+                             compression_stream(ctx, ctx.rank), ctx.offset};
+          GuardedDeviceArray<float> dg(g), de(e0);
+          GuardedDeviceArray<std::uint8_t> dmsg(cuda::lbs_capacity(n, k, args));
+          GuardedDeviceArray<std::uint8_t> scratch(cuda::lbs_scratch_bytes(n, k));
+          cuda::lbs_encode(feedback ? dg.data() : nullptr, de.data(), n, k, args, dmsg.data(),
+                           scratch.data(), scratch.size(), nullptr);
+          // GuardedDeviceArray places data 64 bytes into a cudaMalloc block: 4-aligned.
+          const std::vector<std::uint8_t> got = dmsg.download();
+          ASSERT_LE(want.size(), got.size());
+          ASSERT_EQ(std::vector<std::uint8_t>(got.begin(), got.begin() + want.size()), want);
+          ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact() && scratch.guards_intact());
+          if (feedback) {
+            ASSERT_EQ(de.download(), residual);
+          } else {
+            ASSERT_EQ(de.download(), g) << "without error feedback the input is only read";
+          }
+          // Decoding the device's message on the device, as the CPU decodes its own.
+          for (bool add : {false, true}) {
+            std::vector<float> expected(n, add ? 0.25f : -1.0f);
+            GuardedDeviceArray<float> dout(expected);
+            cpu.decode(want, expected, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet, ctx);
+            GuardedDeviceArray<std::uint8_t> dscratch(cuda::lbs_decode_scratch_bytes(n, k));
+            cuda::lbs_decode(dmsg.data(), n, k, args, 0.5f, add, dout.data(), dscratch.data(),
+                             dscratch.size(), nullptr);
+            ASSERT_EQ(dout.download(), expected) << (add ? "kAdd" : "kSet");
+            ASSERT_TRUE(dout.guards_intact() && dscratch.guards_intact());
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace sparq::compress

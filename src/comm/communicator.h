@@ -68,6 +68,9 @@ class Communicator {
   virtual int size() const = 0;
   virtual Device device() const = 0;     // where buffers passed to this communicator live
   virtual std::string backend() const = 0;  // "mpi", "nccl", "self"
+  // The cudaStream_t its collectives run on, for work that must be ordered with them (a GPU
+  // codec encoding the message a collective sends); nullptr for host communicators.
+  virtual void* device_stream() const { return nullptr; }
 
   // in/out: count elements. in == out is in-place. f16/bf16 are reduced in f32 where the
   // backend cannot reduce them natively.

@@ -72,6 +72,7 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   Device device() const override { return Device::kCUDA; }
   std::string backend() const override { return "nccl"; }
+  void* device_stream() const override { return stream_.get(); }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override;
   void allgather(const void* in, void* out, std::size_t count, DType dtype) override;

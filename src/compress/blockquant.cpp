@@ -1,5 +1,6 @@
 #include "compress/blockquant.h"
 
+#include "compress/device_codec.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
 #include "core/check.h"
@@ -37,6 +38,10 @@ void BlockQuantCompressor::decode(std::span<const std::uint8_t> msg, std::span<f
   SPARQ_CHECK(msg.size() == blockquant_run_bytes(out.size(), options_.quant),
               "blockquant: message of {} bytes for {} floats", msg.size(), out.size());
   blockquant_decode_run(msg.data(), out.size(), options_.quant, alpha, mode, out.data());
+}
+
+std::unique_ptr<DeviceCodec> BlockQuantCompressor::device_codec() const {
+  return make_blockquant_device_codec(options_.quant);
 }
 
 double BlockQuantCompressor::contraction_delta(std::size_t) const {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compress/device_codec.h"
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -42,6 +43,8 @@ Status Compressor::set_layout(std::size_t, std::vector<MatrixSegment>) {
   }
   return Status::ok();
 }
+
+std::unique_ptr<DeviceCodec> Compressor::device_codec() const { return nullptr; }
 
 void Compressor::accumulate(std::span<const float> g, std::span<float> e,
                             const EncodeContext&) {

@@ -32,6 +32,8 @@
 
 namespace sparq::compress {
 
+class DeviceCodec;  // device_codec.h
+
 // How the messages of all ranks are combined (see aggregation.h):
 //   kAllreduce: the message is an array of wire_dtype() that may be summed elementwise, and
 //               decoding is linear, so D(sum of messages) == sum of D(message).
@@ -97,6 +99,9 @@ struct CompressorCapabilities {
   // Ramps its own sparsity over the first steps (dgc with warmup_steps > 0), which cannot be
   // combined with compress.density_warmup_steps.
   bool own_density_warmup = false;
+  // Has a CUDA twin (device_codec.h) with the same message bytes, so a store on a GPU can be
+  // exchanged compressed: device_codec() returns it in a build with CUDA.
+  bool device_twin = false;
 };
 
 // One weight matrix of a bucket, for compressors with needs_matrix_layout: [rows, cols]
@@ -124,6 +129,10 @@ class Compressor {
   // What its messages allow (CompressorCapabilities). The default: one self-contained
   // message per rank, summable when aggregation() is kAllreduce, nothing else.
   virtual CompressorCapabilities capabilities() const;
+
+  // Its CUDA twin (capabilities().device_twin), configured alike; nullptr without one or in
+  // a build without CUDA.
+  virtual std::unique_ptr<DeviceCodec> device_codec() const;  // default: nullptr
 
   // The matrices of the bucket of n floats it is about to compress (segments may come in any
   // order; floats outside them are plain floats), called once before the first encode for a

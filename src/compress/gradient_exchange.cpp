@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compress/device_exchange.h"
 #include "compress/error_feedback.h"
 #include "compress/registry.h"
 #include "core/check.h"
@@ -117,9 +118,13 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
                                            config.aggregation_key));
     any_compressed = true;
   }
+  const bool on_device = store.device() != Device::kCPU;
+  if (any_compressed && on_device) SPARQ_RETURN_IF_ERROR(x->prepare_device());
   if (any_compressed && config.error_feedback) {
     const auto n = static_cast<std::size_t>(store.flat_numel());
+    // On a GPU store this is the host copy for checkpoints (residual_to_host()).
     x->residual_ = Buffer::host(n * sizeof(float), /*zeroed=*/true);
+    if (on_device) return x;
     for (const comm::Bucket& bucket : plan.buckets()) {
       PerBucket& slot = x->buckets_[bucket.index];
       if (!slot.compressor) continue;
@@ -203,9 +208,14 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
       slot.send_history->begin_step(history_stamp_);
     }
-    ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
-    SPARQ_RETURN_IF_ERROR(slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx));
-    stats.payload_bytes = slot.aggregator->last_payload_bytes();
+    if (slot.device_codec) {  // a GPU store (gradient_exchange_device.cpp)
+      SPARQ_RETURN_IF_ERROR(average_on_device(slot, bucket, grads, comm, ctx));
+      stats.payload_bytes = device_allgather_->last_payload_bytes();
+    } else {
+      ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
+      SPARQ_RETURN_IF_ERROR(slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx));
+      stats.payload_bytes = slot.aggregator->last_payload_bytes();
+    }
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();
       stats.residual_sq = ops::sum_squares(e.data(), e.size());

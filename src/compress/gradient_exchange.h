@@ -56,6 +56,8 @@
 #include "compress/aggregation.h"
 #include "compress/compressor.h"
 #include "compress/config.h"
+#include "compress/device_codec.h"
+#include "compress/device_exchange.h"
 #include "compress/error_feedback.h"
 #include "core/buffer.h"
 #include "core/param_store.h"
@@ -146,8 +148,13 @@ class GradientExchange final : public comm::BucketAverager {
   const GradientExchangeConfig& config() const { return config_; }
   std::string compressor_name(int bucket) const;  // for the start-up plan table
 
-  // Flat residual (the store's layout) and per-bucket compressor/aggregator state.
+  // Flat residual (the store's layout) and per-bucket compressor/aggregator state. On a GPU
+  // store the residual lives on the device and this is its host copy: residual_to_host()
+  // refreshes it (checkpoints), residual_to_device() installs it (resume); both synchronous,
+  // no-ops on the CPU.
   std::span<float> residual() const;
+  void residual_to_host();
+  void residual_to_device();
   // The compressor and aggregator state of every compressed bucket, serialised, as u8 views
   // named "bucket<b>.compressor" and "bucket<b>.aggregator". The views stay valid until the
   // next save_state() call.
@@ -168,7 +175,13 @@ class GradientExchange final : public comm::BucketAverager {
     std::unique_ptr<Aggregator> aggregator;
     std::unique_ptr<ErrorFeedback> error_feedback;
     std::unique_ptr<SendHistory> send_history;  // never_sent_window > 0 only
+    std::unique_ptr<DeviceCodec> device_codec;   // GPU stores (gradient_exchange_device.cpp)
   };
+  // GPU stores: checks that every compressed bucket can run on the device and sets up its
+  // codec, the device residual and the device allgather.
+  Status prepare_device();
+  Status average_on_device(PerBucket& slot, const comm::Bucket& bucket, std::span<float> grads,
+                           comm::Communicator& comm, const EncodeContext& ctx);
   void allocate_send_history();
   void agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
                           std::int64_t step);
@@ -180,6 +193,8 @@ class GradientExchange final : public comm::BucketAverager {
   const comm::BucketPlan& plan_;
   GradientExchangeConfig config_;
   Buffer residual_;
+  Buffer device_residual_;  // GPU stores with error feedback: the live residual
+  std::unique_ptr<DeviceAllgather> device_allgather_;
   std::vector<PerBucket> buckets_;
   std::vector<BucketExchangeStats> stats_;
   std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout

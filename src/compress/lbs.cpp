@@ -1,5 +1,6 @@
 #include "compress/lbs.h"
 
+#include "compress/device_codec.h"
 #include "compress/options.h"
 #include "compress/sparse_format.h"
 #include "compress/random_streams.h"
@@ -68,6 +69,11 @@ void LbsCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> o
   prepare_output(out, mode);
   for_each_index(h, msg.data() + kSparseHeaderBytes, out.size(),
                  [&](std::uint32_t j, std::uint32_t i) { out[i] += decoded_[j]; });
+}
+
+std::unique_ptr<DeviceCodec> LbsCompressor::device_codec() const {
+  if (options_.sampled) return nullptr;
+  return make_lbs_device_codec(options_.density, options_.quant);
 }
 
 double LbsCompressor::contraction_delta(std::size_t n) const {

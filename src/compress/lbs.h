@@ -41,7 +41,11 @@ class LbsCompressor final : public Compressor {
 
   std::string_view name() const override { return "lbs"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
-  CompressorCapabilities capabilities() const override { return {}; }
+  // Exact selection has a CUDA twin (device_codec.h); the sampled threshold not yet.
+  CompressorCapabilities capabilities() const override {
+    return {.device_twin = !options_.sampled};
+  }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

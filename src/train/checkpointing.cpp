@@ -152,6 +152,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.add_floats("params", {host.params(), static_cast<std::size_t>(host.flat_numel())});
   add_state(f, "model/", model_->state());
   add_state(f, "optim/", optimizer_->state());
+  exchange_->residual_to_host();  // a GPU store's residual lives on the device
   if (!exchange_->residual().empty()) f.add_floats("residual", exchange_->residual());
   add_state(f, "exchange/", exchange_->save_state());
   return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f, step_);
@@ -277,6 +278,7 @@ Status Trainer::load_checkpoint(const std::string& path) {
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
+  exchange_->residual_to_device();  // both paths filled the host copy
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));

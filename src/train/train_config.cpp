@@ -385,11 +385,31 @@ Status check_device_support(const TrainConfig& c) {
                          "communicate: gradient with clip_scope aggregate, or train.device: cpu",
                          c.origin, c.optim.communicate, c.clip_scope);
   }
-  if (c.compress.compress.name == "none") return Status::ok();
-  return Status::error("{}: compress.name: {} with train.device: cuda needs the GPU compression "
-                       "path, which is not built yet (issue 17); use compress.name: none (dense "
-                       "averaging) or train.device: cpu",
-                       c.origin, c.compress.compress.name);
+  if (c.compress.compress.compression_off()) return Status::ok();
+  // The GPU compression path so far: compressors with a CUDA twin, allgathered (issue 17).
+  SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
+  if (!compressor->capabilities().device_twin) {
+    return Status::error("{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
+                         "train.device: cuda use lbs (selection: exact), blockquant or none, or "
+                         "train.device: cpu",
+                         c.origin, c.compress.compress.name,
+                         c.compress.compress.name == "lbs" ? " with selection: sampled" : "");
+  }
+  const std::string& aggregation = c.compress.aggregation;
+  if (aggregation != "auto" && aggregation != aggregation_name(compress::Aggregation::kAllgather)) {
+    return Status::error("{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
+                         "use allgather (or auto) with train.device: cuda",
+                         c.origin, aggregation);
+  }
+  if (c.comm.plan_mode != "fixed") {
+    return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "
+                         "comm.plan: fixed", c.origin, c.comm.plan_mode);
+  }
+  if (c.log.never_sent_window > 0) {
+    return Status::error("{}: log.never_sent_window is not measured on the GPU yet (issue 17); "
+                         "set it to 0 with train.device: cuda", c.origin);
+  }
+  return Status::ok();
 }
 
 Result<TrainConfig> load_train_config(const std::string& path,

@@ -129,8 +129,9 @@ Result<bool> resolve_tied_split(const TrainConfig& config, std::int64_t tied_row
 // the same configuration; for --dry-run and checkpoints.
 std::string effective_yaml(const TrainConfig& config);
 
-// What the chosen train.device cannot run yet (a compressed config on cuda), as an error
-// naming the key to change. The trainer refuses to train such a config; --dry-run still
+// What the chosen train.device cannot run yet (on cuda: a compressor without a GPU twin, a
+// strategy other than allgather, comm.plan: auto, log.never_sent_window), as an error naming
+// the key to change. The trainer refuses to train such a config; --dry-run still
 // validates it and prints the plan, with this message as a note.
 Status check_device_support(const TrainConfig& config);
 

@@ -92,9 +92,11 @@ StepMetrics Trainer::step_once() {
     // A non-finite local gradient never reaches the residual (Note [Non-finite local
     // gradients], gradient_exchange.h); a residual can still overflow from finite inputs, and
     // keeping it would poison every later step, so then it restarts from zero.
+    exchange_->residual_to_host();  // a GPU store's residual lives on the device
     const std::span<float> e = exchange_->residual();
     if (!e.empty() && !ops::all_finite(e.data(), e.size())) {
       std::fill(e.begin(), e.end(), 0.0f);
+      exchange_->residual_to_device();
       spdlog::warn("step {}: non-finite gradient; error-feedback residual reset", step_);
     }
   } else {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compress/aggregation.h"
+#include "compress/device_codec.h"
 #include "compress/gradient_exchange.h"
 #include "compress/registry.h"
 #include "core/ops.h"
@@ -27,7 +28,8 @@ std::string describe(const CompressorCapabilities& c) {
                           {"sparse_f32", c.sparse_f32}, {"reselectable", c.reselectable},
                           {"needs_matrix_layout", c.needs_matrix_layout},
                           {"sends_every_entry", c.sends_every_entry},
-                          {"own_density_warmup", c.own_density_warmup}}) {
+                          {"own_density_warmup", c.own_density_warmup},
+                          {"device_twin", c.device_twin}}) {
     if (!on) continue;
     if (!out.empty()) out += ' ';
     out += name;
@@ -73,9 +75,9 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"terngrad", messages, anywhere},
       {"signsgd", messages, anywhere},
       {"onebit", messages, anywhere},
-      {"blockquant", messages, anywhere},
+      {"blockquant", messages + " device_twin", anywhere},
       {"dgc", "self_contained sparse_f32", anywhere},
-      {"lbs", messages, anywhere},
+      {"lbs", messages + " device_twin", anywhere},
       {"powersgd", "needs_matrix_layout", "low_rank"},
   };
   for (const Want& want : wants) {
@@ -88,6 +90,22 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
   }
   // dgc declares its own sparsity warm-up only when it has one.
   EXPECT_TRUE(make("dgc", {{"warmup_steps", "3"}})->capabilities().own_density_warmup);
+  // lbs's GPU twin selects exactly; the sampled threshold has none yet.
+  auto sampled = make("lbs", {{"selection", "sampled"}});
+  EXPECT_FALSE(sampled->capabilities().device_twin);
+  EXPECT_EQ(sampled->device_codec(), nullptr);
+}
+
+TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
+  for (const char* name : {"lbs", "blockquant"}) {
+    auto c = make(name);
+#if SPARQ_HAS_CUDA
+    EXPECT_NE(c->device_codec(), nullptr) << name;
+#else
+    EXPECT_EQ(c->device_codec(), nullptr) << name << ": no CUDA, no twin";
+#endif
+  }
+  EXPECT_EQ(make("topk")->device_codec(), nullptr);
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

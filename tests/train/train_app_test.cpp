@@ -327,8 +327,12 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
       {base + "--set train.precision=bf16", "train\\.precision: bf16 is not implemented yet"},
       // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda",
-       "compress\\.name: lbs with train\\.device: cuda needs the GPU compression path"},
+      {base + "--set train.device=cuda --set compress.name=topk",
+       "compress\\.name: topk has no GPU implementation yet"},
+      {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
+       "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
+      {base + "--set train.device=cuda --set compress.aggregation=two_phase",
+       "compress\\.aggregation: two_phase is not built on the GPU yet"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);
@@ -364,7 +368,8 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_NE(p.output.find("device:    cuda, one GPU per rank (not opened in a dry run)"),
             std::string::npos)
       << p.output;
-  EXPECT_NE(p.output.find("note: training refused"), std::string::npos) << p.output;
+  // lbs (exact selection, allgathered) has a GPU path: nothing to refuse.
+  EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
   const ProcessResult dense = run_train(0,
                                         "--config configs/gpt2_wikitext_tiny.yaml --set "
@@ -372,6 +377,15 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
                                         "optim.communicate=gradient --dry-run");
   EXPECT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
+  // A compressor without a GPU twin is still validated, with the refusal as a note.
+  const ProcessResult topk = run_train(0,
+                                       "--config configs/gpt2_wikitext_tiny.yaml --set "
+                                       "train.device=cuda --set compress.name=topk --dry-run");
+  EXPECT_EQ(topk.exit_code, 0) << topk.output;
+  EXPECT_NE(topk.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                             "compress.name: topk has no GPU implementation yet"),
+            std::string::npos)
+      << topk.output;
 }
 
 }  // namespace

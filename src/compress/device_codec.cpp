@@ -1,0 +1,113 @@
+#include "compress/device_codec.h"
+
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+#include "compress/cuda/block_codec_cuda.h"
+#include "compress/cuda/lbs_cuda.h"
+#include "compress/options.h"
+#include "compress/random_streams.h"
+#endif
+
+namespace sparq::compress {
+
+#if SPARQ_HAS_CUDA
+namespace {
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// The rounding draws of the CPU codecs (lbs.cpp, blockquant.cpp): Philox at the step's key
+// and the bucket's stream, addressed by bucket position.
+cuda::LbsArgs lbs_args(const BlockQuantParams& q, const EncodeContext& ctx) {
+  return {q.bits, q.block, q.stochastic, step_key(ctx.seed, ctx.step),
+          compression_stream(ctx, ctx.rank), ctx.offset};
+}
+
+class LbsDeviceCodec final : public DeviceCodec {
+ public:
+  LbsDeviceCodec(double density, BlockQuantParams quant) : density_(density), quant_(quant) {}
+
+  std::size_t capacity(std::size_t n, const EncodeContext& ctx) const override {
+    return cuda::lbs_capacity(n, k(n, ctx), lbs_args(quant_, ctx));
+  }
+  std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
+    const std::size_t kept = k(n, ctx);
+    const std::size_t enc = cuda::lbs_scratch_bytes(n, kept);
+    const std::size_t dec = cuda::lbs_decode_scratch_bytes(n, kept);
+    return enc > dec ? enc : dec;
+  }
+  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
+              std::uint8_t* msg, void* scratch, void* stream) override {
+    // Without error feedback lbs_encode only reads its `e` argument.
+    cuda::lbs_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, k(n, ctx),
+                     lbs_args(quant_, ctx), msg, scratch, scratch_bytes(n, ctx),
+                     as_stream(stream));
+  }
+  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
+              bool add, float* out, void* scratch, void* stream) const override {
+    cuda::lbs_decode(msg, n, k(n, ctx), lbs_args(quant_, ctx), alpha, add, out, scratch,
+                     scratch_bytes(n, ctx), as_stream(stream));
+  }
+
+ private:
+  // The same k as LbsCompressor::encode (the step's density under a density warm-up).
+  std::size_t k(std::size_t n, const EncodeContext& ctx) const {
+    return k_for(density_for(density_, ctx), n);
+  }
+  double density_;
+  BlockQuantParams quant_;
+};
+
+class BlockQuantDeviceCodec final : public DeviceCodec {
+ public:
+  explicit BlockQuantDeviceCodec(BlockQuantParams quant) : quant_(quant) {}
+
+  std::size_t capacity(std::size_t n, const EncodeContext&) const override {
+    return blockquant_run_bytes(n, quant_);
+  }
+  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
+  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
+              std::uint8_t* msg, void*, void* stream) override {
+    cuda::BlockCodecArgs args{quant_.bits, quant_.block, quant_.stochastic};
+    if (quant_.stochastic) {  // blockquant.cpp's RoundingRng
+      args.key = step_key(ctx.seed, ctx.step);
+      args.stream = compression_stream(ctx, ctx.rank);
+      args.first_position = ctx.offset;
+    }
+    if (e != nullptr) {
+      cuda::blockquant_encode_with_feedback(g, e, n, args, msg, as_stream(stream));
+    } else {
+      cuda::blockquant_encode_run(g, n, args, msg, as_stream(stream));
+    }
+  }
+  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha,
+              bool add, float* out, void*, void* stream) const override {
+    cuda::blockquant_decode_run(msg, n, quant_.bits, quant_.block, alpha, add, out,
+                                as_stream(stream));
+  }
+
+ private:
+  BlockQuantParams quant_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant) {
+  return std::make_unique<LbsDeviceCodec>(density, quant);
+}
+std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant) {
+  return std::make_unique<BlockQuantDeviceCodec>(quant);
+}
+
+#else
+
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double, const BlockQuantParams&) {
+  return nullptr;
+}
+std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams&) {
+  return nullptr;
+}
+
+#endif
+
+}  // namespace sparq::compress

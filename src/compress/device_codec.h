@@ -1,0 +1,43 @@
+// DeviceCodec: a compressor's twin on a CUDA device, for the gradient exchange of a store that
+// lives there (device_exchange.h). It encodes one rank's bucket, with error feedback fused,
+// into a message of fixed capacity (what NCCL's plain allgather moves), and decodes such
+// messages; the message bytes are the CPU compressor's (Note [Byte-identical block codes],
+// quant_math.h), so what MPI-run tests prove about the CPU exchange carries over. Compressors
+// that have one declare CompressorCapabilities::device_twin and return it from
+// Compressor::device_codec() in a build with CUDA (nullptr without).
+//
+// Every pointer is device memory; `stream` is the cudaStream_t the work is enqueued on (a
+// void* here, so that this header stays CUDA-free). Nothing waits for the device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "compress/block_codec.h"
+#include "compress/compressor.h"
+
+namespace sparq::compress {
+
+class DeviceCodec {
+ public:
+  virtual ~DeviceCodec() = default;
+  // Bytes of a message for n floats at ctx (its density), at most: the buffer every rank
+  // sends and receives per rank.
+  virtual std::size_t capacity(std::size_t n, const EncodeContext& ctx) const = 0;
+  // Device scratch an encode or decode of n floats needs.
+  virtual std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const = 0;
+  // e == nullptr: encodes g. Otherwise a = g + e is formed in e, encoded, and e = a - D(m)
+  // is left behind (ErrorFeedback::encode).
+  virtual void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
+                      std::uint8_t* msg, void* scratch, void* stream) = 0;
+  // out = alpha * D(msg) (add == false) or out += alpha * D(msg); ctx is the sender's.
+  virtual void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx,
+                      float alpha, bool add, float* out, void* scratch, void* stream) const = 0;
+};
+
+// The twins (nullptr in a build without CUDA). lbs: exact selection only.
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant);
+std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant);
+
+}  // namespace sparq::compress

@@ -1,0 +1,50 @@
+// DeviceAllgather: the allgather strategy (aggregation.h) for a compressed bucket of a store
+// on a CUDA device, through the compressor's DeviceCodec (device_codec.h). Every rank encodes
+// its bucket, error feedback fused, into a message of fixed capacity; the messages travel as
+// capacity-sized blocks of one allgather (NCCL has no allgatherv: no size exchange, no host
+// round-trip); every rank decodes all of them in rank order with alpha = 1/P into the bucket,
+// the first one setting it, as the CPU strategy does, so every rank ends with the same
+// floats. A world of one decodes its own message (the self communicator moves no device
+// memory), which is what the CPU's allgather of one message amounts to.
+//
+// The codec's kernels and the collective run on the communicator's stream when it has one
+// (NCCL, Communicator::device_stream), else on the store's compute stream: either way one
+// stream, so the buckets share this strategy's buffers safely. The buffers are allocated at
+// the first run at their largest sizes, so that no allocation waits for queued work later.
+// Received messages are not validated on the device yet (the CPU runs check_message).
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "comm/communicator.h"
+#include "compress/compressor.h"
+#include "compress/device_codec.h"
+#include "core/buffer.h"
+#include "core/exec_context.h"
+#include "core/status.h"
+
+namespace sparq::compress {
+
+class DeviceAllgather {
+ public:
+  // The largest capacity and scratch any bucket will need.
+  DeviceAllgather(std::size_t max_capacity, std::size_t max_scratch)
+      : max_capacity_(max_capacity), max_scratch_(max_scratch) {}
+
+  // Replaces the device bucket by the average of every rank's decoded message. `residual`:
+  // the bucket's device residual, or nullptr without error feedback. ctx.rank and
+  // ctx.world_size are taken from `comm`.
+  Status run(std::span<float> bucket, DeviceCodec& codec, float* residual,
+             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec);
+  // Bytes this rank sent in the last run: the message capacity, which is what moves.
+  std::size_t last_payload_bytes() const { return payload_bytes_; }
+
+ private:
+  std::size_t max_capacity_;
+  std::size_t max_scratch_;
+  Buffer send_, recv_, scratch_;
+  std::size_t payload_bytes_ = 0;
+};
+
+}  // namespace sparq::compress

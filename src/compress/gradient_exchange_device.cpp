@@ -1,0 +1,90 @@
+// GradientExchange on a store that lives on a CUDA device (train.device: cuda): the compressed
+// buckets go through their compressor's DeviceCodec and the DeviceAllgather strategy
+// (device_exchange.h); the residual lives on the device, with a host copy for checkpoints.
+// Dense buckets are averaged in place by the collective as on the CPU (gradient_exchange.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compress/gradient_exchange.h"
+
+#if SPARQ_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/cuda_check.h"
+#endif
+
+namespace sparq::compress {
+
+Status GradientExchange::prepare_device() {
+  if (config_.never_sent_window > 0) {
+    return Status::error("log.never_sent_window is not measured on the GPU yet (issue 17); set "
+                         "it to 0 with train.device: cuda");
+  }
+  // The largest message and scratch any bucket can need: at density 1 while a density
+  // warm-up may ask for it, else at the configured density.
+  EncodeContext sizing;
+  if (config_.density_warmup_steps > 0) sizing.density = 1.0;
+  std::size_t max_capacity = 0, max_scratch = 0;
+  for (const comm::Bucket& bucket : plan_.buckets()) {
+    PerBucket& slot = buckets_[bucket.index];
+    if (!slot.compressor) continue;
+    const Compressor& c = *slot.compressor;
+    const std::string where = fmt::format("bucket {} ({})", bucket.index, c.name());
+    if (!c.capabilities().device_twin) {
+      return Status::error("{}: compress.name: {} has no GPU implementation yet (issue 17); "
+                           "with train.device: cuda use lbs (selection: exact), blockquant or "
+                           "none", where, c.name());
+    }
+    if (slot.aggregator->name() != aggregation_name(Aggregation::kAllgather)) {
+      return Status::error("{}: {}: {} is not built on the GPU yet (issue 17); use allgather "
+                           "(or auto) with train.device: cuda",
+                           where, config_.aggregation_key, slot.aggregator->name());
+    }
+    slot.device_codec = c.device_codec();
+    if (!slot.device_codec) {
+      return Status::error("{}: this sparq was built without CUDA, so it has no GPU codecs",
+                           where);
+    }
+    const auto n = static_cast<std::size_t>(bucket.range.count);
+    max_capacity = std::max(max_capacity, slot.device_codec->capacity(n, sizing));
+    max_scratch = std::max(max_scratch, slot.device_codec->scratch_bytes(n, sizing));
+  }
+  device_allgather_ = std::make_unique<DeviceAllgather>(max_capacity, max_scratch);
+  if (config_.error_feedback) {
+    device_residual_ =
+        Buffer::device(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
+  }
+  return Status::ok();
+}
+
+Status GradientExchange::average_on_device(PerBucket& slot, const comm::Bucket& bucket,
+                                           std::span<float> grads, comm::Communicator& comm,
+                                           const EncodeContext& ctx) {
+  float* residual = device_residual_.size() > 0
+                        ? device_residual_.as<float>() + bucket.range.offset
+                        : nullptr;
+  return device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
+                                store_.context());
+}
+
+void GradientExchange::residual_to_host() {
+  if (device_residual_.size() == 0) return;
+#if SPARQ_HAS_CUDA
+  CUDA_CHECK(cudaDeviceSynchronize());  // the last exchange may still be queued
+  CUDA_CHECK(cudaMemcpy(residual_.data(), device_residual_.data(), device_residual_.size(),
+                        cudaMemcpyDeviceToHost));
+#endif
+}
+
+void GradientExchange::residual_to_device() {
+  if (device_residual_.size() == 0) return;
+#if SPARQ_HAS_CUDA
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(device_residual_.data(), residual_.data(), device_residual_.size(),
+                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before it lands
+#endif
+}
+
+}  // namespace sparq::compress

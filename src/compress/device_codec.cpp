@@ -16,6 +16,13 @@ namespace {
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
+// lbs and topk share the selection and index coding, hence the scratch (lbs_cuda.h).
+std::size_t sparse_scratch_bytes(std::size_t n, std::size_t kept) {
+  const std::size_t enc = cuda::lbs_scratch_bytes(n, kept);
+  const std::size_t dec = cuda::lbs_decode_scratch_bytes(n, kept);
+  return enc > dec ? enc : dec;
+}
+
 // The rounding draws of the CPU codecs (lbs.cpp, blockquant.cpp): Philox at the step's key
 // and the bucket's stream, addressed by bucket position.
 cuda::LbsArgs lbs_args(const BlockQuantParams& q, const EncodeContext& ctx) {
@@ -31,10 +38,7 @@ class LbsDeviceCodec final : public DeviceCodec {
     return cuda::lbs_capacity(n, k(n, ctx), lbs_args(quant_, ctx));
   }
   std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
-    const std::size_t kept = k(n, ctx);
-    const std::size_t enc = cuda::lbs_scratch_bytes(n, kept);
-    const std::size_t dec = cuda::lbs_decode_scratch_bytes(n, kept);
-    return enc > dec ? enc : dec;
+    return sparse_scratch_bytes(n, k(n, ctx));
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
               std::uint8_t* msg, void* scratch, void* stream) override {
@@ -56,6 +60,35 @@ class LbsDeviceCodec final : public DeviceCodec {
   }
   double density_;
   BlockQuantParams quant_;
+};
+
+// topk, gtopk (under allgather): the sparse f32 message (sparse_format.h).
+class TopkDeviceCodec final : public DeviceCodec {
+ public:
+  explicit TopkDeviceCodec(double density) : density_(density) {}
+
+  std::size_t capacity(std::size_t n, const EncodeContext& ctx) const override {
+    return cuda::topk_capacity(n, k(n, ctx));
+  }
+  std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
+    return sparse_scratch_bytes(n, k(n, ctx));
+  }
+  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
+              std::uint8_t* msg, void* scratch, void* stream) override {
+    cuda::topk_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, k(n, ctx), msg,
+                      scratch, scratch_bytes(n, ctx), as_stream(stream));
+  }
+  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
+              bool add, float* out, void* scratch, void* stream) const override {
+    cuda::topk_decode(msg, n, k(n, ctx), alpha, add, out, scratch, scratch_bytes(n, ctx),
+                      as_stream(stream));
+  }
+
+ private:
+  std::size_t k(std::size_t n, const EncodeContext& ctx) const {
+    return k_for(density_for(density_, ctx), n);
+  }
+  double density_;
 };
 
 class BlockQuantDeviceCodec final : public DeviceCodec {
@@ -98,6 +131,9 @@ std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQu
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant) {
   return std::make_unique<BlockQuantDeviceCodec>(quant);
 }
+std::unique_ptr<DeviceCodec> make_topk_device_codec(double density) {
+  return std::make_unique<TopkDeviceCodec>(density);
+}
 
 #else
 
@@ -107,6 +143,7 @@ std::unique_ptr<DeviceCodec> make_lbs_device_codec(double, const BlockQuantParam
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams&) {
   return nullptr;
 }
+std::unique_ptr<DeviceCodec> make_topk_device_codec(double) { return nullptr; }
 
 #endif
 

@@ -36,8 +36,9 @@ class DeviceCodec {
                       float alpha, bool add, float* out, void* scratch, void* stream) const = 0;
 };
 
-// The twins (nullptr in a build without CUDA). lbs: exact selection only.
+// The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.
 std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant);
+std::unique_ptr<DeviceCodec> make_topk_device_codec(double density);
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant);
 
 }  // namespace sparq::compress

@@ -33,8 +33,8 @@ Status GradientExchange::prepare_device() {
     const std::string where = fmt::format("bucket {} ({})", bucket.index, c.name());
     if (!c.capabilities().device_twin) {
       return Status::error("{}: compress.name: {} has no GPU implementation yet (issue 17); "
-                           "with train.device: cuda use lbs (selection: exact), blockquant or "
-                           "none", where, c.name());
+                           "with train.device: cuda use lbs or topk (exact selection), "
+                           "blockquant or none", where, c.name());
     }
     if (slot.aggregator->name() != aggregation_name(Aggregation::kAllgather)) {
       return Status::error("{}: {}: {} is not built on the GPU yet (issue 17); use allgather "

@@ -1,5 +1,6 @@
 #include "compress/topk.h"
 
+#include "compress/device_codec.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
 #include "compress/sparse_format.h"
@@ -37,6 +38,11 @@ Status TopkCompressor::check_message(std::span<const std::uint8_t> msg, std::siz
 void TopkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
                             DecodeMode mode, const EncodeContext&) const {
   decode_sparse_f32(msg, out, alpha, mode, name());
+}
+
+std::unique_ptr<DeviceCodec> TopkCompressor::device_codec() const {
+  if (options_.sampled) return nullptr;
+  return make_topk_device_codec(options_.density);
 }
 
 double TopkCompressor::contraction_delta(std::size_t n) const {

@@ -390,8 +390,8 @@ Status check_device_support(const TrainConfig& c) {
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
   if (!compressor->capabilities().device_twin) {
     return Status::error("{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
-                         "train.device: cuda use lbs (selection: exact), blockquant or none, or "
-                         "train.device: cpu",
+                         "train.device: cuda use lbs or topk (exact selection), blockquant or "
+                         "none, or train.device: cpu",
                          c.origin, c.compress.compress.name,
                          c.compress.compress.name == "lbs" ? " with selection: sampled" : "");
   }

@@ -66,9 +66,9 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"none", "summable self_contained sends_every_entry", "allreduce " + anywhere},
       {"fp16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
       {"bf16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
-      {"topk", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"topk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
       {"topk_sampled", "self_contained sparse_f32 reselectable", anywhere + " tree"},
-      {"gtopk", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"gtopk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
       {"randomk", messages, anywhere},
       {"threshold", "self_contained sparse_f32", anywhere},
       {"qsgd", messages, anywhere},
@@ -97,7 +97,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
 }
 
 TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
-  for (const char* name : {"lbs", "blockquant"}) {
+  for (const char* name : {"lbs", "blockquant", "topk"}) {
     auto c = make(name);
 #if SPARQ_HAS_CUDA
     EXPECT_NE(c->device_codec(), nullptr) << name;
@@ -105,7 +105,8 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
     EXPECT_EQ(c->device_codec(), nullptr) << name << ": no CUDA, no twin";
 #endif
   }
-  EXPECT_EQ(make("topk")->device_codec(), nullptr);
+  EXPECT_EQ(make("randomk")->device_codec(), nullptr);
+  EXPECT_EQ(make("topk_sampled")->device_codec(), nullptr);
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

@@ -1,10 +1,12 @@
 // lbs on the device against LbsCompressor on the CPU: the message's bytes (header, either
 // index coding, scales, codes; nearest and stochastic rounding, region offsets), with error
 // feedback fused the residual the CPU's ErrorFeedback leaves, and the decode of the message
-// (set and add), value for value. The
+// (set and add), value for value; and topk's f32 messages through the same machinery. The
 // message buffer and the residual sit between sentinel guards. Label gpu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -15,6 +17,7 @@
 #include "compress/lbs.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
+#include "compress/registry.h"
 #include "core/rng.h"
 
 #if SPARQ_HAS_CUDA
@@ -91,6 +94,54 @@ TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
           }
         }
       }
+    }
+  }
+#endif
+}
+
+// topk through the same selection and index coding, f32 values: the CPU's bytes, residual
+// and decode (within one float step: see topk_decode).
+TEST(CudaTopkMessage, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  auto made = make_compressor({"topk", {{"density", "0.05"}}, "compress.topk"});
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  Compressor& cpu = *made.value();
+  for (std::size_t n : {9, 1000, 70001}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::vector<float> g(n), e(n);
+    fill_normal(g.data(), n, 0.0f, 1.0f, n, 3);
+    fill_normal(e.data(), n, 0.0f, 0.1f, n, 4);
+    EncodeContext ctx;
+    ctx.world_size = 2;
+    Message want;
+    std::vector<float> residual = e;
+    ErrorFeedback ef(residual);
+    ef.encode(cpu, g, 0, ctx, want);
+
+    const std::size_t k = k_for(0.05, n);
+    GuardedDeviceArray<float> dg(g), de(e);
+    GuardedDeviceArray<std::uint8_t> dmsg(cuda::topk_capacity(n, k));
+    GuardedDeviceArray<std::uint8_t> scratch(
+        std::max(cuda::lbs_scratch_bytes(n, k), cuda::lbs_decode_scratch_bytes(n, k)));
+    cuda::topk_encode(dg.data(), de.data(), n, k, dmsg.data(), scratch.data(), scratch.size(),
+                      nullptr);
+    const std::vector<std::uint8_t> got = dmsg.download();
+    ASSERT_LE(want.size(), got.size());
+    ASSERT_EQ(std::vector<std::uint8_t>(got.begin(), got.begin() + want.size()), want);
+    ASSERT_EQ(de.download(), residual);
+    ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact() && scratch.guards_intact());
+
+    std::vector<float> expected(n, 0.25f);
+    GuardedDeviceArray<float> dout(expected);
+    cpu.decode(want, expected, 0.5f, DecodeMode::kAdd, ctx);
+    cuda::topk_decode(dmsg.data(), n, k, 0.5f, /*add=*/true, dout.data(), scratch.data(),
+                      scratch.size(), nullptr);
+    const std::vector<float> decoded = dout.download();
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(decoded[i] == expected[i] ||
+                  std::nextafter(decoded[i], expected[i]) == expected[i])
+          << i << ": " << decoded[i] << " vs " << expected[i];
     }
   }
 #endif

@@ -327,8 +327,8 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
       {base + "--set train.precision=bf16", "train\\.precision: bf16 is not implemented yet"},
       // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda --set compress.name=topk",
-       "compress\\.name: topk has no GPU implementation yet"},
+      {base + "--set train.device=cuda --set compress.name=randomk",
+       "compress\\.name: randomk has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.aggregation=two_phase",
@@ -378,14 +378,14 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
   // A compressor without a GPU twin is still validated, with the refusal as a note.
-  const ProcessResult topk = run_train(0,
-                                       "--config configs/gpt2_wikitext_tiny.yaml --set "
-                                       "train.device=cuda --set compress.name=topk --dry-run");
-  EXPECT_EQ(topk.exit_code, 0) << topk.output;
-  EXPECT_NE(topk.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                             "compress.name: topk has no GPU implementation yet"),
+  const ProcessResult randomk =
+      run_train(0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
+                   "compress.name=randomk --dry-run");
+  EXPECT_EQ(randomk.exit_code, 0) << randomk.output;
+  EXPECT_NE(randomk.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                                "compress.name: randomk has no GPU implementation yet"),
             std::string::npos)
-      << topk.output;
+      << randomk.output;
 }
 
 }  // namespace

@@ -140,6 +140,33 @@ __global__ void bitmap_set_kernel(const std::uint32_t* idx, std::size_t k, std::
   }
 }
 
+// topk's value section: the kept values as little-endian f32 (sparse_format.h).
+__global__ void f32_values_kernel(const float* values, std::size_t k,
+                                  const std::uint32_t* value_offset, std::uint8_t* out) {
+  std::uint8_t* section = out + *value_offset;
+  for (std::size_t j = first_index(); j < k; j += stride()) {
+    const std::uint32_t bits = __float_as_uint(values[j]);
+    for (int b = 0; b < 4; ++b) section[4 * j + b] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+}
+// e = a - D(m) at the kept positions: a - a, which is 0 whichever way it is rounded.
+__global__ void f32_feedback_kernel(const std::uint32_t* idx, const float* values,
+                                    std::size_t k, float* e) {
+  for (std::size_t j = first_index(); j < k; j += stride()) {
+    e[idx[j]] = __fadd_rn(e[idx[j]], __fmul_rn(-1.0f, values[j]));
+  }
+}
+// out[idx[j]] += alpha * v_j: decode_sparse_f32's `out[i] += alpha * v`, which g++ contracts
+// into one fma where the CPU has FMA (-march=native), as here.
+__global__ void f32_scatter_kernel(const std::uint8_t* in, std::size_t k, float alpha,
+                                   const std::uint32_t* idx, float* out) {
+  const std::uint8_t* section = in + kHeaderBytes + load_u32(in + 4);
+  for (std::size_t j = first_index(); j < k; j += stride()) {
+    const float v = __uint_as_float(load_u32(section + 4 * j));
+    out[idx[j]] = __fmaf_rn(alpha, v, out[idx[j]]);
+  }
+}
+
 // alpha * D(m) of kept entry j, as the CPU's blockquant_decode_run (kSet) forms it: one
 // product, which __fmul_rn keeps nvcc from fusing into the caller's sum.
 __device__ float kept_value(const std::uint8_t* run, std::size_t k, std::size_t j, int bits,
@@ -231,14 +258,18 @@ std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k) {
   return decode_layout_for(n, k).total;
 }
 
-void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
-                float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
-                cudaStream_t stream) {
+namespace {
+
+// The index section of either coding into idx (both codecs), then the values: topk's f32
+// (f32 == true) or lbs's block-coded run.
+void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t k, bool f32,
+                   const LbsArgs& args, float alpha, bool add, float* out, void* scratch,
+                   std::size_t scratch_bytes, cudaStream_t stream) {
   if (k == 0 || k > n || n >= (std::size_t{1} << 31)) {
-    fatal_error(__FILE__, __LINE__, "cuda lbs: needs 0 < k <= n < 2^31");
+    fatal_error(__FILE__, __LINE__, "cuda sparse codec: needs 0 < k <= n < 2^31");
   }
   const DecodeLayout l = decode_layout_for(n, k);
-  if (scratch_bytes < l.total) fatal_error(__FILE__, __LINE__, "cuda lbs: scratch too small");
+  if (scratch_bytes < l.total) fatal_error(__FILE__, __LINE__, "cuda sparse codec: scratch too small");
   auto* base = static_cast<std::uint8_t*>(scratch);
   auto* flags = reinterpret_cast<std::uint32_t*>(base + l.flags);
   auto* pos = reinterpret_cast<std::uint32_t*>(base + l.pos);
@@ -254,22 +285,27 @@ void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsA
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(base + l.cub, cub_bytes, steps, pos,
                                            static_cast<int>(k), stream));
   varint_indices_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, pos, idx);
-  scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, args.bits, args.block, alpha, idx,
-                                                        out);
+  if (f32) {
+    f32_scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, alpha, idx, out);
+  } else {
+    scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, args.bits, args.block, alpha,
+                                                          idx, out);
+  }
   CUDA_CHECK(cudaGetLastError());
 }
 
-void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const LbsArgs& args,
-                std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
-                cudaStream_t stream) {
+// Selection, index coding and the values of either codec (f32: topk), error feedback fused.
+void encode_sparse(const float* g, float* e, std::size_t n, std::size_t k, bool f32,
+                   const LbsArgs& args, std::uint8_t* out, void* scratch,
+                   std::size_t scratch_bytes, cudaStream_t stream) {
   if (k == 0 || k > n || n >= (std::size_t{1} << 31)) {
-    fatal_error(__FILE__, __LINE__, "cuda lbs: needs 0 < k <= n < 2^31");
+    fatal_error(__FILE__, __LINE__, "cuda sparse codec: needs 0 < k <= n < 2^31");
   }
   if (reinterpret_cast<std::uintptr_t>(out) % 4 != 0) {
-    fatal_error(__FILE__, __LINE__, "cuda lbs: the message buffer must be 4-byte aligned");
+    fatal_error(__FILE__, __LINE__, "cuda sparse codec: the message buffer must be 4-byte aligned");
   }
   const Layout l = layout_for(n, k);
-  if (scratch_bytes < l.total) fatal_error(__FILE__, __LINE__, "cuda lbs: scratch too small");
+  if (scratch_bytes < l.total) fatal_error(__FILE__, __LINE__, "cuda sparse codec: scratch too small");
   auto* base = static_cast<std::uint8_t*>(scratch);
   auto* idx = reinterpret_cast<std::uint32_t*>(base + l.idx);
   auto* values = reinterpret_cast<float*>(base + l.values);
@@ -283,10 +319,17 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
   varint_lengths_kernel<<<grid_for(k), kThreads, 0, stream>>>(idx, k, lengths);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(base + l.cub, cub_bytes, lengths, offsets,
                                            static_cast<int>(k), stream));
-  header_kernel<<<1, 1, 0, stream>>>(n, k, args.bits, lengths, offsets, out, value_offset);
+  header_kernel<<<1, 1, 0, stream>>>(n, k, f32 ? 32 : args.bits, lengths, offsets, out,
+                                     value_offset);
   varint_kernel<<<grid_for(k), kThreads, 0, stream>>>(idx, k, offsets, out);
   bitmap_clear_kernel<<<grid_for((n + 7) / 8), kThreads, 0, stream>>>(n, out);
   bitmap_set_kernel<<<grid_for(k), kThreads, 0, stream>>>(idx, k, out);
+  if (f32) {
+    f32_values_kernel<<<grid_for(k), kThreads, 0, stream>>>(values, k, value_offset, out);
+    if (g != nullptr) f32_feedback_kernel<<<grid_for(k), kThreads, 0, stream>>>(idx, values, k, e);
+    CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   CUDA_CHECK(cudaGetLastError());
   BlockCodecArgs codec{args.bits,  args.block,          args.stochastic, args.key,
                        args.stream, args.first_position, idx,             value_offset};
@@ -296,6 +339,35 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
                                                           args.block, e);
     CUDA_CHECK(cudaGetLastError());
   }
+}
+
+}  // namespace
+
+void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const LbsArgs& args,
+                std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
+                cudaStream_t stream) {
+  encode_sparse(g, e, n, k, /*f32=*/false, args, out, scratch, scratch_bytes, stream);
+}
+
+void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
+                float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
+                cudaStream_t stream) {
+  decode_sparse(in, n, k, /*f32=*/false, args, alpha, add, out, scratch, scratch_bytes, stream);
+}
+
+std::size_t topk_capacity(std::size_t n, std::size_t k) {
+  return kHeaderBytes + (n + 7) / 8 + 4 * k + 4;
+}
+
+void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::uint8_t* out,
+                 void* scratch, std::size_t scratch_bytes, cudaStream_t stream) {
+  encode_sparse(g, e, n, k, /*f32=*/true, LbsArgs{}, out, scratch, scratch_bytes, stream);
+}
+
+void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,
+                 float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream) {
+  decode_sparse(in, n, k, /*f32=*/true, LbsArgs{}, alpha, add, out, scratch, scratch_bytes,
+                stream);
 }
 
 }  // namespace sparq::cuda

@@ -1,4 +1,5 @@
-// lbs (compress/lbs.h) on a CUDA device, with exact selection: the first `size` bytes of the
+// Sparse messages on a CUDA device: lbs (compress/lbs.h) and, below, topk. lbs, with exact
+// selection: the first `size` bytes of the
 // output are the CPU's message for the same input and context, where size = 12 +
 // index_bytes + the value run, read from the message's own header (sparse_format.h). The
 // buffer has a fixed capacity (lbs_capacity: the index section at its bitmap bound), which is
@@ -51,5 +52,15 @@ std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k);
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
                 float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
                 cudaStream_t stream);
+
+// topk (compress/topk.h, exact selection) through the same selection and index coding, with
+// its values as f32: the CPU's message bytes, residual (exactly 0 at the kept positions) and
+// decode (one fma per value, as g++ contracts `out += alpha * v` on FMA hosts). Scratch:
+// lbs_scratch_bytes / lbs_decode_scratch_bytes.
+std::size_t topk_capacity(std::size_t n, std::size_t k);
+void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::uint8_t* out,
+                 void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
+void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,
+                 float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
 
 }  // namespace sparq::cuda

@@ -41,16 +41,17 @@ class LbsDeviceCodec final : public DeviceCodec {
     return sparse_scratch_bytes(n, k(n, ctx));
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
-              std::uint8_t* msg, void* scratch, void* stream) override {
+              std::uint8_t* msg, void* scratch, std::size_t scratch_size,
+              void* stream) override {
     // Without error feedback lbs_encode only reads its `e` argument.
     cuda::lbs_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, k(n, ctx),
-                     lbs_args(quant_, ctx), msg, scratch, scratch_bytes(n, ctx),
-                     as_stream(stream));
+                     lbs_args(quant_, ctx), msg, scratch, scratch_size, as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void* scratch, void* stream) const override {
+              bool add, float* out, void* scratch, std::size_t scratch_size,
+              void* stream) const override {
     cuda::lbs_decode(msg, n, k(n, ctx), lbs_args(quant_, ctx), alpha, add, out, scratch,
-                     scratch_bytes(n, ctx), as_stream(stream));
+                     scratch_size, as_stream(stream));
   }
 
  private:
@@ -74,13 +75,15 @@ class TopkDeviceCodec final : public DeviceCodec {
     return sparse_scratch_bytes(n, k(n, ctx));
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
-              std::uint8_t* msg, void* scratch, void* stream) override {
+              std::uint8_t* msg, void* scratch, std::size_t scratch_size,
+              void* stream) override {
     cuda::topk_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, k(n, ctx), msg,
-                      scratch, scratch_bytes(n, ctx), as_stream(stream));
+                      scratch, scratch_size, as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void* scratch, void* stream) const override {
-    cuda::topk_decode(msg, n, k(n, ctx), alpha, add, out, scratch, scratch_bytes(n, ctx),
+              bool add, float* out, void* scratch, std::size_t scratch_size,
+              void* stream) const override {
+    cuda::topk_decode(msg, n, k(n, ctx), alpha, add, out, scratch, scratch_size,
                       as_stream(stream));
   }
 
@@ -100,7 +103,7 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
   }
   std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
-              std::uint8_t* msg, void*, void* stream) override {
+              std::uint8_t* msg, void*, std::size_t, void* stream) override {
     cuda::BlockCodecArgs args{quant_.bits, quant_.block, quant_.stochastic};
     if (quant_.stochastic) {  // blockquant.cpp's RoundingRng
       args.key = step_key(ctx.seed, ctx.step);
@@ -114,7 +117,7 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
     }
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha,
-              bool add, float* out, void*, void* stream) const override {
+              bool add, float* out, void*, std::size_t, void* stream) const override {
     cuda::blockquant_decode_run(msg, n, quant_.bits, quant_.block, alpha, add, out,
                                 as_stream(stream));
   }

@@ -28,12 +28,15 @@ class DeviceCodec {
   // Device scratch an encode or decode of n floats needs.
   virtual std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const = 0;
   // e == nullptr: encodes g. Otherwise a = g + e is formed in e, encoded, and e = a - D(m)
-  // is left behind (ErrorFeedback::encode).
+  // is left behind (ErrorFeedback::encode). `scratch` holds at least scratch_bytes(n, ctx)
+  // of the `scratch_size` bytes passed.
   virtual void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
-                      std::uint8_t* msg, void* scratch, void* stream) = 0;
+                      std::uint8_t* msg, void* scratch, std::size_t scratch_size,
+                      void* stream) = 0;
   // out = alpha * D(msg) (add == false) or out += alpha * D(msg); ctx is the sender's.
   virtual void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx,
-                      float alpha, bool add, float* out, void* scratch, void* stream) const = 0;
+                      float alpha, bool add, float* out, void* scratch,
+                      std::size_t scratch_size, void* stream) const = 0;
 };
 
 // The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.

@@ -33,15 +33,16 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   ctx.world_size = world;
   const std::size_t n = bucket.size();
   const std::size_t capacity = codec.capacity(n, ctx);
-  if (capacity > max_capacity_ || codec.scratch_bytes(n, ctx) > max_scratch_) {
+  if (capacity > max_capacity_) {
     return Status::error("bucket {}: a message of {} bytes does not fit the {} planned",
                          ctx.bucket_id, capacity, max_capacity_);
   }
   auto* send = send_.as<std::uint8_t>();
-  codec.encode(bucket.data(), residual, n, ctx, send, scratch_.data(), stream);
+  codec.encode(bucket.data(), residual, n, ctx, send, scratch_.data(), max_scratch_, stream);
   payload_bytes_ = capacity;
   if (world == 1) {
-    codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(), stream);
+    codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(),
+                 max_scratch_, stream);
     return Status::ok();
   }
   auto* recv = recv_.as<std::uint8_t>();
@@ -51,7 +52,7 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
     EncodeContext from = ctx;
     from.rank = r;  // the context the message was encoded under
     codec.decode(recv + static_cast<std::size_t>(r) * capacity, n, from, alpha, r > 0,
-                 bucket.data(), scratch_.data(), stream);
+                 bucket.data(), scratch_.data(), max_scratch_, stream);
   }
   return Status::ok();
 #else

@@ -395,11 +395,14 @@ Status check_device_support(const TrainConfig& c) {
                          c.origin, c.compress.compress.name,
                          c.compress.compress.name == "lbs" ? " with selection: sampled" : "");
   }
-  const std::string& aggregation = c.compress.aggregation;
-  if (aggregation != "auto" && aggregation != aggregation_name(compress::Aggregation::kAllgather)) {
+  // `auto` is the compressor's own strategy (gtopk's is tree).
+  const std::string strategy(c.compress.aggregation == "auto"
+                                 ? aggregation_name(compressor->aggregation())
+                                 : std::string_view(c.compress.aggregation));
+  if (strategy != aggregation_name(compress::Aggregation::kAllgather)) {
     return Status::error("{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-                         "use allgather (or auto) with train.device: cuda",
-                         c.origin, aggregation);
+                         "use allgather with train.device: cuda",
+                         c.origin, strategy);
   }
   if (c.comm.plan_mode != "fixed") {
     return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "

@@ -333,6 +333,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.aggregation=two_phase",
        "compress\\.aggregation: two_phase is not built on the GPU yet"},
+      // gtopk's own strategy (auto) is the tree.
+      {base + "--set train.device=cuda --set compress.name=gtopk",
+       "compress\\.aggregation: tree is not built on the GPU yet"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);

@@ -80,16 +80,12 @@ void pack_codes(const std::uint8_t* codes, std::size_t count, int bits, std::uin
     if (count % 2) out[pairs] = codes[count - 1];
     return;
   }
-  std::size_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    std::uint64_t word = 0;
-    for (std::size_t i = 0; i < 8; ++i) word |= std::uint64_t{codes[j + i]} << (i * b);
-    std::memcpy(out + j / 8 * b, &word, b);
-  }
-  if (j < count) {
-    std::uint64_t word = 0;
-    for (std::size_t i = 0; j + i < count; ++i) word |= std::uint64_t{codes[j + i]} << (i * b);
-    std::memcpy(out + j / 8 * b, &word, ((count - j) * b + 7) / 8);
+  // Groups of 8 codes, the last one possibly partial (quant_math.h's packing, shared with
+  // the CUDA codec).
+  for (std::size_t j = 0; j < count; j += 8) {
+    const int group = static_cast<int>(std::min<std::size_t>(8, count - j));
+    const std::uint64_t word = pack_code_group(codes + j, group, bits);
+    std::memcpy(out + j / 8 * b, &word, (static_cast<std::size_t>(group) * b + 7) / 8);
   }
 }
 
@@ -109,14 +105,11 @@ void unpack_codes(const std::uint8_t* in, std::size_t count, int bits, std::uint
     if (count % 2) codes[count - 1] = in[pairs] & 0x0f;
     return;
   }
-  const std::uint64_t mask = (std::uint64_t{1} << b) - 1;
   for (std::size_t j = 0; j < count; j += 8) {
     std::uint64_t word = 0;
     const std::size_t group = std::min<std::size_t>(8, count - j);
     std::memcpy(&word, in + j / 8 * b, (group * b + 7) / 8);
-    for (std::size_t i = 0; i < group; ++i) {
-      codes[j + i] = static_cast<std::uint8_t>((word >> (i * b)) & mask);
-    }
+    for (std::size_t i = 0; i < group; ++i) codes[j + i] = unpack_code(word, static_cast<int>(i), bits);
   }
 }
 

@@ -20,7 +20,6 @@ struct Layout {
               cub_bytes = 0, topk = 0, total = 0;
 };
 
-std::size_t align_up(std::size_t x) { return (x + 255) / 256 * 256; }
 
 Layout layout_for(std::size_t n, std::size_t k) {
   Layout l;
@@ -176,14 +175,15 @@ __device__ float kept_value(const std::uint8_t* run, std::size_t k, std::size_t 
   const auto scale_bits = static_cast<std::uint16_t>(
       run[2 * blk] | (static_cast<std::uint16_t>(run[2 * blk + 1]) << 8));
   const float f = alpha * float_of_half_bits(scale_bits);
-  // Code j: lane j % 8 of the group at byte j / 8 * bits of the packed codes.
+  // Code j: lane j % 8 of the group of 8 (the last one partial) at byte j / 8 * bits.
+  const std::size_t first = j / 8 * 8;
+  const int in_group = static_cast<int>(k - first < 8 ? k - first : 8);
   const std::uint8_t* group = run + 2 * nblocks + j / 8 * static_cast<std::size_t>(bits);
-  const int first_bit = static_cast<int>(j % 8) * bits;
-  std::uint32_t word = 0;
-  for (int b = first_bit / 8; b <= (first_bit + bits - 1) / 8; ++b) {
-    word |= static_cast<std::uint32_t>(group[b]) << (8 * (b - first_bit / 8));
+  std::uint64_t word = 0;
+  for (int b = 0; b < (in_group * bits + 7) / 8; ++b) {
+    word |= static_cast<std::uint64_t>(group[b]) << (8 * b);
   }
-  const auto code = static_cast<std::uint8_t>((word >> (first_bit % 8)) & ((1u << bits) - 1));
+  const std::uint8_t code = compress::unpack_code(word, static_cast<int>(j % 8), bits);
   return __fmul_rn(static_cast<float>(code) - compress::quant_levels(bits), f);
 }
 

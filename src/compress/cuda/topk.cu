@@ -18,7 +18,6 @@ struct Layout {
               total = 0;
 };
 
-std::size_t align_up(std::size_t x) { return (x + 255) / 256 * 256; }
 
 Layout layout_for(std::size_t n) {
   Layout l;

@@ -16,8 +16,9 @@
 // of the step; "other" is the rest (gradient zeroing, the models' glue).
 //
 // --device cuda runs the GPU workloads (GPT-2 124M B=16 T=1024, BERT-base B=32 T=128,
-// VGG-16 B=128) on CUDA device 0, sparq in fp32, next to PyTorch eager in fp32 and in bf16
-// autocast; each step ends with a device synchronize; memory is the peak device memory; MFU
+// VGG-16 B=128) on CUDA device 0, sparq in fp32 and (language models) with bf16 GEMM operands
+// (Note [bf16 GEMM operands], core/cuda/mixed_gemm.h), next to PyTorch eager in fp32 and in
+// bf16 autocast; each step ends with a device synchronize; memory is the peak device memory; MFU
 // (language models) is the model FLOPs of a step, 6 N per token for the parameter GEMMs (N =
 // all parameters, the tied head included) plus 12 L T d for attention, over the step time
 // and the device's dense peak (H100/H200 SXM datasheets: 67 TFLOP/s fp32, 989 TFLOP/s bf16;
@@ -131,10 +132,10 @@ double flops_per_item(const ModelConfig& c, std::int64_t params, std::int64_t se
 
 // Runs one workload in this process and prints
 // "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step> <FLOPs per item>".
-int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled) {
+int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled, bool bf16) {
   std::unique_ptr<ExecContext> gpu;
   if (cuda) {
-    auto ctx = ExecContext::create_cuda(0);
+    auto ctx = ExecContext::create_cuda(0, bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32);
     if (!ctx.is_ok()) {
       fmt::print(stderr, "{}\n", ctx.status().message());
       return 1;
@@ -252,22 +253,30 @@ Measurement run_measured(const std::string& command) {
   return m;
 }
 
-// The GPU comparison: sparq fp32 next to PyTorch fp32 and bf16 autocast, per model.
+// The GPU comparison: sparq fp32 and bf16 next to PyTorch fp32 and bf16 autocast, per model.
 int run_gpu_table(const std::string& exe, const std::string& python, const std::string& script,
                   const std::string& models, int steps, int warmup, double peak_fp32,
                   double peak_bf16, bool no_torch) {
   fmt::print("bench_models --device cuda: forward+backward on CUDA device 0, {} warm-up + {} "
              "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
              warmup, steps, peak_fp32, peak_bf16);
-  std::vector<std::string> rows;
+  // Rows print as they are measured, so a run cut short by a timeout keeps its finished rows.
+  fmt::print("|      | sparq fp32 |    MFU | torch fp32 |    MFU |    vs | sparq bf16 |    MFU | "
+             "torch bf16 |    MFU |    vs | MiB s32 | MiB s16 | MiB t32 | MiB t16 |\n");
+  fmt::print("|------|------------|--------|------------|--------|-------|------------|--------|"
+             "------------|--------|-------|---------|---------|---------|---------|\n");
   const auto mfu = [](double items_per_s, double flops, double peak) {
     return flops > 0 && items_per_s > 0 ? fmt::format("{:.1f}%", 100 * items_per_s * flops / (peak * 1e12))
                                         : std::string("n/a");
   };
   for (const Workload& w : kGpuWorkloads) {
     if (!listed(models, w.key)) continue;
-    const Measurement ours = run_measured(fmt::format(
-        "'{}' --child {} --device cuda --steps {} --warmup {}", exe, w.key, steps, warmup));
+    const std::string child = fmt::format("'{}' --child {} --device cuda --steps {} --warmup {}",
+                                          exe, w.key, steps, warmup);
+    const Measurement ours = run_measured(child);
+    // VGG's convolutions have no bf16 path (the trainer refuses it there).
+    const Measurement ours16 =
+        std::string(w.key) == "vgg" ? Measurement{} : run_measured(child + " --precision bf16");
     Measurement fp32, bf16;
     if (!no_torch) {
       const std::string base = fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {}",
@@ -279,24 +288,25 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
       return m.ok ? fmt::format("{:.0f}", v) : std::string("n/a");
     };
     const double f = ours.flops_per_item;
-    rows.push_back(fmt::format("| {:<9} | {:>10} | {:>6} | {:>7} | {:>10} | {:>6} | {:>10} | {:>6} | "
-                               "{:>6} | {:>9} | {:>9} | {:>9} |",
-                               w.key, num(ours, ours.items_per_s), mfu(ours.items_per_s, f, peak_fp32),
-                               ours.ok && fp32.ok ? fmt::format("{:.2f}", ours.items_per_s / fp32.items_per_s) : "n/a",
-                               num(fp32, fp32.items_per_s), mfu(fp32.ok ? fp32.items_per_s : 0, f, peak_fp32),
-                               num(bf16, bf16.items_per_s), mfu(bf16.ok ? bf16.items_per_s : 0, f, peak_bf16),
-                               ours.ok && bf16.ok ? fmt::format("{:.2f}", ours.items_per_s / bf16.items_per_s) : "n/a",
-                               num(ours, ours.peak_rss_mib), num(fp32, fp32.peak_rss_mib),
-                               num(bf16, bf16.peak_rss_mib)));
+    const auto ratio = [](const Measurement& a, const Measurement& b) {
+      return a.ok && b.ok ? fmt::format("{:.2f}", a.items_per_s / b.items_per_s) : std::string("n/a");
+    };
+    const auto rate = [](const Measurement& m) { return m.ok ? m.items_per_s : 0.0; };
+    fmt::print("| {:<4} | {:>10} | {:>6} | {:>10} | {:>6} | {:>5} | {:>10} | {:>6} | "
+               "{:>10} | {:>6} | {:>5} | {:>7} | {:>7} | {:>7} | {:>7} |\n",
+                               w.key, num(ours, ours.items_per_s), mfu(rate(ours), f, peak_fp32),
+                               num(fp32, fp32.items_per_s), mfu(rate(fp32), f, peak_fp32),
+                               ratio(ours, fp32), num(ours16, ours16.items_per_s),
+                               mfu(rate(ours16), f, peak_bf16), num(bf16, bf16.items_per_s),
+                               mfu(rate(bf16), f, peak_bf16), ratio(ours16, bf16),
+                               num(ours, ours.peak_rss_mib), num(ours16, ours16.peak_rss_mib),
+                               num(fp32, fp32.peak_rss_mib), num(bf16, bf16.peak_rss_mib));
+    std::fflush(stdout);
     if (!ours.ok) fmt::print(stderr, "sparq run of {} failed\n", w.key);
   }
-  fmt::print("| model     | sparq fp32 |    MFU | vs fp32 | torch fp32 |    MFU | torch bf16 |    MFU | vs "
-             "bf16 | sparq MiB | fp32 MiB  | bf16 MiB  |\n");
-  fmt::print("|-----------|------------|--------|---------|------------|--------|------------|--------|-"
-             "-------|-----------|-----------|-----------|\n");
-  for (const auto& row : rows) fmt::print("{}\n", row);
-  fmt::print("items/s (tokens, or images for vgg); vs = sparq / PyTorch; MiB = peak device memory; "
-             "sparq has no bf16 path yet (train.precision: bf16 is planned)\n");
+  fmt::print("items/s (tokens, or images for vgg); vs = sparq / PyTorch at the same precision; "
+             "sparq bf16 = bf16 GEMM operands, f32 activations (Note [bf16 GEMM operands]; none "
+             "for vgg); MiB = peak device memory of sparq (s) or torch (t) in fp32 (32) or bf16 (16)\n");
   return 0;
 }
 
@@ -340,14 +350,18 @@ int main(int argc, char** argv) {
   bool profiled = false;
   app.add_flag("--profile", profiled, "print sparq's time per layer kind (CPU)");
   app.add_option("--child", child, "internal: run one workload and print RESULT");
+  std::string precision = "fp32";
+  app.add_option("--precision", precision, "internal (a cuda child): fp32 or bf16 GEMM operands")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
   if (!child.empty()) {
     const bool cuda = device == "cuda";
+    const bool bf16 = precision == "bf16";
     for (const Workload& w : cuda ? std::span<const Workload>(kGpuWorkloads)
                                   : std::span<const Workload>(kWorkloads)) {
-      if (child == w.key) return run_child(w, steps, warmup, cuda, profiled && !cuda);
+      if (child == w.key) return run_child(w, steps, warmup, cuda, profiled && !cuda, bf16);
     }
     fmt::print(stderr, "unknown workload '{}' (gpt2, bert, vgg, gpt2tiny)\n", child);
     return 2;

@@ -45,6 +45,7 @@ int ExecContext::cuda_device_count() {
 }
 
 Result<std::unique_ptr<ExecContext>> ExecContext::create_cuda(int ordinal,
+                                                              GemmPrecision precision,
                                                               std::size_t workspace_bytes) {
 #if SPARQ_HAS_CUDA
   const int visible = cuda_device_count();
@@ -59,6 +60,7 @@ Result<std::unique_ptr<ExecContext>> ExecContext::create_cuda(int ordinal,
   ctx->device_ = Device::kCUDA;
   ctx->ordinal_ = ordinal;
   ctx->cuda_ = std::make_unique<cuda::DeviceResources>(workspace_bytes);
+  ctx->cuda_->gemm_precision = precision;
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
   ctx->cuda_->name = prop.name;
@@ -67,6 +69,7 @@ Result<std::unique_ptr<ExecContext>> ExecContext::create_cuda(int ordinal,
   return ctx;
 #else
   (void)ordinal;
+  (void)precision;
   (void)workspace_bytes;
   return Status::error("train.device: cuda needs a build with CUDA (this sparq was built "
                        "without nvcc; see README, \"GPU\")");
@@ -88,12 +91,20 @@ void ExecContext::synchronize() const {
 #endif
 }
 
+GemmPrecision ExecContext::gemm_precision() const {
+#if SPARQ_HAS_CUDA
+  if (cuda_) return cuda_->gemm_precision;
+#endif
+  return GemmPrecision::kF32;
+}
+
 std::string ExecContext::describe() const {
   if (!cuda_) return "cpu";
 #if SPARQ_HAS_CUDA
-  return fmt::format("cuda:{} ({}, {:.1f} GiB, sm_{})", ordinal_, cuda_->name,
+  return fmt::format("cuda:{} ({}, {:.1f} GiB, sm_{}, {} GEMMs)", ordinal_, cuda_->name,
                      static_cast<double>(cuda_->total_memory) / (1u << 30),
-                     cuda_->compute_capability);
+                     cuda_->compute_capability,
+                     cuda_->gemm_precision == GemmPrecision::kBF16 ? "bf16" : "f32");
 #else
   return "cuda";
 #endif

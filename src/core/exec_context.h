@@ -29,6 +29,12 @@ namespace cuda {
 struct DeviceResources;
 }
 
+// How a context's GEMMs multiply (Note [bf16 GEMM operands], core/cuda/mixed_gemm.h): kF32
+// multiplies f32 operands; kBF16 rounds both operands of every layer GEMM to bf16 and
+// accumulates the products in f32. Activations, parameters and gradients stay f32 in memory
+// either way. CUDA only: a CPU context is always kF32.
+enum class GemmPrecision { kF32, kBF16 };
+
 class ExecContext {
  public:
   static constexpr std::size_t kDefaultWorkspaceBytes = std::size_t{32} << 20;
@@ -38,7 +44,8 @@ class ExecContext {
   // A context on CUDA device `ordinal`. Errors name the cause: sparq built without CUDA, or
   // fewer visible devices than ordinal + 1 (with the count).
   static Result<std::unique_ptr<ExecContext>> create_cuda(
-      int ordinal, std::size_t workspace_bytes = kDefaultWorkspaceBytes);
+      int ordinal, GemmPrecision precision = GemmPrecision::kF32,
+      std::size_t workspace_bytes = kDefaultWorkspaceBytes);
   // Visible CUDA devices (0 without CUDA or without a driver); never fails.
   static int cuda_device_count();
 
@@ -49,11 +56,12 @@ class ExecContext {
   Device device() const { return device_; }
   bool is_cuda() const { return device_ == Device::kCUDA; }
   int ordinal() const { return ordinal_; }  // -1 for the CPU
+  GemmPrecision gemm_precision() const;
   // The CUDA resources; a fatal error on a CPU context (callers dispatch on device first).
   const cuda::DeviceResources& cuda() const;
   // Blocks the host until the compute stream has finished its work (no-op on the CPU).
   void synchronize() const;
-  // "cpu" or "cuda:0 (NVIDIA H200, 139.8 GiB, sm_90)" for the start-up log.
+  // "cpu" or "cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, bf16 GEMMs)" for the start-up log.
   std::string describe() const;
 
  private:

@@ -10,6 +10,7 @@
 #if SPARQ_HAS_CUDA
 #include "core/cuda/cuda_gemm.h"
 #include "core/cuda/device_resources.h"
+#include "core/cuda/mixed_gemm.h"
 #include "layers/cuda/attention_cuda.h"
 #endif
 
@@ -142,22 +143,61 @@ AttentionDropout dropout_of(const AttentionGeom& g) {
   return {g.dropout_p, g.key.seed, g.key.stream, g.key.first};
 }
 
-// A GEMM operand per (sequence b, head h): base + b * per_seq + h * per_head.
+// A GEMM operand per (sequence b, head h): base + b * per_seq + h * per_head, in f32 and,
+// under Note [bf16 GEMM operands], also as its staged bf16 copy (same offsets).
 struct HeadOperand {
   const float* base;
   long long per_seq, per_head;
+  const std::uint16_t* bf16 = nullptr;
 };
 
 // C_bh = alpha op(A_bh) op(B_bh) for every sequence and head: one strided-batched call per
 // sequence over its heads (the head stride is constant within a sequence, not across them).
+// Both operands must be staged or neither.
 void per_head_gemm(const AttentionGeom& g, const DeviceResources& device, const GemmShape& s,
                    float alpha, HeadOperand a, HeadOperand b, float* c, long long c_per_seq,
                    long long c_per_head) {
+  const int heads = static_cast<int>(g.heads);
   for (std::int64_t seq = 0; seq < g.batch; ++seq) {
-    gemm_strided_batched(device.cublas, s, alpha, a.base + seq * a.per_seq, a.per_head,
-                         b.base + seq * b.per_seq, b.per_head, 0.0f, c + seq * c_per_seq,
-                         c_per_head, static_cast<int>(g.heads));
+    float* c_seq = c + seq * c_per_seq;
+    if (a.bf16 != nullptr) {
+      gemm_strided_batched_bf16(device.cublas, s, alpha, a.bf16 + seq * a.per_seq, a.per_head,
+                                b.bf16 + seq * b.per_seq, b.per_head, 0.0f, c_seq, c_per_head,
+                                heads);
+    } else {
+      gemm_strided_batched(device.cublas, s, alpha, a.base + seq * a.per_seq, a.per_head,
+                           b.base + seq * b.per_seq, b.per_head, 0.0f, c_seq, c_per_head, heads);
+    }
   }
+}
+
+bool bf16_products(const DeviceResources& device) {
+  return device.gemm_precision == GemmPrecision::kBF16;
+}
+
+// Under bf16, stages `n` floats of `operand` into `slot` and points its bf16 view there.
+HeadOperand staged(const DeviceResources& device, HeadOperand operand, int slot, std::size_t n) {
+  if (bf16_products(device)) operand.bf16 = stage_bf16(device, slot, operand.base, n);
+  return operand;
+}
+
+// The q, k and v operands of the fused qkv [B, T, 3C], sharing one staged copy.
+struct QkvOperands {
+  HeadOperand q, k, v;
+};
+
+QkvOperands qkv_operands(const AttentionGeom& g, const DeviceResources& device,
+                         const float* qkv) {
+  const long long t = g.seq, c = g.dim, d = g.head_dim();
+  const HeadOperand all = staged(device, HeadOperand{qkv, t * 3 * c, d}, Bf16Staging::kKept,
+                                 static_cast<std::size_t>(g.batch * t * 3 * c));
+  const auto shifted = [&](long long offset) {
+    HeadOperand h = all;
+    h.base += offset;
+    if (h.bf16 != nullptr) h.bf16 += offset;
+    return h;
+  };
+  return {all, shifted(c), shifted(2 * c)};
 }
 
 }  // namespace
@@ -165,24 +205,29 @@ void per_head_gemm(const AttentionGeom& g, const DeviceResources& device, const 
 void attention_forward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
                        float* probs, float* ctx, float* scratch) {
   const long long t = g.seq, c = g.dim, d = g.head_dim(), tt = t * t;
+  const std::size_t all_probs = static_cast<std::size_t>(g.batch * g.heads * tt);
   const cudaStream_t stream = device.stream.get();
-  const HeadOperand q{qkv, t * 3 * c, d}, k{qkv + c, t * 3 * c, d}, v{qkv + 2 * c, t * 3 * c, d};
+  const QkvOperands in = qkv_operands(g, device, qkv);
   // Raw scores q k^T; the softmax kernel applies 1/sqrt(D).
-  per_head_gemm(g, device, GemmShape{false, true, t, t, d, 3 * c, 3 * c, t}, 1.0f, q, k, probs,
-                g.heads * tt, tt);
+  per_head_gemm(g, device, GemmShape{false, true, t, t, d, 3 * c, 3 * c, t}, 1.0f, in.q, in.k,
+                probs, g.heads * tt, tt);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   attention_softmax_forward(shape_of(g), scale, dropout_of(g), probs, scratch, stream);
   const float* used = g.dropout_p > 0.0f ? scratch : probs;
   per_head_gemm(g, device, GemmShape{false, false, t, d, t, t, 3 * c, c}, 1.0f,
-                HeadOperand{used, g.heads * tt, tt}, v, ctx, t * c, d);
+                staged(device, HeadOperand{used, g.heads * tt, tt}, Bf16Staging::kOperandA,
+                       all_probs),
+                in.v, ctx, t * c, d);
 }
 
 void attention_backward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
                         const float* probs, const float* dctx, float* dqkv, float* scratch) {
   const long long t = g.seq, c = g.dim, d = g.head_dim(), tt = t * t;
+  const std::size_t all_probs = static_cast<std::size_t>(g.batch * g.heads * tt);
   const cudaStream_t stream = device.stream.get();
-  const HeadOperand q{qkv, t * 3 * c, d}, k{qkv + c, t * 3 * c, d}, v{qkv + 2 * c, t * 3 * c, d};
-  const HeadOperand dc{dctx, t * c, d};
+  const QkvOperands in = qkv_operands(g, device, qkv);
+  const HeadOperand dc = staged(device, HeadOperand{dctx, t * c, d}, Bf16Staging::kOperandB,
+                                static_cast<std::size_t>(g.batch * t * c));
   // dV = P_used^T dctx, with the dropped probabilities rebuilt in the scratch.
   const float* used = probs;
   if (g.dropout_p > 0.0f) {
@@ -190,18 +235,21 @@ void attention_backward(const AttentionGeom& g, const DeviceResources& device, c
     used = scratch;
   }
   per_head_gemm(g, device, GemmShape{true, false, t, d, t, t, c, 3 * c}, 1.0f,
-                HeadOperand{used, g.heads * tt, tt}, dc, dqkv + 2 * c, t * 3 * c, d);
+                staged(device, HeadOperand{used, g.heads * tt, tt}, Bf16Staging::kOperandA,
+                       all_probs),
+                dc, dqkv + 2 * c, t * 3 * c, d);
   // dP = dctx v^T into the scratch (the stream has finished reading P_used from it), then
   // the softmax backward turns it into dS in place.
-  per_head_gemm(g, device, GemmShape{false, true, t, t, d, c, 3 * c, t}, 1.0f, dc, v, scratch,
+  per_head_gemm(g, device, GemmShape{false, true, t, t, d, c, 3 * c, t}, 1.0f, dc, in.v, scratch,
                 g.heads * tt, tt);
   attention_softmax_backward(shape_of(g), dropout_of(g), probs, scratch, stream);
   // dQ = dS K * scale, dK = dS^T Q * scale.
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  const HeadOperand ds{scratch, g.heads * tt, tt};
-  per_head_gemm(g, device, GemmShape{false, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, k, dqkv,
-                t * 3 * c, d);
-  per_head_gemm(g, device, GemmShape{true, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, q,
+  const HeadOperand ds = staged(device, HeadOperand{scratch, g.heads * tt, tt},
+                                Bf16Staging::kOperandA, all_probs);
+  per_head_gemm(g, device, GemmShape{false, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, in.k,
+                dqkv, t * 3 * c, d);
+  per_head_gemm(g, device, GemmShape{true, false, t, d, t, t, 3 * c, 3 * c}, scale, ds, in.q,
                 dqkv + c, t * 3 * c, d);
 }
 

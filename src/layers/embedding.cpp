@@ -230,8 +230,8 @@ void Embedding::project(const Tensor& x, const Tensor& logits) const {
               logits.shape().str());
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::linear_forward(context().cuda().cublas, x.data<float>(), table().data<float>(), nullptr,
-                         logits.data<float>(), n, config_.dim, config_.num, stream());
+    cuda::linear_forward(context().cuda(), x.data<float>(), table().data<float>(), nullptr,
+                         logits.data<float>(), n, config_.dim, config_.num);
 #endif
   } else {
     cpu::linear_forward<float>(x.data<float>(), table().data<float>(), nullptr,
@@ -249,9 +249,9 @@ void Embedding::project_backward(const Tensor& x, const Tensor& dlogits, const T
   float* dtable = params_.grad(table_).data<float>();
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::linear_backward(context().cuda().cublas, x.data<float>(), table().data<float>(),
+    cuda::linear_backward(context().cuda(), x.data<float>(), table().data<float>(),
                           dlogits.data<float>(), dx.data<float>(), dtable, nullptr, n,
-                          config_.dim, config_.num, stream());
+                          config_.dim, config_.num);
 #endif
   } else {
     cpu::linear_backward<float>(x.data<float>(), table().data<float>(), dlogits.data<float>(),

@@ -79,8 +79,8 @@ void Linear::forward(const Tensor& x, const Tensor& y) const {
   const float* b = b_ >= 0 ? params_.param(b_).data<float>() : nullptr;
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::linear_forward(context().cuda().cublas, x.data<float>(), w, b, y.data<float>(), n,
-                         config_.in, config_.out, stream());
+    cuda::linear_forward(context().cuda(), x.data<float>(), w, b, y.data<float>(), n,
+                         config_.in, config_.out);
 #endif
   } else {
     cpu::linear_forward<float>(x.data<float>(), w, b, y.data<float>(), n, config_.in,
@@ -104,8 +104,8 @@ void Linear::backward(const Tensor& x, const Tensor& dy, const Tensor& dx) const
   float* db = b_ >= 0 ? params_.grad(b_).data<float>() : nullptr;
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    cuda::linear_backward(context().cuda().cublas, x.data<float>(), w, dy.data<float>(), dx_ptr,
-                          dw, db, n, config_.in, config_.out, stream());
+    cuda::linear_backward(context().cuda(), x.data<float>(), w, dy.data<float>(), dx_ptr, dw,
+                          db, n, config_.in, config_.out);
 #endif
   } else {
     cpu::linear_backward<float>(x.data<float>(), w, dy.data<float>(), dx_ptr, dw, db, n,

@@ -41,7 +41,8 @@ Result<LocalRank> local_rank_from_environment(int world_size) {
   return local;
 }
 
-Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local) {
+Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local,
+                                                      GemmPrecision precision) {
   const int visible = ExecContext::cuda_device_count();
   if (visible < local.size) {
     const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -50,7 +51,7 @@ Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local) {
                          "ranks per node or use train.device: cpu",
                          local.size, visible, mask ? mask : "unset");
   }
-  return ExecContext::create_cuda(local.rank);
+  return ExecContext::create_cuda(local.rank, precision);
 }
 
 }  // namespace sparq::train

@@ -25,6 +25,8 @@ Result<LocalRank> local_rank_from_environment(int world_size);
 
 // Opens the rank's GPU: an error when the node has fewer visible GPUs than local ranks
 // (naming both counts and CUDA_VISIBLE_DEVICES) or when sparq was built without CUDA.
-Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local);
+// `precision`: how its GEMMs multiply (Note [bf16 GEMM operands]).
+Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local,
+                                                      GemmPrecision precision);
 
 }  // namespace sparq::train

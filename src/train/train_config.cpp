@@ -264,9 +264,10 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get_choice("train.device", &device, {"cpu", "cuda"}));
   t.device = device == "cuda" ? Device::kCUDA : Device::kCPU;
   SPARQ_RETURN_IF_ERROR(r.get_choice("train.precision", &t.precision, {"fp32", "bf16"}));
-  if (t.precision == "bf16") {
-    return Status::error("{}: train.precision: bf16 is not implemented yet (activations and "
-                         "GEMM inputs stay f32); use fp32",
+  // Note [bf16 GEMM operands] (core/cuda/mixed_gemm.h): bf16 exists on the GPU only.
+  if (t.precision == "bf16" && t.device != Device::kCUDA) {
+    return Status::error("{}: train.precision: bf16 needs train.device: cuda (the CPU "
+                         "multiplies in fp32); use precision fp32 on the CPU",
                          r.origin());
   }
   return Status::ok();
@@ -378,6 +379,12 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
 }
 
 Status check_device_support(const TrainConfig& c) {
+  // Note [bf16 GEMM operands] (core/cuda/mixed_gemm.h): what bf16 covers, and where.
+  if (c.train.precision == "bf16" && c.model.arch == ModelArch::kVgg) {
+    return Status::error("{}: train.precision: bf16 covers the GEMM layers of gpt2 and bert; "
+                         "vgg's convolutions run on cuDNN in fp32 only; use precision fp32",
+                         c.origin);
+  }
   if (c.train.device != Device::kCUDA) return Status::ok();
   if (c.optim.communicate != "gradient" || c.clip_scope == "local") {
     return Status::error("{}: optim.communicate: {} (clip_scope {}) with train.device: cuda is "

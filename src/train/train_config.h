@@ -79,7 +79,8 @@ struct LoopConfig {
   std::string init_format = "auto";  // auto | sparq | gpt2_hf
   // Where every rank computes: cpu, or cuda (one GPU per rank, chosen by the local rank).
   Device device = Device::kCPU;
-  // Activation and GEMM-input precision: fp32 (bf16 is planned: refused until implemented).
+  // GEMM-operand precision: fp32, or bf16 on cuda (Note [bf16 GEMM operands],
+  // core/cuda/mixed_gemm.h); everything else stays f32.
   std::string precision = "fp32";
 };
 

@@ -30,7 +30,9 @@ Status Trainer::build(const Options& options) {
     // on a machine without a GPU.
     if (!options.dry_run) {
       SPARQ_RETURN_IF_ERROR(check_device_support(c));
-      SPARQ_ASSIGN_OR_RETURN(context_, open_rank_device(local_));
+      SPARQ_ASSIGN_OR_RETURN(context_, open_rank_device(local_, c.train.precision == "bf16"
+                                                                    ? GemmPrecision::kBF16
+                                                                    : GemmPrecision::kF32));
       stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
     }
   }
@@ -204,7 +206,9 @@ std::string Trainer::describe() const {
   if (c.train.device == Device::kCUDA) {
     s += fmt::format("device:    {}; local rank {} of {} ({})\n",
                      context_ ? context_->describe()
-                              : std::string("cuda, one GPU per rank (not opened in a dry run)"),
+                              : fmt::format("cuda, one GPU per rank, {} GEMMs (not opened "
+                                            "in a dry run)",
+                                            c.train.precision == "bf16" ? "bf16" : "f32"),
                      local_.rank, local_.size, local_.source);
     const Status support = check_device_support(c);
     if (!support.is_ok()) s += "           note: training refused: " + support.message() + "\n";

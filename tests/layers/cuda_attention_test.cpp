@@ -31,8 +31,8 @@ TEST(AttentionDropoutScale, EqualsTheCpuDropoutScales) {
     const float keep_scale = 1.0f / (1.0f - p);
     int dropped = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      const float got = attention_dropout_scale(key.seed, key.stream, key.first + offset + i, p,
-                                                keep_scale);
+      const float got =
+          attention_dropout_scale(key.seed, key.stream, key.first + offset + i, p, keep_scale);
       ASSERT_EQ(got, want[i]) << i;
       dropped += got == 0.0f;
     }
@@ -47,7 +47,7 @@ using testing::random_floats;
 
 struct MaskCase {
   bool causal;
-  bool padding;  // sequence 1 ends in padding; sequence 2 as below
+  bool padding;            // sequence 1 ends in padding; sequence 2 as below
   bool last_fully_padded;  // sequence 2: every key padded (else its first 3 keys)
   float dropout;
 };
@@ -70,55 +70,97 @@ const MaskCase kCases[] = {
     {false, false, false, 0.1f},  // bidirectional with dropout
 };
 
+// One run of the core on both sides for a mask case: the CPU's materialized kernels and the
+// device's in `ctx`, on the same inputs (B=3, T=37, C=48, H=4).
+struct CoreRun {
+  DropoutKey key;                       // the dropout draws both sides made
+  std::vector<float> probs, out, dqkv;  // CPU
+  std::vector<float> got_probs, got_out, got_dqkv;
+  std::vector<float> got_dropped;  // the device scratch after forward
+  bool guards_intact = true;
+};
+
+CoreRun run_core(const ExecContext& ctx, const MaskCase& mc) {
+  const std::int64_t b = 3, t = 37, c = 48, h = 4, bhtt = b * h * t * t;
+  const auto valid = key_valid_for(mc, t);
+  CoreRun r;
+  AttentionGeom g;
+  g.batch = b, g.seq = t, g.dim = c, g.heads = h, g.causal = mc.causal;
+  g.key_valid = mc.padding ? valid.data() : nullptr;
+  g.dropout_p = mc.dropout;
+  g.key = r.key = DropoutKey::make({11, 0, 5, true}, 3);
+  const auto qkv = random_floats(b * t * 3 * c, 31), dctx = random_floats(b * t * c, 32);
+  r.probs.resize(bhtt), r.out.resize(b * t * c), r.dqkv.resize(qkv.size());
+  std::vector<float> scratch(max_threads() * cpu::attention_materialized_scratch_per_slot(t));
+  cpu::attention_forward_materialized<float>(g, qkv.data(), r.probs.data(), r.out.data(),
+                                             scratch.data(), max_threads());
+  cpu::attention_backward_materialized<float>(g, qkv.data(), r.probs.data(), dctx.data(),
+                                              r.dqkv.data(), scratch.data(), max_threads());
+
+  GuardedDeviceArray<std::uint8_t> gvalid(valid);
+  GuardedDeviceArray<float> gqkv(qkv), gdctx(dctx), gprobs(bhtt), gout(r.out.size()),
+      gdqkv(qkv.size()), gscratch(cuda::attention_scratch_floats(b, h, t));
+  testing::uploads_done();
+  AttentionGeom gg = g;
+  gg.key_valid = mc.padding ? gvalid.data() : nullptr;
+  cuda::attention_forward(gg, ctx.cuda(), gqkv.data(), gprobs.data(), gout.data(), gscratch.data());
+  r.got_probs = gprobs.download();
+  r.got_out = gout.download();
+  r.got_dropped = gscratch.download();
+  cuda::attention_backward(gg, ctx.cuda(), gqkv.data(), gprobs.data(), gdctx.data(), gdqkv.data(),
+                           gscratch.data());
+  r.got_dqkv = gdqkv.download();
+  for (const auto* a : {&gprobs, &gout, &gdqkv, &gscratch}) r.guards_intact &= a->guards_intact();
+  return r;
+}
+
 TEST(CudaAttentionCore, ForwardAndBackwardMatchCpu) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto ctx = testing::test_cuda_context();
   ASSERT_NE(ctx, nullptr);
-  const std::int64_t b = 3, t = 37, c = 48, h = 4, bhtt = b * h * t * t;
   for (const MaskCase& mc : kCases) {
-    const auto valid = key_valid_for(mc, t);
-    AttentionGeom g;
-    g.batch = b, g.seq = t, g.dim = c, g.heads = h, g.causal = mc.causal;
-    g.key_valid = mc.padding ? valid.data() : nullptr;
-    g.dropout_p = mc.dropout;
-    g.key = DropoutKey::make({11, 0, 5, true}, 3);
-    const auto qkv = random_floats(b * t * 3 * c, 31), dctx = random_floats(b * t * c, 32);
-    std::vector<float> probs(bhtt), out(b * t * c), dqkv(qkv.size());
-    std::vector<float> scratch(max_threads() * cpu::attention_materialized_scratch_per_slot(t));
-    cpu::attention_forward_materialized<float>(g, qkv.data(), probs.data(), out.data(),
-                                               scratch.data(), max_threads());
-    cpu::attention_backward_materialized<float>(g, qkv.data(), probs.data(), dctx.data(),
-                                                dqkv.data(), scratch.data(), max_threads());
-
-    GuardedDeviceArray<std::uint8_t> gvalid(valid);
-    GuardedDeviceArray<float> gqkv(qkv), gdctx(dctx), gprobs(bhtt), gout(out.size()),
-        gdqkv(qkv.size()), gscratch(cuda::attention_scratch_floats(b, h, t));
-    testing::uploads_done();
-    AttentionGeom gg = g;
-    gg.key_valid = mc.padding ? gvalid.data() : nullptr;
-    cuda::attention_forward(gg, ctx->cuda(), gqkv.data(), gprobs.data(), gout.data(),
-                            gscratch.data());
-    const auto got_probs = gprobs.download();
+    const CoreRun r = run_core(*ctx, mc);
+    const std::int64_t bhtt = static_cast<std::int64_t>(r.probs.size());
     // Scores by cuBLAS and a block-reduced softmax: a few ulps from the CPU's.
-    EXPECT_LT(normalized_error(got_probs, probs), 1e-5) << mc.causal << mc.padding;
-    EXPECT_LT(normalized_error(gout.download(), out), 1e-5) << mc.causal << mc.padding;
+    EXPECT_LT(normalized_error(r.got_probs, r.probs), 1e-5) << mc.causal << mc.padding;
+    EXPECT_LT(normalized_error(r.got_out, r.out), 1e-5) << mc.causal << mc.padding;
     for (std::int64_t e = 0; e < bhtt; ++e) {  // masked keys and fully masked rows: exact 0
-      if (probs[e] == 0.0f) {
-        ASSERT_EQ(got_probs[e], 0.0f) << e;
+      if (r.probs[e] == 0.0f) {
+        ASSERT_EQ(r.got_probs[e], 0.0f) << e;
       }
     }
     if (mc.dropout > 0.0f) {
       // The dropped probabilities use the CPU's mask exactly: scale * p, bit for bit.
       std::vector<float> scales(bhtt);
-      cpu::dropout_scales<float>(g.key, 0, bhtt, g.dropout_p, scales.data());
-      const auto dropped = gscratch.download();
-      for (std::int64_t e = 0; e < bhtt; ++e) ASSERT_EQ(dropped[e], scales[e] * got_probs[e]) << e;
+      cpu::dropout_scales<float>(r.key, 0, bhtt, mc.dropout, scales.data());
+      for (std::int64_t e = 0; e < bhtt; ++e) {
+        ASSERT_EQ(r.got_dropped[e], scales[e] * r.got_probs[e]) << e;
+      }
     }
-    cuda::attention_backward(gg, ctx->cuda(), gqkv.data(), gprobs.data(), gdctx.data(),
-                             gdqkv.data(), gscratch.data());
     // Three GEMMs deep and the softmax backward's cancellation (dP - rowsum(P dP)).
-    EXPECT_LT(normalized_error(gdqkv.download(), dqkv), 1e-4) << mc.causal << mc.padding;
-    for (const auto* a : {&gprobs, &gout, &gdqkv, &gscratch}) EXPECT_TRUE(a->guards_intact());
+    EXPECT_LT(normalized_error(r.got_dqkv, r.dqkv), 1e-4) << mc.causal << mc.padding;
+    EXPECT_TRUE(r.guards_intact);
+  }
+}
+
+// Note [bf16 GEMM operands]: in a bf16 context the core's four products take bf16-rounded
+// operands (qkv, P or the dropped P, dctx, dS), so the results leave the f32 bounds above by
+// far but stay within bf16's rounding of the CPU's f32 results (8 significant bits: 2^-9
+// relative per operand, a few of them compounded through the softmax and its backward).
+TEST(CudaAttentionCore, Bf16ProductsStayWithinBf16RoundingOfTheCpu) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  auto made = ExecContext::create_cuda(0, GemmPrecision::kBF16);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  for (const MaskCase& mc : kCases) {
+    const CoreRun r = run_core(**made, mc);
+    const double probs_error = normalized_error(r.got_probs, r.probs);
+    EXPECT_GT(probs_error, 1e-4) << "the scores did not multiply bf16 operands";
+    EXPECT_LT(probs_error, 1e-2) << mc.causal << mc.padding;
+    EXPECT_LT(normalized_error(r.got_out, r.out), 1e-2) << mc.causal << mc.padding;
+    const double grad_error = normalized_error(r.got_dqkv, r.dqkv);
+    EXPECT_GT(grad_error, 1e-4);
+    EXPECT_LT(grad_error, 3e-2) << mc.causal << mc.padding;
+    EXPECT_TRUE(r.guards_intact);
   }
 }
 
@@ -153,8 +195,9 @@ TEST(CudaMultiHeadAttention, LayerMatchesCpuTwin) {
       // Two projections around the core: fp32 GEMMs in another order.
       EXPECT_LT(normalized_error(gy.download(), y), 1e-5) << mc.causal << mc.padding << t;
       EXPECT_EQ(gpu_mha.probs().device(), Device::kCUDA);
-      EXPECT_LT(normalized_error(testing::download(gpu_mha.probs()),
-                                 testing::to_vector(cpu_mha.probs())), 1e-5);
+      EXPECT_LT(
+          normalized_error(testing::download(gpu_mha.probs()), testing::to_vector(cpu_mha.probs())),
+          1e-5);
       gpu_mha.backward(gx.view(s), gdy.view(s), gdx.view(s), step);
       EXPECT_LT(normalized_error(gdx.download(), dx), 1e-4) << mc.causal << mc.padding << t;
       // Random old gradients in both stores: equal only if both accumulated (+=).

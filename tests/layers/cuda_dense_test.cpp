@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/device_test_util.h"
+#include "core/half_math.h"
 #include "core/rng.h"
 #include "layer_test_util.h"
 #include "layers/activation.h"
@@ -179,6 +180,46 @@ TEST_F(CudaDense, LinearMatchesTheCpuAndAccumulatesItsGradients) {
       expect_close(download(gpu_store.grad("fc.bias")),
                    testing::to_vector(cpu_store.grad("fc.bias")), 0.0, "db, no dx");
   }
+}
+
+// Note [bf16 GEMM operands]: in a bf16 context Linear's three products take bf16-rounded
+// operands: y and dx equal the CPU's f32 products of the rounded x, w and dy up to the
+// summation order, and dw accumulates in f32 (two calls give twice one).
+TEST_F(CudaDense, LinearInABf16ContextMultipliesRoundedOperands) {
+  auto made = ExecContext::create_cuda(0, GemmPrecision::kBF16);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  const std::int64_t rows = 37, in = 61, out = 29;
+  Linear cpu_fc("fc", {in, out, true}), gpu_fc("fc", {in, out, true});
+  ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_fc);
+  ParamStore gpu_store = bind_on(**made, gpu_fc);
+  const auto round = [](std::vector<float> v) {
+    for (float& e : v) e = float_of_bf16_bits(bf16_bits_of(e));
+    return v;
+  };
+  // The CPU twin gets the rounded weight and inputs; the device rounds its own.
+  const auto w = testing::to_vector(cpu_store.param("fc.weight"));
+  testing::copy_into(cpu_store.param("fc.weight"), round(w));
+  auto x = random_floats(rows * in, 1), dy = random_floats(rows * out, 2);
+  auto x_r = round(x), dy_r = round(dy);
+  std::vector<float> y(rows * out), y_exact(rows * out), dx(rows * in);
+  GuardedDeviceArray<float> x_d(x), dy_d(dy), y_d(nans(y.size())), dx_d(nans(dx.size()));
+  settle();
+  cpu_fc.forward(view(x_r, {rows, in}), view(y, {rows, out}));
+  gpu_fc.forward(x_d.view({rows, in}), y_d.view({rows, out}));
+  expect_device(y_d, y, kGemmBound, "y");
+  cpu_fc.backward(view(x_r, {rows, in}), view(dy_r, {rows, out}), view(dx, {rows, in}));
+  gpu_fc.backward(x_d.view({rows, in}), dy_d.view({rows, out}), dx_d.view({rows, in}));
+  expect_device(dx_d, dx, kGemmBound, "dx");
+  const auto dw = download(gpu_store.grad("fc.weight"));
+  expect_close(dw, testing::to_vector(cpu_store.grad("fc.weight")), kGemmBound, "dw");
+  // Against the unrounded f32 product the rounding shows: far outside the f32 bound.
+  testing::copy_into(cpu_store.param("fc.weight"), w);
+  cpu_fc.forward(view(x, {rows, in}), view(y_exact, {rows, out}));
+  EXPECT_GT(testing::normalized_error(y_d.download(), y_exact), 100 * kGemmBound);
+  gpu_fc.backward(x_d.view({rows, in}), dy_d.view({rows, out}), Tensor());
+  std::vector<float> twice(dw.size());
+  for (std::size_t i = 0; i < twice.size(); ++i) twice[i] = 2 * dw[i];
+  expect_close(download(gpu_store.grad("fc.weight")), twice, 1e-6, "dw after two calls");
 }
 
 TEST_F(CudaDense, LinearRefusesAHostTensorNamingIt) {

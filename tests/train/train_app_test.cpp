@@ -325,7 +325,11 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
        "not finite in 2 steps in a row"},
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
-      {base + "--set train.precision=bf16", "train\\.precision: bf16 is not implemented yet"},
+      // Note [bf16 GEMM operands]: bf16 is the GPU's, and not VGG's.
+      {base + "--set train.precision=bf16", "train\\.precision: bf16 needs train\\.device: cuda"},
+      {"--config configs/vgg_cifar10_tiny.yaml --set train.device=cuda --set "
+       "train.precision=bf16",
+       "train\\.precision: bf16 covers the GEMM layers of gpt2 and bert"},
       // Refused before any device is opened, so on every machine, GPU or not.
       {base + "--set train.device=cuda --set compress.name=randomk",
        "compress\\.name: randomk has no GPU implementation yet"},
@@ -368,7 +372,8 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
       0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --dry-run");
   EXPECT_EQ(p.exit_code, 0) << p.output;
   EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
-  EXPECT_NE(p.output.find("device:    cuda, one GPU per rank (not opened in a dry run)"),
+  EXPECT_NE(p.output.find("device:    cuda, one GPU per rank, f32 GEMMs (not opened in a dry "
+                          "run)"),
             std::string::npos)
       << p.output;
   // lbs (exact selection, allgathered) has a GPU path: nothing to refuse.
@@ -380,6 +385,14 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
                                         "optim.communicate=gradient --dry-run");
   EXPECT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
+  // bf16 GEMM operands are a GPU setting the dry run validates and shows.
+  const ProcessResult bf16 = run_train(0,
+                                       "--config configs/gpt2_wikitext_tiny.yaml --set "
+                                       "train.device=cuda --set train.precision=bf16 --dry-run");
+  EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
+  EXPECT_NE(bf16.output.find("cuda, one GPU per rank, bf16 GEMMs"), std::string::npos)
+      << bf16.output;
+  EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
   // A compressor without a GPU twin is still validated, with the refusal as a note.
   const ProcessResult randomk =
       run_train(0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "

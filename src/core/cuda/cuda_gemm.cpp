@@ -41,4 +41,23 @@ void gemm_strided_batched(const CublasHandle& handle, const GemmShape& shape, fl
                                          stride_a, &beta, c, k.ldc, stride_c, batch));
 }
 
+void gemm_bf16(const CublasHandle& handle, const GemmShape& shape, float alpha,
+               const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) {
+  const ColMajorCall k = to_col_major(shape);
+  CUBLAS_CHECK(cublasGemmEx(handle.get(), k.op_first, k.op_second, k.m, k.n, k.k, &alpha, b,
+                            CUDA_R_16BF, k.ld_first, a, CUDA_R_16BF, k.ld_second, &beta, c,
+                            CUDA_R_32F, k.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void gemm_strided_batched_bf16(const CublasHandle& handle, const GemmShape& shape, float alpha,
+                               const std::uint16_t* a, long long stride_a,
+                               const std::uint16_t* b, long long stride_b, float beta, float* c,
+                               long long stride_c, int batch) {
+  const ColMajorCall k = to_col_major(shape);
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle.get(), k.op_first, k.op_second, k.m, k.n, k.k, &alpha, b, CUDA_R_16BF, k.ld_first,
+      stride_b, a, CUDA_R_16BF, k.ld_second, stride_a, &beta, c, CUDA_R_32F, k.ldc, stride_c,
+      batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace sparq::cuda

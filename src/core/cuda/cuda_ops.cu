@@ -1,5 +1,6 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_ops.h"
+#include "core/half_math.h"
 
 namespace sparq::cuda {
 namespace {
@@ -26,6 +27,11 @@ __global__ void axpy_kernel(float alpha, const float* x, float* y, std::size_t n
     y[i] += alpha * x[i];
 }
 
+__global__ void cast_to_bf16_kernel(const float* src, std::uint16_t* dst, std::size_t n) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    dst[i] = bf16_bits_of(src[i]);
+}
+
 }  // namespace
 
 void fill(float* x, std::size_t n, float value, cudaStream_t stream) {
@@ -43,6 +49,12 @@ void scale(float* x, std::size_t n, float alpha, cudaStream_t stream) {
 void axpy(float alpha, const float* x, float* y, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
   axpy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(alpha, x, y, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void cast_to_bf16(const float* src, std::uint16_t* dst, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  cast_to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -5,7 +5,9 @@
 #include <cstddef>
 
 #include "core/buffer.h"
+#include "core/cuda/bf16_staging.h"
 #include "core/cuda/cuda_handles.h"
+#include "core/exec_context.h"
 
 #if SPARQ_HAS_CUDNN
 #include "core/cuda/cudnn_handle.h"
@@ -22,6 +24,10 @@ struct DeviceResources {
   CudnnHandle cudnn;  // bound to `stream`
 #endif
   Buffer workspace;  // device memory for cuBLAS/cuDNN algorithms
+  GemmPrecision gemm_precision = GemmPrecision::kF32;  // Note [bf16 GEMM operands]
+  // bf16 copies of GEMM operands under kBF16, reused in stream order. Mutable: layers see the
+  // resources as const, and staging changes no state a caller can observe.
+  mutable Bf16Staging bf16_staging;
   std::string name;  // "NVIDIA H200"
   std::size_t total_memory = 0;
   int compute_capability = 0;  // 90 for sm_90

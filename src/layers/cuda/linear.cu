@@ -1,5 +1,4 @@
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/cuda_gemm.h"
 #include "layers/cuda/dense_launch.h"
 #include "layers/cuda/linear_cuda.h"
 
@@ -26,24 +25,15 @@ __global__ void bias_grad_kernel(const float* dy, float* db, std::int64_t n, std
 
 }  // namespace
 
-void linear_forward(const CublasHandle& blas, const float* x, const float* w, const float* b,
-                    float* y, std::int64_t n, std::int64_t in, std::int64_t out,
-                    cudaStream_t stream) {
+void add_bias(const float* b, float* y, std::int64_t n, std::int64_t out, cudaStream_t stream) {
   if (n == 0) return;
-  cuda::gemm(blas, GemmShape{false, true, n, out, in}, 1.0f, x, w, 0.0f, y);
-  if (b == nullptr) return;
   add_bias_kernel<<<dense::blocks_for(n * out), dense::kThreads, 0, stream>>>(b, y, n, out);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void linear_backward(const CublasHandle& blas, const float* x, const float* w, const float* dy,
-                     float* dx, float* dw, float* db, std::int64_t n, std::int64_t in,
-                     std::int64_t out, cudaStream_t stream) {
+void add_bias_grad(const float* dy, float* db, std::int64_t n, std::int64_t out,
+                   cudaStream_t stream) {
   if (n == 0) return;
-  if (dx != nullptr) cuda::gemm(blas, GemmShape{false, false, n, in, out}, 1.0f, dy, w, 0.0f, dx);
-  // dW += dY^T X: the beta = 1 product is the accumulation Note [Gradient rule] asks for.
-  if (dw != nullptr) cuda::gemm(blas, GemmShape{true, false, out, in, n}, 1.0f, dy, x, 1.0f, dw);
-  if (db == nullptr) return;
   bias_grad_kernel<<<dense::blocks_for(out), dense::kThreads, 0, stream>>>(dy, db, n, out);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -1,28 +1,33 @@
 // CUDA implementation of Linear (layers/linear.h), Note [Layer dispatch]: the same math as
-// cpu::linear_forward/backward on device pointers, enqueued on `stream`, never synced.
-// `blas` must be bound to `stream` (an ExecContext's handle is). fmt-free for nvcc.
+// cpu::linear_forward/backward on device pointers, enqueued on the context's stream, never
+// synced. fmt-free for nvcc: the resources are only declared here.
 //
-// Products go through cuda::gemm with the CPU's row-major GemmShapes, so they differ from the
-// CPU only by summation order. The bias gradient is summed in the CPU's order (rows
-// ascending onto the old db[j]), so it is bit-identical to the CPU's.
+// Products go through cuda::layer_gemm (core/cuda/mixed_gemm.h) with the CPU's row-major
+// GemmShapes: in f32 they differ from the CPU only by summation order; under bf16 they are
+// products of bf16-rounded operands (Note [bf16 GEMM operands]). The bias gradient is summed
+// in the CPU's order (rows ascending onto the old db[j]), so it is bit-identical to the CPU's.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "core/cuda/cuda_handles.h"
-
 namespace sparq::cuda {
 
+struct DeviceResources;
+
 // x [n, in], w [out, in], b [out] or null, y [n, out] (overwritten, not read).
-void linear_forward(const CublasHandle& blas, const float* x, const float* w, const float* b,
-                    float* y, std::int64_t n, std::int64_t in, std::int64_t out,
-                    cudaStream_t stream);
+void linear_forward(const DeviceResources& device, const float* x, const float* w, const float* b,
+                    float* y, std::int64_t n, std::int64_t in, std::int64_t out);
 
 // dx [n, in] overwritten (skipped when null); dw [out, in] and db [out] (when non-null) +=.
-void linear_backward(const CublasHandle& blas, const float* x, const float* w, const float* dy,
+void linear_backward(const DeviceResources& device, const float* x, const float* w, const float* dy,
                      float* dx, float* dw, float* db, std::int64_t n, std::int64_t in,
-                     std::int64_t out, cudaStream_t stream);
+                     std::int64_t out);
+
+// The bias kernels (linear.cu): y[i, j] += b[j]; db[j] += sum_i dy[i, j] in row order.
+void add_bias(const float* b, float* y, std::int64_t n, std::int64_t out, cudaStream_t stream);
+void add_bias_grad(const float* dy, float* db, std::int64_t n, std::int64_t out,
+                   cudaStream_t stream);
 
 }  // namespace sparq::cuda

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compress/device_codec.h"
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -13,6 +14,11 @@ namespace {
 constexpr std::size_t kChunk = 4096;
 
 }  // namespace
+
+std::unique_ptr<DeviceCodec> DenseCastCompressor::device_codec() const {
+  if (format_ == Format::kF32) return nullptr;
+  return make_dense_cast_device_codec(format_ == Format::kF16);
+}
 
 std::string_view DenseCastCompressor::name() const {
   switch (format_) {

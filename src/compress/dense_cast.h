@@ -18,9 +18,11 @@ class DenseCastCompressor final : public Compressor {
 
   std::string_view name() const override;
   Aggregation aggregation() const override { return Aggregation::kAllreduce; }
+  // fp16 and bf16 have a CUDA twin (device_codec.h), summed on the device by allreduce.
   CompressorCapabilities capabilities() const override {
-    return {.summable = true, .sends_every_entry = true};
+    return {.summable = true, .sends_every_entry = true, .device_twin = format_ != Format::kF32};
   }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

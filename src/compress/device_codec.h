@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "compress/block_codec.h"
 #include "compress/compressor.h"
@@ -39,9 +40,26 @@ class DeviceCodec {
                       std::size_t scratch_size, void* stream) const = 0;
 };
 
+// The compressors that have a twin, for messages that suggest one.
+inline constexpr std::string_view kDeviceCompressorsHint =
+    "lbs or topk (exact selection), blockquant, qsgd, terngrad, signsgd, onebit (with "
+    "allgather), randomk, fp16, bf16 or none";
+
+// Whether the device exchange has strategy `strategy` (aggregation_name()) for a compressor
+// with these capabilities: allgather for every twin, allreduce for summable ones
+// (device_exchange.h). The others (two_phase, tree, low_rank) are not built on the GPU yet.
+bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps);
+
 // The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.
 std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant);
 std::unique_ptr<DeviceCodec> make_topk_device_codec(double density);
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant);
+// fp16 / bf16 casts (kF16, kBF16): summable, so the allreduce strategy can sum their messages.
+std::unique_ptr<DeviceCodec> make_dense_cast_device_codec(bool half);
+std::unique_ptr<DeviceCodec> make_randomk_device_codec(double density);
+std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int levels, int code_bits, std::size_t chunk);
+std::unique_ptr<DeviceCodec> make_terngrad_device_codec(double clip_sigma);
+// rms: onebit's scale; else signsgd's.
+std::unique_ptr<DeviceCodec> make_sign_device_codec(bool rms);
 
 }  // namespace sparq::compress

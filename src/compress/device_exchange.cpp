@@ -9,20 +9,76 @@
 
 namespace sparq::compress {
 
+#if SPARQ_HAS_CUDA
+namespace {
+
+// The stream both strategies run on: the communicator's (NCCL) when it has one, else the
+// store's compute stream. A world of one runs on the CommEngine's thread, whose current
+// device is not set, hence the cudaSetDevice.
+void* exchange_stream(comm::Communicator& comm, const ExecContext& exec) {
+  CUDA_CHECK(cudaSetDevice(exec.ordinal()));
+  return comm.device_stream() != nullptr ? comm.device_stream()
+                                         : static_cast<void*>(exec.cuda().stream.get());
+}
+
+Status check_device_communicator(const comm::Communicator& comm, const EncodeContext& ctx) {
+  if (comm.size() > 1 && comm.device() != Device::kCUDA) {
+    return Status::error("bucket {}: a {} communicator cannot exchange a GPU store's messages",
+                         ctx.bucket_id, comm.backend());
+  }
+  return Status::ok();
+}
+
+Status check_capacity(std::size_t capacity, std::size_t planned, const EncodeContext& ctx) {
+  if (capacity <= planned) return Status::ok();
+  return Status::error("bucket {}: a message of {} bytes does not fit the {} planned",
+                       ctx.bucket_id, capacity, planned);
+}
+
+}  // namespace
+#endif
+
+Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype,
+                            float* residual, comm::Communicator& comm, const EncodeContext& ctx_in,
+                            const ExecContext& exec) {
+#if SPARQ_HAS_CUDA
+  SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
+  void* stream = exchange_stream(comm, exec);
+  if (message_.size() == 0) message_ = Buffer::device(max_capacity_);
+  EncodeContext ctx = ctx_in;
+  ctx.rank = comm.rank();
+  ctx.world_size = comm.size();
+  const std::size_t n = bucket.size();
+  const std::size_t capacity = codec.capacity(n, ctx);
+  SPARQ_RETURN_IF_ERROR(check_capacity(capacity, max_capacity_, ctx));
+  auto* msg = message_.as<std::uint8_t>();
+  codec.encode(bucket.data(), residual, n, ctx, msg, nullptr, 0, stream);
+  payload_bytes_ = capacity;
+  if (ctx.world_size > 1) {
+    comm.allreduce(msg, msg, capacity / dtype_size(wire_dtype), wire_dtype, comm::ReduceOp::kSum);
+  }
+  codec.decode(msg, n, ctx, 1.0f / static_cast<float>(ctx.world_size), /*add=*/false, bucket.data(),
+               nullptr, 0, stream);
+  return Status::ok();
+#else
+  (void)wire_dtype;
+  (void)residual;
+  (void)comm;
+  (void)exec;
+  (void)codec;
+  (void)bucket;
+  return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",
+                       ctx_in.bucket_id);
+#endif
+}
+
 Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* residual,
                             comm::Communicator& comm, const EncodeContext& ctx_in,
                             const ExecContext& exec) {
 #if SPARQ_HAS_CUDA
   const int world = comm.size();
-  if (world > 1 && comm.device() != Device::kCUDA) {
-    return Status::error("bucket {}: a {} communicator cannot exchange a GPU store's messages",
-                         ctx_in.bucket_id, comm.backend());
-  }
-  // A world of one runs this on the CommEngine's thread, whose current device is not set.
-  CUDA_CHECK(cudaSetDevice(exec.ordinal()));
-  void* stream = comm.device_stream() != nullptr
-                     ? comm.device_stream()
-                     : static_cast<void*>(exec.cuda().stream.get());
+  SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
+  void* stream = exchange_stream(comm, exec);
   if (send_.size() == 0) {
     send_ = Buffer::device(max_capacity_);
     if (world > 1) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
@@ -33,10 +89,7 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   ctx.world_size = world;
   const std::size_t n = bucket.size();
   const std::size_t capacity = codec.capacity(n, ctx);
-  if (capacity > max_capacity_) {
-    return Status::error("bucket {}: a message of {} bytes does not fit the {} planned",
-                         ctx.bucket_id, capacity, max_capacity_);
-  }
+  SPARQ_RETURN_IF_ERROR(check_capacity(capacity, max_capacity_, ctx));
   auto* send = send_.as<std::uint8_t>();
   codec.encode(bucket.data(), residual, n, ctx, send, scratch_.data(), max_scratch_, stream);
   payload_bytes_ = capacity;

@@ -12,6 +12,7 @@
 // stream, so the buckets share this strategy's buffers safely. The buffers are allocated at
 // the first run at their largest sizes, so that no allocation waits for queued work later.
 // Received messages are not validated on the device yet (the CPU runs check_message).
+// DeviceAllreduce (below) is the same for summable messages.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +45,28 @@ class DeviceAllgather {
   std::size_t max_capacity_;
   std::size_t max_scratch_;
   Buffer send_, recv_, scratch_;
+  std::size_t payload_bytes_ = 0;
+};
+
+// DeviceAllreduce: the allreduce strategy for a summable compressor's bucket on the device
+// (fp16, bf16: CompressorCapabilities::summable). Every rank encodes its bucket, error feedback
+// fused, into a message of the compressor's wire type; the collective sums the messages in
+// place in that type (NCCL adds f16 and bf16 natively; what the issue calls the bf16 dense
+// allreduce); every rank decodes the sum with alpha = 1/P, setting the bucket, as the CPU
+// strategy does (aggregation.cpp). A world of one decodes its own message. Streams and
+// buffers as DeviceAllgather's. The sum differs from MPI's on the CPU only by the order of
+// the additions (NCCL's ring), as a dense allreduce does.
+class DeviceAllreduce {
+ public:
+  explicit DeviceAllreduce(std::size_t max_capacity) : max_capacity_(max_capacity) {}
+
+  Status run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype, float* residual,
+             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec);
+  std::size_t last_payload_bytes() const { return payload_bytes_; }
+
+ private:
+  std::size_t max_capacity_;
+  Buffer message_;
   std::size_t payload_bytes_ = 0;
 };
 

@@ -209,8 +209,8 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       slot.send_history->begin_step(history_stamp_);
     }
     if (slot.device_codec) {  // a GPU store (gradient_exchange_device.cpp)
-      SPARQ_RETURN_IF_ERROR(average_on_device(slot, bucket, grads, comm, ctx));
-      stats.payload_bytes = device_allgather_->last_payload_bytes();
+      SPARQ_ASSIGN_OR_RETURN(stats.payload_bytes,
+                             average_on_device(slot, bucket, grads, comm, ctx));
     } else {
       ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
       SPARQ_RETURN_IF_ERROR(slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx));

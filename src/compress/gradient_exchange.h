@@ -178,10 +178,12 @@ class GradientExchange final : public comm::BucketAverager {
     std::unique_ptr<DeviceCodec> device_codec;   // GPU stores (gradient_exchange_device.cpp)
   };
   // GPU stores: checks that every compressed bucket can run on the device and sets up its
-  // codec, the device residual and the device allgather.
+  // codec, the device residual and the device strategies (allgather, allreduce).
   Status prepare_device();
-  Status average_on_device(PerBucket& slot, const comm::Bucket& bucket, std::span<float> grads,
-                           comm::Communicator& comm, const EncodeContext& ctx);
+  // Runs the bucket's device strategy; returns the bytes this rank sent.
+  Result<std::size_t> average_on_device(PerBucket& slot, const comm::Bucket& bucket,
+                                        std::span<float> grads, comm::Communicator& comm,
+                                        const EncodeContext& ctx);
   void allocate_send_history();
   void agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
                           std::int64_t step);
@@ -195,6 +197,7 @@ class GradientExchange final : public comm::BucketAverager {
   Buffer residual_;
   Buffer device_residual_;  // GPU stores with error feedback: the live residual
   std::unique_ptr<DeviceAllgather> device_allgather_;
+  std::unique_ptr<DeviceAllreduce> device_allreduce_;
   std::vector<PerBucket> buckets_;
   std::vector<BucketExchangeStats> stats_;
   std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout

@@ -1,6 +1,7 @@
 // GradientExchange on a store that lives on a CUDA device (train.device: cuda): the compressed
-// buckets go through their compressor's DeviceCodec and the DeviceAllgather strategy
-// (device_exchange.h); the residual lives on the device, with a host copy for checkpoints.
+// buckets go through their compressor's DeviceCodec and the DeviceAllgather or, for summable
+// messages, the DeviceAllreduce strategy (device_exchange.h); the residual lives on the
+// device, with a host copy for checkpoints.
 // Dense buckets are averaged in place by the collective as on the CPU (gradient_exchange.cpp).
 #include <fmt/format.h>
 
@@ -32,14 +33,16 @@ Status GradientExchange::prepare_device() {
     const Compressor& c = *slot.compressor;
     const std::string where = fmt::format("bucket {} ({})", bucket.index, c.name());
     if (!c.capabilities().device_twin) {
-      return Status::error("{}: compress.name: {} has no GPU implementation yet (issue 17); "
-                           "with train.device: cuda use lbs or topk (exact selection), "
-                           "blockquant or none", where, c.name());
+      return Status::error(
+          "{}: compress.name: {} has no GPU implementation yet (issue 17); "
+          "with train.device: cuda use {}",
+          where, c.name(), kDeviceCompressorsHint);
     }
-    if (slot.aggregator->name() != aggregation_name(Aggregation::kAllgather)) {
-      return Status::error("{}: {}: {} is not built on the GPU yet (issue 17); use allgather "
-                           "(or auto) with train.device: cuda",
-                           where, config_.aggregation_key, slot.aggregator->name());
+    if (!device_strategy_built(slot.aggregator->name(), c.capabilities())) {
+      return Status::error(
+          "{}: {}: {} is not built on the GPU yet (issue 17); use allgather "
+          "(or auto; allreduce for fp16 and bf16) with train.device: cuda",
+          where, config_.aggregation_key, slot.aggregator->name());
     }
     slot.device_codec = c.device_codec();
     if (!slot.device_codec) {
@@ -51,6 +54,7 @@ Status GradientExchange::prepare_device() {
     max_scratch = std::max(max_scratch, slot.device_codec->scratch_bytes(n, sizing));
   }
   device_allgather_ = std::make_unique<DeviceAllgather>(max_capacity, max_scratch);
+  device_allreduce_ = std::make_unique<DeviceAllreduce>(max_capacity);
   if (config_.error_feedback) {
     device_residual_ =
         Buffer::device(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
@@ -58,14 +62,22 @@ Status GradientExchange::prepare_device() {
   return Status::ok();
 }
 
-Status GradientExchange::average_on_device(PerBucket& slot, const comm::Bucket& bucket,
-                                           std::span<float> grads, comm::Communicator& comm,
-                                           const EncodeContext& ctx) {
+Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot, const comm::Bucket& bucket,
+                                                        std::span<float> grads,
+                                                        comm::Communicator& comm,
+                                                        const EncodeContext& ctx) {
   float* residual = device_residual_.size() > 0
                         ? device_residual_.as<float>() + bucket.range.offset
                         : nullptr;
-  return device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
-                                store_.context());
+  if (slot.aggregator->name() == aggregation_name(Aggregation::kAllreduce)) {
+    SPARQ_RETURN_IF_ERROR(device_allreduce_->run(grads, *slot.device_codec,
+                                                 slot.compressor->wire_dtype(), residual, comm, ctx,
+                                                 store_.context()));
+    return device_allreduce_->last_payload_bytes();
+  }
+  SPARQ_RETURN_IF_ERROR(
+      device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx, store_.context()));
+  return device_allgather_->last_payload_bytes();
 }
 
 void GradientExchange::residual_to_host() {

@@ -6,6 +6,8 @@
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
+#include "compress/device_codec.h"
+#include "compress/quant_math.h"
 #include "compress/random_streams.h"
 #include "core/check.h"
 
@@ -34,6 +36,10 @@ QsgdCompressor::QsgdCompressor(Options options)
     : options_(options),
       bits_(std::bit_width(static_cast<unsigned>(2 * options.levels))) {}
 
+std::unique_ptr<DeviceCodec> QsgdCompressor::device_codec() const {
+  return make_qsgd_device_codec(options_.levels, bits_, options_.chunk);
+}
+
 std::optional<std::size_t> QsgdCompressor::fixed_message_bytes(std::size_t n) const {
   return 4 * ((n + options_.chunk - 1) / options_.chunk) + packed_code_bytes(n, bits_);
 }
@@ -54,8 +60,7 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
     const float norm = static_cast<float>(std::sqrt(sq));
     store_f32(msg.data() + 4 * ch, norm);
     const float ratio = norm > 0.0f ? s / norm : 0.0f;
-    // A subnormal norm makes s / norm overflow, and 0 * inf is NaN, whose conversion to int
-    // is undefined (fuzzing): such chunks divide by the norm instead.
+    // A subnormal norm makes s / norm overflow (fuzzing): qsgd_code divides instead.
     const bool tiny_norm = std::isinf(ratio);
     std::uint8_t codes[kSub];
     float u[kSub];
@@ -63,10 +68,7 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
       const std::size_t slen = std::min(kSub, len - sub);
       rounding_uniforms(rng, begin + sub, slen, u);
       for (std::size_t j = 0; j < slen; ++j) {
-        const float x = a[begin + sub + j];
-        const float scaled = tiny_norm ? std::fabs(x) / norm * s : std::fabs(x) * ratio;
-        const float l = std::min(std::floor(scaled + u[j]), s);
-        codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -l : l) + s));
+        codes[j] = qsgd_code(a[begin + sub + j], ratio, tiny_norm, norm, s, u[j]);
       }
       pack_codes(codes, slen, bits_, codes_out + (begin + sub) / 8 * bits_);
     }
@@ -104,7 +106,7 @@ void QsgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> 
       unpack_codes(codes_in + (begin + sub) / 8 * bits_, slen, bits_, codes);
       float* y = out.data() + begin + sub;
       for (std::size_t j = 0; j < slen; ++j) {
-        const float v = (static_cast<float>(codes[j]) - s) * f;
+        const float v = dequantize(codes[j], s, f);
         y[j] = mode == DecodeMode::kSet ? v : y[j] + v;
       }
     }

@@ -27,7 +27,8 @@ class QsgdCompressor final : public Compressor {
 
   std::string_view name() const override { return "qsgd"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
-  CompressorCapabilities capabilities() const override { return {}; }
+  CompressorCapabilities capabilities() const override { return {.device_twin = true}; }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

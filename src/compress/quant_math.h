@@ -16,6 +16,7 @@
 // (-march=native), so kAdd results agree there; kSet results agree everywhere.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/half_math.h"
@@ -70,6 +71,32 @@ SPARQ_HOST_DEVICE inline std::uint8_t quantize_stochastic(float x, float inv, fl
 SPARQ_HOST_DEVICE inline float rounding_uniform(std::uint64_t key, std::uint64_t stream,
                                                 std::uint64_t position) {
   return u32_to_unit_float(philox4x32(key, stream, position / 4)[position % 4]);
+}
+
+// QSGD's unbiased rounding (qsgd.h) of x in a chunk of norm `norm` to a level in 0..s, s =
+// the levels, as the code sign * l + s. ratio = s / norm (0 for a zero norm); when it
+// overflows (a subnormal norm: `tiny_norm`) the magnitude divides by the norm instead, since
+// 0 * inf would be NaN. The level is floor(y + u) capped at s; capping y at s first changes
+// no level (floor(s + u) = s) but keeps the product out of the sum, so no compiler fuses
+// them (Note [Byte-identical block codes]), and a NaN y lands on level s instead of an
+// undefined conversion.
+SPARQ_HOST_DEVICE inline std::uint8_t qsgd_code(float x, float ratio, bool tiny_norm, float norm,
+                                                float s, float u) {
+  const float magnitude = fabsf(x);
+  const float y = tiny_norm ? magnitude / norm * s : magnitude * ratio;
+  const float capped = y < s ? y : s;
+  const float floored = floorf(capped + u);
+  const float level = floored < s ? floored : s;
+  return static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -level : level) + s));
+}
+
+// TernGrad's code (terngrad.h): x clipped to [-s, s], then QSGD's rounding with one level,
+// so the code is sign * Bernoulli(|x| / s) + 1 in 0..2. inv = 1 / s (0 for s = 0; `tiny`
+// when it overflows).
+SPARQ_HOST_DEVICE inline std::uint8_t terngrad_code(float x, float s, float inv, bool tiny,
+                                                    float u) {
+  const float clipped = x < -s ? -s : (s < x ? s : x);  // std::clamp(x, -s, s)
+  return qsgd_code(clipped, inv, tiny, s, 1.0f, u);
 }
 
 SPARQ_HOST_DEVICE inline float dequantize(std::uint8_t code, float levels, float f) {

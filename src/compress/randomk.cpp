@@ -1,9 +1,11 @@
 #include "compress/randomk.h"
 
 #include "compress/byte_io.h"
+#include "compress/device_codec.h"
 #include "compress/options.h"
-#include "compress/sparse_format.h"
 #include "compress/random_streams.h"
+#include "compress/randomk_positions.h"
+#include "compress/sparse_format.h"
 #include "core/check.h"
 #include "core/rng.h"
 
@@ -16,11 +18,7 @@ void for_each_position(std::size_t n, std::size_t k, const EncodeContext& ctx, F
   const std::uint64_t key = step_key(ctx.seed, ctx.step);
   const std::uint64_t stream = compression_stream(ctx, /*rank=*/0);  // shared by all ranks
 #pragma omp parallel for schedule(static) if (k > (1u << 14))
-  for (std::size_t j = 0; j < k; ++j) {
-    const std::size_t lo = j * n / k, hi = (j + 1) * n / k;
-    const std::size_t pos = lo + random_u32_at(key, stream, j) % (hi - lo);
-    fn(j, pos);
-  }
+  for (std::size_t j = 0; j < k; ++j) fn(j, randomk_position(n, k, j, key, stream));
 }
 
 }  // namespace
@@ -34,6 +32,10 @@ Result<RandomkCompressor::Options> RandomkCompressor::Options::parse(ConfigReade
 
 std::optional<std::size_t> RandomkCompressor::fixed_message_bytes(std::size_t n) const {
   return 4 * k_for(options_.density, n);
+}
+
+std::unique_ptr<DeviceCodec> RandomkCompressor::device_codec() const {
+  return make_randomk_device_codec(options_.density);
 }
 
 std::vector<std::uint32_t> RandomkCompressor::positions(std::size_t n,

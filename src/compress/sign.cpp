@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "compress/byte_io.h"
+#include "compress/device_codec.h"
+#include "compress/span_stats.h"
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -11,32 +13,20 @@ namespace {
 
 constexpr std::size_t kParallelBytes = std::size_t{1} << 13;
 
-double sum_abs(const float* x, std::size_t n) {
-  double total = 0.0;
-  // Fixed static chunks and an ordered sum of per-chunk partials keep it thread-count free.
-  constexpr std::size_t kChunk = std::size_t{1} << 16;
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<double> partial(chunks, 0.0);
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (std::size_t c = 0; c < chunks; ++c) {
-    double s = 0.0;
-    const std::size_t end = std::min(n, (c + 1) * kChunk);
-    for (std::size_t i = c * kChunk; i < end; ++i) s += std::fabs(x[i]);
-    partial[c] = s;
-  }
-  for (double p : partial) total += p;
-  return total;
-}
-
 }  // namespace
+
+std::unique_ptr<DeviceCodec> SignCompressor::device_codec() const {
+  return make_sign_device_codec(kind_ == Kind::kOneBit);
+}
 
 void SignCompressor::encode(std::span<const float> a, const EncodeContext&, Message& msg) {
   const std::size_t n = a.size();
   msg.resize(*fixed_message_bytes(n));
-  const double scale = kind_ == Kind::kSignSgd
-                           ? sum_abs(a.data(), n) / static_cast<double>(n)
-                           : std::sqrt(ops::sum_squares(a.data(), n) / static_cast<double>(n));
-  store_f32(msg.data(), static_cast<float>(scale));
+  // Note [Fixed-partition sums]: the same bits on any thread count, and on the GPU twin.
+  const bool rms = kind_ == Kind::kOneBit;
+  const SpanStats stats =
+      span_stats(a.data(), n, rms ? StatTerm::kSquare : StatTerm::kAbs, StatTerm::kNone);
+  store_f32(msg.data(), sign_scale(stats, n, rms));
   std::uint8_t* bits = msg.data() + 4;
   const std::size_t full = n / 8;
 #pragma omp parallel for schedule(static) if (full > kParallelBytes)

@@ -23,7 +23,8 @@ class SignCompressor final : public Compressor {
   Aggregation aggregation() const override {
     return kind_ == Kind::kSignSgd ? Aggregation::kAllgather : Aggregation::kTwoPhase;
   }
-  CompressorCapabilities capabilities() const override { return {}; }
+  CompressorCapabilities capabilities() const override { return {.device_twin = true}; }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

@@ -5,7 +5,10 @@
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
+#include "compress/device_codec.h"
+#include "compress/quant_math.h"
 #include "compress/random_streams.h"
+#include "compress/span_stats.h"
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -23,18 +26,20 @@ Result<TernGradCompressor::Options> TernGradCompressor::Options::parse(ConfigRea
   return o;
 }
 
+std::unique_ptr<DeviceCodec> TernGradCompressor::device_codec() const {
+  return make_terngrad_device_codec(options_.clip_sigma);
+}
+
 void TernGradCompressor::encode(std::span<const float> a, const EncodeContext& ctx,
                                 Message& msg) {
   const std::size_t n = a.size();
   msg.resize(*fixed_message_bytes(n));
-  const double mean = ops::sum(a.data(), n) / static_cast<double>(n);
-  const double var = std::max(0.0, ops::sum_squares(a.data(), n) / static_cast<double>(n) - mean * mean);
-  const float clip = static_cast<float>(options_.clip_sigma * std::sqrt(var));
-  const float s = std::min(ops::max_abs(a.data(), n), clip);
+  // Note [Fixed-partition sums]: the same bits on any thread count, and on the GPU twin.
+  const SpanStats stats = span_stats(a.data(), n, StatTerm::kValue, StatTerm::kSquare);
+  const float s = terngrad_scale(stats, n, options_.clip_sigma);
   store_f32(msg.data(), s);
   const float inv = s > 0.0f ? 1.0f / s : 0.0f;
-  // A subnormal s makes 1 / s overflow, and 0 * inf is NaN, whose conversion to int is
-  // undefined (fuzzing): then divide by s instead.
+  // A subnormal s makes 1 / s overflow (fuzzing): qsgd_code divides by s instead.
   const bool tiny_scale = std::isinf(inv);
   const RoundingRng rng{step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
                         ctx.offset, nullptr};
@@ -45,12 +50,8 @@ void TernGradCompressor::encode(std::span<const float> a, const EncodeContext& c
     std::uint8_t codes[kSub];
     float u[kSub];
     rounding_uniforms(rng, begin, len, u);
-    for (std::size_t j = 0; j < len; ++j) {
-      const float x = std::clamp(a[begin + j], -s, s);
-      const float scaled = tiny_scale ? std::fabs(x) / s : std::fabs(x) * inv;
-      const float b = std::min(std::floor(scaled + u[j]), 1.0f);
-      codes[j] = static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -b : b) + 1.0f));
-    }
+    for (std::size_t j = 0; j < len; ++j)
+      codes[j] = terngrad_code(a[begin + j], s, inv, tiny_scale, u[j]);
     pack_codes(codes, len, 2, msg.data() + 4 + begin / 4);
   }
 }
@@ -78,7 +79,7 @@ void TernGradCompressor::decode(std::span<const std::uint8_t> msg, std::span<flo
     unpack_codes(msg.data() + 4 + begin / 4, len, 2, codes);
     float* y = out.data() + begin;
     for (std::size_t j = 0; j < len; ++j) {
-      const float v = (static_cast<float>(codes[j]) - 1.0f) * f;
+      const float v = dequantize(codes[j], 1.0f, f);
       y[j] = mode == DecodeMode::kSet ? v : y[j] + v;
     }
   }

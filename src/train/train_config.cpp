@@ -7,6 +7,7 @@
 #include <set>
 
 #include "compress/aggregation.h"
+#include "compress/device_codec.h"
 #include "compress/registry.h"
 #include "models/model_registry.h"
 #include "train/yaml_reader.h"
@@ -393,23 +394,26 @@ Status check_device_support(const TrainConfig& c) {
                          c.origin, c.optim.communicate, c.clip_scope);
   }
   if (c.compress.compress.compression_off()) return Status::ok();
-  // The GPU compression path so far: compressors with a CUDA twin, allgathered (issue 17).
+  // The GPU compression path so far: compressors with a CUDA twin, allgathered, or
+  // allreduced when their messages sum (issue 17).
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
   if (!compressor->capabilities().device_twin) {
-    return Status::error("{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
-                         "train.device: cuda use lbs or topk (exact selection), blockquant or "
-                         "none, or train.device: cpu",
-                         c.origin, c.compress.compress.name,
-                         c.compress.compress.name == "lbs" ? " with selection: sampled" : "");
+    return Status::error(
+        "{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
+        "train.device: cuda use {}, or train.device: cpu",
+        c.origin, c.compress.compress.name,
+        c.compress.compress.name == "lbs" ? " with selection: sampled" : "",
+        compress::kDeviceCompressorsHint);
   }
   // `auto` is the compressor's own strategy (gtopk's is tree).
   const std::string strategy(c.compress.aggregation == "auto"
                                  ? aggregation_name(compressor->aggregation())
                                  : std::string_view(c.compress.aggregation));
-  if (strategy != aggregation_name(compress::Aggregation::kAllgather)) {
-    return Status::error("{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-                         "use allgather with train.device: cuda",
-                         c.origin, strategy);
+  if (!compress::device_strategy_built(strategy, compressor->capabilities())) {
+    return Status::error(
+        "{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
+        "use allgather (allreduce for fp16 and bf16) with train.device: cuda",
+        c.origin, strategy);
   }
   if (c.comm.plan_mode != "fixed") {
     return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "

@@ -64,17 +64,17 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
   const std::string anywhere = "allgather two_phase";
   const std::vector<Want> wants = {
       {"none", "summable self_contained sends_every_entry", "allreduce " + anywhere},
-      {"fp16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
-      {"bf16", "summable self_contained sends_every_entry", "allreduce " + anywhere},
+      {"fp16", "summable self_contained sends_every_entry device_twin", "allreduce " + anywhere},
+      {"bf16", "summable self_contained sends_every_entry device_twin", "allreduce " + anywhere},
       {"topk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
       {"topk_sampled", "self_contained sparse_f32 reselectable", anywhere + " tree"},
       {"gtopk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
-      {"randomk", messages, anywhere},
+      {"randomk", messages + " device_twin", anywhere},
       {"threshold", "self_contained sparse_f32", anywhere},
-      {"qsgd", messages, anywhere},
-      {"terngrad", messages, anywhere},
-      {"signsgd", messages, anywhere},
-      {"onebit", messages, anywhere},
+      {"qsgd", messages + " device_twin", anywhere},
+      {"terngrad", messages + " device_twin", anywhere},
+      {"signsgd", messages + " device_twin", anywhere},
+      {"onebit", messages + " device_twin", anywhere},
       {"blockquant", messages + " device_twin", anywhere},
       {"dgc", "self_contained sparse_f32", anywhere},
       {"lbs", messages + " device_twin", anywhere},
@@ -97,7 +97,8 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
 }
 
 TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
-  for (const char* name : {"lbs", "blockquant", "topk"}) {
+  for (const char* name : {"lbs", "blockquant", "topk", "randomk", "qsgd", "terngrad", "signsgd",
+                           "onebit", "fp16", "bf16"}) {
     auto c = make(name);
 #if SPARQ_HAS_CUDA
     EXPECT_NE(c->device_codec(), nullptr) << name;
@@ -105,8 +106,26 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
     EXPECT_EQ(c->device_codec(), nullptr) << name << ": no CUDA, no twin";
 #endif
   }
-  EXPECT_EQ(make("randomk")->device_codec(), nullptr);
-  EXPECT_EQ(make("topk_sampled")->device_codec(), nullptr);
+  for (const char* name : {"none", "topk_sampled", "threshold", "dgc", "powersgd"}) {
+    EXPECT_EQ(make(name)->device_codec(), nullptr) << name;
+  }
+}
+
+// The device exchange's strategies (device_exchange.h): allgather for every twin, allreduce
+// only where messages sum; nothing for a compressor without a twin.
+TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
+  const auto built = [](const char* name, Aggregation a) {
+    return device_strategy_built(aggregation_name(a), make(name)->capabilities());
+  };
+  EXPECT_TRUE(built("lbs", Aggregation::kAllgather));
+  EXPECT_FALSE(built("lbs", Aggregation::kTwoPhase));
+  EXPECT_TRUE(built("bf16", Aggregation::kAllreduce));
+  EXPECT_TRUE(built("fp16", Aggregation::kAllgather));
+  EXPECT_FALSE(built("qsgd", Aggregation::kAllreduce));  // not summable
+  EXPECT_TRUE(built("onebit", Aggregation::kAllgather));
+  EXPECT_FALSE(built("onebit", Aggregation::kTwoPhase));  // its own strategy: not on the GPU
+  EXPECT_FALSE(built("dgc", Aggregation::kAllgather));    // no twin
+  EXPECT_FALSE(built("gtopk", Aggregation::kTree));
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

@@ -1,14 +1,18 @@
 // The block codec's shared host-device math (compress/quant_math.h) on the CPU: what the CUDA
 // kernels compute too, so these checks cover both sides' arithmetic.
+#include "compress/quant_math.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "compress/quant_math.h"
+#include "compress/randomk_positions.h"
+#include "compress/span_stats.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "core/threading.h"
 
 namespace sparq::compress {
 namespace {
@@ -64,6 +68,97 @@ TEST(QuantMath, CodeGroupsPackLittleEndianAndUnpack) {
   }
   const std::uint8_t two[2] = {0x3, 0xA};
   EXPECT_EQ(pack_code_group(two, 2, 4), 0xA3u);
+}
+
+// qsgd_code: the level floor(s |x| / norm + u) capped at s, signed around s; the tiny-norm
+// branch divides; NaN lands on the top level instead of an undefined conversion.
+TEST(QuantMath, QsgdCodeRoundsTheScaledMagnitudeByTheDraw) {
+  const float s = 7.0f, norm = 3.0f, ratio = s / norm;
+  for (int i = -3000; i <= 3000; ++i) {
+    const float x = static_cast<float>(i) / 1000.0f;
+    for (const float u : {0.0f, 0.25f, 0.5f, 0.999f}) {
+      const float y = std::fabs(x) * ratio;
+      const float level = std::min(std::floor(std::min(y, s) + u), s);
+      const int want = static_cast<int>((x < 0.0f ? -level : level) + s);
+      ASSERT_EQ(qsgd_code(x, ratio, false, norm, s, u), want) << x << " " << u;
+    }
+  }
+  // |x| above the norm (impossible for a real chunk, possible for a hostile one): level s.
+  EXPECT_EQ(qsgd_code(10.0f, ratio, false, norm, s, 0.9f), 2 * s);
+  EXPECT_EQ(qsgd_code(-10.0f, ratio, false, norm, s, 0.9f), 0);
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(qsgd_code(tiny, s / tiny, true, tiny, s, 0.0f), 2 * s);
+  EXPECT_EQ(qsgd_code(std::numeric_limits<float>::quiet_NaN(), ratio, false, norm, s, 0.5f), 2 * s);
+  // 127 levels and a draw just below 1 round 127 + u up to 128 in f32: still capped at s.
+  EXPECT_EQ(qsgd_code(1.0f, 127.0f, false, 1.0f, 127.0f, 0.99999994f), 254);
+}
+
+// randomk's positions: one per stratum [j n / k, (j + 1) n / k), drawn by Philox word j.
+TEST(QuantMath, RandomkPositionsAreOnePerStratumFromPhiloxWordJ) {
+  for (const auto& [n, k] :
+       {std::pair<std::size_t, std::size_t>{1000, 10}, {1003, 7}, {64, 64}, {5, 1}}) {
+    std::size_t previous = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t lo = j * n / k, hi = (j + 1) * n / k;
+      const std::size_t pos = randomk_position(n, k, j, 11, 12);
+      ASSERT_EQ(pos, lo + random_u32_at(11, 12, j) % (hi - lo));
+      ASSERT_TRUE(pos >= lo && pos < hi);
+      if (j > 0) {
+        ASSERT_GT(pos, previous);
+      }
+      previous = pos;
+    }
+  }
+}
+
+// Note [Fixed-partition sums], written out plainly: what the CPU and the CUDA twin must both
+// compute, whatever the thread count.
+TEST(SpanStats, FollowTheFixedPartitionOnAnyThreadCount) {
+  for (std::size_t n : {1, 17, 4096, 4097, 5 * 4096 + 100}) {
+    std::vector<float> x(n);
+    fill_normal(x.data(), n, 0.5f, 2.0f, n, 3);
+    if (n > 20) x[20] = std::numeric_limits<float>::quiet_NaN();  // ignored by the maximum
+    double want_a = 0, want_b = 0;
+    float want_max = 0;
+    for (std::size_t c = 0; c * kStatChunk < n; ++c) {
+      const std::size_t begin = c * kStatChunk, len = std::min(kStatChunk, n - begin);
+      double lanes_a[kStatLanes] = {}, lanes_b[kStatLanes] = {};
+      const std::size_t full = len / kStatLanes * kStatLanes;
+      for (std::size_t i = 0; i < full; ++i) {
+        lanes_a[i % kStatLanes] += x[begin + i];
+        lanes_b[i % kStatLanes] += static_cast<double>(x[begin + i]) * x[begin + i];
+      }
+      double chunk_a = 0, chunk_b = 0;
+      for (std::size_t l = 0; l < kStatLanes; ++l) chunk_a += lanes_a[l], chunk_b += lanes_b[l];
+      for (std::size_t i = full; i < len; ++i) {
+        chunk_a += x[begin + i];
+        chunk_b += static_cast<double>(x[begin + i]) * x[begin + i];
+      }
+      want_a += chunk_a;
+      want_b += chunk_b;
+      for (std::size_t i = 0; i < len; ++i) want_max = std::fmax(want_max, std::fabs(x[begin + i]));
+    }
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      const SpanStats got = span_stats(x.data(), n, StatTerm::kValue, StatTerm::kSquare);
+      if (std::isnan(want_a)) {
+        EXPECT_TRUE(std::isnan(got.sum_a)) << n;
+      } else {
+        EXPECT_EQ(got.sum_a, want_a) << n << " threads " << threads;
+        EXPECT_EQ(got.sum_b, want_b) << n << " threads " << threads;
+      }
+      EXPECT_EQ(got.max_abs, want_max) << n << " threads " << threads;
+    }
+    set_num_threads(1);
+  }
+  // The scales: terngrad's min(max |a|, clip sigma), signsgd's mean |a|, onebit's RMS.
+  const float v[4] = {1.0f, -3.0f, 2.0f, -2.0f};
+  const SpanStats terms = span_stats(v, 4, StatTerm::kValue, StatTerm::kSquare);
+  EXPECT_EQ(terngrad_scale(terms, 4, 100.0), 3.0f);  // the clip is loose: max |a|
+  EXPECT_FLOAT_EQ(terngrad_scale(terms, 4, 0.5), 0.5f * std::sqrt(4.5f - 0.25f));  // mean -0.5
+  EXPECT_EQ(sign_scale(span_stats(v, 4, StatTerm::kAbs, StatTerm::kNone), 4, false), 2.0f);
+  EXPECT_FLOAT_EQ(sign_scale(span_stats(v, 4, StatTerm::kSquare, StatTerm::kNone), 4, true),
+                  std::sqrt(4.5f));
 }
 
 TEST(QuantMath, HalfConversionsAreDtypes) {

@@ -331,8 +331,11 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "train.precision=bf16",
        "train\\.precision: bf16 covers the GEMM layers of gpt2 and bert"},
       // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda --set compress.name=randomk",
-       "compress\\.name: randomk has no GPU implementation yet"},
+      {base + "--set train.device=cuda --set compress.name=dgc",
+       "compress\\.name: dgc has no GPU implementation yet"},
+      // onebit has a twin, but its own strategy (two_phase) is not built on the GPU.
+      {base + "--set train.device=cuda --set compress.name=onebit",
+       "compress\\.aggregation: two_phase is not built on the GPU yet"},
       {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.aggregation=two_phase",
@@ -394,14 +397,24 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
       << bf16.output;
   EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
   // A compressor without a GPU twin is still validated, with the refusal as a note.
-  const ProcessResult randomk =
-      run_train(0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                   "compress.name=randomk --dry-run");
-  EXPECT_EQ(randomk.exit_code, 0) << randomk.output;
-  EXPECT_NE(randomk.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                                "compress.name: randomk has no GPU implementation yet"),
+  const ProcessResult dgc =
+      run_train(0,
+                "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
+                "compress.name=dgc --dry-run");
+  EXPECT_EQ(dgc.exit_code, 0) << dgc.output;
+  EXPECT_NE(dgc.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                            "compress.name: dgc has no GPU implementation yet"),
             std::string::npos)
-      << randomk.output;
+      << dgc.output;
+  // The GPU twins added with the device allreduce: nothing to refuse.
+  for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16"}) {
+    const ProcessResult p = run_train(
+        0, std::string("--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
+                       "compress.name=") +
+               twin + " --dry-run");
+    EXPECT_EQ(p.exit_code, 0) << twin << "\n" << p.output;
+    EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << twin << p.output;
+  }
 }
 
 }  // namespace

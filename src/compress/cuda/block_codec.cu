@@ -1,6 +1,7 @@
 #include "compress/cuda/block_codec_cuda.h"
-#include "compress/quant_math.h"
 #include "compress/cuda/grid.cuh"
+#include "compress/cuda/wire_bytes.cuh"
+#include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -30,16 +31,6 @@ __device__ float block_absmax(float m) {
   float all = 0.0f;
   for (int w = 0; w < kWarps; ++w) all = absmax_step(all, warp_max[w]);
   return all;
-}
-
-// The little-endian bytes [0, count) of word at out.
-__device__ void store_bytes(std::uint64_t word, int count, std::uint8_t* out) {
-  for (int i = 0; i < count; ++i) out[i] = static_cast<std::uint8_t>(word >> (8 * i));
-}
-__device__ std::uint64_t load_bytes(const std::uint8_t* in, int count) {
-  std::uint64_t word = 0;
-  for (int i = 0; i < count; ++i) word |= static_cast<std::uint64_t>(in[i]) << (8 * i);
-  return word;
 }
 
 // One CUDA block per quantization block `blockIdx.x`. With g != nullptr the error feedback

@@ -16,6 +16,17 @@ __global__ void encode_kernel(bool half, const float* a, std::size_t n, float in
   }
 }
 
+__global__ void encode_feedback_kernel(bool half, const float* g, float* e, std::size_t n,
+                                       float inv_p, float minus_p, std::uint16_t* out) {
+  for (std::size_t i = first_index(); i < n; i += stride()) {
+    const float a = g[i] + e[i];
+    const float scaled = a * inv_p;
+    const std::uint16_t bits = half ? half_bits_of(scaled) : bf16_bits_of(scaled);
+    out[i] = bits;
+    e[i] = a + minus_p * (half ? float_of_half_bits(bits) : float_of_bf16_bits(bits));
+  }
+}
+
 __global__ void decode_kernel(bool half, const std::uint16_t* in, std::size_t n, float factor,
                               bool add, float* y) {
   for (std::size_t i = first_index(); i < n; i += stride()) {
@@ -36,6 +47,16 @@ void cast16_encode(Cast16 format, const float* a, std::size_t n, int world_size,
   // Rounded once on the host, by the CPU codec's expression.
   const float inv_p = 1.0f / static_cast<float>(world_size);
   encode_kernel<<<grid_for(n), kThreads, 0, stream>>>(format == Cast16::kF16, a, n, inv_p, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void cast16_encode_with_feedback(Cast16 format, const float* g, float* e, std::size_t n,
+                                 int world_size, std::uint16_t* out, cudaStream_t stream) {
+  if (n == 0) return;
+  const float inv_p = 1.0f / static_cast<float>(world_size);
+  const float minus_p = -1.0f * static_cast<float>(world_size);  // the decode's alpha * P
+  encode_feedback_kernel<<<grid_for(n), kThreads, 0, stream>>>(format == Cast16::kF16, g, e, n,
+                                                               inv_p, minus_p, out);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -17,6 +17,11 @@ enum class Cast16 { kF16, kBF16 };
 void cast16_encode(Cast16 format, const float* a, std::size_t n, int world_size,
                    std::uint16_t* out, cudaStream_t stream);
 
+// With error feedback fused (ErrorFeedback::encode): a = g + e, out = the bits of a / P, and
+// e = a - D(out) = a + (-P) * wide(out[i]), the CPU decode at alpha -1 added.
+void cast16_encode_with_feedback(Cast16 format, const float* g, float* e, std::size_t n,
+                                 int world_size, std::uint16_t* out, cudaStream_t stream);
+
 // y[i] = f * wide(in[i]) (add == false) or y[i] += f * wide(in[i]), f = alpha * world_size.
 void cast16_decode(Cast16 format, const std::uint16_t* in, std::size_t n, int world_size,
                    float alpha, bool add, float* y, cudaStream_t stream);

@@ -1,10 +1,11 @@
 #include <cub/device/device_scan.cuh>
 
 #include "compress/cuda/block_codec_cuda.h"
+#include "compress/cuda/grid.cuh"
 #include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/topk_cuda.h"
+#include "compress/cuda/wire_bytes.cuh"
 #include "compress/quant_math.h"
-#include "compress/cuda/grid.cuh"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -81,15 +82,6 @@ __global__ void accumulate_kernel(const float* g, float* e, std::size_t n) {
 __global__ void varint_lengths_kernel(const std::uint32_t* idx, std::size_t k,
                                       std::uint32_t* lengths) {
   for (std::size_t j = first_index(); j < k; j += stride()) lengths[j] = varint_size(gap(idx, j));
-}
-
-__device__ void store_u32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-__device__ std::uint32_t load_u32(const std::uint8_t* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
-  return v;
 }
 
 // plan_indices + the header of write_sparse_prefix: the smaller coding, ties to delta varint.

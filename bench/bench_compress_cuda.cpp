@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "compress/cuda/block_codec_cuda.h"
 #include "compress/cuda/dense_cast_cuda.h"
 #include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/topk_cuda.h"
+#include "compress/device_codec.h"
+#include "compress/registry.h"
 #include "core/buffer.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_handles.h"
@@ -63,9 +67,23 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
     const sparq::cuda::LbsArgs lbs{4, 256, false, 1, 2, 0};
     sparq::Buffer msg = sparq::Buffer::device(std::max<std::size_t>(
         sparq::cuda::lbs_capacity(n, k, lbs), 2 * n));
+    // The other twins, through the DeviceCodec interface the exchange uses (defaults; randomk
+    // at rho=0.01).
+    std::vector<std::pair<std::string, std::unique_ptr<sparq::compress::DeviceCodec>>> twins;
+    for (const char* name : {"qsgd", "terngrad", "signsgd", "randomk", "bf16"}) {
+      sparq::compress::CompressConfig config;
+      config.name = name;
+      auto made = sparq::compress::make_compressor(config);
+      if (made.is_ok()) twins.emplace_back(name, (*made)->device_codec());
+    }
+    const sparq::compress::EncodeContext ctx{};
+    std::size_t twin_scratch = 0;
+    for (const auto& twin : twins) {
+      twin_scratch = std::max(twin_scratch, twin.second->scratch_bytes(n, ctx));
+    }
     sparq::Buffer scratch = sparq::Buffer::device(std::max(
         {sparq::cuda::lbs_scratch_bytes(n, k), sparq::cuda::lbs_decode_scratch_bytes(n, k),
-         sparq::cuda::topk_scratch_bytes(n)}));
+         sparq::cuda::topk_scratch_bytes(n), twin_scratch}));
     sparq::Buffer kept = sparq::Buffer::device(8 * k);
     auto* gp = g.as<float>();
     auto* ep = e.as<float>();
@@ -79,7 +97,7 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
       std::string label;
       std::function<void()> run;
     };
-    const std::vector<Row> rows = {
+    std::vector<Row> rows = {
         {"blockquant b=4 encode",
          [&] { sparq::cuda::blockquant_encode_run(gp, n, bq, mp, s); }},
         {"blockquant b=4 encode +ef",
@@ -104,6 +122,12 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
                                    scratch.size(), s);
          }},
     };
+    for (const auto& twin : twins) {
+      sparq::compress::DeviceCodec* codec = twin.second.get();
+      rows.push_back({twin.first + " encode +ef", [&, codec] {
+                        codec->encode(gp, ep, n, ctx, mp, scratch.data(), scratch.size(), s);
+                      }});
+    }
     fmt::print("\n{}M floats ({} MiB)\n", mi, 4 * mi);
     fmt::print("{:<30} {:>10} {:>10} {:>8}\n", "codec", "copy GB/s", "GB/s", "of copy");
     for (const Row& row : rows) {

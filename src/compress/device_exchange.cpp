@@ -1,8 +1,13 @@
 #include "compress/device_exchange.h"
 
+#include "core/check.h"
+
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
+#include "compress/cuda/span_stats_cuda.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_resources.h"
 #endif
@@ -10,16 +15,53 @@
 namespace sparq::compress {
 
 #if SPARQ_HAS_CUDA
-namespace {
-
-// The stream both strategies run on: the communicator's (NCCL) when it has one, else the
-// store's compute stream. A world of one runs on the CommEngine's thread, whose current
-// device is not set, hence the cudaSetDevice.
-void* exchange_stream(comm::Communicator& comm, const ExecContext& exec) {
+// A world of one runs the exchange on the CommEngine's thread, whose current device is not
+// set, hence the cudaSetDevice.
+void* device_exchange_stream(comm::Communicator& comm, const ExecContext& exec) {
   CUDA_CHECK(cudaSetDevice(exec.ordinal()));
   return comm.device_stream() != nullptr ? comm.device_stream()
                                          : static_cast<void*>(exec.cuda().stream.get());
 }
+
+struct DeviceBucketMetrics::Events {
+  std::vector<cuda::Event> copied;
+};
+
+// Per bucket two SpanStats on the device and on the host: [input, residual].
+DeviceBucketMetrics::DeviceBucketMetrics(std::size_t buckets, std::size_t max_bucket_floats)
+    : buckets_(buckets),
+      device_(Buffer::device(2 * buckets * sizeof(SpanStats), /*zeroed=*/true)),
+      host_(Buffer::pinned(2 * buckets * sizeof(SpanStats), /*zeroed=*/true)),
+      scratch_(Buffer::device(cuda::span_stats_scratch_bytes(max_bucket_floats) + 1)),
+      events_(std::make_unique<Events>()) {
+  events_->copied.resize(buckets);
+}
+
+DeviceBucketMetrics::~DeviceBucketMetrics() = default;
+
+void DeviceBucketMetrics::measure_input(std::size_t bucket, const float* g, const float* e,
+                                        std::size_t n, void* stream) {
+  cuda::span_stats(g, n, StatTerm::kSquare, StatTerm::kNone, scratch_.data(),
+                   device_.as<SpanStats>() + 2 * bucket, static_cast<cudaStream_t>(stream), e);
+}
+
+void DeviceBucketMetrics::measure_residual(std::size_t bucket, const float* e, std::size_t n,
+                                           void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  SpanStats* pair = device_.as<SpanStats>() + 2 * bucket;
+  cuda::span_stats(e, n, StatTerm::kSquare, StatTerm::kNone, scratch_.data(), pair + 1, s);
+  CUDA_CHECK(cudaMemcpyAsync(host_.as<SpanStats>() + 2 * bucket, pair, 2 * sizeof(SpanStats),
+                             cudaMemcpyDeviceToHost, s));
+  events_->copied[bucket].record(s);
+}
+
+DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t bucket) const {
+  events_->copied[bucket].synchronize();
+  const SpanStats* pair = host_.as<SpanStats>() + 2 * bucket;
+  return {pair[0].sum_a, pair[1].sum_a};
+}
+
+namespace {
 
 Status check_device_communicator(const comm::Communicator& comm, const EncodeContext& ctx) {
   if (comm.size() > 1 && comm.device() != Device::kCUDA) {
@@ -36,6 +78,20 @@ Status check_capacity(std::size_t capacity, std::size_t planned, const EncodeCon
 }
 
 }  // namespace
+#else
+// Without CUDA no store lives on a device, so none of this is reached.
+void* device_exchange_stream(comm::Communicator&, const ExecContext&) {
+  SPARQ_FATAL("built without CUDA");
+}
+struct DeviceBucketMetrics::Events {};
+DeviceBucketMetrics::DeviceBucketMetrics(std::size_t, std::size_t) {
+  SPARQ_FATAL("built without CUDA");
+}
+DeviceBucketMetrics::~DeviceBucketMetrics() = default;
+void DeviceBucketMetrics::measure_input(std::size_t, const float*, const float*, std::size_t,
+                                        void*) {}
+void DeviceBucketMetrics::measure_residual(std::size_t, const float*, std::size_t, void*) {}
+DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t) const { return {}; }
 #endif
 
 Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype,
@@ -43,7 +99,7 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
                             const ExecContext& exec) {
 #if SPARQ_HAS_CUDA
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
-  void* stream = exchange_stream(comm, exec);
+  void* stream = device_exchange_stream(comm, exec);
   if (message_.size() == 0) message_ = Buffer::device(max_capacity_);
   EncodeContext ctx = ctx_in;
   ctx.rank = comm.rank();
@@ -78,7 +134,7 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
 #if SPARQ_HAS_CUDA
   const int world = comm.size();
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
-  void* stream = exchange_stream(comm, exec);
+  void* stream = device_exchange_stream(comm, exec);
   if (send_.size() == 0) {
     send_ = Buffer::device(max_capacity_);
     if (world > 1) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
@@ -94,8 +150,8 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   codec.encode(bucket.data(), residual, n, ctx, send, scratch_.data(), max_scratch_, stream);
   payload_bytes_ = capacity;
   if (world == 1) {
-    codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(),
-                 max_scratch_, stream);
+    codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(), max_scratch_,
+                 stream);
     return Status::ok();
   }
   auto* recv = recv_.as<std::uint8_t>();

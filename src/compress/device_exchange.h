@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 
 #include "comm/communicator.h"
@@ -27,6 +28,41 @@
 
 namespace sparq::compress {
 
+// The stream a GPU store's compressed exchange runs on: the communicator's (NCCL) when it has
+// one, else the store's compute stream (and the calling thread's device is set to the
+// store's). Everything a bucket's exchange enqueues goes there, in order.
+void* device_exchange_stream(comm::Communicator& comm, const ExecContext& exec);
+
+// DeviceBucketMetrics: what the CPU's ErrorFeedback measures per bucket, ||a||^2 of
+// a = g + e before the encode and ||e||^2 after it, measured on the device for a GPU store
+// with error feedback: fixed-partition sums (Note [Fixed-partition sums]) on the exchange's
+// stream, copied to pinned host memory behind the bucket's exchange, so the host never
+// waits inside the step. read() waits for the bucket's copy (an event), which the step's end
+// has already drained (the optimizer reads the gradient norm back).
+class DeviceBucketMetrics {
+ public:
+  DeviceBucketMetrics(std::size_t buckets, std::size_t max_bucket_floats);
+  ~DeviceBucketMetrics();
+  DeviceBucketMetrics(const DeviceBucketMetrics&) = delete;
+  DeviceBucketMetrics& operator=(const DeviceBucketMetrics&) = delete;
+
+  // Before the encode: ||g + e||^2.
+  void measure_input(std::size_t bucket, const float* g, const float* e, std::size_t n,
+                     void* stream);
+  // After it: ||e||^2, then both values travel to the host.
+  void measure_residual(std::size_t bucket, const float* e, std::size_t n, void* stream);
+  struct Values {
+    double input_sq = 0, residual_sq = 0;
+  };
+  Values read(std::size_t bucket) const;
+
+ private:
+  struct Events;  // one CUDA event per bucket (CUDA types stay out of this header)
+  std::size_t buckets_;
+  Buffer device_, host_, scratch_;
+  std::unique_ptr<Events> events_;
+};
+
 class DeviceAllgather {
  public:
   // The largest capacity and scratch any bucket will need.
@@ -36,8 +72,8 @@ class DeviceAllgather {
   // Replaces the device bucket by the average of every rank's decoded message. `residual`:
   // the bucket's device residual, or nullptr without error feedback. ctx.rank and
   // ctx.world_size are taken from `comm`.
-  Status run(std::span<float> bucket, DeviceCodec& codec, float* residual,
-             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec);
+  Status run(std::span<float> bucket, DeviceCodec& codec, float* residual, comm::Communicator& comm,
+             const EncodeContext& ctx, const ExecContext& exec);
   // Bytes this rank sent in the last run: the message capacity, which is what moves.
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 

@@ -277,18 +277,30 @@ std::span<float> GradientExchange::residual() const {
   return {residual_.as<float>(), residual_.size() / sizeof(float)};
 }
 
+bool GradientExchange::has_error_feedback(std::size_t bucket) const {
+  return buckets_[bucket].error_feedback != nullptr ||
+         (buckets_[bucket].device_codec != nullptr && device_residual_.size() > 0);
+}
+
+const std::vector<BucketExchangeStats>& GradientExchange::last_stats() const {
+  read_device_metrics();
+  return stats_;
+}
+
 double GradientExchange::residual_norm() const {
+  read_device_metrics();
   double sq = 0;
   for (const BucketExchangeStats& s : stats_) sq += s.residual_sq;
   return std::sqrt(sq);
 }
 
 std::optional<double> GradientExchange::rel_compression_error() const {
+  read_device_metrics();
   double error_sq = 0, input_sq = 0;
   bool any = false;
   for (std::size_t b = 0; b < stats_.size(); ++b) {
     if (!stats_[b].compressed) continue;
-    if (!buckets_[b].error_feedback) return std::nullopt;
+    if (!has_error_feedback(b)) return std::nullopt;
     error_sq += stats_[b].residual_sq;
     input_sq += stats_[b].input_sq;
     any = true;

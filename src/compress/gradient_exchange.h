@@ -122,7 +122,7 @@ class GradientExchange final : public comm::BucketAverager {
 
   // True when step `step` sends compressed buckets (false during the dense warm-up).
   bool compressing_at(std::int64_t step) const;
-  const std::vector<BucketExchangeStats>& last_stats() const { return stats_; }
+  const std::vector<BucketExchangeStats>& last_stats() const;
   // Sums of last_stats() over the buckets of the last communicated step.
   std::size_t last_payload_bytes() const;
   std::size_t last_dense_bytes() const;
@@ -198,8 +198,14 @@ class GradientExchange final : public comm::BucketAverager {
   Buffer device_residual_;  // GPU stores with error feedback: the live residual
   std::unique_ptr<DeviceAllgather> device_allgather_;
   std::unique_ptr<DeviceAllreduce> device_allreduce_;
+  // GPU stores with error feedback: ||a||^2 and ||e||^2 per bucket, read into stats_ when a
+  // metric is first asked for after a step (read_device_metrics()).
+  std::unique_ptr<DeviceBucketMetrics> device_metrics_;
+  mutable bool device_metrics_read_ = true;
+  void read_device_metrics() const;
+  bool has_error_feedback(std::size_t bucket) const;
   std::vector<PerBucket> buckets_;
-  std::vector<BucketExchangeStats> stats_;
+  mutable std::vector<BucketExchangeStats> stats_;  // mutable: read_device_metrics()
   std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout
   std::vector<float> decode_scratch_;     // shared by the buckets' send histories
   std::int64_t history_origin_ = -1;      // the first compressed step this process ran

@@ -58,26 +58,53 @@ Status GradientExchange::prepare_device() {
   if (config_.error_feedback) {
     device_residual_ =
         Buffer::device(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
+    std::size_t largest = 0;
+    for (const comm::Bucket& bucket : plan_.buckets()) {
+      largest = std::max(largest, static_cast<std::size_t>(bucket.range.count));
+    }
+    device_metrics_ = std::make_unique<DeviceBucketMetrics>(plan_.size(), largest);
   }
   return Status::ok();
 }
 
-Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot, const comm::Bucket& bucket,
+Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
+                                                        const comm::Bucket& bucket,
                                                         std::span<float> grads,
                                                         comm::Communicator& comm,
                                                         const EncodeContext& ctx) {
   float* residual = device_residual_.size() > 0
                         ? device_residual_.as<float>() + bucket.range.offset
                         : nullptr;
+  // The metrics run on the exchange's own stream, around its encode.
+  void* stream = residual ? device_exchange_stream(comm, store_.context()) : nullptr;
+  if (residual) {
+    device_metrics_->measure_input(bucket.index, grads.data(), residual, grads.size(), stream);
+    device_metrics_read_ = false;
+  }
+  std::size_t sent = 0;
   if (slot.aggregator->name() == aggregation_name(Aggregation::kAllreduce)) {
     SPARQ_RETURN_IF_ERROR(device_allreduce_->run(grads, *slot.device_codec,
-                                                 slot.compressor->wire_dtype(), residual, comm, ctx,
+                                                 slot.compressor->wire_dtype(), residual, comm,
+                                                 ctx, store_.context()));
+    sent = device_allreduce_->last_payload_bytes();
+  } else {
+    SPARQ_RETURN_IF_ERROR(device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
                                                  store_.context()));
-    return device_allreduce_->last_payload_bytes();
+    sent = device_allgather_->last_payload_bytes();
   }
-  SPARQ_RETURN_IF_ERROR(
-      device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx, store_.context()));
-  return device_allgather_->last_payload_bytes();
+  if (residual) device_metrics_->measure_residual(bucket.index, residual, grads.size(), stream);
+  return sent;
+}
+
+void GradientExchange::read_device_metrics() const {
+  if (device_metrics_read_ || !device_metrics_) return;
+  device_metrics_read_ = true;
+  for (std::size_t b = 0; b < stats_.size(); ++b) {
+    if (!stats_[b].compressed || !buckets_[b].device_codec) continue;
+    const DeviceBucketMetrics::Values v = device_metrics_->read(b);
+    stats_[b].input_sq = v.input_sq;
+    stats_[b].residual_sq = v.residual_sq;
+  }
 }
 
 void GradientExchange::residual_to_host() {

@@ -137,6 +137,37 @@ TEST(CudaTraining, Bf16GemmOperandsLearnLikeFp32) {
   }
 }
 
+// The exchange's metrics on the GPU (DeviceBucketMetrics): the residual norm and the relative
+// compression error ||e|| / ||g + e||, per bucket and overall, track the CPU run's (measured
+// there by ErrorFeedback; the sums differ in order and the gradients by rounding).
+TEST(CudaTraining, CompressionMetricsMatchTheCpuRun) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  auto comm = comm::make_self_communicator();
+  std::vector<StepMetrics> runs[2];
+  for (const Device device : {Device::kCPU, Device::kCUDA}) {
+    auto config = parse_train_config(
+        kCompressed, "cuda_train_test",
+        {std::string("train.device=") + std::string(device_name(device))});
+    ASSERT_TRUE(config.is_ok()) << config.status().message();
+    auto trainer = Trainer::create(*config, *comm);
+    ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
+    for (int s = 0; s < 5; ++s) runs[device == Device::kCUDA].push_back((*trainer)->train_step());
+  }
+  for (std::size_t s = 0; s < runs[0].size(); ++s) {
+    const StepMetrics& cpu = runs[0][s];
+    const StepMetrics& gpu = runs[1][s];
+    ASSERT_TRUE(cpu.rel_compression_error.has_value());
+    ASSERT_TRUE(gpu.rel_compression_error.has_value()) << "step " << s;
+    EXPECT_NEAR(*gpu.rel_compression_error, *cpu.rel_compression_error,
+                1e-2 * *cpu.rel_compression_error) << "step " << s;
+    EXPECT_NEAR(gpu.residual_norm, cpu.residual_norm, 1e-2 * cpu.residual_norm) << "step " << s;
+    ASSERT_EQ(gpu.bucket_rel_error.size(), cpu.bucket_rel_error.size());
+    for (std::size_t b = 0; b < cpu.bucket_rel_error.size(); ++b) {
+      EXPECT_NEAR(gpu.bucket_rel_error[b], cpu.bucket_rel_error[b], 2e-2) << s << " " << b;
+    }
+  }
+}
+
 TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto comm = comm::make_self_communicator();

@@ -31,25 +31,31 @@ __device__ std::size_t chunk_length(std::size_t n, std::size_t chunk) {
   return n - begin < kStatChunk ? n - begin : kStatChunk;
 }
 
-__global__ void lane_kernel(const float* x, std::size_t n, StatTerm a, StatTerm b,
-                            SpanStats* lanes) {
+// Value i of the span: x[i], or the float x[i] + plus[i].
+__device__ float value_at(const float* x, const float* plus, std::size_t i) {
+  return plus != nullptr ? x[i] + plus[i] : x[i];
+}
+
+__global__ void lane_kernel(const float* x, const float* plus, std::size_t n, StatTerm a,
+                            StatTerm b, SpanStats* lanes) {
   const std::size_t total = (n + kStatChunk - 1) / kStatChunk * kStatLanes;
   for (std::size_t t = first_index(); t < total; t += stride()) {
     const std::size_t chunk = t / kStatLanes, lane = t % kStatLanes;
-    const float* c = x + chunk * kStatChunk;
+    const std::size_t begin = chunk * kStatChunk;
     const std::size_t full = chunk_length(n, chunk) / kStatLanes * kStatLanes;
     SpanStats s;
     for (std::size_t i = lane; i < full; i += kStatLanes) {
-      s.sum_a += stat_term(c[i], a);
-      s.sum_b += stat_term(c[i], b);
-      s.max_abs = fmaxf(s.max_abs, fabsf(c[i]));
+      const float v = value_at(x, plus, begin + i);
+      s.sum_a += stat_term(v, a);
+      s.sum_b += stat_term(v, b);
+      s.max_abs = fmaxf(s.max_abs, fabsf(v));
     }
     lanes[t] = s;
   }
 }
 
-__global__ void chunk_kernel(const float* x, std::size_t n, StatTerm a, StatTerm b,
-                             const SpanStats* lanes, SpanStats* chunks) {
+__global__ void chunk_kernel(const float* x, const float* plus, std::size_t n, StatTerm a,
+                             StatTerm b, const SpanStats* lanes, SpanStats* chunks) {
   const std::size_t count = (n + kStatChunk - 1) / kStatChunk;
   for (std::size_t chunk = first_index(); chunk < count; chunk += stride()) {
     SpanStats s;
@@ -59,12 +65,12 @@ __global__ void chunk_kernel(const float* x, std::size_t n, StatTerm a, StatTerm
       s.sum_b += lane.sum_b;
       s.max_abs = fmaxf(s.max_abs, lane.max_abs);
     }
-    const float* c = x + chunk * kStatChunk;
-    const std::size_t len = chunk_length(n, chunk);
+    const std::size_t begin = chunk * kStatChunk, len = chunk_length(n, chunk);
     for (std::size_t i = len / kStatLanes * kStatLanes; i < len; ++i) {
-      s.sum_a += stat_term(c[i], a);
-      s.sum_b += stat_term(c[i], b);
-      s.max_abs = fmaxf(s.max_abs, fabsf(c[i]));
+      const float v = value_at(x, plus, begin + i);
+      s.sum_a += stat_term(v, a);
+      s.sum_b += stat_term(v, b);
+      s.max_abs = fmaxf(s.max_abs, fabsf(v));
     }
     chunks[chunk] = s;
   }
@@ -87,13 +93,15 @@ std::size_t span_stats_scratch_bytes(std::size_t n) {
 }
 
 void span_stats(const float* x, std::size_t n, StatTerm a, StatTerm b, void* scratch,
-                SpanStats* out, cudaStream_t stream) {
+                SpanStats* out, cudaStream_t stream, const float* plus) {
   const Parts p = parts_of(scratch, n);
   const std::size_t chunks = chunks_of(n);
   if (chunks > 0) {
-    lane_kernel<<<grid_for(chunks * kStatLanes), kThreads, 0, stream>>>(x, n, a, b, p.lanes);
+    lane_kernel<<<grid_for(chunks * kStatLanes), kThreads, 0, stream>>>(x, plus, n, a, b,
+                                                                         p.lanes);
     CUDA_CHECK(cudaGetLastError());
-    chunk_kernel<<<grid_for(chunks), kThreads, 0, stream>>>(x, n, a, b, p.lanes, p.chunks);
+    chunk_kernel<<<grid_for(chunks), kThreads, 0, stream>>>(x, plus, n, a, b, p.lanes,
+                                                             p.chunks);
     CUDA_CHECK(cudaGetLastError());
   }
   total_kernel<<<1, 1, 0, stream>>>(p.chunks, chunks, out);

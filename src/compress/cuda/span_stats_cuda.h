@@ -15,8 +15,11 @@ namespace sparq::cuda {
 std::size_t span_stats_scratch_bytes(std::size_t n);
 
 // *out (device memory) = compress::span_stats(x, n, a, b); scratch holds
-// span_stats_scratch_bytes(n).
+// span_stats_scratch_bytes(n). With `plus` the values are x[i] + plus[i] (the float sum, as
+// the CPU's accumulate forms a = g + e): the device exchange's measure of ||g + e||^2 before
+// an encode overwrites e.
 void span_stats(const float* x, std::size_t n, compress::StatTerm a, compress::StatTerm b,
-                void* scratch, compress::SpanStats* out, cudaStream_t stream);
+                void* scratch, compress::SpanStats* out, cudaStream_t stream,
+                const float* plus = nullptr);
 
 }  // namespace sparq::cuda

@@ -59,9 +59,9 @@ class LbsDeviceCodec final : public DeviceCodec {
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
               bool add, float* out, void* scratch, std::size_t scratch_size,
-              void* stream) const override {
+              void* stream, std::uint32_t* invalid) const override {
     cuda::lbs_decode(msg, n, k(n, ctx), lbs_args(quant_, ctx), alpha, add, out, scratch,
-                     scratch_size, as_stream(stream));
+                     scratch_size, as_stream(stream), invalid);
   }
 
  private:
@@ -92,9 +92,9 @@ class TopkDeviceCodec final : public DeviceCodec {
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
               bool add, float* out, void* scratch, std::size_t scratch_size,
-              void* stream) const override {
+              void* stream, std::uint32_t* invalid) const override {
     cuda::topk_decode(msg, n, k(n, ctx), alpha, add, out, scratch, scratch_size,
-                      as_stream(stream));
+                      as_stream(stream), invalid);
   }
 
  private:
@@ -127,7 +127,7 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
     }
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream) const override {
+              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::blockquant_decode_run(msg, n, quant_.bits, quant_.block, alpha, add, out,
                                 as_stream(stream));
   }
@@ -154,7 +154,7 @@ class DenseCastDeviceCodec final : public DeviceCodec {
     }
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream) const override {
+              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::cast16_decode(format_, reinterpret_cast<const std::uint16_t*>(msg), n, ctx.world_size,
                         alpha, add, out, as_stream(stream));
   }
@@ -177,7 +177,7 @@ class RandomkDeviceCodec final : public DeviceCodec {
                          as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream) const override {
+              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::randomk_decode(msg, n, args(n, ctx), alpha, add, out, as_stream(stream));
   }
 
@@ -205,7 +205,7 @@ class QsgdDeviceCodec final : public DeviceCodec {
                       as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream) const override {
+              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::qsgd_decode(msg, n, args(ctx), alpha, add, out, as_stream(stream));
   }
 
@@ -240,7 +240,7 @@ class TernGradDeviceCodec final : public DeviceCodec {
                           as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream) const override {
+              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::terngrad_decode(msg, n, alpha, add, out, as_stream(stream));
   }
 
@@ -264,7 +264,7 @@ class SignDeviceCodec final : public DeviceCodec {
                       as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream) const override {
+              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
     cuda::sign_decode(msg, n, alpha, add, out, as_stream(stream));
   }
 

@@ -35,9 +35,13 @@ class DeviceCodec {
                       std::uint8_t* msg, void* scratch, std::size_t scratch_size,
                       void* stream) = 0;
   // out = alpha * D(msg) (add == false) or out += alpha * D(msg); ctx is the sender's.
+  // `invalid` (device memory, may be null): the codecs whose decode is driven by indices in
+  // the message (lbs, topk) validate its structure on the device as they decode, add nothing
+  // for a message that fails, and write the reason there when it is still 0
+  // (lbs_cuda.h's SparseInvalid). The others' decodes are memory-safe for any bytes.
   virtual void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx,
                       float alpha, bool add, float* out, void* scratch,
-                      std::size_t scratch_size, void* stream) const = 0;
+                      std::size_t scratch_size, void* stream, std::uint32_t* invalid) const = 0;
 };
 
 // The compressors that have a twin, for messages that suggest one.

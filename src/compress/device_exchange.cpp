@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/span_stats_cuda.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_resources.h"
@@ -61,6 +62,58 @@ DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t bucket) const 
   return {pair[0].sum_a, pair[1].sum_a};
 }
 
+struct DeviceMessageChecks::Events {
+  std::vector<cuda::Event> copied;
+};
+
+DeviceMessageChecks::DeviceMessageChecks(std::size_t buckets, int world)
+    : buckets_(buckets),
+      world_(world),
+      device_(Buffer::device(buckets * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
+      host_(Buffer::pinned(buckets * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
+      events_(std::make_unique<Events>()),
+      pending_(buckets, false) {
+  events_->copied.resize(buckets);
+}
+
+DeviceMessageChecks::~DeviceMessageChecks() = default;
+
+std::uint32_t* DeviceMessageChecks::begin(std::size_t bucket, void* stream) {
+  std::uint32_t* words = device_.as<std::uint32_t>() + bucket * static_cast<std::size_t>(world_);
+  CUDA_CHECK(cudaMemsetAsync(words, 0, static_cast<std::size_t>(world_) * 4,
+                             static_cast<cudaStream_t>(stream)));
+  return words;
+}
+
+void DeviceMessageChecks::finish(std::size_t bucket, void* stream) {
+  const std::size_t first = bucket * static_cast<std::size_t>(world_);
+  const auto s = static_cast<cudaStream_t>(stream);
+  CUDA_CHECK(cudaMemcpyAsync(host_.as<std::uint32_t>() + first, device_.as<std::uint32_t>() + first,
+                             static_cast<std::size_t>(world_) * 4, cudaMemcpyDeviceToHost, s));
+  events_->copied[bucket].record(s);
+  pending_[bucket] = true;
+}
+
+Status DeviceMessageChecks::check(const std::vector<std::string>& names) {
+  Status first;
+  for (std::size_t b = 0; b < buckets_; ++b) {
+    if (!pending_[b]) continue;
+    pending_[b] = false;
+    events_->copied[b].synchronize();
+    const std::uint32_t* words = host_.as<std::uint32_t>() + b * static_cast<std::size_t>(world_);
+    for (int r = 0; r < world_ && first.is_ok(); ++r) {
+      if (words[r] == 0) continue;
+      const char* reason = words[r] == cuda::kSparseBadHeader  ? "a bad header"
+                           : words[r] == cuda::kSparseBadCount ? "a wrong number of indices"
+                                                               : "bad indices";
+      first = Status::error("bucket {} ({}): message from rank {} failed validation on the "
+                            "device: {}",
+                            b, b < names.size() ? names[b] : "?", r, reason);
+    }
+  }
+  return first;
+}
+
 namespace {
 
 Status check_device_communicator(const comm::Communicator& comm, const EncodeContext& ctx) {
@@ -92,6 +145,12 @@ void DeviceBucketMetrics::measure_input(std::size_t, const float*, const float*,
                                         void*) {}
 void DeviceBucketMetrics::measure_residual(std::size_t, const float*, std::size_t, void*) {}
 DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t) const { return {}; }
+struct DeviceMessageChecks::Events {};
+DeviceMessageChecks::DeviceMessageChecks(std::size_t, int) { SPARQ_FATAL("built without CUDA"); }
+DeviceMessageChecks::~DeviceMessageChecks() = default;
+std::uint32_t* DeviceMessageChecks::begin(std::size_t, void*) { return nullptr; }
+void DeviceMessageChecks::finish(std::size_t, void*) {}
+Status DeviceMessageChecks::check(const std::vector<std::string>&) { return Status::ok(); }
 #endif
 
 Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype,
@@ -113,8 +172,9 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
   if (ctx.world_size > 1) {
     comm.allreduce(msg, msg, capacity / dtype_size(wire_dtype), wire_dtype, comm::ReduceOp::kSum);
   }
+  // A sum of 16-bit casts: memory-safe whatever its bytes, nothing to validate.
   codec.decode(msg, n, ctx, 1.0f / static_cast<float>(ctx.world_size), /*add=*/false, bucket.data(),
-               nullptr, 0, stream);
+               nullptr, 0, stream, nullptr);
   return Status::ok();
 #else
   (void)wire_dtype;
@@ -130,7 +190,7 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
 
 Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* residual,
                             comm::Communicator& comm, const EncodeContext& ctx_in,
-                            const ExecContext& exec) {
+                            const ExecContext& exec, std::uint32_t* invalid) {
 #if SPARQ_HAS_CUDA
   const int world = comm.size();
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
@@ -151,7 +211,7 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   payload_bytes_ = capacity;
   if (world == 1) {
     codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(), max_scratch_,
-                 stream);
+                 stream, invalid);
     return Status::ok();
   }
   auto* recv = recv_.as<std::uint8_t>();
@@ -161,10 +221,12 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
     EncodeContext from = ctx;
     from.rank = r;  // the context the message was encoded under
     codec.decode(recv + static_cast<std::size_t>(r) * capacity, n, from, alpha, r > 0,
-                 bucket.data(), scratch_.data(), max_scratch_, stream);
+                 bucket.data(), scratch_.data(), max_scratch_, stream,
+                 invalid != nullptr ? invalid + r : nullptr);
   }
   return Status::ok();
 #else
+  (void)invalid;
   return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",
                        ctx_in.bucket_id);
 #endif

@@ -11,13 +11,17 @@
 // (NCCL, Communicator::device_stream), else on the store's compute stream: either way one
 // stream, so the buckets share this strategy's buffers safely. The buffers are allocated at
 // the first run at their largest sizes, so that no allocation waits for queued work later.
-// Received messages are not validated on the device yet (the CPU runs check_message).
+// Received messages are validated on the device as they are decoded (DeviceCodec::decode's
+// `invalid`, DeviceMessageChecks below) instead of before, as the CPU's check_message does.
 // DeviceAllreduce (below) is the same for summable messages.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "compress/compressor.h"
@@ -63,6 +67,36 @@ class DeviceBucketMetrics {
   std::unique_ptr<Events> events_;
 };
 
+// DeviceMessageChecks: the verdicts of the device's validation of received messages
+// (DeviceCodec::decode's `invalid`), one word per (bucket, sender), zeroed before the
+// bucket's exchange and copied to pinned memory behind it, so the host never waits inside
+// the step. check() reads them after the step and names the first bad message as the CPU's
+// check_received does (that run fails the step there and then; here the step has been
+// applied without the bad message's contribution when the error surfaces).
+class DeviceMessageChecks {
+ public:
+  DeviceMessageChecks(std::size_t buckets, int world);
+  ~DeviceMessageChecks();
+  DeviceMessageChecks(const DeviceMessageChecks&) = delete;
+  DeviceMessageChecks& operator=(const DeviceMessageChecks&) = delete;
+
+  // Zeroes the bucket's words on the stream; returns them (device memory, one per rank).
+  std::uint32_t* begin(std::size_t bucket, void* stream);
+  // Queues the copy of the bucket's words to the host.
+  void finish(std::size_t bucket, void* stream);
+  // After the step: the first message that failed, as "bucket B (NAME): message from rank R
+  // failed validation on the device: REASON"; `names` gives each bucket's compressor.
+  Status check(const std::vector<std::string>& names);
+
+ private:
+  struct Events;
+  std::size_t buckets_;
+  int world_;
+  Buffer device_, host_;
+  std::unique_ptr<Events> events_;
+  std::vector<bool> pending_;  // finished since the last check
+};
+
 class DeviceAllgather {
  public:
   // The largest capacity and scratch any bucket will need.
@@ -71,9 +105,10 @@ class DeviceAllgather {
 
   // Replaces the device bucket by the average of every rank's decoded message. `residual`:
   // the bucket's device residual, or nullptr without error feedback. ctx.rank and
-  // ctx.world_size are taken from `comm`.
+  // ctx.world_size are taken from `comm`. `invalid`: a word per rank for the verdict of its
+  // message's validation (DeviceMessageChecks), or nullptr.
   Status run(std::span<float> bucket, DeviceCodec& codec, float* residual, comm::Communicator& comm,
-             const EncodeContext& ctx, const ExecContext& exec);
+             const EncodeContext& ctx, const ExecContext& exec, std::uint32_t* invalid = nullptr);
   // Bytes this rank sent in the last run: the message capacity, which is what moves.
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 

@@ -123,6 +123,10 @@ class GradientExchange final : public comm::BucketAverager {
   // True when step `step` sends compressed buckets (false during the dense warm-up).
   bool compressing_at(std::int64_t step) const;
   const std::vector<BucketExchangeStats>& last_stats() const;
+  // A GPU store's received messages are validated on the device as they are decoded (the
+  // CPU runs check_message before decoding instead); the verdicts reach the host after the
+  // step. The first failure since the last call, as the CPU names it; ok on the CPU.
+  Status check_device_messages();
   // Sums of last_stats() over the buckets of the last communicated step.
   std::size_t last_payload_bytes() const;
   std::size_t last_dense_bytes() const;
@@ -201,6 +205,9 @@ class GradientExchange final : public comm::BucketAverager {
   // GPU stores with error feedback: ||a||^2 and ||e||^2 per bucket, read into stats_ when a
   // metric is first asked for after a step (read_device_metrics()).
   std::unique_ptr<DeviceBucketMetrics> device_metrics_;
+  // GPU stores: the device validation's verdicts on received messages (made at the first
+  // exchange, which knows the world size).
+  std::unique_ptr<DeviceMessageChecks> device_checks_;
   mutable bool device_metrics_read_ = true;
   void read_device_metrics() const;
   bool has_error_feedback(std::size_t bucket) const;

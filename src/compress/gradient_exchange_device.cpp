@@ -75,8 +75,12 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
   float* residual = device_residual_.size() > 0
                         ? device_residual_.as<float>() + bucket.range.offset
                         : nullptr;
-  // The metrics run on the exchange's own stream, around its encode.
-  void* stream = residual ? device_exchange_stream(comm, store_.context()) : nullptr;
+  // The metrics and the validation verdicts run on the exchange's own stream, around it.
+  void* stream = device_exchange_stream(comm, store_.context());
+  if (!device_checks_) {
+    device_checks_ = std::make_unique<DeviceMessageChecks>(plan_.size(), comm.size());
+  }
+  std::uint32_t* invalid = device_checks_->begin(bucket.index, stream);
   if (residual) {
     device_metrics_->measure_input(bucket.index, grads.data(), residual, grads.size(), stream);
     device_metrics_read_ = false;
@@ -89,11 +93,21 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
     sent = device_allreduce_->last_payload_bytes();
   } else {
     SPARQ_RETURN_IF_ERROR(device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
-                                                 store_.context()));
+                                                 store_.context(), invalid));
     sent = device_allgather_->last_payload_bytes();
   }
   if (residual) device_metrics_->measure_residual(bucket.index, residual, grads.size(), stream);
+  device_checks_->finish(bucket.index, stream);
   return sent;
+}
+
+Status GradientExchange::check_device_messages() {
+  if (!device_checks_) return Status::ok();
+  std::vector<std::string> names(buckets_.size());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (buckets_[b].compressor) names[b] = std::string(buckets_[b].compressor->name());
+  }
+  return device_checks_->check(names);
 }
 
 void GradientExchange::read_device_metrics() const {

@@ -72,6 +72,10 @@ StepMetrics Trainer::step_once() {
   }
   StepMetrics m;
   m.result = stepper_->step(step_, batches_);
+  // A GPU store's received messages were validated on the device during the step; a failure
+  // ends the run as the CPU's check_message does inside the step (data_parallel.cpp).
+  const Status received = exchange_->check_device_messages();
+  SPARQ_CHECK(received.is_ok(), "communication failed: {}", received.message());
   const StepResult& r = m.result;
   ++step_;
   m.total_steps = config_.train.steps;

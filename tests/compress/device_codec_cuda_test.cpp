@@ -85,7 +85,7 @@ void check_twin(const TwinCase& tc, std::size_t n, const EncodeContext& ctx, boo
     GuardedDeviceArray<float> dout(expected);
     cpu->decode(want, expected, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet, ctx);
     device->decode(dmsg.data(), n, ctx, 0.5f, add, dout.data(), scratch.data(), scratch.size(),
-                   nullptr);
+                   nullptr, nullptr);
     expect_same_floats(dout.download(), expected, add ? "kAdd" : "kSet");
     ASSERT_TRUE(dout.guards_intact());
   }

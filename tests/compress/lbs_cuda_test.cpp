@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,12 @@ TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
           }
 
           const std::size_t k = k_for(density, n);
-          cuda::LbsArgs args{4, 64, stochastic, step_key(ctx.seed, ctx.step),
-                             compression_stream(ctx, ctx.rank), ctx.offset};
+          cuda::LbsArgs args{4,
+                             64,
+                             stochastic,
+                             step_key(ctx.seed, ctx.step),
+                             compression_stream(ctx, ctx.rank),
+                             ctx.offset};
           GuardedDeviceArray<float> dg(g), de(e0);
           GuardedDeviceArray<std::uint8_t> dmsg(cuda::lbs_capacity(n, k, args));
           GuardedDeviceArray<std::uint8_t> scratch(cuda::lbs_scratch_bytes(n, k));
@@ -142,6 +147,98 @@ TEST(CudaTopkMessage, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
       ASSERT_TRUE(decoded[i] == expected[i] ||
                   std::nextafter(decoded[i], expected[i]) == expected[i])
           << i << ": " << decoded[i] << " vs " << expected[i];
+    }
+  }
+#endif
+}
+
+// The device validates what it decodes (lbs_cuda.h, SparseInvalid): a damaged message adds
+// nothing, writes nothing outside the output (guards), and leaves its reason in `invalid`;
+// the undamaged one decodes with the verdict 0. Both index codings, and a hand-made varint
+// section whose indices run past n.
+TEST(CudaLbs, DecodeRejectsDamagedMessagesWithoutWritingOutsideTheOutput) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (const double density : {0.01, 0.3}) {  // delta varints, then a bitmap
+    const std::size_t n = 1001;
+    LbsCompressor::Options o;
+    o.density = density;
+    o.quant = BlockQuantParams{4, 64, false};
+    LbsCompressor cpu(o);
+    EncodeContext ctx;
+    ctx.world_size = 1;
+    std::vector<float> g(n);
+    fill_normal(g.data(), n, 0.0f, 1.0f, 7, 1);
+    Message good;
+    cpu.encode(g, ctx, good);
+    const std::size_t k = k_for(density, n);
+    const cuda::LbsArgs args{4, 64, false, 0, 0, 0};
+    const bool bitmap = good[8] == 1;
+    ASSERT_EQ(bitmap, density > 0.1);
+    const std::uint32_t index_bytes = good[4] | good[5] << 8 | good[6] << 16 | good[7] << 24;
+
+    struct Damage {
+      std::string what;
+      std::function<void(Message&)> apply;
+      std::uint32_t reason;
+    };
+    std::vector<Damage> damages = {
+        {"intact", [](Message&) {}, cuda::kSparseValid},
+        {"count k + 1", [](Message& m) { m[0] += 1; }, cuda::kSparseBadHeader},
+        {"unknown coding", [](Message& m) { m[8] = 2; }, cuda::kSparseBadHeader},
+        {"3-bit values", [](Message& m) { m[9] = 3; }, cuda::kSparseBadHeader},
+        {"index section past the bitmap size", [](Message& m) { m[7] = 0x7f; },
+         cuda::kSparseBadHeader},
+    };
+    if (bitmap) {
+      damages.push_back({"one index too many",
+                         [&](Message& m) {
+                           for (std::uint32_t b = 0; b < index_bytes; ++b) {
+                             if (m[12 + b] != 0xff) {
+                               m[12 + b] |= static_cast<std::uint8_t>(~m[12 + b] & -~m[12 + b]);
+                               return;
+                             }
+                           }
+                         },
+                         cuda::kSparseBadCount});
+      damages.push_back(
+          {"a bit past n", [&](Message& m) { m[12 + n / 8] |= 0x80; }, cuda::kSparseBadCount});
+    } else {
+      damages.push_back({"unterminated last varint",
+                         [&](Message& m) { m[12 + index_bytes - 1] |= 0x80; },
+                         cuda::kSparseBadCount});
+      // k one-byte varints of gap 127: indices 127, 255, ..., past n = 1001 from the 8th on.
+      damages.push_back({"indices past n",
+                         [&](Message& m) {
+                           m.erase(m.begin() + 12, m.begin() + 12 + index_bytes);
+                           m.insert(m.begin() + 12, k, 0x7f);
+                           m[4] = static_cast<std::uint8_t>(k);
+                           m[5] = m[6] = m[7] = 0;
+                         },
+                         cuda::kSparseBadIndices});
+    }
+    GuardedDeviceArray<std::uint8_t> scratch(cuda::lbs_decode_scratch_bytes(n, k));
+    for (const Damage& d : damages) {
+      SCOPED_TRACE(d.what + (bitmap ? " (bitmap)" : " (varint)"));
+      Message m = good;
+      d.apply(m);
+      std::vector<std::uint8_t> buffer(cuda::lbs_capacity(n, k, args), 0);
+      std::copy(m.begin(), m.end(), buffer.begin());
+      GuardedDeviceArray<std::uint8_t> dmsg(buffer);
+      GuardedDeviceArray<float> dout(std::vector<float>(n, 0.25f));
+      GuardedDeviceArray<std::uint32_t> invalid(std::vector<std::uint32_t>{0});
+      cuda::lbs_decode(dmsg.data(), n, k, args, 0.5f, /*add=*/true, dout.data(), scratch.data(),
+                       scratch.size(), nullptr, invalid.data());
+      EXPECT_EQ(invalid.download()[0], d.reason);
+      const std::vector<float> out = dout.download();
+      if (d.reason != cuda::kSparseValid) {
+        EXPECT_EQ(out, std::vector<float>(n, 0.25f)) << "a rejected message added something";
+      } else {
+        std::vector<float> want(n, 0.25f);
+        cpu.decode(good, want, 0.5f, DecodeMode::kAdd, ctx);
+        EXPECT_EQ(out, want);
+      }
+      EXPECT_TRUE(dout.guards_intact() && scratch.guards_intact() && invalid.guards_intact());
     }
   }
 #endif

@@ -46,12 +46,22 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
 // the same on every rank: the density and n are): out = alpha * D(in) (add == false) or
 // out += alpha * D(in). The index section is read in either coding: its varints (or bits)
 // are found by a prefix sum over the section, and each kept value is added to its position
-// as the CPU adds it (the product, then the sum). Messages from other ranks are trusted here:
-// the device path does not run check_message yet.
+// as the CPU adds it (the product, then the sum).
+// A received message is validated on the device as it is decoded (the structure the CPU's
+// check_sparse_prefix checks: the header against k, n and the value width; the index count;
+// indices in range, strictly ascending, varints at most 5 bytes, nothing after the last): a
+// message that fails adds nothing, so no write lands outside `out`, and its reason
+// (SparseInvalid) goes to *invalid when that is still 0. `invalid` (device memory) may be null.
+enum SparseInvalid : std::uint32_t {
+  kSparseValid = 0,
+  kSparseBadHeader = 1,   // count != k, unknown coding, wrong value width, index section size
+  kSparseBadCount = 2,    // a different number of indices than k (or bitmap bits past n)
+  kSparseBadIndices = 3,  // an index >= n, out of order, an overlong or unterminated varint
+};
 std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k);
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
                 float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
-                cudaStream_t stream);
+                cudaStream_t stream, std::uint32_t* invalid = nullptr);
 
 // topk (compress/topk.h, exact selection) through the same selection and index coding, with
 // its values as f32: the CPU's message bytes, residual (exactly 0 at the kept positions) and
@@ -61,6 +71,7 @@ std::size_t topk_capacity(std::size_t n, std::size_t k);
 void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::uint8_t* out,
                  void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
 void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,
-                 float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
+                 float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                 std::uint32_t* invalid = nullptr);
 
 }  // namespace sparq::cuda

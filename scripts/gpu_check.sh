@@ -93,6 +93,11 @@ if [[ -x build-gpu/bench/bench_compress ]]; then
   timeout 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
     >>"$results" 2>&1 || say "bench_compress --device cuda exited $?"
 fi
+# Issue 17: compression's share of a GPT-2 124M bf16 step on one GPU (dense vs lbs).
+if [[ -x build-gpu/apps/train ]]; then
+  timeout 150 bench/gpu_step_share.sh build-gpu "$out/step_share" >>"$results" 2>&1 ||
+    say "gpu_step_share exited $?"
+fi
 if [[ -x build-gpu/bench/bench_models ]] && build-gpu/bench/bench_models --help 2>&1 | grep -q -- --device; then
   timeout 200 build-gpu/bench/bench_models --device cuda --python python3 >>"$results" 2>&1 ||
     say "bench_models --device cuda exited $?"

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "compress/aggregation.h"
-#include "compress/device_codec.h"
 #include "compress/registry.h"
 #include "models/model_registry.h"
 #include "train/yaml_reader.h"
@@ -377,53 +376,6 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   if (mode == "always") return true;  // the cost rule is auto's
   SPARQ_ASSIGN_OR_RETURN(const double e, table_bytes_per_element(c, tied_rows));
   return 2.0 * 4.0 * static_cast<double>(step_tokens) <= e * static_cast<double>(tied_rows);
-}
-
-Status check_device_support(const TrainConfig& c) {
-  // Note [bf16 GEMM operands] (core/cuda/mixed_gemm.h): what bf16 covers, and where.
-  if (c.train.precision == "bf16" && c.model.arch == ModelArch::kVgg) {
-    return Status::error("{}: train.precision: bf16 covers the GEMM layers of gpt2 and bert; "
-                         "vgg's convolutions run on cuDNN in fp32 only; use precision fp32",
-                         c.origin);
-  }
-  if (c.train.device != Device::kCUDA) return Status::ok();
-  if (c.optim.communicate != "gradient" || c.clip_scope == "local") {
-    return Status::error("{}: optim.communicate: {} (clip_scope {}) with train.device: cuda is "
-                         "not built yet (it comes with GPU compression, issue 17); use "
-                         "communicate: gradient with clip_scope aggregate, or train.device: cpu",
-                         c.origin, c.optim.communicate, c.clip_scope);
-  }
-  if (c.compress.compress.compression_off()) return Status::ok();
-  // The GPU compression path so far: compressors with a CUDA twin, allgathered, or
-  // allreduced when their messages sum (issue 17).
-  SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
-  if (!compressor->capabilities().device_twin) {
-    return Status::error(
-        "{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
-        "train.device: cuda use {}, or train.device: cpu",
-        c.origin, c.compress.compress.name,
-        c.compress.compress.name == "lbs" ? " with selection: sampled" : "",
-        compress::kDeviceCompressorsHint);
-  }
-  // `auto` is the compressor's own strategy (gtopk's is tree).
-  const std::string strategy(c.compress.aggregation == "auto"
-                                 ? aggregation_name(compressor->aggregation())
-                                 : std::string_view(c.compress.aggregation));
-  if (!compress::device_strategy_built(strategy, compressor->capabilities())) {
-    return Status::error(
-        "{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-        "use allgather (allreduce for fp16 and bf16) with train.device: cuda",
-        c.origin, strategy);
-  }
-  if (c.comm.plan_mode != "fixed") {
-    return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "
-                         "comm.plan: fixed", c.origin, c.comm.plan_mode);
-  }
-  if (c.log.never_sent_window > 0) {
-    return Status::error("{}: log.never_sent_window is not measured on the GPU yet (issue 17); "
-                         "set it to 0 with train.device: cuda", c.origin);
-  }
-  return Status::ok();
 }
 
 Result<TrainConfig> load_train_config(const std::string& path,

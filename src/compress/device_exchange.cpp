@@ -1,5 +1,7 @@
 #include "compress/device_exchange.h"
 
+#include <utility>
+
 #include "core/check.h"
 
 #if SPARQ_HAS_CUDA
@@ -66,14 +68,15 @@ struct DeviceMessageChecks::Events {
   std::vector<cuda::Event> copied;
 };
 
-DeviceMessageChecks::DeviceMessageChecks(std::size_t buckets, int world)
-    : buckets_(buckets),
+DeviceMessageChecks::DeviceMessageChecks(std::vector<std::string> names, int world)
+    : names_(std::move(names)),
+      buckets_(names_.size()),
       world_(world),
-      device_(Buffer::device(buckets * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
-      host_(Buffer::pinned(buckets * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
+      device_(Buffer::device(buckets_ * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
+      host_(Buffer::pinned(buckets_ * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
       events_(std::make_unique<Events>()),
-      pending_(buckets, false) {
-  events_->copied.resize(buckets);
+      pending_(buckets_, false) {
+  events_->copied.resize(buckets_);
 }
 
 DeviceMessageChecks::~DeviceMessageChecks() = default;
@@ -94,7 +97,7 @@ void DeviceMessageChecks::finish(std::size_t bucket, void* stream) {
   pending_[bucket] = true;
 }
 
-Status DeviceMessageChecks::check(const std::vector<std::string>& names) {
+Status DeviceMessageChecks::check() {
   Status first;
   for (std::size_t b = 0; b < buckets_; ++b) {
     if (!pending_[b]) continue;
@@ -108,7 +111,7 @@ Status DeviceMessageChecks::check(const std::vector<std::string>& names) {
                                                                : "bad indices";
       first = Status::error("bucket {} ({}): message from rank {} failed validation on the "
                             "device: {}",
-                            b, b < names.size() ? names[b] : "?", r, reason);
+                            b, names_[b], r, reason);
     }
   }
   return first;
@@ -146,11 +149,13 @@ void DeviceBucketMetrics::measure_input(std::size_t, const float*, const float*,
 void DeviceBucketMetrics::measure_residual(std::size_t, const float*, std::size_t, void*) {}
 DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t) const { return {}; }
 struct DeviceMessageChecks::Events {};
-DeviceMessageChecks::DeviceMessageChecks(std::size_t, int) { SPARQ_FATAL("built without CUDA"); }
+DeviceMessageChecks::DeviceMessageChecks(std::vector<std::string>, int) {
+  SPARQ_FATAL("built without CUDA");
+}
 DeviceMessageChecks::~DeviceMessageChecks() = default;
 std::uint32_t* DeviceMessageChecks::begin(std::size_t, void*) { return nullptr; }
 void DeviceMessageChecks::finish(std::size_t, void*) {}
-Status DeviceMessageChecks::check(const std::vector<std::string>&) { return Status::ok(); }
+Status DeviceMessageChecks::check() { return Status::ok(); }
 #endif
 
 Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype,

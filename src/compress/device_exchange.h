@@ -75,7 +75,8 @@ class DeviceBucketMetrics {
 // applied without the bad message's contribution when the error surfaces).
 class DeviceMessageChecks {
  public:
-  DeviceMessageChecks(std::size_t buckets, int world);
+  // `names`: each bucket's compressor, for the messages check() writes.
+  DeviceMessageChecks(std::vector<std::string> names, int world);
   ~DeviceMessageChecks();
   DeviceMessageChecks(const DeviceMessageChecks&) = delete;
   DeviceMessageChecks& operator=(const DeviceMessageChecks&) = delete;
@@ -85,11 +86,12 @@ class DeviceMessageChecks {
   // Queues the copy of the bucket's words to the host.
   void finish(std::size_t bucket, void* stream);
   // After the step: the first message that failed, as "bucket B (NAME): message from rank R
-  // failed validation on the device: REASON"; `names` gives each bucket's compressor.
-  Status check(const std::vector<std::string>& names);
+  // failed validation on the device: REASON".
+  Status check();
 
  private:
   struct Events;
+  std::vector<std::string> names_;
   std::size_t buckets_;
   int world_;
   Buffer device_, host_;

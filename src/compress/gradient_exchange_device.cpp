@@ -78,7 +78,11 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
   // The metrics and the validation verdicts run on the exchange's own stream, around it.
   void* stream = device_exchange_stream(comm, store_.context());
   if (!device_checks_) {
-    device_checks_ = std::make_unique<DeviceMessageChecks>(plan_.size(), comm.size());
+    std::vector<std::string> names(buckets_.size());
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      if (buckets_[b].compressor) names[b] = std::string(buckets_[b].compressor->name());
+    }
+    device_checks_ = std::make_unique<DeviceMessageChecks>(std::move(names), comm.size());
   }
   std::uint32_t* invalid = device_checks_->begin(bucket.index, stream);
   if (residual) {
@@ -102,12 +106,7 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
 }
 
 Status GradientExchange::check_device_messages() {
-  if (!device_checks_) return Status::ok();
-  std::vector<std::string> names(buckets_.size());
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    if (buckets_[b].compressor) names[b] = std::string(buckets_[b].compressor->name());
-  }
-  return device_checks_->check(names);
+  return device_checks_ ? device_checks_->check() : Status::ok();
 }
 
 void GradientExchange::read_device_metrics() const {

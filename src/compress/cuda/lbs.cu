@@ -110,10 +110,7 @@ __global__ void bitmap_set_kernel(const std::uint32_t* idx, std::size_t k, std::
 __global__ void f32_values_kernel(const float* values, std::size_t k,
                                   const std::uint32_t* value_offset, std::uint8_t* out) {
   std::uint8_t* section = out + *value_offset;
-  for (std::size_t j = first_index(); j < k; j += stride()) {
-    const std::uint32_t bits = __float_as_uint(values[j]);
-    for (int b = 0; b < 4; ++b) section[4 * j + b] = static_cast<std::uint8_t>(bits >> (8 * b));
-  }
+  for (std::size_t j = first_index(); j < k; j += stride()) store_f32(section + 4 * j, values[j]);
 }
 // e = a - D(m) at the kept positions: a - a, which is 0 whichever way it is rounded.
 __global__ void f32_feedback_kernel(const std::uint32_t* idx, const float* values,

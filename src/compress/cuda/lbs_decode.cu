@@ -52,7 +52,7 @@ __global__ void f32_scatter_kernel(const std::uint8_t* in, std::size_t k, float 
   if (*bad != 0) return;  // a message that failed validation adds nothing
   const std::uint8_t* section = in + kHeaderBytes + load_u32(in + 4);
   for (std::size_t j = first_index(); j < k; j += stride()) {
-    const float v = __uint_as_float(load_u32(section + 4 * j));
+    const float v = load_f32(section + 4 * j);
     out[idx[j]] = __fmaf_rn(alpha, v, out[idx[j]]);
   }
 }

@@ -2,7 +2,8 @@
 # Issue 17's step-share benchmark: GPT-2 124M on one GPU, bf16 GEMM operands, B=16, T=1024
 # (configs/bench/gpt2_124m_gpu.yaml), the median step time over the steps after the first 5,
 # dense next to lbs (1%, 4 bits, error feedback) measured in the same run. One rank: the dense
-# exchange is the identity and the lbs one is its encode and decode on the device, so
+# exchange is NCCL's average of one (nothing moves) and the lbs one its encode, a one-message
+# allgather and the decode on the device, so
 #     share = (lbs step - dense step) / lbs step
 # is compression's share of the step (target <= 5%). Run by scripts/gpu_check.sh.
 #

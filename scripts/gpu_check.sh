@@ -10,8 +10,9 @@
 #                  yaml-cpp, GoogleTest and Google Benchmark unpacked from Debian 12 packages
 #   build-gpu      optional: a build from an earlier run of this script (it is reused)
 # cuDNN and NCCL are taken from the CUDA toolkit when it has them, else from the Python
-# wheels PyTorch brings (nvidia-cudnn-cu13, nvidia-nccl-cu13). Without MPI the NCCL and MPI
-# code is not built there; multi-rank exchange is proven on the CPU path under mpirun.
+# wheels PyTorch brings (nvidia-cudnn-cu13, nvidia-nccl-cu13). Without MPI the MPI code is not
+# built there, but NCCL is: one GPU trains through a one-rank NCCL communicator bootstrapped
+# over the self communicator; multi-rank exchange is proven on the CPU path under mpirun.
 #
 #   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 560)
 set -uo pipefail
@@ -49,10 +50,20 @@ if [[ ! -f /usr/local/cuda/include/cudnn.h ]]; then
     export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
   fi
 fi
+# NCCL likewise (one GPU trains through a one-rank NCCL communicator; no MPI needed).
+nccl_args=()
+if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
+  wheel=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
+  lib=$(ls "$wheel"/lib/libnccl.so.* 2>/dev/null | head -1)
+  if [[ -n $wheel && -n $lib && -f $wheel/include/nccl.h ]]; then
+    nccl_args=(-DSPARQ_NCCL_INCLUDE="$wheel/include" -DSPARQ_NCCL_LIBRARY="$lib")
+    export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
+  fi
+fi
 
 section "build (sm_90, no MPI)"
 if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DCMAKE_PREFIX_PATH="$deps" "${cudnn_args[@]}" \
+      -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DCMAKE_PREFIX_PATH="$deps" "${cudnn_args[@]}" "${nccl_args[@]}" \
       ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
   say "configure FAILED (see gpu_check_log.txt)"; tail -30 "$log" >>"$results"; exit 1
 fi
@@ -97,6 +108,9 @@ fi
 if [[ -x build-gpu/apps/train ]]; then
   timeout 150 bench/gpu_step_share.sh build-gpu "$out/step_share" >>"$results" 2>&1 ||
     say "gpu_step_share exited $?"
+  # Issue 17: WFBP on the GPU against communicate-after-backward, an emulated 8-rank link.
+  timeout 150 bench/gpu_wfbp.sh build-gpu "$out/wfbp" >>"$results" 2>&1 ||
+    say "gpu_wfbp exited $?"
 fi
 if [[ -x build-gpu/bench/bench_models ]] && build-gpu/bench/bench_models --help 2>&1 | grep -q -- --device; then
   timeout 200 build-gpu/bench/bench_models --device cuda --python python3 >>"$results" 2>&1 ||

@@ -120,6 +120,15 @@ class CommQueue {
     return wait(submit(std::move(name), step, std::move(task)));
   }
 
+  // A point in the producer's work, for timing (when backward really ended, say): the time,
+  // on the now_us() clock, at which everything the producer had been given when mark_producer
+  // was called has run. The host queue's producer is the calling thread, so its mark is the
+  // time of the call; the stream engine's is its producer stream, which may get there long
+  // after the host enqueued the work. Resolve the mark (call it) after waiting for a task
+  // submitted after it; it may block until the producer gets there.
+  using Mark = std::function<std::int64_t()>;
+  virtual Mark mark_producer();
+
   virtual std::size_t in_flight() const = 0;  // submitted and not yet done
   virtual Communicator& communicator() const = 0;
   virtual const std::string& queue_name() const = 0;  // names the queue in messages

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <thread>
 
+#include "core/check.h"
+
 namespace sparq::comm {
 namespace {
 
@@ -66,10 +68,7 @@ class EmulatedLinkCommunicator final : public Communicator {
     const std::uint64_t sent = after.sent - before.sent;
     const std::uint64_t received = after.received - before.received;
     count(sent, received);
-    double seconds = link_.latency_us * 1e-6;
-    if (link_.gbit_per_s > 0) {
-      seconds += 8.0 * static_cast<double>(std::max(sent, received)) / (link_.gbit_per_s * 1e9);
-    }
+    const double seconds = link_.call_us({sent, received}) * 1e-6;
     std::this_thread::sleep_until(begin + std::chrono::duration<double>(seconds));
   }
 
@@ -79,8 +78,20 @@ class EmulatedLinkCommunicator final : public Communicator {
 
 }  // namespace
 
+double EmulatedLink::call_us(WireBytes bytes) const {
+  double us = latency_us;
+  if (gbit_per_s > 0) {
+    us += 8.0 * static_cast<double>(std::max(bytes.sent, bytes.received)) / (gbit_per_s * 1e3);
+  }
+  return us;
+}
+
 std::unique_ptr<Communicator> make_emulated_link(std::unique_ptr<Communicator> inner,
                                                  EmulatedLink link) {
+  SPARQ_CHECK(link.ranks == 0,
+              "make_emulated_link: a host link is priced by its own world; ranks = {} is for a "
+              "one-rank NCCL communicator (NcclOptions::emulate)",
+              link.ranks);
   return std::make_unique<EmulatedLinkCommunicator>(std::move(inner), link);
 }
 

@@ -9,10 +9,16 @@
 // would beside a real NIC.
 //
 // Ownership: owns the wrapped communicator. Thread-compatible like every Communicator.
+//
+// The GPU flavour is NcclOptions::emulate (nccl_communicator.h): the same time, spent by a
+// delay kernel on the communicator's stream after each call (core/cuda/stream_delay.h), so
+// the buckets' stream is held while backward keeps running on the compute stream. There, and
+// only there, `ranks` lets one GPU stand in for a cluster: see below.
 #pragma once
 
 #include <memory>
 
+#include "comm/byte_model.h"
 #include "comm/communicator.h"
 
 namespace sparq::comm {
@@ -20,9 +26,17 @@ namespace sparq::comm {
 struct EmulatedLink {
   double gbit_per_s = 0;   // 0: no bandwidth limit
   double latency_us = 0;   // per call
+  // 0: price each call by the real world's bytes. N > 1 (a ONE-rank NCCL communicator only):
+  // price each call, bytes counted and time spent, as rank 0's share of the same call in a
+  // world of N ranks, each contributing what this rank does, so one GPU measures how a
+  // cluster's link would delay its buckets (the messages themselves stay one rank's).
+  int ranks = 0;
   bool enabled() const { return gbit_per_s > 0 || latency_us > 0; }
+  // What one call moving `bytes` costs: latency + max(sent, received) * 8 / bandwidth.
+  double call_us(WireBytes bytes) const;
 };
 
+// The host flavour. Precondition: link.ranks == 0 (a host world is priced as it is).
 std::unique_ptr<Communicator> make_emulated_link(std::unique_ptr<Communicator> inner,
                                                  EmulatedLink link);
 

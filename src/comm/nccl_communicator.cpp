@@ -12,6 +12,7 @@
 #include "core/buffer.h"
 #include "core/check.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/stream_delay.h"
 #include "core/log.h"
 
 namespace sparq::comm {
@@ -89,13 +90,26 @@ void NcclCommHandle::abort() {
 }
 
 NcclCommunicator::NcclCommunicator(NcclCommHandle comm, cuda::Stream stream, int rank, int size,
-                                   int device, double timeout_s)
+                                   int device, double timeout_s, EmulatedLink emulate)
     : comm_(std::move(comm)),
       stream_(std::move(stream)),
       rank_(rank),
       size_(size),
       device_(device),
-      timeout_s_(timeout_s) {}
+      timeout_s_(timeout_s),
+      emulate_(emulate),
+      priced_size_(emulate.ranks > 0 ? emulate.ranks : size) {
+  SPARQ_CHECK(emulate.ranks <= 0 || size == 1,
+              "NcclCommunicator: an emulated world (emulate.ranks = {}) needs a one-rank "
+              "communicator, not {} ranks",
+              emulate.ranks, size);
+}
+
+std::vector<std::size_t> NcclCommunicator::priced_counts(
+    std::span<const std::size_t> counts) const {
+  if (priced_size_ == size_) return {counts.begin(), counts.end()};
+  return std::vector<std::size_t>(priced_size_, counts[rank_]);
+}
 
 void NcclCommunicator::fail(const std::string& message) {
   comm_.abort();
@@ -136,13 +150,14 @@ void NcclCommunicator::wait_event(cudaEvent_t event, const std::string& what, do
   }
 }
 
-void NcclCommunicator::finish(const char* op, std::uint64_t sent, std::uint64_t received) {
+void NcclCommunicator::finish(const char* op, WireBytes wire) {
+  if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us(wire), stream_.get());
   settle(op);
   if (synchronous_) {
     done_.record(stream_.get());
     wait_event(done_.get(), op, timeout_s_);
   }
-  count(sent, received);
+  count(wire.sent, wire.received);
 }
 
 const void* NcclCommunicator::stage(const void* in, std::size_t bytes) {
@@ -161,8 +176,7 @@ void NcclCommunicator::allreduce(const void* in, void* out, std::size_t count, D
   if (in != out && overlaps(in, bytes, out, bytes)) in = stage(in, bytes);
   NCCL_CHECK(ncclAllReduce(in, out, count, nccl_reduce_type(dtype, "allreduce"), nccl_op(op),
                            comm_.get(), stream_.get()));
-  const WireBytes w = ring_allreduce_bytes(count, dtype_size(dtype), rank_, size_);
-  finish("allreduce", w.sent, w.received);
+  finish("allreduce", ring_allreduce_bytes(count, dtype_size(dtype), rank_, priced_size_));
 }
 
 void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, DType dtype) {
@@ -170,9 +184,8 @@ void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, D
   const bool in_place = in == cbytes(out, rank_ * bytes);
   if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(in, bytes);
   NCCL_CHECK(ncclAllGather(in, out, bytes, ncclUint8, comm_.get(), stream_.get()));
-  const std::vector<std::size_t> counts(size_, count);
-  const WireBytes w = ring_allgatherv_bytes(counts, dtype_size(dtype), rank_);
-  finish("allgather", w.sent, w.received);
+  const std::vector<std::size_t> counts(priced_size_, count);
+  finish("allgather", ring_allgatherv_bytes(counts, dtype_size(dtype), rank_));
 }
 
 void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std::size_t> counts,
@@ -194,8 +207,7 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
     NCCL_CHECK(ncclBroadcast(slot, slot, counts[r] * es, ncclUint8, r, comm_.get(), stream_.get()));
   }
   NCCL_CHECK(ncclGroupEnd());
-  const WireBytes w = ring_allgatherv_bytes(counts, es, rank_);
-  finish("allgatherv", w.sent, w.received);
+  finish("allgatherv", ring_allgatherv_bytes(priced_counts(counts), es, rank_));
 }
 
 void NcclCommunicator::reduce_scatter(const void* in, void* out,
@@ -222,8 +234,7 @@ void NcclCommunicator::reduce_scatter(const void* in, void* out,
     }
     NCCL_CHECK(ncclGroupEnd());
   }
-  const WireBytes w = ring_reduce_scatter_bytes(counts, es, rank_);
-  finish("reduce_scatter", w.sent, w.received);
+  finish("reduce_scatter", ring_reduce_scatter_bytes(priced_counts(counts), es, rank_));
 }
 
 void NcclCommunicator::alltoall(const void* in, void* out, std::size_t count, DType dtype) {
@@ -265,8 +276,8 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
                                cbytes(in, send_displs[rank_] * es), send_counts[rank_] * es,
                                cudaMemcpyDeviceToDevice, stream_.get()));
   }
-  const WireBytes w = alltoallv_bytes(send_counts, recv_counts, es, rank_);
-  finish("alltoallv", w.sent, w.received);
+  finish("alltoallv",
+         alltoallv_bytes(priced_counts(send_counts), priced_counts(recv_counts), es, rank_));
 }
 
 void NcclCommunicator::broadcast(void* buffer, std::size_t count, DType dtype, int root) {
@@ -274,14 +285,14 @@ void NcclCommunicator::broadcast(void* buffer, std::size_t count, DType dtype, i
   const std::size_t es = dtype_size(dtype);
   NCCL_CHECK(
       ncclBroadcast(buffer, buffer, count * es, ncclUint8, root, comm_.get(), stream_.get()));
-  const WireBytes w = chain_broadcast_bytes(count, es, rank_, root, size_);
-  finish("broadcast", w.sent, w.received);
+  finish("broadcast", chain_broadcast_bytes(count, es, rank_, root, priced_size_));
 }
 
 void NcclCommunicator::barrier() {
   if (staging_.size() < 4) staging_ = Buffer::device(4);
   NCCL_CHECK(ncclAllReduce(staging_.data(), staging_.data(), 1, ncclInt32, ncclSum, comm_.get(),
                            stream_.get()));
+  if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us({}), stream_.get());
   settle("barrier");
   done_.record(stream_.get());
   wait_event(done_.get(), "barrier", timeout_s_);  // a barrier is synchronous by definition
@@ -292,14 +303,14 @@ void NcclCommunicator::send(const void* buffer, std::size_t count, DType dtype, 
   check_rank_arg("send", "peer", peer, size_);
   const std::size_t bytes = count * dtype_size(dtype);
   NCCL_CHECK(ncclSend(buffer, bytes, ncclUint8, peer, comm_.get(), stream_.get()));
-  finish("send", bytes, 0);
+  finish("send", {.sent = bytes});
 }
 
 void NcclCommunicator::recv(void* buffer, std::size_t count, DType dtype, int peer, int) {
   check_rank_arg("recv", "peer", peer, size_);
   const std::size_t bytes = count * dtype_size(dtype);
   NCCL_CHECK(ncclRecv(buffer, bytes, ncclUint8, peer, comm_.get(), stream_.get()));
-  finish("recv", 0, bytes);
+  finish("recv", {.received = bytes});
 }
 
 Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& bootstrap,
@@ -311,6 +322,12 @@ Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& b
         bootstrap.backend());
   }
   const int rank = bootstrap.rank(), size = bootstrap.size();
+  if (options.emulate.ranks > 0 && size > 1) {
+    return Status::error(
+        "make_nccl_communicator: an emulated world of {} ranks stands in for a "
+        "cluster on ONE GPU; this world has {} ranks of its own",
+        options.emulate.ranks, size);
+  }
   const int devices = cuda_available() ? cuda::device_count() : 0;
   // Local rank on this host, from everyone's host-name hash.
   const std::int64_t host = static_cast<std::int64_t>(std::hash<std::string>{}(log::host_name()));
@@ -337,7 +354,7 @@ Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& b
   ncclComm_t raw = nullptr;
   NCCL_CHECK(ncclCommInitRankConfig(&raw, size, id, rank, &config));
   auto comm = std::make_unique<NcclCommunicator>(NcclCommHandle(raw), cuda::Stream(), rank, size,
-                                                 device, options.timeout_s);
+                                                 device, options.timeout_s, options.emulate);
   comm->settle("ncclCommInitRankConfig");
   return comm;
 }

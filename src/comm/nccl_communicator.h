@@ -22,6 +22,13 @@
 // of ranks in issue order. In-place forms are those of mpi_communicator.h; other overlaps are
 // staged through a device copy. Bytes are counted with the ring model (byte_model.h).
 //
+// Emulated slow link (NcclOptions::emulate, comm/emulated_link.h): after each call a delay
+// kernel holds stream() for the time the link would take to move the call's bytes, so
+// whatever the stream engine queues behind the call starts that much later while the compute
+// stream runs on. The delay follows NCCL's own time rather than overlapping it (the host link
+// sleeps until the larger of the two): on one GPU NCCL's time is near zero. With
+// emulate.ranks (one rank only) bytes are counted and priced as in that larger world.
+//
 // Threading: one thread at a time per communicator. Ownership: owns the NCCL communicator and
 // its stream (move-only RAII); destroy it before the bootstrap communicator that finalises MPI.
 #pragma once
@@ -29,10 +36,14 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
+#include "comm/emulated_link.h"
 #include "core/buffer.h"
 #include "core/cuda/cuda_handles.h"
 #include "core/status.h"
@@ -42,6 +53,7 @@ namespace sparq::comm {
 struct NcclOptions {
   int device = -1;           // CUDA device of this rank; -1: its local rank on the host
   double timeout_s = 300.0;  // bound on every NCCL call and wait before aborting
+  EmulatedLink emulate;      // disabled by default; see the header comment
 };
 
 // Owns an ncclComm_t: finalises and destroys it, or aborts it when it is broken.
@@ -66,12 +78,14 @@ class NcclCommHandle {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(NcclCommHandle comm, cuda::Stream stream, int rank, int size, int device,
-                   double timeout_s);
+                   double timeout_s, EmulatedLink emulate = {});
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Device device() const override { return Device::kCUDA; }
-  std::string backend() const override { return "nccl"; }
+  std::string backend() const override {
+    return emulate_.enabled() ? "nccl+emulated-link" : "nccl";
+  }
   void* device_stream() const override { return stream_.get(); }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override;
@@ -107,7 +121,11 @@ class NcclCommunicator final : public Communicator {
  private:
   // After enqueueing `op`: settle the non-blocking call, then wait for the stream when
   // synchronous, and count the bytes.
-  void finish(const char* op, std::uint64_t sent, std::uint64_t received);
+  // With an emulated link, the delay for the call's bytes goes on the stream first.
+  void finish(const char* op, WireBytes wire);
+  // The per-rank counts a call is priced with: its own, or in an emulated world of
+  // priced_size_ ranks (emulate.ranks) this rank's count for every rank.
+  std::vector<std::size_t> priced_counts(std::span<const std::size_t> counts) const;
   [[noreturn]] void fail(const std::string& message);
   // A device copy of `bytes` of `in` on stream(), when input and output overlap.
   const void* stage(const void* in, std::size_t bytes);
@@ -119,12 +137,15 @@ class NcclCommunicator final : public Communicator {
   int size_;
   int device_;
   double timeout_s_;
+  EmulatedLink emulate_;
+  int priced_size_;  // the world the byte model prices calls in: size_, or emulate.ranks
   bool synchronous_ = true;
   Buffer staging_;  // device scratch, reused: staged inputs and the barrier's word
 };
 
 // Fails (Status) without a visible CUDA device, when a host runs more ranks than it has
-// devices, or when the bootstrap is not a host communicator. Collective over `bootstrap`.
+// devices, when the bootstrap is not a host communicator, or when options.emulate.ranks is
+// set for a world of several ranks. Collective over `bootstrap`.
 Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& bootstrap,
                                                                  NcclOptions options = {});
 

@@ -1,6 +1,6 @@
 #include "comm/nccl_queue.h"
 
-#if SPARQ_HAS_NCCL && SPARQ_HAS_MPI
+#if SPARQ_HAS_NCCL
 #include "comm/nccl_communicator.h"
 #include "comm/stream_engine.h"
 #include "core/cuda/device_resources.h"
@@ -8,7 +8,13 @@
 
 namespace sparq::comm {
 
-#if SPARQ_HAS_NCCL && SPARQ_HAS_MPI
+#if SPARQ_HAS_NCCL
+bool nccl_queue_built() { return true; }
+#else
+bool nccl_queue_built() { return false; }
+#endif
+
+#if SPARQ_HAS_NCCL
 namespace {
 
 // Owns the NCCL communicator and the engine that uses it (declared in that order, so the
@@ -24,6 +30,7 @@ class NcclQueue final : public CommQueue {
   }
   Status wait(const CommHandle& handle) override { return engine_.wait(handle); }
   Status wait_all() override { return engine_.wait_all(); }
+  Mark mark_producer() override { return engine_.mark_producer(); }
   std::size_t in_flight() const override { return engine_.in_flight(); }
   Communicator& communicator() const override { return *comm_; }
   const std::string& queue_name() const override { return engine_.queue_name(); }
@@ -42,7 +49,8 @@ Result<std::unique_ptr<CommQueue>> make_nccl_queue(Communicator& bootstrap,
     return Status::error("make_nccl_queue: the execution context is {}, not a CUDA device",
                          context.describe());
   }
-  const NcclOptions nccl_options{.device = context.ordinal(), .timeout_s = options.timeout_s};
+  const NcclOptions nccl_options{
+      .device = context.ordinal(), .timeout_s = options.timeout_s, .emulate = options.emulate};
   SPARQ_ASSIGN_OR_RETURN(std::unique_ptr<NcclCommunicator> nccl,
                          make_nccl_communicator(bootstrap, nccl_options));
   StreamCommEngine::Options engine_options{.timeout_s = options.timeout_s,
@@ -56,13 +64,7 @@ Result<std::unique_ptr<CommQueue>> make_nccl_queue(Communicator& bootstrap,
 
 Result<std::unique_ptr<CommQueue>> make_nccl_queue(Communicator&, const ExecContext&,
                                                    NcclQueueOptions) {
-#if SPARQ_HAS_MPI
-  constexpr const char* kMissing = "NCCL";
-#else
-  constexpr const char* kMissing = "MPI";
-#endif
-  return Status::error("averaging gradients across GPUs needs NCCL and MPI, and this sparq was "
-                       "built without {}", kMissing);
+  return Status::error("the GPU bucket queue needs NCCL, and this sparq was built without it");
 }
 
 #endif

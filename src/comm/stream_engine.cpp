@@ -242,6 +242,20 @@ cudaEvent_t StreamCommEngine::end_event(const CommHandle& handle) const {
   return own(handle, "end_event").end.get();
 }
 
+CommQueue::Mark StreamCommEngine::mark_producer() {
+  auto mark = std::make_shared<cuda::Event>(/*timing=*/true);
+  mark->record(options_.producer);
+  return [this, mark, anchor = anchor_] {
+    if (!mark->ready()) {
+      comm_.wait_event(
+          mark->get(),
+          fmt::format("StreamCommEngine '{}': a mark on the producer stream", options_.name),
+          options_.timeout_s);
+    }
+    return detail::anchored_us(*anchor, *mark);
+  };
+}
+
 std::size_t StreamCommEngine::in_flight() const {
   return static_cast<std::size_t>(
       std::count_if(outstanding_.begin(), outstanding_.end(),

@@ -130,6 +130,9 @@ class StreamCommEngine final : public CommQueue {
   // Completes when the task's stream work has (for cudaStreamWaitEvent / cudaEventQuery).
   cudaEvent_t end_event(const CommHandle& handle) const;
 
+  // When the producer stream has run what it was given so far (an event recorded there, on
+  // the host clock through the engine's anchor like the tasks' times).
+  Mark mark_producer() override;
   // Submitted since the last wait_all and not yet done.
   std::size_t in_flight() const override;
   NcclCommunicator& communicator() const override { return comm_; }

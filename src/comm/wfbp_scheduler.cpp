@@ -73,6 +73,7 @@ void WfbpScheduler::on_backward_done() {
   stats_.backward_end_us = now_us();
   backward_done_ = true;
   if (!communicate_) return;
+  backward_mark_ = queue_.mark_producer();
   for (std::size_t b = 0; b < plan_.size(); ++b) {
     const Bucket& bucket = plan_.buckets()[b];
     SPARQ_CHECK(ready_[b] == bucket.ready_count,
@@ -110,6 +111,7 @@ Status WfbpScheduler::wait_all() {
     stats_.tail->index = -1;
   }
   stats_.wait_end_us = now_us();
+  stats_.backward_end_us = backward_mark_();
   std::int64_t last_end = stats_.backward_end_us;
   for (std::size_t i = 0; i <= plan_.size(); ++i) {
     const bool tail = i == plan_.size();

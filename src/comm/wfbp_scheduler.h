@@ -58,6 +58,8 @@ struct BucketTiming {
 struct StepCommStats {
   std::int64_t step = 0;
   bool communicated = false;
+  // When backward ended: the producer's mark (CommQueue::mark_producer): on a GPU when its
+  // kernels finished, not when the host had enqueued them.
   std::int64_t backward_end_us = 0;
   std::int64_t wait_end_us = 0;
   std::vector<int> launch_order;  // bucket indices in submission order (readiness order)
@@ -114,6 +116,7 @@ class WfbpScheduler {
   std::vector<std::int64_t> ready_;  // reported elements per bucket
   std::vector<CommHandle> handles_;
   std::optional<CommHandle> tail_;
+  CommQueue::Mark backward_mark_;
   StepCommStats stats_;
 };
 

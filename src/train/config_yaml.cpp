@@ -90,19 +90,20 @@ std::string effective_yaml(const TrainConfig& c) {
   }
   const CommConfig& m = c.comm;
   y << "comm:\n"
-    << fmt::format("  backend: {}\n  allreduce: {}\n  mpi_wait: {}\n  first_bucket_mb: {}\n"
-                   "  bucket_mb: {}\n"
-                   "  min_compress_numel: {}\n  dense_patterns: {}\n  overlap: {}\n"
-                   "  timeout_s: {}\n  emulate:\n    gbit_per_s: {}\n    latency_us: {}\n"
-                   "  split_tied_embedding: {}\n",
-                   m.backend, m.allreduce, m.mpi_wait, m.plan.first_bucket_mb, m.plan.bucket_mb,
-                   m.plan.min_compress_numel, flow_list(m.plan.dense_patterns), yes_no(m.overlap),
-                   m.timeout_s, m.emulate.gbit_per_s, m.emulate.latency_us,
-                   m.split_tied_embedding)
-    << fmt::format("  plan: {}\n  plan_profile: {}\n  plan_network: {}\n"
-                   "  plan_min_compression: {}\n",
-                   m.plan_mode, quoted(m.plan_profile), quoted(m.plan_network),
-                   m.plan_min_compression);
+    << fmt::format(
+           "  backend: {}\n  allreduce: {}\n  mpi_wait: {}\n  first_bucket_mb: {}\n"
+           "  bucket_mb: {}\n"
+           "  min_compress_numel: {}\n  dense_patterns: {}\n  overlap: {}\n"
+           "  timeout_s: {}\n  emulate:\n    gbit_per_s: {}\n    latency_us: {}\n"
+           "    ranks: {}\n  split_tied_embedding: {}\n",
+           m.backend, m.allreduce, m.mpi_wait, m.plan.first_bucket_mb, m.plan.bucket_mb,
+           m.plan.min_compress_numel, flow_list(m.plan.dense_patterns), yes_no(m.overlap),
+           m.timeout_s, m.emulate.gbit_per_s, m.emulate.latency_us, m.emulate.ranks,
+           m.split_tied_embedding)
+    << fmt::format(
+           "  plan: {}\n  plan_profile: {}\n  plan_network: {}\n"
+           "  plan_min_compression: {}\n",
+           m.plan_mode, quoted(m.plan_profile), quoted(m.plan_network), m.plan_min_compression);
   const LoopConfig& t = c.train;
   y << "train:\n"
     << fmt::format("  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"

@@ -42,7 +42,13 @@ Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& 
   } else {
     comm = comm::make_self_communicator();
   }
-  if (config.emulate.enabled()) comm = comm::make_emulated_link(std::move(comm), config.emulate);
+  if (config.emulate.enabled()) {
+    // Control traffic crosses the same slow link, priced in its real world; an emulated world
+    // (emulate.ranks) is the GPU bucket queue's (comm/nccl_queue.h).
+    comm::EmulatedLink host = config.emulate;
+    host.ranks = 0;
+    comm = comm::make_emulated_link(std::move(comm), host);
+  }
   return comm;
 }
 

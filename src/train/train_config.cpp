@@ -217,6 +217,20 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.gbit_per_s", &m.emulate.gbit_per_s, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.ranks", &m.emulate.ranks, {.min = 0, .max = 1 << 20}));
+  if (m.emulate.ranks == 1) {
+    return Status::error(
+        "{}: comm.emulate.ranks: 1 is the real one-rank world; use 0, or the "
+        "size of the cluster to stand in for (2 or more)",
+        r.origin());
+  }
+  // train is read first (parse_train_config).
+  if (m.emulate.ranks > 0 && c.train.device != Device::kCUDA) {
+    return Status::error(
+        "{}: comm.emulate.ranks lets one GPU stand in for a cluster "
+        "(train.device: cuda); on the CPU run that many ranks under mpirun",
+        r.origin());
+  }
   SPARQ_RETURN_IF_ERROR(r.get_choice("comm.split_tied_embedding", &m.split_tied_embedding,
                                      {"auto", "always", "never"}));
   SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.origin()));

@@ -109,17 +109,24 @@ Status Trainer::build(const Options& options) {
 Status Trainer::connect_buckets() {
   const TrainConfig& c = config_;
   comm::CommQueue* buckets = engine_.get();
-  if (context().is_cuda() && comm_.size() > 1) {
-    // Several GPUs: NCCL averages the buckets on its own stream, gated on the compute
-    // stream (comm/nccl_queue.h). Created on the control engine's thread, the only one that
-    // may call MPI now, as a collective every rank reaches after agreeing that build()
-    // succeeded everywhere.
-    const comm::NcclQueueOptions options{.timeout_s = c.comm.timeout_s, .trace = &trace_};
+  if (context().is_cuda() && (comm_.size() > 1 || comm::nccl_queue_built())) {
+    // GPUs: NCCL exchanges the buckets on its own stream, gated on the compute stream
+    // (comm/nccl_queue.h), with comm.emulate's link spent on that stream; one rank too, so
+    // that its bucket and backward times are the GPU's. Created on the control engine's
+    // thread, the only one that may call MPI now, as a collective every rank reaches after
+    // agreeing that build() succeeded everywhere.
+    const comm::NcclQueueOptions options{
+        .timeout_s = c.comm.timeout_s, .trace = &trace_, .emulate = c.comm.emulate};
     SPARQ_RETURN_IF_ERROR(run_control("NCCL bootstrap", [&](comm::Communicator& host) {
       SPARQ_ASSIGN_OR_RETURN(bucket_queue_, comm::make_nccl_queue(host, *context_, options));
       return Status::ok();
     }));
     buckets = bucket_queue_.get();
+  } else if (c.comm.emulate.ranks > 0) {
+    return Status::error(
+        "{}: comm.emulate.ranks prices the GPU bucket queue's NCCL calls, and "
+        "this run has none (train.device: {}, sparq built {} NCCL)",
+        c.origin, device_name(context().device()), comm::nccl_queue_built() ? "with" : "without");
   }
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
       *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
@@ -216,6 +223,14 @@ std::string Trainer::describe() const {
   s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
                    comm_.size(), c.train.micro_batch, c.train.accumulation,
                    c.train.micro_batch * c.train.accumulation * comm_.size());
+  if (c.comm.emulate.enabled()) {
+    s += fmt::format(
+        "link:      emulated, {} Gbit/s, {} us per call{}\n", c.comm.emulate.gbit_per_s,
+        c.comm.emulate.latency_us,
+        c.comm.emulate.ranks > 0
+            ? fmt::format(", bucket collectives priced as in {} ranks", c.comm.emulate.ranks)
+            : "");
+  }
   s += fmt::format("optimizer: {} lr {} ({} schedule, warm-up {}), weight decay {}, clip {}{}, "
                    "communicates the {}{}\n",
                    c.optim.name, c.schedule.lr, c.schedule.kind, c.schedule.warmup_steps,

@@ -18,6 +18,8 @@ namespace sparq::compress {
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps) {
   if (!caps.device_twin) return false;
   if (strategy == aggregation_name(Aggregation::kAllgather)) return true;
+  // two_phase re-encodes region averages, which needs self-contained messages, as on the CPU.
+  if (strategy == aggregation_name(Aggregation::kTwoPhase)) return caps.self_contained;
   return strategy == aggregation_name(Aggregation::kAllreduce) && caps.summable;
 }
 
@@ -313,6 +315,9 @@ std::unique_ptr<DeviceCodec> make_randomk_device_codec(double) { return nullptr;
 std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int, int, std::size_t) { return nullptr; }
 std::unique_ptr<DeviceCodec> make_terngrad_device_codec(double) { return nullptr; }
 std::unique_ptr<DeviceCodec> make_sign_device_codec(bool) { return nullptr; }
+std::unique_ptr<DeviceCodec> make_dgc_device_codec(const DgcCompressor::Options&) {
+  return nullptr;
+}
 
 #endif
 

@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "compress/block_codec.h"
 #include "compress/compressor.h"
+#include "compress/dgc.h"
 
 namespace sparq::compress {
 
@@ -42,16 +45,28 @@ class DeviceCodec {
   virtual void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx,
                       float alpha, bool add, float* out, void* scratch,
                       std::size_t scratch_size, void* stream, std::uint32_t* invalid) const = 0;
+
+  // Per-bucket state a twin keeps on the device (dgc's momentum), saved and loaded in the CPU
+  // compressor's own format (Compressor::save_state), so checkpoints move between devices.
+  // save_state and load_state synchronize with the device. Stateless twins keep these.
+  virtual bool has_state() const { return false; }
+  virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
+  virtual Status load_state(std::span<const std::uint8_t> in) {
+    return in.empty()
+               ? Status::ok()
+               : Status::error("a stateless device codec was given {} bytes of state", in.size());
+  }
 };
 
 // The compressors that have a twin, for messages that suggest one.
 inline constexpr std::string_view kDeviceCompressorsHint =
-    "lbs or topk (exact selection), blockquant, qsgd, terngrad, signsgd, onebit (with "
-    "allgather), randomk, fp16, bf16 or none";
+    "lbs or topk (exact selection), dgc, blockquant, qsgd, terngrad, signsgd, onebit, "
+    "randomk, fp16, bf16 or none";
 
 // Whether the device exchange has strategy `strategy` (aggregation_name()) for a compressor
-// with these capabilities: allgather for every twin, allreduce for summable ones
-// (device_exchange.h). The others (two_phase, tree, low_rank) are not built on the GPU yet.
+// with these capabilities: allgather for every twin, two_phase for self-contained ones
+// (device_two_phase.h), allreduce for summable ones (device_exchange.h). The others (tree,
+// low_rank) are not built on the GPU yet.
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps);
 
 // The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.
@@ -65,5 +80,7 @@ std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int levels, int code_bits, s
 std::unique_ptr<DeviceCodec> make_terngrad_device_codec(double clip_sigma);
 // rms: onebit's scale; else signsgd's.
 std::unique_ptr<DeviceCodec> make_sign_device_codec(bool rms);
+// dgc (dgc.h): its momentum lives in the codec, on the device (dgc_device_codec.cpp).
+std::unique_ptr<DeviceCodec> make_dgc_device_codec(const DgcCompressor::Options& options);
 
 }  // namespace sparq::compress

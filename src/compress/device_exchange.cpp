@@ -17,9 +17,13 @@
 
 namespace sparq::compress {
 
+bool exchanges_with_collective(const comm::Communicator& comm) {
+  return comm.size() > 1 || comm.device() == Device::kCUDA;
+}
+
 #if SPARQ_HAS_CUDA
-// A world of one runs the exchange on the CommEngine's thread, whose current device is not
-// set, hence the cudaSetDevice.
+// A world of one without NCCL runs the exchange on the CommEngine's thread, whose current
+// device is not set, hence the cudaSetDevice.
 void* device_exchange_stream(comm::Communicator& comm, const ExecContext& exec) {
   CUDA_CHECK(cudaSetDevice(exec.ordinal()));
   return comm.device_stream() != nullptr ? comm.device_stream()
@@ -56,6 +60,10 @@ void DeviceBucketMetrics::measure_residual(std::size_t bucket, const float* e, s
   CUDA_CHECK(cudaMemcpyAsync(host_.as<SpanStats>() + 2 * bucket, pair, 2 * sizeof(SpanStats),
                              cudaMemcpyDeviceToHost, s));
   events_->copied[bucket].record(s);
+}
+
+const SpanStats* DeviceBucketMetrics::input_stats(std::size_t bucket) const {
+  return device_.as<SpanStats>() + 2 * bucket;
 }
 
 DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t bucket) const {
@@ -148,6 +156,7 @@ void DeviceBucketMetrics::measure_input(std::size_t, const float*, const float*,
                                         void*) {}
 void DeviceBucketMetrics::measure_residual(std::size_t, const float*, std::size_t, void*) {}
 DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t) const { return {}; }
+const SpanStats* DeviceBucketMetrics::input_stats(std::size_t) const { return nullptr; }
 struct DeviceMessageChecks::Events {};
 DeviceMessageChecks::DeviceMessageChecks(std::vector<std::string>, int) {
   SPARQ_FATAL("built without CUDA");
@@ -160,7 +169,7 @@ Status DeviceMessageChecks::check() { return Status::ok(); }
 
 Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype,
                             float* residual, comm::Communicator& comm, const EncodeContext& ctx_in,
-                            const ExecContext& exec) {
+                            const ExecContext& exec, float* own_decoded) {
 #if SPARQ_HAS_CUDA
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
   void* stream = device_exchange_stream(comm, exec);
@@ -173,8 +182,11 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
   SPARQ_RETURN_IF_ERROR(check_capacity(capacity, max_capacity_, ctx));
   auto* msg = message_.as<std::uint8_t>();
   codec.encode(bucket.data(), residual, n, ctx, msg, nullptr, 0, stream);
+  if (own_decoded != nullptr) {
+    codec.decode(msg, n, ctx, 1.0f, /*add=*/false, own_decoded, nullptr, 0, stream, nullptr);
+  }
   payload_bytes_ = capacity;
-  if (ctx.world_size > 1) {
+  if (exchanges_with_collective(comm)) {
     comm.allreduce(msg, msg, capacity / dtype_size(wire_dtype), wire_dtype, comm::ReduceOp::kSum);
   }
   // A sum of 16-bit casts: memory-safe whatever its bytes, nothing to validate.
@@ -183,6 +195,7 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
   return Status::ok();
 #else
   (void)wire_dtype;
+  (void)own_decoded;
   (void)residual;
   (void)comm;
   (void)exec;
@@ -195,14 +208,15 @@ Status DeviceAllreduce::run(std::span<float> bucket, DeviceCodec& codec, DType w
 
 Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* residual,
                             comm::Communicator& comm, const EncodeContext& ctx_in,
-                            const ExecContext& exec, std::uint32_t* invalid) {
+                            const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
 #if SPARQ_HAS_CUDA
   const int world = comm.size();
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
   void* stream = device_exchange_stream(comm, exec);
+  const bool collective = exchanges_with_collective(comm);
   if (send_.size() == 0) {
     send_ = Buffer::device(max_capacity_);
-    if (world > 1) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
+    if (collective) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
     if (max_scratch_ > 0) scratch_ = Buffer::device(max_scratch_);
   }
   EncodeContext ctx = ctx_in;
@@ -213,8 +227,12 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   SPARQ_RETURN_IF_ERROR(check_capacity(capacity, max_capacity_, ctx));
   auto* send = send_.as<std::uint8_t>();
   codec.encode(bucket.data(), residual, n, ctx, send, scratch_.data(), max_scratch_, stream);
+  if (own_decoded != nullptr) {
+    codec.decode(send, n, ctx, 1.0f, /*add=*/false, own_decoded, scratch_.data(), max_scratch_,
+                 stream, nullptr);
+  }
   payload_bytes_ = capacity;
-  if (world == 1) {
+  if (!collective) {
     codec.decode(send, n, ctx, 1.0f, /*add=*/false, bucket.data(), scratch_.data(), max_scratch_,
                  stream, invalid);
     return Status::ok();
@@ -232,6 +250,7 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   return Status::ok();
 #else
   (void)invalid;
+  (void)own_decoded;
   return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",
                        ctx_in.bucket_id);
 #endif

@@ -4,8 +4,9 @@
 // capacity-sized blocks of one allgather (NCCL has no allgatherv: no size exchange, no host
 // round-trip); every rank decodes all of them in rank order with alpha = 1/P into the bucket,
 // the first one setting it, as the CPU strategy does, so every rank ends with the same
-// floats. A world of one decodes its own message (the self communicator moves no device
-// memory), which is what the CPU's allgather of one message amounts to.
+// floats. A world of one on a host communicator decodes its own message, which is what the
+// CPU's allgather of one message amounts to; on NCCL it allgathers too (Note [A world of one
+// on NCCL]).
 //
 // The codec's kernels and the collective run on the communicator's stream when it has one
 // (NCCL, Communicator::device_stream), else on the store's compute stream: either way one
@@ -26,11 +27,20 @@
 #include "comm/communicator.h"
 #include "compress/compressor.h"
 #include "compress/device_codec.h"
+#include "compress/span_stats.h"
 #include "core/buffer.h"
 #include "core/exec_context.h"
 #include "core/status.h"
 
 namespace sparq::compress {
+
+// Note [A world of one on NCCL]: a bucket runs its collective whenever the world has several
+// ranks or the communicator is a device one (NCCL: the trainer's bucket queue on a GPU, one
+// rank included). On NCCL a world of one costs a device copy at most, keeps one GPU on the
+// code path of many (decoding the received messages, NCCL's in-place average), and gives an
+// emulated link (comm/emulated_link.h, EmulatedLink::ranks) a call to price. A host
+// communicator of one rank has nothing to move and skips it (and the CPU's results with it).
+bool exchanges_with_collective(const comm::Communicator& comm);
 
 // The stream a GPU store's compressed exchange runs on: the communicator's (NCCL) when it has
 // one, else the store's compute stream (and the calling thread's device is set to the
@@ -59,6 +69,9 @@ class DeviceBucketMetrics {
     double input_sq = 0, residual_sq = 0;
   };
   Values read(std::size_t bucket) const;
+  // The bucket's ||g + e||^2 in device memory, valid on the stream after measure_input
+  // (DeviceNonfiniteGuard reads it there).
+  const SpanStats* input_stats(std::size_t bucket) const;
 
  private:
   struct Events;  // one CUDA event per bucket (CUDA types stay out of this header)
@@ -108,9 +121,11 @@ class DeviceAllgather {
   // Replaces the device bucket by the average of every rank's decoded message. `residual`:
   // the bucket's device residual, or nullptr without error feedback. ctx.rank and
   // ctx.world_size are taken from `comm`. `invalid`: a word per rank for the verdict of its
-  // message's validation (DeviceMessageChecks), or nullptr.
+  // message's validation (DeviceMessageChecks), or nullptr. `own_decoded`: when set, n floats
+  // that receive this rank's own message decoded with alpha 1 (DeviceSendHistory).
   Status run(std::span<float> bucket, DeviceCodec& codec, float* residual, comm::Communicator& comm,
-             const EncodeContext& ctx, const ExecContext& exec, std::uint32_t* invalid = nullptr);
+             const EncodeContext& ctx, const ExecContext& exec, std::uint32_t* invalid = nullptr,
+             float* own_decoded = nullptr);
   // Bytes this rank sent in the last run: the message capacity, which is what moves.
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
@@ -126,15 +141,18 @@ class DeviceAllgather {
 // fused, into a message of the compressor's wire type; the collective sums the messages in
 // place in that type (NCCL adds f16 and bf16 natively; what the issue calls the bf16 dense
 // allreduce); every rank decodes the sum with alpha = 1/P, setting the bucket, as the CPU
-// strategy does (aggregation.cpp). A world of one decodes its own message. Streams and
+// strategy does (aggregation.cpp). A world of one on a host communicator decodes its own
+// message (Note [A world of one on NCCL]). Streams and
 // buffers as DeviceAllgather's. The sum differs from MPI's on the CPU only by the order of
 // the additions (NCCL's ring), as a dense allreduce does.
 class DeviceAllreduce {
  public:
   explicit DeviceAllreduce(std::size_t max_capacity) : max_capacity_(max_capacity) {}
 
+  // `own_decoded` as DeviceAllgather's: decoded before the collective sums the message.
   Status run(std::span<float> bucket, DeviceCodec& codec, DType wire_dtype, float* residual,
-             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec);
+             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec,
+             float* own_decoded = nullptr);
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
  private:

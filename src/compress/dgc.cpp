@@ -3,7 +3,10 @@
 #include <cmath>
 
 #include "compress/byte_io.h"
+#include "compress/device_codec.h"
+#include "compress/dgc_math.h"
 #include "compress/options.h"
+#include "compress/span_stats.h"
 #include "compress/sparse_format.h"
 #include "core/check.h"
 #include "core/ops.h"
@@ -20,33 +23,37 @@ Result<DgcCompressor::Options> DgcCompressor::Options::parse(ConfigReader& reade
   return o;
 }
 
-double DgcCompressor::density_at(std::int64_t step) const {
+double dgc_density_at(const DgcCompressor::Options& o, std::int64_t step) {
   const double start = 0.25;
-  if (options_.warmup_steps == 0 || step >= options_.warmup_steps || options_.density >= start) {
-    return options_.density;
-  }
-  const double t = static_cast<double>(std::max<std::int64_t>(step, 0)) /
-                   static_cast<double>(options_.warmup_steps);
-  return start * std::pow(options_.density / start, t);
+  if (o.warmup_steps == 0 || step >= o.warmup_steps || o.density >= start) return o.density;
+  const double t =
+      static_cast<double>(std::max<std::int64_t>(step, 0)) / static_cast<double>(o.warmup_steps);
+  return start * std::pow(o.density / start, t);
+}
+
+double DgcCompressor::density_at(std::int64_t step) const { return dgc_density_at(options_, step); }
+
+std::unique_ptr<DeviceCodec> DgcCompressor::device_codec() const {
+  return make_dgc_device_codec(options_);
 }
 
 void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
                                const EncodeContext& ctx) {
   SPARQ_CHECK(g.size() == e.size(), "dgc: {} gradients for {} residuals", g.size(), e.size());
   if (u_.size() < ctx.offset + g.size()) u_.resize(ctx.offset + g.size(), 0.0f);
-  float scale = 1.0f;
-  if (options_.clip_norm > 0.0) {
-    const double norm = std::sqrt(ops::sum_squares(g.data(), g.size()));
-    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(ctx.world_size));
-    if (norm > limit) scale = static_cast<float>(limit / norm);
-  }
+  // The norm as a fixed-partition sum, which the CUDA twin reproduces bit for bit.
+  const float scale =
+      options_.clip_norm > 0.0
+          ? dgc_clip_scale(span_stats(g.data(), g.size(), StatTerm::kSquare, StatTerm::kNone).sum_a,
+                           options_.clip_norm, ctx.world_size)
+          : 1.0f;
   const float m = static_cast<float>(options_.momentum);
   float* u = u_.data() + ctx.offset;
   const std::size_t n = g.size();
   // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
   for (std::size_t i = 0; i < n; ++i) {
-    u[i] = m * u[i] + scale * g[i];
+    u[i] = dgc_momentum(u[i], g[i], m, scale);
     e[i] += u[i];
   }
 }

@@ -17,6 +17,8 @@
 //              warmup_steps [0, 1e9] = 0.
 // Mass: decoded message + new residual == u_t + old residual (the corrected gradient
 // replaces g); contraction of the selection step: delta = k / n at the target density.
+// The per-element math (the momentum, the clipping scale) is dgc_math.h's, shared with the
+// CUDA twin, and the clipping norm a fixed-partition sum (span_stats.h).
 #pragma once
 
 #include "compress/compressor.h"
@@ -39,10 +41,12 @@ class DgcCompressor final : public Compressor {
   std::string_view name() const override { return "dgc"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
   // Sparse f32 lists, but not tree-mergeable: the momentum is masked at the positions dgc
-  // itself selected.
+  // itself selected. Its CUDA twin keeps the momentum on the device (dgc_device_codec.cpp).
   CompressorCapabilities capabilities() const override {
-    return {.sparse_f32 = true, .own_density_warmup = options_.warmup_steps > 0};
+    return {
+        .sparse_f32 = true, .own_density_warmup = options_.warmup_steps > 0, .device_twin = true};
   }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx) override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
@@ -72,5 +76,8 @@ class DgcCompressor final : public Compressor {
   std::vector<float> kept_;  // a[indices_[j]], from the selection pass
   std::vector<float> u_;
 };
+
+// rho_t of the warm-up schedule above (shared with the CUDA twin).
+double dgc_density_at(const DgcCompressor::Options& options, std::int64_t step);
 
 }  // namespace sparq::compress

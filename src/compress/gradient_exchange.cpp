@@ -179,6 +179,10 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     counting_step_ = step;
     exchanged_in_step_ = 0;
     local_nonfinite_ = nonfinite_all_ranks_ = 0;
+    nonfinite_checked_ = false;
+    if (device_nonfinite_) {
+      device_nonfinite_->begin_step(step, device_exchange_stream(comm, store_.context()));
+    }
   }
   const bool finite = store_.device() != Device::kCPU || ops::all_finite(grads.data(), grads.size());
   if (!finite) {
@@ -203,10 +207,10 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       ctx.density = warmup_density(*rho, t, config_.density_warmup_steps);
     }
     if (slot.error_feedback) slot.error_feedback->begin_step();
-    if (slot.send_history) {
+    if (tracks_sends(bucket.index)) {
       if (history_origin_ < 0) history_origin_ = step;
       history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
-      slot.send_history->begin_step(history_stamp_);
+      if (slot.send_history) slot.send_history->begin_step(history_stamp_);
     }
     if (slot.device_codec) {  // a GPU store (gradient_exchange_device.cpp)
       SPARQ_ASSIGN_OR_RETURN(stats.payload_bytes,
@@ -227,8 +231,9 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   } else {
     // Dense means in place (DESIGN.md, "The GPU path"), on either device: the gradient view
     // is averaged by the collective itself, with no staging copy, no zero-fill and no axpy
-    // back. The average over one rank is the gradient itself.
-    if (comm.size() > 1) {
+    // back. The average over one rank is the gradient itself (Note [A world of one on NCCL],
+    // device_exchange.h: NCCL computes it anyway).
+    if (exchanges_with_collective(comm)) {
       SPARQ_CHECK(comm.device() == store_.device(), "bucket {}: a {} communicator cannot average "
                   "{} gradients", bucket.index, comm.backend(), device_name(store_.device()));
       comm.allreduce(grads.data(), grads.data(), grads.size(), DType::kF32, comm::ReduceOp::kAvg);
@@ -242,10 +247,14 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
 void GradientExchange::agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
                                           std::int64_t step) {
   std::int32_t count = local_nonfinite_;
-  // A device store skips the local check (above), so every rank's count is 0 and there is
-  // nothing to agree on; the count is a host int, which a device communicator cannot take.
+  // A device store's compressed buckets were checked on the device, whose guard agrees there
+  // (device_nonfinite.h): the host count is 0 and a device communicator cannot take it.
   if (store_.device() != Device::kCPU) {
     nonfinite_all_ranks_ = 0;
+    if (device_nonfinite_ && nonfinite_checked_) {
+      device_nonfinite_->agree(comm, exchanges_with_collective(comm), last_bucket,
+                               device_exchange_stream(comm, store_.context()));
+    }
     return;
   }
   if (comm.size() > 1) comm.allreduce(&count, &count, 1, DType::kI32, comm::ReduceOp::kSum);
@@ -319,12 +328,15 @@ std::vector<double> GradientExchange::bucket_rel_errors() const {
 }
 
 std::optional<double> GradientExchange::never_sent_share() const {
-  if (last_sent_.empty() || history_stamp_ < window_stamps()) return std::nullopt;
+  if ((last_sent_.empty() && !device_history_) || history_stamp_ < window_stamps()) {
+    return std::nullopt;
+  }
+  read_device_metrics();
   std::size_t unsent = 0, total = 0;
   for (std::size_t b = 0; b < stats_.size(); ++b) {
-    if (!stats_[b].compressed || !buckets_[b].send_history) continue;
+    if (!stats_[b].compressed || !tracks_sends(b)) continue;
     unsent += stats_[b].unsent_in_window;
-    total += buckets_[b].send_history->size();
+    total += static_cast<std::size_t>(plan_.buckets()[b].range.count);
   }
   if (total == 0) return std::nullopt;
   return static_cast<double>(unsent) / static_cast<double>(total);
@@ -335,71 +347,6 @@ std::string GradientExchange::compressor_name(int bucket) const {
   if (!slot.compressor) return "none";
   return fmt::format("{}/{}{}", slot.compressor->name(), slot.aggregator->name(),
                      slot.error_feedback ? "+ef" : "");
-}
-
-std::vector<StateTensor> GradientExchange::save_state() {
-  saved_.resize(2 * buckets_.size());
-  std::vector<StateTensor> out;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const PerBucket& slot = buckets_[b];
-    if (!slot.compressor) continue;
-    Message& compressor = saved_[2 * b];
-    Message& aggregator = saved_[2 * b + 1];
-    slot.compressor->save_state(compressor);
-    slot.aggregator->save_state(aggregator);
-    for (auto [part, bytes] : {std::pair{"compressor", &compressor}, {"aggregator", &aggregator}}) {
-      const auto n = static_cast<std::int64_t>(bytes->size());
-      out.push_back({fmt::format("bucket{}.{}", b, part), Tensor(bytes->data(), DType::kU8, {n})});
-    }
-  }
-  return out;
-}
-
-Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
-  std::size_t next = 0;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    PerBucket& slot = buckets_[b];
-    if (!slot.compressor) continue;
-    for (const char* part : {"compressor", "aggregator"}) {
-      const std::string want = fmt::format("bucket{}.{}", b, part);
-      if (next >= state.size() || state[next].name != want) {
-        return Status::error("compression state: expected '{}', found '{}'", want,
-                             next < state.size() ? state[next].name : "end of state");
-      }
-      const Tensor& t = state[next].tensor;
-      const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
-      SPARQ_RETURN_IF_ERROR((std::string_view(part) == "compressor"
-                                 ? slot.compressor->load_state(bytes)
-                                 : slot.aggregator->load_state(bytes))
-                                .with_context(want));
-      ++next;
-    }
-  }
-  if (next != state.size()) {
-    return Status::error("compression state: {} unexpected entries from '{}' on (was the "
-                         "checkpoint written with another bucket plan or compressor?)",
-                         state.size() - next, state[next].name);
-  }
-  return Status::ok();
-}
-
-std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int new_rank,
-                                                            int new_world) const {
-  std::vector<NamedStateMerge> out;
-  for (const comm::Bucket& bucket : plan_.buckets()) {
-    const PerBucket& slot = buckets_[bucket.index];
-    if (!slot.compressor) continue;
-    const MergeShape shape{static_cast<std::size_t>(bucket.range.offset),
-                           static_cast<std::size_t>(bucket.range.count), old_world, new_world,
-                           new_rank};
-    out.push_back({fmt::format("bucket{}.compressor", bucket.index), "compressor",
-                   fmt::format("{} compressor state", slot.compressor->name()), shape,
-                   slot.compressor->state_merge(shape)});
-    out.push_back({fmt::format("bucket{}.aggregator", bucket.index), "aggregator",
-                   fmt::format("{} aggregator state", slot.aggregator->name()),
-                   shape, slot.aggregator->state_merge(shape)});
-  }
-  return out;
 }
 
 }  // namespace sparq::compress

@@ -29,14 +29,15 @@
 // Note [Non-finite local gradients]
 // A NaN or Inf in this rank's gradient must never reach a residual or a message: in a residual
 // it would poison every later step, in a message every rank's aggregate. So average_bucket()
-// checks each bucket's local gradient BEFORE compression (host stores; a device store's check
-// comes with the GPU exchange, issue 17). A non-finite bucket is replaced by zeros and goes
+// checks each bucket's local gradient BEFORE compression (host stores; a device store's
+// compressed buckets are checked on the device by DeviceNonfiniteGuard, device_nonfinite.h,
+// with the departure stated there). A non-finite bucket is replaced by zeros and goes
 // through its usual collective WITHOUT error feedback (every rank still takes part, in the same
 // order, so nothing hangs), leaving this rank's residual as it was. The step's last bucket
 // (the last to become ready; the same one on every rank) then agrees on a count of such
 // buckets across ranks (one 4-byte allreduce per step when world > 1) and, when any rank had
-// one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a non-finite aggregate norm, data_parallel.cpp)
-// then skips the step on all ranks alike.
+// one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a
+// non-finite aggregate norm, data_parallel.cpp) then skips the step on all ranks alike.
 //
 // Threading: average_bucket() runs in the CommQueue's task, one bucket at a time; everything
 // else is called from the compute thread while no bucket is in flight (after wait_all()).
@@ -58,6 +59,9 @@
 #include "compress/config.h"
 #include "compress/device_codec.h"
 #include "compress/device_exchange.h"
+#include "compress/device_nonfinite.h"
+#include "compress/device_send_history.h"
+#include "compress/device_two_phase.h"
 #include "compress/error_feedback.h"
 #include "core/buffer.h"
 #include "core/param_store.h"
@@ -125,7 +129,8 @@ class GradientExchange final : public comm::BucketAverager {
   const std::vector<BucketExchangeStats>& last_stats() const;
   // A GPU store's received messages are validated on the device as they are decoded (the
   // CPU runs check_message before decoding instead); the verdicts reach the host after the
-  // step. The first failure since the last call, as the CPU names it; ok on the CPU.
+  // step. The first failure since the last call, as the CPU names it; ok on the CPU. Also
+  // warns of the step's non-finite local gradients found on the device, as the CPU does.
   Status check_device_messages();
   // Sums of last_stats() over the buckets of the last communicated step.
   std::size_t last_payload_bytes() const;
@@ -191,6 +196,11 @@ class GradientExchange final : public comm::BucketAverager {
   void allocate_send_history();
   void agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,
                           std::int64_t step);
+  // Whether the bucket's sends are stamped (on the host or on the device).
+  bool tracks_sends(std::size_t bucket) const {
+    return buckets_[bucket].send_history != nullptr ||
+           (device_history_ != nullptr && buckets_[bucket].device_codec != nullptr);
+  }
   std::uint32_t window_stamps() const {
     return static_cast<std::uint32_t>(config_.never_sent_window);
   }
@@ -202,12 +212,19 @@ class GradientExchange final : public comm::BucketAverager {
   Buffer device_residual_;  // GPU stores with error feedback: the live residual
   std::unique_ptr<DeviceAllgather> device_allgather_;
   std::unique_ptr<DeviceAllreduce> device_allreduce_;
+  std::unique_ptr<DeviceTwoPhase> device_two_phase_;  // with the buckets' server residuals
   // GPU stores with error feedback: ||a||^2 and ||e||^2 per bucket, read into stats_ when a
   // metric is first asked for after a step (read_device_metrics()).
   std::unique_ptr<DeviceBucketMetrics> device_metrics_;
   // GPU stores: the device validation's verdicts on received messages (made at the first
   // exchange, which knows the world size).
   std::unique_ptr<DeviceMessageChecks> device_checks_;
+  // GPU stores with compressed buckets: Note [Non-finite local gradients] on the device, and
+  // whether a bucket of the current step was checked (so that the step's end agrees).
+  std::unique_ptr<DeviceNonfiniteGuard> device_nonfinite_;
+  bool nonfinite_checked_ = false;
+  // GPU stores with never_sent_window > 0: the device's send stamps and unsent counts.
+  std::unique_ptr<DeviceSendHistory> device_history_;
   mutable bool device_metrics_read_ = true;
   void read_device_metrics() const;
   bool has_error_feedback(std::size_t bucket) const;

@@ -4,6 +4,7 @@
 // device, with a host copy for checkpoints.
 // Dense buckets are averaged in place by the collective as on the CPU (gradient_exchange.cpp).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -18,10 +19,6 @@
 namespace sparq::compress {
 
 Status GradientExchange::prepare_device() {
-  if (config_.never_sent_window > 0) {
-    return Status::error("log.never_sent_window is not measured on the GPU yet (issue 17); set "
-                         "it to 0 with train.device: cuda");
-  }
   // The largest message and scratch any bucket can need: at density 1 while a density
   // warm-up may ask for it, else at the configured density.
   EncodeContext sizing;
@@ -40,7 +37,7 @@ Status GradientExchange::prepare_device() {
     }
     if (!device_strategy_built(slot.aggregator->name(), c.capabilities())) {
       return Status::error(
-          "{}: {}: {} is not built on the GPU yet (issue 17); use allgather "
+          "{}: {}: {} is not built on the GPU yet (issue 17); use allgather or two_phase "
           "(or auto; allreduce for fp16 and bf16) with train.device: cuda",
           where, config_.aggregation_key, slot.aggregator->name());
     }
@@ -54,7 +51,9 @@ Status GradientExchange::prepare_device() {
     max_scratch = std::max(max_scratch, slot.device_codec->scratch_bytes(n, sizing));
   }
   device_allgather_ = std::make_unique<DeviceAllgather>(max_capacity, max_scratch);
+  device_nonfinite_ = std::make_unique<DeviceNonfiniteGuard>(plan_.size());
   device_allreduce_ = std::make_unique<DeviceAllreduce>(max_capacity);
+  device_two_phase_ = std::make_unique<DeviceTwoPhase>(config_.aggregator.server_compression);
   if (config_.error_feedback) {
     device_residual_ =
         Buffer::device(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
@@ -63,6 +62,10 @@ Status GradientExchange::prepare_device() {
       largest = std::max(largest, static_cast<std::size_t>(bucket.range.count));
     }
     device_metrics_ = std::make_unique<DeviceBucketMetrics>(plan_.size(), largest);
+    if (config_.never_sent_window > 0) {
+      device_history_ = std::make_unique<DeviceSendHistory>(
+          static_cast<std::size_t>(store_.flat_numel()), plan_.size(), largest);
+    }
   }
   return Status::ok();
 }
@@ -89,16 +92,31 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
     device_metrics_->measure_input(bucket.index, grads.data(), residual, grads.size(), stream);
     device_metrics_read_ = false;
   }
+  // Note [Non-finite local gradients]: a bucket that is not finite goes out as zeros.
+  device_nonfinite_->check(bucket.index, grads.data(), grads.size(),
+                           residual ? device_metrics_->input_stats(bucket.index) : nullptr, stream);
+  nonfinite_checked_ = true;
+  // log.never_sent_window: the rank's own message, decoded where the stamps read it.
+  float* own_decoded = device_history_ ? device_history_->decoded_scratch() : nullptr;
   std::size_t sent = 0;
   if (slot.aggregator->name() == aggregation_name(Aggregation::kAllreduce)) {
     SPARQ_RETURN_IF_ERROR(device_allreduce_->run(grads, *slot.device_codec,
-                                                 slot.compressor->wire_dtype(), residual, comm,
-                                                 ctx, store_.context()));
+                                                 slot.compressor->wire_dtype(), residual, comm, ctx,
+                                                 store_.context(), own_decoded));
     sent = device_allreduce_->last_payload_bytes();
+  } else if (slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase)) {
+    SPARQ_RETURN_IF_ERROR(device_two_phase_->run(bucket.index, grads, *slot.device_codec, residual,
+                                                 comm, ctx, store_.context(), invalid,
+                                                 own_decoded));
+    sent = device_two_phase_->last_payload_bytes();
   } else {
     SPARQ_RETURN_IF_ERROR(device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
-                                                 store_.context(), invalid));
+                                                 store_.context(), invalid, own_decoded));
     sent = device_allgather_->last_payload_bytes();
+  }
+  if (device_history_) {
+    device_history_->record(bucket.index, static_cast<std::size_t>(bucket.range.offset),
+                            grads.size(), history_stamp_, window_stamps(), stream);
   }
   if (residual) device_metrics_->measure_residual(bucket.index, residual, grads.size(), stream);
   device_checks_->finish(bucket.index, stream);
@@ -106,6 +124,24 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
 }
 
 Status GradientExchange::check_device_messages() {
+  if (device_nonfinite_) {
+    const DeviceNonfiniteGuard::Verdict v = device_nonfinite_->read();
+    // Steps are 1-based in what users read, as the CPU's warnings (gradient_exchange.cpp).
+    if (!v.buckets.empty()) {
+      spdlog::warn(
+          "step {}: rank {}: non-finite local gradient in bucket {} (found on the GPU): "
+          "sent as zeros; the step is skipped on all ranks",
+          v.step + 1, v.rank, v.buckets.front());
+    }
+    if (v.all_ranks > 0 && v.rank == 0) {
+      spdlog::warn(
+          "step {}: {} bucket(s) with a non-finite local gradient across the ranks: "
+          "step skipped on all ranks",
+          v.step + 1, v.all_ranks);
+    }
+    local_nonfinite_ = static_cast<int>(v.buckets.size());
+    nonfinite_all_ranks_ = v.all_ranks;
+  }
   return device_checks_ ? device_checks_->check() : Status::ok();
 }
 
@@ -117,6 +153,7 @@ void GradientExchange::read_device_metrics() const {
     const DeviceBucketMetrics::Values v = device_metrics_->read(b);
     stats_[b].input_sq = v.input_sq;
     stats_[b].residual_sq = v.residual_sq;
+    if (device_history_) stats_[b].unsent_in_window = device_history_->read(b);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "compress/send_history.h"
 
+#include "compress/send_window.h"
 #include "core/check.h"
 
 namespace sparq::compress {
@@ -15,19 +16,18 @@ void SendHistory::mark_nonzero(std::size_t offset, std::span<const float> decode
   // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
   for (std::size_t i = 0; i < n; ++i) {
-    if (decoded[i] != 0.0f) last[i] = stamp;
+    last[i] = stamp_if_sent(last[i], decoded[i], stamp);
   }
 }
 
 std::size_t SendHistory::count_unsent(std::uint32_t window) const {
-  // A coordinate last sent at a stamp <= cutoff (0: never sent) is outside the window.
-  const std::uint32_t cutoff = stamp_ >= window ? stamp_ - window : 0;
+  const std::uint32_t cutoff = window_cutoff(stamp_, window);
   const std::size_t n = last_sent_.size();
   const std::uint32_t* last = last_sent_.data();
   std::size_t count = 0;
   // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
 #pragma omp parallel for schedule(static) reduction(+ : count) if (n > (1u << 16))
-  for (std::size_t i = 0; i < n; ++i) count += last[i] <= cutoff ? 1 : 0;
+  for (std::size_t i = 0; i < n; ++i) count += unsent_in_window(last[i], cutoff) ? 1 : 0;
   return count;
 }
 

@@ -73,8 +73,10 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     // Fault point "gradient.nonfinite" (docs/reliability.md): a NaN in this rank's gradient,
     // which Note [Non-finite local gradients] (gradient_exchange.h) must keep out of the
     // residual and the messages.
-    if (!store_.context().is_cuda() && range.count > 0 && fault::point("gradient.nonfinite", step)) {
-      store_.grads()[range.offset] = std::numeric_limits<float>::quiet_NaN();
+    if (range.count > 0 && fault::point("gradient.nonfinite", step)) {
+      // x * NaN = NaN, on the store's device (a GPU store's gradient never leaves it).
+      scale_in_place(store_.grad_range({range.offset, 1}), std::numeric_limits<float>::quiet_NaN(),
+                     store_.context());
     }
     optimizer_.before_communication(step, range);
     scheduler_.on_grads_ready(range);

@@ -76,7 +76,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"signsgd", messages + " device_twin", anywhere},
       {"onebit", messages + " device_twin", anywhere},
       {"blockquant", messages + " device_twin", anywhere},
-      {"dgc", "self_contained sparse_f32", anywhere},
+      {"dgc", "self_contained sparse_f32 device_twin", anywhere},
       {"lbs", messages + " device_twin", anywhere},
       {"powersgd", "needs_matrix_layout", "low_rank"},
   };
@@ -98,7 +98,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
 
 TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
   for (const char* name : {"lbs", "blockquant", "topk", "randomk", "qsgd", "terngrad", "signsgd",
-                           "onebit", "fp16", "bf16"}) {
+                           "onebit", "fp16", "bf16", "dgc"}) {
     auto c = make(name);
 #if SPARQ_HAS_CUDA
     EXPECT_NE(c->device_codec(), nullptr) << name;
@@ -106,25 +106,27 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
     EXPECT_EQ(c->device_codec(), nullptr) << name << ": no CUDA, no twin";
 #endif
   }
-  for (const char* name : {"none", "topk_sampled", "threshold", "dgc", "powersgd"}) {
+  for (const char* name : {"none", "topk_sampled", "threshold", "powersgd"}) {
     EXPECT_EQ(make(name)->device_codec(), nullptr) << name;
   }
 }
 
-// The device exchange's strategies (device_exchange.h): allgather for every twin, allreduce
-// only where messages sum; nothing for a compressor without a twin.
+// The device exchange's strategies (device_exchange.h, device_two_phase.h): allgather and
+// two_phase for every twin, allreduce only where messages sum; nothing for a compressor
+// without a twin, and no tree yet.
 TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   const auto built = [](const char* name, Aggregation a) {
     return device_strategy_built(aggregation_name(a), make(name)->capabilities());
   };
   EXPECT_TRUE(built("lbs", Aggregation::kAllgather));
-  EXPECT_FALSE(built("lbs", Aggregation::kTwoPhase));
+  EXPECT_TRUE(built("lbs", Aggregation::kTwoPhase));
   EXPECT_TRUE(built("bf16", Aggregation::kAllreduce));
   EXPECT_TRUE(built("fp16", Aggregation::kAllgather));
   EXPECT_FALSE(built("qsgd", Aggregation::kAllreduce));  // not summable
   EXPECT_TRUE(built("onebit", Aggregation::kAllgather));
-  EXPECT_FALSE(built("onebit", Aggregation::kTwoPhase));  // its own strategy: not on the GPU
-  EXPECT_FALSE(built("dgc", Aggregation::kAllgather));    // no twin
+  EXPECT_TRUE(built("onebit", Aggregation::kTwoPhase));  // its own strategy
+  EXPECT_TRUE(built("dgc", Aggregation::kAllgather));
+  EXPECT_FALSE(built("powersgd", Aggregation::kLowRank));  // no twin
   EXPECT_FALSE(built("gtopk", Aggregation::kTree));
 }
 

@@ -31,6 +31,7 @@ namespace {
 
 #if SPARQ_HAS_CUDA
 using sparq::testing::GuardedDeviceArray;
+using testing::expect_same_floats;
 using testing::make;
 using testing::normal_vector;
 
@@ -38,25 +39,6 @@ struct TwinCase {
   std::string name;
   std::map<std::string, std::string> params;
 };
-
-// NaN compares unequal to itself; a NaN is matched by a NaN. With `one_step`, a value one
-// float step away also matches: y + v * f is one fma on the device and on an FMA host when
-// g++ contracts it, which it may not through every ternary (Note [Byte-identical block
-// codes]); messages and kSet decodes are compared exactly.
-void expect_same_floats(const std::vector<float>& got, const std::vector<float>& want,
-                        const std::string& what, bool one_step = false) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      ASSERT_TRUE(std::isnan(got[i])) << what << " " << i;
-    } else if (one_step) {
-      ASSERT_TRUE(got[i] == want[i] || std::nextafter(got[i], want[i]) == want[i])
-          << what << " " << i << ": " << got[i] << " vs " << want[i];
-    } else {
-      ASSERT_EQ(got[i], want[i]) << what << " " << i;
-    }
-  }
-}
 
 void check_twin(const TwinCase& tc, std::size_t n, const EncodeContext& ctx, bool feedback) {
   SCOPED_TRACE(tc.name + " n=" + std::to_string(n) + " P=" + std::to_string(ctx.world_size) +

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,25 @@ inline std::unique_ptr<Compressor> make(const std::string& name,
   auto result = make_compressor(config);
   EXPECT_TRUE(result.is_ok()) << result.status().message();
   return result.is_ok() ? std::move(result).value() : nullptr;
+}
+
+// NaN compares unequal to itself; a NaN is matched by a NaN. With `one_step`, a value one
+// float step away also matches: y + v * f is one fma on the device and on an FMA host when
+// g++ contracts it, which it may not through every ternary (Note [Byte-identical block
+// codes]); messages and kSet decodes are compared exactly.
+inline void expect_same_floats(const std::vector<float>& got, const std::vector<float>& want,
+                               const std::string& what, bool one_step = false) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << " " << i;
+    } else if (one_step) {
+      ASSERT_TRUE(got[i] == want[i] || std::nextafter(got[i], want[i]) == want[i])
+          << what << " " << i << ": " << got[i] << " vs " << want[i];
+    } else {
+      ASSERT_EQ(got[i], want[i]) << what << " " << i;
+    }
+  }
 }
 
 inline double squared_norm(const std::vector<float>& v) {

@@ -331,18 +331,17 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "train.precision=bf16",
        "train\\.precision: bf16 covers the GEMM layers of gpt2 and bert"},
       // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda --set compress.name=dgc",
-       "compress\\.name: dgc has no GPU implementation yet"},
-      // onebit has a twin, but its own strategy (two_phase) is not built on the GPU.
-      {base + "--set train.device=cuda --set compress.name=onebit",
-       "compress\\.aggregation: two_phase is not built on the GPU yet"},
+      {base + "--set train.device=cuda --set compress.name=threshold",
+       "compress\\.name: threshold has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
-      {base + "--set train.device=cuda --set compress.aggregation=two_phase",
-       "compress\\.aggregation: two_phase is not built on the GPU yet"},
       // gtopk's own strategy (auto) is the tree.
       {base + "--set train.device=cuda --set compress.name=gtopk",
        "compress\\.aggregation: tree is not built on the GPU yet"},
+      // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
+      {base + "--set comm.emulate.ranks=4",
+       "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},
+      {base + "--set comm.emulate.ranks=1", "comm\\.emulate\\.ranks: 1 is the real one-rank world"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);
@@ -397,15 +396,15 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
       << bf16.output;
   EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
   // A compressor without a GPU twin is still validated, with the refusal as a note.
-  const ProcessResult dgc =
+  const ProcessResult threshold =
       run_train(0,
                 "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                "compress.name=dgc --dry-run");
-  EXPECT_EQ(dgc.exit_code, 0) << dgc.output;
-  EXPECT_NE(dgc.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                            "compress.name: dgc has no GPU implementation yet"),
+                "compress.name=threshold --dry-run");
+  EXPECT_EQ(threshold.exit_code, 0) << threshold.output;
+  EXPECT_NE(threshold.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                                  "compress.name: threshold has no GPU implementation yet"),
             std::string::npos)
-      << dgc.output;
+      << threshold.output;
   // The GPU twins added with the device allreduce: nothing to refuse.
   for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16"}) {
     const ProcessResult p = run_train(

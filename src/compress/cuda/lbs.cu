@@ -8,6 +8,7 @@
 #include "compress/cuda/lbs_shared.cuh"
 #include "compress/cuda/topk_cuda.h"
 #include "compress/cuda/wire_bytes.cuh"
+#include "compress/sparse_bound.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -180,12 +181,16 @@ void encode_sparse(const float* g, float* e, std::size_t n, std::size_t k, bool 
 }  // namespace
 
 std::size_t lbs_capacity(std::size_t n, std::size_t k, const LbsArgs& args) {
-  // The index section is never larger than the bitmap; 4 bytes of slack for the bitmap's
-  // last word.
-  return kHeaderBytes + (n + 7) / 8 + run_bytes(k, args) + 4;
+  // The index section's bound (sparse_bound.h); 4 bytes of slack for the bitmap's last word.
+  return kHeaderBytes + compress::sparse_index_bound(n, k) + run_bytes(k, args) + 4;
 }
 
 std::size_t lbs_scratch_bytes(std::size_t n, std::size_t k) { return layout_for(n, k).total; }
+
+const std::uint32_t* sparse_kept_indices(const void* scratch) {
+  static_assert(Layout{}.idx == 0, "the kept indices lead the scratch whatever n and k");
+  return static_cast<const std::uint32_t*>(scratch);
+}
 
 void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const LbsArgs& args,
                 std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
@@ -194,7 +199,7 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
 }
 
 std::size_t topk_capacity(std::size_t n, std::size_t k) {
-  return kHeaderBytes + (n + 7) / 8 + 4 * k + 4;
+  return kHeaderBytes + compress::sparse_index_bound(n, k) + 4 * k + 4;
 }
 
 void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::uint8_t* out,

@@ -68,6 +68,9 @@ void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsA
 // decode (one fma per value, as g++ contracts `out += alpha * v` on FMA hosts). Scratch:
 // lbs_scratch_bytes / lbs_decode_scratch_bytes.
 std::size_t topk_capacity(std::size_t n, std::size_t k);
+// After lbs_encode or topk_encode, until the next call with the same scratch: the k kept
+// indices, ascending (dgc masks its momentum there).
+const std::uint32_t* sparse_kept_indices(const void* scratch);
 void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::uint8_t* out,
                  void* scratch, std::size_t scratch_bytes, cudaStream_t stream);
 void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,

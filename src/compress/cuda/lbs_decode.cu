@@ -7,6 +7,7 @@
 #include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/lbs_shared.cuh"
 #include "compress/cuda/wire_bytes.cuh"
+#include "compress/sparse_bound.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -61,13 +62,15 @@ __global__ void f32_scatter_kernel(const std::uint8_t* in, std::size_t k, float 
 __device__ void reject(std::uint32_t* bad, std::uint32_t reason) { atomicCAS(bad, 0u, reason); }
 
 // The header against what the receiver knows (sparse_format.h's check_sparse_prefix). The
-// index section may not exceed the bitmap's size: the capacity every message fits in.
+// index section may not exceed its bound (sparse_bound.h), which every encoder's message
+// meets and the capacity holds, so nothing is read past a message's block.
 __global__ void header_check_kernel(const std::uint8_t* in, std::size_t n, std::size_t k,
                                     int value_bits, std::uint32_t* bad) {
   const std::uint32_t index_bytes = load_u32(in + 4);
   const std::size_t bitmap_bytes = (n + 7) / 8;
   const bool ok = load_u32(in) == k && in[8] <= 1 && in[9] == value_bits &&
-                  (in[8] == 1 ? index_bytes == bitmap_bytes : index_bytes <= bitmap_bytes);
+                  index_bytes <= compress::sparse_index_bound(n, k) &&
+                  (in[8] == 1 ? index_bytes == bitmap_bytes : true);
   *bad = ok ? kSparseValid : kSparseBadHeader;
 }
 

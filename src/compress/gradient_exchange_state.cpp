@@ -1,0 +1,99 @@
+// GradientExchange's checkpointed state (gradient_exchange.h): each compressed bucket's
+// compressor and aggregator state as named byte tensors, in plan order, and the merges an
+// elastic resume applies to them. A GPU twin that keeps the compressor's state on the device
+// (DeviceCodec::has_state) saves and loads it in the CPU compressor's format.
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "compress/gradient_exchange.h"
+
+namespace sparq::compress {
+
+std::vector<StateTensor> GradientExchange::save_state() {
+  saved_.resize(2 * buckets_.size());
+  std::vector<StateTensor> out;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const PerBucket& slot = buckets_[b];
+    if (!slot.compressor) continue;
+    Message& compressor = saved_[2 * b];
+    Message& aggregator = saved_[2 * b + 1];
+    // A twin that keeps the compressor's state on the device saves it in the same format.
+    if (slot.device_codec && slot.device_codec->has_state()) {
+      slot.device_codec->save_state(compressor);
+    } else {
+      slot.compressor->save_state(compressor);
+    }
+    if (slot.device_codec && device_two_phase_ &&
+        slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase)) {
+      device_two_phase_->save_state(b, aggregator);  // the device's server residual
+    } else {
+      slot.aggregator->save_state(aggregator);
+    }
+    for (auto [part, bytes] : {std::pair{"compressor", &compressor}, {"aggregator", &aggregator}}) {
+      const auto n = static_cast<std::int64_t>(bytes->size());
+      out.push_back({fmt::format("bucket{}.{}", b, part), Tensor(bytes->data(), DType::kU8, {n})});
+    }
+  }
+  return out;
+}
+
+Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
+  std::size_t next = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    PerBucket& slot = buckets_[b];
+    if (!slot.compressor) continue;
+    for (const char* part : {"compressor", "aggregator"}) {
+      const std::string want = fmt::format("bucket{}.{}", b, part);
+      if (next >= state.size() || state[next].name != want) {
+        return Status::error("compression state: expected '{}', found '{}'", want,
+                             next < state.size() ? state[next].name : "end of state");
+      }
+      const Tensor& t = state[next].tensor;
+      const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
+      Status loaded;
+      if (std::string_view(part) == "compressor") {
+        loaded = slot.device_codec && slot.device_codec->has_state()
+                     ? slot.device_codec->load_state(bytes)
+                     : slot.compressor->load_state(bytes);
+      } else {
+        loaded = slot.device_codec && device_two_phase_ &&
+                         slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase)
+                     ? device_two_phase_->load_state(b, bytes)
+                     : slot.aggregator->load_state(bytes);
+      }
+      SPARQ_RETURN_IF_ERROR(loaded.with_context(want));
+      ++next;
+    }
+  }
+  if (next != state.size()) {
+    return Status::error(
+        "compression state: {} unexpected entries from '{}' on (was the "
+        "checkpoint written with another bucket plan or compressor?)",
+        state.size() - next, state[next].name);
+  }
+  return Status::ok();
+}
+
+std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int new_rank,
+                                                            int new_world) const {
+  std::vector<NamedStateMerge> out;
+  for (const comm::Bucket& bucket : plan_.buckets()) {
+    const PerBucket& slot = buckets_[bucket.index];
+    if (!slot.compressor) continue;
+    const MergeShape shape{static_cast<std::size_t>(bucket.range.offset),
+                           static_cast<std::size_t>(bucket.range.count), old_world, new_world,
+                           new_rank};
+    out.push_back({fmt::format("bucket{}.compressor", bucket.index), "compressor",
+                   fmt::format("{} compressor state", slot.compressor->name()), shape,
+                   slot.compressor->state_merge(shape)});
+    out.push_back({fmt::format("bucket{}.aggregator", bucket.index), "aggregator",
+                   fmt::format("{} aggregator state", slot.aggregator->name()), shape,
+                   slot.aggregator->state_merge(shape)});
+  }
+  return out;
+}
+
+}  // namespace sparq::compress

@@ -1,0 +1,106 @@
+// dgc's CUDA twin (compress/dgc_device_codec.cpp) against DgcCompressor under ErrorFeedback,
+// over several steps so that the momentum carries: the message bytes, the residual and the
+// momentum (through save_state, in the CPU's format) after every step, with and without
+// local clipping and the sparsity warm-up, and without error feedback (plain top-k); decodes
+// set and add; the momentum loaded into a fresh twin comes back the same. Device buffers sit
+// between sentinel guards. Label gpu.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/device_test_util.h"
+#include "compress/device_codec.h"
+#include "compress/error_feedback.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+#if SPARQ_HAS_CUDA
+using sparq::testing::GuardedDeviceArray;
+using testing::expect_same_floats;
+using testing::make;
+using testing::normal_vector;
+
+void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup, bool feedback) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " clip_norm=" + clip + " warmup_steps=" + warmup +
+               (feedback ? " +ef" : ""));
+  auto cpu = make("dgc", {{"density", "0.02"}, {"clip_norm", clip}, {"warmup_steps", warmup}});
+  ASSERT_NE(cpu, nullptr);
+  auto device = cpu->device_codec();
+  ASSERT_NE(device, nullptr);
+  ASSERT_TRUE(device->has_state());
+  std::vector<float> residual = normal_vector(n, n + 2, 0.1f);
+  GuardedDeviceArray<float> de(residual);
+  for (int step = 0; step < 5; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    EncodeContext ctx;
+    ctx.seed = 5;
+    ctx.step = step;
+    ctx.world_size = 2;
+    ctx.rank = 1;
+    ctx.offset = 7;
+    const std::vector<float> g = normal_vector(n, 100 * n + step);
+    Message want;
+    if (feedback) {
+      ErrorFeedback ef(residual);
+      ef.encode(*cpu, g, 0, ctx, want);
+    } else {
+      cpu->encode(g, ctx, want);
+    }
+    GuardedDeviceArray<float> dg(g);
+    const std::size_t capacity = device->capacity(n, ctx);
+    ASSERT_GE(capacity, want.size());
+    GuardedDeviceArray<std::uint8_t> dmsg(capacity);
+    GuardedDeviceArray<std::uint8_t> scratch(device->scratch_bytes(n, ctx) + 1);
+    device->encode(dg.data(), feedback ? de.data() : nullptr, n, ctx, dmsg.data(), scratch.data(),
+                   scratch.size(), nullptr);
+    std::vector<std::uint8_t> got = dmsg.download();
+    got.resize(want.size());  // the rest of the capacity is slack the header excludes
+    ASSERT_EQ(got, want);
+    ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact() && dg.guards_intact());
+    if (feedback) {
+      ASSERT_EQ(de.download(), residual);  // a = e + u exactly; 0 where kept, on both sides
+    }
+    std::vector<std::uint8_t> cpu_state, device_state;
+    cpu->save_state(cpu_state);
+    device->save_state(device_state);
+    ASSERT_EQ(device_state, cpu_state) << "the momentum";
+    for (bool add : {false, true}) {
+      std::vector<float> expected(n, add ? 0.25f : -1.0f);
+      GuardedDeviceArray<float> dout(expected);
+      cpu->decode(want, expected, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet, ctx);
+      device->decode(dmsg.data(), n, ctx, 0.5f, add, dout.data(), scratch.data(), scratch.size(),
+                     nullptr, nullptr);
+      expect_same_floats(dout.download(), expected, add ? "kAdd" : "kSet", /*one_step=*/add);
+      ASSERT_TRUE(dout.guards_intact());
+    }
+  }
+  // A checkpoint's momentum, loaded into a fresh twin, is the same momentum.
+  std::vector<std::uint8_t> saved, reloaded;
+  cpu->save_state(saved);
+  auto fresh = cpu->device_codec();
+  ASSERT_TRUE(fresh->load_state(saved).is_ok());
+  fresh->save_state(reloaded);
+  EXPECT_EQ(reloaded, saved);
+  EXPECT_FALSE(fresh->load_state(std::vector<std::uint8_t>(3)).is_ok()) << "not f32";
+}
+#endif
+
+TEST(CudaDgc, StepsSendTheCpuBytesAndKeepTheCpuMomentum) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (std::size_t n : {60, 1000, 70001}) {
+    for (const char* clip : {"0", "0.5"}) {
+      for (const char* warmup : {"0", "3"}) check_dgc(n, clip, warmup, /*feedback=*/true);
+    }
+    check_dgc(n, "0", "0", /*feedback=*/false);
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace sparq::compress

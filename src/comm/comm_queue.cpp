@@ -10,6 +10,8 @@ detail::QueuedTask& CommHandle::checked(const char* what) const {
   return *task_;
 }
 
+bool CommQueue::gate(const CommHandle&, void*) { return false; }
+
 CommQueue::Mark CommQueue::mark_producer() {
   const std::int64_t now = now_us();
   return [now] { return now; };

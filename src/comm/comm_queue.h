@@ -120,6 +120,12 @@ class CommQueue {
     return wait(submit(std::move(name), step, std::move(task)));
   }
 
+  // Makes `consumer` (a cudaStream_t) wait for the task without blocking the host, so the
+  // kernels enqueued there next (the optimizer's) run once the task has; false when this
+  // queue cannot (the host thread engine: wait() is the way). wait() must still follow for
+  // the task's outcome, times and bytes.
+  virtual bool gate(const CommHandle& handle, void* consumer);
+
   // A point in the producer's work, for timing (when backward really ended, say): the time,
   // on the now_us() clock, at which everything the producer had been given when mark_producer
   // was called has run. The host queue's producer is the calling thread, so its mark is the

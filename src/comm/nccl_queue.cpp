@@ -31,6 +31,9 @@ class NcclQueue final : public CommQueue {
   Status wait(const CommHandle& handle) override { return engine_.wait(handle); }
   Status wait_all() override { return engine_.wait_all(); }
   Mark mark_producer() override { return engine_.mark_producer(); }
+  bool gate(const CommHandle& handle, void* consumer) override {
+    return engine_.gate(handle, consumer);
+  }
   std::size_t in_flight() const override { return engine_.in_flight(); }
   Communicator& communicator() const override { return *comm_; }
   const std::string& queue_name() const override { return engine_.queue_name(); }

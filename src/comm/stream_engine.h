@@ -130,6 +130,11 @@ class StreamCommEngine final : public CommQueue {
   // Completes when the task's stream work has (for cudaStreamWaitEvent / cudaEventQuery).
   cudaEvent_t end_event(const CommHandle& handle) const;
 
+  // The queue's form of wait_on_stream: always possible here.
+  bool gate(const CommHandle& handle, void* consumer) override {
+    wait_on_stream(handle, static_cast<cudaStream_t>(consumer));
+    return true;
+  }
   // When the producer stream has run what it was given so far (an event recorded there, on
   // the host clock through the engine's anchor like the tasks' times).
   Mark mark_producer() override;

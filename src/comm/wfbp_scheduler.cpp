@@ -92,6 +92,15 @@ void WfbpScheduler::submit_tail(std::string name, TailFn fn) {
   tail_ = queue_.submit(std::move(name), step_, CommQueue::Task(std::move(fn)));
 }
 
+bool WfbpScheduler::gate(void* consumer) {
+  SPARQ_CHECK(backward_done_, "gate() before on_backward_done() in step {}", step_);
+  if (!communicate_) return true;
+  for (int b : stats_.launch_order) {
+    if (!queue_.gate(handles_[b], consumer)) return false;
+  }
+  return !tail_ || queue_.gate(*tail_, consumer);
+}
+
 Status WfbpScheduler::wait_all() {
   SPARQ_CHECK(backward_done_, "wait_all() before on_backward_done() in step {}", step_);
   if (!communicate_) return Status::ok();

@@ -97,6 +97,10 @@ class WfbpScheduler {
   // embedding's exchanged sparse rows. Its time and bytes count as the step's communication.
   void submit_tail(std::string name, TailFn fn);
   Status wait_all();
+  // After on_backward_done(): makes `consumer` (a cudaStream_t) wait for every bucket of the
+  // step and the tail without blocking the host, when the queue can (CommQueue::gate); false
+  // when it cannot. wait_all() still follows, for the statistics and failures.
+  bool gate(void* consumer);
 
   const StepCommStats& step_stats() const { return stats_; }
   const BucketPlan& plan() const { return plan_; }

@@ -133,7 +133,7 @@ void Adam::step(double lr) {
 #if SPARQ_HAS_CUDA
     cuda::adam_step(params, grads, m, v, device_->decay_table(), store_.flat_numel(), s, frozen,
                     static_cast<float>(config_.weight_decay), device_->take_grad_scale(),
-                    store_.context().cuda().stream.get());
+                    device_->take_guard(), store_.context().cuda().stream.get());
 #endif
     ++steps_;
     return;

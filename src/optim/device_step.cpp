@@ -89,6 +89,28 @@ const float* DeviceStep::take_grad_scale() {
   return reinterpret_cast<const float*>(result_.as<double>() + 1);
 }
 
+void DeviceStep::clip_grad_norm_on_device(double max_norm) {
+  double* norm = result_.as<double>();
+  cuda::global_norm(store_.grads(), store_.flat_numel(), max_norm, partials_.as<double>(), norm,
+                    reinterpret_cast<float*>(norm + 1), compute_stream(store_));
+  scale_pending_ = max_norm > 0.0;
+  guard_pending_ = true;
+}
+
+const double* DeviceStep::take_guard() {
+  if (!guard_pending_) return nullptr;
+  guard_pending_ = false;
+  return result_.as<double>();
+}
+
+double DeviceStep::read_norm() {
+  cudaStream_t stream = compute_stream(store_);
+  CUDA_CHECK(cudaMemcpyAsync(norm_host_.data(), result_.data(), sizeof(double),
+                             cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *norm_host_.as<double>();
+}
+
 #else  // A CUDA store cannot exist without CUDA: these are never reached.
 
 DeviceStep::DeviceStep(const ParamStore& store) : store_(store) {
@@ -98,6 +120,9 @@ DeviceStep::~DeviceStep() = default;
 Buffer DeviceStep::zeroed_state(std::int64_t) const { SPARQ_FATAL("built without CUDA"); }
 double DeviceStep::clip_grad_norm(double) { SPARQ_FATAL("built without CUDA"); }
 const float* DeviceStep::take_grad_scale() { return nullptr; }
+void DeviceStep::clip_grad_norm_on_device(double) { SPARQ_FATAL("built without CUDA"); }
+const double* DeviceStep::take_guard() { return nullptr; }
+double DeviceStep::read_norm() { SPARQ_FATAL("built without CUDA"); }
 
 #endif
 

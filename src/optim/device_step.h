@@ -41,6 +41,12 @@ class DeviceStep {
   // The device address of the pending clip scale, or nullptr when none is pending; a scale is
   // consumed by the step that takes it.
   const float* take_grad_scale();
+  // The guarded form (Optimizer::clip_grad_norm_on_device): the same norm and scale without
+  // the read-back; the next step takes the norm as its guard (take_guard) and read_norm()
+  // then blocks for the 8-byte copy, queued behind that step.
+  void clip_grad_norm_on_device(double max_norm);
+  const double* take_guard();
+  double read_norm();
 
  private:
   const ParamStore& store_;
@@ -49,6 +55,7 @@ class DeviceStep {
   Buffer result_;       // device: the norm (double), then the scale (float)
   Buffer norm_host_;    // pinned, one double
   bool scale_pending_ = false;
+  bool guard_pending_ = false;
 };
 
 }  // namespace sparq::optim

@@ -64,6 +64,18 @@ double Optimizer::clip_grad_norm(double max_norm) {
   return optim::clip_grad_norm(store_, max_norm);
 }
 
+void Optimizer::clip_grad_norm_on_device(double max_norm) {
+  SPARQ_CHECK(device_ != nullptr, "clip_grad_norm_on_device() needs a CUDA store");
+  device_->clip_grad_norm_on_device(max_norm);
+}
+
+double Optimizer::finish_guarded_step() {
+  SPARQ_CHECK(device_ != nullptr, "finish_guarded_step() needs a CUDA store");
+  const double norm = device_->read_norm();
+  if (!std::isfinite(norm) && steps_ > 0) --steps_;  // the device left everything as it was
+  return norm;
+}
+
 Buffer Optimizer::flat_state_buffer() const {
   if (device_) return device_->zeroed_state(store_.flat_numel());
   return Buffer::host(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);

@@ -86,6 +86,14 @@ class Optimizer {
   //         uses the gradient as it is; a clip whose step is skipped is discarded by the next
   //         clip.
   double clip_grad_norm(double max_norm);
+  // The guarded form, CUDA only, for a step whose kernels are enqueued without the host
+  // waiting for the exchange (data_parallel.cpp): clip_grad_norm_on_device leaves the norm and
+  // the scale on the device without reading the norm back; the next step() does nothing when
+  // that norm is not finite (the device checks it); finish_guarded_step() then reads the norm
+  // (blocking, behind the step) and returns it, uncounting a step the device skipped.
+  void clip_grad_norm_on_device(double max_norm);
+  double finish_guarded_step();
+  bool on_device() const { return device_ != nullptr; }
   // Applies one update from the gradient buffer with learning rate `lr`.
   virtual void step(double lr) = 0;
 

@@ -68,7 +68,7 @@ void Sgd::step(double lr) {
 #if SPARQ_HAS_CUDA
     cuda::sgd_step(params, grads, buf, device_->decay_table(), store_.flat_numel(), s,
                    static_cast<float>(config_.weight_decay), device_->take_grad_scale(),
-                   store_.context().cuda().stream.get());
+                   device_->take_guard(), store_.context().cuda().stream.get());
 #endif
     ++steps_;
     return;

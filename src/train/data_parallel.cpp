@@ -10,6 +10,10 @@
 #include "core/timer.h"
 #include "optim/clip.h"
 
+#if SPARQ_HAS_CUDA
+#include "core/cuda/device_resources.h"
+#endif
+
 namespace sparq::train {
 namespace {
 
@@ -126,12 +130,15 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     scheduler_.on_backward_done();
     if (last && options_.split_tied_embedding) submit_tied_rows(accumulation_scale);
   }
-  const Status comm_status = scheduler_.wait_all();
-  SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
-  r.comm = scheduler_.step_stats();
-  if (r.comm.tail) r.tied_rows_bytes = tied_rows_.last_payload_bytes();
-  record_submissions(trace_, r.comm);
   r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
+  // On a GPU whose buckets run on streams, the optimizer's kernels wait for the exchange on
+  // the compute stream, not the host (guarded_optimizer_step).
+  if (store_.context().is_cuda() && optimizer_.on_device() && scheduler_.gate(compute_stream())) {
+    guarded_optimizer_step(step, r);
+    r.step_ms = step_watch.millis();
+    return r;
+  }
+  finish_communication(r);
 
   Stopwatch opt_watch;
   {
@@ -153,6 +160,38 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   r.optimizer_ms = opt_watch.millis();
   r.step_ms = step_watch.millis();
   return r;
+}
+
+void DataParallelStepper::finish_communication(StepResult& r) {
+  const Status comm_status = scheduler_.wait_all();
+  SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
+  r.comm = scheduler_.step_stats();
+  if (r.comm.tail) r.tied_rows_bytes = tied_rows_.last_payload_bytes();
+  record_submissions(trace_, r.comm);
+}
+
+void DataParallelStepper::guarded_optimizer_step(std::int64_t step, StepResult& r) {
+  Stopwatch opt_watch;
+  ScopedTrace span(trace_, "optimizer", "optimizer", step);
+  // The clip and the update are enqueued behind the buckets' end events; the update skips
+  // itself on the device when the aggregate's norm is not finite (Optimizer::step's guard),
+  // the host's skip rule below, decided without waiting for it first.
+  optimizer_.clip_grad_norm_on_device(options_.clip_local ? 0.0 : options_.clip_norm);
+  optimizer_.step(r.lr);
+  store_.zero_grads();
+  finish_communication(r);
+  const double aggregate_norm = optimizer_.finish_guarded_step();
+  if (!options_.clip_local) r.grad_norm = aggregate_norm;
+  r.skipped = !std::isfinite(aggregate_norm);
+  r.optimizer_ms = opt_watch.millis();
+}
+
+void* DataParallelStepper::compute_stream() const {
+#if SPARQ_HAS_CUDA
+  return store_.context().cuda().stream.get();
+#else
+  return nullptr;
+#endif
 }
 
 }  // namespace sparq::train

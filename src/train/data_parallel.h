@@ -79,6 +79,12 @@ class DataParallelStepper {
  private:
   // Scales the lookup's rows like every reported range and submits their exchange.
   void submit_tied_rows(float scale);
+  // Waits for the step's buckets (and tail) and takes their statistics into r.
+  void finish_communication(StepResult& r);
+  // A CUDA store whose bucket queue gated the compute stream: clip, update and zeroing are
+  // enqueued without a host wait, the update guarded on the device against a non-finite norm.
+  void guarded_optimizer_step(std::int64_t step, StepResult& r);
+  void* compute_stream() const;  // the store's CUDA compute stream (nullptr on the CPU)
 
   Model& model_;
   ParamStore& store_;

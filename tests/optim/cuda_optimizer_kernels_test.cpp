@@ -86,6 +86,18 @@ TEST(CudaGlobalNorm, MatchesTheHostSumAndIsDeterministic) {
 #endif
 }
 
+// Adam's per-step scalars for the kernel tests (any values do: host and device share them).
+AdamScalars example_adam_scalars(bool decoupled) {
+  AdamScalars s;
+  s.lr = 0.01f;
+  s.beta1 = 0.9f;
+  s.beta2 = 0.95f;
+  s.step_size = 0.012f;
+  s.inv_sqrt_bc2 = 3.1f;
+  s.decoupled = decoupled;
+  return s;
+}
+
 TEST(CudaAdamKernel, MatchesTheSharedMathOnTheHost) {
   SPARQ_SKIP_WITHOUT_GPU();
 #if SPARQ_HAS_CUDA
@@ -96,13 +108,7 @@ TEST(CudaAdamKernel, MatchesTheSharedMathOnTheHost) {
   const float clip = 0.73f, wd = 0.05f;
   for (int variant = 0; variant < 4; ++variant) {
     const bool decoupled = variant % 2 == 1, frozen = variant >= 2;
-    AdamScalars s;
-    s.lr = 0.01f;
-    s.beta1 = 0.9f;
-    s.beta2 = 0.95f;
-    s.step_size = 0.012f;
-    s.inv_sqrt_bc2 = 3.1f;
-    s.decoupled = decoupled;
+    const AdamScalars s = example_adam_scalars(decoupled);
     // The host clips as clip_grad_norm does, in place, in another function (so no product
     // of the scaling can be fused into the update), then steps.
     std::vector<float> p = p0, m = m0, v = v0, clipped = g;
@@ -118,7 +124,8 @@ TEST(CudaAdamKernel, MatchesTheSharedMathOnTheHost) {
     GuardedDeviceArray<float> dp(p0), dg(g), dm(m0), dv(v0), dscale(std::vector<float>{clip});
     GuardedDeviceArray<std::uint8_t> ddecay(decay);
     cuda::adam_step(dp.data(), dg.data(), dm.data(), dv.data(), ddecay.data(),
-                    static_cast<std::int64_t>(n), s, frozen, wd, dscale.data(), nullptr);
+                    static_cast<std::int64_t>(n), s, frozen, wd, dscale.data(),
+                    /*guard_norm=*/nullptr, nullptr);
     const std::string what = std::string(decoupled ? "adamw" : "adam") + (frozen ? " frozen" : "");
     testing::expect_close(dp.download(), p, kUpdateBound, what + " params");
     testing::expect_close(dm.download(), m, kUpdateBound, what + " m");
@@ -163,7 +170,7 @@ TEST(CudaSgdKernel, MatchesTheSharedMathOnTheHost) {
     GuardedDeviceArray<float> dp(p0), dg(g), db(b0);
     GuardedDeviceArray<std::uint8_t> ddecay(decay);
     cuda::sgd_step(dp.data(), dg.data(), variant == 0 ? nullptr : db.data(), ddecay.data(),
-                   static_cast<std::int64_t>(n), s, wd, nullptr, nullptr);
+                   static_cast<std::int64_t>(n), s, wd, nullptr, /*guard_norm=*/nullptr, nullptr);
     const std::string what = "sgd variant " + std::to_string(variant);
     testing::expect_close(dp.download(), p, kUpdateBound, what + " params");
     testing::expect_close(db.download(), b, kUpdateBound, what + " momentum");
@@ -203,6 +210,45 @@ TEST(CudaAdamKernel, MomentumIntoGradsTouchesOnlyItsRange) {
   EXPECT_TRUE(dg.guards_intact());
   EXPECT_EQ(dp.download(), p);
   testing::expect_close(dm.download(), m, kUpdateBound, "local momentum advanced");
+#endif
+}
+
+// A guarded step (the host does not wait for the norm before enqueueing it) leaves the
+// parameters and the state as they were when the aggregate's norm is not finite, and is the
+// plain step when it is.
+TEST(CudaOptimizerKernels, AGuardedStepSkipsOnANonFiniteNorm) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  const std::size_t chunks = 9, n = chunks * kChunk;
+  const std::vector<std::uint8_t> decay = random_decay(chunks);
+  const std::vector<float> p0 = uniform(n, -1, 1, 11), g = uniform(n, -0.5f, 0.5f, 12),
+                           m0 = uniform(n, -0.1f, 0.1f, 13), v0 = uniform(n, 0.0f, 0.01f, 14);
+  const AdamScalars a = example_adam_scalars(/*decoupled=*/false);
+  SgdScalars sg;
+  sg.lr = 0.1f;
+  sg.momentum = 0.9f;
+  for (double norm : {1.5, std::nan(""), static_cast<double>(INFINITY)}) {
+    GuardedDeviceArray<double> guard(std::vector<double>{norm});
+    GuardedDeviceArray<float> dp(p0), dg(g), dm(m0), dv(v0), rp(p0), rm(m0), rv(v0);
+    GuardedDeviceArray<std::uint8_t> ddecay(decay);
+    cuda::adam_step(dp.data(), dg.data(), dm.data(), dv.data(), ddecay.data(),
+                    static_cast<std::int64_t>(n), a, false, 0.01f, nullptr, guard.data(), nullptr);
+    cuda::adam_step(rp.data(), dg.data(), rm.data(), rv.data(), ddecay.data(),
+                    static_cast<std::int64_t>(n), a, false, 0.01f, nullptr, nullptr, nullptr);
+    const bool finite = std::isfinite(norm);
+    EXPECT_EQ(dp.download(), finite ? rp.download() : p0) << "adam params, norm " << norm;
+    EXPECT_EQ(dm.download(), finite ? rm.download() : m0) << "adam m, norm " << norm;
+    EXPECT_EQ(dv.download(), finite ? rv.download() : v0) << "adam v, norm " << norm;
+    GuardedDeviceArray<float> sp(p0), sb(m0), tp(p0), tb(m0);
+    cuda::sgd_step(sp.data(), dg.data(), sb.data(), ddecay.data(), static_cast<std::int64_t>(n), sg,
+                   0.0f, nullptr, guard.data(), nullptr);
+    cuda::sgd_step(tp.data(), dg.data(), tb.data(), ddecay.data(), static_cast<std::int64_t>(n), sg,
+                   0.0f, nullptr, nullptr, nullptr);
+    EXPECT_EQ(sp.download(), finite ? tp.download() : p0) << "sgd params, norm " << norm;
+    EXPECT_EQ(sb.download(), finite ? tb.download() : m0) << "sgd momentum, norm " << norm;
+    EXPECT_TRUE(dp.guards_intact() && dm.guards_intact() && dv.guards_intact() &&
+                sp.guards_intact() && sb.guards_intact());
+  }
 #endif
 }
 

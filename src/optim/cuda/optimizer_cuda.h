@@ -14,7 +14,10 @@
 // multiple of kDecayChunkFloats; decay holds n / kDecayChunkFloats bytes; element i decays by
 // (decay[i / kDecayChunkFloats] ? weight_decay : 0). grad_scale is the device address of the
 // global-norm clip scale (global_norm_cuda.h), multiplied into each gradient as it is read
-// (the gradient buffer itself is not written), or nullptr for an unclipped step.
+// (the gradient buffer itself is not written), or nullptr for an unclipped step. guard_norm,
+// when not nullptr, is the device address of the aggregate's global norm: a step whose norm
+// is not finite leaves everything as it was (the step the host would have skipped; used when
+// the host does not wait for the norm before enqueueing the step, DeviceStep::take_guard).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,13 +33,13 @@ constexpr std::int64_t kDecayChunkFloats = 64;
 // sgd_momentum_update per element, or sgd_plain_update when momentum is nullptr.
 void sgd_step(float* params, const float* grads, float* momentum, const std::uint8_t* decay,
               std::int64_t n, const SgdScalars& scalars, float weight_decay,
-              const float* grad_scale, cudaStream_t stream);
+              const float* grad_scale, const double* guard_norm, cudaStream_t stream);
 
 // adam_update per element, or adam_frozen_update (grads hold the aggregated momentum; m is
 // not touched and v only read) when `frozen`.
 void adam_step(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                std::int64_t n, const AdamScalars& scalars, bool frozen, float weight_decay,
-               const float* grad_scale, cudaStream_t stream);
+               const float* grad_scale, const double* guard_norm, cudaStream_t stream);
 
 // grads[i] = adam_local_momentum(grads[i], params[i], wd_l2(i), beta1, m[i]) for i in
 // [begin, end) (absolute indices of the flat layout); wd_l2(i) is weight_decay_l2 where the

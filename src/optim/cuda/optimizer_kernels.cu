@@ -32,10 +32,17 @@ __device__ float clipped(const float* grads, std::int64_t i, float scale) {
 
 __device__ float read_scale(const float* grad_scale) { return grad_scale ? *grad_scale : 1.0f; }
 
+// A guarded step (optimizer_cuda.h) does nothing when the aggregate's norm is not finite.
+__device__ bool skipped(const double* guard_norm) {
+  return guard_norm != nullptr && !isfinite(*guard_norm);
+}
+
 __global__ void sgd_kernel(float* __restrict__ params, const float* __restrict__ grads,
                            float* __restrict__ momentum, const std::uint8_t* __restrict__ decay,
                            std::int64_t n, SgdScalars s, float weight_decay,
-                           const float* __restrict__ grad_scale) {
+                           const float* __restrict__ grad_scale,
+                           const double* __restrict__ guard_norm) {
+  if (skipped(guard_norm)) return;
   const float scale = read_scale(grad_scale);
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const float g = clipped(grads, i, scale);
@@ -52,7 +59,9 @@ __global__ void adam_kernel(float* __restrict__ params, const float* __restrict_
                             float* __restrict__ m, float* __restrict__ v,
                             const std::uint8_t* __restrict__ decay, std::int64_t n,
                             AdamScalars s, bool frozen, float weight_decay,
-                            const float* __restrict__ grad_scale) {
+                            const float* __restrict__ grad_scale,
+                            const double* __restrict__ guard_norm) {
+  if (skipped(guard_norm)) return;
   const float scale = read_scale(grad_scale);
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const float g = clipped(grads, i, scale);
@@ -81,19 +90,20 @@ __global__ void momentum_to_send_kernel(float* __restrict__ grads,
 
 void sgd_step(float* params, const float* grads, float* momentum, const std::uint8_t* decay,
               std::int64_t n, const SgdScalars& scalars, float weight_decay,
-              const float* grad_scale, cudaStream_t stream) {
+              const float* grad_scale, const double* guard_norm, cudaStream_t stream) {
   if (n <= 0) return;
   sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, momentum, decay, n, scalars,
-                                                      weight_decay, grad_scale);
+                                                      weight_decay, grad_scale, guard_norm);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void adam_step(float* params, const float* grads, float* m, float* v, const std::uint8_t* decay,
                std::int64_t n, const AdamScalars& scalars, bool frozen, float weight_decay,
-               const float* grad_scale, cudaStream_t stream) {
+               const float* grad_scale, const double* guard_norm, cudaStream_t stream) {
   if (n <= 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, m, v, decay, n, scalars,
-                                                       frozen, weight_decay, grad_scale);
+                                                       frozen, weight_decay, grad_scale,
+                                                       guard_norm);
   CUDA_CHECK(cudaGetLastError());
 }
 

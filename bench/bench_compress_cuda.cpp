@@ -68,11 +68,12 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
     sparq::Buffer msg = sparq::Buffer::device(std::max<std::size_t>(
         sparq::cuda::lbs_capacity(n, k, lbs), 2 * n));
     // The other twins, through the DeviceCodec interface the exchange uses (defaults; randomk
-    // at rho=0.01).
+    // at rho=0.01; dgc at rho=0.01, its momentum on the device).
     std::vector<std::pair<std::string, std::unique_ptr<sparq::compress::DeviceCodec>>> twins;
-    for (const char* name : {"qsgd", "terngrad", "signsgd", "randomk", "bf16"}) {
+    for (const char* name : {"qsgd", "terngrad", "signsgd", "randomk", "bf16", "dgc"}) {
       sparq::compress::CompressConfig config;
       config.name = name;
+      if (std::string(name) == "dgc") config.params["density"] = "0.01";
       auto made = sparq::compress::make_compressor(config);
       if (made.is_ok()) twins.emplace_back(name, (*made)->device_codec());
     }

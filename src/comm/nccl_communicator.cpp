@@ -151,8 +151,8 @@ void NcclCommunicator::wait_event(cudaEvent_t event, const std::string& what, do
 }
 
 void NcclCommunicator::finish(const char* op, WireBytes wire) {
+  settle(op);  // the call is on the stream now (a non-blocking call may still be queuing it)
   if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us(wire), stream_.get());
-  settle(op);
   if (synchronous_) {
     done_.record(stream_.get());
     wait_event(done_.get(), op, timeout_s_);
@@ -292,8 +292,8 @@ void NcclCommunicator::barrier() {
   if (staging_.size() < 4) staging_ = Buffer::device(4);
   NCCL_CHECK(ncclAllReduce(staging_.data(), staging_.data(), 1, ncclInt32, ncclSum, comm_.get(),
                            stream_.get()));
-  if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us({}), stream_.get());
   settle("barrier");
+  if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us({}), stream_.get());
   done_.record(stream_.get());
   wait_event(done_.get(), "barrier", timeout_s_);  // a barrier is synchronous by definition
   count(0, 0);

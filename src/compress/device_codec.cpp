@@ -20,6 +20,8 @@ bool device_strategy_built(std::string_view strategy, const CompressorCapabiliti
   if (strategy == aggregation_name(Aggregation::kAllgather)) return true;
   // two_phase re-encodes region averages, which needs self-contained messages, as on the CPU.
   if (strategy == aggregation_name(Aggregation::kTwoPhase)) return caps.self_contained;
+  // The tree merges and re-selects sparse f32 lists (device_tree.h), as on the CPU.
+  if (strategy == aggregation_name(Aggregation::kTree)) return caps.sparse_f32 && caps.reselectable;
   return strategy == aggregation_name(Aggregation::kAllreduce) && caps.summable;
 }
 

@@ -61,6 +61,7 @@
 #include "compress/device_exchange.h"
 #include "compress/device_nonfinite.h"
 #include "compress/device_send_history.h"
+#include "compress/device_tree.h"
 #include "compress/device_two_phase.h"
 #include "compress/error_feedback.h"
 #include "core/buffer.h"
@@ -213,6 +214,7 @@ class GradientExchange final : public comm::BucketAverager {
   std::unique_ptr<DeviceAllgather> device_allgather_;
   std::unique_ptr<DeviceAllreduce> device_allreduce_;
   std::unique_ptr<DeviceTwoPhase> device_two_phase_;  // with the buckets' server residuals
+  std::unique_ptr<DeviceTree> device_tree_;
   // GPU stores with error feedback: ||a||^2 and ||e||^2 per bucket, read into stats_ when a
   // metric is first asked for after a step (read_device_metrics()).
   std::unique_ptr<DeviceBucketMetrics> device_metrics_;

@@ -37,8 +37,8 @@ Status GradientExchange::prepare_device() {
     }
     if (!device_strategy_built(slot.aggregator->name(), c.capabilities())) {
       return Status::error(
-          "{}: {}: {} is not built on the GPU yet (issue 17); use allgather or two_phase "
-          "(or auto; allreduce for fp16 and bf16) with train.device: cuda",
+          "{}: {}: {} is not built on the GPU yet (issue 17); use allgather, two_phase or "
+          "tree (or auto; allreduce for fp16 and bf16) with train.device: cuda",
           where, config_.aggregation_key, slot.aggregator->name());
     }
     slot.device_codec = c.device_codec();
@@ -54,6 +54,7 @@ Status GradientExchange::prepare_device() {
   device_nonfinite_ = std::make_unique<DeviceNonfiniteGuard>(plan_.size());
   device_allreduce_ = std::make_unique<DeviceAllreduce>(max_capacity);
   device_two_phase_ = std::make_unique<DeviceTwoPhase>(config_.aggregator.server_compression);
+  device_tree_ = std::make_unique<DeviceTree>();
   if (config_.error_feedback) {
     device_residual_ =
         Buffer::device(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
@@ -109,6 +110,16 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
                                                  comm, ctx, store_.context(), invalid,
                                                  own_decoded));
     sent = device_two_phase_->last_payload_bytes();
+  } else if (slot.aggregator->name() == aggregation_name(Aggregation::kTree)) {
+    // The tree needs a density (reselectable sparse compressors have one).
+    const std::optional<double> density = slot.compressor->density();
+    if (!density) {
+      return Status::error("bucket {} ({}): the tree strategy needs a compressor with a density",
+                           bucket.index, slot.compressor->name());
+    }
+    SPARQ_RETURN_IF_ERROR(device_tree_->run(grads, *slot.device_codec, *density, residual, comm,
+                                            ctx, store_.context(), invalid, own_decoded));
+    sent = device_tree_->last_payload_bytes();
   } else {
     SPARQ_RETURN_IF_ERROR(device_allgather_->run(grads, *slot.device_codec, residual, comm, ctx,
                                                  store_.context(), invalid, own_decoded));

@@ -40,7 +40,8 @@ Status check_device_support(const TrainConfig& c) {
   if (!compress::device_strategy_built(strategy, compressor->capabilities())) {
     return Status::error(
         "{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-        "use allgather or two_phase (allreduce for fp16 and bf16) with train.device: cuda",
+        "use allgather, two_phase or tree (allreduce for fp16 and bf16) with train.device: "
+        "cuda",
         c.origin, strategy);
   }
   if (c.comm.plan_mode != "fixed") {

@@ -112,8 +112,8 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
 }
 
 // The device exchange's strategies (device_exchange.h, device_two_phase.h): allgather and
-// two_phase for every twin, allreduce only where messages sum; nothing for a compressor
-// without a twin, and no tree yet.
+// two_phase for every twin, tree for reselectable sparse lists, allreduce only where messages
+// sum; nothing for a compressor without a twin.
 TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   const auto built = [](const char* name, Aggregation a) {
     return device_strategy_built(aggregation_name(a), make(name)->capabilities());
@@ -127,7 +127,9 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   EXPECT_TRUE(built("onebit", Aggregation::kTwoPhase));  // its own strategy
   EXPECT_TRUE(built("dgc", Aggregation::kAllgather));
   EXPECT_FALSE(built("powersgd", Aggregation::kLowRank));  // no twin
-  EXPECT_FALSE(built("gtopk", Aggregation::kTree));
+  EXPECT_TRUE(built("gtopk", Aggregation::kTree));
+  EXPECT_TRUE(built("topk", Aggregation::kTree));
+  EXPECT_FALSE(built("lbs", Aggregation::kTree));  // not a reselectable f32 list
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

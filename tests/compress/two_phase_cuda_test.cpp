@@ -22,11 +22,8 @@
 #include "compress/device_two_phase.h"
 #include "compress/error_feedback.h"
 #include "compress/two_phase_aggregator.h"
+#include "one_rank_comms.h"
 #include "test_util.h"
-
-#if SPARQ_HAS_NCCL
-#include "comm/nccl_communicator.h"
-#endif
 
 namespace sparq::compress {
 namespace {
@@ -112,15 +109,7 @@ void check_all(comm::Communicator& comm, const ExecContext& exec) {
 TEST(CudaTwoPhase, OneRankMatchesTheCpuStrategy) {
   SPARQ_SKIP_WITHOUT_GPU();
 #if SPARQ_HAS_CUDA
-  auto exec = sparq::testing::test_cuda_context();
-  ASSERT_NE(exec, nullptr);
-  auto self = comm::make_self_communicator();
-  check_all(*self, *exec);
-#if SPARQ_HAS_NCCL
-  auto nccl = comm::make_nccl_communicator(*self);
-  ASSERT_TRUE(nccl.is_ok()) << nccl.status().message();
-  check_all(*nccl.value(), *exec);
-#endif
+  testing::on_one_rank_communicators(check_all);
 #endif
 }
 

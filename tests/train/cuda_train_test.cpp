@@ -70,12 +70,12 @@ TEST(CudaTraining, TwentyStepsMatchTheCpuRun) {
 }
 
 // The GPU compression path (issue 17): GPT-2 tiny with lbs (1%, 4 bits, error feedback), and
-// with dgc, blockquant, randomk, qsgd, terngrad, signsgd, onebit (by two_phase, its own
-// strategy), fp16 and bf16, one rank, so every step still compresses, encodes and decodes its
-// own message; on the GPU that message goes through a one-rank NCCL collective (Note [A world
-// of one on NCCL], compress/device_exchange.h), the path several GPUs take. The device codecs
-// send the CPU's bytes for the same input (test_compress_cuda); the inputs differ by the
-// device's rounding of the gradients, so the losses are held to the dense tolerance.
+// with dgc, gtopk (by the tree, its own strategy), blockquant, randomk, qsgd, terngrad, signsgd,
+// onebit (by two_phase, its own strategy), fp16 and bf16, one rank, so every step still compresses,
+// encodes and decodes its own message; on the GPU that message goes through a one-rank NCCL
+// collective (Note [A world of one on NCCL], compress/device_exchange.h), the path several GPUs
+// take. The device codecs send the CPU's bytes for the same input (test_compress_cuda); the inputs
+// differ by the device's rounding of the gradients, so the losses are held to the dense tolerance.
 const char* const kCompressed = R"(model: {preset: gpt2-tiny, vocab_size: 256, n_ctx: 64, n_layer: 2}
 data: {source: markov, seq_len: 64}
 optim: {name: adamw, lr: 3.0e-3, clip_norm: 1.0}
@@ -88,8 +88,8 @@ TEST(CudaTraining, CompressedStepsMatchTheCpuRun) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto comm = comm::make_self_communicator();
   // fp16 and bf16 go through the device allreduce, the others through the device allgather.
-  for (const std::string compressor : {"lbs", "dgc", "blockquant", "randomk", "qsgd", "terngrad",
-                                       "signsgd", "onebit", "fp16", "bf16"}) {
+  for (const std::string compressor : {"lbs", "dgc", "gtopk", "blockquant", "randomk", "qsgd",
+                                       "terngrad", "signsgd", "onebit", "fp16", "bf16"}) {
     const std::vector<double> cpu =
         losses(kCompressed, Device::kCPU, *comm, {"compress.name=" + compressor});
     const std::vector<double> gpu =

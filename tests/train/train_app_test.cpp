@@ -335,9 +335,6 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "compress\\.name: threshold has no GPU implementation yet"},
       {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
-      // gtopk's own strategy (auto) is the tree.
-      {base + "--set train.device=cuda --set compress.name=gtopk",
-       "compress\\.aggregation: tree is not built on the GPU yet"},
       // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
       {base + "--set comm.emulate.ranks=4",
        "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},

@@ -68,6 +68,14 @@ void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsA
 // decode (one fma per value, as g++ contracts `out += alpha * v` on FMA hosts). Scratch:
 // lbs_scratch_bytes / lbs_decode_scratch_bytes.
 std::size_t topk_capacity(std::size_t n, std::size_t k);
+// After lbs_decode or topk_decode of k indices out of n, until the next call with the same
+// scratch: the message's indices (ascending) and its verdict (SparseInvalid); the indices
+// mean something only when *verdict == kSparseValid (the tree strategy reads them).
+struct SparseDecoded {
+  const std::uint32_t* idx = nullptr;
+  const std::uint32_t* verdict = nullptr;
+};
+SparseDecoded sparse_decoded(const void* scratch, std::size_t n, std::size_t k);
 // After lbs_encode or topk_encode, until the next call with the same scratch: the k kept
 // indices, ascending (dgc masks its momentum there).
 const std::uint32_t* sparse_kept_indices(const void* scratch);

@@ -208,6 +208,13 @@ std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k) {
   return decode_layout_for(n, k).total;
 }
 
+SparseDecoded sparse_decoded(const void* scratch, std::size_t n, std::size_t k) {
+  const DecodeLayout l = decode_layout_for(n, k);
+  const auto* base = static_cast<const std::uint8_t*>(scratch);
+  return {reinterpret_cast<const std::uint32_t*>(base + l.idx),
+          reinterpret_cast<const std::uint32_t*>(base + l.bad)};
+}
+
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
                 float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
                 cudaStream_t stream, std::uint32_t* invalid) {

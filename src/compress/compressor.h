@@ -100,7 +100,8 @@ struct CompressorCapabilities {
   // combined with compress.density_warmup_steps.
   bool own_density_warmup = false;
   // Has a CUDA twin (device_codec.h) with the same message bytes, so a store on a GPU can be
-  // exchanged compressed: device_codec() returns it in a build with CUDA.
+  // exchanged compressed: device_codec() returns it in a build with CUDA. powersgd's twin is
+  // its whole low_rank exchange on the device instead (device_low_rank.h).
   bool device_twin = false;
 };
 

@@ -17,6 +17,9 @@ namespace sparq::compress {
 
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps) {
   if (!caps.device_twin) return false;
+  // powersgd's twin is its own exchange, low_rank, run whole on the device
+  // (device_low_rank.h), not a message codec the other strategies could carry.
+  if (caps.needs_matrix_layout) return strategy == aggregation_name(Aggregation::kLowRank);
   if (strategy == aggregation_name(Aggregation::kAllgather)) return true;
   // two_phase re-encodes region averages, which needs self-contained messages, as on the CPU.
   if (strategy == aggregation_name(Aggregation::kTwoPhase)) return caps.self_contained;

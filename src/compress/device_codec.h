@@ -61,12 +61,12 @@ class DeviceCodec {
 // The compressors that have a twin, for messages that suggest one.
 inline constexpr std::string_view kDeviceCompressorsHint =
     "lbs, topk or gtopk (exact selection), dgc, blockquant, qsgd, terngrad, signsgd, onebit, "
-    "randomk, fp16, bf16 or none";
+    "randomk, powersgd, fp16, bf16 or none";
 
 // Whether the device exchange has strategy `strategy` (aggregation_name()) for a compressor
 // with these capabilities: allgather for every twin, two_phase for self-contained ones
 // (device_two_phase.h), tree for reselectable sparse lists (device_tree.h), allreduce for
-// summable ones (device_exchange.h). low_rank (powersgd) is not built on the GPU yet.
+// summable ones (device_exchange.h), low_rank for powersgd (device_low_rank.h).
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps);
 
 // The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.

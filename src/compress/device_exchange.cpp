@@ -125,8 +125,6 @@ Status DeviceMessageChecks::check() {
   return first;
 }
 
-namespace {
-
 Status check_device_communicator(const comm::Communicator& comm, const EncodeContext& ctx) {
   if (comm.size() > 1 && comm.device() != Device::kCUDA) {
     return Status::error("bucket {}: a {} communicator cannot exchange a GPU store's messages",
@@ -134,6 +132,8 @@ Status check_device_communicator(const comm::Communicator& comm, const EncodeCon
   }
   return Status::ok();
 }
+
+namespace {
 
 Status check_capacity(std::size_t capacity, std::size_t planned, const EncodeContext& ctx) {
   if (capacity <= planned) return Status::ok();

@@ -42,6 +42,10 @@ namespace sparq::compress {
 // communicator of one rank has nothing to move and skips it (and the CPU's results with it).
 bool exchanges_with_collective(const comm::Communicator& comm);
 
+// A GPU store's messages move through a device communicator (NCCL), or through none at all
+// (a world of one): an error naming the bucket otherwise. Built with CUDA only.
+Status check_device_communicator(const comm::Communicator& comm, const EncodeContext& ctx);
+
 // The stream a GPU store's compressed exchange runs on: the communicator's (NCCL) when it has
 // one, else the store's compute stream (and the calling thread's device is set to the
 // store's). Everything a bucket's exchange enqueues goes there, in order.

@@ -25,10 +25,7 @@ void DeviceTree::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
 Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double density, float* residual,
                        comm::Communicator& comm, const EncodeContext& ctx_in,
                        const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
-  if (comm.size() > 1 && comm.device() != Device::kCUDA) {
-    return Status::error("bucket {}: a {} communicator cannot exchange a GPU store's messages",
-                         ctx_in.bucket_id, comm.backend());
-  }
+  SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
   const std::size_t n = bucket.size();
   const int p = comm.size(), rank = comm.rank();
   void* stream = device_exchange_stream(comm, exec);

@@ -35,10 +35,7 @@ void DeviceTwoPhase::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
 Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, DeviceCodec& codec,
                            float* residual, comm::Communicator& comm, const EncodeContext& ctx_in,
                            const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
-  if (comm.size() > 1 && comm.device() != Device::kCUDA) {
-    return Status::error("bucket {}: a {} communicator cannot exchange a GPU store's messages",
-                         ctx_in.bucket_id, comm.backend());
-  }
+  SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
   const std::size_t n = bucket.size(), p = static_cast<std::size_t>(comm.size());
   const std::size_t me = static_cast<std::size_t>(comm.rank());
   void* stream = device_exchange_stream(comm, exec);

@@ -212,7 +212,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       history_stamp_ = static_cast<std::uint32_t>(step - history_origin_ + 1);
       if (slot.send_history) slot.send_history->begin_step(history_stamp_);
     }
-    if (slot.device_codec) {  // a GPU store (gradient_exchange_device.cpp)
+    if (slot.on_device()) {  // a GPU store (gradient_exchange_device.cpp)
       SPARQ_ASSIGN_OR_RETURN(stats.payload_bytes,
                              average_on_device(slot, bucket, grads, comm, ctx));
     } else {
@@ -288,7 +288,7 @@ std::span<float> GradientExchange::residual() const {
 
 bool GradientExchange::has_error_feedback(std::size_t bucket) const {
   return buckets_[bucket].error_feedback != nullptr ||
-         (buckets_[bucket].device_codec != nullptr && device_residual_.size() > 0);
+         (buckets_[bucket].on_device() && device_residual_.size() > 0);
 }
 
 const std::vector<BucketExchangeStats>& GradientExchange::last_stats() const {

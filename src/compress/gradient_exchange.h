@@ -59,6 +59,7 @@
 #include "compress/config.h"
 #include "compress/device_codec.h"
 #include "compress/device_exchange.h"
+#include "compress/device_low_rank.h"
 #include "compress/device_nonfinite.h"
 #include "compress/device_send_history.h"
 #include "compress/device_tree.h"
@@ -186,6 +187,9 @@ class GradientExchange final : public comm::BucketAverager {
     std::unique_ptr<ErrorFeedback> error_feedback;
     std::unique_ptr<SendHistory> send_history;  // never_sent_window > 0 only
     std::unique_ptr<DeviceCodec> device_codec;   // GPU stores (gradient_exchange_device.cpp)
+    std::unique_ptr<DeviceLowRank> device_low_rank;  // GPU stores, powersgd (low_rank)
+    // Exchanged on the device (a GPU store's compressed bucket).
+    bool on_device() const { return device_codec != nullptr || device_low_rank != nullptr; }
   };
   // GPU stores: checks that every compressed bucket can run on the device and sets up its
   // codec, the device residual and the device strategies (allgather, allreduce).
@@ -200,7 +204,7 @@ class GradientExchange final : public comm::BucketAverager {
   // Whether the bucket's sends are stamped (on the host or on the device).
   bool tracks_sends(std::size_t bucket) const {
     return buckets_[bucket].send_history != nullptr ||
-           (device_history_ != nullptr && buckets_[bucket].device_codec != nullptr);
+           (device_history_ != nullptr && buckets_[bucket].on_device());
   }
   std::uint32_t window_stamps() const {
     return static_cast<std::uint32_t>(config_.never_sent_window);

@@ -1,6 +1,7 @@
 // GradientExchange on a store that lives on a CUDA device (train.device: cuda): the compressed
-// buckets go through their compressor's DeviceCodec and the DeviceAllgather or, for summable
-// messages, the DeviceAllreduce strategy (device_exchange.h); the residual lives on the
+// buckets go through their compressor's DeviceCodec and the device strategy of their
+// aggregation (device_exchange.h, device_two_phase.h, device_tree.h), or, for powersgd, its
+// whole low_rank exchange on the device (device_low_rank.h); the residual lives on the
 // device, with a host copy for checkpoints.
 // Dense buckets are averaged in place by the collective as on the CPU (gradient_exchange.cpp).
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "compress/gradient_exchange.h"
+#include "compress/powersgd.h"
 
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -38,8 +40,18 @@ Status GradientExchange::prepare_device() {
     if (!device_strategy_built(slot.aggregator->name(), c.capabilities())) {
       return Status::error(
           "{}: {}: {} is not built on the GPU yet (issue 17); use allgather, two_phase or "
-          "tree (or auto; allreduce for fp16 and bf16) with train.device: cuda",
+          "tree (or auto; allreduce for fp16 and bf16, low_rank for powersgd) with "
+          "train.device: cuda",
           where, config_.aggregation_key, slot.aggregator->name());
+    }
+    if (slot.aggregator->name() == aggregation_name(Aggregation::kLowRank)) {
+      // powersgd: the whole exchange is its twin (device_low_rank.h); no message codec.
+      auto* psgd = dynamic_cast<PowerSgdCompressor*>(slot.compressor.get());
+      if (psgd == nullptr) {
+        return Status::error("{}: low_rank carries powersgd's factors only", where);
+      }
+      slot.device_low_rank = std::make_unique<DeviceLowRank>(*psgd);
+      continue;
     }
     slot.device_codec = c.device_codec();
     if (!slot.device_codec) {
@@ -100,7 +112,11 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
   // log.never_sent_window: the rank's own message, decoded where the stamps read it.
   float* own_decoded = device_history_ ? device_history_->decoded_scratch() : nullptr;
   std::size_t sent = 0;
-  if (slot.aggregator->name() == aggregation_name(Aggregation::kAllreduce)) {
+  if (slot.device_low_rank) {
+    SPARQ_RETURN_IF_ERROR(
+        slot.device_low_rank->run(grads, residual, comm, ctx, store_.context(), own_decoded));
+    sent = slot.device_low_rank->last_payload_bytes();
+  } else if (slot.aggregator->name() == aggregation_name(Aggregation::kAllreduce)) {
     SPARQ_RETURN_IF_ERROR(device_allreduce_->run(grads, *slot.device_codec,
                                                  slot.compressor->wire_dtype(), residual, comm, ctx,
                                                  store_.context(), own_decoded));
@@ -160,7 +176,7 @@ void GradientExchange::read_device_metrics() const {
   if (device_metrics_read_ || !device_metrics_) return;
   device_metrics_read_ = true;
   for (std::size_t b = 0; b < stats_.size(); ++b) {
-    if (!stats_[b].compressed || !buckets_[b].device_codec) continue;
+    if (!stats_[b].compressed || !buckets_[b].on_device()) continue;
     const DeviceBucketMetrics::Values v = device_metrics_->read(b);
     stats_[b].input_sq = v.input_sq;
     stats_[b].residual_sq = v.residual_sq;

@@ -1,7 +1,8 @@
 // GradientExchange's checkpointed state (gradient_exchange.h): each compressed bucket's
 // compressor and aggregator state as named byte tensors, in plan order, and the merges an
 // elastic resume applies to them. A GPU twin that keeps the compressor's state on the device
-// (DeviceCodec::has_state) saves and loads it in the CPU compressor's format.
+// (DeviceCodec::has_state, DeviceLowRank's factors) saves and loads it in the CPU
+// compressor's format.
 #include <fmt/format.h>
 
 #include <string>
@@ -21,7 +22,9 @@ std::vector<StateTensor> GradientExchange::save_state() {
     Message& compressor = saved_[2 * b];
     Message& aggregator = saved_[2 * b + 1];
     // A twin that keeps the compressor's state on the device saves it in the same format.
-    if (slot.device_codec && slot.device_codec->has_state()) {
+    if (slot.device_low_rank) {
+      slot.device_low_rank->save_state(compressor);  // the factors, from the device
+    } else if (slot.device_codec && slot.device_codec->has_state()) {
       slot.device_codec->save_state(compressor);
     } else {
       slot.compressor->save_state(compressor);
@@ -55,9 +58,13 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
       const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
       Status loaded;
       if (std::string_view(part) == "compressor") {
-        loaded = slot.device_codec && slot.device_codec->has_state()
-                     ? slot.device_codec->load_state(bytes)
-                     : slot.compressor->load_state(bytes);
+        if (slot.device_low_rank) {
+          loaded = slot.device_low_rank->load_state(bytes);
+        } else {
+          loaded = slot.device_codec && slot.device_codec->has_state()
+                       ? slot.device_codec->load_state(bytes)
+                       : slot.compressor->load_state(bytes);
+        }
       } else {
         loaded = slot.device_codec && device_two_phase_ &&
                          slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compress/powersgd_math.h"
 #include "core/check.h"
 #include "core/ops.h"
 #include "core/rng.h"
@@ -16,6 +17,10 @@ constexpr std::size_t kParallelWork = std::size_t{1} << 16;
 
 }  // namespace
 
+// The products and the orthonormalisation sum in the order of Note [PowerSGD's fixed
+// summation order] (powersgd_math.h), which the GPU strategy shares; the loops here are
+// arranged for the CPU's caches, each output still one fma chain in ascending order.
+
 // out[rows, r] = M[rows, cols] * F[cols, r]
 void times_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
                   float* out) {
@@ -25,7 +30,7 @@ void times_factor(const float* m, const MatrixSegment& s, const float* f, std::s
     std::fill(o, o + r, 0.0f);
     for (std::size_t k = 0; k < s.cols; ++k) {
       const float x = m[i * s.cols + k];
-      for (std::size_t j = 0; j < r; ++j) o[j] += x * f[k * r + j];
+      for (std::size_t j = 0; j < r; ++j) o[j] = std::fma(x, f[k * r + j], o[j]);
     }
   }
 }
@@ -43,7 +48,7 @@ void times_t_factor(const float* m, const MatrixSegment& s, const float* f, std:
       const float* fi = f + i * r;
       for (std::size_t k = k0; k < k1; ++k) {
         const float x = m[i * s.cols + k];
-        for (std::size_t j = 0; j < r; ++j) out[k * r + j] += x * fi[j];
+        for (std::size_t j = 0; j < r; ++j) out[k * r + j] = std::fma(x, fi[j], out[k * r + j]);
       }
     }
   }
@@ -55,24 +60,27 @@ void outer_factors(const float* p, const float* q, const MatrixSegment& s, std::
 #pragma omp parallel for schedule(static) if (s.rows * s.cols * r > kParallelWork)
   for (std::size_t i = 0; i < s.rows; ++i) {
     for (std::size_t k = 0; k < s.cols; ++k) {
-      float v = 0.0f;
-      for (std::size_t j = 0; j < r; ++j) v += p[i * r + j] * q[k * r + j];
-      out[i * s.cols + k] = v;
+      out[i * s.cols + k] = psgd_outer(p + i * r, q + k * r, r);
     }
   }
 }
 
+// Modified Gram-Schmidt; the dot products are chunked double sums (powersgd_math.h).
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r) {
+  const std::size_t chunks = psgd_chunks(rows);
+  const auto dot = [&](std::size_t a, std::size_t b) {
+    double total = 0.0;
+    for (std::size_t c = 0; c < chunks; ++c) total += psgd_chunk_dot(m, rows, r, a, b, c);
+    return total;
+  };
   for (std::size_t j = 0; j < r; ++j) {
     for (std::size_t prev = 0; prev < j; ++prev) {
-      double dot = 0.0;
-      for (std::size_t i = 0; i < rows; ++i) dot += double(m[i * r + j]) * m[i * r + prev];
-      for (std::size_t i = 0; i < rows; ++i) m[i * r + j] -= static_cast<float>(dot) * m[i * r + prev];
+      const double d = dot(j, prev);
+      for (std::size_t i = 0; i < rows; ++i) {
+        m[i * r + j] = psgd_subtract(m[i * r + j], d, m[i * r + prev]);
+      }
     }
-    double norm = 0.0;
-    for (std::size_t i = 0; i < rows; ++i) norm += double(m[i * r + j]) * m[i * r + j];
-    norm = std::sqrt(norm);
-    const float inv = norm > 1e-30 ? static_cast<float>(1.0 / norm) : 0.0f;
+    const float inv = psgd_inverse_norm(dot(j, j));
     for (std::size_t i = 0; i < rows; ++i) m[i * r + j] *= inv;
   }
 }
@@ -325,9 +333,26 @@ void PowerSgdCompressor::finish_exchange(std::span<float> bucket, std::span<floa
   };
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     if (all_zero(q_[m])) q_[m] = warm_start_backup_[m];
-    if (options_.alternate && all_zero(p_[m])) p_[m] = warm_start_backup_[matrices_.size() + m];
+    // An alternate P still unset before this exchange has no backup: it stays zeros.
+    const auto& p_backup = options_.alternate ? warm_start_backup_[matrices_.size() + m] : p_[m];
+    if (options_.alternate && all_zero(p_[m]) && !p_backup.empty()) p_[m] = p_backup;
   }
   ++exchanges_;
+}
+
+void PowerSgdCompressor::set_factors(std::vector<std::vector<float>> p,
+                                     std::vector<std::vector<float>> q, std::uint64_t exchanges) {
+  SPARQ_CHECK(p.size() == matrices_.size() && q.size() == matrices_.size(),
+              "powersgd: factors for {} matrices, planned {}", p.size(), matrices_.size());
+  p_ = std::move(p);
+  q_ = std::move(q);
+  exchanges_ = exchanges;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> PowerSgdCompressor::dense_ranges() const {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (const Range& d : dense_) out.emplace_back(d.offset, d.count);
+  return out;
 }
 
 // State layout: u64 parity, then per matrix u64 |P|, f32 P, u64 |Q|, f32 Q.

@@ -24,7 +24,9 @@
 // message naming the rank key and the tensor. Contraction: none guaranteed (delta 0).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compress/compressor.h"
@@ -54,7 +56,9 @@ class PowerSgdCompressor final : public Compressor {
   // Not summable: D(m) = P Q^T is not linear in the message. Not self-contained: the factors
   // mean something only summed over the ranks, and the warm start must stay rank-identical.
   CompressorCapabilities capabilities() const override {
-    return {.self_contained = false, .needs_matrix_layout = true};
+    // device_twin: its GPU form is the whole low_rank exchange on the device
+    // (device_low_rank.h), not a message codec, so device_codec() stays nullptr.
+    return {.self_contained = false, .needs_matrix_layout = true, .device_twin = true};
   }
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
@@ -89,6 +93,18 @@ class PowerSgdCompressor final : public Compressor {
   const std::vector<MatrixSegment>& matrices() const { return matrices_; }
   // The current Q factor of matrix m ([cols, r], row-major), identical on every rank.
   const std::vector<float>& q_factor(std::size_t m) const { return q_[m]; }
+  // The factors of the current exchange, [rows, r] (empty before the first alternate
+  // exchange), and the number of exchanges so far (its parity is saved).
+  const std::vector<float>& p_factor(std::size_t m) const { return p_[m]; }
+  std::uint64_t exchanges() const { return exchanges_; }
+  // For the GPU strategy (device_low_rank.h), which keeps the factors on the device and runs
+  // the exchange there: installs them, and the exchange count, before save_state.
+  void set_factors(std::vector<std::vector<float>> p, std::vector<std::vector<float>> q,
+                   std::uint64_t exchanges);
+  // Its dense floats: [offset, count) ranges of the bucket outside the matrices, in order.
+  std::vector<std::pair<std::size_t, std::size_t>> dense_ranges() const;
+  bool alternate() const { return options_.alternate; }
+  std::size_t rank() const { return static_cast<std::size_t>(options_.rank); }
   void save_state(std::vector<std::uint8_t>& out) const override;
   Status load_state(std::span<const std::uint8_t> in) override;
   // Elastic resume: P and Q are the results of allreduces, the same on every rank, and do not
@@ -117,13 +133,14 @@ class PowerSgdCompressor final : public Compressor {
 };
 
 // Orthonormalises the r columns of a row-major [rows, r] matrix in place (modified
-// Gram-Schmidt in double); a column that becomes ~0 is left as zeros.
+// Gram-Schmidt, dot products in double over fixed chunks of rows: Note [PowerSGD's fixed
+// summation order], powersgd_math.h); a column that becomes ~0 is left as zeros.
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r);
 
 // The exchange's thin products (one side has r columns), row-major, for matrix s at m:
 // out[rows, r] = M F, out[cols, r] = M^T F, out[rows, cols] = P Q^T. Each output element is
-// accumulated in a fixed order by one thread, so results are identical on every rank
-// whatever its thread count (a multithreaded BLAS may split reductions differently); public
+// one fma chain in a fixed order (Note [PowerSGD's fixed summation order], powersgd_math.h),
+// so results are identical on every rank whatever its thread count, and on the GPU; public
 // so that a reference of the exchange computes the very same floats (powersgd_test.cpp).
 void times_factor(const float* m, const MatrixSegment& s, const float* f, std::size_t r,
                   float* out);

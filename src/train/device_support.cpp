@@ -22,8 +22,8 @@ Status check_device_support(const TrainConfig& c) {
                          c.origin, c.optim.communicate, c.clip_scope);
   }
   if (c.compress.compress.compression_off()) return Status::ok();
-  // The GPU compression path so far: compressors with a CUDA twin, allgathered, or
-  // allreduced when their messages sum (issue 17).
+  // The GPU compression path so far: compressors with a CUDA twin, by the strategies built
+  // on the device for them (compress::device_strategy_built).
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
   if (!compressor->capabilities().device_twin) {
     return Status::error(
@@ -40,8 +40,8 @@ Status check_device_support(const TrainConfig& c) {
   if (!compress::device_strategy_built(strategy, compressor->capabilities())) {
     return Status::error(
         "{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-        "use allgather, two_phase or tree (allreduce for fp16 and bf16) with train.device: "
-        "cuda",
+        "use allgather, two_phase or tree (allreduce for fp16 and bf16, low_rank for "
+        "powersgd) with train.device: cuda",
         c.origin, strategy);
   }
   if (c.comm.plan_mode != "fixed") {

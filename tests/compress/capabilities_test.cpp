@@ -78,7 +78,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"blockquant", messages + " device_twin", anywhere},
       {"dgc", "self_contained sparse_f32 device_twin", anywhere},
       {"lbs", messages + " device_twin", anywhere},
-      {"powersgd", "needs_matrix_layout", "low_rank"},
+      {"powersgd", "needs_matrix_layout device_twin", "low_rank"},
   };
   for (const Want& want : wants) {
     auto c = make(want.name);
@@ -106,6 +106,7 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
     EXPECT_EQ(c->device_codec(), nullptr) << name << ": no CUDA, no twin";
 #endif
   }
+  // powersgd's twin is its whole exchange (device_low_rank.h), not a message codec.
   for (const char* name : {"none", "topk_sampled", "threshold", "powersgd"}) {
     EXPECT_EQ(make(name)->device_codec(), nullptr) << name;
   }
@@ -113,7 +114,7 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
 
 // The device exchange's strategies (device_exchange.h, device_two_phase.h): allgather and
 // two_phase for every twin, tree for reselectable sparse lists, allreduce only where messages
-// sum; nothing for a compressor without a twin.
+// sum, low_rank for powersgd; nothing for a compressor without a twin.
 TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   const auto built = [](const char* name, Aggregation a) {
     return device_strategy_built(aggregation_name(a), make(name)->capabilities());
@@ -126,7 +127,8 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   EXPECT_TRUE(built("onebit", Aggregation::kAllgather));
   EXPECT_TRUE(built("onebit", Aggregation::kTwoPhase));  // its own strategy
   EXPECT_TRUE(built("dgc", Aggregation::kAllgather));
-  EXPECT_FALSE(built("powersgd", Aggregation::kLowRank));  // no twin
+  EXPECT_TRUE(built("powersgd", Aggregation::kLowRank));     // its exchange on the device
+  EXPECT_FALSE(built("powersgd", Aggregation::kAllgather));  // factors only sum in low_rank
   EXPECT_TRUE(built("gtopk", Aggregation::kTree));
   EXPECT_TRUE(built("topk", Aggregation::kTree));
   EXPECT_FALSE(built("lbs", Aggregation::kTree));  // not a reselectable f32 list

@@ -1,11 +1,14 @@
+#include "compress/powersgd.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "comm/communicator.h"
 #include "compress/aggregation.h"
-#include "compress/powersgd.h"
+#include "compress/powersgd_math.h"
 #include "core/ops.h"
 #include "test_util.h"
 
@@ -247,6 +250,57 @@ TEST(PowerSgd, LowRankStrategyIsTheExchangeFloatForFloat) {
         strategy->save_state(state);
         EXPECT_TRUE(state.empty()) << "low_rank keeps no state of its own";
       }
+    }
+  }
+}
+
+// Note [PowerSGD's fixed summation order]: the CPU's cache-friendly loops give, bit for bit,
+// the one-output element functions the GPU's threads run (odd shapes, several OpenMP-sized
+// products), and they are the products they claim to be.
+TEST(PowerSgd, ProductsAreTheSharedElementFunctionsBitForBit) {
+  for (auto [rows, cols, r] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{37, 53, 3}, {301, 257, 4}, {5, 700, 1}}) {
+    const MatrixSegment s{"m", 0, rows, cols};
+    const auto m = testing::normal_vector(rows * cols, 1);
+    const auto fq = testing::normal_vector(cols * r, 2), fp = testing::normal_vector(rows * r, 3);
+    std::vector<float> mq(rows * r), mtp(cols * r), outer(rows * cols);
+    times_factor(m.data(), s, fq.data(), r, mq.data());
+    times_t_factor(m.data(), s, fp.data(), r, mtp.data());
+    outer_factors(fp.data(), fq.data(), s, r, outer.data());
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < r; ++j) {
+        ASSERT_EQ(mq[i * r + j], psgd_times_factor(m.data() + i * cols, fq.data(), cols, r, j));
+        double want = 0;
+        for (std::size_t k = 0; k < cols; ++k) want += double(m[i * cols + k]) * fq[k * r + j];
+        ASSERT_NEAR(mq[i * r + j], want, 1e-4 * std::sqrt(double(cols)));
+      }
+    }
+    for (std::size_t k = 0; k < cols; ++k) {
+      for (std::size_t j = 0; j < r; ++j) {
+        ASSERT_EQ(mtp[k * r + j], psgd_times_t_factor(m.data(), fp.data(), rows, cols, r, k, j));
+      }
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t k = 0; k < cols; ++k) {
+        ASSERT_EQ(outer[i * cols + k], psgd_outer(fp.data() + i * r, fq.data() + k * r, r));
+      }
+    }
+  }
+}
+
+// Orthonormalisation with chunked dot products: orthonormal columns over several chunks and
+// a ragged last one, a column that vanishes left as zeros.
+TEST(PowerSgd, OrthonormalizeGivesOrthonormalColumns) {
+  const std::size_t rows = 3 * kOrthChunkRows + 17, r = 4;
+  auto m = testing::normal_vector(rows * r, 9);
+  for (std::size_t i = 0; i < rows; ++i) m[i * r + 2] = 0.0f;  // a zero column stays zeros
+  orthonormalize_columns(m.data(), rows, r);
+  for (std::size_t a = 0; a < r; ++a) {
+    for (std::size_t b = 0; b <= a; ++b) {
+      double dot = 0;
+      for (std::size_t i = 0; i < rows; ++i) dot += double(m[i * r + a]) * m[i * r + b];
+      const double want = a == b && a != 2 ? 1.0 : 0.0;
+      EXPECT_NEAR(dot, want, 1e-5) << a << " " << b;
     }
   }
 }

@@ -71,7 +71,8 @@ TEST(CudaTraining, TwentyStepsMatchTheCpuRun) {
 
 // The GPU compression path (issue 17): GPT-2 tiny with lbs (1%, 4 bits, error feedback), and
 // with dgc, gtopk (by the tree, its own strategy), blockquant, randomk, qsgd, terngrad, signsgd,
-// onebit (by two_phase, its own strategy), fp16 and bf16, one rank, so every step still compresses,
+// onebit (by two_phase, its own strategy), powersgd (by low_rank, its exchange run whole on the
+// device: compress/device_low_rank.h), fp16 and bf16, one rank, so every step still compresses,
 // encodes and decodes its own message; on the GPU that message goes through a one-rank NCCL
 // collective (Note [A world of one on NCCL], compress/device_exchange.h), the path several GPUs
 // take. The device codecs send the CPU's bytes for the same input (test_compress_cuda); the inputs
@@ -88,8 +89,9 @@ TEST(CudaTraining, CompressedStepsMatchTheCpuRun) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto comm = comm::make_self_communicator();
   // fp16 and bf16 go through the device allreduce, the others through the device allgather.
-  for (const std::string compressor : {"lbs", "dgc", "gtopk", "blockquant", "randomk", "qsgd",
-                                       "terngrad", "signsgd", "onebit", "fp16", "bf16"}) {
+  for (const std::string compressor :
+       {"lbs", "dgc", "gtopk", "blockquant", "randomk", "qsgd", "terngrad", "signsgd", "onebit",
+        "powersgd", "fp16", "bf16"}) {
     const std::vector<double> cpu =
         losses(kCompressed, Device::kCPU, *comm, {"compress.name=" + compressor});
     const std::vector<double> gpu =
@@ -181,13 +183,14 @@ TEST(CudaTraining, CompressionMetricsMatchTheCpuRun) {
 }
 
 // lbs keeps a residual on the device; dgc keeps its momentum there too (DeviceCodec state),
-// and two_phase its server residual (DeviceTwoPhase).
+// two_phase its server residual (DeviceTwoPhase), powersgd its factors (DeviceLowRank).
 TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
   SPARQ_SKIP_WITHOUT_GPU();
   for (const auto& [compressor, aggregation] :
        {std::pair<std::string, std::string>{"lbs", "allgather"},
         {"dgc", "allgather"},
-        {"lbs", "two_phase"}}) {
+        {"lbs", "two_phase"},
+        {"powersgd", "low_rank"}}) {
     SCOPED_TRACE(compressor + " by " + aggregation);
     auto comm = comm::make_self_communicator();
     const std::filesystem::path dir =

@@ -103,6 +103,10 @@ struct CompressorCapabilities {
   // exchanged compressed: device_codec() returns it in a build with CUDA. powersgd's twin is
   // its whole low_rank exchange on the device instead (device_low_rank.h).
   bool device_twin = false;
+  // How many entries a message keeps depends on the data (sampled selection, threshold): a
+  // device twin writes the count its decode reads from the message, within a bound, and the
+  // device tree, which merges lists of one fixed size, does not take it.
+  bool count_varies = false;
 };
 
 // One weight matrix of a bucket, for compressors with needs_matrix_layout: [rows, cols]

@@ -3,6 +3,8 @@
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include "compress/cuda/block_codec_cuda.h"
 #include "compress/cuda/dense_cast_cuda.h"
 #include "compress/cuda/lbs_cuda.h"
@@ -11,6 +13,7 @@
 #include "compress/cuda/scaled_codes_cuda.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
+#include "compress/topk_select.h"
 #endif
 
 namespace sparq::compress {
@@ -24,7 +27,9 @@ bool device_strategy_built(std::string_view strategy, const CompressorCapabiliti
   // two_phase re-encodes region averages, which needs self-contained messages, as on the CPU.
   if (strategy == aggregation_name(Aggregation::kTwoPhase)) return caps.self_contained;
   // The tree merges and re-selects sparse f32 lists (device_tree.h), as on the CPU.
-  if (strategy == aggregation_name(Aggregation::kTree)) return caps.sparse_f32 && caps.reselectable;
+  if (strategy == aggregation_name(Aggregation::kTree)) {
+    return caps.sparse_f32 && caps.reselectable && !caps.count_varies;
+  }
   return strategy == aggregation_name(Aggregation::kAllreduce) && caps.summable;
 }
 
@@ -109,6 +114,53 @@ class TopkDeviceCodec final : public DeviceCodec {
     return k_for(density_for(density_, ctx), n);
   }
   double density_;
+};
+
+// topk_sampled and threshold: the sparse f32 message with a count the device chooses
+// (lbs_cuda.h's SparseSelection); decoded messages are held to the range that selection
+// allows (sampled: sampled_min(k) .. min(sampled_max(k), n); threshold: 0 .. n).
+class SelectedSparseDeviceCodec final : public DeviceCodec {
+ public:
+  SelectedSparseDeviceCodec(bool sampled, double density, double threshold)
+      : sampled_(sampled), density_(density), threshold_(threshold) {}
+
+  std::size_t capacity(std::size_t n, const EncodeContext& ctx) const override {
+    return cuda::topk_capacity(n, cuda::sparse_max_count(n, selection(n, ctx)));
+  }
+  std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
+    return cuda::topk_selected_scratch_bytes(n, selection(n, ctx));
+  }
+  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
+              void* scratch, std::size_t scratch_size, void* stream) override {
+    cuda::topk_encode_selected(e ? g : nullptr, e ? e : const_cast<float*>(g), n, selection(n, ctx),
+                               msg, scratch, scratch_size, as_stream(stream));
+  }
+  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
+              bool add, float* out, void* scratch, std::size_t scratch_size, void* stream,
+              std::uint32_t* invalid) const override {
+    const cuda::SparseSelection sel = selection(n, ctx);
+    const std::size_t most = cuda::sparse_max_count(n, sel);
+    const std::size_t least = sampled_ ? std::min(TopkSelector::sampled_min(sel.k), most) : 0;
+    cuda::topk_decode_counted(msg, n, least, most, alpha, add, out, scratch, scratch_size,
+                              as_stream(stream), invalid);
+  }
+
+ private:
+  // TopkCompressor::encode's and ThresholdCompressor::encode's selection at ctx.
+  cuda::SparseSelection selection(std::size_t n, const EncodeContext& ctx) const {
+    cuda::SparseSelection sel;
+    sel.sampled = sampled_;
+    if (sampled_) {
+      sel.k = k_for(density_for(density_, ctx), n);
+      sel.key = step_key(ctx.seed, ctx.step);
+      sel.stream = compression_stream(ctx, ctx.rank);
+    } else {
+      sel.threshold = static_cast<float>(threshold_);
+    }
+    return sel;
+  }
+  bool sampled_;
+  double density_, threshold_;
 };
 
 class BlockQuantDeviceCodec final : public DeviceCodec {
@@ -287,6 +339,12 @@ std::unique_ptr<DeviceCodec> make_terngrad_device_codec(double clip_sigma) {
 std::unique_ptr<DeviceCodec> make_sign_device_codec(bool rms) {
   return std::make_unique<SignDeviceCodec>(rms);
 }
+std::unique_ptr<DeviceCodec> make_topk_sampled_device_codec(double density) {
+  return std::make_unique<SelectedSparseDeviceCodec>(true, density, 0.0);
+}
+std::unique_ptr<DeviceCodec> make_threshold_device_codec(double threshold) {
+  return std::make_unique<SelectedSparseDeviceCodec>(false, 0.0, threshold);
+}
 std::unique_ptr<DeviceCodec> make_dense_cast_device_codec(bool half) {
   return std::make_unique<DenseCastDeviceCodec>(half);
 }
@@ -315,6 +373,8 @@ std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams
   return nullptr;
 }
 std::unique_ptr<DeviceCodec> make_topk_device_codec(double) { return nullptr; }
+std::unique_ptr<DeviceCodec> make_topk_sampled_device_codec(double) { return nullptr; }
+std::unique_ptr<DeviceCodec> make_threshold_device_codec(double) { return nullptr; }
 std::unique_ptr<DeviceCodec> make_dense_cast_device_codec(bool) { return nullptr; }
 std::unique_ptr<DeviceCodec> make_randomk_device_codec(double) { return nullptr; }
 std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int, int, std::size_t) { return nullptr; }

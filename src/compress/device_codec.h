@@ -60,8 +60,8 @@ class DeviceCodec {
 
 // The compressors that have a twin, for messages that suggest one.
 inline constexpr std::string_view kDeviceCompressorsHint =
-    "lbs, topk or gtopk (exact selection), dgc, blockquant, qsgd, terngrad, signsgd, onebit, "
-    "randomk, powersgd, fp16, bf16 or none";
+    "lbs (exact selection), topk, topk_sampled, gtopk, threshold, dgc, blockquant, qsgd, "
+    "terngrad, signsgd, onebit, randomk, powersgd, fp16, bf16 or none";
 
 // Whether the device exchange has strategy `strategy` (aggregation_name()) for a compressor
 // with these capabilities: allgather for every twin, two_phase for self-contained ones
@@ -69,9 +69,12 @@ inline constexpr std::string_view kDeviceCompressorsHint =
 // summable ones (device_exchange.h), low_rank for powersgd (device_low_rank.h).
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps);
 
-// The twins (nullptr in a build without CUDA). lbs and topk: exact selection only.
+// The twins (nullptr in a build without CUDA). lbs: exact selection only.
 std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant);
 std::unique_ptr<DeviceCodec> make_topk_device_codec(double density);
+// topk_sampled and threshold: a count the device chooses (SelectedSparse, device_codec.cpp).
+std::unique_ptr<DeviceCodec> make_topk_sampled_device_codec(double density);
+std::unique_ptr<DeviceCodec> make_threshold_device_codec(double threshold);
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant);
 // fp16 / bf16 casts (kF16, kBF16): summable, so the allreduce strategy can sum their messages.
 std::unique_ptr<DeviceCodec> make_dense_cast_device_codec(bool half);

@@ -41,9 +41,10 @@ class LbsCompressor final : public Compressor {
 
   std::string_view name() const override { return "lbs"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
-  // Exact selection has a CUDA twin (device_codec.h); the sampled threshold not yet.
+  // Exact selection has a CUDA twin (device_codec.h); the sampled one not yet: its count
+  // varies, and the device's block codec takes a count the host knows.
   CompressorCapabilities capabilities() const override {
-    return {.device_twin = !options_.sampled};
+    return {.device_twin = !options_.sampled, .count_varies = options_.sampled};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;

@@ -1,5 +1,6 @@
 #include "compress/threshold.h"
 
+#include "compress/device_codec.h"
 #include "compress/sparse_format.h"
 
 namespace sparq::compress {
@@ -9,6 +10,10 @@ Result<ThresholdCompressor::Options> ThresholdCompressor::Options::parse(ConfigR
   SPARQ_ASSIGN_OR_RETURN(o.threshold, reader.real("threshold", 1e-3, 0.0, 1e30, true));
   SPARQ_RETURN_IF_ERROR(reader.finish());
   return o;
+}
+
+std::unique_ptr<DeviceCodec> ThresholdCompressor::device_codec() const {
+  return make_threshold_device_codec(options_.threshold);
 }
 
 void ThresholdCompressor::encode(std::span<const float> a, const EncodeContext&, Message& msg) {

@@ -25,7 +25,10 @@ class ThresholdCompressor final : public Compressor {
   std::string_view name() const override { return "threshold"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
   // Sparse f32 lists, but not tree-mergeable: each rank keeps its own count.
-  CompressorCapabilities capabilities() const override { return {.sparse_f32 = true}; }
+  CompressorCapabilities capabilities() const override {
+    return {.sparse_f32 = true, .device_twin = true, .count_varies = true};
+  }
+  std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,

@@ -41,7 +41,7 @@ void TopkCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> 
 }
 
 std::unique_ptr<DeviceCodec> TopkCompressor::device_codec() const {
-  if (options_.sampled) return nullptr;
+  if (options_.sampled) return make_topk_sampled_device_codec(options_.density);
   return make_topk_device_codec(options_.density);
 }
 

@@ -34,9 +34,12 @@ class TopkCompressor final : public Compressor {
     return options_.global ? Aggregation::kTree : Aggregation::kAllgather;
   }
   // The tree merge sums and re-selects its lists (all three, gtopk being topk under tree).
-  // Exact selection has a CUDA twin (device_codec.h); the sampled threshold not yet.
+  // Both selections have a CUDA twin (device_codec.h); the sampled one's count varies.
   CompressorCapabilities capabilities() const override {
-    return {.sparse_f32 = true, .reselectable = true, .device_twin = !options_.sampled};
+    return {.sparse_f32 = true,
+            .reselectable = true,
+            .device_twin = true,
+            .count_varies = options_.sampled};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "compress/byte_io.h"
+#include "compress/sampled_rule.h"
 #include "core/check.h"
 #include "core/rng.h"
 #include "core/threading.h"
@@ -219,17 +220,12 @@ void TopkSelector::sampled(std::span<const float> a, std::size_t k, std::uint64_
                            std::vector<float>* values) {
   const std::size_t n = a.size();
   if (k == 0 || k >= n) return exact(a, k, out, values);
-  // About 1% of the bucket, but enough that the sample holds >= 32 entries above threshold.
-  std::size_t s = std::max<std::size_t>(n / 100, 1024);
-  if (s * k < 32 * n) s = (32 * n + k - 1) / k;
-  s = std::min(s, n);
+  const std::size_t s = sampled_size(n, k);  // the rule: compress/sampled_rule.h
   keys_.resize(s);
-  for (std::size_t j = 0; j < s; ++j) {
-    keys_[j] = abs_key(a[random_u32_at(key, stream, j) % n]);
-  }
-  std::size_t rank = std::max<std::size_t>(1, (k * s + n / 2) / n);
+  for (std::size_t j = 0; j < s; ++j) keys_[j] = abs_key(a[sampled_position(n, key, stream, j)]);
+  std::size_t rank = sampled_first_rank(n, k, s);
   const std::size_t lo = sampled_min(k), hi = sampled_max(k);
-  for (int attempt = 0; attempt < 6; ++attempt) {
+  for (int attempt = 0; attempt < kSampledAttempts; ++attempt) {
     std::nth_element(keys_.begin(), keys_.begin() + (rank - 1), keys_.end(), std::greater<>());
     const std::uint32_t t = keys_[rank - 1];
     const std::size_t count = count_at_least(a, t);
@@ -238,16 +234,16 @@ void TopkSelector::sampled(std::span<const float> a, std::size_t k, std::uint64_
       return;
     }
     if (count > hi) {
-      // Too many: keep the candidates and re-select exactly k among them.
+      // Too many: keep the candidates and re-select exactly k among them. The result is
+      // exact(a, k)'s (every entry of the k largest is a candidate, and the candidates keep
+      // index order for the ties), which the CUDA twin relies on (varcount_select_cuda.h).
       gather(a, t, std::numeric_limits<std::size_t>::max(), candidate_idx_, &candidates_);
       exact_impl(candidates_, k, out, values, /*allow_prefilter=*/false);
       for (std::uint32_t& i : out) i = candidate_idx_[i];
       return;
     }
     if (rank == s) break;
-    // Too few: move down the sample in proportion to the shortfall (at least 10% further).
-    const std::size_t scaled = rank * k / std::max<std::size_t>(count, 1);
-    rank = std::min(s, std::max(scaled, rank + rank / 10 + 1));
+    rank = sampled_next_rank(rank, k, count, s);
   }
   exact(a, k, out, values);  // a sample that cannot reach 0.8 k (e.g. mostly zeros): be exact
 }

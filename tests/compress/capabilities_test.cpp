@@ -24,12 +24,15 @@ bool contains(const std::string& text, const std::string& part) {
 
 std::string describe(const CompressorCapabilities& c) {
   std::string out;
-  for (auto [name, on] : {std::pair{"summable", c.summable}, {"self_contained", c.self_contained},
-                          {"sparse_f32", c.sparse_f32}, {"reselectable", c.reselectable},
+  for (auto [name, on] : {std::pair{"summable", c.summable},
+                          {"self_contained", c.self_contained},
+                          {"sparse_f32", c.sparse_f32},
+                          {"reselectable", c.reselectable},
                           {"needs_matrix_layout", c.needs_matrix_layout},
                           {"sends_every_entry", c.sends_every_entry},
                           {"own_density_warmup", c.own_density_warmup},
-                          {"device_twin", c.device_twin}}) {
+                          {"device_twin", c.device_twin},
+                          {"count_varies", c.count_varies}}) {
     if (!on) continue;
     if (!out.empty()) out += ' ';
     out += name;
@@ -67,10 +70,11 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"fp16", "summable self_contained sends_every_entry device_twin", "allreduce " + anywhere},
       {"bf16", "summable self_contained sends_every_entry device_twin", "allreduce " + anywhere},
       {"topk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
-      {"topk_sampled", "self_contained sparse_f32 reselectable", anywhere + " tree"},
+      {"topk_sampled", "self_contained sparse_f32 reselectable device_twin count_varies",
+       anywhere + " tree"},
       {"gtopk", "self_contained sparse_f32 reselectable device_twin", anywhere + " tree"},
       {"randomk", messages + " device_twin", anywhere},
-      {"threshold", "self_contained sparse_f32", anywhere},
+      {"threshold", "self_contained sparse_f32 device_twin count_varies", anywhere},
       {"qsgd", messages + " device_twin", anywhere},
       {"terngrad", messages + " device_twin", anywhere},
       {"signsgd", messages + " device_twin", anywhere},
@@ -93,12 +97,13 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
   // lbs's GPU twin selects exactly; the sampled threshold has none yet.
   auto sampled = make("lbs", {{"selection", "sampled"}});
   EXPECT_FALSE(sampled->capabilities().device_twin);
+  EXPECT_TRUE(sampled->capabilities().count_varies);
   EXPECT_EQ(sampled->device_codec(), nullptr);
 }
 
 TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
   for (const char* name : {"lbs", "blockquant", "topk", "randomk", "qsgd", "terngrad", "signsgd",
-                           "onebit", "fp16", "bf16", "dgc"}) {
+                           "onebit", "fp16", "bf16", "dgc", "topk_sampled", "threshold"}) {
     auto c = make(name);
 #if SPARQ_HAS_CUDA
     EXPECT_NE(c->device_codec(), nullptr) << name;
@@ -107,7 +112,7 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
 #endif
   }
   // powersgd's twin is its whole exchange (device_low_rank.h), not a message codec.
-  for (const char* name : {"none", "topk_sampled", "threshold", "powersgd"}) {
+  for (const char* name : {"none", "powersgd"}) {
     EXPECT_EQ(make(name)->device_codec(), nullptr) << name;
   }
 }
@@ -132,6 +137,10 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   EXPECT_TRUE(built("gtopk", Aggregation::kTree));
   EXPECT_TRUE(built("topk", Aggregation::kTree));
   EXPECT_FALSE(built("lbs", Aggregation::kTree));  // not a reselectable f32 list
+  // Counts chosen on the device: allgathered and by two_phase, not merged by the tree.
+  EXPECT_TRUE(built("topk_sampled", Aggregation::kAllgather));
+  EXPECT_TRUE(built("threshold", Aggregation::kTwoPhase));
+  EXPECT_FALSE(built("topk_sampled", Aggregation::kTree));
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

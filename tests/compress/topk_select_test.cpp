@@ -111,6 +111,28 @@ TEST(TopkSelect, SampledCountStaysWithinBounds) {
   }
 }
 
+// The sampled rule's two exact endings (compress/sampled_rule.h) are exact(a, k) itself,
+// which the CUDA twin relies on (varcount_select_cuda.h): too many kept, with two magnitudes
+// only (any sampled threshold keeps a seventh of the bucket or all of it) and with mostly
+// zeros (the sampled threshold is 0, which keeps everything).
+TEST(TopkSelect, SampledEndsInExactTopkWhereTheSampleCannotDecide) {
+  const std::size_t n = 20011, k = 200;
+  auto two = testing::normal_vector(n, 3), zeros = two;
+  for (std::size_t i = 0; i < n; ++i) {
+    two[i] = (two[i] < 0 ? -1.0f : 1.0f) * (i % 7 == 0 ? 1.0f : 0.5f);
+    if (i % 400 != 0) zeros[i] = 0.0f;
+  }
+  for (const auto* a : {&two, &zeros}) {
+    TopkSelector sel;
+    std::vector<std::uint32_t> sampled, exact;
+    std::vector<float> sampled_values, exact_values;
+    sel.sampled(*a, k, 77, 9, sampled, &sampled_values);
+    sel.exact(*a, k, exact, &exact_values);
+    EXPECT_EQ(sampled, exact);
+    EXPECT_EQ(sampled_values, exact_values);
+  }
+}
+
 TEST(TopkSelect, AtLeastKeepsExactlyTheEntriesAboveTheThreshold) {
   TopkSelector sel;
   std::vector<std::uint32_t> out;

@@ -72,7 +72,8 @@ TEST(CudaTraining, TwentyStepsMatchTheCpuRun) {
 // The GPU compression path (issue 17): GPT-2 tiny with lbs (1%, 4 bits, error feedback), and
 // with dgc, gtopk (by the tree, its own strategy), blockquant, randomk, qsgd, terngrad, signsgd,
 // onebit (by two_phase, its own strategy), powersgd (by low_rank, its exchange run whole on the
-// device: compress/device_low_rank.h), fp16 and bf16, one rank, so every step still compresses,
+// device: compress/device_low_rank.h), fp16, bf16, topk_sampled and threshold (counts chosen
+// on the device), one rank, so every step still compresses,
 // encodes and decodes its own message; on the GPU that message goes through a one-rank NCCL
 // collective (Note [A world of one on NCCL], compress/device_exchange.h), the path several GPUs
 // take. The device codecs send the CPU's bytes for the same input (test_compress_cuda); the inputs
@@ -91,7 +92,7 @@ TEST(CudaTraining, CompressedStepsMatchTheCpuRun) {
   // fp16 and bf16 go through the device allreduce, the others through the device allgather.
   for (const std::string compressor :
        {"lbs", "dgc", "gtopk", "blockquant", "randomk", "qsgd", "terngrad", "signsgd", "onebit",
-        "powersgd", "fp16", "bf16"}) {
+        "powersgd", "fp16", "bf16", "topk_sampled", "threshold"}) {
     const std::vector<double> cpu =
         losses(kCompressed, Device::kCPU, *comm, {"compress.name=" + compressor});
     const std::vector<double> gpu =

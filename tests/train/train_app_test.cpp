@@ -331,8 +331,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "train.precision=bf16",
        "train\\.precision: bf16 covers the GEMM layers of gpt2 and bert"},
       // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda --set compress.name=threshold",
-       "compress\\.name: threshold has no GPU implementation yet"},
+      {base + "--set train.device=cuda --set compress.name=topk_sampled "
+              "--set compress.aggregation=tree",
+       "compress\\.aggregation: tree is not built on the GPU yet"},
       {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
        "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
       // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
@@ -393,17 +394,20 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
       << bf16.output;
   EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
   // A compressor without a GPU twin is still validated, with the refusal as a note.
-  const ProcessResult threshold =
+  const ProcessResult sampled =
       run_train(0,
                 "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                "compress.name=threshold --dry-run");
-  EXPECT_EQ(threshold.exit_code, 0) << threshold.output;
-  EXPECT_NE(threshold.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                                  "compress.name: threshold has no GPU implementation yet"),
+                "compress.lbs.selection=sampled --dry-run");
+  EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
+  EXPECT_NE(sampled.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                                "compress.name: lbs with selection: sampled has no GPU "
+                                "implementation yet"),
             std::string::npos)
-      << threshold.output;
-  // The GPU twins added with the device allreduce: nothing to refuse.
-  for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16"}) {
+      << sampled.output;
+  // The GPU twins (the device allreduce's, the count-on-device selections, powersgd's
+  // low_rank): nothing to refuse.
+  for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16", "threshold",
+                           "topk_sampled", "powersgd"}) {
     const ProcessResult p = run_train(
         0, std::string("--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
                        "compress.name=") +

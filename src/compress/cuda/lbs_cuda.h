@@ -54,7 +54,7 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
 // (SparseInvalid) goes to *invalid when that is still 0. `invalid` (device memory) may be null.
 enum SparseInvalid : std::uint32_t {
   kSparseValid = 0,
-  kSparseBadHeader = 1,   // count != k, unknown coding, wrong value width, index section size
+  kSparseBadHeader = 1,   // count != k (or out of range), unknown coding, value width, index size
   kSparseBadCount = 2,    // a different number of indices than k (or bitmap bits past n)
   kSparseBadIndices = 3,  // an index >= n, out of order, an overlong or unterminated varint
 };
@@ -84,5 +84,30 @@ void topk_encode(const float* g, float* e, std::size_t n, std::size_t k, std::ui
 void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,
                  float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
                  std::uint32_t* invalid = nullptr);
+
+// topk_sampled and threshold (compress/topk.h, compress/threshold.h): the same sparse f32
+// message, with a selection whose count only the device knows (varcount_select_cuda.h),
+// written into the header; the capacity holds the most entries it can keep.
+struct SparseSelection {
+  bool sampled = true;       // TopkSelector::sampled with k; else at_least(threshold)
+  std::size_t k = 0;         // sampled: the target count
+  std::uint64_t key = 0;     // sampled: step_key(ctx.seed, ctx.step)
+  std::uint64_t stream = 0;  // sampled: compression_stream(ctx, ctx.rank)
+  float threshold = 0;       // at_least
+};
+// The most entries such a message keeps out of n: min(sampled_max(k), n), or n.
+std::size_t sparse_max_count(std::size_t n, const SparseSelection& sel);
+// Encode and decode scratch (the larger of the two).
+std::size_t topk_selected_scratch_bytes(std::size_t n, const SparseSelection& sel);
+// As topk_encode, with `sel`'s selection: capacity topk_capacity(n, sparse_max_count(n, sel)).
+void topk_encode_selected(const float* g, float* e, std::size_t n, const SparseSelection& sel,
+                          std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
+                          cudaStream_t stream);
+// As topk_decode, for a message of between min_count and max_count entries (its header says
+// how many; one outside the range fails validation with kSparseBadHeader).
+void topk_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
+                         std::size_t max_count, float alpha, bool add, float* out, void* scratch,
+                         std::size_t scratch_bytes, cudaStream_t stream,
+                         std::uint32_t* invalid = nullptr);
 
 }  // namespace sparq::cuda

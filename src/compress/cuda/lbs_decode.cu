@@ -47,12 +47,12 @@ DecodeLayout decode_layout_for(std::size_t n, std::size_t k) {
 
 // out[idx[j]] += alpha * v_j: decode_sparse_f32's `out[i] += alpha * v`, which g++ contracts
 // into one fma where the CPU has FMA (-march=native), as here.
-__global__ void f32_scatter_kernel(const std::uint8_t* in, std::size_t k, float alpha,
-                                   const std::uint32_t* idx, float* out,
-                                   const std::uint32_t* bad) {
+__global__ void f32_scatter_kernel(const std::uint8_t* in, float alpha, const std::uint32_t* idx,
+                                   float* out, const std::uint32_t* bad) {
   if (*bad != 0) return;  // a message that failed validation adds nothing
   const std::uint8_t* section = in + kHeaderBytes + load_u32(in + 4);
-  for (std::size_t j = first_index(); j < k; j += stride()) {
+  const std::size_t count = load_u32(in);
+  for (std::size_t j = first_index(); j < count; j += stride()) {
     const float v = load_f32(section + 4 * j);
     out[idx[j]] = __fmaf_rn(alpha, v, out[idx[j]]);
   }
@@ -61,15 +61,17 @@ __global__ void f32_scatter_kernel(const std::uint8_t* in, std::size_t k, float 
 // Validation (lbs_cuda.h): the first failure's reason stays.
 __device__ void reject(std::uint32_t* bad, std::uint32_t reason) { atomicCAS(bad, 0u, reason); }
 
-// The header against what the receiver knows (sparse_format.h's check_sparse_prefix). The
+// The header against what the receiver knows (sparse_format.h's check_sparse_prefix): a
+// count of k entries, or between min_count and k for a count the sender's device chose. The
 // index section may not exceed its bound (sparse_bound.h), which every encoder's message
 // meets and the capacity holds, so nothing is read past a message's block.
-__global__ void header_check_kernel(const std::uint8_t* in, std::size_t n, std::size_t k,
-                                    int value_bits, std::uint32_t* bad) {
+__global__ void header_check_kernel(const std::uint8_t* in, std::size_t n, std::size_t min_count,
+                                    std::size_t k, int value_bits, std::uint32_t* bad) {
   const std::uint32_t index_bytes = load_u32(in + 4);
   const std::size_t bitmap_bytes = (n + 7) / 8;
-  const bool ok = load_u32(in) == k && in[8] <= 1 && in[9] == value_bits &&
-                  index_bytes <= compress::sparse_index_bound(n, k) &&
+  const std::size_t count = load_u32(in);
+  const bool ok = count >= min_count && count <= k && in[8] <= 1 && in[9] == value_bits &&
+                  index_bytes <= compress::sparse_index_bound(n, count) &&
                   (in[8] == 1 ? index_bytes == bitmap_bytes : true);
   *bad = ok ? kSparseValid : kSparseBadHeader;
 }
@@ -88,14 +90,14 @@ __global__ void index_flags_kernel(const std::uint8_t* in, std::size_t n, std::u
     flags[i] = bitmap ? bitmap_bit(section, i) : (i < index_bytes && (section[i] & 0x80u) == 0);
   }
 }
-// Exactly k indices (so every pos below is < k), no bitmap bit past n, and a varint section
-// that ends with a varint's last byte.
-__global__ void count_check_kernel(const std::uint8_t* in, std::size_t n, std::size_t k,
+// Exactly the header's count of indices (so every pos below is < k), no bitmap bit past n, and
+// a varint section that ends with a varint's last byte.
+__global__ void count_check_kernel(const std::uint8_t* in, std::size_t n,
                                    const std::uint32_t* flags, const std::uint32_t* pos,
                                    std::uint32_t* bad) {
   if (*bad != kSparseValid) return;
   const std::uint8_t* section = in + kHeaderBytes;
-  if (pos[n - 1] + flags[n - 1] != k) {
+  if (pos[n - 1] + flags[n - 1] != load_u32(in)) {
     reject(bad, kSparseBadCount);
   } else if (in[8] == 1 && n % 8 != 0 && (section[n / 8] >> (n % 8)) != 0) {
     reject(bad, kSparseBadCount);
@@ -135,11 +137,12 @@ __global__ void place_indices_kernel(const std::uint8_t* in, std::size_t n,
 }
 // idx[j] = sums[j] - 1, each in range and above the one before (a prefix sum that wrapped
 // around would not be).
-__global__ void varint_indices_kernel(const std::uint8_t* in, std::size_t n, std::size_t k,
+__global__ void varint_indices_kernel(const std::uint8_t* in, std::size_t n,
                                       const std::uint32_t* sums, std::uint32_t* idx,
                                       std::uint32_t* bad) {
   if (in[8] == 1 || *bad != kSparseValid) return;
-  for (std::size_t j = first_index(); j < k; j += stride()) {
+  const std::size_t count = load_u32(in);
+  for (std::size_t j = first_index(); j < count; j += stride()) {
     idx[j] = sums[j] - 1;
     if (sums[j] == 0 || sums[j] - 1 >= n || (j > 0 && sums[j] <= sums[j - 1])) {
       reject(bad, kSparseBadIndices);
@@ -151,23 +154,25 @@ __global__ void report_kernel(const std::uint32_t* bad, std::uint32_t* invalid) 
   if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
 }
 // out[idx[j]] += alpha * D(m)_j: the CPU's `out[i] += decoded[j]`, unfused.
-__global__ void scatter_kernel(const std::uint8_t* in, std::size_t k, int bits,
-                               std::size_t block, float alpha, const std::uint32_t* idx,
-                               float* out, const std::uint32_t* bad) {
+__global__ void scatter_kernel(const std::uint8_t* in, int bits, std::size_t block, float alpha,
+                               const std::uint32_t* idx, float* out, const std::uint32_t* bad) {
   if (*bad != 0) return;  // a message that failed validation adds nothing
   const std::uint8_t* run = in + kHeaderBytes + load_u32(in + 4);
-  for (std::size_t j = first_index(); j < k; j += stride()) {
-    out[idx[j]] = __fadd_rn(out[idx[j]], kept_value(run, k, j, bits, block, alpha));
+  const std::size_t count = load_u32(in);
+  for (std::size_t j = first_index(); j < count; j += stride()) {
+    out[idx[j]] = __fadd_rn(out[idx[j]], kept_value(run, count, j, bits, block, alpha));
   }
 }
 
 // The index section of either coding into idx (both codecs), then the values: topk's f32
-// (f32 == true) or lbs's block-coded run.
-void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t k, bool f32,
-                   const LbsArgs& args, float alpha, bool add, float* out, void* scratch,
-                   std::size_t scratch_bytes, cudaStream_t stream, std::uint32_t* invalid) {
-  if (k == 0 || k > n || n >= (std::size_t{1} << 31)) {
-    fatal_error(__FILE__, __LINE__, "cuda sparse codec: needs 0 < k <= n < 2^31");
+// (f32 == true) or lbs's block-coded run. A message keeps between min_count and k entries
+// (min_count == k: exactly k).
+void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t min_count, std::size_t k,
+                   bool f32, const LbsArgs& args, float alpha, bool add, float* out,
+                   void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                   std::uint32_t* invalid) {
+  if (k == 0 || k > n || min_count > k || n >= (std::size_t{1} << 31)) {
+    fatal_error(__FILE__, __LINE__, "cuda sparse codec: needs min_count <= k, 0 < k <= n < 2^31");
   }
   const DecodeLayout l = decode_layout_for(n, k);
   if (scratch_bytes < l.total) fatal_error(__FILE__, __LINE__, "cuda sparse codec: scratch too small");
@@ -181,22 +186,22 @@ void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t k, bool f3
   if (!add) CUDA_CHECK(cudaMemsetAsync(out, 0, n * sizeof(float), stream));
   // Every step after the header check skips a message already found bad; the scans then run
   // over stale flags and steps, harmlessly (their results are never used).
-  header_check_kernel<<<1, 1, 0, stream>>>(in, n, k, f32 ? 32 : args.bits, bad);
+  header_check_kernel<<<1, 1, 0, stream>>>(in, n, min_count, k, f32 ? 32 : args.bits, bad);
   index_flags_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, n, flags, bad);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(base + l.cub, cub_bytes, flags, pos,
                                            static_cast<int>(n), stream));
-  count_check_kernel<<<1, 1, 0, stream>>>(in, n, k, flags, pos, bad);
+  count_check_kernel<<<1, 1, 0, stream>>>(in, n, flags, pos, bad);
   place_indices_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, n, flags, pos, idx, steps,
                                                               bad);
   // Varint only (the bitmap placed idx directly; its steps are unused): prefix sums of gap + 1.
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(base + l.cub, cub_bytes, steps, pos,
                                            static_cast<int>(k), stream));
-  varint_indices_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, n, k, pos, idx, bad);
+  varint_indices_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, n, pos, idx, bad);
   if (f32) {
-    f32_scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, alpha, idx, out, bad);
+    f32_scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, alpha, idx, out, bad);
   } else {
-    scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, k, args.bits, args.block, alpha,
-                                                          idx, out, bad);
+    scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, args.bits, args.block, alpha, idx,
+                                                          out, bad);
   }
   if (invalid != nullptr) report_kernel<<<1, 1, 0, stream>>>(bad, invalid);
   CUDA_CHECK(cudaGetLastError());
@@ -218,15 +223,22 @@ SparseDecoded sparse_decoded(const void* scratch, std::size_t n, std::size_t k) 
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,
                 float alpha, bool add, float* out, void* scratch, std::size_t scratch_bytes,
                 cudaStream_t stream, std::uint32_t* invalid) {
-  decode_sparse(in, n, k, /*f32=*/false, args, alpha, add, out, scratch, scratch_bytes, stream,
+  decode_sparse(in, n, k, k, /*f32=*/false, args, alpha, add, out, scratch, scratch_bytes, stream,
                 invalid);
 }
 
 void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alpha, bool add,
                  float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
                  std::uint32_t* invalid) {
-  decode_sparse(in, n, k, /*f32=*/true, LbsArgs{}, alpha, add, out, scratch, scratch_bytes,
+  decode_sparse(in, n, k, k, /*f32=*/true, LbsArgs{}, alpha, add, out, scratch, scratch_bytes,
                 stream, invalid);
+}
+
+void topk_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
+                         std::size_t max_count, float alpha, bool add, float* out, void* scratch,
+                         std::size_t scratch_bytes, cudaStream_t stream, std::uint32_t* invalid) {
+  decode_sparse(in, n, min_count, max_count, /*f32=*/true, LbsArgs{}, alpha, add, out, scratch,
+                scratch_bytes, stream, invalid);
 }
 
 }  // namespace sparq::cuda

@@ -52,28 +52,61 @@ cuda::LbsArgs lbs_args(const BlockQuantParams& q, const EncodeContext& ctx) {
           compression_stream(ctx, ctx.rank), ctx.offset};
 }
 
+// The sampled selection of topk_sampled and lbs (TopkSelector::sampled's key and stream, as
+// both compressors' encode passes them) and the fewest entries its message keeps.
+cuda::SparseSelection sampled_selection(double density, std::size_t n, const EncodeContext& ctx) {
+  cuda::SparseSelection sel;
+  sel.sampled = true;
+  sel.k = k_for(density_for(density, ctx), n);
+  sel.key = step_key(ctx.seed, ctx.step);
+  sel.stream = compression_stream(ctx, ctx.rank);
+  return sel;
+}
+std::size_t fewest_kept(std::size_t n, const cuda::SparseSelection& sel) {
+  if (!sel.sampled) return 0;
+  return std::min(TopkSelector::sampled_min(sel.k), cuda::sparse_max_count(n, sel));
+}
+
+// lbs, with exact selection (k entries) or the sampled one (a count the device chooses).
 class LbsDeviceCodec final : public DeviceCodec {
  public:
-  LbsDeviceCodec(double density, BlockQuantParams quant) : density_(density), quant_(quant) {}
+  LbsDeviceCodec(double density, BlockQuantParams quant, bool sampled)
+      : density_(density), quant_(quant), sampled_(sampled) {}
 
   std::size_t capacity(std::size_t n, const EncodeContext& ctx) const override {
-    return cuda::lbs_capacity(n, k(n, ctx), lbs_args(quant_, ctx));
+    return cuda::lbs_capacity(n, most(n, ctx), lbs_args(quant_, ctx));
   }
   std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
-    return sparse_scratch_bytes(n, k(n, ctx));
+    return sampled_ ? cuda::sparse_selected_scratch_bytes(n, sampled_selection(density_, n, ctx))
+                    : sparse_scratch_bytes(n, k(n, ctx));
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
               std::uint8_t* msg, void* scratch, std::size_t scratch_size,
               void* stream) override {
-    // Without error feedback lbs_encode only reads its `e` argument.
-    cuda::lbs_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, k(n, ctx),
-                     lbs_args(quant_, ctx), msg, scratch, scratch_size, as_stream(stream));
+    // Without error feedback the encoders only read their `e` argument.
+    const float* grad = e ? g : nullptr;
+    float* acc = e ? e : const_cast<float*>(g);
+    if (sampled_) {
+      cuda::lbs_encode_selected(grad, acc, n, sampled_selection(density_, n, ctx),
+                                lbs_args(quant_, ctx), msg, scratch, scratch_size,
+                                as_stream(stream));
+    } else {
+      cuda::lbs_encode(grad, acc, n, k(n, ctx), lbs_args(quant_, ctx), msg, scratch, scratch_size,
+                       as_stream(stream));
+    }
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
               bool add, float* out, void* scratch, std::size_t scratch_size,
               void* stream, std::uint32_t* invalid) const override {
-    cuda::lbs_decode(msg, n, k(n, ctx), lbs_args(quant_, ctx), alpha, add, out, scratch,
-                     scratch_size, as_stream(stream), invalid);
+    if (sampled_) {
+      const cuda::SparseSelection sel = sampled_selection(density_, n, ctx);
+      cuda::lbs_decode_counted(msg, n, fewest_kept(n, sel), cuda::sparse_max_count(n, sel),
+                               lbs_args(quant_, ctx), alpha, add, out, scratch, scratch_size,
+                               as_stream(stream), invalid);
+    } else {
+      cuda::lbs_decode(msg, n, k(n, ctx), lbs_args(quant_, ctx), alpha, add, out, scratch,
+                       scratch_size, as_stream(stream), invalid);
+    }
   }
 
  private:
@@ -81,8 +114,12 @@ class LbsDeviceCodec final : public DeviceCodec {
   std::size_t k(std::size_t n, const EncodeContext& ctx) const {
     return k_for(density_for(density_, ctx), n);
   }
+  std::size_t most(std::size_t n, const EncodeContext& ctx) const {
+    return sampled_ ? cuda::sparse_max_count(n, sampled_selection(density_, n, ctx)) : k(n, ctx);
+  }
   double density_;
   BlockQuantParams quant_;
+  bool sampled_;
 };
 
 // topk, gtopk (under allgather): the sparse f32 message (sparse_format.h).
@@ -128,7 +165,7 @@ class SelectedSparseDeviceCodec final : public DeviceCodec {
     return cuda::topk_capacity(n, cuda::sparse_max_count(n, selection(n, ctx)));
   }
   std::size_t scratch_bytes(std::size_t n, const EncodeContext& ctx) const override {
-    return cuda::topk_selected_scratch_bytes(n, selection(n, ctx));
+    return cuda::sparse_selected_scratch_bytes(n, selection(n, ctx));
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
               void* scratch, std::size_t scratch_size, void* stream) override {
@@ -139,24 +176,17 @@ class SelectedSparseDeviceCodec final : public DeviceCodec {
               bool add, float* out, void* scratch, std::size_t scratch_size, void* stream,
               std::uint32_t* invalid) const override {
     const cuda::SparseSelection sel = selection(n, ctx);
-    const std::size_t most = cuda::sparse_max_count(n, sel);
-    const std::size_t least = sampled_ ? std::min(TopkSelector::sampled_min(sel.k), most) : 0;
-    cuda::topk_decode_counted(msg, n, least, most, alpha, add, out, scratch, scratch_size,
-                              as_stream(stream), invalid);
+    cuda::topk_decode_counted(msg, n, fewest_kept(n, sel), cuda::sparse_max_count(n, sel), alpha,
+                              add, out, scratch, scratch_size, as_stream(stream), invalid);
   }
 
  private:
   // TopkCompressor::encode's and ThresholdCompressor::encode's selection at ctx.
   cuda::SparseSelection selection(std::size_t n, const EncodeContext& ctx) const {
+    if (sampled_) return sampled_selection(density_, n, ctx);
     cuda::SparseSelection sel;
-    sel.sampled = sampled_;
-    if (sampled_) {
-      sel.k = k_for(density_for(density_, ctx), n);
-      sel.key = step_key(ctx.seed, ctx.step);
-      sel.stream = compression_stream(ctx, ctx.rank);
-    } else {
-      sel.threshold = static_cast<float>(threshold_);
-    }
+    sel.sampled = false;
+    sel.threshold = static_cast<float>(threshold_);
     return sel;
   }
   bool sampled_;
@@ -354,8 +384,9 @@ std::unique_ptr<DeviceCodec> make_randomk_device_codec(double density) {
 std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int levels, int code_bits, std::size_t chunk) {
   return std::make_unique<QsgdDeviceCodec>(levels, code_bits, chunk);
 }
-std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant) {
-  return std::make_unique<LbsDeviceCodec>(density, quant);
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant,
+                                                   bool sampled) {
+  return std::make_unique<LbsDeviceCodec>(density, quant, sampled);
 }
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams& quant) {
   return std::make_unique<BlockQuantDeviceCodec>(quant);
@@ -366,7 +397,7 @@ std::unique_ptr<DeviceCodec> make_topk_device_codec(double density) {
 
 #else
 
-std::unique_ptr<DeviceCodec> make_lbs_device_codec(double, const BlockQuantParams&) {
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double, const BlockQuantParams&, bool) {
   return nullptr;
 }
 std::unique_ptr<DeviceCodec> make_blockquant_device_codec(const BlockQuantParams&) {

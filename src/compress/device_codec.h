@@ -60,8 +60,8 @@ class DeviceCodec {
 
 // The compressors that have a twin, for messages that suggest one.
 inline constexpr std::string_view kDeviceCompressorsHint =
-    "lbs (exact selection), topk, topk_sampled, gtopk, threshold, dgc, blockquant, qsgd, "
-    "terngrad, signsgd, onebit, randomk, powersgd, fp16, bf16 or none";
+    "lbs, topk, topk_sampled, gtopk, threshold, dgc, blockquant, qsgd, terngrad, signsgd, "
+    "onebit, randomk, powersgd, fp16, bf16 or none";
 
 // Whether the device exchange has strategy `strategy` (aggregation_name()) for a compressor
 // with these capabilities: allgather for every twin, two_phase for self-contained ones
@@ -69,8 +69,10 @@ inline constexpr std::string_view kDeviceCompressorsHint =
 // summable ones (device_exchange.h), low_rank for powersgd (device_low_rank.h).
 bool device_strategy_built(std::string_view strategy, const CompressorCapabilities& caps);
 
-// The twins (nullptr in a build without CUDA). lbs: exact selection only.
-std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant);
+// The twins (nullptr in a build without CUDA).
+// sampled: lbs's `selection: sampled`, a count the device chooses (as topk_sampled's).
+std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant,
+                                                   bool sampled = false);
 std::unique_ptr<DeviceCodec> make_topk_device_codec(double density);
 // topk_sampled and threshold: a count the device chooses (SelectedSparse, device_codec.cpp).
 std::unique_ptr<DeviceCodec> make_topk_sampled_device_codec(double density);

@@ -72,8 +72,7 @@ void LbsCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> o
 }
 
 std::unique_ptr<DeviceCodec> LbsCompressor::device_codec() const {
-  if (options_.sampled) return nullptr;
-  return make_lbs_device_codec(options_.density, options_.quant);
+  return make_lbs_device_codec(options_.density, options_.quant, options_.sampled);
 }
 
 double LbsCompressor::contraction_delta(std::size_t n) const {

@@ -41,10 +41,9 @@ class LbsCompressor final : public Compressor {
 
   std::string_view name() const override { return "lbs"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
-  // Exact selection has a CUDA twin (device_codec.h); the sampled one not yet: its count
-  // varies, and the device's block codec takes a count the host knows.
+  // Both selections have a CUDA twin (device_codec.h); the sampled one's count varies.
   CompressorCapabilities capabilities() const override {
-    return {.device_twin = !options_.sampled, .count_varies = options_.sampled};
+    return {.device_twin = true, .count_varies = options_.sampled};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;

@@ -27,11 +27,9 @@ Status check_device_support(const TrainConfig& c) {
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));
   if (!compressor->capabilities().device_twin) {
     return Status::error(
-        "{}: compress.name: {}{} has no GPU implementation yet (issue 17); with "
-        "train.device: cuda use {}, or train.device: cpu",
-        c.origin, c.compress.compress.name,
-        c.compress.compress.name == "lbs" ? " with selection: sampled" : "",
-        compress::kDeviceCompressorsHint);
+        "{}: compress.name: {} has no GPU implementation yet; with train.device: cuda use "
+        "{}, or train.device: cpu",
+        c.origin, c.compress.compress.name, compress::kDeviceCompressorsHint);
   }
   // `auto` is the compressor's own strategy (gtopk's is tree).
   const std::string strategy(c.compress.aggregation == "auto"

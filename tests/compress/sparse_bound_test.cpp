@@ -71,5 +71,23 @@ TEST(SparseBound, IsFarBelowTheBitmapAtLowDensity) {
   EXPECT_EQ(sparse_index_bound(n, n), bitmap_bytes(n));              // dense: the bitmap is smaller
 }
 
+// A message whose count the device chooses (lbs_cuda.h's SparseSelection) lives in a buffer
+// sized for the most entries: fewer entries' index bound exceeds the most's by at most 3
+// bytes (each of the four shifted terms loses at most one per 128 fewer entries, while the
+// count term loses one per entry), which the capacity's 4 bytes of slack cover.
+TEST(SparseBound, FewerEntriesNeedAtMostThreeBytesMore) {
+  for (std::size_t n :
+       {std::size_t{1000}, std::size_t{70001}, std::size_t{1} << 21, std::size_t{3} << 24}) {
+    for (double rho : {0.001, 0.01, 0.3, 1.0}) {
+      const std::size_t most = std::max<std::size_t>(1, static_cast<std::size_t>(rho * n));
+      const std::size_t worst = sparse_index_bound(n, most) + 3;
+      // Every count near the top and a stride through the rest.
+      for (std::size_t c = 0; c <= most; c += (most - c > 4096 ? 97 : 1)) {
+        ASSERT_LE(sparse_index_bound(n, c), worst) << n << " " << c << " of " << most;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparq::compress

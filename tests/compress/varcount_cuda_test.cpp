@@ -1,4 +1,5 @@
-// The twins whose message count the device chooses (topk_sampled, threshold: lbs_cuda.h's
+// The twins whose message count the device chooses (topk_sampled, threshold, lbs with sampled
+// selection: lbs_cuda.h's
 // SparseSelection, varcount_select_cuda.h) against their CPU compressors through the
 // DeviceCodec interface: the message bytes (the CPU's message is a prefix of the device's
 // fixed-capacity buffer), the residual with error feedback fused, and the decodes, on inputs
@@ -78,7 +79,8 @@ void check(const std::string& name, const std::map<std::string, std::string>& pa
   std::vector<std::uint8_t> got = dmsg.download();
   got.resize(want.size());
   ASSERT_EQ(got, want) << "the CPU's message, count and all";
-  EXPECT_EQ(de.download(), feedback ? residual : g) << "residual: 0 where kept, a elsewhere";
+  // topk and threshold: 0 where kept, a elsewhere; lbs: a - D(m) there, as the CPU rounds it.
+  expect_same_floats(de.download(), feedback ? residual : g, "residual", /*one_step=*/true);
   for (bool add : {false, true}) {
     std::vector<float> expected(n, add ? 0.25f : -1.0f);
     GuardedDeviceArray<float> dout(expected);
@@ -116,6 +118,28 @@ TEST(CudaCountedSparse, TopkSampledSendsTheCpuBytesOnEveryBranchOfTheRule) {
     }
   }
   check("topk_sampled", {{"density", "1"}}, Input::kNormal, 999, true);  // k = n: exact
+#endif
+}
+
+// lbs with `selection: sampled`: the block-coded run of a count the device chose, with
+// nearest and stochastic rounding (the draws addressed by bucket position, as on the CPU).
+TEST(CudaCountedSparse, LbsSampledSendsTheCpuBytes) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  for (const char* rounding : {"nearest", "stochastic"}) {
+    for (Input kind : {Input::kNormal, Input::kTwoMagnitudes}) {
+      for (std::size_t n : {1000, 70001}) {
+        for (bool feedback : {false, true}) {
+          check("lbs",
+                {{"density", "0.01"},
+                 {"bits", "4"},
+                 {"selection", "sampled"},
+                 {"rounding", rounding}},
+                kind, n, feedback);
+        }
+      }
+    }
+  }
 #endif
 }
 

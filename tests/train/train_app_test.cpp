@@ -334,8 +334,6 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--set train.device=cuda --set compress.name=topk_sampled "
               "--set compress.aggregation=tree",
        "compress\\.aggregation: tree is not built on the GPU yet"},
-      {base + "--set train.device=cuda --set compress.lbs.selection=sampled",
-       "compress\\.name: lbs with selection: sampled has no GPU implementation yet"},
       // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
       {base + "--set comm.emulate.ranks=4",
        "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},
@@ -393,17 +391,16 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_NE(bf16.output.find("cuda, one GPU per rank, bf16 GEMMs"), std::string::npos)
       << bf16.output;
   EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
-  // A compressor without a GPU twin is still validated, with the refusal as a note.
-  const ProcessResult sampled =
+  // A strategy not built on the GPU is still validated, with the refusal as a note.
+  const ProcessResult tree =
       run_train(0,
                 "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                "compress.lbs.selection=sampled --dry-run");
-  EXPECT_EQ(sampled.exit_code, 0) << sampled.output;
-  EXPECT_NE(sampled.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                                "compress.name: lbs with selection: sampled has no GPU "
-                                "implementation yet"),
+                "compress.name=topk_sampled --set compress.aggregation=tree --dry-run");
+  EXPECT_EQ(tree.exit_code, 0) << tree.output;
+  EXPECT_NE(tree.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+                             "compress.aggregation: tree is not built on the GPU yet"),
             std::string::npos)
-      << sampled.output;
+      << tree.output;
   // The GPU twins (the device allreduce's, the count-on-device selections, powersgd's
   // low_rank): nothing to refuse.
   for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16", "threshold",

@@ -35,11 +35,13 @@ __device__ float block_absmax(float m) {
 
 // One CUDA block per quantization block `blockIdx.x`. With g != nullptr the error feedback
 // is fused: x = g + e is written back into e first, and e = x - D(m) at the end.
-__global__ void encode_kernel(const float* g, float* x, std::size_t count, BlockCodecArgs a,
+__global__ void encode_kernel(const float* g, float* x, std::size_t most, BlockCodecArgs a,
                               std::uint8_t* out) {
   if (a.out_offset != nullptr) out += *a.out_offset;
+  const std::size_t count = a.count != nullptr ? *a.count : most;
   const std::size_t blk = blockIdx.x;
   const std::size_t begin = blk * a.block;
+  if (begin >= count) return;  // the whole block: past a count the device chose
   const std::size_t len = count - begin < a.block ? count - begin : a.block;
   const float levels = quant_levels(a.bits);
   float m = 0.0f;

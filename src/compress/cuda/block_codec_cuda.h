@@ -31,6 +31,9 @@ struct BlockCodecArgs {
   // Device scalar added to `out` (lbs: the value run starts after an index section whose
   // size only the device knows); null: 0.
   const std::uint32_t* out_offset = nullptr;
+  // Device scalar: the run holds this many values, at most `count` (lbs with a selection whose
+  // count only the device knows); null: `count`.
+  const std::uint32_t* count = nullptr;
 };
 
 // Encodes v[0..count) into out (block_scale_bytes + packed_code_bytes of count).

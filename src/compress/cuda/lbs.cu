@@ -140,11 +140,13 @@ __global__ void f32_feedback_kernel(const std::uint32_t* idx, const float* value
 
 // e[idx[j]] = a - D(m) as the CPU forms it: the value decoded alone (alpha = -1), then added.
 __global__ void feedback_kernel(const std::uint8_t* out, const std::uint32_t* value_offset,
-                                const std::uint32_t* idx, std::size_t k, int bits,
-                                std::size_t block, float* e) {
+                                const std::uint32_t* idx, std::size_t k,
+                                const std::uint32_t* count, int bits, std::size_t block,
+                                float* e) {
   const std::uint8_t* run = out + *value_offset;
-  for (std::size_t j = first_index(); j < k; j += stride()) {
-    e[idx[j]] = __fadd_rn(e[idx[j]], kept_value(run, k, j, bits, block, -1.0f));
+  const std::size_t kk = kept(k, count);
+  for (std::size_t j = first_index(); j < kk; j += stride()) {
+    e[idx[j]] = __fadd_rn(e[idx[j]], kept_value(run, kk, j, bits, block, -1.0f));
   }
 }
 
@@ -203,14 +205,13 @@ void encode_sparse(const float* g, float* e, std::size_t n, std::size_t k, bool 
     CUDA_CHECK(cudaGetLastError());
     return;
   }
-  if (sel != nullptr) fatal_error(__FILE__, __LINE__, "cuda sparse codec: lbs selects exactly");
   CUDA_CHECK(cudaGetLastError());
   BlockCodecArgs codec{args.bits,  args.block,          args.stochastic, args.key,
-                       args.stream, args.first_position, idx,             value_offset};
+                       args.stream, args.first_position, idx,             value_offset, count};
   blockquant_encode_run(values, k, codec, out, stream);
   if (g != nullptr) {
-    feedback_kernel<<<grid_for(k), kThreads, 0, stream>>>(out, value_offset, idx, k, args.bits,
-                                                          args.block, e);
+    feedback_kernel<<<grid_for(k), kThreads, 0, stream>>>(out, value_offset, idx, k, count,
+                                                          args.bits, args.block, e);
     CUDA_CHECK(cudaGetLastError());
   }
 }
@@ -250,7 +251,7 @@ std::size_t sparse_max_count(std::size_t n, const SparseSelection& sel) {
   return sel.k >= n ? n : (hi < n ? hi : n);
 }
 
-std::size_t topk_selected_scratch_bytes(std::size_t n, const SparseSelection& sel) {
+std::size_t sparse_selected_scratch_bytes(std::size_t n, const SparseSelection& sel) {
   const std::size_t most = sparse_max_count(n, sel);
   const std::size_t enc = layout_for(n, most, select_bytes(n, &sel)).total;
   const std::size_t dec = lbs_decode_scratch_bytes(n, most);
@@ -261,6 +262,13 @@ void topk_encode_selected(const float* g, float* e, std::size_t n, const SparseS
                           std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
                           cudaStream_t stream) {
   encode_sparse(g, e, n, sparse_max_count(n, sel), /*f32=*/true, LbsArgs{}, out, scratch,
+                scratch_bytes, stream, &sel);
+}
+
+void lbs_encode_selected(const float* g, float* e, std::size_t n, const SparseSelection& sel,
+                         const LbsArgs& args, std::uint8_t* out, void* scratch,
+                         std::size_t scratch_bytes, cudaStream_t stream) {
+  encode_sparse(g, e, n, sparse_max_count(n, sel), /*f32=*/false, args, out, scratch,
                 scratch_bytes, stream, &sel);
 }
 

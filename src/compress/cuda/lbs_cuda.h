@@ -85,9 +85,12 @@ void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alp
                  float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
                  std::uint32_t* invalid = nullptr);
 
-// topk_sampled and threshold (compress/topk.h, compress/threshold.h): the same sparse f32
-// message, with a selection whose count only the device knows (varcount_select_cuda.h),
-// written into the header; the capacity holds the most entries it can keep.
+// topk_sampled, threshold and lbs with sampled selection: the same messages, with a selection
+// whose count only the device knows (varcount_select_cuda.h), written into the header. The
+// capacity for the most entries it can keep (topk_capacity / lbs_capacity of
+// sparse_max_count) holds every smaller count's message too: the index bound of fewer
+// entries exceeds the most's by at most 3 bytes (sparse_bound.h), which the 4 bytes of slack
+// cover, and the value run only shrinks.
 struct SparseSelection {
   bool sampled = true;       // TopkSelector::sampled with k; else at_least(threshold)
   std::size_t k = 0;         // sampled: the target count
@@ -97,14 +100,22 @@ struct SparseSelection {
 };
 // The most entries such a message keeps out of n: min(sampled_max(k), n), or n.
 std::size_t sparse_max_count(std::size_t n, const SparseSelection& sel);
-// Encode and decode scratch (the larger of the two).
-std::size_t topk_selected_scratch_bytes(std::size_t n, const SparseSelection& sel);
+// Encode and decode scratch (the larger of the two), either codec.
+std::size_t sparse_selected_scratch_bytes(std::size_t n, const SparseSelection& sel);
 // As topk_encode, with `sel`'s selection: capacity topk_capacity(n, sparse_max_count(n, sel)).
 void topk_encode_selected(const float* g, float* e, std::size_t n, const SparseSelection& sel,
                           std::uint8_t* out, void* scratch, std::size_t scratch_bytes,
                           cudaStream_t stream);
-// As topk_decode, for a message of between min_count and max_count entries (its header says
-// how many; one outside the range fails validation with kSparseBadHeader).
+// As lbs_encode with sel's selection (sampled; the rounding draws come from `args`).
+void lbs_encode_selected(const float* g, float* e, std::size_t n, const SparseSelection& sel,
+                         const LbsArgs& args, std::uint8_t* out, void* scratch,
+                         std::size_t scratch_bytes, cudaStream_t stream);
+// As lbs_decode and topk_decode, for a message of between min_count and max_count entries
+// (its header says how many; one outside the range fails validation with kSparseBadHeader).
+void lbs_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
+                        std::size_t max_count, const LbsArgs& args, float alpha, bool add,
+                        float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                        std::uint32_t* invalid = nullptr);
 void topk_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
                          std::size_t max_count, float alpha, bool add, float* out, void* scratch,
                          std::size_t scratch_bytes, cudaStream_t stream,

@@ -234,6 +234,14 @@ void topk_decode(const std::uint8_t* in, std::size_t n, std::size_t k, float alp
                 stream, invalid);
 }
 
+void lbs_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
+                        std::size_t max_count, const LbsArgs& args, float alpha, bool add,
+                        float* out, void* scratch, std::size_t scratch_bytes, cudaStream_t stream,
+                        std::uint32_t* invalid) {
+  decode_sparse(in, n, min_count, max_count, /*f32=*/false, args, alpha, add, out, scratch,
+                scratch_bytes, stream, invalid);
+}
+
 void topk_decode_counted(const std::uint8_t* in, std::size_t n, std::size_t min_count,
                          std::size_t max_count, float alpha, bool add, float* out, void* scratch,
                          std::size_t scratch_bytes, cudaStream_t stream, std::uint32_t* invalid) {

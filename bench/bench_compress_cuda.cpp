@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "compress/cuda/block_codec_cuda.h"
@@ -68,14 +70,24 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
     sparq::Buffer msg = sparq::Buffer::device(std::max<std::size_t>(
         sparq::cuda::lbs_capacity(n, k, lbs), 2 * n));
     // The other twins, through the DeviceCodec interface the exchange uses (defaults; randomk
-    // at rho=0.01; dgc at rho=0.01, its momentum on the device).
+    // at rho=0.01; dgc at rho=0.01, its momentum on the device; the sampled selections at
+    // rho=0.01, their count chosen on the device).
     std::vector<std::pair<std::string, std::unique_ptr<sparq::compress::DeviceCodec>>> twins;
-    for (const char* name : {"qsgd", "terngrad", "signsgd", "randomk", "bf16", "dgc"}) {
+    const std::vector<std::tuple<std::string, std::string, std::map<std::string, std::string>>>
+        twin_configs = {{"qsgd", "qsgd", {}},
+                        {"terngrad", "terngrad", {}},
+                        {"signsgd", "signsgd", {}},
+                        {"randomk", "randomk", {}},
+                        {"bf16", "bf16", {}},
+                        {"dgc", "dgc", {{"density", "0.01"}}},
+                        {"topk_sampled rho=0.01", "topk_sampled", {{"density", "0.01"}}},
+                        {"lbs sampled rho=0.01 b=4", "lbs", {{"selection", "sampled"}}}};
+    for (const auto& [label, name, params] : twin_configs) {
       sparq::compress::CompressConfig config;
       config.name = name;
-      if (std::string(name) == "dgc") config.params["density"] = "0.01";
+      config.params = params;
       auto made = sparq::compress::make_compressor(config);
-      if (made.is_ok()) twins.emplace_back(name, (*made)->device_codec());
+      if (made.is_ok()) twins.emplace_back(label, (*made)->device_codec());
     }
     const sparq::compress::EncodeContext ctx{};
     std::size_t twin_scratch = 0;

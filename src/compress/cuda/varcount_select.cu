@@ -8,6 +8,7 @@
 #include "compress/sampled_rule.h"
 #include "compress/topk_select.h"
 #include "core/cuda/cuda_check.h"
+#include "core/half_math.h"
 
 namespace sparq::cuda {
 namespace {
@@ -17,13 +18,8 @@ using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride
 // The sampled selection's state, one word each.
 enum State : int { kRank = 0, kDone = 1, kExact = 2, kThreshold = 3, kCount = 4, kWords = 8 };
 
-__device__ std::uint32_t abs_key(float x) { return __float_as_uint(x) & 0x7fffffffu; }
-std::uint32_t host_abs_key(float x) {
-  std::uint32_t bits = 0;
-  static_assert(sizeof bits == sizeof x);
-  __builtin_memcpy(&bits, &x, 4);
-  return bits & 0x7fffffffu;
-}
+// The magnitude as an integer (compress/byte_io.h abs_key), on either side.
+__host__ __device__ std::uint32_t abs_key(float x) { return float_as_bits(x) & 0x7fffffffu; }
 
 // The compaction both selections end with: flags, an exclusive scan, a scatter.
 struct Compaction {
@@ -178,7 +174,7 @@ void select_at_least(const float* a, std::size_t n, float threshold, std::uint32
   if (n >= (std::size_t{1} << 31) || scratch_bytes < compaction_bytes(n)) {
     fatal_error(__FILE__, __LINE__, "cuda at-least selection: n >= 2^31 or scratch too small");
   }
-  compact(a, n, host_abs_key(threshold), nullptr,
+  compact(a, n, abs_key(threshold), nullptr,
           compaction_at(static_cast<std::uint8_t*>(scratch), n), out_idx, out_values, count,
           stream);
 }

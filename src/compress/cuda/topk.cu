@@ -1,13 +1,14 @@
 #include <cub/device/device_scan.cuh>
 
-#include "compress/cuda/topk_cuda.h"
 #include "compress/cuda/grid.cuh"
+#include "compress/cuda/scatter_flagged.cuh"
+#include "compress/cuda/topk_cuda.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
 namespace {
 
-using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride
+using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride; scatter_flagged.cuh
 constexpr int kFindThreads = 1024;
 constexpr std::uint32_t kBins = 1u << 16;
 
@@ -107,16 +108,6 @@ __global__ void keep_flags_kernel(const float* a, std::size_t n, const std::uint
   }
 }
 
-__global__ void scatter_kernel(const float* a, std::size_t n, const std::uint32_t* flags,
-                               const std::uint32_t* positions, std::uint32_t* out_idx,
-                               float* out_values) {
-  for (std::size_t i = first_index(); i < n; i += stride()) {
-    if (!flags[i]) continue;
-    out_idx[positions[i]] = static_cast<std::uint32_t>(i);
-    if (out_values != nullptr) out_values[positions[i]] = a[i];
-  }
-}
-
 }  // namespace
 
 std::size_t topk_scratch_bytes(std::size_t n) { return layout_for(n).total; }
@@ -152,7 +143,8 @@ void topk_exact(const float* a, std::size_t n, std::size_t k, std::uint32_t* out
   keep_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, state, ranks, flags);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp, cub_bytes, flags, positions,
                                            static_cast<int>(n), stream));
-  scatter_kernel<<<grid, kThreads, 0, stream>>>(a, n, flags, positions, out_idx, out_values);
+  scatter_flagged_kernel<<<grid, kThreads, 0, stream>>>(a, n, flags, positions, out_idx,
+                                                        out_values);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -3,6 +3,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "compress/cuda/grid.cuh"
+#include "compress/cuda/scatter_flagged.cuh"
 #include "compress/cuda/topk_cuda.h"
 #include "compress/cuda/varcount_select_cuda.h"
 #include "compress/sampled_rule.h"
@@ -13,7 +14,7 @@
 namespace sparq::cuda {
 namespace {
 
-using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride
+using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride; scatter_flagged.cuh
 
 // The sampled selection's state, one word each.
 enum State : int { kRank = 0, kDone = 1, kExact = 2, kThreshold = 3, kCount = 4, kWords = 8 };
@@ -58,16 +59,6 @@ __global__ void at_least_flags_kernel(const float* a, std::size_t n, std::uint32
   }
 }
 
-__global__ void scatter_kernel(const float* a, std::size_t n, const std::uint32_t* flags,
-                               const std::uint32_t* positions, std::uint32_t* out_idx,
-                               float* out_values) {
-  for (std::size_t i = first_index(); i < n; i += stride()) {
-    if (!flags[i]) continue;
-    out_idx[positions[i]] = static_cast<std::uint32_t>(i);
-    if (out_values != nullptr) out_values[positions[i]] = a[i];
-  }
-}
-
 // *count = the compaction's total (unless the sampled rule ended exact).
 __global__ void total_kernel(std::size_t n, const std::uint32_t* flags,
                              const std::uint32_t* positions, const std::uint32_t* state,
@@ -83,8 +74,8 @@ void compact(const float* a, std::size_t n, std::uint32_t threshold, const std::
   std::size_t cub_bytes = c.cub_bytes;
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c.cub, cub_bytes, c.flags, c.positions,
                                            static_cast<int>(n), stream));
-  scatter_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, n, c.flags, c.positions, out_idx,
-                                                       out_values);
+  scatter_flagged_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, n, c.flags, c.positions, out_idx,
+                                                               out_values);
   total_kernel<<<1, 1, 0, stream>>>(n, c.flags, c.positions, state, count);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -33,59 +33,27 @@
 // Each model runs in a child process of its own (this binary with --child, and the Python
 // script), so every peak resident set size belongs to one model alone. A step is
 // zero_grads + forward + backward; no optimizer. Nothing here is asserted on.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "core/exec_context.h"
-#include "core/ops.h"
+#include "bench_models_child.h"
 #include "core/profile.h"
-#include "core/rng.h"
-#include "core/tensor_copy.h"
 #include "core/threading.h"
-#include "core/timer.h"
 #include "fma_peak.h"
-#include "models/model.h"
-
-#if SPARQ_HAS_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace {
 
 using namespace sparq;
-
-// The benchmark's workloads (issue 4): spec, micro-batch, sequence length.
-struct Workload {
-  const char* key;
-  const char* spec;
-  std::int64_t batch, seq;
-};
-// BERT runs without dropout because the PyTorch reference has none; MLM labels on 15%.
-const Workload kWorkloads[] = {
-    {"gpt2", "gpt2-124M", 4, 256},
-    {"bert", "bert-base dropout=0 attn_dropout=0", 8, 128},
-    {"vgg", "vgg16", 32, 0},
-    // Issue 18's one-thread case: a small model whose step is dominated by the LM head and
-    // cross-entropy over GPT-2's full 50257-token vocabulary (K = n_embd = 128).
-    {"gpt2tiny", "gpt2-tiny vocab_size=50257", 8, 128},
-};
-// The GPU shapes (issue 14); bench_models_torch.py's GPU_WORKLOADS match them.
-const Workload kGpuWorkloads[] = {
-    {"gpt2", "gpt2-124M", 16, 1024},
-    {"bert", "bert-base dropout=0 attn_dropout=0", 32, 128},
-    {"vgg", "vgg16", 128, 0},
-};
+using bench::Workload;
 
 struct Measurement {
   double items_per_s = 0;  // tokens or images
@@ -96,129 +64,6 @@ struct Measurement {
   std::vector<profile::Row> profile;  // --profile: totals over the timed steps
   bool ok = false;
 };
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
-
-// Device memory in use now (MiB), for the peak of a GPU child; 0 on the CPU.
-double device_used_mib(bool cuda) {
-#if SPARQ_HAS_CUDA
-  std::size_t free = 0, total = 0;
-  if (cuda && cudaMemGetInfo(&free, &total) == cudaSuccess) {
-    return static_cast<double>(total - free) / (1 << 20);
-  }
-#endif
-  return 0;
-}
-
-// A host tensor's twin in device memory owned by `storage`.
-Tensor upload(const Tensor& host, Buffer& storage) {
-  storage = Buffer::device(host.nbytes());
-  Tensor device(storage.data(), host.dtype(), host.shape(), Device::kCUDA);
-  copy_from_host(host.raw(), device);
-  return device;
-}
-
-// Model FLOPs of one token of a language model's training step (see the header); 0 for VGG.
-double flops_per_item(const ModelConfig& c, std::int64_t params, std::int64_t seq) {
-  if (!c.is_language_model()) return 0;
-  return 6.0 * static_cast<double>(params) +
-         12.0 * static_cast<double>(c.n_layer) * static_cast<double>(seq) *
-             static_cast<double>(c.n_embd);
-}
-
-// Runs one workload in this process and prints
-// "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step> <FLOPs per item>".
-int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled, bool bf16) {
-  std::unique_ptr<ExecContext> gpu;
-  if (cuda) {
-    auto ctx = ExecContext::create_cuda(0, bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32);
-    if (!ctx.is_ok()) {
-      fmt::print(stderr, "{}\n", ctx.status().message());
-      return 1;
-    }
-    gpu = std::move(ctx).value();
-  }
-  const ExecContext& context = gpu ? *gpu : ExecContext::cpu();
-  const double baseline_mib = device_used_mib(cuda);
-  auto config = parse_model_spec(w.spec);
-  if (!config) {
-    fmt::print(stderr, "{}\n", config.status().message());
-    return 1;
-  }
-  auto made = make_model(config.value(), {w.batch, w.seq});
-  if (!made) {
-    fmt::print(stderr, "{}\n", made.status().message());
-    return 1;
-  }
-  Model& model = *made.value();
-  ParamStore store;
-  model.declare(store);
-  store.allocate(context);
-  store.initialize(1234);
-  model.bind(store);  // make_model has logged the parameter count and activation memory
-
-  // Synthetic inputs: uniform tokens (15% MLM labels for BERT), Gaussian images.
-  const ModelConfig& c = model.config();
-  const std::int64_t rows = w.batch * std::max<std::int64_t>(w.seq, 1);
-  std::vector<std::int32_t> tokens(rows), targets(rows), labels(w.batch);
-  std::vector<float> images;
-  Rng rng(99, 1);
-  Batch batch;
-  if (c.is_language_model()) {
-    for (std::int64_t i = 0; i < rows; ++i) {
-      tokens[i] = static_cast<std::int32_t>(rng.below(c.vocab_size));
-      const bool labelled = c.arch == ModelArch::kGpt2 || rng.uniform() < 0.15f;
-      targets[i] = labelled ? static_cast<std::int32_t>(rng.below(c.vocab_size)) : kIgnoreIndex;
-    }
-    batch.tokens = Tensor(tokens.data(), DType::kI32, {w.batch, w.seq});
-    batch.targets = Tensor(targets.data(), DType::kI32, {w.batch, w.seq});
-  } else {
-    images.resize(w.batch * c.in_channels * c.image_size * c.image_size);
-    fill_normal(images.data(), images.size(), 0.0f, 1.0f, 7, 3);
-    for (auto& l : labels) l = static_cast<std::int32_t>(rng.below(c.num_classes));
-    batch.images = Tensor(images.data(), DType::kF32,
-                          {w.batch, c.in_channels, c.image_size, c.image_size});
-    batch.labels = Tensor(labels.data(), DType::kI32, {w.batch});
-  }
-
-  Buffer device_fields[4];
-  if (cuda) {
-    const Tensor* fields[4] = {&batch.tokens, &batch.targets, &batch.images, &batch.labels};
-    Tensor* out[4] = {&batch.tokens, &batch.targets, &batch.images, &batch.labels};
-    for (int i = 0; i < 4; ++i) {
-      if (!fields[i]->empty()) *out[i] = upload(*fields[i], device_fields[i]);
-    }
-  }
-
-  double seconds = 0, best = 1e30, peak_device_mib = 0;
-  for (int step = 0; step < warmup + steps; ++step) {
-    if (profiled && step == warmup) profile::set_enabled(true);
-    Stopwatch sw;
-    store.zero_grads();
-    model.set_step(step);
-    const float loss = model.forward_for_backward(batch);
-    model.backward();
-    context.synchronize();
-    peak_device_mib = std::max(peak_device_mib, device_used_mib(cuda) - baseline_mib);
-    if (step >= warmup) {
-      seconds += sw.seconds();
-      best = std::min(best, sw.seconds());
-    }
-    fmt::print(stderr, "  {} step {}: loss {:.4f}, {:.2f} s\n", w.key, step, loss, sw.seconds());
-  }
-  profile::set_enabled(false);
-  for (const profile::Row& row : profile::rows()) {
-    fmt::print("PROFILE {} {} {}\n", row.name, row.seconds, row.calls);
-  }
-  const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1)) * steps;
-  fmt::print("RESULT {} {} {} {} {}\n", items / seconds, cuda ? peak_device_mib : peak_rss_mib(),
-             seconds / steps, best, flops_per_item(c, store.param_count(), w.seq));
-  return 0;
-}
 
 // Whether `key` is an item of the comma-separated list (so "gpt2" does not pick "gpt2tiny").
 bool listed(const std::string& list, const std::string& key) {
@@ -269,7 +114,7 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
     return flops > 0 && items_per_s > 0 ? fmt::format("{:.1f}%", 100 * items_per_s * flops / (peak * 1e12))
                                         : std::string("n/a");
   };
-  for (const Workload& w : kGpuWorkloads) {
+  for (const Workload& w : bench::gpu_workloads()) {
     if (!listed(models, w.key)) continue;
     const std::string child = fmt::format("'{}' --child {} --device cuda --steps {} --warmup {}",
                                           exe, w.key, steps, warmup);
@@ -359,9 +204,8 @@ int main(int argc, char** argv) {
   if (!child.empty()) {
     const bool cuda = device == "cuda";
     const bool bf16 = precision == "bf16";
-    for (const Workload& w : cuda ? std::span<const Workload>(kGpuWorkloads)
-                                  : std::span<const Workload>(kWorkloads)) {
-      if (child == w.key) return run_child(w, steps, warmup, cuda, profiled && !cuda, bf16);
+    for (const Workload& w : cuda ? bench::gpu_workloads() : bench::cpu_workloads()) {
+      if (child == w.key) return bench::run_child(w, steps, warmup, cuda, profiled && !cuda, bf16);
     }
     fmt::print(stderr, "unknown workload '{}' (gpt2, bert, vgg, gpt2tiny)\n", child);
     return 2;
@@ -385,7 +229,7 @@ int main(int argc, char** argv) {
              threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas);
   std::vector<std::string> rows;
   std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
-  for (const Workload& w : kWorkloads) {
+  for (const Workload& w : bench::cpu_workloads()) {
     if (!listed(models, w.key)) continue;
     const std::string env = fmt::format("OMP_NUM_THREADS={} ", threads);
     const Measurement ours = run_measured(env + fmt::format("'{}' --child {} --threads {} --steps {} --warmup {}{}",

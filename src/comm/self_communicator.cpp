@@ -12,7 +12,7 @@
 #include "core/check.h"
 
 #ifdef SPARQ_HAS_CUDA
-#include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq::comm {
@@ -133,7 +133,8 @@ class SelfCommunicator final : public Communicator {
       return;
     }
 #ifdef SPARQ_HAS_CUDA
-    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    // The caller's streams are non-blocking: Note [Synchronous copies and non-blocking streams].
+    cuda::copy_synchronously(dst, src, bytes);
 #endif
   }
 

@@ -10,6 +10,7 @@
 #include "compress/cuda/feedback_cuda.h"
 #include "compress/cuda/powersgd_cuda.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq::compress {
@@ -58,13 +59,12 @@ void DeviceLowRank::upload(void* stream) {
   for (std::size_t m = 0; m < matrices.size(); ++m) {
     const std::vector<float>& q = psgd_.q_factor(m);
     const std::vector<float>& p = psgd_.p_factor(m);
-    CUDA_CHECK(
-        cudaMemcpy(q_.as<float>() + q_at_[m], q.data(), 4 * q.size(), cudaMemcpyHostToDevice));
+    // Note [Synchronous copies and non-blocking streams]: the exchange stream must see them.
+    cuda::copy_synchronously(q_.as<float>() + q_at_[m], q.data(), 4 * q.size());
     if (p.empty()) {
       p_set_ = false;
     } else {
-      CUDA_CHECK(
-          cudaMemcpy(p_.as<float>() + p_at_[m], p.data(), 4 * p.size(), cudaMemcpyHostToDevice));
+      cuda::copy_synchronously(p_.as<float>() + p_at_[m], p.data(), 4 * p.size());
     }
   }
   exchanges_ = psgd_.exchanges();
@@ -179,18 +179,16 @@ Status DeviceLowRank::run(std::span<float> bucket, float* residual, comm::Commun
 
 void DeviceLowRank::save_state(std::vector<std::uint8_t>& out) {
   if (uploaded_) {  // the device holds the current factors: hand them back first
-    CUDA_CHECK(cudaDeviceSynchronize());  // the last exchange may still be queued
     const auto& matrices = psgd_.matrices();
     const std::size_t r = psgd_.rank();
     std::vector<std::vector<float>> p(matrices.size()), q(matrices.size());
     for (std::size_t m = 0; m < matrices.size(); ++m) {
       q[m].resize(matrices[m].cols * r);
-      CUDA_CHECK(cudaMemcpy(q[m].data(), q_.as<float>() + q_at_[m], 4 * q[m].size(),
-                            cudaMemcpyDeviceToHost));
+      // After the last exchange, which may still be queued.
+      cuda::copy_synchronously(q[m].data(), q_.as<float>() + q_at_[m], 4 * q[m].size());
       if (!p_set_) continue;
       p[m].resize(matrices[m].rows * r);
-      CUDA_CHECK(cudaMemcpy(p[m].data(), p_.as<float>() + p_at_[m], 4 * p[m].size(),
-                            cudaMemcpyDeviceToHost));
+      cuda::copy_synchronously(p[m].data(), p_.as<float>() + p_at_[m], 4 * p[m].size());
     }
     psgd_.set_factors(std::move(p), std::move(q), exchanges_);
   }

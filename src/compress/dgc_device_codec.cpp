@@ -22,6 +22,7 @@
 #include "compress/options.h"
 #include "core/buffer.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 
 namespace sparq::compress {
 namespace {
@@ -73,9 +74,8 @@ class DgcDeviceCodec final : public DeviceCodec {
   void save_state(std::vector<std::uint8_t>& out) const override {
     std::vector<float> host(floats_);
     if (floats_ > 0) {
-      CUDA_CHECK(cudaDeviceSynchronize());  // the last encode may still be queued
-      CUDA_CHECK(
-          cudaMemcpy(host.data(), u_.data(), floats_ * sizeof(float), cudaMemcpyDeviceToHost));
+      // After the last encode, which may still be queued.
+      cuda::copy_synchronously(host.data(), u_.data(), floats_ * sizeof(float));
     }
     save_floats(host, out);
   }
@@ -86,8 +86,8 @@ class DgcDeviceCodec final : public DeviceCodec {
     floats_ = host.size();
     u_ = Buffer::device(floats_ * sizeof(float) + 4, /*zeroed=*/true);
     if (floats_ > 0) {
-      CUDA_CHECK(
-          cudaMemcpy(u_.data(), host.data(), floats_ * sizeof(float), cudaMemcpyHostToDevice));
+      // Landed before the next encode: Note [Synchronous copies and non-blocking streams].
+      cuda::copy_synchronously(u_.data(), host.data(), floats_ * sizeof(float));
     }
     return Status::ok();
   }

@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq::compress {
@@ -187,19 +188,15 @@ void GradientExchange::read_device_metrics() const {
 void GradientExchange::residual_to_host() {
   if (device_residual_.size() == 0) return;
 #if SPARQ_HAS_CUDA
-  CUDA_CHECK(cudaDeviceSynchronize());  // the last exchange may still be queued
-  CUDA_CHECK(cudaMemcpy(residual_.data(), device_residual_.data(), device_residual_.size(),
-                        cudaMemcpyDeviceToHost));
+  // After the last exchange, which may still be queued.
+  cuda::copy_synchronously(residual_.data(), device_residual_.data(), device_residual_.size());
 #endif
 }
 
 void GradientExchange::residual_to_device() {
   if (device_residual_.size() == 0) return;
 #if SPARQ_HAS_CUDA
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CUDA_CHECK(cudaMemcpy(device_residual_.data(), residual_.data(), device_residual_.size(),
-                        cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may return before it lands
+  cuda::copy_synchronously(device_residual_.data(), residual_.data(), device_residual_.size());
 #endif
 }
 

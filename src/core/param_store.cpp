@@ -12,6 +12,7 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/device_resources.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq {
@@ -76,8 +77,7 @@ void ParamStore::initialize(std::uint64_t seed) {
   }
 #ifdef SPARQ_HAS_CUDA
   if (device() != Device::kCPU) {
-    CUDA_CHECK(cudaMemcpy(params(), host, staging.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());  // the compute stream does not wait for this copy
+    cuda::copy_synchronously(params(), host, staging.size());
   }
 #endif
 }

@@ -9,6 +9,7 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/device_resources.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq {
@@ -21,12 +22,7 @@ void copy_bytes(void* dst, const void* src, std::size_t bytes, bool device_invol
     return;
   }
 #if SPARQ_HAS_CUDA
-  // cudaMemcpy is ordered only with the legacy default stream, and the compute streams are
-  // non-blocking: synchronize before (to see their results) and after (a pageable upload
-  // may return before its data lands, and a later kernel on a compute stream would not wait).
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
-  CUDA_CHECK(cudaDeviceSynchronize());
+  cuda::copy_synchronously(dst, src, bytes);  // Note [Synchronous copies and non-blocking streams]
 #else
   SPARQ_CHECK(false, "a CUDA tensor in a build without CUDA");
 #endif

@@ -9,7 +9,7 @@
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
 
-#include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 #include "layers/cuda/batch_norm_cuda.h"
 #endif
 #if SPARQ_HAS_CUDNN
@@ -123,9 +123,9 @@ Buffer copy_to_device(const Buffer& from, Device device) {
     return to;
   }
 #if SPARQ_HAS_CUDA
-  // Work queued on any stream may still be writing the old statistics: wait for it.
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CUDA_CHECK(cudaMemcpy(to.data(), from.data(), from.size(), cudaMemcpyDefault));
+  // Work queued on any stream may still be writing the old statistics (Note [Synchronous
+  // copies and non-blocking streams]).
+  cuda::copy_synchronously(to.data(), from.data(), from.size());
 #endif
   return to;
 }

@@ -69,13 +69,26 @@ NcclCommHandle& NcclCommHandle::operator=(NcclCommHandle&& o) noexcept {
 }
 void NcclCommHandle::release() {
   if (comm_ == nullptr) return;
-  // Finalise flushes outstanding work; a communicator in an error state is aborted instead.
+  // Finalise flushes outstanding work; a communicator in an error state, or one whose
+  // finalise does not complete within the bound (a peer gone), is aborted instead.
+  constexpr double kFinalizeBoundSeconds = 60;
   ncclResult_t state = ncclSuccess;
   ncclCommGetAsyncError(comm_, &state);
-  if (state == ncclSuccess && ncclCommFinalize(comm_) != ncclSuccess) state = ncclInternalError;
+  if (state == ncclSuccess) {
+    // The communicator is non-blocking, so finalise normally answers ncclInProgress and
+    // completes in the background: poll its state until it is ncclSuccess.
+    const ncclResult_t finalize = ncclCommFinalize(comm_);
+    if (finalize != ncclSuccess && finalize != ncclInProgress) state = finalize;
+  }
+  const auto start = std::chrono::steady_clock::now();
   while (state == ncclSuccess || state == ncclInProgress) {
     ncclCommGetAsyncError(comm_, &state);
     if (state == ncclSuccess) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+        kFinalizeBoundSeconds) {
+      state = ncclInternalError;
+      break;
+    }
     std::this_thread::yield();
   }
   if (state == ncclSuccess) {
@@ -262,6 +275,13 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
   SPARQ_CHECK(send_counts[rank_] == recv_counts[rank_],
               "alltoallv: rank {} sends {} elements to itself but expects {}", rank_,
               send_counts[rank_], recv_counts[rank_]);
+  // The block to itself first: nothing may be enqueued on a non-blocking communicator's
+  // stream between a group's end and the state settling (finish's settle).
+  if (send_counts[rank_] > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(bytes_at(out, recv_displs[rank_] * es),
+                               cbytes(in, send_displs[rank_] * es), send_counts[rank_] * es,
+                               cudaMemcpyDeviceToDevice, stream_.get()));
+  }
   NCCL_CHECK(ncclGroupStart());
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -271,11 +291,6 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
                         comm_.get(), stream_.get()));
   }
   NCCL_CHECK(ncclGroupEnd());
-  if (send_counts[rank_] > 0) {
-    CUDA_CHECK(cudaMemcpyAsync(bytes_at(out, recv_displs[rank_] * es),
-                               cbytes(in, send_displs[rank_] * es), send_counts[rank_] * es,
-                               cudaMemcpyDeviceToDevice, stream_.get()));
-  }
   finish("alltoallv",
          alltoallv_bytes(priced_counts(send_counts), priced_counts(recv_counts), es, rank_));
 }

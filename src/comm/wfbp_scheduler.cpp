@@ -119,7 +119,12 @@ Status WfbpScheduler::wait_all() {
     stats_.tail = BucketTiming{};
     stats_.tail->index = -1;
   }
+  // Every task of the step is waited for, so this reports nothing new; it lets the queue see
+  // itself idle, where a stream engine re-anchors its event clock (its float elapsed times
+  // would otherwise grow coarse over a long run).
   stats_.wait_end_us = now_us();
+  Status idle = queue_.wait_all();
+  if (!idle.is_ok() && first_error.is_ok()) first_error = idle;
   stats_.backward_end_us = backward_mark_();
   std::int64_t last_end = stats_.backward_end_us;
   for (std::size_t i = 0; i <= plan_.size(); ++i) {

@@ -19,7 +19,8 @@ namespace sparq::compress {
 void DeviceTree::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
   if (buffer.size() >= bytes && buffer.size() > 0) return;
   CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  buffer = Buffer::device(std::max<std::size_t>(bytes, 16));
+  // Zeroed: the unused tail of a fixed-capacity block goes on the wire too.
+  buffer = Buffer::device(std::max<std::size_t>(bytes, 16), /*zeroed=*/true);
 }
 
 Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double density, float* residual,

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq::compress {
@@ -29,7 +30,8 @@ std::size_t block_bytes(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 void DeviceTwoPhase::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
   if (buffer.size() >= bytes && buffer.size() > 0) return;
   CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  buffer = Buffer::device(std::max<std::size_t>(bytes, 16));
+  // Zeroed: the unused tail of a fixed-capacity block goes on the wire too.
+  buffer = Buffer::device(std::max<std::size_t>(bytes, 16), /*zeroed=*/true);
 }
 
 Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, DeviceCodec& codec,
@@ -65,6 +67,25 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   if (collective) reserve(gathered_, p * block2, stream);
   reserve(scratch_, scratch, stream);
 
+  const std::size_t my_begin = region_begin(n, p, me);
+  const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
+  if (server_compression_) {
+    // Checked before the first collective: a rank that stopped between the phases would leave
+    // its peers' phase-2 allgather unmatched.
+    Buffer& server = server_residual_[bucket_index];
+    std::size_t& floats = server_floats_[bucket_index];
+    if (server.size() == 0) {
+      server = Buffer::device(4 * my_len + 4, /*zeroed=*/true);
+      floats = my_len;
+    }
+    if (floats != my_len) {
+      return Status::error(
+          "bucket {}: two_phase server residual of {} floats for a region of {} "
+          "(state saved with another world size?)",
+          ctx.bucket_id, floats, my_len);
+    }
+  }
+
   // Phase 1: region j's message into block j; the owner decodes its region's in rank order.
   auto* send = send_.as<std::uint8_t>();
   for (std::size_t j = 0; j < p; ++j) {
@@ -84,8 +105,6 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
     comm.alltoall(send, recv_.data(), block1, DType::kU8);
     in = recv_.as<std::uint8_t>();
   }
-  const std::size_t my_begin = region_begin(n, p, me);
-  const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
   auto* average = average_.as<float>();
   EncodeContext mine = ctx;
   mine.offset = my_begin;
@@ -102,18 +121,7 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   // Phase 2: the region result, re-compressed against the server residual or dense f32.
   auto* result = result_.as<std::uint8_t>();
   if (server_compression_) {
-    Buffer& server = server_residual_[bucket_index];
-    std::size_t& floats = server_floats_[bucket_index];
-    if (server.size() == 0) {
-      server = Buffer::device(4 * my_len + 4, /*zeroed=*/true);
-      floats = my_len;
-    }
-    if (floats != my_len) {
-      return Status::error(
-          "bucket {}: two_phase server residual of {} floats for a region of {} "
-          "(state saved with another world size?)",
-          ctx.bucket_id, floats, my_len);
-    }
+    Buffer& server = server_residual_.at(bucket_index);
     if (my_len > 0) {
       codec.encode(average, server.as<float>(), my_len, mine, result, scratch_.data(),
                    scratch_.size(), stream);
@@ -150,11 +158,8 @@ void DeviceTwoPhase::save_state(std::size_t bucket_index, std::vector<std::uint8
   std::vector<float> host;
   if (it != server_residual_.end()) {
     host.resize(server_floats_.at(bucket_index));
-    CUDA_CHECK(cudaDeviceSynchronize());  // the last exchange may still be queued
-    if (!host.empty()) {
-      CUDA_CHECK(
-          cudaMemcpy(host.data(), it->second.data(), 4 * host.size(), cudaMemcpyDeviceToHost));
-    }
+    // After the last exchange, which may still be queued.
+    cuda::copy_synchronously(host.data(), it->second.data(), 4 * host.size());
   }
   save_floats(host, out);
 }
@@ -169,7 +174,8 @@ Status DeviceTwoPhase::load_state(std::size_t bucket_index, std::span<const std:
     return Status::ok();
   }
   Buffer server = Buffer::device(4 * host.size() + 4);
-  CUDA_CHECK(cudaMemcpy(server.data(), host.data(), 4 * host.size(), cudaMemcpyHostToDevice));
+  // Landed before the next exchange: Note [Synchronous copies and non-blocking streams].
+  cuda::copy_synchronously(server.data(), host.data(), 4 * host.size());
   server_residual_[bucket_index] = std::move(server);
   server_floats_[bucket_index] = host.size();
   return Status::ok();

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compress/magnitude_key.h"
 #include "core/status.h"
 
 namespace sparq::compress {
@@ -60,9 +61,7 @@ inline const std::uint8_t* get_varint(const std::uint8_t* p, const std::uint8_t*
   return nullptr;
 }
 
-// The float's magnitude as an integer: the order of these keys is the order of |x| for every
-// finite x, which is what radix selection and threshold comparisons rely on.
-inline std::uint32_t abs_key(float x) { return std::bit_cast<std::uint32_t>(x) & 0x7fffffffu; }
+// abs_key (the magnitude as an integer) is in magnitude_key.h, shared with the device.
 inline float key_to_float(std::uint32_t key) { return std::bit_cast<float>(key); }
 
 // Per-bucket f32 state (dgc's momentum, two_phase's server residual) as raw little-endian

@@ -3,12 +3,14 @@
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/scatter_flagged.cuh"
 #include "compress/cuda/topk_cuda.h"
+#include "compress/magnitude_key.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
 namespace {
 
 using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride; scatter_flagged.cuh
+using compress::abs_key;
 constexpr int kFindThreads = 1024;
 constexpr std::uint32_t kBins = 1u << 16;
 
@@ -37,13 +39,11 @@ Layout layout_for(std::size_t n) {
   return l;
 }
 
-// The magnitude as an integer (compress/byte_io.h abs_key).
-__device__ std::uint32_t abs_key(float x) { return __float_as_uint(x) & 0x7fffffffu; }
-
 // Pass 1 (high = false): histogram of the top 15 bits. Pass 2: of the low 16 bits of the
 // entries in the boundary bin state[0].
-__global__ void histogram_kernel(const float* a, std::size_t n, bool low,
+__global__ void histogram_kernel(const float* a, std::size_t n, bool low, const std::uint32_t* gate,
                                  const std::uint32_t* state, std::uint32_t* hist) {
+  if (gated_off(gate)) return;
   const std::uint32_t high = low ? state[0] : 0;
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const std::uint32_t key = abs_key(a[i]);
@@ -59,7 +59,8 @@ __global__ void histogram_kernel(const float* a, std::size_t n, bool low,
 // find_bin). Pass 1: need = k, writes state[0] = bin, state[1] = the rank left inside it.
 // Pass 2: need = state[1], writes state[2] = threshold key, state[3] = ties to take.
 __global__ void find_bin_kernel(const std::uint32_t* hist, std::uint32_t bins, bool low,
-                                std::uint32_t k, std::uint32_t* state) {
+                                std::uint32_t k, const std::uint32_t* gate, std::uint32_t* state) {
+  if (gated_off(gate)) return;
   __shared__ std::uint32_t chunk_sum[kFindThreads];
   const std::uint32_t per = bins / kFindThreads;
   std::uint32_t sum = 0;
@@ -92,15 +93,18 @@ __global__ void find_bin_kernel(const std::uint32_t* hist, std::uint32_t bins, b
   __trap();
 }
 
-__global__ void tie_flags_kernel(const float* a, std::size_t n, const std::uint32_t* state,
-                                 std::uint32_t* flags) {
+__global__ void tie_flags_kernel(const float* a, std::size_t n, const std::uint32_t* gate,
+                                 const std::uint32_t* state, std::uint32_t* flags) {
+  if (gated_off(gate)) return;
   const std::uint32_t t = state[2];
   for (std::size_t i = first_index(); i < n; i += stride()) flags[i] = abs_key(a[i]) == t;
 }
 
 // Kept: above the threshold, or at it among the first `ties` (ranks: exclusive tie counts).
-__global__ void keep_flags_kernel(const float* a, std::size_t n, const std::uint32_t* state,
-                                  const std::uint32_t* ranks, std::uint32_t* flags) {
+__global__ void keep_flags_kernel(const float* a, std::size_t n, const std::uint32_t* gate,
+                                  const std::uint32_t* state, const std::uint32_t* ranks,
+                                  std::uint32_t* flags) {
+  if (gated_off(gate)) return;
   const std::uint32_t t = state[2], ties = state[3];
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const std::uint32_t key = abs_key(a[i]);
@@ -115,6 +119,12 @@ std::size_t topk_scratch_bytes(std::size_t n) { return layout_for(n).total; }
 void topk_exact(const float* a, std::size_t n, std::size_t k, std::uint32_t* out_idx,
                 float* out_values, void* scratch, std::size_t scratch_bytes,
                 cudaStream_t stream) {
+  topk_exact_if(nullptr, a, n, k, out_idx, out_values, scratch, scratch_bytes, stream);
+}
+
+void topk_exact_if(const std::uint32_t* gate, const float* a, std::size_t n, std::size_t k,
+                   std::uint32_t* out_idx, float* out_values, void* scratch,
+                   std::size_t scratch_bytes, cudaStream_t stream) {
   if (k == 0 || k > n || n >= (std::size_t{1} << 31)) {
     fatal_error(__FILE__, __LINE__, "cuda top-k: needs 0 < k <= n < 2^31");
   }
@@ -132,18 +142,18 @@ void topk_exact(const float* a, std::size_t n, std::size_t k, std::uint32_t* out
   const auto k32 = static_cast<std::uint32_t>(k);
 
   CUDA_CHECK(cudaMemsetAsync(hist, 0, kBins * 4, stream));
-  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, false, state, hist);
-  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins / 2, false, k32, state);
+  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, false, gate, state, hist);
+  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins / 2, false, k32, gate, state);
   CUDA_CHECK(cudaMemsetAsync(hist, 0, kBins * 4, stream));
-  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, true, state, hist);
-  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins, true, k32, state);
-  tie_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, state, flags);
+  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, true, gate, state, hist);
+  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins, true, k32, gate, state);
+  tie_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, gate, state, flags);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp, cub_bytes, flags, ranks,
                                            static_cast<int>(n), stream));
-  keep_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, state, ranks, flags);
+  keep_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, gate, state, ranks, flags);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp, cub_bytes, flags, positions,
                                            static_cast<int>(n), stream));
-  scatter_flagged_kernel<<<grid, kThreads, 0, stream>>>(a, n, flags, positions, out_idx,
+  scatter_flagged_kernel<<<grid, kThreads, 0, stream>>>(a, n, gate, flags, positions, out_idx,
                                                         out_values);
   CUDA_CHECK(cudaGetLastError());
 }

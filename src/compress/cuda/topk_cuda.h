@@ -28,4 +28,12 @@ void topk_exact(const float* a, std::size_t n, std::size_t k, std::uint32_t* out
                 float* out_values, void* scratch, std::size_t scratch_bytes,
                 cudaStream_t stream);
 
+// topk_exact enqueued behind a device-side decision: every pass but CUB's two scans returns at
+// once unless *gate != 0 (a device word that work earlier on `stream` writes), and the outputs
+// are then left untouched. select_sampled (varcount_select_cuda.h) needs the exact result
+// only when its rule ends exact, which only the device knows.
+void topk_exact_if(const std::uint32_t* gate, const float* a, std::size_t n, std::size_t k,
+                   std::uint32_t* out_idx, float* out_values, void* scratch,
+                   std::size_t scratch_bytes, cudaStream_t stream);
+
 }  // namespace sparq::cuda

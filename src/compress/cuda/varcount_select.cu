@@ -6,10 +6,10 @@
 #include "compress/cuda/scatter_flagged.cuh"
 #include "compress/cuda/topk_cuda.h"
 #include "compress/cuda/varcount_select_cuda.h"
+#include "compress/magnitude_key.h"
 #include "compress/sampled_rule.h"
 #include "compress/topk_select.h"
 #include "core/cuda/cuda_check.h"
-#include "core/half_math.h"
 
 namespace sparq::cuda {
 namespace {
@@ -19,8 +19,7 @@ using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride; sc
 // The sampled selection's state, one word each.
 enum State : int { kRank = 0, kDone = 1, kExact = 2, kThreshold = 3, kCount = 4, kWords = 8 };
 
-// The magnitude as an integer (compress/byte_io.h abs_key), on either side.
-__host__ __device__ std::uint32_t abs_key(float x) { return float_as_bits(x) & 0x7fffffffu; }
+using compress::abs_key;
 
 // The compaction both selections end with: flags, an exclusive scan, a scatter.
 struct Compaction {
@@ -74,8 +73,8 @@ void compact(const float* a, std::size_t n, std::uint32_t threshold, const std::
   std::size_t cub_bytes = c.cub_bytes;
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(c.cub, cub_bytes, c.flags, c.positions,
                                            static_cast<int>(n), stream));
-  scatter_flagged_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, n, c.flags, c.positions, out_idx,
-                                                               out_values);
+  scatter_flagged_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, n, nullptr, c.flags, c.positions,
+                                                               out_idx, out_values);
   total_kernel<<<1, 1, 0, stream>>>(n, c.flags, c.positions, state, count);
   CUDA_CHECK(cudaGetLastError());
 }
@@ -187,8 +186,8 @@ void select_sampled(const float* a, std::size_t n, std::size_t k, std::uint64_t 
   auto* base = static_cast<std::uint8_t*>(scratch);
   auto* exact_idx = reinterpret_cast<std::uint32_t*>(base + l.exact_idx);
   auto* exact_values = reinterpret_cast<float*>(base + l.exact_values);
-  topk_exact(a, n, k, exact_idx, exact_values, base + l.topk, scratch_bytes - l.topk, stream);
   if (k == n) {  // TopkSelector::sampled is exact there
+    topk_exact(a, n, k, exact_idx, exact_values, base + l.topk, scratch_bytes - l.topk, stream);
     take_exact_kernel<<<grid_for(k), kThreads, 0, stream>>>(exact_idx, exact_values, k, nullptr,
                                                             out_idx, out_values, count);
     CUDA_CHECK(cudaGetLastError());
@@ -211,6 +210,9 @@ void select_sampled(const float* a, std::size_t n, std::size_t k, std::uint64_t 
     decide_kernel<<<1, 1, 0, stream>>>(state, k, l.s, lo, hi);
   }
   exhausted_kernel<<<1, 1, 0, stream>>>(state);
+  // The exact top-k runs only where the rule ended exact.
+  topk_exact_if(state + kExact, a, n, k, exact_idx, exact_values, base + l.topk,
+                scratch_bytes - l.topk, stream);
   compact(a, n, 0, state, compaction_at(base + l.compaction, n), out_idx, out_values, count,
           stream);
   take_exact_kernel<<<grid_for(k), kThreads, 0, stream>>>(exact_idx, exact_values, k, state,

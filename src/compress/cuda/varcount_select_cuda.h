@@ -9,7 +9,8 @@
 // CPU's nth_element finds, whatever the order), then up to kSampledAttempts rounds of one
 // count over the bucket and a one-thread decision, all on the device; when the rule ends in
 // an exact top-k (too many kept, or a sample that cannot reach sampled_min(k)) the result is
-// topk_exact's (topk_cuda.h), which runs every time and is copied in only then.
+// topk_exact's (topk_cuda.h), enqueued behind the rule's outcome (topk_exact_if), so that
+// its passes run only then.
 //
 // Every pointer is device memory; work is enqueued on `stream`. fmt-free.
 #pragma once

@@ -116,7 +116,9 @@ Status DeviceMessageChecks::check() {
       if (words[r] == 0) continue;
       const char* reason = words[r] == cuda::kSparseBadHeader  ? "a bad header"
                            : words[r] == cuda::kSparseBadCount ? "a wrong number of indices"
-                                                               : "bad indices";
+                           : words[r] == cuda::kSparseBadScale
+                               ? "a block scale negative, infinite or NaN"
+                               : "bad indices";
       first = Status::error("bucket {} ({}): message from rank {} failed validation on the "
                             "device: {}",
                             b, names_[b], r, reason);
@@ -215,9 +217,12 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
   void* stream = device_exchange_stream(comm, exec);
   const bool collective = exchanges_with_collective(comm);
   if (send_.size() == 0) {
-    send_ = Buffer::device(max_capacity_);
+    // Zeroed once: a message shorter than the capacity sends the rest of its block too, which
+    // should never be uninitialised memory, and a selection gated off on the device
+    // (topk_exact_if) scans scratch it did not write.
+    send_ = Buffer::device(max_capacity_, /*zeroed=*/true);
     if (collective) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
-    if (max_scratch_ > 0) scratch_ = Buffer::device(max_scratch_);
+    if (max_scratch_ > 0) scratch_ = Buffer::device(max_scratch_, /*zeroed=*/true);
   }
   EncodeContext ctx = ctx_in;
   ctx.rank = comm.rank();

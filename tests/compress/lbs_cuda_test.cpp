@@ -189,6 +189,15 @@ TEST(CudaLbs, DecodeRejectsDamagedMessagesWithoutWritingOutsideTheOutput) {
         {"3-bit values", [](Message& m) { m[9] = 3; }, cuda::kSparseBadHeader},
         {"index section past the bitmap size", [](Message& m) { m[7] = 0x7f; },
          cuda::kSparseBadHeader},
+        // The first block's scale (f16, little-endian) right after the index section.
+        {"an infinite block scale",
+         [&](Message& m) {
+           m[12 + index_bytes] = 0x00;
+           m[12 + index_bytes + 1] = 0x7c;
+         },
+         cuda::kSparseBadScale},
+        {"a negative block scale", [&](Message& m) { m[12 + index_bytes + 1] |= 0x80; },
+         cuda::kSparseBadScale},
     };
     if (bitmap) {
       damages.push_back({"one index too many",

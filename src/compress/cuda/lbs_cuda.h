@@ -49,7 +49,8 @@ void lbs_encode(const float* g, float* e, std::size_t n, std::size_t k, const Lb
 // as the CPU adds it (the product, then the sum).
 // A received message is validated on the device as it is decoded (the structure the CPU's
 // check_sparse_prefix checks: the header against k, n and the value width; the index count;
-// indices in range, strictly ascending, varints at most 5 bytes, nothing after the last): a
+// indices in range, strictly ascending, varints at most 5 bytes, nothing after the last; and
+// for lbs the block scales check_block_scales checks): a
 // message that fails adds nothing, so no write lands outside `out`, and its reason
 // (SparseInvalid) goes to *invalid when that is still 0. `invalid` (device memory) may be null.
 enum SparseInvalid : std::uint32_t {
@@ -57,6 +58,7 @@ enum SparseInvalid : std::uint32_t {
   kSparseBadHeader = 1,   // count != k (or out of range), unknown coding, value width, index size
   kSparseBadCount = 2,    // a different number of indices than k (or bitmap bits past n)
   kSparseBadIndices = 3,  // an index >= n, out of order, an overlong or unterminated varint
+  kSparseBadScale = 4,    // lbs: a block scale negative, infinite or NaN (f16 bits > 0x7bff)
 };
 std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k);
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,

@@ -150,6 +150,18 @@ __global__ void varint_indices_kernel(const std::uint8_t* in, std::size_t n,
   }
 }
 
+// lbs's block scales, as check_block_scales (block_codec.h) holds them: finite and
+// non-negative, so a damaged scale cannot put an infinity or a NaN into the bucket.
+__global__ void scale_check_kernel(const std::uint8_t* in, std::size_t block, std::uint32_t* bad) {
+  if (*bad != kSparseValid) return;
+  const std::uint8_t* run = in + kHeaderBytes + load_u32(in + 4);
+  const std::size_t blocks = (load_u32(in) + block - 1) / block;
+  for (std::size_t b = first_index(); b < blocks; b += stride()) {
+    const auto bits = static_cast<std::uint16_t>(run[2 * b] | (run[2 * b + 1] << 8));
+    if (bits > 0x7bffu) reject(bad, kSparseBadScale);
+  }
+}
+
 __global__ void report_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
   if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
 }
@@ -197,6 +209,10 @@ void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t min_count,
   CUDA_CHECK(cub::DeviceScan::InclusiveSum(base + l.cub, cub_bytes, steps, pos,
                                            static_cast<int>(k), stream));
   varint_indices_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, n, pos, idx, bad);
+  if (!f32) {  // at most ceil(k / block) scales, inside the capacity the header check allowed
+    scale_check_kernel<<<grid_for((k + args.block - 1) / args.block), kThreads, 0, stream>>>(
+        in, args.block, bad);
+  }
   if (f32) {
     f32_scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, alpha, idx, out, bad);
   } else {

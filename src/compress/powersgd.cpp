@@ -320,6 +320,20 @@ Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
     }
   }
   if (pos != in.size()) return Status::error("powersgd: saved state has trailing bytes");
+  // A factor is empty (not drawn yet) or exactly [rows or cols, rank]: a state saved with
+  // another compress.rank or layout would otherwise be read past its end.
+  const std::size_t r = rank();
+  for (std::size_t m = 0; m < matrices_.size(); ++m) {
+    const MatrixSegment& s = matrices_[m];
+    const bool p_fits = p[m].empty() || p[m].size() == s.rows * r;
+    const bool q_fits = q[m].empty() || q[m].size() == s.cols * r;
+    if (!p_fits || !q_fits) {
+      return Status::error(
+          "powersgd: saved factors of tensor '{}' [{}, {}] hold {} and {} floats, not the {} and "
+          "{} of rank {}: was the state saved with another compress.rank?",
+          s.name, s.rows, s.cols, p[m].size(), q[m].size(), s.rows * r, s.cols * r, r);
+    }
+  }
   p_ = std::move(p);
   q_ = std::move(q);
   exchanges_ = parity;

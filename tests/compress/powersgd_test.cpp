@@ -125,6 +125,28 @@ TEST(PowerSgd, StateRoundTripsAndContinuesIdentically) {
   EXPECT_FALSE(second->load_state(std::span<const std::uint8_t>(state.data(), 5)).is_ok());
 }
 
+TEST(PowerSgd, StateOfAnotherRankIsRefusedNotReadPastItsEnd) {
+  const std::size_t n = 4096;
+  auto comm = comm::make_self_communicator();
+  auto strategy = make_aggregator(Aggregation::kLowRank);
+  auto saved_at_rank_4 = make_psgd({{"rank", "4"}});
+  std::vector<float> bucket = testing::normal_vector(n, 3);
+  ASSERT_TRUE(strategy->run(bucket, *saved_at_rank_4, nullptr, *comm, {}).is_ok());
+  std::vector<std::uint8_t> state;
+  saved_at_rank_4->save_state(state);
+  auto rank_2 = make_psgd({{"rank", "2"}});
+  rank_2->prepare(n, {});
+  const Status loaded = rank_2->load_state(state);
+  ASSERT_FALSE(loaded.is_ok());
+  EXPECT_NE(loaded.message().find("compress.rank"), std::string::npos) << loaded.message();
+  // A state saved before the first exchange (no factors yet) still loads.
+  auto fresh = make_psgd({{"rank", "2"}});
+  fresh->prepare(n, {});
+  std::vector<std::uint8_t> empty_state;
+  fresh->save_state(empty_state);
+  EXPECT_TRUE(rank_2->load_state(empty_state).is_ok());
+}
+
 // The exchange the low_rank strategy must reproduce exactly (it was Compressor::self_aggregate
 // before the strategy existed), written out for one rank: the sum over ranks of a message is
 // the message, so each allreduce is the identity and the average is scaled by 1. The products

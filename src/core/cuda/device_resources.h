@@ -7,6 +7,7 @@
 #include "core/buffer.h"
 #include "core/cuda/bf16_staging.h"
 #include "core/cuda/cuda_handles.h"
+#include "core/cuda/stream_scratch.h"
 #include "core/exec_context.h"
 
 #if SPARQ_HAS_CUDNN
@@ -28,6 +29,9 @@ struct DeviceResources {
   // bf16 copies of GEMM operands under kBF16, reused in stream order. Mutable: layers see the
   // resources as const, and staging changes no state a caller can observe.
   mutable Bf16Staging bf16_staging;
+  // The layers' short-lived device scratch (Linear's bias-gradient partial sums), reused in
+  // stream order; mutable for the same reason.
+  mutable StreamScratch layer_scratch;
   std::string name;  // "NVIDIA H200"
   std::size_t total_memory = 0;
   int compute_capability = 0;  // 90 for sm_90

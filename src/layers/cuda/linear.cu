@@ -1,6 +1,7 @@
 #include "core/cuda/cuda_check.h"
 #include "layers/cuda/dense_launch.h"
 #include "layers/cuda/linear_cuda.h"
+#include "layers/cuda/reduce.cuh"
 
 namespace sparq::cuda {
 namespace {
@@ -12,17 +13,6 @@ __global__ void add_bias_kernel(const float* b, float* y, std::int64_t n, std::i
     y[e] += b[e % out];
 }
 
-// db[j] += sum_i dy[i, j], one thread per column adding rows in ascending order onto the old
-// db[j]: the CPU's order exactly, so no atomics and the same bits as the CPU. Neighbouring
-// threads read neighbouring columns of a row, so every row read is coalesced.
-__global__ void bias_grad_kernel(const float* dy, float* db, std::int64_t n, std::int64_t out) {
-  for (std::int64_t j = dense::first_index(); j < out; j += dense::grid_stride()) {
-    float acc = db[j];
-    for (std::int64_t i = 0; i < n; ++i) acc += dy[i * out + j];
-    db[j] = acc;
-  }
-}
-
 }  // namespace
 
 void add_bias(const float* b, float* y, std::int64_t n, std::int64_t out, cudaStream_t stream) {
@@ -31,11 +21,11 @@ void add_bias(const float* b, float* y, std::int64_t n, std::int64_t out, cudaSt
   CUDA_CHECK(cudaGetLastError());
 }
 
-void add_bias_grad(const float* dy, float* db, std::int64_t n, std::int64_t out,
+std::size_t bias_grad_scratch_floats(std::int64_t out) { return column_sums_scratch_floats(out); }
+
+void add_bias_grad(const float* dy, float* db, float* scratch, std::int64_t n, std::int64_t out,
                    cudaStream_t stream) {
-  if (n == 0) return;
-  bias_grad_kernel<<<dense::blocks_for(out), dense::kThreads, 0, stream>>>(dy, db, n, out);
-  CUDA_CHECK(cudaGetLastError());
+  column_sums_accumulate(MatrixEntry{dy, out}, n, out, scratch, db, stream);
 }
 
 }  // namespace sparq::cuda

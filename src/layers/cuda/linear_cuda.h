@@ -4,12 +4,16 @@
 //
 // Products go through cuda::layer_gemm (core/cuda/mixed_gemm.h) with the CPU's row-major
 // GemmShapes: in f32 they differ from the CPU only by summation order; under bf16 they are
-// products of bf16-rounded operands (Note [bf16 GEMM operands]). The bias gradient is summed
-// in the CPU's order (rows ascending onto the old db[j]), so it is bit-identical to the CPU's.
+// products of bf16-rounded operands (Note [bf16 GEMM operands]). The bias gradient is a
+// deterministic column reduction in fixed row chunks (reduce.cuh), as LayerNorm's dbeta: the
+// CPU adds the rows one by one, so the two differ by summation order only. (Summing in the
+// CPU's order, one thread per column, kept only `out` threads busy on all rows: a few
+// hundred threads for GPT-2's 768-wide projections.)
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sparq::cuda {
@@ -25,9 +29,11 @@ void linear_backward(const DeviceResources& device, const float* x, const float*
                      float* dx, float* dw, float* db, std::int64_t n, std::int64_t in,
                      std::int64_t out);
 
-// The bias kernels (linear.cu): y[i, j] += b[j]; db[j] += sum_i dy[i, j] in row order.
+// The bias kernels (linear.cu): y[i, j] += b[j]; db[j] += sum_i dy[i, j], with `scratch`
+// of bias_grad_scratch_floats(out) device floats for the partial sums.
 void add_bias(const float* b, float* y, std::int64_t n, std::int64_t out, cudaStream_t stream);
-void add_bias_grad(const float* dy, float* db, std::int64_t n, std::int64_t out,
+std::size_t bias_grad_scratch_floats(std::int64_t out);
+void add_bias_grad(const float* dy, float* db, float* scratch, std::int64_t n, std::int64_t out,
                    cudaStream_t stream);
 
 }  // namespace sparq::cuda

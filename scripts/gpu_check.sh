@@ -1,50 +1,79 @@
 #!/usr/bin/env bash
-# The one-shot GPU check (issue 14): on a machine with one GPU and no MPI or Debian -dev
-# packages (the device tool's H200), build sparq for sm_90, run every gpu-labelled test once
-# plainly and the kernel tests once more under compute-sanitizer's memcheck, run the GPU
-# benchmarks, and write ONE results file: $OUT/gpu_check.txt (./gpu_check_out/ without $OUT).
-# Meant to finish in under 8 minutes on one H200.
-#
-# What must travel with the working tree (the device tool's `carry`):
-#   .device-deps   made here by scripts/prepare_device_deps.sh: Eigen, CLI11, fmt, spdlog,
-#                  yaml-cpp, GoogleTest and Google Benchmark unpacked from Debian 12 packages
-#   build-gpu      optional: a build from an earlier run of this script (it is reused)
-# cuDNN and NCCL are taken from the CUDA toolkit when it has them, else from the Python
-# wheels PyTorch brings (nvidia-cudnn-cu13, nvidia-nccl-cu13). Without MPI the MPI code is not
-# built there, but NCCL is: one GPU trains through a one-rank NCCL communicator bootstrapped
-# over the self communicator; multi-rank exchange is proven on the CPU path under mpirun.
+# The one-shot GPU check (issues 14 and 17): on a machine with one GPU and no MPI or Debian
+# -dev packages (the device tool's H200), build what the check needs for sm_90, run every
+# gpu-labelled test binary, the GPU benchmarks and compute-sanitizer's memcheck, all within
+# one time budget, in ONE device call.
 #
 #   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 560)
+#   here:        scripts/prepare_device_deps.sh first (makes .device-deps)
 #
-# One device call allows 600 s and a session's device time is 15 minutes, which the whole
-# check may exceed (not yet measured: no session has had a device). A phase argument splits
-# it over two calls on the warm machine, the second reusing build-gpu there:
-#   scripts/gpu_check.sh tests    build, the gpu tests, memcheck  -> gpu_check_tests.txt
-#   scripts/gpu_check.sh bench    build (reused), the benchmarks  -> gpu_check_bench.txt
+# What must travel with the working tree: .device-deps (scripts/prepare_device_deps.sh: Eigen,
+# CLI11, fmt, spdlog, yaml-cpp, GoogleTest and Google Benchmark unpacked from Debian 12
+# packages). cuDNN and NCCL come from the CUDA toolkit when it has them, else from the Python
+# wheels PyTorch brings (nvidia-cudnn-cu13, nvidia-nccl-cu13). Without MPI the MPI code and
+# tests are not built; one GPU trains through a one-rank NCCL communicator, and multi-rank
+# exchange is proven on the CPU path under mpirun.
+#
+# Budget: the device tool allows 600 s a call and 15 minutes a session, start-up included, and
+# a machine stays warm only 30 s after a call. So the stages run in order of importance, each
+# capped by what is left of GPU_CHECK_BUDGET_S (default 500 s); a stage that no longer fits is
+# reported as skipped. Stages (all by default, in this order; name some to run only those):
+#   tests      every gpu-labelled test binary once                 (issues 14, 17)
+#   compress   bench_compress --device cuda against copy bandwidth  (issue 17)
+#   step       compression's share of a GPT-2 124M bf16 step        (issue 17)
+#   models     bench_models --device cuda, GPT-2 124M vs PyTorch    (issue 14)
+#   wfbp       WFBP against communicate-after-backward, slow link   (issue 17)
+#   memcheck   compute-sanitizer memcheck on the kernel tests       (issue 14)
+#   bert_vgg   bench_models --device cuda for BERT-base and VGG-16  (issue 14)
+#
+# What comes back (the device tool returns at most 8 files from $OUT):
+#   gpu_check.txt      every result line (also on stdout, so the call's output tail has them)
+#   gpu_check_log.txt  configure and build output
+#   details.tgz        each test's and benchmark's full output, re-packed after every stage
+# Without $OUT everything goes to ./gpu_check_out.
 set -uo pipefail
-phase=${1:-all}
-case $phase in
-  all | tests | bench) ;;
-  *) echo "gpu_check.sh: unknown phase '$phase' (all, tests or bench)" >&2; exit 2 ;;
-esac
-# GPU_CHECK_CMAKE_ARGS: extra cmake arguments (e.g. -DCMAKE_IGNORE_PREFIX_PATH=/usr to check
-# here, where the -dev packages are installed, that the carried ones suffice).
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+all_stages=(tests compress step models wfbp memcheck bert_vgg)
+stages=("$@")
+[[ ${#stages[@]} -gt 0 ]] || stages=("${all_stages[@]}")
+for s in "${stages[@]}"; do
+  [[ " ${all_stages[*]} " == *" $s "* ]] ||
+    { echo "gpu_check.sh: unknown stage '$s' (${all_stages[*]})" >&2; exit 2; }
+done
+wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+
 out=${OUT:-$PWD/gpu_check_out}
-mkdir -p "$out"
-suffix=$([[ $phase == all ]] && echo "" || echo "_$phase")
-results=$out/gpu_check$suffix.txt
-log=$out/gpu_check${suffix}_log.txt
+work=$PWD/build-gpu/check  # the details, packed into $out/details.tgz
+mkdir -p "$out" "$work"
+results=$out/gpu_check.txt
+log=$out/gpu_check_log.txt
 : >"$results"
 : >"$log"
 start=$(date +%s)
+budget=${GPU_CHECK_BUDGET_S:-500}
+elapsed() { echo $(($(date +%s) - start)); }
+left() { echo $((budget - $(elapsed))); }
 say() { echo "$*" | tee -a "$results"; }
-section() { say ""; say "== $* ($(($(date +%s) - start)) s)"; }
+section() { say ""; say "== $* ($(elapsed) s)"; }
+pack() { tar czf "$out/details.tgz" -C "$work" . 2>/dev/null; }
+# capped SECONDS CMD...: CMD under `timeout`, capped by what is left of the budget (minus a
+# margin for the report); returns 124 at once when less than 20 s would be left.
+capped() {
+  local want=$1 room
+  shift
+  room=$(($(left) - 15))
+  ((room < want)) && want=$room
+  ((want >= 20)) || return 124
+  timeout -k 5 "$want" "$@"
+}
 
 section "machine"
 say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
 say "nvcc: $(nvcc --version 2>&1 | tail -1)"
-say "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "g++: $(g++ --version 2>&1 | head -1); cmake: $(cmake --version 2>&1 | head -1);" \
+  "ninja: $(ninja --version 2>&1); python3: $(python3 --version 2>&1)"
+say "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); budget ${budget} s;" \
+  "stages: ${stages[*]}"
 
 deps=$PWD/.device-deps/root/usr
 if [[ ! -d $deps ]]; then
@@ -52,95 +81,159 @@ if [[ ! -d $deps ]]; then
   exit 1
 fi
 export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-# cuDNN from the toolkit, else from PyTorch's wheel (which ships no unversioned .so link).
-cudnn_args=()
-if [[ ! -f /usr/local/cuda/include/cudnn.h ]]; then
-  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null)
-  lib=$(ls "$wheel"/lib/libcudnn.so.* 2>/dev/null | head -1)
-  if [[ -n $wheel && -n $lib ]]; then
-    cudnn_args=(-DSPARQ_CUDNN_INCLUDE="$wheel/include" -DSPARQ_CUDNN_LIBRARY="$lib")
-    export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
-  fi
+
+# A library from PyTorch's NVIDIA wheels: "INCLUDE_DIR LIBRARY" for the first nvidia/**/
+# include/HEADER on python3's path whose sibling lib/ holds STEM.so*. (The wheels ship no
+# unversioned .so link, and some are namespace packages without __file__: search the path.)
+wheel_library() {
+  python3 - "$1" "$2" <<'PY' 2>/dev/null
+import glob, os, sys
+header, stem = sys.argv[1], sys.argv[2]
+for root in sys.path:
+    for inc in sorted(glob.glob(os.path.join(root, "nvidia", "**", "include", header), recursive=True)):
+        libs = sorted(glob.glob(os.path.join(os.path.dirname(os.path.dirname(inc)), "lib", stem + ".so*")))
+        if libs:
+            print(os.path.dirname(inc), libs[0])
+            sys.exit(0)
+PY
+}
+cuda_include=/usr/local/cuda/include
+cudnn_args=() nccl_args=()
+if [[ -f $cuda_include/cudnn.h ]]; then
+  say "cuDNN: the CUDA toolkit's"
+elif read -r inc lib < <(wheel_library cudnn.h libcudnn) && [[ -n ${lib:-} ]]; then
+  cudnn_args=(-DSPARQ_CUDNN_INCLUDE="$inc" -DSPARQ_CUDNN_LIBRARY="$lib")
+  export LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
+  say "cuDNN: $lib"
+else
+  say "cuDNN: NOT FOUND (VGG's convolutions and their tests are not built)"
 fi
-# NCCL likewise (one GPU trains through a one-rank NCCL communicator; no MPI needed).
-nccl_args=()
-if [[ ! -f /usr/local/cuda/include/nccl.h ]]; then
-  wheel=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-  lib=$(ls "$wheel"/lib/libnccl.so.* 2>/dev/null | head -1)
-  if [[ -n $wheel && -n $lib && -f $wheel/include/nccl.h ]]; then
-    nccl_args=(-DSPARQ_NCCL_INCLUDE="$wheel/include" -DSPARQ_NCCL_LIBRARY="$lib")
-    export LD_LIBRARY_PATH=$wheel/lib:$LD_LIBRARY_PATH
-  fi
+if [[ -f $cuda_include/nccl.h ]]; then
+  say "NCCL: the CUDA toolkit's"
+elif read -r inc lib < <(wheel_library nccl.h libnccl) && [[ -n ${lib:-} ]]; then
+  nccl_args=(-DSPARQ_NCCL_INCLUDE="$inc" -DSPARQ_NCCL_LIBRARY="$lib")
+  export LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
+  say "NCCL: $lib"
+else
+  say "NCCL: NOT FOUND (the one-rank NCCL tests skip, the wfbp stage cannot run)"
 fi
 
 section "build (sm_90, no MPI)"
 if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DCMAKE_PREFIX_PATH="$deps" "${cudnn_args[@]}" "${nccl_args[@]}" \
-      ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
-  say "configure FAILED (see gpu_check_log.txt)"; tail -30 "$log" >>"$results"; exit 1
-fi
-grep -E "SPARQ_HAS|sparq:" "$log" | tail -8 >>"$results"
-if ! cmake --build build-gpu -j"$(nproc)" >>"$log" 2>&1; then
-  say "build FAILED (see gpu_check_log.txt)"; grep -E "error|FAILED" "$log" | head -40 >>"$results"
+  -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DSPARQ_BUILD_LONG_TESTS=OFF -DCMAKE_PREFIX_PATH="$deps" \
+  "${cudnn_args[@]}" "${nccl_args[@]}" ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
+  say "configure FAILED (gpu_check_log.txt):"
+  tail -30 "$log" | tee -a "$results"
   exit 1
 fi
-say "build ok"
+grep -E "^-- sparq:" "$log" | tail -1 | tee -a "$results"
+# Only what the stages run: the gpu-labelled tests that run without mpirun, and three apps.
+# (A plain gpu test's name is its target's; the mpi-labelled ones need mpirun.)
+gpu_tests=$(cd build-gpu && ctest -L gpu -LE mpi -N 2>/dev/null | sed -n 's/.*Test *#[0-9]*: *//p')
+[[ -n $gpu_tests ]] || say "ctest lists no gpu-labelled test that runs without mpirun"
+targets=($gpu_tests train bench_compress bench_models)
+say "targets: ${targets[*]}"
+# -k 0: a target that fails to compile does not keep the others from being built and run.
+if ! capped "${GPU_CHECK_BUILD_S:-300}" cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" -- -k 0 \
+  >>"$log" 2>&1; then
+  say "build FAILED or cut short for some targets (gpu_check_log.txt); their errors:"
+  grep -E "error|FAILED" "$log" | head -40 | tee -a "$results"
+fi
+say "build done"
 
-if [[ $phase != bench ]]; then
-section "gpu tests (ctest -L gpu, each binary once)"
-# Each gpu-labelled test binary runs once, directly (the MPI-launched ones are not built
-# without MPI): its per-test PASSED/FAILED/SKIPPED lines and summary go to the results.
-tests=$(cd build-gpu && ctest -L gpu -N 2>/dev/null | sed -n 's/.*Test *#[0-9]*: *//p')
-for name in $tests; do
-  bin=$(find build-gpu/tests -type f -name "$name" -perm -u+x | head -1)
-  [[ -n $bin ]] || { say "$name: no binary"; continue; }
-  timeout 200 "$bin" --gtest_brief=1 >"$out/test_$name.txt" 2>&1
-  rc=$?
-  grep -E "^\[  (FAILED|SKIPPED) |^\[  PASSED  \]|tests? (ran|from)" "$out/test_$name.txt" |
-    sed "s|^|$name: |" >>"$results"
-  say "$name: exit $rc"
-done
-
-section "compute-sanitizer memcheck (kernel tests)"
-if command -v compute-sanitizer >/dev/null 2>&1; then
-  for t in build-gpu/tests/core/test_core_cuda build-gpu/tests/layers/test_layers_cuda* \
-           build-gpu/tests/optim/test_optim_cuda build-gpu/tests/compress/test_compress_cuda; do
-    [[ -x $t ]] || continue
-    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$t" --gtest_brief=1 \
-      >"$out/memcheck_$(basename "$t").txt" 2>&1
+if wants tests; then
+  section "gpu tests (each binary once)"
+  for name in $gpu_tests; do
+    bin=$(find build-gpu/tests -type f -name "$name" -perm -u+x | head -1)
+    [[ -n $bin ]] || { say "$name: NOT BUILT"; continue; }
+    (cd build-gpu && OMP_NUM_THREADS=4 capped 120 "../$bin" --gtest_brief=1) \
+      >"$work/$name.txt" 2>&1
     rc=$?
-    say "$(basename "$t"): memcheck exit $rc ($(grep -c 'Invalid\|ERROR SUMMARY: [1-9]' \
-      "$out/memcheck_$(basename "$t").txt") error lines)"
+    grep -E "^\[  (FAILED|SKIPPED) |^\[  PASSED  \]|tests? (ran|from)" "$work/$name.txt" |
+      sed "s|^|$name: |" | tee -a "$results"
+    say "$name: exit $rc$([[ $rc == 124 ]] && echo ' (timed out)')"
+    pack
   done
-else
-  say "compute-sanitizer not found"
 fi
 
+if wants compress; then
+  section "bench_compress --device cuda"
+  if [[ -x build-gpu/bench/bench_compress ]]; then
+    capped 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
+      2>&1 | tee "$work/bench_compress.txt" | tee -a "$results" >/dev/null
+    say "bench_compress: exit ${PIPESTATUS[0]}"
+  else
+    say "bench_compress: NOT BUILT"
+  fi
+  pack
 fi
 
-if [[ $phase != tests ]]; then
-section "benchmarks"
-# Issue 17: the device codecs against the device's copy bandwidth (targets in the header).
-if [[ -x build-gpu/bench/bench_compress ]]; then
-  timeout 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
-    >>"$results" 2>&1 || say "bench_compress --device cuda exited $?"
-fi
-# Issue 17: compression's share of a GPT-2 124M bf16 step on one GPU (dense vs lbs).
-if [[ -x build-gpu/apps/train ]]; then
-  timeout 150 bench/gpu_step_share.sh build-gpu "$out/step_share" >>"$results" 2>&1 ||
-    say "gpu_step_share exited $?"
-  # Issue 17: WFBP on the GPU against communicate-after-backward, an emulated 8-rank link.
-  timeout 150 bench/gpu_wfbp.sh build-gpu "$out/wfbp" >>"$results" 2>&1 ||
-    say "gpu_wfbp exited $?"
-fi
-if [[ -x build-gpu/bench/bench_models ]] && build-gpu/bench/bench_models --help 2>&1 | grep -q -- --device; then
-  timeout 200 build-gpu/bench/bench_models --device cuda --python python3 >>"$results" 2>&1 ||
-    say "bench_models --device cuda exited $?"
-else
-  say "bench_models has no --device cuda yet: no GPU benchmark run"
+if wants step; then
+  section "compression's share of a GPT-2 124M bf16 step"
+  capped 150 bench/gpu_step_share.sh build-gpu "$work/step_share" 2>&1 | tee -a "$results"
+  say "gpu_step_share: exit ${PIPESTATUS[0]}"
+  pack
 fi
 
+if wants models; then
+  section "bench_models --device cuda: GPT-2 124M against PyTorch"
+  capped 150 build-gpu/bench/bench_models --device cuda --python python3 --models gpt2 \
+    >"$work/bench_models_gpt2.txt" 2>"$work/bench_models_gpt2_log.txt"
+  rc=$?
+  tee -a "$results" <"$work/bench_models_gpt2.txt"
+  say "bench_models gpt2: exit $rc"
+  pack
+fi
+
+if wants wfbp; then
+  section "WFBP on the GPU, emulated 8-rank link"
+  capped 150 bench/gpu_wfbp.sh build-gpu "$work/wfbp" 2>&1 | tee -a "$results"
+  say "gpu_wfbp: exit ${PIPESTATUS[0]}"
+  pack
+fi
+
+if wants memcheck; then
+  section "compute-sanitizer memcheck"
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  probe=build-gpu/tests/core/test_core_cuda
+  probe_rc=1
+  if [[ -n $sanitizer && -x $probe ]]; then
+    capped 60 "$sanitizer" --tool memcheck --error-exitcode 9 "$probe" --gtest_brief=1 \
+      >"$work/memcheck_probe.txt" 2>&1
+    probe_rc=$?
+  fi
+  if [[ -z $sanitizer ]]; then
+    say "compute-sanitizer not found"
+  elif [[ $probe_rc != 0 ]]; then
+    say "memcheck of test_core_cuda: exit $probe_rc (9: errors found; a gVisor machine refuses" \
+      "the device, 124: out of time):"
+    tail -5 "$work/memcheck_probe.txt" 2>/dev/null | tee -a "$results"
+  else
+    say "test_core_cuda: memcheck clean"
+    for t in tests/compress/test_compress_cuda tests/layers/test_layers_cuda_dense \
+      tests/optim/test_optim_cuda tests/layers/test_layers_cuda_attention \
+      tests/layers/test_layers_cuda_conv; do
+      [[ -x build-gpu/$t ]] || continue
+      name=$(basename "$t")
+      capped 90 "$sanitizer" --tool memcheck --error-exitcode 9 "build-gpu/$t" --gtest_brief=1 \
+        >"$work/memcheck_$name.txt" 2>&1
+      rc=$?
+      say "$name: memcheck exit $rc ($(grep -c 'Invalid\|ERROR SUMMARY: [1-9]' \
+        "$work/memcheck_$name.txt") error lines)$([[ $rc == 124 ]] && echo ', timed out')"
+      pack
+    done
+  fi
+fi
+
+if wants bert_vgg; then
+  section "bench_models --device cuda: BERT-base and VGG-16 against PyTorch"
+  capped 200 build-gpu/bench/bench_models --device cuda --python python3 --models bert,vgg \
+    >"$work/bench_models_bert_vgg.txt" 2>"$work/bench_models_bert_vgg_log.txt"
+  rc=$?
+  tee -a "$results" <"$work/bench_models_bert_vgg.txt"
+  say "bench_models bert,vgg: exit $rc"
 fi
 
 section "done"
-say "total $(($(date +%s) - start)) s"
+say "total $(elapsed) s of a ${budget} s budget (exit 124 above: a stage cut short or skipped)"
+pack

@@ -2,7 +2,7 @@
 # Prepares what scripts/gpu_check.sh needs on a GPU machine that has CUDA, CMake, ninja, g++
 # and Python but no Debian -dev packages and no network: the header-only and library
 # dependencies as Debian 12 packages, downloaded here and unpacked (dpkg -x) into
-# .device-deps/root, an ignored folder of the checkout (about 17 MiB). Carry that folder to
+# .device-deps/root, an ignored folder of the checkout (about 15 MiB). Carry that folder to
 # the GPU machine with the working tree (the device tool's `carry: [".device-deps"]`).
 #
 #   scripts/prepare_device_deps.sh     # idempotent; needs apt-get (no root needed)
@@ -15,7 +15,15 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
 )
 dest=.device-deps
-mkdir -p "$dest/debs" "$dest/root"
-(cd "$dest/debs" && apt-get download "${packages[@]}" 2>&1 | grep -v "unsandboxed" || true)
-for deb in "$dest"/debs/*.deb; do dpkg -x "$deb" "$dest/root"; done
+debs=$(mktemp -d)
+trap 'rm -rf "$debs"' EXIT
+# The .debs go to a temporary folder: only what they unpack travels (the carry is limited).
+(cd "$debs" && apt-get download "${packages[@]}" 2>&1 | grep -v "unsandboxed") || true
+for p in "${packages[@]}"; do
+  ls "$debs/${p}"_*.deb >/dev/null 2>&1 ||
+    { echo "prepare_device_deps.sh: apt-get download of $p failed" >&2; exit 1; }
+done
+rm -rf "$dest"
+mkdir -p "$dest/root"
+for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/root"; done
 echo "prepare_device_deps.sh: ${#packages[@]} packages unpacked into $dest/root ($(du -sh "$dest/root" | cut -f1))"

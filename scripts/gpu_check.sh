@@ -160,7 +160,7 @@ if wants compress; then
   section "bench_compress --device cuda"
   if [[ -x build-gpu/bench/bench_compress ]]; then
     capped 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
-      2>&1 | tee "$work/bench_compress.txt" | tee -a "$results" >/dev/null
+      2>&1 | tee "$work/bench_compress.txt" | tee -a "$results"
     say "bench_compress: exit ${PIPESTATUS[0]}"
   else
     say "bench_compress: NOT BUILT"
@@ -175,14 +175,20 @@ if wants step; then
   pack
 fi
 
+# bench_models --device cuda for MODELS (comma list) within SECONDS.
+models_stage() {
+  local tag=${1//,/_} rc
+  capped "$2" build-gpu/bench/bench_models --device cuda --python python3 --models "$1" \
+    >"$work/bench_models_$tag.txt" 2>"$work/bench_models_${tag}_log.txt"
+  rc=$?
+  tee -a "$results" <"$work/bench_models_$tag.txt"
+  say "bench_models $1: exit $rc"
+  pack
+}
+
 if wants models; then
   section "bench_models --device cuda: GPT-2 124M against PyTorch"
-  capped 150 build-gpu/bench/bench_models --device cuda --python python3 --models gpt2 \
-    >"$work/bench_models_gpt2.txt" 2>"$work/bench_models_gpt2_log.txt"
-  rc=$?
-  tee -a "$results" <"$work/bench_models_gpt2.txt"
-  say "bench_models gpt2: exit $rc"
-  pack
+  models_stage gpt2 150
 fi
 
 if wants wfbp; then
@@ -227,11 +233,7 @@ fi
 
 if wants bert_vgg; then
   section "bench_models --device cuda: BERT-base and VGG-16 against PyTorch"
-  capped 200 build-gpu/bench/bench_models --device cuda --python python3 --models bert,vgg \
-    >"$work/bench_models_bert_vgg.txt" 2>"$work/bench_models_bert_vgg_log.txt"
-  rc=$?
-  tee -a "$results" <"$work/bench_models_bert_vgg.txt"
-  say "bench_models bert,vgg: exit $rc"
+  models_stage bert,vgg 200
 fi
 
 section "done"

@@ -22,6 +22,7 @@
 #include "core/cuda/cuda_handles.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/stream_delay.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq::comm {
@@ -31,12 +32,12 @@ namespace {
 #define SKIP_WITHOUT_NCCL_GPU() SPARQ_SKIP_WITHOUT_GPU()
 std::vector<float> download(const Buffer& b, std::size_t n) {
   std::vector<float> host(n);
-  CUDA_CHECK(cudaMemcpy(host.data(), b.data(), n * 4, cudaMemcpyDeviceToHost));
+  cuda::copy_synchronously(host.data(), b.data(), n * 4);  // after the NCCL stream's work
   return host;
 }
 Buffer upload(const std::vector<float>& host) {
   Buffer b = Buffer::device(host.size() * 4 + 4);
-  CUDA_CHECK(cudaMemcpy(b.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  cuda::copy_synchronously(b.data(), host.data(), host.size() * 4);
   return b;
 }
 std::unique_ptr<NcclCommunicator> one_rank(NcclOptions options = {}) {

@@ -25,6 +25,7 @@
 #include "comm/stream_engine.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_handles.h"
+#include "core/cuda/sync_copy.h"
 #include "core/trace.h"
 #endif
 
@@ -36,12 +37,12 @@ namespace {
 Buffer to_device(DType dtype, const std::vector<double>& values) {
   const std::vector<char> bytes = testing::encode(dtype, values);
   Buffer device = Buffer::device(bytes.size() + 1);  // + 1: never a zero-byte allocation
-  CUDA_CHECK(cudaMemcpy(device.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  cuda::copy_synchronously(device.data(), bytes.data(), bytes.size());
   return device;
 }
 std::vector<double> from_device(DType dtype, const void* device, std::size_t count) {
   std::vector<char> bytes(count * dtype_size(dtype));
-  CUDA_CHECK(cudaMemcpy(bytes.data(), device, bytes.size(), cudaMemcpyDeviceToHost));
+  cuda::copy_synchronously(bytes.data(), device, bytes.size());
   return testing::decode(dtype, bytes.data(), count);
 }
 

@@ -85,6 +85,9 @@ class GuardedDeviceArray {
   explicit GuardedDeviceArray(std::size_t n)
       : n_(n), buffer_(Buffer::device((n + 2 * kGuard) * sizeof(T))) {
     CUDA_CHECK(cudaMemset(buffer_.data(), kSentinel, buffer_.size()));
+    // The memset runs on the legacy stream and may still be pending on return; work that a
+    // test then enqueues on a non-blocking stream must not race it.
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   GuardedDeviceArray(const std::vector<T>& host) : GuardedDeviceArray(host.size()) {
     upload(host);

@@ -17,6 +17,7 @@
 #include "core/cuda/cuda_gemm.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/device_resources.h"
+#include "core/cuda/sync_copy.h"
 #endif
 
 namespace sparq {
@@ -24,11 +25,11 @@ namespace {
 
 #ifdef SPARQ_HAS_CUDA
 void upload(const std::vector<float>& host, const Buffer& dev) {
-  CUDA_CHECK(cudaMemcpy(dev.data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+  cuda::copy_synchronously(dev.data(), host.data(), host.size() * 4);
 }
 std::vector<float> download(const Buffer& dev, std::size_t n) {
   std::vector<float> host(n);
-  CUDA_CHECK(cudaMemcpy(host.data(), dev.data(), n * 4, cudaMemcpyDeviceToHost));
+  cuda::copy_synchronously(host.data(), dev.data(), n * 4);
   return host;
 }
 #endif

@@ -13,6 +13,7 @@
 //                  about an ulp per step. The ulp distance is printed: 0 is bit-exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -81,7 +82,9 @@ struct Trajectory {
 
 // `clip_every`: clip before every step; otherwise only before step 0 (the later steps must
 // then use their gradients unscaled, not a stale scale).
-Trajectory run(const OptimConfig& config, const ExecContext& ctx, bool clip_every = true) {
+// Clips at every step, or only at the steps in `clip_steps` when it is given.
+Trajectory run(const OptimConfig& config, const ExecContext& ctx,
+               const std::vector<int>* clip_steps = nullptr) {
   ParamStore s = make_store(ctx);
   auto made = make_optimizer(config, s);
   EXPECT_TRUE(made.is_ok()) << made.status().message();
@@ -93,7 +96,9 @@ Trajectory run(const OptimConfig& config, const ExecContext& ctx, bool clip_ever
     for (auto e = s.entries().rbegin(); e != s.entries().rend(); ++e) {
       opt.before_communication(step, e->range());
     }
-    if (clip_every || step == 0) r.norms.push_back(opt.clip_grad_norm(kMaxNorm));
+    const bool clip = clip_steps == nullptr ||
+                      std::find(clip_steps->begin(), clip_steps->end(), step) != clip_steps->end();
+    if (clip) r.norms.push_back(opt.clip_grad_norm(kMaxNorm));
     opt.step(0.01 * (1.0 + 0.5 * step));
   }
   r.params = read_all(s.params(), s.flat_numel(), s.device());
@@ -162,12 +167,16 @@ TEST(CudaOptimizers, ClipIsFoldedIntoTheStepAndConsumedByIt) {
   ASSERT_NE(ctx, nullptr);
   OptimConfig c = make_config("sgd", 0.01);
   c.momentum = 0.9;
-  // Clipped at step 0 only: steps 1..4 must see their gradients unscaled on both devices.
-  const Trajectory gpu = run(c, *ctx, false), cpu = run(c, ExecContext::cpu(), false);
-  ASSERT_EQ(gpu.norms.size(), 1u);
-  EXPECT_GT(gpu.norms[0], 0.0);
-  expect_same_run(gpu, cpu, "sgd clipped once");
-  // The device never scales the gradient buffer: it holds the last step's gradients as written.
+  // Clipped at step 1 and at the last step, both binding: steps 2 and 3 must see their
+  // gradients unscaled on both devices (the scale is consumed by the step it was made for).
+  const std::vector<int> clip_steps = {1, kSteps - 1};
+  const Trajectory gpu = run(c, *ctx, &clip_steps), cpu = run(c, ExecContext::cpu(), &clip_steps);
+  ASSERT_EQ(gpu.norms.size(), 2u);
+  EXPECT_GT(gpu.norms[0], kMaxNorm);
+  EXPECT_GT(gpu.norms[1], kMaxNorm);
+  expect_same_run(gpu, cpu, "sgd clipped twice");
+  // The device never scales the gradient buffer: after the last step's binding clip it still
+  // holds that step's gradients as written.
   ParamStore layout = make_store(ExecContext::cpu());
   EXPECT_EQ(gpu.grads, grads_for(layout, kSteps - 1));
 }

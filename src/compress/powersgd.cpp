@@ -304,6 +304,7 @@ Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
   std::size_t pos = 0;
   auto get = [&](void* data, std::size_t bytes) {
     if (pos + bytes > in.size()) return false;
+    if (bytes == 0) return true;  // an empty factor's data() may be null: no memcpy then
     std::memcpy(data, in.data() + pos, bytes);
     pos += bytes;
     return true;

@@ -97,31 +97,28 @@ for root in sys.path:
             sys.exit(0)
 PY
 }
-cuda_include=/usr/local/cuda/include
-cudnn_args=() nccl_args=()
-if [[ -f $cuda_include/cudnn.h ]]; then
-  say "cuDNN: the CUDA toolkit's"
-elif read -r inc lib < <(wheel_library cudnn.h libcudnn) && [[ -n ${lib:-} ]]; then
-  cudnn_args=(-DSPARQ_CUDNN_INCLUDE="$inc" -DSPARQ_CUDNN_LIBRARY="$lib")
-  export LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
-  say "cuDNN: $lib"
-else
-  say "cuDNN: NOT FOUND (VGG's convolutions and their tests are not built)"
-fi
-if [[ -f $cuda_include/nccl.h ]]; then
-  say "NCCL: the CUDA toolkit's"
-elif read -r inc lib < <(wheel_library nccl.h libnccl) && [[ -n ${lib:-} ]]; then
-  nccl_args=(-DSPARQ_NCCL_INCLUDE="$inc" -DSPARQ_NCCL_LIBRARY="$lib")
-  export LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
-  say "NCCL: $lib"
-else
-  say "NCCL: NOT FOUND (the one-rank NCCL tests skip, the wfbp stage cannot run)"
-fi
+# find_cuda_library NAME VAR HEADER STEM WHY: the toolkit's copy, else the wheel's, whose
+# paths go into library_args as -DSPARQ_<VAR>_INCLUDE/_LIBRARY; WHY says what a miss costs.
+library_args=()
+find_cuda_library() {
+  local inc lib
+  if [[ -f /usr/local/cuda/include/$3 ]]; then
+    say "$1: the CUDA toolkit's"
+  elif read -r inc lib < <(wheel_library "$3" "$4") && [[ -n $lib ]]; then
+    library_args+=(-DSPARQ_$2_INCLUDE="$inc" -DSPARQ_$2_LIBRARY="$lib")
+    LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
+    say "$1: $lib"
+  else
+    say "$1: NOT FOUND ($5)"
+  fi
+}
+find_cuda_library cuDNN CUDNN cudnn.h libcudnn "VGG's convolutions and their tests are not built"
+find_cuda_library NCCL NCCL nccl.h libnccl "the one-rank NCCL tests skip, the wfbp stage cannot run"
 
 section "build (sm_90, no MPI)"
 if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DSPARQ_BUILD_LONG_TESTS=OFF -DCMAKE_PREFIX_PATH="$deps" \
-  "${cudnn_args[@]}" "${nccl_args[@]}" ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
+  "${library_args[@]}" ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
   say "configure FAILED (gpu_check_log.txt):"
   tail -30 "$log" | tee -a "$results"
   exit 1

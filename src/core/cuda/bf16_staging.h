@@ -1,11 +1,8 @@
 // Bf16Staging: device memory for the bf16 copies of GEMM operands that a context with
 // GemmPrecision::kBF16 multiplies (Note [bf16 GEMM operands], core/cuda/mixed_gemm.h).
-// A few numbered slots, each grown to its largest request and then reused. Reuse needs no
-// event: everything of one context runs on its one stream, so the GEMM that reads a slot has
-// finished before the next cast into that slot starts. A slot's contents are therefore valid
-// until the next request for the same slot.
-// Growing frees the old slot only after the stream has drained (a queued GEMM may still read
-// it); growth happens in the first steps only, while the shapes reach their maximum.
+// A few numbered slots, each a StreamScratch (stream_scratch.h: grown to its largest request,
+// reused in stream order), so a slot's contents are valid until the next request for the
+// same slot.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/buffer.h"
+#include "core/cuda/stream_scratch.h"
 
 namespace sparq::cuda {
 
@@ -29,7 +26,7 @@ class Bf16Staging {
   std::size_t bytes() const;  // device memory held, for the memory log
 
  private:
-  std::array<Buffer, kSlots> slots_;
+  std::array<StreamScratch, kSlots> slots_;
 };
 
 }  // namespace sparq::cuda

@@ -4,14 +4,13 @@
 
 namespace sparq::cuda {
 
-float* StreamScratch::floats(std::size_t count, cudaStream_t stream) {
-  const std::size_t bytes = count * sizeof(float);
+void* StreamScratch::reserve(std::size_t bytes, cudaStream_t stream) {
   if (buffer_.size() < bytes) {
     CUDA_CHECK(cudaStreamSynchronize(stream));  // a queued kernel may still read the old one
     buffer_ = Buffer();
     buffer_ = Buffer::device(bytes);
   }
-  return buffer_.as<float>();
+  return buffer_.data();
 }
 
 }  // namespace sparq::cuda

@@ -14,6 +14,7 @@
 #include "compress/options.h"
 #include "compress/random_streams.h"
 #include "compress/topk_select.h"
+#include "core/check.h"
 #endif
 
 namespace sparq::compress {
@@ -200,7 +201,10 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
   std::size_t capacity(std::size_t n, const EncodeContext&) const override {
     return blockquant_run_bytes(n, quant_);
   }
-  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
+  // The scale check's verdict word (decode).
+  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override {
+    return sizeof(std::uint32_t);
+  }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx,
               std::uint8_t* msg, void*, std::size_t, void* stream) override {
     cuda::BlockCodecArgs args{quant_.bits, quant_.block, quant_.stochastic};
@@ -215,10 +219,19 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
       cuda::blockquant_encode_run(g, n, args, msg, as_stream(stream));
     }
   }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
+  // A received message (invalid given) has its scales checked, as check_message does on the
+  // CPU; one's own message is trusted.
+  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
+              float* out, void* scratch, std::size_t scratch_size, void* stream,
+              std::uint32_t* invalid) const override {
+    std::uint32_t* bad = nullptr;
+    if (invalid != nullptr) {
+      SPARQ_CHECK(scratch != nullptr && scratch_size >= sizeof(std::uint32_t),
+                  "blockquant device decode: no scratch for the scale check");
+      bad = static_cast<std::uint32_t*>(scratch);
+    }
     cuda::blockquant_decode_run(msg, n, quant_.bits, quant_.block, alpha, add, out,
-                                as_stream(stream));
+                                as_stream(stream), bad, invalid);
   }
 
  private:

@@ -2,7 +2,8 @@
 // message bytes for every code width, block size, odd length and rounding mode, decodes that
 // equal the CPU's, and the fused error feedback leaving the CPU's residual. Outputs sit
 // between sentinel guards, so an out-of-bounds write fails the test. Label gpu: skipped with
-// a message without a device (and on CPU-only builds, where it is not built).
+// a message without a device (and on CPU-only builds, where it is not built). A received run
+// whose scale check_block_scales refuses decodes as nothing, with its verdict reported.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #if SPARQ_HAS_CUDA
 #include "compress/cuda/block_codec_cuda.h"
+#include "compress/cuda/lbs_cuda.h"
 #endif
 
 namespace sparq::compress {
@@ -148,6 +150,63 @@ TEST(CudaBlockCodec, FusedErrorFeedbackSendsTheCpuBytesAndConservesMass) {
       for (std::size_t i = 0; i < n; ++i) {
         ASSERT_TRUE(within_one_ulp(e_gpu[i], e_cpu[i])) << i;
         ASSERT_NEAR(sent[i] + e_gpu[i], a[i], 1e-6f * (1.0f + std::fabs(a[i]))) << i;
+      }
+    }
+  }
+#endif
+}
+
+// A received run (a verdict word given) with a scale that check_block_scales refuses decodes
+// as nothing: zeros in kSet, no change in kAdd, and kSparseBadScale reported unless a verdict
+// was already there. The largest finite scale passes, as on the CPU.
+TEST(CudaBlockCodec, DecodeOfADamagedScaleAddsNothingAndIsReported) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  const std::size_t n = 1000;
+  const BlockQuantParams p{4, 64, false};
+  const std::vector<float> v = gradient_like(n, 17);
+  std::vector<std::uint8_t> good(blockquant_run_bytes(n, p));
+  blockquant_encode_run(v.data(), n, p, RoundingRng{}, good.data());
+  struct Damage {
+    const char* name;
+    std::size_t block;
+    std::uint16_t bits;
+    bool refused;
+  };
+  const std::size_t last = (n + p.block - 1) / p.block - 1;
+  for (const Damage& d : {Damage{"none", 0, 0, false}, Damage{"largest finite", 3, 0x7bff, false},
+                          Damage{"infinite", 3, 0x7c00, true}, Damage{"NaN", last, 0x7e00, true},
+                          Damage{"negative", 0, 0x8001, true}}) {
+    SCOPED_TRACE(d.name);
+    std::vector<std::uint8_t> msg = good;
+    if (d.bits != 0) {
+      msg[2 * d.block] = static_cast<std::uint8_t>(d.bits & 0xff);
+      msg[2 * d.block + 1] = static_cast<std::uint8_t>(d.bits >> 8);
+    }
+    ASSERT_EQ(check_block_scales(msg.data(), n, p, "blockquant").is_ok(), !d.refused);
+    GuardedDeviceArray<std::uint8_t> dmsg(msg);
+    for (bool add : {false, true}) {
+      for (std::uint32_t earlier : {std::uint32_t{0}, std::uint32_t{cuda::kSparseBadIndices}}) {
+        std::vector<float> want(n, 0.25f);
+        if (!d.refused) {
+          blockquant_decode_run(msg.data(), n, p, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet,
+                                want.data());
+        } else if (!add) {
+          want.assign(n, 0.0f);
+        }
+        GuardedDeviceArray<float> dout(std::vector<float>(n, 0.25f));
+        GuardedDeviceArray<std::uint32_t> bad(1), invalid(std::vector<std::uint32_t>{earlier});
+        cuda::blockquant_decode_run(dmsg.data(), n, p.bits, p.block, 0.5f, add, dout.data(),
+                                    nullptr, bad.data(), invalid.data());
+        const std::vector<float> got = dout.download();
+        ASSERT_TRUE(dout.guards_intact() && bad.guards_intact() && invalid.guards_intact());
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(add ? within_one_ulp(got[i], want[i]) : got[i] == want[i])
+              << i << ": " << got[i] << " vs " << want[i];
+        }
+        const std::uint32_t verdict = d.refused ? cuda::kSparseBadScale : cuda::kSparseValid;
+        EXPECT_EQ(bad.download()[0], verdict);
+        EXPECT_EQ(invalid.download()[0], earlier != 0 ? earlier : verdict);
       }
     }
   }

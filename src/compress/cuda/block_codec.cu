@@ -1,5 +1,6 @@
 #include "compress/cuda/block_codec_cuda.h"
 #include "compress/cuda/grid.cuh"
+#include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/wire_bytes.cuh"
 #include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
@@ -82,9 +83,25 @@ __global__ void encode_kernel(const float* g, float* x, std::size_t most, BlockC
   }
 }
 
-// One thread per group of 8 codes (grid-stride).
+// The run's scales as check_block_scales holds them (*bad was zeroed before).
+__global__ void scale_check_kernel(const std::uint8_t* in, std::size_t nblocks,
+                                   std::uint32_t* bad) {
+  for (std::size_t b = first_index(); b < nblocks; b += stride()) {
+    if (load_bytes(in + 2 * b, 2) > 0x7bffu) atomicCAS(bad, 0u, std::uint32_t{kSparseBadScale});
+  }
+}
+
+__global__ void report_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
+  if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
+}
+
+// One thread per group of 8 codes (grid-stride). bad != null and *bad != 0: a run that
+// failed its check decodes as nothing.
 __global__ void decode_kernel(const std::uint8_t* in, std::size_t count, int bits,
-                              std::size_t block, float alpha, bool add, float* out) {
+                              std::size_t block, float alpha, bool add, float* out,
+                              const std::uint32_t* bad) {
+  const bool refused = bad != nullptr && *bad != kSparseValid;
+  if (refused && add) return;
   const float levels = quant_levels(bits);
   const std::size_t nblocks = (count + block - 1) / block;
   const std::uint8_t* codes_in = in + 2 * nblocks;
@@ -96,7 +113,7 @@ __global__ void decode_kernel(const std::uint8_t* in, std::size_t count, int bit
     const int n = static_cast<int>(count - first < 8 ? count - first : 8);
     const std::uint64_t word = load_bytes(codes_in + first / 8 * bits, (n * bits + 7) / 8);
     for (int i = 0; i < n; ++i) {
-      const float d = dequantize(unpack_code(word, i, bits), levels, f);
+      const float d = refused ? 0.0f : dequantize(unpack_code(word, i, bits), levels, f);
       if (add) {
         out[first + i] += d;
       } else {
@@ -142,12 +159,18 @@ void blockquant_encode_with_feedback(const float* g, float* e, std::size_t count
 
 void blockquant_decode_run(const std::uint8_t* in, std::size_t count, int bits,
                            std::size_t block, float alpha, bool add, float* out,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, std::uint32_t* bad, std::uint32_t* invalid) {
   check_params(bits, block);
   if (count == 0) return;
+  if (bad != nullptr) {
+    const std::size_t nblocks = (count + block - 1) / block;
+    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
+    scale_check_kernel<<<grid_for(nblocks), kThreads, 0, stream>>>(in, nblocks, bad);
+  }
   const std::size_t groups = (count + 7) / 8;
   decode_kernel<<<grid_for(groups), kThreads, 0, stream>>>(in, count, bits, block, alpha, add,
-                                                          out);
+                                                          out, bad);
+  if (bad != nullptr && invalid != nullptr) report_kernel<<<1, 1, 0, stream>>>(bad, invalid);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -48,8 +48,15 @@ void blockquant_encode_with_feedback(const float* g, float* e, std::size_t count
                                      cudaStream_t stream);
 
 // out[j] = alpha * D(in)[j] (add == false) or out[j] += alpha * D(in)[j] (add == true).
-void blockquant_decode_run(const std::uint8_t* in, std::size_t count, int bits,
-                           std::size_t block, float alpha, bool add, float* out,
-                           cudaStream_t stream);
+// A received run is checked first when `bad` (a device word of scratch) is given: its scales
+// as check_block_scales (block_codec.h) holds them, finite and non-negative. A run that fails
+// decodes as nothing (zeros with add == false, no change with add == true), so a damaged
+// scale cannot put an infinity or a NaN into the bucket, and kSparseBadScale (lbs_cuda.h's
+// SparseInvalid, shared by every device decoder's verdicts) goes to *invalid when that is
+// still 0 (`invalid`, device memory, may be null). Codes need no check: every b-bit code
+// dequantizes to a finite value.
+void blockquant_decode_run(const std::uint8_t* in, std::size_t count, int bits, std::size_t block,
+                           float alpha, bool add, float* out, cudaStream_t stream,
+                           std::uint32_t* bad = nullptr, std::uint32_t* invalid = nullptr);
 
 }  // namespace sparq::cuda

@@ -56,7 +56,9 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
   auto* message = message_.as<std::uint8_t>();
   auto* dense = dense_.as<float>();
   codec.encode(a, nullptr, n, ctx, message, scratch_.data(), scratch_.size(), stream);
-  payload_bytes_ = 4 * k;
+  // As the CPU's tree counts: this rank's list (here its capacity, what moves on the
+  // device), each list it sends up the tree, and the k values of the allreduce.
+  payload_bytes_ = capacity + 4 * k;
 
   // 2. The tree to rank 0.
   for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {

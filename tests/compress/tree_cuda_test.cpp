@@ -2,7 +2,8 @@
 // several steps (each starting from the CPU's residual): gtopk and topk, with and without
 // error feedback, on the self communicator and, with NCCL built, a one-rank NCCL communicator
 // (its broadcast and allreduce run: Note [A world of one on NCCL]); the bucket (the average
-// on the global set, 0 elsewhere) and the residual (0 on the set) equal the CPU's. Several
+// on the global set, 0 elsewhere), the residual (0 on the set) and the payload (but for the
+// own list's size: the capacity on the device) equal the CPU's. Several
 // ranks' rounds send and merge the same lists, which one process cannot show. Label gpu.
 #include <gtest/gtest.h>
 
@@ -46,6 +47,16 @@ void check_tree(comm::Communicator& comm, const ExecContext& exec, const std::st
     ctx.seed = 4;
     ctx.step = step;
     const std::vector<float> g = normal_vector(n, 70 + step);
+    // This rank's own list, whose bytes the CPU counts at their size and the device at the
+    // codec's capacity (what moves there); the rest of the payload is the same k floats.
+    std::vector<float> a = g;
+    if (feedback) {
+      for (std::size_t i = 0; i < n; ++i) a[i] += residual[i];
+    }
+    EncodeContext own = ctx;
+    own.world_size = comm.size();
+    Message own_list;
+    cpu->encode(a, own, own_list);
     std::vector<float> bucket = g;
     ErrorFeedback ef(residual);
     ASSERT_TRUE(cpu_strategy.run(bucket, *cpu, feedback ? &ef : nullptr, comm, ctx).is_ok());
@@ -55,6 +66,8 @@ void check_tree(comm::Communicator& comm, const ExecContext& exec, const std::st
                          feedback ? de.data() : nullptr, comm, ctx, exec, nullptr)
                     .is_ok());
     EXPECT_EQ(dg.download(), bucket) << "the average on the global set";
+    EXPECT_EQ(device_strategy.last_payload_bytes() - codec->capacity(n, own),
+              cpu_strategy.last_payload_bytes() - own_list.size());
     if (feedback) {
       EXPECT_EQ(de.download(), residual) << "a, zeroed on the global set";
     }

@@ -1,11 +1,17 @@
+#include "compress/topk_select.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "compress/topk_select.h"
+#include "compress/magnitude_key.h"
+#include "compress/radix_levels.h"
 #include "test_util.h"
 
 namespace sparq::compress {
@@ -50,6 +56,80 @@ TEST(TopkSelect, ExactMatchesSortingOnBothPaths) {
       std::vector<float> values;
       sel.exact(a, k, out2, &values);
       expect_values_of(a, out, out2, values);
+    }
+  }
+}
+
+// The device's selection by levels (Note [Radix selection by levels on the device],
+// radix_levels.h), run on the host with the same digit functions: the threshold key and the
+// ties it reaches select exactly TopkSelector::exact's entries. (cuda/topk.cu counts the same
+// histograms in parallel; the gpu test compares its output with the CPU's too.)
+std::vector<std::uint32_t> select_by_levels(const std::vector<float>& a, std::size_t k) {
+  std::uint32_t prefix = 0;
+  std::size_t need = k;
+  for (int level = 0; level < kRadixLevelCount; ++level) {
+    std::vector<std::size_t> hist(radix_bins(level), 0);
+    for (float x : a) {
+      const std::uint32_t key = abs_key(x);
+      if (radix_prefix(key, level) == prefix) ++hist[radix_digit(key, level)];
+    }
+    std::uint32_t bin = radix_bins(level);
+    bool found = false;
+    while (bin > 0 && !found) {
+      --bin;
+      if (hist[bin] >= need) {
+        found = true;
+      } else {
+        need -= hist[bin];
+      }
+    }
+    if (!found) {
+      ADD_FAILURE() << "level " << level << " holds fewer than " << need << " entries";
+      return {};
+    }
+    prefix = radix_extend(prefix, level, bin);
+  }
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::uint32_t key = abs_key(a[i]);
+    if (key > prefix || (key == prefix && need > 0)) {
+      if (key == prefix) --need;
+      out.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  return out;
+}
+
+TEST(TopkSelect, DeviceRadixLevelsSelectTheCpuEntries) {
+  TopkSelector sel;
+  std::vector<std::uint32_t> want;
+  const std::size_t n = 30011;
+  std::vector<std::pair<std::string, std::vector<float>>> inputs;
+  inputs.emplace_back("normal", testing::normal_vector(n, 7));
+  std::vector<float> sparse = testing::normal_vector(n, 8);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 5 != 0) sparse[i] = (i % 2 ? -0.0f : 0.0f);  // an embedding's untouched rows
+  }
+  inputs.emplace_back("mostly zeros", sparse);
+  std::vector<float> tied(n);
+  for (std::size_t i = 0; i < n; ++i) tied[i] = static_cast<float>(i % 7) - 3.0f;
+  inputs.emplace_back("seven values", tied);
+  std::vector<float> close(n);  // magnitudes that differ only in the last digit's bits
+  for (std::size_t i = 0; i < n; ++i) {
+    close[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(1.5f) +
+                                    static_cast<std::uint32_t>((i * 37u) % 3000u)) *
+               (i % 3 ? 1.0f : -1.0f);
+  }
+  inputs.emplace_back("one exponent, close mantissas", close);
+  std::vector<float> wide = testing::normal_vector(n, 9);
+  for (std::size_t i = 0; i < n; i += 3)
+    wide[i] = std::ldexp(wide[i], static_cast<int>(i % 250) - 140);
+  inputs.emplace_back("subnormal to huge", wide);
+  for (const auto& [name, a] : inputs) {
+    for (std::size_t k : {std::size_t{1}, std::size_t{2}, n / 100, n / 5, n / 2, n - 1, n}) {
+      SCOPED_TRACE(name + ", k " + std::to_string(k));
+      sel.exact(a, k, want);
+      EXPECT_EQ(select_by_levels(a, k), want);
     }
   }
 }

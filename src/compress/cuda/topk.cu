@@ -4,6 +4,7 @@
 #include "compress/cuda/scatter_flagged.cuh"
 #include "compress/cuda/topk_cuda.h"
 #include "compress/magnitude_key.h"
+#include "compress/radix_levels.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -11,8 +12,17 @@ namespace {
 
 using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride; scatter_flagged.cuh
 using compress::abs_key;
+using compress::kRadixLevelCount;
+using compress::kRadixMaxBins;
+using compress::radix_bins;
+using compress::radix_digit;
+using compress::radix_extend;
+using compress::radix_prefix;
 constexpr int kFindThreads = 1024;
-constexpr std::uint32_t kBins = 1u << 16;
+static_assert(radix_bins(kRadixLevelCount - 1) % kFindThreads == 0, "find_bin's chunks");
+// Each histogram block zeroes and flushes its counters once: a capped grid (grid-stride) keeps
+// that overhead small next to the elements it counts, and still fills the device.
+constexpr unsigned int kHistogramBlocks = 512;
 
 // Scratch layout (each part 256-byte aligned): the histogram, the selection state, three
 // arrays of n u32 (flags, tie ranks, output positions) and CUB's scan storage.
@@ -30,7 +40,7 @@ Layout layout_for(std::size_t n) {
                                            static_cast<int>(n)));
   l.cub_bytes = bytes;
   l.hist = 0;
-  l.state = align_up(l.hist + kBins * 4);
+  l.state = align_up(l.hist + kRadixMaxBins * 4);
   l.flags = align_up(l.state + 4 * 4);
   l.ranks = align_up(l.flags + n * 4);
   l.positions = align_up(l.ranks + n * 4);
@@ -39,36 +49,57 @@ Layout layout_for(std::size_t n) {
   return l;
 }
 
-// Pass 1 (high = false): histogram of the top 15 bits. Pass 2: of the low 16 bits of the
-// entries in the boundary bin state[0].
-__global__ void histogram_kernel(const float* a, std::size_t n, bool low, const std::uint32_t* gate,
-                                 const std::uint32_t* state, std::uint32_t* hist) {
-  if (gated_off(gate)) return;
-  const std::uint32_t high = low ? state[0] : 0;
-  for (std::size_t i = first_index(); i < n; i += stride()) {
-    const std::uint32_t key = abs_key(a[i]);
-    if (!low) {
-      atomicAdd(&hist[key >> 16], 1u);
-    } else if ((key >> 16) == high) {
-      atomicAdd(&hist[key & 0xffffu], 1u);
+// Level `level`'s histogram (Note [Radix selection by levels on the device],
+// compress/radix_levels.h) of the entries whose higher digits equal the prefix state[0] (all
+// of them at level 0), added into hist. Each block counts in shared memory and adds its
+// nonzero bins once; within a warp, the lanes that share a digit add once (a bucket's exact
+// zeros, or any magnitude many entries share, would otherwise serialise on one counter).
+__global__ void histogram_kernel(const float* a, std::size_t n, int level,
+                                 const std::uint32_t* gate, const std::uint32_t* state,
+                                 std::uint32_t* hist) {
+  if (gated_off(gate)) return;  // a device word: the whole block returns or none of it
+  __shared__ std::uint32_t counts[kRadixMaxBins];
+  const std::uint32_t bins = radix_bins(level);
+  for (std::uint32_t b = threadIdx.x; b < bins; b += blockDim.x) counts[b] = 0;
+  __syncthreads();
+  const std::uint32_t prefix = level == 0 ? 0u : state[0];
+  const unsigned int lane = threadIdx.x % 32;
+  // Whole warps step together (blockDim and the stride are multiples of 32), so every lane
+  // of a warp reaches the vote.
+  for (std::size_t base = first_index() - lane; base < n; base += stride()) {
+    const std::size_t i = base + lane;
+    const std::uint32_t key = i < n ? abs_key(a[i]) : 0u;
+    const bool counted = i < n && radix_prefix(key, level) == prefix;
+    const std::uint32_t digit = radix_digit(key, level);
+    const unsigned int voters = __ballot_sync(0xffffffffu, counted);
+    if (counted) {
+      const unsigned int peers = __match_any_sync(voters, digit);
+      if (lane == static_cast<unsigned int>(__ffs(peers) - 1)) {
+        atomicAdd(&counts[digit], static_cast<std::uint32_t>(__popc(peers)));
+      }
     }
+  }
+  __syncthreads();
+  for (std::uint32_t b = threadIdx.x; b < bins; b += blockDim.x) {
+    if (counts[b] != 0) atomicAdd(&hist[b], counts[b]);
   }
 }
 
-// The bin holding the need-th largest entry, scanning `bins` bins from the top (the CPU's
-// find_bin). Pass 1: need = k, writes state[0] = bin, state[1] = the rank left inside it.
-// Pass 2: need = state[1], writes state[2] = threshold key, state[3] = ties to take.
-__global__ void find_bin_kernel(const std::uint32_t* hist, std::uint32_t bins, bool low,
-                                std::uint32_t k, const std::uint32_t* gate, std::uint32_t* state) {
+// The bin of level `level` holding the need-th largest entry, scanning from the top (the
+// CPU's find_bin); need = k at level 0, else state[1]. It extends the prefix state[0] and
+// leaves the rank left inside the bin in state[1]; at the last level the prefix is the
+// threshold key, written to state[2], and the ties to take to state[3].
+__global__ void find_bin_kernel(const std::uint32_t* hist, int level, std::uint32_t k,
+                                const std::uint32_t* gate, std::uint32_t* state) {
   if (gated_off(gate)) return;
   __shared__ std::uint32_t chunk_sum[kFindThreads];
-  const std::uint32_t per = bins / kFindThreads;
+  const std::uint32_t per = radix_bins(level) / kFindThreads;
   std::uint32_t sum = 0;
   for (std::uint32_t b = 0; b < per; ++b) sum += hist[threadIdx.x * per + b];
   chunk_sum[threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.x != 0) return;
-  std::uint32_t need = low ? state[1] : k;
+  std::uint32_t need = level == 0 ? k : state[1];
   for (int c = kFindThreads - 1; c >= 0; --c) {
     if (chunk_sum[c] < need) {
       need -= chunk_sum[c];
@@ -77,11 +108,12 @@ __global__ void find_bin_kernel(const std::uint32_t* hist, std::uint32_t bins, b
     for (int b = static_cast<int>(per) - 1; b >= 0; --b) {
       const std::uint32_t bin = static_cast<std::uint32_t>(c) * per + static_cast<std::uint32_t>(b);
       if (hist[bin] >= need) {
-        if (low) {
-          state[2] = (state[0] << 16) | bin;
+        const std::uint32_t chosen = radix_extend(level == 0 ? 0u : state[0], level, bin);
+        if (level == kRadixLevelCount - 1) {
+          state[2] = chosen;
           state[3] = need;
         } else {
-          state[0] = bin;
+          state[0] = chosen;
           state[1] = need;
         }
         return;
@@ -89,7 +121,7 @@ __global__ void find_bin_kernel(const std::uint32_t* hist, std::uint32_t bins, b
       need -= hist[bin];
     }
   }
-  // Unreachable when k <= n: the histogram holds n entries.
+  // Unreachable when k <= n: level 0 counts n entries, and each later level the need-th.
   __trap();
 }
 
@@ -141,12 +173,12 @@ void topk_exact_if(const std::uint32_t* gate, const float* a, std::size_t n, std
   const unsigned int grid = grid_for(n);
   const auto k32 = static_cast<std::uint32_t>(k);
 
-  CUDA_CHECK(cudaMemsetAsync(hist, 0, kBins * 4, stream));
-  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, false, gate, state, hist);
-  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins / 2, false, k32, gate, state);
-  CUDA_CHECK(cudaMemsetAsync(hist, 0, kBins * 4, stream));
-  histogram_kernel<<<grid, kThreads, 0, stream>>>(a, n, true, gate, state, hist);
-  find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, kBins, true, k32, gate, state);
+  const unsigned int histogram_grid = grid < kHistogramBlocks ? grid : kHistogramBlocks;
+  for (int level = 0; level < kRadixLevelCount; ++level) {
+    CUDA_CHECK(cudaMemsetAsync(hist, 0, kRadixMaxBins * 4, stream));
+    histogram_kernel<<<histogram_grid, kThreads, 0, stream>>>(a, n, level, gate, state, hist);
+    find_bin_kernel<<<1, kFindThreads, 0, stream>>>(hist, level, k32, gate, state);
+  }
   tie_flags_kernel<<<grid, kThreads, 0, stream>>>(a, n, gate, state, flags);
   CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp, cub_bytes, flags, ranks,
                                            static_cast<int>(n), stream));

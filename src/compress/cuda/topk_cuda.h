@@ -1,9 +1,10 @@
 // Exact top-k on a CUDA device: the same indices, in the same ascending order, with the same
 // values as compress::TopkSelector::exact (topk_select.h) for the same input: the k largest
-// |a[i]|, ties at the boundary magnitude going to the lowest indices. The selection is the
-// CPU's radix selection on the magnitude bits (the top 15 bits, then the low 16 bits of the
-// boundary bin, with integer histograms, whose counts do not depend on the order of the
-// atomic adds), then a stable compaction by two prefix sums (CUB): one ranks the entries
+// |a[i]|, ties at the boundary magnitude going to the lowest indices. The selection is a
+// radix selection on the magnitude bits, as the CPU's, in three levels of 11, 10 and 10 bits
+// whose histograms fit in shared memory (Note [Radix selection by levels on the device],
+// compress/radix_levels.h; integer counts, which do not depend on the order of the atomic
+// adds), then a stable compaction by two prefix sums (CUB): one ranks the entries
 // equal to the threshold, the other places the kept ones. No float is reordered or summed,
 // so the result is exact. k is known on the host and so is the output size: nothing waits
 // for the device.

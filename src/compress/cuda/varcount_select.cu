@@ -101,7 +101,13 @@ __global__ void count_kernel(const float* a, std::size_t n, std::uint32_t* state
   const std::uint32_t t = state[kThreshold];
   std::uint32_t mine = 0;
   for (std::size_t i = first_index(); i < n; i += stride()) mine += abs_key(a[i]) >= t;
-  if (mine != 0) atomicAdd(&state[kCount], mine);  // integers: the order does not matter
+  // One add per warp, not per thread: the grid gives a thread about one entry, and a threshold
+  // that keeps most of the bucket (a key of 0 keeps every entry) would serialise n adds on
+  // one word. Every lane is here (the loop has ended), so the full mask holds.
+  for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_down_sync(0xffffffffu, mine, offset);
+  if (threadIdx.x % 32 == 0 && mine != 0) {
+    atomicAdd(&state[kCount], mine);  // integers: the order does not matter
+  }
 }
 __global__ void decide_kernel(std::uint32_t* state, std::size_t k, std::size_t s, std::size_t lo,
                               std::size_t hi) {

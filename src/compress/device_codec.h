@@ -20,6 +20,7 @@
 #include "compress/block_codec.h"
 #include "compress/compressor.h"
 #include "compress/dgc.h"
+#include "compress/span_stats.h"
 
 namespace sparq::compress {
 
@@ -51,6 +52,13 @@ class DeviceCodec {
   // compressor's own format (Compressor::save_state), so checkpoints move between devices.
   // save_state and load_state synchronize with the device. Stateless twins keep these.
   virtual bool has_state() const { return false; }
+
+  // The exchange measures error feedback's input as ||g + e||^2 before the encode
+  // (DeviceBucketMetrics), which is ||a||^2 for every codec whose feedback adds g. dgc adds its
+  // momentum u instead, which its encode updates first; given the bucket's measurement here
+  // (device memory; nullptr: none), it writes ||u + e||^2 over it there, as the CPU's
+  // ErrorFeedback::accumulate measures what Compressor::accumulate formed. Others ignore it.
+  virtual void set_input_measurement(SpanStats* /*input*/) {}
   virtual void save_state(std::vector<std::uint8_t>& out) const { out.clear(); }
   virtual Status load_state(std::span<const std::uint8_t> in) {
     return in.empty()

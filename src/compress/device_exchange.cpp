@@ -62,7 +62,7 @@ void DeviceBucketMetrics::measure_residual(std::size_t bucket, const float* e, s
   events_->copied[bucket].record(s);
 }
 
-const SpanStats* DeviceBucketMetrics::input_stats(std::size_t bucket) const {
+SpanStats* DeviceBucketMetrics::input_stats(std::size_t bucket) const {
   return device_.as<SpanStats>() + 2 * bucket;
 }
 
@@ -158,7 +158,7 @@ void DeviceBucketMetrics::measure_input(std::size_t, const float*, const float*,
                                         void*) {}
 void DeviceBucketMetrics::measure_residual(std::size_t, const float*, std::size_t, void*) {}
 DeviceBucketMetrics::Values DeviceBucketMetrics::read(std::size_t) const { return {}; }
-const SpanStats* DeviceBucketMetrics::input_stats(std::size_t) const { return nullptr; }
+SpanStats* DeviceBucketMetrics::input_stats(std::size_t) const { return nullptr; }
 struct DeviceMessageChecks::Events {};
 DeviceMessageChecks::DeviceMessageChecks(std::vector<std::string>, int) {
   SPARQ_FATAL("built without CUDA");

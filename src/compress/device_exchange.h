@@ -75,7 +75,9 @@ class DeviceBucketMetrics {
   Values read(std::size_t bucket) const;
   // The bucket's ||g + e||^2 in device memory, valid on the stream after measure_input
   // (DeviceNonfiniteGuard reads it there).
-  const SpanStats* input_stats(std::size_t bucket) const;
+  // A codec whose feedback adds something other than g rewrites it in its encode
+  // (DeviceCodec::set_input_measurement).
+  SpanStats* input_stats(std::size_t bucket) const;
 
  private:
   struct Events;  // one CUDA event per bucket (CUDA types stay out of this header)

@@ -12,7 +12,9 @@
 // leaving the residual as it was; here the flag lives on the device, so the zeroed bucket is
 // encoded like any other and its residual sends what it would send of itself (g = 0). The
 // step is skipped, so that share of the residual is lost, as every other rank's sent share
-// of that step is lost on the CPU too. No NaN or infinity reaches a residual or a message.
+// of that step is lost on the CPU too. Likewise dgc's momentum takes the zeroed gradient
+// (u = m u, then masked where sent), where the CPU leaves it as it was. No NaN or infinity
+// reaches a residual, a momentum or a message.
 #pragma once
 
 #include <cstddef>

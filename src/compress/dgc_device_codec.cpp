@@ -52,13 +52,14 @@ class DgcDeviceCodec final : public DeviceCodec {
     const cuda::DgcArgs args{static_cast<float>(options_.momentum), options_.clip_norm,
                              ctx.world_size};
     if (options_.clip_norm > 0) {
-      if (norm_scratch_.size() < cuda::span_stats_scratch_bytes(n)) {
-        norm_scratch_ = Buffer::device(cuda::span_stats_scratch_bytes(n) + 1);
-      }
-      cuda::span_stats(g, n, StatTerm::kSquare, StatTerm::kNone, norm_scratch_.data(),
+      cuda::span_stats(g, n, StatTerm::kSquare, StatTerm::kNone, stats_scratch(n),
                        norm_sq_.as<SpanStats>(), stream);
     }
     cuda::dgc_momentum(g, u, n, args, norm_sq_.as<SpanStats>(), stream);
+    if (input_measurement_ != nullptr) {  // ||a||^2, a = u + e (set_input_measurement)
+      cuda::span_stats(u, n, StatTerm::kSquare, StatTerm::kNone, stats_scratch(n),
+                       input_measurement_, stream, e);
+    }
     cuda::topk_encode(u, e, n, kept, msg, scratch, scratch_size, stream);  // a = u + e in e
     cuda::dgc_mask(u, cuda::sparse_kept_indices(scratch), kept, stream);
   }
@@ -70,6 +71,7 @@ class DgcDeviceCodec final : public DeviceCodec {
                       static_cast<cudaStream_t>(stream), invalid);
   }
 
+  void set_input_measurement(SpanStats* input) override { input_measurement_ = input; }
   bool has_state() const override { return true; }
   void save_state(std::vector<std::uint8_t>& out) const override {
     std::vector<float> host(floats_);
@@ -97,6 +99,13 @@ class DgcDeviceCodec final : public DeviceCodec {
   std::size_t k(std::size_t n, const EncodeContext& ctx) const {
     return k_for(ctx.density > 0 ? ctx.density : dgc_density_at(options_, ctx.step), n);
   }
+  // span_stats's scratch for n entries, reused in stream order (grown in the first steps).
+  void* stats_scratch(std::size_t n) {
+    if (norm_scratch_.size() < cuda::span_stats_scratch_bytes(n)) {
+      norm_scratch_ = Buffer::device(cuda::span_stats_scratch_bytes(n) + 1);
+    }
+    return norm_scratch_.data();
+  }
   // The momentum of at least `floats` entries, zero-extended as the CPU's u_.resize() is.
   float* momentum(std::size_t floats, cudaStream_t stream) {
     if (floats > floats_) {
@@ -118,6 +127,7 @@ class DgcDeviceCodec final : public DeviceCodec {
   std::size_t floats_ = 0;
   Buffer norm_sq_;  // one SpanStats: ||g||^2 for the clipping scale (device)
   Buffer norm_scratch_;
+  SpanStats* input_measurement_ = nullptr;  // set_input_measurement (device)
 };
 
 }  // namespace

@@ -346,7 +346,7 @@ std::string GradientExchange::compressor_name(int bucket) const {
   const PerBucket& slot = buckets_[bucket];
   if (!slot.compressor) return "none";
   return fmt::format("{}/{}{}", slot.compressor->name(), slot.aggregator->name(),
-                     slot.error_feedback ? "+ef" : "");
+                     has_error_feedback(static_cast<std::size_t>(bucket)) ? "+ef" : "");
 }
 
 }  // namespace sparq::compress

@@ -110,6 +110,14 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
   device_nonfinite_->check(bucket.index, grads.data(), grads.size(),
                            residual ? device_metrics_->input_stats(bucket.index) : nullptr, stream);
   nonfinite_checked_ = true;
+  // dgc's feedback input (DeviceCodec::set_input_measurement) is measured by its one
+  // whole-bucket encode under allgather. two_phase encodes per region, and the server's encode
+  // must not count, so there the measure of ||g + e||^2 stands (docs/gpu.md).
+  const bool allgather = slot.aggregator->name() == aggregation_name(Aggregation::kAllgather);
+  if (slot.device_codec) {
+    slot.device_codec->set_input_measurement(
+        residual && allgather ? device_metrics_->input_stats(bucket.index) : nullptr);
+  }
   // log.never_sent_window: the rank's own message, decoded where the stamps read it.
   float* own_decoded = device_history_ ? device_history_->decoded_scratch() : nullptr;
   std::size_t sent = 0;

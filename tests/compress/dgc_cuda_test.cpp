@@ -2,12 +2,13 @@
 // over several steps so that the momentum carries: the message bytes, the residual and the
 // momentum (through save_state, in the CPU's format) after every step, with and without
 // local clipping and the sparsity warm-up, and without error feedback (plain top-k); decodes
-// set and add; the momentum loaded into a fresh twin comes back the same. Device buffers sit
-// between sentinel guards. Label gpu.
+// set and add; error feedback's input measured as ||u + e||^2, as the CPU's; the momentum loaded
+// into a fresh twin comes back the same. Device buffers sit between sentinel guards. Label gpu.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup
   ASSERT_TRUE(device->has_state());
   std::vector<float> residual = normal_vector(n, n + 2, 0.1f);
   GuardedDeviceArray<float> de(residual);
+  // The exchange's measurement of error feedback's input, which dgc rewrites as ||u + e||^2.
+  GuardedDeviceArray<std::uint8_t> input(sizeof(SpanStats));
+  if (feedback) device->set_input_measurement(reinterpret_cast<SpanStats*>(input.data()));
   for (int step = 0; step < 5; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     EncodeContext ctx;
@@ -45,9 +49,11 @@ void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup
     ctx.offset = 7;
     const std::vector<float> g = normal_vector(n, 100 * n + step);
     Message want;
+    double input_sq = 0;
     if (feedback) {
       ErrorFeedback ef(residual);
       ef.encode(*cpu, g, 0, ctx, want);
+      input_sq = ef.input_sq();
     } else {
       cpu->encode(g, ctx, want);
     }
@@ -64,6 +70,11 @@ void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup
     ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact() && dg.guards_intact());
     if (feedback) {
       ASSERT_EQ(de.download(), residual);  // a = e + u exactly; 0 where kept, on both sides
+      SpanStats measured;
+      const std::vector<std::uint8_t> bytes = input.download();
+      std::memcpy(&measured, bytes.data(), sizeof(measured));
+      EXPECT_NEAR(measured.sum_a, input_sq, 1e-9 * input_sq) << "||a||^2, a = u + e";
+      ASSERT_TRUE(input.guards_intact());
     }
     std::vector<std::uint8_t> cpu_state, device_state;
     cpu->save_state(cpu_state);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -143,6 +144,7 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
     }
     fmt::print("\n{}M floats ({} MiB)\n", mi, 4 * mi);
     fmt::print("{:<30} {:>10} {:>10} {:>8}\n", "codec", "copy GB/s", "GB/s", "of copy");
+    std::fflush(stdout);
     for (const Row& row : rows) {
       // The copy is re-measured next to every row, like the CPU table's memcpy.
       const double copy = best_seconds(seconds, s, [&] {
@@ -152,6 +154,9 @@ int run_device_compress_bench(const std::vector<std::size_t>& sizes_mi, double s
       const double copy_gbps = 4.0 * n / copy / 1e9, gbps = 4.0 * n / t / 1e9;
       fmt::print("{:<30} {:>10.1f} {:>10.1f} {:>7.1f}%\n", row.label, copy_gbps, gbps,
                  100.0 * gbps / copy_gbps);
+      // Row by row: stdout is a pipe in gpu_check.sh, and an abort or a timeout must not take
+      // the rows already measured with it.
+      std::fflush(stdout);
     }
   }
   return 0;

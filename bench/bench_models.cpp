@@ -18,7 +18,9 @@
 // --device cuda runs the GPU workloads (GPT-2 124M B=16 T=1024, BERT-base B=32 T=128,
 // VGG-16 B=128) on CUDA device 0, sparq in fp32 and (language models) with bf16 GEMM operands
 // (Note [bf16 GEMM operands], core/cuda/mixed_gemm.h), next to PyTorch eager in fp32 and in
-// bf16 autocast; each step ends with a device synchronize; memory is the peak device memory; MFU
+// bf16 autocast (TF32 off: both sides' fp32 is IEEE fp32); each step ends with a device
+// synchronize; memory is the device memory held at its peak (sparq: device-wide use above the
+// run's baseline; PyTorch: its caching allocator's peak reservation); MFU
 // (language models) is the model FLOPs of a step, 6 N per token for the parameter GEMMs (N =
 // all parameters, the tied head included) plus 12 L T d for attention, over the step time
 // and the device's dense peak (H100/H200 SXM datasheets: 67 TFLOP/s fp32, 989 TFLOP/s bf16;
@@ -132,7 +134,8 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
     const auto num = [](const Measurement& m, double v) {
       return m.ok ? fmt::format("{:.0f}", v) : std::string("n/a");
     };
-    const double f = ours.flops_per_item;
+    // The model's FLOPs per item, from whichever of sparq's runs reported them.
+    const double f = ours.flops_per_item > 0 ? ours.flops_per_item : ours16.flops_per_item;
     const auto ratio = [](const Measurement& a, const Measurement& b) {
       return a.ok && b.ok ? fmt::format("{:.2f}", a.items_per_s / b.items_per_s) : std::string("n/a");
     };

@@ -6,7 +6,9 @@ Usage: bench_models_torch.py --model gpt2|bert|vgg|gpt2tiny [--threads N] [--ste
 
 On cuda the GPU workloads are used (bench_models.cpp's kGpuWorkloads), the step ends with
 torch.cuda.synchronize(), bf16 means eager torch.autocast(bfloat16) (the peer issue 14
-names), and the peak memory is torch.cuda.max_memory_allocated().
+names), fp32 means IEEE fp32 (TF32 off for cuDNN and cuBLAS, as sparq's convolutions and GEMMs
+run), and the peak memory is torch.cuda.max_memory_reserved(): what the caching allocator
+held from the device, the counterpart of sparq's device-wide use above its baseline.
 
 The models are the independent PyTorch implementations of tests/reference/gen_models.py
 (the ones sparq's golden tests match), in float32, in training mode, without dropout. A
@@ -97,6 +99,10 @@ def main():
     gen = torch.Generator().manual_seed(99)
     batch = make_batch(cfg, b, t, gen)
     if cuda:
+        # PyTorch lets cuDNN use TF32 for fp32 convolutions by default; sparq's run IEEE fp32.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        print("torch: TF32 off for cuDNN and cuBLAS", file=sys.stderr)
         model = model.cuda()
         batch = {k: v.cuda() for k, v in batch.items()}
     # Constructing a bf16 autocast asks CUDA whether bf16 is supported even when disabled,
@@ -120,7 +126,7 @@ def main():
             best = min(best, elapsed)
         print(f"  torch {args.model} step {step}: loss {float(loss):.4f}, {elapsed:.2f} s", file=sys.stderr)
     items = b * (t if t > 0 else 1) * args.steps
-    peak_mib = (torch.cuda.max_memory_allocated() / 2**20 if cuda
+    peak_mib = (torch.cuda.max_memory_reserved() / 2**20 if cuda
                 else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
     print(f"RESULT {items / total} {peak_mib} {total / args.steps} {best}")
 

@@ -17,34 +17,40 @@ build=${1:?build directory}
 out=${2:?output directory}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
-for name in none lbs powersgd; do
-  if ! "$build/apps/train" --config configs/bench/gpt2_124m_gpu.yaml \
-      --set compress.name=$name --set log.metrics="$out/step_share_$name.jsonl" \
-      >"$out/step_share_$name.log" 2>&1; then
-    echo "gpu_step_share: the $name run failed (tail of $out/step_share_$name.log):"
-    tail -5 "$out/step_share_$name.log"
-    exit 1
-  fi
-done
-python3 - "$out" <<'PY'
+# run NAME: one training run; false (with its log's tail) when it fails.
+run() {
+  "$build/apps/train" --config configs/bench/gpt2_124m_gpu.yaml \
+    --set compress.name=$1 --set log.metrics="$out/step_share_$1.jsonl" \
+    >"$out/step_share_$1.log" 2>&1 && return 0
+  echo "gpu_step_share: the $1 run failed (tail of $out/step_share_$1.log):"
+  tail -5 "$out/step_share_$1.log"
+  return 1
+}
+# median_ms NAME...: prints, per run, the median step time over the steps after the first 5.
+median_ms() {
+  python3 - "$out" "$@" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
-def steps(name):
-    rows = []
-    for line in open(f"{out}/step_share_{name}.jsonl"):
-        row = json.loads(line)
-        if row.get("event") == "step" and row.get("step", 0) > 5:
-            rows.append(row)
-    return rows
-dense, lbs, psgd = steps("none"), steps("lbs"), steps("powersgd")
-d = statistics.median(r["step_ms"] for r in dense)
-c = statistics.median(r["step_ms"] for r in lbs)
-tok = 16 * 1024
+for name in sys.argv[2:]:
+    ms = [row["step_ms"] for row in map(json.loads, open(f"{out}/step_share_{name}.jsonl"))
+          if row.get("event") == "step" and row.get("step", 0) > 5]
+    print(f"{statistics.median(ms):.3f} {len(ms)}")
+PY
+}
+# The target first (dense and lbs), printed before powersgd runs, so that a failure or a
+# timeout there cannot take it with it.
+run none && run lbs || exit 1
+read -r d nd < <(median_ms none) && read -r c nc < <(median_ms lbs) || exit 1
+tok=$((16 * 1024))
+python3 - "$d" "$nd" "$c" "$nc" "$tok" <<'PY'
+import sys
+d, nd, c, nc, tok = float(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 print("gpu_step_share: GPT-2 124M, bf16 GEMM operands, B=16 T=1024, one GPU, median of "
-      f"{len(dense)} and {len(lbs)} steps")
+      f"{nd} and {nc} steps")
 print(f"  dense step {d:.1f} ms ({tok / d * 1e3:.0f} tokens/s)")
 print(f"  lbs 1% 4-bit + EF step {c:.1f} ms ({tok / c * 1e3:.0f} tokens/s)")
 print(f"  compression's share of the step: {100 * (c - d) / c:.1f}% (target <= 5%)")
-p = statistics.median(r["step_ms"] for r in psgd)
-print(f"  powersgd r=4 + EF step {p:.1f} ms: its share {100 * (p - d) / p:.1f}% (no target)")
 PY
+run powersgd || exit 1
+read -r p _ < <(median_ms powersgd) || exit 1
+python3 -c "import sys; d, p = float(sys.argv[1]), float(sys.argv[2]); print(f'  powersgd r=4 + EF step {p:.1f} ms: its share {100 * (p - d) / p:.1f}% (no target)')" "$d" "$p"

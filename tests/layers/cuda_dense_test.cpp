@@ -214,10 +214,11 @@ TEST_F(CudaDense, LinearInABf16ContextMultipliesRoundedOperands) {
   expect_device(dx_d, dx, kGemmBound, "dx");
   const auto dw = download(gpu_store.grad("fc.weight"));
   expect_close(dw, testing::to_vector(cpu_store.grad("fc.weight")), kGemmBound, "dw");
-  // Against the unrounded f32 product the rounding shows: far outside the f32 bound.
+  // Against the unrounded f32 product the rounding shows: far outside the f32 bound. (Two
+  // operands rounded to bf16 put about 2e-3 there, an unrounded product about 1e-7.)
   testing::copy_into(cpu_store.param("fc.weight"), w);
   cpu_fc.forward(view(x, {rows, in}), view(y_exact, {rows, out}));
-  EXPECT_GT(testing::normalized_error(y_d.download(), y_exact), 100 * kGemmBound);
+  EXPECT_GT(testing::normalized_error(y_d.download(), y_exact), 20 * kGemmBound);
   gpu_fc.backward(x_d.view({rows, in}), dy_d.view({rows, out}), Tensor());
   std::vector<float> twice(dw.size());
   for (std::size_t i = 0; i < twice.size(); ++i) twice[i] = 2 * dw[i];

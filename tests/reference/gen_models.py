@@ -160,7 +160,7 @@ class Gpt2(nn.Module):
     def forward(self, batch):
         tokens = batch["tokens"].long()
         t = tokens.shape[1]
-        x = self.wte(tokens) + self.wpe(torch.arange(t))[None]
+        x = self.wte(tokens) + self.wpe(torch.arange(t, device=tokens.device))[None]
         for block in self.h:
             x = block(x)
         # Tied head over the padded table; the padded columns are cut before the softmax.
@@ -195,7 +195,7 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, tokens, types):
         t = tokens.shape[1]
-        return self.ln(self.word(tokens) + self.position(torch.arange(t))[None] + self.token_type(types))
+        return self.ln(self.word(tokens) + self.position(torch.arange(t, device=tokens.device))[None] + self.token_type(types))
 
 
 class TiedDecoder(nn.Module):

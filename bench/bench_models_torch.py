@@ -6,7 +6,8 @@ Usage: bench_models_torch.py --model gpt2|bert|vgg|gpt2tiny [--threads N] [--ste
 
 On cuda the GPU workloads are used (bench_models.cpp's kGpuWorkloads), the step ends with
 torch.cuda.synchronize(), bf16 means eager torch.autocast(bfloat16) (the peer issue 14
-names), fp32 means IEEE fp32 (TF32 off for cuDNN and cuBLAS, as sparq's convolutions and GEMMs
+names), attention is PyTorch's fused scaled_dot_product_attention (a PyTorch user's model runs
+that, not the materialised scores of the references; the naive form if it fails), fp32 means IEEE fp32 (TF32 off for cuDNN and cuBLAS, as sparq's convolutions and GEMMs
 run), and the peak memory is torch.cuda.max_memory_reserved(): what the caching allocator
 held from the device, the counterpart of sparq's device-wide use above its baseline.
 
@@ -109,6 +110,15 @@ def main():
     # which raises on a CPU-only torch: build it only when it is used.
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cuda and args.precision == "bf16"
                 else contextlib.nullcontext())
+    if cuda and hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        gen_models.ATTENTION = "sdpa"
+        try:  # one trial forward: a failure falls back rather than losing the peer
+            with torch.no_grad(), autocast:
+                model(batch)
+        except Exception as error:  # noqa: BLE001 (any failure of the fused path)
+            print(f"torch: scaled_dot_product_attention failed ({error})", file=sys.stderr)
+            gen_models.ATTENTION = "naive"
+    print(f"torch: attention {gen_models.ATTENTION}", file=sys.stderr)
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
     total, best = 0.0, float("inf")

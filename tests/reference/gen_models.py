@@ -98,6 +98,12 @@ def padded_vocab(cfg):
 
 
 # ----------------------------------------------------------------------------- models
+# How SelfAttention forms softmax(q k^T / sqrt(d)) v: "naive" materialises the scores (the
+# references); bench/bench_models_torch.py sets "sdpa" on CUDA, PyTorch's fused
+# scaled_dot_product_attention (torch >= 2.0), what a PyTorch user's model runs there.
+ATTENTION = "naive"
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with one fused input projection (q | k | v columns)."""
 
@@ -112,6 +118,13 @@ class SelfAttention(nn.Module):
         d = c // self.heads
         q, k, v = self.qkv(x).split(c, dim=2)
         q, k, v = (z.reshape(b, t, self.heads, d).transpose(1, 2) for z in (q, k, v))
+        if ATTENTION == "sdpa":
+            allowed = None if key_valid is None else key_valid[:, None, None, :]
+            if self.causal and allowed is not None:
+                allowed = allowed & torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=allowed, is_causal=self.causal and allowed is None)
+            return self.proj(out.transpose(1, 2).reshape(b, t, c))
         scores = q @ k.transpose(-2, -1) / math.sqrt(d)
         if self.causal:
             future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)

@@ -152,9 +152,13 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
     std::fflush(stdout);
     if (!ours.ok) fmt::print(stderr, "sparq run of {} failed\n", w.key);
   }
-  fmt::print("items/s (tokens, or images for vgg); vs = sparq / PyTorch at the same precision; "
-             "sparq bf16 = bf16 GEMM operands, f32 activations (Note [bf16 GEMM operands]; none "
-             "for vgg); MiB = peak device memory of sparq (s) or torch (t) in fp32 (32) or bf16 (16)\n");
+  fmt::print(
+      "items/s (tokens, or images for vgg); vs = sparq / PyTorch at the same precision; "
+      "sparq bf16 = bf16 GEMM operands, f32 activations (Note [bf16 GEMM operands]; none "
+      "for vgg); torch: TF32 off, attention by scaled_dot_product_attention (its log says "
+      "if it fell back); MiB = device memory held at the peak by sparq (s: device-wide use "
+      "above its baseline) or torch (t: the caching allocator's peak reservation) in fp32 "
+      "(32) or bf16 (16)\n");
   return 0;
 }
 

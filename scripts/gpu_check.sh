@@ -177,7 +177,10 @@ fi
 # bench_models --device cuda for MODELS (comma list) within SECONDS.
 models_stage() {
   local tag=${1//,/_} rc
+  # 2 + 5 steps (the defaults are 1 + 3): steps take well under a second on the device, and
+  # each child's start-up (context, handles, model) costs more than the extra steps.
   capped "$2" build-gpu/bench/bench_models --device cuda --python python3 --models "$1" \
+    --warmup 2 --steps 5 \
     >"$work/bench_models_$tag.txt" 2>"$work/bench_models_${tag}_log.txt"
   rc=$?
   tee -a "$results" <"$work/bench_models_$tag.txt"

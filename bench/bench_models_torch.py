@@ -81,6 +81,25 @@ def make_batch(cfg, b, t, gen):
     return batch
 
 
+def choose_attention(model, batch, autocast):
+    """PyTorch's fused scaled_dot_product_attention when one untimed step (forward and
+    backward, as timed) runs with it, else the naive form: a failure of the fused path falls
+    back rather than losing the peer. Logs which."""
+    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        gen_models.ATTENTION = "sdpa"
+        try:
+            with autocast:
+                _, loss = model(batch)
+            loss.backward()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        except Exception as error:  # noqa: BLE001 (any failure of the fused path)
+            print(f"torch: scaled_dot_product_attention failed ({error})", file=sys.stderr)
+            gen_models.ATTENTION = "naive"
+        model.zero_grad(set_to_none=True)
+    print(f"torch: attention {gen_models.ATTENTION}", file=sys.stderr)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True, choices=sorted(WORKLOADS))
@@ -110,15 +129,8 @@ def main():
     # which raises on a CPU-only torch: build it only when it is used.
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cuda and args.precision == "bf16"
                 else contextlib.nullcontext())
-    if cuda and hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-        gen_models.ATTENTION = "sdpa"
-        try:  # one trial forward: a failure falls back rather than losing the peer
-            with torch.no_grad(), autocast:
-                model(batch)
-        except Exception as error:  # noqa: BLE001 (any failure of the fused path)
-            print(f"torch: scaled_dot_product_attention failed ({error})", file=sys.stderr)
-            gen_models.ATTENTION = "naive"
-    print(f"torch: attention {gen_models.ATTENTION}", file=sys.stderr)
+    if cuda and cfg["arch"] != "vgg":
+        choose_attention(model, batch, autocast)
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
     total, best = 0.0, float("inf")

@@ -146,39 +146,44 @@ TEST(CudaTraining, Bf16GemmOperandsLearnLikeFp32) {
 // The exchange's metrics on the GPU (DeviceBucketMetrics, DeviceSendHistory): the residual
 // norm, the relative compression error ||e|| / ||g + e|| (per bucket and overall) and the
 // never-sent share track the CPU run's (measured there by ErrorFeedback and SendHistory; the
-// sums differ in order and the gradients by rounding).
+// sums differ in order and the gradients by rounding). lbs, and dgc, whose feedback input is
+// u + e with its momentum u (DeviceCodec::set_input_measurement).
 TEST(CudaTraining, CompressionMetricsMatchTheCpuRun) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto comm = comm::make_self_communicator();
-  std::vector<StepMetrics> runs[2];
-  for (const Device device : {Device::kCPU, Device::kCUDA}) {
-    auto config =
-        parse_train_config(kCompressed, "cuda_train_test",
-                           {std::string("train.device=") + std::string(device_name(device)),
-                            "log.never_sent_window=3"});
-    ASSERT_TRUE(config.is_ok()) << config.status().message();
-    auto trainer = Trainer::create(*config, *comm);
-    ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
-    for (int s = 0; s < 5; ++s) runs[device == Device::kCUDA].push_back((*trainer)->train_step());
-  }
-  for (std::size_t s = 0; s < runs[0].size(); ++s) {
-    const StepMetrics& cpu = runs[0][s];
-    const StepMetrics& gpu = runs[1][s];
-    ASSERT_TRUE(cpu.rel_compression_error.has_value());
-    ASSERT_TRUE(gpu.rel_compression_error.has_value()) << "step " << s;
-    EXPECT_NEAR(*gpu.rel_compression_error, *cpu.rel_compression_error,
-                1e-2 * *cpu.rel_compression_error) << "step " << s;
-    EXPECT_NEAR(gpu.residual_norm, cpu.residual_norm, 1e-2 * cpu.residual_norm) << "step " << s;
-    // DeviceSendHistory: the share of coordinates unsent in the last 3 steps, from step 3 on.
-    // The selections differ only where the rounding of the gradients moves a boundary.
-    ASSERT_EQ(gpu.never_sent_share.has_value(), cpu.never_sent_share.has_value()) << s;
-    EXPECT_EQ(cpu.never_sent_share.has_value(), s >= 2) << "step " << s;
-    if (cpu.never_sent_share) {
-      EXPECT_NEAR(*gpu.never_sent_share, *cpu.never_sent_share, 1e-2) << "step " << s;
+  for (const std::string compressor : {"lbs", "dgc"}) {
+    SCOPED_TRACE(compressor);
+    std::vector<StepMetrics> runs[2];
+    for (const Device device : {Device::kCPU, Device::kCUDA}) {
+      auto config =
+          parse_train_config(kCompressed, "cuda_train_test",
+                             {std::string("train.device=") + std::string(device_name(device)),
+                              "log.never_sent_window=3", "compress.name=" + compressor});
+      ASSERT_TRUE(config.is_ok()) << config.status().message();
+      auto trainer = Trainer::create(*config, *comm);
+      ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
+      for (int s = 0; s < 5; ++s) runs[device == Device::kCUDA].push_back((*trainer)->train_step());
     }
-    ASSERT_EQ(gpu.bucket_rel_error.size(), cpu.bucket_rel_error.size());
-    for (std::size_t b = 0; b < cpu.bucket_rel_error.size(); ++b) {
-      EXPECT_NEAR(gpu.bucket_rel_error[b], cpu.bucket_rel_error[b], 2e-2) << s << " " << b;
+    for (std::size_t s = 0; s < runs[0].size(); ++s) {
+      const StepMetrics& cpu = runs[0][s];
+      const StepMetrics& gpu = runs[1][s];
+      ASSERT_TRUE(cpu.rel_compression_error.has_value());
+      ASSERT_TRUE(gpu.rel_compression_error.has_value()) << "step " << s;
+      EXPECT_NEAR(*gpu.rel_compression_error, *cpu.rel_compression_error,
+                  1e-2 * *cpu.rel_compression_error)
+          << "step " << s;
+      EXPECT_NEAR(gpu.residual_norm, cpu.residual_norm, 1e-2 * cpu.residual_norm) << "step " << s;
+      // DeviceSendHistory: the share of coordinates unsent in the last 3 steps, from step 3
+      // on. The selections differ only where the rounding of the gradients moves a boundary.
+      ASSERT_EQ(gpu.never_sent_share.has_value(), cpu.never_sent_share.has_value()) << s;
+      EXPECT_EQ(cpu.never_sent_share.has_value(), s >= 2) << "step " << s;
+      if (cpu.never_sent_share) {
+        EXPECT_NEAR(*gpu.never_sent_share, *cpu.never_sent_share, 1e-2) << "step " << s;
+      }
+      ASSERT_EQ(gpu.bucket_rel_error.size(), cpu.bucket_rel_error.size());
+      for (std::size_t b = 0; b < cpu.bucket_rel_error.size(); ++b) {
+        EXPECT_NEAR(gpu.bucket_rel_error[b], cpu.bucket_rel_error[b], 2e-2) << s << " " << b;
+      }
     }
   }
 }

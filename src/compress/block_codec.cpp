@@ -57,7 +57,7 @@ Status check_block_scales(const std::uint8_t* in, std::size_t count, const Block
   const std::size_t nblocks = (count + p.block - 1) / p.block;
   for (std::size_t blk = 0; blk < nblocks; ++blk) {
     const std::uint16_t bits = load_u16(in + 2 * blk);
-    if (bits > 0x7bff) {
+    if (!block_scale_accepted(bits)) {
       return Status::error("{}: block {} has scale bits {:#06x} (negative, infinite or NaN)", who,
                            blk, bits);
     }

@@ -30,11 +30,21 @@ SPARQ_HOST_DEVICE inline float quant_levels(int bits) {
   return static_cast<float>((1 << (bits - 1)) - 1);
 }
 
+// The largest finite f16's bits. Positive f16 bit patterns order like their values.
+inline constexpr std::uint16_t kLargestHalfBits = 0x7bff;
+
 // The f16 bits of the smallest f16 >= s (s >= 0), capped at the largest finite f16.
 SPARQ_HOST_DEVICE inline std::uint16_t half_bits_round_up(float s) {
   std::uint16_t bits = half_bits_of(s);
-  if (float_of_half_bits(bits) < s) ++bits;  // positive f16 bit patterns order like values
-  return bits < 0x7bff ? bits : static_cast<std::uint16_t>(0x7bff);
+  if (float_of_half_bits(bits) < s) ++bits;
+  return bits < kLargestHalfBits ? bits : kLargestHalfBits;
+}
+
+// Whether a received block scale is one the encoder can write: a non-negative finite f16.
+// Negative, infinite and NaN scales are refused, on the CPU (check_block_scales) and on the
+// device (the lbs and blockquant decoders), so none reaches a bucket.
+SPARQ_HOST_DEVICE inline bool block_scale_accepted(std::uint16_t bits) {
+  return bits <= kLargestHalfBits;
 }
 
 // std::max(m, |x|) as the CPU loop writes it (a NaN |x| never wins).

@@ -1,6 +1,6 @@
 #include "compress/cuda/block_codec_cuda.h"
 #include "compress/cuda/grid.cuh"
-#include "compress/cuda/lbs_cuda.h"
+#include "compress/cuda/verdict.cuh"
 #include "compress/cuda/wire_bytes.cuh"
 #include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
@@ -87,12 +87,9 @@ __global__ void encode_kernel(const float* g, float* x, std::size_t most, BlockC
 __global__ void scale_check_kernel(const std::uint8_t* in, std::size_t nblocks,
                                    std::uint32_t* bad) {
   for (std::size_t b = first_index(); b < nblocks; b += stride()) {
-    if (load_bytes(in + 2 * b, 2) > 0x7bffu) atomicCAS(bad, 0u, std::uint32_t{kSparseBadScale});
+    const auto bits = static_cast<std::uint16_t>(load_bytes(in + 2 * b, 2));
+    if (!compress::block_scale_accepted(bits)) reject(bad, kSparseBadScale);
   }
-}
-
-__global__ void report_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
-  if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
 }
 
 // One thread per group of 8 codes (grid-stride). bad != null and *bad != 0: a run that
@@ -170,7 +167,7 @@ void blockquant_decode_run(const std::uint8_t* in, std::size_t count, int bits,
   const std::size_t groups = (count + 7) / 8;
   decode_kernel<<<grid_for(groups), kThreads, 0, stream>>>(in, count, bits, block, alpha, add,
                                                           out, bad);
-  if (bad != nullptr && invalid != nullptr) report_kernel<<<1, 1, 0, stream>>>(bad, invalid);
+  if (bad != nullptr && invalid != nullptr) report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
   CUDA_CHECK(cudaGetLastError());
 }
 

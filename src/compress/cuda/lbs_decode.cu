@@ -6,7 +6,9 @@
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/lbs_shared.cuh"
+#include "compress/cuda/verdict.cuh"
 #include "compress/cuda/wire_bytes.cuh"
+#include "compress/quant_math.h"
 #include "compress/sparse_bound.h"
 #include "core/cuda/cuda_check.h"
 
@@ -59,7 +61,6 @@ __global__ void f32_scatter_kernel(const std::uint8_t* in, float alpha, const st
 }
 
 // Validation (lbs_cuda.h): the first failure's reason stays.
-__device__ void reject(std::uint32_t* bad, std::uint32_t reason) { atomicCAS(bad, 0u, reason); }
 
 // The header against what the receiver knows (sparse_format.h's check_sparse_prefix): a
 // count of k entries, or between min_count and k for a count the sender's device chose. The
@@ -158,13 +159,10 @@ __global__ void scale_check_kernel(const std::uint8_t* in, std::size_t block, st
   const std::size_t blocks = (load_u32(in) + block - 1) / block;
   for (std::size_t b = first_index(); b < blocks; b += stride()) {
     const auto bits = static_cast<std::uint16_t>(run[2 * b] | (run[2 * b + 1] << 8));
-    if (bits > 0x7bffu) reject(bad, kSparseBadScale);
+    if (!compress::block_scale_accepted(bits)) reject(bad, kSparseBadScale);
   }
 }
 
-__global__ void report_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
-  if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
-}
 // out[idx[j]] += alpha * D(m)_j: the CPU's `out[i] += decoded[j]`, unfused.
 __global__ void scatter_kernel(const std::uint8_t* in, int bits, std::size_t block, float alpha,
                                const std::uint32_t* idx, float* out, const std::uint32_t* bad) {
@@ -219,7 +217,7 @@ void decode_sparse(const std::uint8_t* in, std::size_t n, std::size_t min_count,
     scatter_kernel<<<grid_for(k), kThreads, 0, stream>>>(in, args.bits, args.block, alpha, idx,
                                                           out, bad);
   }
-  if (invalid != nullptr) report_kernel<<<1, 1, 0, stream>>>(bad, invalid);
+  if (invalid != nullptr) report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
   CUDA_CHECK(cudaGetLastError());
 }
 

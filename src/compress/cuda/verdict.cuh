@@ -1,0 +1,25 @@
+// The validation verdict of a received message on the device (SparseInvalid, lbs_cuda.h),
+// shared by the decoders that check what they decode (lbs_decode.cu, block_codec.cu; nvcc
+// only): a scratch word `bad` starts at kSparseValid, the checks record the first reason any
+// thread finds, the decode adds nothing when one was found, and the reason then goes to the
+// caller's per-sender word `invalid` unless an earlier verdict is already there.
+#pragma once
+
+#include <cstdint>
+
+#include "compress/cuda/lbs_cuda.h"
+
+namespace sparq::cuda::codec {
+
+// Records `reason` unless a reason is already recorded (the order threads find them in does
+// not matter: a message with any fault is refused).
+__device__ inline void reject(std::uint32_t* bad, std::uint32_t reason) {
+  atomicCAS(bad, std::uint32_t{kSparseValid}, reason);
+}
+
+// One thread: *invalid = *bad when *bad is a reason and *invalid is still valid.
+__global__ inline void report_verdict_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
+  if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
+}
+
+}  // namespace sparq::cuda::codec

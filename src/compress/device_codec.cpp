@@ -1,3 +1,6 @@
+// device_strategy_built, and the device twins (device_codec.h) of the codecs that select or
+// quantize by block: lbs, topk, topk_sampled, threshold and blockquant. The one-pass codecs
+// are in device_codec_one_pass.cpp, dgc in dgc_device_codec.cpp; without CUDA, the stubs below.
 #include "compress/device_codec.h"
 
 #if SPARQ_HAS_CUDA
@@ -6,11 +9,7 @@
 #include <algorithm>
 
 #include "compress/cuda/block_codec_cuda.h"
-#include "compress/cuda/dense_cast_cuda.h"
 #include "compress/cuda/lbs_cuda.h"
-#include "compress/cuda/qsgd_cuda.h"
-#include "compress/cuda/randomk_cuda.h"
-#include "compress/cuda/scaled_codes_cuda.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
 #include "compress/topk_select.h"
@@ -238,164 +237,13 @@ class BlockQuantDeviceCodec final : public DeviceCodec {
   BlockQuantParams quant_;
 };
 
-// fp16 / bf16: the message is u16[n] of a / P (dense_cast.h).
-class DenseCastDeviceCodec final : public DeviceCodec {
- public:
-  explicit DenseCastDeviceCodec(bool half)
-      : format_(half ? cuda::Cast16::kF16 : cuda::Cast16::kBF16) {}
-
-  std::size_t capacity(std::size_t n, const EncodeContext&) const override { return 2 * n; }
-  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
-  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
-              void*, std::size_t, void* stream) override {
-    auto* out = reinterpret_cast<std::uint16_t*>(msg);
-    if (e != nullptr) {
-      cuda::cast16_encode_with_feedback(format_, g, e, n, ctx.world_size, out, as_stream(stream));
-    } else {
-      cuda::cast16_encode(format_, g, n, ctx.world_size, out, as_stream(stream));
-    }
-  }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::cast16_decode(format_, reinterpret_cast<const std::uint16_t*>(msg), n, ctx.world_size,
-                        alpha, add, out, as_stream(stream));
-  }
-
- private:
-  cuda::Cast16 format_;
-};
-
-class RandomkDeviceCodec final : public DeviceCodec {
- public:
-  explicit RandomkDeviceCodec(double density) : density_(density) {}
-
-  std::size_t capacity(std::size_t n, const EncodeContext& ctx) const override {
-    return 4 * args(n, ctx).k;
-  }
-  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
-  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
-              void*, std::size_t, void* stream) override {
-    cuda::randomk_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args(n, ctx), msg,
-                         as_stream(stream));
-  }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::randomk_decode(msg, n, args(n, ctx), alpha, add, out, as_stream(stream));
-  }
-
- private:
-  // randomk.cpp's k (the step's density) and its rank-shared draw.
-  cuda::RandomkArgs args(std::size_t n, const EncodeContext& ctx) const {
-    return {k_for(density_for(density_, ctx), n), step_key(ctx.seed, ctx.step),
-            compression_stream(ctx, /*rank=*/0)};
-  }
-  double density_;
-};
-
-class QsgdDeviceCodec final : public DeviceCodec {
- public:
-  QsgdDeviceCodec(int levels, int bits, std::size_t chunk)
-      : levels_(levels), bits_(bits), chunk_(chunk) {}
-
-  std::size_t capacity(std::size_t n, const EncodeContext&) const override {
-    return 4 * ((n + chunk_ - 1) / chunk_) + packed_code_bytes(n, bits_);
-  }
-  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
-  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
-              void*, std::size_t, void* stream) override {
-    cuda::qsgd_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args(ctx), msg,
-                      as_stream(stream));
-  }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::qsgd_decode(msg, n, args(ctx), alpha, add, out, as_stream(stream));
-  }
-
- private:
-  // qsgd.cpp's rounding draws: the sender's stream, addressed by bucket position.
-  cuda::QsgdArgs args(const EncodeContext& ctx) const {
-    return {
-        levels_,   bits_, chunk_, step_key(ctx.seed, ctx.step), compression_stream(ctx, ctx.rank),
-        ctx.offset};
-  }
-  int levels_, bits_;
-  std::size_t chunk_;
-};
-
-// terngrad and signsgd/onebit: an f32 scale from span-wide sums, then a code per value.
-class TernGradDeviceCodec final : public DeviceCodec {
- public:
-  explicit TernGradDeviceCodec(double clip_sigma) : clip_sigma_(clip_sigma) {}
-
-  std::size_t capacity(std::size_t n, const EncodeContext&) const override {
-    return 4 + (n + 3) / 4;
-  }
-  std::size_t scratch_bytes(std::size_t n, const EncodeContext&) const override {
-    return cuda::scaled_codes_scratch_bytes(n);
-  }
-  void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
-              void* scratch, std::size_t, void* stream) override {
-    // terngrad.cpp's rounding draws: the sender's stream, addressed by bucket position.
-    const cuda::TernGradArgs args{clip_sigma_, step_key(ctx.seed, ctx.step),
-                                  compression_stream(ctx, ctx.rank), ctx.offset};
-    cuda::terngrad_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args, msg, scratch,
-                          as_stream(stream));
-  }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::terngrad_decode(msg, n, alpha, add, out, as_stream(stream));
-  }
-
- private:
-  double clip_sigma_;
-};
-
-class SignDeviceCodec final : public DeviceCodec {
- public:
-  explicit SignDeviceCodec(bool rms) : rms_(rms) {}
-
-  std::size_t capacity(std::size_t n, const EncodeContext&) const override {
-    return 4 + (n + 7) / 8;
-  }
-  std::size_t scratch_bytes(std::size_t n, const EncodeContext&) const override {
-    return cuda::scaled_codes_scratch_bytes(n);
-  }
-  void encode(const float* g, float* e, std::size_t n, const EncodeContext&, std::uint8_t* msg,
-              void* scratch, std::size_t, void* stream) override {
-    cuda::sign_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, rms_, msg, scratch,
-                      as_stream(stream));
-  }
-  void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::sign_decode(msg, n, alpha, add, out, as_stream(stream));
-  }
-
- private:
-  bool rms_;
-};
-
 }  // namespace
 
-std::unique_ptr<DeviceCodec> make_terngrad_device_codec(double clip_sigma) {
-  return std::make_unique<TernGradDeviceCodec>(clip_sigma);
-}
-std::unique_ptr<DeviceCodec> make_sign_device_codec(bool rms) {
-  return std::make_unique<SignDeviceCodec>(rms);
-}
 std::unique_ptr<DeviceCodec> make_topk_sampled_device_codec(double density) {
   return std::make_unique<SelectedSparseDeviceCodec>(true, density, 0.0);
 }
 std::unique_ptr<DeviceCodec> make_threshold_device_codec(double threshold) {
   return std::make_unique<SelectedSparseDeviceCodec>(false, 0.0, threshold);
-}
-std::unique_ptr<DeviceCodec> make_dense_cast_device_codec(bool half) {
-  return std::make_unique<DenseCastDeviceCodec>(half);
-}
-std::unique_ptr<DeviceCodec> make_randomk_device_codec(double density) {
-  return std::make_unique<RandomkDeviceCodec>(density);
-}
-std::unique_ptr<DeviceCodec> make_qsgd_device_codec(int levels, int code_bits, std::size_t chunk) {
-  return std::make_unique<QsgdDeviceCodec>(levels, code_bits, chunk);
 }
 std::unique_ptr<DeviceCodec> make_lbs_device_codec(double density, const BlockQuantParams& quant,
                                                    bool sampled) {

@@ -1,26 +1,24 @@
-// The dense layers on CUDA (Linear, Embedding, Residual, activations, Dropout) against their
+// The dense layers on CUDA (Linear, Residual, activations, Dropout) against their
 // CPU twins, ggml style: odd shapes, random inputs, every device output between guard bands,
 // forward and backward, and Note [Gradient rule] (outputs and input gradients start as NaN,
 // so reading one would show; two backward calls accumulate parameter gradients). Each bound
 // is stated with its reason; 0 where both sides do the same IEEE operations in the same
 // order. GPU tests skip without a device; the shared-math test at the top runs everywhere.
+// Embedding: cuda_embedding_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <string>
 #include <vector>
 
 #include "common/device_test_util.h"
 #include "core/half_math.h"
 #include "core/rng.h"
+#include "cuda_layer_test_util.h"
 #include "layer_test_util.h"
 #include "layers/activation.h"
 #include "layers/dropout.h"
-#include "layers/embedding.h"
 #include "layers/gelu_math.h"
 #include "layers/linear.h"
 #include "layers/residual.h"
@@ -28,7 +26,6 @@
 #if SPARQ_HAS_CUDA
 #include "core/cuda/device_resources.h"
 #include "layers/cuda/dropout_cuda.h"
-#include "layers/cuda/embedding_cuda.h"
 #endif
 
 namespace sparq {
@@ -87,60 +84,24 @@ constexpr double kReductionBound = 1e-6;
 constexpr double kTranscendentalBound = 1e-6;
 constexpr double kGeluBound = 3e-6;
 
-std::vector<float> nans(std::size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
-
-// GuardedDeviceArray and the store fill device memory with cudaMemset/cudaMemcpy on the
-// legacy default stream, which the context's non-blocking compute stream does not wait
-// for: finish that work before a layer's kernels read it.
-void settle() { CUDA_CHECK(cudaDeviceSynchronize()); }
-
+using testing::bind_in;
 using testing::download;
+using testing::expect_close;
+using testing::expect_device;
+using testing::nans;
 using testing::upload;
+// GuardedDeviceArray fills device memory on the legacy default stream (cuda_layer_test_util.h).
+void settle() { testing::uploads_done(); }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double bound,
-                  const std::string& what) {
-  EXPECT_LE(testing::normalized_error(got, want), bound) << what;
-}
-
-// Every device output: the guards intact and the values within the bound.
-void expect_device(const GuardedDeviceArray<float>& got, const std::vector<float>& want,
-                   double bound, const std::string& what) {
-  EXPECT_TRUE(got.guards_intact()) << what << ": a kernel wrote outside its output";
-  expect_close(got.download(), want, bound, what);
-}
-
-// Declares, allocates on `ctx`, initialises with seed 1 (on the host, then copied: a device
-// store's weights equal a CPU store's) and binds.
-template <typename... Layers>
-ParamStore bind_on(const ExecContext& ctx, Layers&... layers) {
-  ParamStore store;
-  (layers.declare(store), ...);
-  store.allocate(ctx);
-  store.initialize(1);
-  (layers.bind(store), ...);
-  settle();
-  return store;
-}
-
-class CudaDense : public ::testing::Test {
- protected:
-  void SetUp() override {
-    SPARQ_SKIP_WITHOUT_GPU();
-    ctx_ = testing::test_cuda_context();
-    ASSERT_NE(ctx_, nullptr);
-  }
-  std::unique_ptr<ExecContext> ctx_;
-};
+class CudaDense : public testing::CudaLayerTest {};
 
 TEST_F(CudaDense, LinearMatchesTheCpuAndAccumulatesItsGradients) {
   const std::int64_t rows = 37, in = 61, out = 29;
   for (bool bias : {true, false}) {
     SCOPED_TRACE(bias ? "with bias" : "without bias");
     Linear cpu_fc("fc", {in, out, bias}), gpu_fc("fc", {in, out, bias});
-    ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_fc);
-    ParamStore gpu_store = bind_on(*ctx_, gpu_fc);
+    ParamStore cpu_store = bind_in(ExecContext::cpu(), cpu_fc);
+    ParamStore gpu_store = bind_in(*ctx_, gpu_fc);
     if (bias) {  // initialised to zeros: give the bias add something to do
       const auto b = random_floats(out, 3);
       testing::copy_into(cpu_store.param("fc.bias"), b);
@@ -192,8 +153,8 @@ TEST_F(CudaDense, LinearInABf16ContextMultipliesRoundedOperands) {
   ASSERT_TRUE(made.is_ok()) << made.status().message();
   const std::int64_t rows = 37, in = 61, out = 29;
   Linear cpu_fc("fc", {in, out, true}), gpu_fc("fc", {in, out, true});
-  ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_fc);
-  ParamStore gpu_store = bind_on(**made, gpu_fc);
+  ParamStore cpu_store = bind_in(ExecContext::cpu(), cpu_fc);
+  ParamStore gpu_store = bind_in(**made, gpu_fc);
   const auto round = [](std::vector<float> v) {
     for (float& e : v) e = float_of_bf16_bits(bf16_bits_of(e));
     return v;
@@ -227,124 +188,10 @@ TEST_F(CudaDense, LinearInABf16ContextMultipliesRoundedOperands) {
 
 TEST_F(CudaDense, LinearRefusesAHostTensorNamingIt) {
   Linear fc("h.0.mlp.fc", {4, 3, true});
-  ParamStore store = bind_on(*ctx_, fc);
+  ParamStore store = bind_in(*ctx_, fc);
   std::vector<float> x(8), y(6);
   EXPECT_DEATH(fc.forward(view(x, {2, 4}), view(y, {2, 3})),
                "h.0.mlp.fc: x must be a non-empty f32 view on cuda");
-}
-
-// Ids with many repeats (a third of them from a small range) and both ends of the table.
-std::vector<std::int32_t> repeated_ids(std::int64_t n, std::int64_t num) {
-  Rng rng(5, 1);
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
-  for (auto& id : ids) id = static_cast<std::int32_t>(rng.below(rng.below(3) == 0 ? 7 : num));
-  ids[0] = static_cast<std::int32_t>(num - 1);
-  ids[1] = 0;
-  return ids;
-}
-
-TEST_F(CudaDense, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
-  const std::int64_t num = 103, dim = 37, batch = 3, seq = 29, n = batch * seq;
-  Embedding cpu_emb("wte", {num, dim}), gpu_emb("wte", {num, dim});
-  ParamStore cpu_store = bind_on(ExecContext::cpu(), cpu_emb);
-  ParamStore gpu_store = bind_on(*ctx_, gpu_emb);
-  const auto dtable = [&](const ParamStore& s) { return s.grad("wte.weight"); };
-  std::vector<std::int32_t> ids = repeated_ids(n, num);
-  const Tensor ids_h(ids.data(), DType::kI32, {batch, seq});
-  GuardedDeviceArray<std::int32_t> ids_d(ids);
-  settle();
-
-  // Lookup, then positions added on top: copies and one add each, the CPU's bits.
-  std::vector<float> y(n * dim);
-  GuardedDeviceArray<float> y_d(nans(y.size()));
-  settle();
-  cpu_emb.forward(ids_h, view(y, {batch, seq, dim}));
-  gpu_emb.forward(ids_d.view({batch, seq}), y_d.view({batch, seq, dim}));
-  expect_device(y_d, y, 0.0, "lookup");
-  cpu_emb.forward_positions(view(y, {batch, seq, dim}), /*accumulate=*/true);
-  gpu_emb.forward_positions(y_d.view({batch, seq, dim}), /*accumulate=*/true);
-  expect_device(y_d, y, 0.0, "lookup + positions");
-  cpu_emb.forward(ids_h, view(y, {batch, seq, dim}), /*accumulate=*/true);
-  gpu_emb.forward(ids_d.view({batch, seq}), y_d.view({batch, seq, dim}), /*accumulate=*/true);
-  expect_device(y_d, y, 0.0, "accumulating lookup");
-  cpu_emb.forward_positions(view(y, {batch, seq, dim}), /*accumulate=*/false);
-  gpu_emb.forward_positions(y_d.view({batch, seq, dim}), /*accumulate=*/false);
-  expect_device(y_d, y, 0.0, "positions");
-
-  // Scatter-add: each id's rows in ascending order onto the old gradient, as the CPU does,
-  // so the device gradient is the CPU's bit for bit, after one call and after two.
-  auto dy = random_floats(n * dim, 31);
-  GuardedDeviceArray<float> dy_d(dy);
-  settle();
-  for (int call = 1; call <= 2; ++call) {
-    SCOPED_TRACE("backward call " + std::to_string(call));
-    cpu_emb.backward(ids_h, view(dy, {batch, seq, dim}));
-    gpu_emb.backward(ids_d.view({batch, seq}), dy_d.view({batch, seq, dim}));
-    expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), 0.0,
-                 "dtable (lookup)");
-  }
-  EXPECT_TRUE(dy_d.guards_intact() && ids_d.guards_intact());
-  cpu_emb.backward_positions(view(dy, {batch, seq, dim}));
-  gpu_emb.backward_positions(dy_d.view({batch, seq, dim}));
-  expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), 0.0,
-               "dtable (+ positions)");
-
-  // Tied head: logits = x table^T and its backward, adding into the same dtable.
-  auto x = random_floats(n * dim, 32), dlogits = random_floats(n * num, 33);
-  std::vector<float> logits(n * num), dx(n * dim);
-  GuardedDeviceArray<float> x_d(x), dlogits_d(dlogits), logits_d(nans(logits.size())),
-      dx_d(nans(dx.size()));
-  settle();
-  cpu_emb.project(view(x, {n, dim}), view(logits, {n, num}));
-  gpu_emb.project(x_d.view({n, dim}), logits_d.view({n, num}));
-  expect_device(logits_d, logits, kGemmBound, "logits");
-  cpu_emb.project_backward(view(x, {n, dim}), view(dlogits, {n, num}), view(dx, {n, dim}));
-  gpu_emb.project_backward(x_d.view({n, dim}), dlogits_d.view({n, num}), dx_d.view({n, dim}));
-  expect_device(dx_d, dx, kGemmBound, "dx (head)");
-  expect_close(download(dtable(gpu_store)), testing::to_vector(dtable(cpu_store)), kGemmBound,
-               "dtable (+ head)");
-}
-
-TEST_F(CudaDense, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable) {
-  const std::int64_t num = 103, dim = 37, n = 41;
-  std::vector<std::int32_t> ids = repeated_ids(n, num);
-  ids[9] = -1;
-  ids[5] = static_cast<std::int32_t>(num);  // the first bad position
-  GuardedDeviceArray<std::int32_t> ids_d(ids);
-  settle();
-  const cudaStream_t stream = ctx_->cuda().stream.get();
-  const cuda::InvalidId bad = cuda::first_invalid_id(ids_d.data(), n, num, stream);
-  EXPECT_EQ(bad.position, 5);
-  EXPECT_EQ(bad.id, num);
-  EXPECT_EQ(cuda::first_invalid_id(ids_d.data(), 5, num, stream).position, -1);
-
-  // The raw kernels (the layer only checks ids in debug builds): a bad id reads as a zero
-  // row and its gradient row is dropped, with the table and the outputs untouched around.
-  GuardedDeviceArray<float> table(random_floats(num * dim, 41)), y(nans(n * dim));
-  settle();
-  cuda::embedding_forward(ids_d.data(), table.data(), y.data(), n, num, dim, false, stream);
-  const auto got = y.download(), rows = table.download();
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < dim; ++j) {
-      const bool ok = ids[i] >= 0 && ids[i] < num;
-      ASSERT_EQ(got[i * dim + j], ok ? rows[ids[i] * dim + j] : 0.0f) << i << " " << j;
-    }
-  }
-  EXPECT_TRUE(y.guards_intact());
-  auto dy = random_floats(n * dim, 42);
-  GuardedDeviceArray<float> dy_d(dy), dtable(std::vector<float>(num * dim, 0.0f));
-  settle();
-  // Guarded scratch of exactly the size the launcher asks for: it must write nowhere else.
-  GuardedDeviceArray<std::uint8_t> scratch(cuda::embedding_backward_scratch_bytes(n, num));
-  cuda::embedding_backward(ids_d.data(), dy_d.data(), dtable.data(), n, num, dim, scratch.data(),
-                           scratch.size(), stream);
-  EXPECT_TRUE(scratch.guards_intact());
-  std::vector<float> want(num * dim, 0.0f);
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= num) continue;
-    for (std::int64_t j = 0; j < dim; ++j) want[ids[i] * dim + j] += dy[i * dim + j];
-  }
-  expect_device(dtable, want, 0.0, "dtable without the bad rows");
 }
 
 // One activation on the CPU, then on the device. Backward gets the tensor it reads (the

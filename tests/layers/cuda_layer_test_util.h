@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "common/device_test_util.h"
@@ -19,22 +22,52 @@
 
 namespace sparq::testing {
 
-// Declares `layer` into a fresh store in `context`, allocates, initialises (seed 1), binds.
-template <typename Layer>
-ParamStore bind_in(const ExecContext& context, Layer& layer) {
-  ParamStore store;
-  layer.declare(store);
-  store.allocate(context);
-  store.initialize(1);
-  layer.bind(store);
-  return store;
-}
-
 // A pageable cudaMemcpy to the device may return before its DMA has landed, and it runs on
 // the legacy stream, which the context's non-blocking stream does not wait for: call this
 // after uploading and before the layer under test enqueues its kernels.
 inline void uploads_done() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
+// Declares `layers` into a fresh store in `context`, allocates, initialises (seed 1: the
+// initialisers are seeded per name, so a device store's weights equal a CPU store's), binds,
+// and waits for the store's fills (uploads_done).
+template <typename... Layers>
+ParamStore bind_in(const ExecContext& context, Layers&... layers) {
+  ParamStore store;
+  (layers.declare(store), ...);
+  store.allocate(context);
+  store.initialize(1);
+  (layers.bind(store), ...);
+  uploads_done();
+  return store;
+}
+
+// Outputs start as NaN, so an element a kernel forgets to write shows (Note [Gradient rule]).
+inline std::vector<float> nans(std::size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+inline void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                         double bound, const std::string& what) {
+  EXPECT_LE(normalized_error(got, want), bound) << what;
+}
+
+// Every device output: the guards intact and the values within the bound.
+inline void expect_device(const GuardedDeviceArray<float>& got, const std::vector<float>& want,
+                          double bound, const std::string& what) {
+  EXPECT_TRUE(got.guards_intact()) << what << ": a kernel wrote outside its output";
+  expect_close(got.download(), want, bound, what);
+}
+
+// A test with a CUDA execution context, skipped when no device is visible.
+class CudaLayerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SPARQ_SKIP_WITHOUT_GPU();
+    ctx_ = test_cuda_context();
+    ASSERT_NE(ctx_, nullptr);
+  }
+  std::unique_ptr<ExecContext> ctx_;
+};
 
 // Same random parameters, N(0, param_std^2), and gradients, N(0, 1), in the CPU store and
 // the GPU store (same layout).

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/subprocess.h"
+#include "train_app_util.h"
 
 namespace {
 
@@ -28,11 +29,7 @@ using sparq::testing::ProcessResult;
 constexpr std::int64_t kChunkBytes = std::int64_t{1} << 20;  // kCheckpointWriteChunk
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("sparq_ckpt_fault_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return sparq::testing::scratch_dir("ckpt_fault", name);
 }
 
 // A tiny run (one layer, short sequences, 10 steps) that checkpoints at steps 4, 8 and 10.
@@ -50,13 +47,8 @@ std::string tiny_run(const fs::path& ckpt, const fs::path& metrics) {
 // (a shell prefix such as a ulimit) when not empty.
 ProcessResult run_train(const std::string& args, const std::string& fault = "",
                         const std::string& rank_wrapper = "") {
-  std::string command = "cd " + std::string(SPARQ_SOURCE_DIR) + " && ";
-  if (!fault.empty()) command += "SPARQ_FAULT='" + fault + "' ";
-  command += "timeout -k 5 120 " + std::string(SPARQ_MPIEXEC) + " -np 2 " + SPARQ_MPIRUN_FLAGS +
-             " -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1 ";
-  if (!fault.empty()) command += "-x SPARQ_FAULT ";
-  if (!rank_wrapper.empty()) command += "bash -c '" + rank_wrapper + "; exec \"$0\" \"$@\"' ";
-  return sparq::testing::run_command(command + SPARQ_TRAIN_APP + " " + args + " 2>&1");
+  return sparq::testing::run_train(
+      2, args, {.timeout_s = 120, .fault = fault, .rank_wrapper = rank_wrapper});
 }
 
 std::string checksum_of(const ProcessResult& r) {

@@ -19,6 +19,7 @@
 
 #include "common/subprocess.h"
 #include "train/checkpoint.h"
+#include "train_app_util.h"
 
 namespace sparq::train {
 namespace {
@@ -26,13 +27,11 @@ namespace {
 namespace fs = std::filesystem;
 using sparq::testing::ProcessResult;
 
+// Each resize's job is small: 300 s is a hang, not a slow machine.
 ProcessResult run_train(int ranks, const std::string& args) {
-  const std::string command = "cd " + std::string(SPARQ_SOURCE_DIR) + " && timeout -k 5 300 " +
-                              SPARQ_MPIEXEC + " -np " + std::to_string(ranks) + " " +
-                              SPARQ_MPIRUN_FLAGS +
-                              " -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1 " +
-                              SPARQ_TRAIN_APP + " " + args + " 2>&1";
-  return sparq::testing::run_command(command);
+  sparq::testing::TrainLaunch launch;
+  launch.timeout_s = 300;
+  return sparq::testing::run_train(ranks, args, launch);
 }
 
 // A tiny GPT-2 on a small Markov source; topk with error feedback through two_phase, so both

@@ -1,9 +1,8 @@
 // End-to-end tests of apps/train, run as `mpirun -np 2 train ...` subprocesses (and single
 // processes where the world size is the point): the default config learns the Markov source
 // down to a bound derived from its entropy rate; an interrupted run resumed from its
-// checkpoint reproduces the uninterrupted run bit for bit; bad configs, missing data
-// and damaged checkpoints are refused with their specific messages;
-// every config in configs/ passes --dry-run.
+// checkpoint reproduces the uninterrupted run bit for bit; damaged checkpoints are refused;
+// bad configs and missing data: train_app_refusal_test.cpp, with the dry runs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +15,7 @@
 
 #include "common/shared_data.h"
 #include "common/subprocess.h"
+#include "train_app_util.h"
 
 namespace {
 
@@ -23,53 +23,13 @@ namespace fs = std::filesystem;
 
 using sparq::testing::ProcessResult;
 
-// Runs `train` with `args` under mpirun with `ranks` processes (0: without mpirun).
-ProcessResult run_train(int ranks, const std::string& args) {
-  std::string command = "cd " + std::string(SPARQ_SOURCE_DIR) + " && timeout -k 5 600 ";
-  if (ranks > 0) {
-    command += std::string(SPARQ_MPIEXEC) + " -np " + std::to_string(ranks) + " " +
-               SPARQ_MPIRUN_FLAGS + " -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1 ";
-  }
-  return sparq::testing::run_command(command + SPARQ_TRAIN_APP + " " + args + " 2>&1");
-}
+using sparq::testing::events;
+using sparq::testing::expect_refused;
+using sparq::testing::field;
+using sparq::testing::read_lines;
+using sparq::testing::run_train;
 
-// A refusal: exit status 1 and the message in the output.
-void expect_refused(const ProcessResult& r, const std::string& message) {
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(message), std::string::npos) << "expected: " << message << "\n"
-                                                       << r.output;
-}
-
-// A fresh scratch directory per test.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("sparq_train_app_" + name + "_" +
-                                                    std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// A JSON field's raw text from one flat JSONL record.
-std::string field(const std::string& record, const std::string& key) {
-  const std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}]*)");
-  std::smatch m;
-  return std::regex_search(record, m, re) ? m[1].str() : "";
-}
-
-std::vector<std::string> events(const std::vector<std::string>& lines, const std::string& kind) {
-  std::vector<std::string> out;
-  for (const auto& l : lines) {
-    if (field(l, "event") == "\"" + kind + "\"") out.push_back(l);
-  }
-  return out;
-}
+fs::path scratch(const std::string& name) { return sparq::testing::scratch_dir("train_app", name); }
 
 // A small, fast variant of the default config (lbs with error feedback, so the residual and
 // compressor state must survive the checkpoint too).
@@ -303,115 +263,6 @@ TEST(TrainApp, LossFallsOnRealText) {
   EXPECT_GT(first, 10.0);
   EXPECT_LT(eval, first - 2.0) << r.output;
   fs::remove_all(dir);
-}
-
-struct Refusal {
-  std::string args;
-  std::string message;  // a regular expression the output must contain
-};
-
-TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
-  const std::string base = "--config configs/default.yaml ";
-  const std::vector<Refusal> refusals = {
-      {base + "--set optim.lrr=0.1", "configs/default.yaml: unknown key optim\\.lrr"},
-      {base + "--set optim.lr=fast", "configs/default.yaml: optim\\.lr: expected a number"},
-      {base + "--set train.micro_batch=0", "configs/default.yaml: train\\.micro_batch"},
-      {base + "--set compress.lbs.densty=0.1", "compress\\.lbs\\.densty: unknown key"},
-      {base + "--set compress.name=powersgd --set compress.aggregation=allgather",
-       "compress\\.aggregation: powersgd cannot aggregate by allgather"},
-      {"--config configs/no_such.yaml", "configs/no_such\\.yaml: cannot open config file"},
-      {"--config configs/gpt2_wikitext_tiny.yaml --set data.train=/nonexistent/train.bin",
-       "data\\.train: '/nonexistent/train\\.bin' does not exist"},
-      {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
-       "not finite in 2 steps in a row"},
-      {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
-      // Note [bf16 GEMM operands]: bf16 is the GPU's, and not VGG's.
-      {base + "--set train.precision=bf16", "train\\.precision: bf16 needs train\\.device: cuda"},
-      {"--config configs/vgg_cifar10_tiny.yaml --set train.device=cuda --set "
-       "train.precision=bf16",
-       "train\\.precision: bf16 covers the GEMM layers of gpt2 and bert"},
-      // Refused before any device is opened, so on every machine, GPU or not.
-      {base + "--set train.device=cuda --set compress.name=topk_sampled "
-              "--set compress.aggregation=tree",
-       "compress\\.aggregation: tree is not built on the GPU yet"},
-      // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
-      {base + "--set comm.emulate.ranks=4",
-       "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},
-      {base + "--set comm.emulate.ranks=1", "comm\\.emulate\\.ranks: 1 is the real one-rank world"},
-  };
-  for (const Refusal& r : refusals) {
-    const ProcessResult p = run_train(2, r.args);
-    EXPECT_EQ(p.exit_code, 1) << r.args << "\n" << p.output;
-    EXPECT_TRUE(std::regex_search(p.output, std::regex(r.message)))
-        << r.args << "\nexpected: " << r.message << "\n" << p.output;
-    EXPECT_EQ(p.output.find("Segmentation"), std::string::npos) << p.output;
-  }
-}
-
-TEST(TrainApp, DryRunSucceedsForEveryConfig) {
-  int configs = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(SPARQ_SOURCE_DIR) / "configs")) {
-    if (entry.path().extension() != ".yaml") continue;
-    ++configs;
-    const ProcessResult p = run_train(0, "--config configs/" + entry.path().filename().string() +
-                                             " --dry-run");
-    EXPECT_EQ(p.exit_code, 0) << entry.path() << "\n" << p.output;
-    EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
-    EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
-    EXPECT_NE(p.output.find("memory:"), std::string::npos) << p.output;
-  }
-  EXPECT_GE(configs, 7);
-}
-
-// A GPU config can be checked where there is no GPU: the dry run opens no device, prints the
-// device plan and the bucket plan, and says what training would refuse.
-TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
-  const ProcessResult p = run_train(
-      0, "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --dry-run");
-  EXPECT_EQ(p.exit_code, 0) << p.output;
-  EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
-  EXPECT_NE(p.output.find("device:    cuda, one GPU per rank, f32 GEMMs (not opened in a dry "
-                          "run)"),
-            std::string::npos)
-      << p.output;
-  // lbs (exact selection, allgathered) has a GPU path: nothing to refuse.
-  EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
-  EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
-  const ProcessResult dense = run_train(0,
-                                        "--config configs/gpt2_wikitext_tiny.yaml --set "
-                                        "train.device=cuda --set compress.name=none --set "
-                                        "optim.communicate=gradient --dry-run");
-  EXPECT_EQ(dense.exit_code, 0) << dense.output;
-  EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
-  // bf16 GEMM operands are a GPU setting the dry run validates and shows.
-  const ProcessResult bf16 = run_train(0,
-                                       "--config configs/gpt2_wikitext_tiny.yaml --set "
-                                       "train.device=cuda --set train.precision=bf16 --dry-run");
-  EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
-  EXPECT_NE(bf16.output.find("cuda, one GPU per rank, bf16 GEMMs"), std::string::npos)
-      << bf16.output;
-  EXPECT_EQ(bf16.output.find("note: training refused"), std::string::npos) << bf16.output;
-  // A strategy not built on the GPU is still validated, with the refusal as a note.
-  const ProcessResult tree =
-      run_train(0,
-                "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                "compress.name=topk_sampled --set compress.aggregation=tree --dry-run");
-  EXPECT_EQ(tree.exit_code, 0) << tree.output;
-  EXPECT_NE(tree.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
-                             "compress.aggregation: tree is not built on the GPU yet"),
-            std::string::npos)
-      << tree.output;
-  // The GPU twins (the device allreduce's, the count-on-device selections, powersgd's
-  // low_rank): nothing to refuse.
-  for (const char* twin : {"randomk", "qsgd", "terngrad", "signsgd", "bf16", "fp16", "threshold",
-                           "topk_sampled", "powersgd"}) {
-    const ProcessResult p = run_train(
-        0, std::string("--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
-                       "compress.name=") +
-               twin + " --dry-run");
-    EXPECT_EQ(p.exit_code, 0) << twin << "\n" << p.output;
-    EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << twin << p.output;
-  }
 }
 
 }  // namespace

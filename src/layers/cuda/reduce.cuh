@@ -35,13 +35,16 @@ struct MinOp {
   __device__ T operator()(T a, T b) const { return b < a ? b : a; }
 };
 
-// Butterfly over the 32 lanes: every lane ends with the same value (op is commutative).
+// Butterfly over the 32 lanes, then lane 0's result to every lane. The butterfly alone gives
+// every lane the same value only for a commutative op, and MaxOp is not once a NaN comes in
+// (a lane holding NaN keeps it, a lane receiving one drops it): the threads of a row would
+// then disagree on its maximum and write a mix of results. The broadcast makes them agree.
 template <typename T, typename Op>
 __device__ T warp_reduce(T v, Op op) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
     v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   }
-  return v;
+  return __shfl_sync(0xffffffffu, v, 0);
 }
 
 // blockDim.x must be a multiple of 32 (at most 1024), and every thread must call it.

@@ -6,15 +6,28 @@
 
 #if SPARQ_HAS_CUDA
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_handles.h"
 #include "core/cuda/device_resources.h"
 #endif
 
 namespace sparq::train {
 
+#if SPARQ_HAS_CUDA
+struct BatchStager::CopiesDone {
+  cuda::Event event;
+};
+#else
+struct BatchStager::CopiesDone {};
+#endif
+
 BatchStager::BatchStager(const ExecContext& context, int slots)
-    : context_(context), slots_(static_cast<std::size_t>(slots)) {
+    : context_(context),
+      slots_(static_cast<std::size_t>(slots)),
+      copies_done_(static_cast<std::size_t>(slots)) {
   SPARQ_CHECK(context.is_cuda(), "BatchStager stages batches for a CUDA context only");
 }
+
+BatchStager::~BatchStager() = default;
 
 Tensor BatchStager::stage_field(const Tensor& host, Field& field) {
   if (host.empty()) return {};
@@ -39,6 +52,10 @@ Batch BatchStager::stage(const Batch& host, int slot) {
   SPARQ_CHECK(slot >= 0 && slot < static_cast<int>(slots_.size()), "batch slot {} of {}", slot,
               slots_.size());
   std::array<Field, kFields>& f = slots_[static_cast<std::size_t>(slot)];
+#if SPARQ_HAS_CUDA
+  std::unique_ptr<CopiesDone>& done = copies_done_[static_cast<std::size_t>(slot)];
+  if (done != nullptr) done->event.synchronize();  // the slot's last copies have read its memory
+#endif
   Batch d;
   d.tokens = stage_field(host.tokens, f[0]);
   d.targets = stage_field(host.targets, f[1]);
@@ -47,6 +64,10 @@ Batch BatchStager::stage(const Batch& host, int slot) {
   d.nsp_labels = stage_field(host.nsp_labels, f[4]);
   d.images = stage_field(host.images, f[5]);
   d.labels = stage_field(host.labels, f[6]);
+#if SPARQ_HAS_CUDA
+  if (done == nullptr) done = std::make_unique<CopiesDone>();
+  done->event.record(context_.cuda().stream.get());
+#endif
   return d;
 }
 

@@ -5,11 +5,15 @@
 // accumulation micro-batch, plus one for evaluation), allocated at the first batch and grown
 // only when a larger one arrives, so steady-state steps allocate nothing.
 //
-// Reuse: a slot's pinned buffer is rewritten at that slot's next stage(); by then the step
-// that read it has ended (the trainer reads the loss back, which waits for the stream).
+// Reuse: a slot's pinned buffers are rewritten at that slot's next stage(). An event recorded
+// after the slot's copies is waited on first, so the host never overwrites pinned memory a
+// copy is still reading. The step that read the slot has normally ended by then (the trainer
+// reads the loss back, which waits for the stream) and the wait returns at once; the event
+// keeps the rule from depending on that.
 #pragma once
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "core/buffer.h"
@@ -21,6 +25,7 @@ namespace sparq::train {
 class BatchStager {
  public:
   BatchStager(const ExecContext& context, int slots);
+  ~BatchStager();
 
   // The device view of `host` in slot `slot`; valid until that slot is staged again.
   Batch stage(const Batch& host, int slot);
@@ -30,10 +35,12 @@ class BatchStager {
   struct Field {
     Buffer pinned, device;
   };
+  struct CopiesDone;  // a CUDA event per slot (the .cpp), so this header stays CUDA-free
   Tensor stage_field(const Tensor& host, Field& field);
 
   const ExecContext& context_;
   std::vector<std::array<Field, kFields>> slots_;
+  std::vector<std::unique_ptr<CopiesDone>> copies_done_;  // per slot; null until first staged
 };
 
 }  // namespace sparq::train

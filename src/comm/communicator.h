@@ -71,6 +71,11 @@ class Communicator {
   // The cudaStream_t its collectives run on, for work that must be ordered with them (a GPU
   // codec encoding the message a collective sends); nullptr for host communicators.
   virtual void* device_stream() const { return nullptr; }
+  // Returns once every call enqueued on device_stream() has completed, bounded like the
+  // backend's collectives: NCCL waits at most its timeout, then aborts the communicator and
+  // ends the job naming `what`, where cudaStreamSynchronize would wait forever for a peer
+  // that died mid-collective. Host backends finish every call before returning: a no-op.
+  virtual void drain(const std::string& /*what*/) {}
 
   // in/out: count elements. in == out is in-place. f16/bf16 are reduced in f32 where the
   // backend cannot reduce them natively.

@@ -163,6 +163,11 @@ void NcclCommunicator::wait_event(cudaEvent_t event, const std::string& what, do
   }
 }
 
+void NcclCommunicator::drain(const std::string& what) {
+  done_.record(stream_.get());
+  wait_event(done_.get(), what, timeout_s_);
+}
+
 void NcclCommunicator::finish(const char* op, WireBytes wire) {
   settle(op);  // the call is on the stream now (a non-blocking call may still be queuing it)
   if (emulate_.enabled()) cuda::enqueue_stream_delay(emulate_.call_us(wire), stream_.get());
@@ -175,7 +180,7 @@ void NcclCommunicator::finish(const char* op, WireBytes wire) {
 
 const void* NcclCommunicator::stage(const void* in, std::size_t bytes) {
   if (staging_.size() < bytes) {
-    CUDA_CHECK(cudaStreamSynchronize(stream_.get()));  // the old scratch may still be in use
+    drain("growing the staging buffer");  // the old scratch may still be in use
     staging_ = Buffer::device(bytes);
   }
   CUDA_CHECK(cudaMemcpyAsync(staging_.data(), in, bytes, cudaMemcpyDeviceToDevice, stream_.get()));

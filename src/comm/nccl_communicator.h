@@ -87,6 +87,7 @@ class NcclCommunicator final : public Communicator {
     return emulate_.enabled() ? "nccl+emulated-link" : "nccl";
   }
   void* device_stream() const override { return stream_.get(); }
+  void drain(const std::string& what) override;
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override;
   void allgather(const void* in, void* out, std::size_t count, DType dtype) override;

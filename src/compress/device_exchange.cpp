@@ -1,5 +1,6 @@
 #include "compress/device_exchange.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/check.h"
@@ -28,6 +29,30 @@ void* device_exchange_stream(comm::Communicator& comm, const ExecContext& exec) 
   CUDA_CHECK(cudaSetDevice(exec.ordinal()));
   return comm.device_stream() != nullptr ? comm.device_stream()
                                          : static_cast<void*>(exec.cuda().stream.get());
+}
+
+void drain_exchange_stream(comm::Communicator& comm, void* stream, const std::string& what) {
+  if (stream == comm.device_stream()) {
+    comm.drain(what);
+  } else {
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  }
+}
+
+Buffer exchange_buffer_zeroed(std::size_t bytes, void* stream) {
+  Buffer buffer = Buffer::device(bytes);
+  if (bytes > 0) {
+    CUDA_CHECK(cudaMemsetAsync(buffer.data(), 0, bytes, static_cast<cudaStream_t>(stream)));
+  }
+  return buffer;
+}
+
+void reserve_exchange_buffer(Buffer& buffer, std::size_t bytes, comm::Communicator& comm,
+                             void* stream) {
+  if (buffer.size() >= bytes && buffer.size() > 0) return;
+  if (buffer.size() > 0) drain_exchange_stream(comm, stream, "growing an exchange buffer");
+  buffer = Buffer();
+  buffer = exchange_buffer_zeroed(std::max<std::size_t>(bytes, 16), stream);
 }
 
 struct DeviceBucketMetrics::Events {
@@ -80,7 +105,10 @@ DeviceMessageChecks::DeviceMessageChecks(std::vector<std::string> names, int wor
     : names_(std::move(names)),
       buckets_(names_.size()),
       world_(world),
-      device_(Buffer::device(buckets_ * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
+      // Not zeroed here: begin() clears a bucket's words on the stream before any use, and
+      // this is built inside the first bucket's exchange (Note [No unbounded waits in the
+      // exchange]).
+      device_(Buffer::device(buckets_ * static_cast<std::size_t>(world) * 4)),
       host_(Buffer::pinned(buckets_ * static_cast<std::size_t>(world) * 4, /*zeroed=*/true)),
       events_(std::make_unique<Events>()),
       pending_(buckets_, false) {
@@ -149,6 +177,13 @@ Status check_capacity(std::size_t capacity, std::size_t planned, const EncodeCon
 void* device_exchange_stream(comm::Communicator&, const ExecContext&) {
   SPARQ_FATAL("built without CUDA");
 }
+void drain_exchange_stream(comm::Communicator&, void*, const std::string&) {
+  SPARQ_FATAL("built without CUDA");
+}
+void reserve_exchange_buffer(Buffer&, std::size_t, comm::Communicator&, void*) {
+  SPARQ_FATAL("built without CUDA");
+}
+Buffer exchange_buffer_zeroed(std::size_t, void*) { SPARQ_FATAL("built without CUDA"); }
 struct DeviceBucketMetrics::Events {};
 DeviceBucketMetrics::DeviceBucketMetrics(std::size_t, std::size_t) {
   SPARQ_FATAL("built without CUDA");
@@ -220,9 +255,10 @@ Status DeviceAllgather::run(std::span<float> bucket, DeviceCodec& codec, float* 
     // Zeroed once: a message shorter than the capacity sends the rest of its block too, which
     // should never be uninitialised memory, and a selection gated off on the device
     // (topk_exact_if) scans scratch it did not write.
-    send_ = Buffer::device(max_capacity_, /*zeroed=*/true);
+    // On the stream: Note [No unbounded waits in the exchange].
+    send_ = exchange_buffer_zeroed(max_capacity_, stream);
     if (collective) recv_ = Buffer::device(max_capacity_ * static_cast<std::size_t>(world));
-    if (max_scratch_ > 0) scratch_ = Buffer::device(max_scratch_, /*zeroed=*/true);
+    if (max_scratch_ > 0) scratch_ = exchange_buffer_zeroed(max_scratch_, stream);
   }
   EncodeContext ctx = ctx_in;
   ctx.rank = comm.rank();

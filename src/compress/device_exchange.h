@@ -51,6 +51,34 @@ Status check_device_communicator(const comm::Communicator& comm, const EncodeCon
 // store's). Everything a bucket's exchange enqueues goes there, in order.
 void* device_exchange_stream(comm::Communicator& comm, const ExecContext& exec);
 
+// Waits until everything enqueued on `stream` (device_exchange_stream's) has completed, e.g.
+// before a buffer it may still read is freed: through the communicator when it is the
+// communicator's stream, so the wait is bounded (Communicator::drain), else with
+// cudaStreamSynchronize (a compute stream carries no collective). Built with CUDA only.
+void drain_exchange_stream(comm::Communicator& comm, void* stream, const std::string& what);
+
+// Note [No unbounded waits in the exchange]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bucket's exchange runs while earlier buckets' collectives may still be on the NCCL stream.
+// If a peer has died, those never complete, and every host call that waits for the whole
+// device blocks forever instead of failing after comm.timeout_s: freeing device memory
+// (cudaFree), a synchronous cudaMemset (Buffer::zero), cudaDeviceSynchronize, or
+// cudaStreamSynchronize on that stream. So inside a step the exchange code allocates only
+// buffers it zeroes ON ITS STREAM (exchange_buffer_zeroed), frees only after
+// drain_exchange_stream (bounded), and sizes per-bucket state before the first step
+// (DeviceCodec::prepare). Checkpoint save and load may wait: no collective is in flight then.
+
+// `bytes` of device memory, zeroed on `stream` (no host wait): for buffers that only work
+// on `stream` touches.
+Buffer exchange_buffer_zeroed(std::size_t bytes, void* stream);
+
+// Grows `buffer` to at least `bytes`, zeroed (the unused tail of a fixed-capacity block goes
+// on the wire too). A buffer that must be replaced is freed only after
+// drain_exchange_stream, since queued work may still read it; the first allocation waits for
+// nothing (Note [No unbounded waits in the exchange]).
+void reserve_exchange_buffer(Buffer& buffer, std::size_t bytes, comm::Communicator& comm,
+                             void* stream);
+
 // DeviceBucketMetrics: what the CPU's ErrorFeedback measures per bucket, ||a||^2 of
 // a = g + e before the encode and ||e||^2 after it, measured on the device for a GPU store
 // with error feedback: fixed-partition sums (Note [Fixed-partition sums]) on the exchange's

@@ -29,8 +29,10 @@ Buffer device_floats(std::size_t floats) { return Buffer::device(4 * floats + 16
 
 }  // namespace
 
-void DeviceLowRank::upload(void* stream) {
-  CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+void DeviceLowRank::upload(comm::Communicator& comm, void* stream) {
+  // The factors' buffers are replaced: queued work (earlier buckets' collectives, or this
+  // bucket's before a resume) may still read them.
+  drain_exchange_stream(comm, stream, "powersgd: uploading the factors");
   const auto& matrices = psgd_.matrices();
   const std::size_t r = psgd_.rank();
   p_at_.clear();
@@ -83,7 +85,7 @@ Status DeviceLowRank::run(std::span<float> bucket, float* residual, comm::Commun
   ctx.offset = 0;
   const std::size_t n = bucket.size();
   psgd_.prepare(n, ctx);  // the plan and the initial Q, on the host
-  if (!uploaded_) upload(stream);
+  if (!uploaded_) upload(comm, stream);
   const auto& matrices = psgd_.matrices();
   const auto dense = psgd_.dense_ranges();
   const std::size_t r = psgd_.rank();
@@ -97,7 +99,14 @@ Status DeviceLowRank::run(std::span<float> bucket, float* residual, comm::Commun
   if (residual != nullptr) {
     cuda::accumulate_gradient(bucket.data(), residual, n, s);
   } else {
-    if (a_copy_.size() < 4 * n) a_copy_ = device_floats(n);
+    if (a_copy_.size() < 4 * n) {
+      // Written whole by the copy below; zeroed on the stream all the same, since a
+      // synchronous zeroing would wait for the NCCL stream (Note [No unbounded waits in the
+      // exchange]). A replaced buffer goes after a bounded drain.
+      if (a_copy_.size() > 0) drain_exchange_stream(comm, stream, "powersgd: growing a copy");
+      a_copy_ = Buffer();
+      a_copy_ = exchange_buffer_zeroed(4 * n + 16, stream);
+    }
     a = a_copy_.as<float>();
     copy_async(a, bucket.data(), n, stream);
   }

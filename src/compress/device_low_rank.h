@@ -52,7 +52,7 @@ class DeviceLowRank {
 
  private:
   // The compressor's factors to the device (after the stream has drained).
-  void upload(void* stream);
+  void upload(comm::Communicator& comm, void* stream);
 
   PowerSgdCompressor& psgd_;
   Buffer p_, q_, backup_p_, backup_q_, first_, second_, a_copy_, partial_;

@@ -16,13 +16,6 @@
 namespace sparq::compress {
 
 #if SPARQ_HAS_CUDA
-void DeviceTree::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
-  if (buffer.size() >= bytes && buffer.size() > 0) return;
-  CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  // Zeroed: the unused tail of a fixed-capacity block goes on the wire too.
-  buffer = Buffer::device(std::max<std::size_t>(bytes, 16), /*zeroed=*/true);
-}
-
 Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double density, float* residual,
                        comm::Communicator& comm, const EncodeContext& ctx_in,
                        const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
@@ -38,12 +31,12 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
   ctx.offset = 0;
   const std::size_t k = k_for(density_for(density, ctx), n);
   const std::size_t capacity = codec.capacity(n, ctx);
-  reserve(message_, capacity, stream);
-  reserve(peer_, capacity, stream);
-  reserve(dense_, 4 * n, stream);
-  reserve(values_, 4 * k, stream);
-  reserve(scratch_, codec.scratch_bytes(n, ctx), stream);
-  if (residual == nullptr) reserve(local_, 4 * n, stream);
+  reserve_exchange_buffer(message_, capacity, comm, stream);
+  reserve_exchange_buffer(peer_, capacity, comm, stream);
+  reserve_exchange_buffer(dense_, 4 * n, comm, stream);
+  reserve_exchange_buffer(values_, 4 * k, comm, stream);
+  reserve_exchange_buffer(scratch_, codec.scratch_bytes(n, ctx), comm, stream);
+  if (residual == nullptr) reserve_exchange_buffer(local_, 4 * n, comm, stream);
 
   // 1. a = g + e in the residual (or a copy of g), and the local list.
   float* a = residual;
@@ -99,7 +92,6 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
 }
 #else
 // Without CUDA no store lives on a device, so none of this is reached.
-void DeviceTree::reserve(Buffer&, std::size_t, void*) {}
 Status DeviceTree::run(std::span<float>, DeviceCodec&, double, float*, comm::Communicator&,
                        const EncodeContext& ctx, const ExecContext&, std::uint32_t*, float*) {
   return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",

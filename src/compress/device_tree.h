@@ -11,7 +11,9 @@
 //   4. a[G] is allreduced (k floats); the bucket is 0 off G and the sum / P on G;
 //   5. error feedback: a[G] = 0 in the residual (applied in full), the rest stays.
 // The contexts, selections and sums are the CPU's, so the result is the CPU's bytes and
-// floats, with one exception, stated: the CPU re-selects among the union of the two lists and
+// floats, with two exceptions, stated. Step 4's allreduce sums in NCCL's order, which from 3
+// ranks on may round differently from MPI's (as in every NCCL allreduce; with 2 ranks both
+// add the same two values). And the CPU re-selects among the union of the two lists and
 // the dense scratch among all n entries, so the two differ when the top-k has to take exact
 // zeros (fewer than k non-zero values in the union, or a value that cancels exactly), where
 // ties go to the lowest index of the union on the CPU and of the bucket here. A world of one
@@ -44,8 +46,6 @@ class DeviceTree {
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
  private:
-  static void reserve(Buffer& buffer, std::size_t bytes, void* stream);
-
   Buffer message_, peer_, dense_, local_, values_, scratch_;
   std::size_t payload_bytes_ = 0;
 };

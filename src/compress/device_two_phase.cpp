@@ -27,13 +27,6 @@ std::size_t block_bytes(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 }  // namespace
 
-void DeviceTwoPhase::reserve(Buffer& buffer, std::size_t bytes, void* stream) {
-  if (buffer.size() >= bytes && buffer.size() > 0) return;
-  CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
-  // Zeroed: the unused tail of a fixed-capacity block goes on the wire too.
-  buffer = Buffer::device(std::max<std::size_t>(bytes, 16), /*zeroed=*/true);
-}
-
 Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, DeviceCodec& codec,
                            float* residual, comm::Communicator& comm, const EncodeContext& ctx_in,
                            const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
@@ -60,12 +53,12 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   }
   const std::size_t block1 = block_bytes(capacity);
   const std::size_t block2 = server_compression_ ? block1 : block_bytes(4 * max_len);
-  reserve(send_, p * block1, stream);
-  if (collective) reserve(recv_, p * block1, stream);
-  reserve(average_, 4 * max_len, stream);
-  reserve(result_, block2, stream);
-  if (collective) reserve(gathered_, p * block2, stream);
-  reserve(scratch_, scratch, stream);
+  reserve_exchange_buffer(send_, p * block1, comm, stream);
+  if (collective) reserve_exchange_buffer(recv_, p * block1, comm, stream);
+  reserve_exchange_buffer(average_, 4 * max_len, comm, stream);
+  reserve_exchange_buffer(result_, block2, comm, stream);
+  if (collective) reserve_exchange_buffer(gathered_, p * block2, comm, stream);
+  reserve_exchange_buffer(scratch_, scratch, comm, stream);
 
   const std::size_t my_begin = region_begin(n, p, me);
   const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
@@ -75,15 +68,17 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
     Buffer& server = server_residual_[bucket_index];
     std::size_t& floats = server_floats_[bucket_index];
     if (server.size() == 0) {
-      server = Buffer::device(4 * my_len + 4, /*zeroed=*/true);
+      // Note [No unbounded waits in the exchange] (device_exchange.h).
+      server = exchange_buffer_zeroed(4 * my_len + 4, stream);
       floats = my_len;
     }
-    if (floats != my_len) {
-      return Status::error(
-          "bucket {}: two_phase server residual of {} floats for a region of {} "
-          "(state saved with another world size?)",
-          ctx.bucket_id, floats, my_len);
-    }
+    // Fatal, as the CPU's check is: a mismatch can hold on some ranks only (regions of
+    // unequal length), and an error returned here would leave the others waiting in the
+    // collective until the timeout.
+    SPARQ_CHECK(floats == my_len,
+                "bucket {}: two_phase server residual of {} floats for a region of {} "
+                "(state saved with another world size?)",
+                ctx.bucket_id, floats, my_len);
   }
 
   // Phase 1: region j's message into block j; the owner decodes its region's in rank order.
@@ -182,7 +177,6 @@ Status DeviceTwoPhase::load_state(std::size_t bucket_index, std::span<const std:
 }
 #else
 // Without CUDA no store lives on a device, so none of this is reached.
-void DeviceTwoPhase::reserve(Buffer&, std::size_t, void*) {}
 Status DeviceTwoPhase::run(std::size_t, std::span<float>, DeviceCodec&, float*, comm::Communicator&,
                            const EncodeContext& ctx, const ExecContext&, std::uint32_t*, float*) {
   return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",

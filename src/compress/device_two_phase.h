@@ -54,9 +54,6 @@ class DeviceTwoPhase {
   Status load_state(std::size_t bucket_index, std::span<const std::uint8_t> in);
 
  private:
-  // Grows `buffer` to at least `bytes` (after draining `stream`, which may still read it).
-  static void reserve(Buffer& buffer, std::size_t bytes, void* stream);
-
   bool server_compression_;
   Buffer send_, recv_, average_, result_, gathered_, scratch_;
   std::map<std::size_t, Buffer> server_residual_;  // per bucket: the rank's region, floats

@@ -49,6 +49,7 @@ class DgcDeviceCodec final : public DeviceCodec {
       return;
     }
     float* u = momentum(ctx.offset + n, stream) + ctx.offset;
+    touched_ = std::max(touched_, ctx.offset + n);
     const cuda::DgcArgs args{static_cast<float>(options_.momentum), options_.clip_norm,
                              ctx.world_size};
     if (options_.clip_norm > 0) {
@@ -73,11 +74,21 @@ class DgcDeviceCodec final : public DeviceCodec {
 
   void set_input_measurement(SpanStats* input) override { input_measurement_ = input; }
   bool has_state() const override { return true; }
+  // The momentum, clipping-norm scratch and norm for the whole bucket, zeroed (outside any
+  // step, so the device-wide waits of zeroing and freeing are harmless here).
+  void prepare(std::size_t bucket_floats) override {
+    prepared_floats_ = bucket_floats;
+    u_ = Buffer::device(floats_zeroed_bytes(bucket_floats), /*zeroed=*/true);
+    floats_ = bucket_floats;
+    norm_scratch_ = Buffer::device(cuda::span_stats_scratch_bytes(bucket_floats) + 1);
+    norm_sq_ = Buffer::device(sizeof(SpanStats), /*zeroed=*/true);
+  }
+  // The entries encodes have reached (`touched_`), as many as the CPU's u_ holds.
   void save_state(std::vector<std::uint8_t>& out) const override {
-    std::vector<float> host(floats_);
-    if (floats_ > 0) {
+    std::vector<float> host(touched_);
+    if (touched_ > 0) {
       // After the last encode, which may still be queued.
-      cuda::copy_synchronously(host.data(), u_.data(), floats_ * sizeof(float));
+      cuda::copy_synchronously(host.data(), u_.data(), touched_ * sizeof(float));
     }
     save_floats(host, out);
   }
@@ -85,11 +96,13 @@ class DgcDeviceCodec final : public DeviceCodec {
     std::vector<float> host;
     SPARQ_RETURN_IF_ERROR(load_floats(in, host, "dgc momentum"));
     CUDA_CHECK(cudaDeviceSynchronize());
-    floats_ = host.size();
-    u_ = Buffer::device(floats_ * sizeof(float) + 4, /*zeroed=*/true);
-    if (floats_ > 0) {
+    // Never smaller than prepare()'s: a state saved before the first exchange is empty.
+    floats_ = std::max(host.size(), prepared_floats_);
+    touched_ = host.size();
+    u_ = Buffer::device(floats_zeroed_bytes(floats_), /*zeroed=*/true);
+    if (!host.empty()) {
       // Landed before the next encode: Note [Synchronous copies and non-blocking streams].
-      cuda::copy_synchronously(u_.data(), host.data(), floats_ * sizeof(float));
+      cuda::copy_synchronously(u_.data(), host.data(), host.size() * sizeof(float));
     }
     return Status::ok();
   }
@@ -99,17 +112,21 @@ class DgcDeviceCodec final : public DeviceCodec {
   std::size_t k(std::size_t n, const EncodeContext& ctx) const {
     return k_for(ctx.density > 0 ? ctx.density : dgc_density_at(options_, ctx.step), n);
   }
-  // span_stats's scratch for n entries, reused in stream order (grown in the first steps).
+  // span_stats's scratch for n entries, reused in stream order (sized by prepare()).
   void* stats_scratch(std::size_t n) {
     if (norm_scratch_.size() < cuda::span_stats_scratch_bytes(n)) {
       norm_scratch_ = Buffer::device(cuda::span_stats_scratch_bytes(n) + 1);
     }
     return norm_scratch_.data();
   }
+  static std::size_t floats_zeroed_bytes(std::size_t floats) { return floats * sizeof(float) + 4; }
   // The momentum of at least `floats` entries, zero-extended as the CPU's u_.resize() is.
+  // prepare() sized it for the bucket, so within a training step this never grows; a codec
+  // used without prepare() (the gpu tests) grows it here, zeroing on the stream.
   float* momentum(std::size_t floats, cudaStream_t stream) {
     if (floats > floats_) {
-      Buffer grown = Buffer::device(floats * sizeof(float) + 4, /*zeroed=*/true);
+      Buffer grown = Buffer::device(floats_zeroed_bytes(floats));
+      CUDA_CHECK(cudaMemsetAsync(grown.data(), 0, floats_zeroed_bytes(floats), stream));
       if (floats_ > 0) {
         CUDA_CHECK(cudaMemcpyAsync(grown.data(), u_.data(), floats_ * sizeof(float),
                                    cudaMemcpyDeviceToDevice, stream));
@@ -118,13 +135,18 @@ class DgcDeviceCodec final : public DeviceCodec {
       u_ = std::move(grown);
       floats_ = floats;
     }
-    if (norm_sq_.size() == 0) norm_sq_ = Buffer::device(sizeof(SpanStats), /*zeroed=*/true);
+    if (norm_sq_.size() == 0) {
+      norm_sq_ = Buffer::device(sizeof(SpanStats));
+      CUDA_CHECK(cudaMemsetAsync(norm_sq_.data(), 0, sizeof(SpanStats), stream));
+    }
     return u_.as<float>();
   }
 
   DgcCompressor::Options options_;
   Buffer u_;  // the momentum, floats_ entries (device)
   std::size_t floats_ = 0;
+  std::size_t touched_ = 0;          // the extent encodes reached (the CPU's u_.size())
+  std::size_t prepared_floats_ = 0;  // prepare()'s bucket size
   Buffer norm_sq_;  // one SpanStats: ||g||^2 for the clipping scale (device)
   Buffer norm_scratch_;
   SpanStats* input_measurement_ = nullptr;  // set_input_measurement (device)

@@ -3,7 +3,9 @@
 // collectives are exact; the emulated link spends its time on the NCCL stream, priced in an
 // emulated world of several ranks (EmulatedLink::ranks: the byte model's bytes for rank 0 of
 // that world); the stream engine times tasks by the GPU; a mark on the producer stream
-// resolves to when the GPU got there, not when the host enqueued the work.
+// resolves to when the GPU got there, not when the host enqueued the work; drain() returns
+// only once the stream's queued work is done, and ends the job naming the wait when that
+// takes longer than the communicator's timeout.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -98,6 +100,34 @@ TEST(NcclOneRank, EmulatedWorldPricesBytesAndTimeOnTheStream) {
   comm->allgather(d.data(), gathered.data(), 1000, DType::kF32);
   const std::vector<std::size_t> blocks(4, 1000);
   EXPECT_EQ(comm->bytes().sent - before_sent, ring_allgatherv_bytes(blocks, 4, 0).sent);
+#endif
+}
+
+// Communicator::drain, the bounded wait the GPU exchanges use before freeing a buffer the
+// stream may still read: 200 ms of queued work is finished when it returns (no further
+// synchronisation before the query), and work longer than the timeout ends the job.
+TEST(NcclOneRank, DrainWaitsForQueuedWorkAndIsBounded) {
+  SKIP_WITHOUT_NCCL_GPU();
+#ifdef SPARQ_HAS_NCCL
+  auto comm = one_rank();
+  ASSERT_NE(comm, nullptr);
+  Buffer d = Buffer::device(4096 * 4);
+  cuda::enqueue_stream_delay(200e3, comm->stream());
+  cuda::fill(static_cast<float*>(d.data()), 4096, 2.5f, comm->stream());
+  comm->drain("the test's queued work");
+  EXPECT_EQ(cudaStreamQuery(comm->stream()), cudaSuccess);
+  EXPECT_EQ(download(d, 3), std::vector<float>(3, 2.5f));
+
+  EXPECT_DEATH(
+      {
+        // The timeout also bounds the communicator's start, so it leaves room for that.
+        NcclOptions bounded;
+        bounded.timeout_s = 5;
+        auto quick = one_rank(bounded);
+        cuda::enqueue_stream_delay(60e6, quick->stream());
+        quick->drain("the test's slow work");
+      },
+      "the test's slow work did not complete within 5 s; communicator aborted");
 #endif
 }
 

@@ -25,40 +25,51 @@ MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
   allocate_buffers();
 }
 
-std::int64_t MultiHeadAttention::core_cache_floats() const {
+std::int64_t MultiHeadAttention::core_cache_floats(Device device) const {
   const std::int64_t rows = config_.max_batch * config_.heads * config_.seq;
-  return on_cuda() ? rows * config_.seq : rows;
+  return device == Device::kCUDA ? rows * config_.seq : rows;
+}
+
+std::size_t MultiHeadAttention::cache_bytes_on(Device device) const {
+  const Config& c = config_;
+  return static_cast<std::size_t>(c.max_batch * c.seq * 4 * c.dim + core_cache_floats(device)) *
+         sizeof(float);
 }
 
 void MultiHeadAttention::allocate_buffers() {
-  const Config& c = config_;
-  const std::int64_t tokens = c.max_batch * c.seq;
-  const std::size_t cache_bytes = (tokens * 4 * c.dim + core_cache_floats()) * sizeof(float);
-  if (on_cuda()) {
-#if SPARQ_HAS_CUDA
-    cache_ = Buffer::device(cache_bytes);
-    scratch_ = Buffer::device(
-        (tokens * 4 * c.dim + cuda::attention_scratch_floats(c.max_batch, c.heads, c.seq)) *
-        sizeof(float));
-    return;
-#endif
-  }
-  cache_ = Buffer::host(cache_bytes);
-  slots_ = max_threads();
-  scratch_ = Buffer::host(
-      (tokens * 4 * c.dim + slots_ * cpu::attention_scratch_per_slot(c.seq, c.dim / c.heads)) *
-      sizeof(float));
+  if (!on_cuda()) slots_ = max_threads();
+  const std::size_t bytes = cache_bytes_on(device());
+  cache_ = on_cuda() ? Buffer::device(bytes) : Buffer::host(bytes);
+  workspace_->reserve(workspace_request(device()), device());
 }
 
+std::size_t MultiHeadAttention::workspace_request(Device device) const {
+  const Config& c = config_;
+  // The CUDA core's [B, H, T, T] area, or the CPU's per-thread flash areas.
+  const std::int64_t core = device == Device::kCUDA
+                                ? cuda::attention_scratch_floats(c.max_batch, c.heads, c.seq)
+                                : static_cast<std::int64_t>(max_threads()) *
+                                      cpu::attention_scratch_per_slot(c.seq, c.dim / c.heads);
+  return static_cast<std::size_t>(c.max_batch * c.seq * 4 * c.dim + core) * sizeof(float);
+}
+
+void MultiHeadAttention::share_workspace(std::shared_ptr<SharedWorkspace> workspace) {
+  SPARQ_CHECK(workspace != nullptr, "{}: share_workspace(nullptr)", name_);
+  workspace_ = std::move(workspace);
+  workspace_->reserve(workspace_request(device()), device());
+}
+
+// Note [Workspace turns] (shared_workspace.h): dctx, dqkv and the core's scratch are written
+// and read within one forward or one backward; the workspace is read at each call.
 float* MultiHeadAttention::core_scratch() const {
-  return scratch_.as<float>() + config_.max_batch * config_.seq * 4 * config_.dim;
+  return workspace_->floats() + config_.max_batch * config_.seq * 4 * config_.dim;
 }
 
 float* MultiHeadAttention::core_cache() const {
   return cache_.as<float>() + config_.max_batch * config_.seq * 3 * config_.dim;
 }
 
-float* MultiHeadAttention::ctx() const { return core_cache() + core_cache_floats(); }
+float* MultiHeadAttention::ctx() const { return core_cache() + core_cache_floats(device()); }
 
 void MultiHeadAttention::declare(ParamStore& store) const {
   qkv_proj_.declare(store);
@@ -138,8 +149,8 @@ void MultiHeadAttention::backward(const Tensor& x, const Tensor& dy, const Tenso
   check_arg(dx, {b, t, c}, name_, "dx", DType::kF32, device());
   const Tensor qkv(cache_.as<float>(), DType::kF32, {b, t, 3 * c}, device());
   const Tensor context_out(ctx(), DType::kF32, {b, t, c}, device());
-  const Tensor dctx(scratch_.as<float>(), DType::kF32, {b, t, c}, device());
-  const Tensor dqkv(scratch_.as<float>() + config_.max_batch * config_.seq * c, DType::kF32,
+  const Tensor dctx(workspace_->floats(), DType::kF32, {b, t, c}, device());
+  const Tensor dqkv(workspace_->floats() + config_.max_batch * config_.seq * c, DType::kF32,
                     {b, t, 3 * c}, device());
   out_proj_.backward(context_out, dy, dctx);
   if (on_cuda()) {

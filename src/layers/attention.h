@@ -7,10 +7,12 @@
 //
 // Parameters, in forward order: "<prefix>.qkv.weight" [3C, C], "<prefix>.qkv.bias" [3C],
 // "<prefix>.proj.weight" [C, C], "<prefix>.proj.bias" [C].
-// Cache and workspace (owned, allocated once for max_batch x seq at construction, and again
-// on the device by bind() to a CUDA store): qkv [B, T, 3C], the attention core's cache and
-// ctx [B, T, C], then backward scratch (dctx, dqkv, and the core's: on the CPU per-thread
-// areas for up to max_threads() at construction, on CUDA one [B, H, T, T] area). The core's
+// Cache (owned, allocated once for max_batch x seq at construction, and again on the device
+// by bind() to a CUDA store): qkv [B, T, 3C], the attention core's cache and ctx [B, T, C].
+// Workspace, used within one call and never across calls (Note [Workspace turns],
+// shared_workspace.h): dctx, dqkv, and the core's scratch (on the CPU per-thread areas for up
+// to max_threads() at construction, on CUDA one [B, H, T, T] area). It is the layer's own
+// unless share_workspace() gives it one that a model's attention layers share. The core's
 // cache is, on the CPU, the flash kernel's log-sum-exp [B, H, T] (the probabilities are
 // recomputed in tiles by backward, never stored), and on CUDA the probabilities
 // [B, H, T, T]. The dropout mask is regenerated. backward reads the forward input x and the
@@ -19,11 +21,13 @@
 // (attention_kernels.h), the projections are Linear layers bound to the same store.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/buffer.h"
 #include "layers/attention_kernels.h"
 #include "layers/linear.h"
+#include "layers/shared_workspace.h"
 
 namespace sparq {
 
@@ -58,21 +62,31 @@ class MultiHeadAttention : public LayerBase {
   // first call (not counted in cache_bytes; training never calls this); on CUDA, a view of
   // the cache.
   Tensor probs() const;
-  std::size_t cache_bytes() const { return cache_.size() + scratch_.size(); }
+  // Memory kept from forward to backward; the workspace (shared or not) is apart.
+  std::size_t cache_bytes() const { return cache_.size(); }
+  std::size_t workspace_bytes() const { return workspace_->bytes(); }
+  // What the cache and one call's workspace take with the layer bound on `device` (memory
+  // plans made before bind()).
+  std::size_t cache_bytes_on(Device device) const;
+  std::size_t workspace_request(Device device) const;
+  // Uses `workspace` (sized for this layer at once, and again when bind() moves the layer to
+  // a device) instead of its own: a model gives all its attention layers one.
+  void share_workspace(std::shared_ptr<SharedWorkspace> workspace);
 
  private:
   AttentionGeom geom(const DropoutStep& step) const;
-  void allocate_buffers();  // cache_ and scratch_ on the layer's device
+  void allocate_buffers();      // cache_ and the workspace on the layer's device
   float* core_scratch() const;  // the attention core's area, after dctx and dqkv
   float* core_cache() const;    // lse (CPU) or probs (CUDA), after qkv
   float* ctx() const;           // after the core's cache
-  std::int64_t core_cache_floats() const;  // for max_batch x seq, on the layer's device
+  std::int64_t core_cache_floats(Device device) const;  // for max_batch x seq
   std::string name_;
   Config config_;
   Linear qkv_proj_, out_proj_;
   Buffer cache_;    // qkv | lse or probs | ctx
   mutable Buffer probs_;  // probs() on the CPU
-  Buffer scratch_;  // dctx | dqkv | per-thread areas
+  std::shared_ptr<SharedWorkspace> workspace_ =
+      std::make_shared<SharedWorkspace>();  // dctx | dqkv | the core's scratch
   int slots_ = 1;
   std::int64_t batch_ = 0, t_ = 0;  // of the last forward
   Tensor key_valid_;

@@ -92,12 +92,16 @@ void attention_backward_materialized(const AttentionGeom& g, const T* qkv, const
                                      const T* dctx, T* dqkv, T* scratch, int slots);
 }  // namespace cpu
 
-#if SPARQ_HAS_CUDA
 namespace cuda {
+// Also without CUDA: memory plans for a GPU run are made on any machine.
 constexpr std::int64_t attention_scratch_floats(std::int64_t batch, std::int64_t heads,
                                                 std::int64_t seq) {
   return batch * heads * seq * seq;
 }
+}  // namespace cuda
+
+#if SPARQ_HAS_CUDA
+namespace cuda {
 void attention_forward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,
                        float* probs, float* ctx, float* scratch);
 void attention_backward(const AttentionGeom& g, const DeviceResources& device, const float* qkv,

@@ -40,6 +40,7 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
     ac.causal = false, ac.dropout = c.attn_dropout, ac.layer_index = site;
     ac.init_std = c.init_std, ac.proj_init_std = c.init_std;
     e.attn = std::make_unique<MultiHeadAttention>(p + ".attn", ac);
+    e.attn->share_workspace(attention_workspace_);  // Note [Workspace turns]
     e.attn_drop = std::make_unique<Dropout>(p + ".attn.drop", c.dropout, site + 1);
     e.ln_1 = std::make_unique<LayerNorm>(p + ".ln_1", LayerNorm::Config{dim, c.ln_eps, rows});
     e.fc = std::make_unique<Linear>(p + ".mlp.fc", Linear::Config{dim, c.ffn_dim, true, c.init_std});
@@ -74,14 +75,11 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   mlm_dense_out_ = arena_.reserve(rows * dim);
   mlm_gelu_out_ = arena_.reserve(rows * dim);
   mlm_ln_out_ = arena_.reserve(rows * dim);
-  // The head's memory assumes a CPU store; for a CUDA one bind_layers drops the fused head
-  // and adds the logits.
+  // The head's slot (dhead_ for the fused head, which runs on the CPU only, else logits_) is
+  // reserved by bind_layers, once the store's device is known.
   if (c.fused_head) {
     mlm_head_ = std::make_unique<TiedHeadLoss>(
         "mlm.head", TiedHeadLoss::Config{vocab, c.vocab_size, dim, kIgnoreIndex, rows});
-    dhead_ = arena_.reserve(rows * dim);
-  } else {
-    logits_ = arena_.reserve(rows * vocab);
   }
 
   if (c.nsp) {
@@ -128,8 +126,9 @@ void Bert::declare(ParamStore& store) const {
 void Bert::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
   fused_head_ = mlm_head_ != nullptr && ctx.device() == Device::kCPU;
-  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
-                                                            config_.padded_vocab());
+  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
+  if (fused_head_ && dhead_ < 0) dhead_ = arena_.reserve(rows * config_.n_embd);
+  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(rows * config_.padded_vocab());
   arena_.allocate(ctx.device());
   if (fused_head_) {
     mlm_head_->bind_context(ctx);
@@ -350,17 +349,23 @@ void Bert::backward_layers() {
   ready(layer_word_);
 }
 
+// For activation_device(), whether bound there or not: the attention caches and their one
+// workspace, and the head's slot, depend on the device (the arena's other slots do not).
 std::size_t Bert::activation_bytes() const {
-  const auto type_bytes =
-      static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(std::int32_t);
-  std::size_t bytes = arena_.bytes() + type_bytes + emb_ln_->cache_bytes() +
-                      mlm_ln_->cache_bytes();
-  for (const Encoder& e : encoders_) {
-    bytes += e.attn->cache_bytes() + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();
-  }
+  const Device device = activation_device();
   const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
+  const bool fused = mlm_head_ != nullptr && device == Device::kCPU;
+  const auto type_bytes = static_cast<std::size_t>(rows) * sizeof(std::int32_t);
+  std::size_t bytes =
+      arena_.bytes() - arena_.slot_bytes(dhead_) - arena_.slot_bytes(logits_) +
+      ActivationArena::bytes_for(fused ? rows * config_.n_embd : rows * config_.padded_vocab()) +
+      type_bytes + emb_ln_->cache_bytes() + mlm_ln_->cache_bytes();
+  for (const Encoder& e : encoders_) {
+    bytes += e.attn->cache_bytes_on(device) + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();
+  }
+  bytes += encoders_.empty() ? 0 : encoders_.front().attn->workspace_request(device);
   bytes += static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
-  return bytes + (mlm_head_ ? mlm_head_->workspace_bytes() : 0);
+  return bytes + (fused ? mlm_head_->workspace_bytes() : 0);
 }
 
 }  // namespace sparq

@@ -84,6 +84,8 @@ class Bert : public Model {
   Residual first_tokens_join_{"pooler.input"};
 
   ActivationArena arena_;
+  // The attention layers' backward scratch, one for all of them (Note [Workspace turns]).
+  std::shared_ptr<SharedWorkspace> attention_workspace_ = std::make_shared<SharedWorkspace>();
   int emb_sum_ = -1, x_out_ = -1;  // embedding sum, last encoder out
   int logits_ = -1;  // materialized head: the MLM logits, then their gradient
   int dhead_ = -1;   // fused head: mlm.ln's output gradient, from forward to backward

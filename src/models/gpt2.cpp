@@ -26,6 +26,7 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
     ac.causal = true, ac.dropout = c.attn_dropout, ac.layer_index = site;
     ac.init_std = c.init_std, ac.proj_init_std = proj_std;
     blk.attn = std::make_unique<MultiHeadAttention>(p + ".attn", ac);
+    blk.attn->share_workspace(attention_workspace_);  // Note [Workspace turns]
     blk.attn_drop = std::make_unique<Dropout>(p + ".attn.drop", c.dropout, site + 1);
     blk.ln_2 = std::make_unique<LayerNorm>(p + ".ln_2", LayerNorm::Config{dim, c.ln_eps, rows});
     blk.fc = std::make_unique<Linear>(p + ".mlp.fc", Linear::Config{dim, c.ffn_dim, true, c.init_std});
@@ -55,14 +56,11 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
 
   x_out_ = arena_.reserve(rows * dim);
   ln_f_out_ = arena_.reserve(rows * dim);
-  // The head's memory assumes a CPU store; for a CUDA one bind_layers drops the fused head
-  // and adds the logits.
+  // The head's slot (dhead_ for the fused head, which runs on the CPU only, else logits_) is
+  // reserved by bind_layers, once the store's device is known.
   if (c.fused_head) {
     head_ = std::make_unique<TiedHeadLoss>(
         "head", TiedHeadLoss::Config{c.padded_vocab(), c.vocab_size, dim, kIgnoreIndex, rows});
-    dhead_ = arena_.reserve(rows * dim);
-  } else {
-    logits_ = arena_.reserve(rows * c.padded_vocab());
   }
   dres_ = arena_.reserve(rows * dim);
   dbranch_ = arena_.reserve(rows * dim);
@@ -86,8 +84,9 @@ void Gpt2::declare(ParamStore& store) const {
 void Gpt2::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
   fused_head_ = head_ != nullptr && ctx.device() == Device::kCPU;
-  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(shape_.micro_batch * shape_.seq_len *
-                                                            config_.padded_vocab());
+  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
+  if (fused_head_ && dhead_ < 0) dhead_ = arena_.reserve(rows * config_.n_embd);
+  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(rows * config_.padded_vocab());
   arena_.allocate(ctx.device());
   if (fused_head_) {
     head_->bind_context(ctx);
@@ -236,14 +235,23 @@ void Gpt2::backward_layers() {
   ready(layer_wte_);
 }
 
+// For activation_device(), whether bound there or not: the attention caches and their one
+// workspace, and the head's slot, depend on the device (the arena's other slots do not).
 std::size_t Gpt2::activation_bytes() const {
-  std::size_t bytes = arena_.bytes() + ln_f_->cache_bytes();
+  const Device device = activation_device();
+  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
+  const bool fused = head_ != nullptr && device == Device::kCPU;
+  std::size_t bytes =
+      arena_.bytes() - arena_.slot_bytes(dhead_) - arena_.slot_bytes(logits_) +
+      ActivationArena::bytes_for(fused ? rows * config_.n_embd : rows * config_.padded_vocab()) +
+      ln_f_->cache_bytes();
   for (const Block& blk : blocks_) {
-    bytes += blk.ln_1->cache_bytes() + blk.ln_2->cache_bytes() + blk.attn->cache_bytes();
+    bytes += blk.ln_1->cache_bytes() + blk.ln_2->cache_bytes() + blk.attn->cache_bytes_on(device);
   }
+  bytes += blocks_.empty() ? 0 : blocks_.front().attn->workspace_request(device);
   // CrossEntropy keeps one float per row; the fused head has its chunk workspace.
-  bytes += static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) * sizeof(float);
-  return bytes + (head_ ? head_->workspace_bytes() : 0);
+  bytes += static_cast<std::size_t>(rows) * sizeof(float);
+  return bytes + (fused ? head_->workspace_bytes() : 0);
 }
 
 }  // namespace sparq

@@ -69,6 +69,8 @@ class Gpt2 : public Model {
   Residual residual_{"residual"};
 
   ActivationArena arena_;
+  // The attention layers' backward scratch, one for all of them (Note [Workspace turns]).
+  std::shared_ptr<SharedWorkspace> attention_workspace_ = std::make_shared<SharedWorkspace>();
   int x_out_ = -1, ln_f_out_ = -1;  // final residual stream, ln_f out
   int logits_ = -1;  // materialized head: the logits, then their gradient
   int dhead_ = -1;   // fused head: ln_f's output gradient, from forward to backward

@@ -220,7 +220,7 @@ int ActivationArena::reserve(std::int64_t numel) {
   offsets_.push_back(total_);
   sizes_.push_back(numel);
   // 64-float alignment keeps every activation on its own cache lines and SIMD-aligned.
-  total_ += (numel + 63) / 64 * 64;
+  total_ += static_cast<std::int64_t>(bytes_for(numel) / sizeof(float));
   return static_cast<int>(offsets_.size()) - 1;
 }
 

@@ -98,6 +98,10 @@ using GradReadyFn = std::function<void(const GradReady&)>;
 struct RunShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;  // language models only (<= n_ctx); ignored by VGG
+  // Where the activations will live, for the memory figures before bind() (summary(), a dry
+  // run, which binds a CUDA config's model to the host): some layers keep other things on a
+  // GPU (attention's [B, H, T, T] probabilities, the logits instead of the fused head).
+  Device device = Device::kCPU;
 };
 
 class Model {
@@ -175,7 +179,8 @@ class Model {
   void set_step(std::uint64_t step) { step_.step = step; }
   const DropoutStep& dropout_step() const { return step_; }
 
-  // Bytes of activations and layer caches held for the configured micro-batch.
+  // Bytes of activations, layer caches and layer workspaces held for the configured
+  // micro-batch on the device the model is bound to (before bind: RunShape::device).
   virtual std::size_t activation_bytes() const = 0;
   // Parameters (elements) the model declares.
   std::int64_t param_count() const;
@@ -196,6 +201,11 @@ class Model {
   // its later ready() advance the order without reporting it again (the split tied table).
   void report_early(int layer_index);
   const ParamStore& store() const;
+  // The device activation_bytes() accounts for: CUDA when bound to a CUDA store, else
+  // RunShape::device (a dry run binds a CUDA run's model to the host and plans for the GPU).
+  Device activation_device() const {
+    return bound() && store_->context().is_cuda() ? Device::kCUDA : shape_.device;
+  }
   // Language models: checks batch.tokens and batch.targets (i32 [B, T] within the run
   // shape) and returns B and T.
   void check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const;
@@ -246,6 +256,11 @@ class ActivationArena {
   float* data(int slot) const;
   // Reserved bytes (what allocate() takes), known before allocation.
   std::size_t bytes() const { return static_cast<std::size_t>(total_) * sizeof(float); }
+  // What reserve(numel) adds to bytes(); slot_bytes(slot) of a reserved slot, 0 for slot < 0.
+  static std::size_t bytes_for(std::int64_t numel) {
+    return static_cast<std::size_t>((numel + 63) / 64 * 64) * sizeof(float);
+  }
+  std::size_t slot_bytes(int slot) const { return slot < 0 ? 0 : bytes_for(sizes_.at(slot)); }
 
  private:
   std::vector<std::int64_t> offsets_, sizes_;

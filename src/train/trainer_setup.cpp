@@ -36,7 +36,8 @@ Status Trainer::build(const Options& options) {
       stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
     }
   }
-  SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {rows, lm ? c.data.seq_len : 0}));
+  SPARQ_ASSIGN_OR_RETURN(model_,
+                         make_model(c.model, {rows, lm ? c.data.seq_len : 0, c.train.device}));
   model_->declare(store_);
   const auto dense_last = [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); };
   store_.allocate(context(), dense_last);

@@ -91,6 +91,52 @@ TEST(MultiHeadAttention, TwoBackwardCallsAccumulateAndDropoutRepeats) {
   EXPECT_EQ(store.range_of(mha.param_names()).offset, store.entry("attn.qkv.weight").offset);
 }
 
+// Note [Workspace turns]: two layers sharing one workspace, called in a model's order
+// (forward a, forward b, backward b, backward a, so b's calls overwrite what a wrote), give
+// the bits of two layers with workspaces of their own, with dropout on; the shared
+// workspace is one layer's size, not two.
+TEST(MultiHeadAttention, LayersSharingAWorkspaceGiveTheBitsOfLayersWithTheirOwn) {
+  MultiHeadAttention::Config config_a{8, 2, 6, 2, true, 0.2f, 4};
+  MultiHeadAttention::Config config_b = config_a;
+  config_b.layer_index = 7;
+  MultiHeadAttention own_a("a", config_a), own_b("b", config_b);
+  MultiHeadAttention shared_a("a", config_a), shared_b("b", config_b);
+  auto workspace = std::make_shared<SharedWorkspace>();
+  shared_a.share_workspace(workspace);
+  shared_b.share_workspace(workspace);
+  EXPECT_EQ(workspace->bytes(), own_a.workspace_bytes());
+  EXPECT_EQ(shared_b.workspace_bytes(), own_b.workspace_bytes());
+  ParamStore own = testing::bind_layers(own_a, own_b);
+  ParamStore shared = testing::bind_layers(shared_a, shared_b);
+
+  const Shape s{2, 5, 8};
+  const DropoutStep step{3, 0, 1, true};
+  struct Run {
+    std::vector<float> x, mid, y, dy, dmid, dx;
+  };
+  const auto run = [&](MultiHeadAttention& a, MultiHeadAttention& b) {
+    Run r;
+    r.x = testing::to_float(random_vec(2 * 5 * 8, 45));
+    r.dy = testing::to_float(random_vec(2 * 5 * 8, 46));
+    r.mid.resize(r.x.size());
+    r.y.resize(r.x.size());
+    r.dmid.resize(r.x.size());
+    r.dx.resize(r.x.size());
+    a.forward(testing::view(r.x, s), testing::view(r.mid, s), Tensor(), step);
+    b.forward(testing::view(r.mid, s), testing::view(r.y, s), Tensor(), step);
+    b.backward(testing::view(r.mid, s), testing::view(r.dy, s), testing::view(r.dmid, s), step);
+    a.backward(testing::view(r.x, s), testing::view(r.dmid, s), testing::view(r.dx, s), step);
+    return r;
+  };
+  const Run want = run(own_a, own_b), got = run(shared_a, shared_b);
+  EXPECT_EQ(got.y, want.y);
+  EXPECT_EQ(got.dmid, want.dmid);
+  EXPECT_EQ(got.dx, want.dx);
+  const auto n = static_cast<std::size_t>(own.flat_numel());
+  EXPECT_EQ(std::vector<float>(shared.grads(), shared.grads() + n),
+            std::vector<float>(own.grads(), own.grads() + n));
+}
+
 TEST(CrossEntropy, HandComputedForwardWithIgnoreAndPaddedVocab) {
   CrossEntropy ce("ce", {3, 2, -100, 3});
   // Row 0: logits [0, 0 | pad] target 0 -> log 2; row 1 ignored; row 2: [ln 3, 0] target 1

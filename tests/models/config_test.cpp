@@ -1,7 +1,11 @@
 // Presets, config keys and their error messages, and the shape checks of make_model.
+#include "models/config.h"
+
 #include <gtest/gtest.h>
 
-#include "models/config.h"
+#include "core/param_store.h"
+#include "core/threading.h"
+#include "layers/attention_kernels.h"
 #include "models/model.h"
 
 namespace sparq {
@@ -114,6 +118,32 @@ TEST(ModelConfig, SummaryReportsParametersAndActivations) {
   EXPECT_NE(s.find("B=2 T=32"), std::string::npos) << s;
   // At least the logits [2, 32, 1024] and the per-block activations must be counted.
   EXPECT_GT(model->activation_bytes(), std::size_t{2 * 32 * 1024 * 4 + 4 * 2 * 32 * 128 * 12 * 4});
+}
+
+// A GPU run's activation memory is planned on any machine (the dry run): with
+// RunShape::device CUDA, each attention layer keeps its probabilities [B, H, T, T] instead of
+// the CPU flash kernel's [B, H, T], and the one workspace all attention layers share holds a
+// [B, H, T, T] area instead of the CPU's per-thread ones. Binding to a host store (as the dry
+// run does) keeps the plan; the workspace is counted once, not per layer.
+TEST(ModelConfig, ActivationBytesArePlannedForTheRunsDevice) {
+  for (const char* spec : {"gpt2-tiny fused_head=0", "bert-tiny fused_head=0"}) {
+    const ModelConfig config = parse_model_spec(spec).value();
+    const std::int64_t b = 2, t = 32, h = config.n_head, layers = config.n_layer;
+    const std::int64_t c = config.n_embd;
+    auto cpu = make_model(config, {b, t}).value();
+    auto gpu = make_model(config, {b, t, Device::kCUDA}).value();
+    const std::int64_t probs = b * h * t * t;
+    const std::int64_t cpu_core = max_threads() * cpu::attention_scratch_per_slot(t, c / h);
+    const std::int64_t extra = layers * (probs - b * h * t) + (probs - cpu_core);
+    EXPECT_EQ(gpu->activation_bytes(), cpu->activation_bytes() + extra * sizeof(float)) << spec;
+
+    const std::size_t planned = gpu->activation_bytes();
+    ParamStore host;
+    gpu->declare(host);
+    host.allocate();
+    gpu->bind(host);
+    EXPECT_EQ(gpu->activation_bytes(), planned) << spec;
+  }
 }
 
 }  // namespace

@@ -52,11 +52,12 @@ class DeviceCodec {
   // compressor's own format (Compressor::save_state), so checkpoints move between devices.
   // save_state and load_state synchronize with the device. Stateless twins keep these.
   virtual bool has_state() const { return false; }
-  // Called once, before any step, with the bucket's size: a twin with state allocates it here
-  // for the whole bucket, so that no encode inside a step allocates, zeroes or frees device
-  // memory (each of which would wait for the device, the NCCL stream included, without a
-  // bound). Stateless twins need nothing.
-  virtual void prepare(std::size_t /*bucket_floats*/) {}
+  // Called once, before any step, with the bucket's size and whether its encodes will get a
+  // residual: a twin with state allocates it here for the whole bucket, so that no encode
+  // inside a step allocates, zeroes or frees device memory (each of which would wait for the
+  // device, the NCCL stream included, without a bound). State already held (loaded before
+  // this call) is kept. Stateless twins need nothing.
+  virtual void prepare(std::size_t /*bucket_floats*/, bool /*error_feedback*/) {}
 
   // The exchange measures error feedback's input as ||g + e||^2 before the encode
   // (DeviceBucketMetrics), which is ||a||^2 for every codec whose feedback adds g. dgc adds its

@@ -72,9 +72,10 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
       server = exchange_buffer_zeroed(4 * my_len + 4, stream);
       floats = my_len;
     }
-    // Fatal, as the CPU's check is: a mismatch can hold on some ranks only (regions of
-    // unequal length), and an error returned here would leave the others waiting in the
-    // collective until the timeout.
+    // Fatal, with the CPU's message (two_phase_aggregator.cpp): a mismatch can hold on some
+    // ranks only (regions of unequal length), and an error returned here would leave the
+    // others waiting in the collective until the timeout. Checked before any collective,
+    // where the CPU checks after phase 1: the outcome is the same, the job ends.
     SPARQ_CHECK(floats == my_len,
                 "bucket {}: two_phase server residual of {} floats for a region of {} "
                 "(state saved with another world size?)",

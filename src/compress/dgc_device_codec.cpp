@@ -74,14 +74,21 @@ class DgcDeviceCodec final : public DeviceCodec {
 
   void set_input_measurement(SpanStats* input) override { input_measurement_ = input; }
   bool has_state() const override { return true; }
-  // The momentum, clipping-norm scratch and norm for the whole bucket, zeroed (outside any
-  // step, so the device-wide waits of zeroing and freeing are harmless here).
-  void prepare(std::size_t bucket_floats) override {
-    prepared_floats_ = bucket_floats;
-    u_ = Buffer::device(floats_zeroed_bytes(bucket_floats), /*zeroed=*/true);
-    floats_ = bucket_floats;
-    norm_scratch_ = Buffer::device(cuda::span_stats_scratch_bytes(bucket_floats) + 1);
-    norm_sq_ = Buffer::device(sizeof(SpanStats), /*zeroed=*/true);
+  // With error feedback, the momentum, clipping-norm scratch and norm for the whole bucket,
+  // zeroed; without it encode never touches them (plain top-k), so nothing is allocated.
+  // Outside any step, so the device-wide waits of zeroing and freeing are harmless here.
+  // Momentum already held (a state loaded first, a second call) is kept, zero-extended.
+  void prepare(std::size_t bucket_floats, bool error_feedback) override {
+    if (!error_feedback) return;
+    if (bucket_floats > floats_) {
+      Buffer grown = Buffer::device(floats_zeroed_bytes(bucket_floats), /*zeroed=*/true);
+      if (floats_ > 0) cuda::copy_synchronously(grown.data(), u_.data(), floats_ * sizeof(float));
+      u_ = std::move(grown);
+      floats_ = bucket_floats;
+    }
+    const std::size_t stats_bytes = cuda::span_stats_scratch_bytes(bucket_floats) + 1;
+    if (norm_scratch_.size() < stats_bytes) norm_scratch_ = Buffer::device(stats_bytes);
+    if (norm_sq_.size() == 0) norm_sq_ = Buffer::device(sizeof(SpanStats), /*zeroed=*/true);
   }
   // The entries encodes have reached (`touched_`), as many as the CPU's u_ holds.
   void save_state(std::vector<std::uint8_t>& out) const override {
@@ -97,7 +104,7 @@ class DgcDeviceCodec final : public DeviceCodec {
     SPARQ_RETURN_IF_ERROR(load_floats(in, host, "dgc momentum"));
     CUDA_CHECK(cudaDeviceSynchronize());
     // Never smaller than prepare()'s: a state saved before the first exchange is empty.
-    floats_ = std::max(host.size(), prepared_floats_);
+    floats_ = std::max(host.size(), floats_);
     touched_ = host.size();
     u_ = Buffer::device(floats_zeroed_bytes(floats_), /*zeroed=*/true);
     if (!host.empty()) {
@@ -122,7 +129,7 @@ class DgcDeviceCodec final : public DeviceCodec {
   static std::size_t floats_zeroed_bytes(std::size_t floats) { return floats * sizeof(float) + 4; }
   // The momentum of at least `floats` entries, zero-extended as the CPU's u_.resize() is.
   // prepare() sized it for the bucket, so within a training step this never grows; a codec
-  // used without prepare() (the gpu tests) grows it here, zeroing on the stream.
+  // used without prepare() (as some gpu tests use it) grows it here, zeroing on the stream.
   float* momentum(std::size_t floats, cudaStream_t stream) {
     if (floats > floats_) {
       Buffer grown = Buffer::device(floats_zeroed_bytes(floats));
@@ -145,8 +152,7 @@ class DgcDeviceCodec final : public DeviceCodec {
   DgcCompressor::Options options_;
   Buffer u_;  // the momentum, floats_ entries (device)
   std::size_t floats_ = 0;
-  std::size_t touched_ = 0;          // the extent encodes reached (the CPU's u_.size())
-  std::size_t prepared_floats_ = 0;  // prepare()'s bucket size
+  std::size_t touched_ = 0;  // the extent encodes reached (the CPU's u_.size())
   Buffer norm_sq_;  // one SpanStats: ||g||^2 for the clipping scale (device)
   Buffer norm_scratch_;
   SpanStats* input_measurement_ = nullptr;  // set_input_measurement (device)

@@ -60,7 +60,7 @@ Status GradientExchange::prepare_device() {
                            where);
     }
     const auto n = static_cast<std::size_t>(bucket.range.count);
-    slot.device_codec->prepare(n);
+    slot.device_codec->prepare(n, config_.error_feedback);
     max_capacity = std::max(max_capacity, slot.device_codec->capacity(n, sizing));
     max_scratch = std::max(max_scratch, slot.device_codec->scratch_bytes(n, sizing));
   }

@@ -74,9 +74,10 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
   // Phase 2: the region result, re-compressed against the server residual or dense.
   if (options_.server_compression) {
     if (server_residual_.empty()) server_residual_.assign(my_len, 0.0f);
-    SPARQ_CHECK(server_residual_.size() == my_len, "two_phase: server residual of {} floats "
-                "for a region of {} (state saved with another world size?)",
-                server_residual_.size(), my_len);
+    SPARQ_CHECK(server_residual_.size() == my_len,
+                "bucket {}: two_phase server residual of {} floats for a region of {} "
+                "(state saved with another world size?)",
+                ctx.bucket_id, server_residual_.size(), my_len);
     if (my_len > 0) {
       ErrorFeedback server(server_residual_);
       server.encode(c, average_, 0, ctx, msg_);

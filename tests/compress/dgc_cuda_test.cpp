@@ -3,7 +3,10 @@
 // momentum (through save_state, in the CPU's format) after every step, with and without
 // local clipping and the sparsity warm-up, and without error feedback (plain top-k); decodes
 // set and add; error feedback's input measured as ||u + e||^2, as the CPU's; the momentum loaded
-// into a fresh twin comes back the same. Device buffers sit between sentinel guards. Label gpu.
+// into a fresh twin comes back the same, and so after a later prepare(). Each case runs on a
+// twin grown by its encodes and on one prepare()d for the bucket first, as the exchange does
+// (the saved momentum is still the CPU's extent). Device buffers sit between sentinel guards.
+// Label gpu.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,14 +29,17 @@ using testing::expect_same_floats;
 using testing::make;
 using testing::normal_vector;
 
-void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup, bool feedback) {
+void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup, bool feedback,
+               bool prepared) {
   SCOPED_TRACE("n=" + std::to_string(n) + " clip_norm=" + clip + " warmup_steps=" + warmup +
-               (feedback ? " +ef" : ""));
+               (feedback ? " +ef" : "") + (prepared ? " prepared" : ""));
   auto cpu = make("dgc", {{"density", "0.02"}, {"clip_norm", clip}, {"warmup_steps", warmup}});
   ASSERT_NE(cpu, nullptr);
   auto device = cpu->device_codec();
   ASSERT_NE(device, nullptr);
   ASSERT_TRUE(device->has_state());
+  constexpr std::size_t kOffset = 7;  // the span's place in its bucket (ctx.offset below)
+  if (prepared) device->prepare(kOffset + n + 5, feedback);  // the bucket ends 5 past the span
   std::vector<float> residual = normal_vector(n, n + 2, 0.1f);
   GuardedDeviceArray<float> de(residual);
   // The exchange's measurement of error feedback's input, which dgc rewrites as ||u + e||^2.
@@ -46,7 +52,7 @@ void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup
     ctx.step = step;
     ctx.world_size = 2;
     ctx.rank = 1;
-    ctx.offset = 7;
+    ctx.offset = kOffset;
     const std::vector<float> g = normal_vector(n, 100 * n + step);
     Message want;
     double input_sq = 0;
@@ -97,6 +103,9 @@ void check_dgc(std::size_t n, const std::string& clip, const std::string& warmup
   ASSERT_TRUE(fresh->load_state(saved).is_ok());
   fresh->save_state(reloaded);
   EXPECT_EQ(reloaded, saved);
+  fresh->prepare(2 * (kOffset + n), feedback);  // a larger bucket keeps the loaded momentum
+  fresh->save_state(reloaded);
+  EXPECT_EQ(reloaded, saved) << "after prepare()";
   EXPECT_FALSE(fresh->load_state(std::vector<std::uint8_t>(3)).is_ok()) << "not f32";
 }
 #endif
@@ -106,9 +115,11 @@ TEST(CudaDgc, StepsSendTheCpuBytesAndKeepTheCpuMomentum) {
 #if SPARQ_HAS_CUDA
   for (std::size_t n : {60, 1000, 70001}) {
     for (const char* clip : {"0", "0.5"}) {
-      for (const char* warmup : {"0", "3"}) check_dgc(n, clip, warmup, /*feedback=*/true);
+      for (const char* warmup : {"0", "3"}) {
+        for (bool prepared : {false, true}) check_dgc(n, clip, warmup, /*feedback=*/true, prepared);
+      }
     }
-    check_dgc(n, "0", "0", /*feedback=*/false);
+    for (bool prepared : {false, true}) check_dgc(n, "0", "0", /*feedback=*/false, prepared);
   }
 #endif
 }

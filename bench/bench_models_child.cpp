@@ -94,7 +94,7 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
     fmt::print(stderr, "{}\n", config.status().message());
     return 1;
   }
-  auto made = make_model(config.value(), {w.batch, w.seq});
+  auto made = make_model(config.value(), {w.batch, w.seq, context.device()});
   if (!made) {
     fmt::print(stderr, "{}\n", made.status().message());
     return 1;

@@ -1,8 +1,8 @@
 // SharedWorkspace: one buffer that several layers of a model take turns using, for memory
 // that lives only within one forward or one backward call. Attention's backward scratch
 // (dctx, dqkv and the core's area: on CUDA one [B, H, T, T] block) is the case: held per
-// layer, a 12-layer GPT-2 124M at B=16, T=1024 kept 12 such blocks (8.8 GiB) of which one
-// is in use at any time.
+// layer, a 12-layer GPT-2 124M at B=16, T=1024 kept 12 such blocks (9 GiB) of which one is
+// in use at any time.
 //
 // Note [Workspace turns]
 // ~~~~~~~~~~~~~~~~~~~~~~

@@ -15,6 +15,9 @@
 // Received messages are validated on the device as they are decoded (DeviceCodec::decode's
 // `invalid`, DeviceMessageChecks below) instead of before, as the CPU's check_message does.
 // DeviceAllreduce (below) is the same for summable messages.
+//
+// Fields marked [[maybe_unused]] here and in device_nonfinite.h are read only by the CUDA
+// build; without CUDA these classes are stubs that refuse to run.
 #pragma once
 
 #include <cstddef>
@@ -109,7 +112,7 @@ class DeviceBucketMetrics {
 
  private:
   struct Events;  // one CUDA event per bucket (CUDA types stay out of this header)
-  std::size_t buckets_;
+  [[maybe_unused]] std::size_t buckets_;
   Buffer device_, host_, scratch_;
   std::unique_ptr<Events> events_;
 };
@@ -139,8 +142,8 @@ class DeviceMessageChecks {
  private:
   struct Events;
   std::vector<std::string> names_;
-  std::size_t buckets_;
-  int world_;
+  [[maybe_unused]] std::size_t buckets_;
+  [[maybe_unused]] int world_;
   Buffer device_, host_;
   std::unique_ptr<Events> events_;
   std::vector<bool> pending_;  // finished since the last check
@@ -164,8 +167,8 @@ class DeviceAllgather {
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
  private:
-  std::size_t max_capacity_;
-  std::size_t max_scratch_;
+  [[maybe_unused]] std::size_t max_capacity_;
+  [[maybe_unused]] std::size_t max_scratch_;
   Buffer send_, recv_, scratch_;
   std::size_t payload_bytes_ = 0;
 };
@@ -190,7 +193,7 @@ class DeviceAllreduce {
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
  private:
-  std::size_t max_capacity_;
+  [[maybe_unused]] std::size_t max_capacity_;
   Buffer message_;
   std::size_t payload_bytes_ = 0;
 };

@@ -55,12 +55,12 @@ class DeviceNonfiniteGuard {
 
  private:
   struct Events;
-  std::size_t buckets_;
+  [[maybe_unused]] std::size_t buckets_;
   Buffer device_, host_;  // words[buckets] then the int32 count
   std::unique_ptr<Events> events_;
-  std::int64_t step_ = -1;
-  int rank_ = 0;
-  bool pending_ = false;
+  [[maybe_unused]] std::int64_t step_ = -1;
+  [[maybe_unused]] int rank_ = 0;
+  [[maybe_unused]] bool pending_ = false;
 };
 
 }  // namespace sparq::compress

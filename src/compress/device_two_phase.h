@@ -54,7 +54,7 @@ class DeviceTwoPhase {
   Status load_state(std::size_t bucket_index, std::span<const std::uint8_t> in);
 
  private:
-  bool server_compression_;
+  [[maybe_unused]] bool server_compression_;  // read by the CUDA build's run() only
   Buffer send_, recv_, average_, result_, gathered_, scratch_;
   std::map<std::size_t, Buffer> server_residual_;  // per bucket: the rank's region, floats
   std::map<std::size_t, std::size_t> server_floats_;

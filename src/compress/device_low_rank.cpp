@@ -99,14 +99,8 @@ Status DeviceLowRank::run(std::span<float> bucket, float* residual, comm::Commun
   if (residual != nullptr) {
     cuda::accumulate_gradient(bucket.data(), residual, n, s);
   } else {
-    if (a_copy_.size() < 4 * n) {
-      // Written whole by the copy below; zeroed on the stream all the same, since a
-      // synchronous zeroing would wait for the NCCL stream (Note [No unbounded waits in the
-      // exchange]). A replaced buffer goes after a bounded drain.
-      if (a_copy_.size() > 0) drain_exchange_stream(comm, stream, "powersgd: growing a copy");
-      a_copy_ = Buffer();
-      a_copy_ = exchange_buffer_zeroed(4 * n + 16, stream);
-    }
+    // Note [No unbounded waits in the exchange]: a replaced buffer goes after a bounded drain.
+    reserve_exchange_buffer(a_copy_, 4 * n + 16, comm, stream);
     a = a_copy_.as<float>();
     copy_async(a, bucket.data(), n, stream);
   }

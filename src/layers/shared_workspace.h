@@ -30,11 +30,9 @@ class SharedWorkspace {
  public:
   // At least `bytes` on `device` from now on (contents not kept when it grows or moves).
   void reserve(std::size_t bytes, Device device) {
-    const std::size_t kept = buffer_.device() == device ? buffer_.size() : 0;
-    if (bytes <= kept && kept > 0) return;
-    const std::size_t size = bytes > kept ? bytes : kept;
+    if (buffer_.size() > 0 && buffer_.device() == device && bytes <= buffer_.size()) return;
     buffer_ = Buffer();  // the old buffer goes before the new one is taken (peak memory)
-    buffer_ = device == Device::kCPU ? Buffer::host(size) : Buffer::device(size);
+    buffer_ = device == Device::kCPU ? Buffer::host(bytes) : Buffer::device(bytes);
   }
   float* floats() const { return buffer_.as<float>(); }
   std::size_t bytes() const { return buffer_.size(); }

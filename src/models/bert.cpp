@@ -75,12 +75,10 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   mlm_dense_out_ = arena_.reserve(rows * dim);
   mlm_gelu_out_ = arena_.reserve(rows * dim);
   mlm_ln_out_ = arena_.reserve(rows * dim);
-  // The head's slot (dhead_ for the fused head, which runs on the CPU only, else logits_) is
-  // reserved by bind_layers, once the store's device is known.
-  if (c.fused_head) {
-    mlm_head_ = std::make_unique<TiedHeadLoss>(
-        "mlm.head", TiedHeadLoss::Config{vocab, c.vocab_size, dim, kIgnoreIndex, rows});
-  }
+  // The head's slot is reserved by bind_layers, once the store's device is known (Note
+  // [Head slot], lm_head_slot.h).
+  head_slot_ = std::make_unique<LmHeadSlot>(
+      "mlm.head", c.fused_head, TiedHeadLoss::Config{vocab, c.vocab_size, dim, kIgnoreIndex, rows});
 
   if (c.nsp) {
     pooler_ = std::make_unique<Linear>("pooler", Linear::Config{dim, dim, true, c.init_std});
@@ -125,16 +123,8 @@ void Bert::declare(ParamStore& store) const {
 
 void Bert::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
-  fused_head_ = mlm_head_ != nullptr && ctx.device() == Device::kCPU;
-  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
-  if (fused_head_ && dhead_ < 0) dhead_ = arena_.reserve(rows * config_.n_embd);
-  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(rows * config_.padded_vocab());
+  fused_head_ = head_slot_->bind(arena_, ctx);
   arena_.allocate(ctx.device());
-  if (fused_head_) {
-    mlm_head_->bind_context(ctx);
-  } else {
-    mlm_head_.reset();  // a CUDA store: the fused head's host workspace would go unused
-  }
   const auto type_bytes = static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) *
                           sizeof(std::int32_t);
   zero_types_ = ctx.is_cuda() ? Buffer::device(type_bytes, /*zeroed=*/true)
@@ -176,11 +166,11 @@ Tensor Bert::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
   SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
               "fused_head=0 to read them", config_.spec);
-  return act(logits_, config_.padded_vocab());
+  return act(head_slot_->logits(), config_.padded_vocab());
 }
 
 const std::vector<std::int32_t>* Bert::head_predictions() const {
-  return fused_head_ ? &mlm_head_->predictions() : nullptr;
+  return fused_head_ ? &head_slot_->fused_head()->predictions() : nullptr;
 }
 
 TiedHeadLoss::Operands Bert::head_operands() const {
@@ -194,9 +184,11 @@ float Bert::head_forward(const Batch& batch) {
     mlm_bias_->forward(logits());
     return mlm_loss_->forward(logits(), batch.targets);
   }
-  if (!backward_follows()) return mlm_head_->forward(x, head_operands(), batch.targets);
+  if (!backward_follows())
+    return head_slot_->fused_head()->forward(x, head_operands(), batch.targets);
   mark_head_gradient_added();  // Note [Eager head gradient], model.h
-  return mlm_head_->forward_backward(x, head_operands(), batch.targets, act(dhead_, config_.n_embd));
+  return head_slot_->fused_head()->forward_backward(x, head_operands(), batch.targets,
+                                                    act(head_slot_->dhead(), config_.n_embd));
 }
 
 Tensor Bert::nsp_logits() const {
@@ -292,9 +284,10 @@ void Bert::backward_layers() {
   // forward, Note [Eager head gradient], model.h) or dmid.
   Tensor dhead = dmid;
   if (fused_head_) {
-    dhead = act(dhead_, dim);
+    dhead = act(head_slot_->dhead(), dim);
     if (!head_gradient_added_) {  // a plain forward(): the head's gradient is due now
-      mlm_head_->forward_backward(act(mlm_ln_out_, dim), head_operands(), batch_.targets, dhead);
+      head_slot_->fused_head()->forward_backward(act(mlm_ln_out_, dim), head_operands(),
+                                                 batch_.targets, dhead);
     }
   } else {
     mlm_loss_->forward_backward(logits(), batch_.targets, logits());
@@ -354,18 +347,14 @@ void Bert::backward_layers() {
 std::size_t Bert::activation_bytes() const {
   const Device device = activation_device();
   const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
-  const bool fused = mlm_head_ != nullptr && device == Device::kCPU;
   const auto type_bytes = static_cast<std::size_t>(rows) * sizeof(std::int32_t);
-  std::size_t bytes =
-      arena_.bytes() - arena_.slot_bytes(dhead_) - arena_.slot_bytes(logits_) +
-      ActivationArena::bytes_for(fused ? rows * config_.n_embd : rows * config_.padded_vocab()) +
-      type_bytes + emb_ln_->cache_bytes() + mlm_ln_->cache_bytes();
+  std::size_t bytes = head_slot_->bytes_on(arena_, device) + type_bytes + emb_ln_->cache_bytes() +
+                      mlm_ln_->cache_bytes();
   for (const Encoder& e : encoders_) {
     bytes += e.attn->cache_bytes_on(device) + e.ln_1->cache_bytes() + e.ln_2->cache_bytes();
   }
   bytes += encoders_.empty() ? 0 : encoders_.front().attn->workspace_request(device);
-  bytes += static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
-  return bytes + (fused ? mlm_head_->workspace_bytes() : 0);
+  return bytes + static_cast<std::size_t>(rows + shape_.micro_batch) * sizeof(float);
 }
 
 }  // namespace sparq

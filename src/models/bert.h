@@ -32,6 +32,7 @@
 #include "layers/residual.h"
 #include "layers/tied_head_loss.h"
 #include "layers/vocab_bias.h"
+#include "models/lm_head_slot.h"
 #include "models/model.h"
 
 namespace sparq {
@@ -76,7 +77,7 @@ class Bert : public Model {
   std::unique_ptr<VocabBias> mlm_bias_;
   std::unique_ptr<Linear> pooler_, nsp_;
   std::unique_ptr<CrossEntropy> mlm_loss_, nsp_loss_;  // mlm_loss_: materialized head
-  std::unique_ptr<TiedHeadLoss> mlm_head_;  // the fused head (fused_head=1 on the CPU)
+  std::unique_ptr<LmHeadSlot> head_slot_;  // its slot, and the fused head (fused_head=1, CPU)
   Gelu gelu_{GeluKind::kErf, "gelu"};
   Tanh tanh_{"pooler.tanh"};
   Residual residual_{"residual"};
@@ -87,8 +88,6 @@ class Bert : public Model {
   // The attention layers' backward scratch, one for all of them (Note [Workspace turns]).
   std::shared_ptr<SharedWorkspace> attention_workspace_ = std::make_shared<SharedWorkspace>();
   int emb_sum_ = -1, x_out_ = -1;  // embedding sum, last encoder out
-  int logits_ = -1;  // materialized head: the MLM logits, then their gradient
-  int dhead_ = -1;   // fused head: mlm.ln's output gradient, from forward to backward
   int mlm_dense_out_ = -1, mlm_gelu_out_ = -1, mlm_ln_out_ = -1;
   // NSP: each sequence's first token (the pooler's input), pooler out, logits, gradients.
   int first_tokens_ = -1, pooled_ = -1, nsp_logits_ = -1, dfirst_tokens_ = -1, dpooled_ = -1;

@@ -56,12 +56,11 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
 
   x_out_ = arena_.reserve(rows * dim);
   ln_f_out_ = arena_.reserve(rows * dim);
-  // The head's slot (dhead_ for the fused head, which runs on the CPU only, else logits_) is
-  // reserved by bind_layers, once the store's device is known.
-  if (c.fused_head) {
-    head_ = std::make_unique<TiedHeadLoss>(
-        "head", TiedHeadLoss::Config{c.padded_vocab(), c.vocab_size, dim, kIgnoreIndex, rows});
-  }
+  // The head's slot is reserved by bind_layers, once the store's device is known (Note
+  // [Head slot], lm_head_slot.h).
+  head_slot_ = std::make_unique<LmHeadSlot>(
+      "head", c.fused_head,
+      TiedHeadLoss::Config{c.padded_vocab(), c.vocab_size, dim, kIgnoreIndex, rows});
   dres_ = arena_.reserve(rows * dim);
   dbranch_ = arena_.reserve(rows * dim);
   dbranch_alt_ = arena_.reserve(rows * dim);
@@ -83,16 +82,8 @@ void Gpt2::declare(ParamStore& store) const {
 
 void Gpt2::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
-  fused_head_ = head_ != nullptr && ctx.device() == Device::kCPU;
-  const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
-  if (fused_head_ && dhead_ < 0) dhead_ = arena_.reserve(rows * config_.n_embd);
-  if (!fused_head_ && logits_ < 0) logits_ = arena_.reserve(rows * config_.padded_vocab());
+  fused_head_ = head_slot_->bind(arena_, ctx);
   arena_.allocate(ctx.device());
-  if (fused_head_) {
-    head_->bind_context(ctx);
-  } else {
-    head_.reset();  // a CUDA store: the fused head's host workspace would go unused
-  }
   for (LayerBase* layer :
        {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(loss_.get()),
         static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&residual_)}) {
@@ -120,11 +111,11 @@ Tensor Gpt2::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
   SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
               "fused_head=0 to read them", config_.spec);
-  return act(logits_, config_.padded_vocab());
+  return act(head_slot_->logits(), config_.padded_vocab());
 }
 
 const std::vector<std::int32_t>* Gpt2::head_predictions() const {
-  return fused_head_ ? &head_->predictions() : nullptr;
+  return fused_head_ ? &head_slot_->fused_head()->predictions() : nullptr;
 }
 
 float Gpt2::head_forward(const Batch& batch) {
@@ -134,9 +125,10 @@ float Gpt2::head_forward(const Batch& batch) {
     return loss_->forward(logits(), batch.targets);
   }
   const TiedHeadLoss::Operands head{wte_->table(), wte_->table_grad(), {}, {}};
-  if (!backward_follows()) return head_->forward(x, head, batch.targets);
+  if (!backward_follows()) return head_slot_->fused_head()->forward(x, head, batch.targets);
   mark_head_gradient_added();  // Note [Eager head gradient], model.h
-  return head_->forward_backward(x, head, batch.targets, act(dhead_, config_.n_embd));
+  return head_slot_->fused_head()->forward_backward(x, head, batch.targets,
+                                                    act(head_slot_->dhead(), config_.n_embd));
 }
 
 float Gpt2::forward(const Batch& batch) {
@@ -181,10 +173,10 @@ void Gpt2::backward_layers() {
   // Note [Eager head gradient]) or dbranch, and the final stream's gradient goes to dres.
   Tensor dhead = dbranch;
   if (fused_head_) {
-    dhead = act(dhead_, dim);
+    dhead = act(head_slot_->dhead(), dim);
     if (!head_gradient_added_) {  // a plain forward(): the head's gradient is due now
       const TiedHeadLoss::Operands head{wte_->table(), wte_->table_grad(), {}, {}};
-      head_->forward_backward(act(ln_f_out_, dim), head, batch_.targets, dhead);
+      head_slot_->fused_head()->forward_backward(act(ln_f_out_, dim), head, batch_.targets, dhead);
     }
   } else {
     // The logits' buffer receives their gradient: they are not needed any more.
@@ -240,18 +232,13 @@ void Gpt2::backward_layers() {
 std::size_t Gpt2::activation_bytes() const {
   const Device device = activation_device();
   const std::int64_t rows = shape_.micro_batch * shape_.seq_len;
-  const bool fused = head_ != nullptr && device == Device::kCPU;
-  std::size_t bytes =
-      arena_.bytes() - arena_.slot_bytes(dhead_) - arena_.slot_bytes(logits_) +
-      ActivationArena::bytes_for(fused ? rows * config_.n_embd : rows * config_.padded_vocab()) +
-      ln_f_->cache_bytes();
+  std::size_t bytes = head_slot_->bytes_on(arena_, device) + ln_f_->cache_bytes();
   for (const Block& blk : blocks_) {
     bytes += blk.ln_1->cache_bytes() + blk.ln_2->cache_bytes() + blk.attn->cache_bytes_on(device);
   }
   bytes += blocks_.empty() ? 0 : blocks_.front().attn->workspace_request(device);
-  // CrossEntropy keeps one float per row; the fused head has its chunk workspace.
-  bytes += static_cast<std::size_t>(rows) * sizeof(float);
-  return bytes + (fused ? head_->workspace_bytes() : 0);
+  // CrossEntropy keeps one float per row.
+  return bytes + static_cast<std::size_t>(rows) * sizeof(float);
 }
 
 }  // namespace sparq

@@ -28,7 +28,7 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/residual.h"
-#include "layers/tied_head_loss.h"
+#include "models/lm_head_slot.h"
 #include "models/model.h"
 
 namespace sparq {
@@ -64,7 +64,7 @@ class Gpt2 : public Model {
   std::vector<Block> blocks_;
   std::unique_ptr<LayerNorm> ln_f_;
   std::unique_ptr<CrossEntropy> loss_;    // materialized head (fused_head=0, CUDA)
-  std::unique_ptr<TiedHeadLoss> head_;   // fused head (fused_head=1 on the CPU)
+  std::unique_ptr<LmHeadSlot> head_slot_;  // its slot, and the fused head (fused_head=1, CPU)
   Gelu gelu_{GeluKind::kTanh, "gelu"};
   Residual residual_{"residual"};
 
@@ -72,8 +72,6 @@ class Gpt2 : public Model {
   // The attention layers' backward scratch, one for all of them (Note [Workspace turns]).
   std::shared_ptr<SharedWorkspace> attention_workspace_ = std::make_shared<SharedWorkspace>();
   int x_out_ = -1, ln_f_out_ = -1;  // final residual stream, ln_f out
-  int logits_ = -1;  // materialized head: the logits, then their gradient
-  int dhead_ = -1;   // fused head: ln_f's output gradient, from forward to backward
   // Gradient scratch: the residual stream's (forward borrows it for a branch's output), a
   // branch's, a second one (a layer's dx may not alias its dy), the MLP's wide one.
   int dres_ = -1, dbranch_ = -1, dbranch_alt_ = -1, dwide_ = -1;

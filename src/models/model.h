@@ -140,7 +140,8 @@ class Model {
   // with the fused CPU head (model key fused_head, the default) keeps no logits: this is a
   // fatal error there; score() and the loss do not need them.
   virtual Tensor logits() const = 0;
-  // Whether this bound model runs the fused head (fused_head=1 and a CPU store).
+  // Whether this bound model runs the fused head (fused_head=1 and a CPU store; Note [Head
+  // slot], lm_head_slot.h).
   bool fused_head() const { return fused_head_; }
 
   // What evaluation counts in one micro-batch.

@@ -1,6 +1,7 @@
 // The fused CPU head inside the language models (model key fused_head, Note [Eager head
 // gradient] in models/model.h): its two entry paths agree bit for bit, it agrees with the
-// materialized head up to rounding, and it keeps no logits.
+// materialized head up to rounding, and it keeps no logits; its slot is planned per device
+// (Note [Head slot], models/lm_head_slot.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/lm_head_slot.h"
 #include "models/model.h"
 #include "models/model_test_util.h"
 
@@ -91,6 +93,33 @@ TEST(FusedHead, DropsTheLogitsFromTheActivationMemory) {
   const std::size_t plain32 = bytes("gpt2-tiny vocab_size=50257 fused_head=0", 32);
   EXPECT_LT(fused32 - fused8, (logits(32) - logits(8)) / 4) << fused8 << " -> " << fused32;
   EXPECT_LT(fused32 + logits(32) * 3 / 4, plain32) << fused32 << " vs " << plain32;
+}
+
+// Note [Head slot]: before bind, bytes_on() plans either device's slot; a CPU bind reserves the
+// fused head's [rows, C] slot once (binding again adds nothing) and keeps its workspace.
+TEST(LmHeadSlot, PlansTheSlotOfTheDeviceAskedAbout) {
+  const TiedHeadLoss::Config config{64, 60, 8, -100, 10};
+  const auto floats = [](std::int64_t n) { return ActivationArena::bytes_for(n); };
+  for (const bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused_head=1" : "fused_head=0");
+    LmHeadSlot slot("head", fused, config);
+    ActivationArena arena;
+    arena.reserve(100);  // the model's other slots
+    const std::size_t workspace = fused ? slot.fused_head()->workspace_bytes() : 0;
+    EXPECT_TRUE(!fused || workspace > 0) << workspace;
+    EXPECT_EQ(slot.bytes_on(arena, Device::kCUDA), floats(100) + floats(10 * 64));
+    const std::size_t on_cpu = slot.bytes_on(arena, Device::kCPU);
+    EXPECT_EQ(on_cpu, floats(100) + (fused ? floats(10 * 8) + workspace : floats(10 * 64)));
+
+    EXPECT_EQ(slot.bind(arena, ExecContext::cpu()), fused);
+    EXPECT_EQ(slot.bind(arena, ExecContext::cpu()), fused);
+    EXPECT_EQ(arena.bytes(), floats(100) + (fused ? floats(10 * 8) : floats(10 * 64)));
+    EXPECT_EQ(slot.bytes_on(arena, Device::kCPU), on_cpu);
+    EXPECT_EQ(slot.bytes_on(arena, Device::kCUDA), floats(100) + floats(10 * 64));
+    EXPECT_EQ(slot.fused_head() != nullptr, fused);
+    EXPECT_EQ(fused ? slot.dhead() : slot.logits(), 1);
+    EXPECT_EQ(fused ? slot.logits() : slot.dhead(), -1);
+  }
 }
 
 }  // namespace

@@ -120,6 +120,10 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
   }
   const bool on_device = store.device() != Device::kCPU;
   if (any_compressed && on_device) SPARQ_RETURN_IF_ERROR(x->prepare_device());
+  // Note [Non-finite local gradients]: a device store's dense buckets are checked there too.
+  if (on_device && !x->device_nonfinite_) {
+    x->device_nonfinite_ = std::make_unique<DeviceNonfiniteGuard>(plan.size());
+  }
   if (any_compressed && config.error_feedback) {
     const auto n = static_cast<std::size_t>(store.flat_numel());
     // On a GPU store this is the host copy for checkpoints (residual_to_host()).
@@ -233,6 +237,14 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     // is averaged by the collective itself, with no staging copy, no zero-fill and no axpy
     // back. The average over one rank is the gradient itself (Note [A world of one on NCCL],
     // device_exchange.h: NCCL computes it anyway).
+    if (store_.device() != Device::kCPU) {
+      // Note [Non-finite local gradients]: checked, and zeroed if need be, on the stream that
+      // averages it, so that the warning can name this rank (one read pass over the bucket,
+      // as the CPU's all_finite).
+      device_nonfinite_->check(bucket.index, grads.data(), grads.size(), nullptr,
+                               device_exchange_stream(comm, store_.context()));
+      nonfinite_checked_ = true;
+    }
     if (exchanges_with_collective(comm)) {
       SPARQ_CHECK(comm.device() == store_.device(), "bucket {}: a {} communicator cannot average "
                   "{} gradients", bucket.index, comm.backend(), device_name(store_.device()));

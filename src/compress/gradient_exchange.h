@@ -30,10 +30,10 @@
 // A NaN or Inf in this rank's gradient must never reach a residual or a message: in a residual
 // it would poison every later step, in a message every rank's aggregate. So average_bucket()
 // checks each bucket's local gradient BEFORE compression (host stores; a device store's
-// compressed buckets are checked on the device by DeviceNonfiniteGuard, device_nonfinite.h,
-// with the departure stated there). A non-finite bucket is replaced by zeros and goes
-// through its usual collective WITHOUT error feedback (every rank still takes part, in the same
-// order, so nothing hangs), leaving this rank's residual as it was. The step's last bucket
+// buckets, dense ones included, are checked on the device by DeviceNonfiniteGuard,
+// device_nonfinite.h, with the departure stated there). A non-finite bucket is replaced by zeros
+// and goes through its usual collective WITHOUT error feedback (every rank still takes part, in the
+// same order, so nothing hangs), leaving this rank's residual as it was. The step's last bucket
 // (the last to become ready; the same one on every rank) then agrees on a count of such
 // buckets across ranks (one 4-byte allreduce per step when world > 1) and, when any rank had
 // one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a

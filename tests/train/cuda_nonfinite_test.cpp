@@ -1,9 +1,9 @@
 // Note [Non-finite local gradients] on the GPU (DeviceNonfiniteGuard, label gpu; skipped
-// without a device): the train app on one GPU with lbs (error feedback) and blockquant (none),
-// its local gradient made NaN at step index 3 by the fault point gradient.nonfinite (a
-// subprocess, since fault points read SPARQ_FAULT once per process). The step is skipped, the run
-// goes on to finite parameters and losses, and the warning names the rank and the bucket, as on the
-// CPU (train_app_test.cpp).
+// without a device): the train app on one GPU with lbs (error feedback), blockquant (none) and
+// dense buckets (compress.name none), its local gradient made NaN at step index 3 by the fault
+// point gradient.nonfinite (a subprocess, since fault points read SPARQ_FAULT once per process).
+// The step is skipped, the run goes on to finite parameters and losses, and the warning names the
+// rank and the bucket, as on the CPU (train_app_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,8 +22,10 @@ TEST(CudaNonfinite, ANonFiniteLocalGradientSkipsTheStepOnTheGpu) {
   const std::filesystem::path metrics =
       std::filesystem::temp_directory_path() / "sparq_cuda_nonfinite.jsonl";
   std::filesystem::remove(metrics);
-  // With error feedback the guard reads the exchange's ||g + e||^2; without, it makes a pass.
-  for (const auto& [compressor, feedback] : {std::pair{"lbs", "true"}, {"blockquant", "false"}}) {
+  // With error feedback the guard reads the exchange's ||g + e||^2; without, and for a dense
+  // bucket, it makes a pass.
+  for (const auto& [compressor, feedback] :
+       {std::pair{"lbs", "true"}, {"blockquant", "false"}, {"none", "false"}}) {
     SCOPED_TRACE(std::string(compressor) + " error_feedback " + feedback);
     const std::string command =
         std::string("cd ") + SPARQ_SOURCE_DIR +

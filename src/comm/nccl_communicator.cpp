@@ -1,6 +1,8 @@
 #include "comm/nccl_communicator.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <utility>
@@ -8,6 +10,7 @@
 
 #include "comm/arg_checks.h"
 #include "comm/byte_model.h"
+#include "comm/device_identity.h"
 #include "comm/nccl_check.h"
 #include "core/buffer.h"
 #include "core/check.h"
@@ -366,6 +369,25 @@ Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& b
         any_bad, rank, device, log::host_name(), devices);
   }
   CUDA_CHECK(cudaSetDevice(device));
+  // Two ranks of this host on one physical GPU: refused here, by all ranks alike
+  // (comm/device_identity.h).
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  DeviceIdentity mine;
+  mine.host = host;
+  std::memcpy(&mine.uuid_high, prop.uuid.bytes, 8);
+  std::memcpy(&mine.uuid_low, prop.uuid.bytes + 8, 8);
+  std::vector<DeviceIdentity> identities(size);
+  static_assert(sizeof(DeviceIdentity) == 3 * sizeof(std::int64_t));
+  bootstrap.allgather(&mine, identities.data(), 3, DType::kI64);
+  if (const auto shared = first_shared_device(identities)) {
+    return Status::error(
+        "make_nccl_communicator: ranks {} and {} on one host opened the same GPU (this rank: "
+        "device {} of {} visible, CUDA_VISIBLE_DEVICES={}); NCCL needs one GPU per rank: bind "
+        "a different GPU to each rank or let every rank see all of the host's GPUs",
+        shared->first, shared->second, device, devices,
+        std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset");
+  }
   ncclUniqueId id{};
   if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   bootstrap.broadcast(&id, sizeof(id), DType::kU8, 0);

@@ -41,17 +41,30 @@ Result<LocalRank> local_rank_from_environment(int world_size) {
   return local;
 }
 
+Result<int> rank_device_ordinal(const LocalRank& local, int visible, const char* visible_mask) {
+  const char* mask = visible_mask ? visible_mask : "unset";
+  if (visible == 0) {
+    return Status::error(
+        "train.device: cuda, but this process sees no GPU "
+        "(CUDA_VISIBLE_DEVICES={}); use train.device: cpu",
+        mask);
+  }
+  if (visible >= local.size) return local.rank;
+  if (visible == 1) return 0;  // one GPU bound to this process by the launcher
+  return Status::error(
+      "train.device: cuda needs one GPU per rank, but this node runs {} rank(s) and this "
+      "process sees {} GPU(s) (CUDA_VISIBLE_DEVICES={}); let every rank see the node's GPUs "
+      "or bind one to each (srun --gpus-per-task=1), start fewer ranks per node, or use "
+      "train.device: cpu",
+      local.size, visible, mask);
+}
+
 Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local,
                                                       GemmPrecision precision) {
-  const int visible = ExecContext::cuda_device_count();
-  if (visible < local.size) {
-    const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
-    return Status::error("train.device: cuda needs one GPU per rank, but this node runs {} "
-                         "rank(s) and sees {} GPU(s) (CUDA_VISIBLE_DEVICES={}); start fewer "
-                         "ranks per node or use train.device: cpu",
-                         local.size, visible, mask ? mask : "unset");
-  }
-  return ExecContext::create_cuda(local.rank, precision);
+  SPARQ_ASSIGN_OR_RETURN(const int ordinal,
+                         rank_device_ordinal(local, ExecContext::cuda_device_count(),
+                                             std::getenv("CUDA_VISIBLE_DEVICES")));
+  return ExecContext::create_cuda(ordinal, precision);
 }
 
 }  // namespace sparq::train

@@ -41,9 +41,10 @@ class DeviceCodec {
   // out = alpha * D(msg) (add == false) or out += alpha * D(msg); ctx is the sender's.
   // `invalid` (device memory, may be null; given for received messages): the codecs whose
   // decode is driven by indices in the message (lbs, topk) validate its structure on the
-  // device as they decode, blockquant its scales; they add nothing for a message that fails
-  // and write the reason there when it is still 0 (lbs_cuda.h's SparseInvalid). The others'
-  // decodes are memory-safe for any bytes.
+  // device as they decode, blockquant, qsgd, terngrad and sign their scales (as the CPU's
+  // check_message); they add nothing for a message that fails and write the reason there when
+  // it is still 0 (lbs_cuda.h's SparseInvalid). The others' decodes are memory-safe for any
+  // bytes and have nothing to refuse.
   virtual void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx,
                       float alpha, bool add, float* out, void* scratch,
                       std::size_t scratch_size, void* stream, std::uint32_t* invalid) const = 0;

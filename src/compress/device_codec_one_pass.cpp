@@ -12,11 +12,22 @@
 #include "compress/device_codec.h"
 #include "compress/options.h"
 #include "compress/random_streams.h"
+#include "core/check.h"
 
 namespace sparq::compress {
 namespace {
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// The scratch word of a scale check: for a received message (`invalid` given), null for one's
+// own, which is trusted.
+std::uint32_t* verdict_scratch(void* scratch, std::size_t scratch_size, std::uint32_t* invalid,
+                               const char* codec) {
+  if (invalid == nullptr) return nullptr;
+  SPARQ_CHECK(scratch != nullptr && scratch_size >= sizeof(std::uint32_t),
+              "{} device decode: no scratch for the scale check", codec);
+  return static_cast<std::uint32_t*>(scratch);
+}
 
 // fp16 / bf16: the message is u16[n] of a / P (dense_cast.h).
 class DenseCastDeviceCodec final : public DeviceCodec {
@@ -82,16 +93,22 @@ class QsgdDeviceCodec final : public DeviceCodec {
   std::size_t capacity(std::size_t n, const EncodeContext&) const override {
     return 4 * ((n + chunk_ - 1) / chunk_) + packed_code_bytes(n, bits_);
   }
-  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override { return 0; }
+  // The norm check's verdict word (decode).
+  std::size_t scratch_bytes(std::size_t, const EncodeContext&) const override {
+    return sizeof(std::uint32_t);
+  }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
               void*, std::size_t, void* stream) override {
     cuda::qsgd_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args(ctx), msg,
                       as_stream(stream));
   }
+  // A received message (invalid given) has its norms checked, as check_message does on the
+  // CPU; one's own message is trusted.
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext& ctx, float alpha,
-              bool add, float* out, void*, std::size_t, void* stream,
-              std::uint32_t*) const override {
-    cuda::qsgd_decode(msg, n, args(ctx), alpha, add, out, as_stream(stream));
+              bool add, float* out, void* scratch, std::size_t scratch_size, void* stream,
+              std::uint32_t* invalid) const override {
+    cuda::qsgd_decode(msg, n, args(ctx), alpha, add, out, as_stream(stream),
+                      verdict_scratch(scratch, scratch_size, invalid, "qsgd"), invalid);
   }
 
  private:
@@ -125,8 +142,10 @@ class TernGradDeviceCodec final : public DeviceCodec {
                           as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::terngrad_decode(msg, n, alpha, add, out, as_stream(stream));
+              float* out, void* scratch, std::size_t scratch_size, void* stream,
+              std::uint32_t* invalid) const override {
+    cuda::terngrad_decode(msg, n, alpha, add, out, as_stream(stream),
+                          verdict_scratch(scratch, scratch_size, invalid, "terngrad"), invalid);
   }
 
  private:
@@ -149,8 +168,10 @@ class SignDeviceCodec final : public DeviceCodec {
                       as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
-              float* out, void*, std::size_t, void* stream, std::uint32_t*) const override {
-    cuda::sign_decode(msg, n, alpha, add, out, as_stream(stream));
+              float* out, void* scratch, std::size_t scratch_size, void* stream,
+              std::uint32_t* invalid) const override {
+    cuda::sign_decode(msg, n, alpha, add, out, as_stream(stream),
+                      verdict_scratch(scratch, scratch_size, invalid, "sign"), invalid);
   }
 
  private:

@@ -145,7 +145,8 @@ Status DeviceMessageChecks::check() {
       const char* reason = words[r] == cuda::kSparseBadHeader  ? "a bad header"
                            : words[r] == cuda::kSparseBadCount ? "a wrong number of indices"
                            : words[r] == cuda::kSparseBadScale
-                               ? "a block scale negative, infinite or NaN"
+                               ? "a scale it refuses (a negative one; for lbs and "
+                                 "blockquant also an infinite or NaN block scale)"
                                : "bad indices";
       first = Status::error("bucket {} ({}): message from rank {} failed validation on the "
                             "device: {}",

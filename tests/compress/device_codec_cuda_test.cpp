@@ -4,13 +4,14 @@
 // the residual the CPU's ErrorFeedback leaves (error feedback fused), and the decodes (set
 // and add) of the device's message, value for value (kAdd decodes and residuals within one
 // float step, see expect_same_floats), for odd sizes, several world sizes, ranks, steps and
-// region offsets, and randomk under a density warm-up step. Every device buffer sits between
-// sentinel guards.
+// region offsets, and randomk under a density warm-up step; and the scale checks of received
+// qsgd, terngrad and sign messages. Every device buffer sits between sentinel guards.
 // Label gpu.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@
 #include "test_util.h"
 
 #if SPARQ_HAS_CUDA
+#include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/span_stats_cuda.h"
 #endif
 
@@ -171,6 +173,56 @@ TEST(CudaDeviceCodecs, QsgdAgreesOnZeroTinyAndHugeChunks) {
   device->encode(da.data(), nullptr, a.size(), ctx, dmsg.data(), nullptr, 0, nullptr);
   EXPECT_EQ(dmsg.download(), want);
   EXPECT_TRUE(dmsg.guards_intact());
+}
+
+// A received message (a verdict word given) whose scale check_message refuses (a negative
+// qsgd chunk norm, terngrad or sign scale) decodes as nothing: zeros in kSet, no change in
+// kAdd, kSparseBadScale reported unless a verdict was already there. A good one decodes as
+// without the check and reports nothing.
+TEST(CudaDeviceCodecs, ANegativeScaleIsRefusedAsOnTheCpu) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  const std::size_t n = 1000;
+  const TwinCase cases[] = {
+      {"qsgd", {{"chunk", "64"}}}, {"terngrad", {}}, {"signsgd", {}}, {"onebit", {}}};
+  for (const TwinCase& tc : cases) {
+    auto cpu = make(tc.name, tc.params);
+    auto device = cpu->device_codec();
+    EncodeContext ctx;
+    ctx.world_size = 2;
+    Message good;
+    cpu->encode(normal_vector(n, 3), ctx, good);
+    // qsgd: the last chunk's norm (the 16th of 16); the others' one scale.
+    const std::size_t at = tc.name == "qsgd" ? 4 * ((n + 63) / 64 - 1) : 0;
+    for (const bool damaged : {false, true}) {
+      SCOPED_TRACE(tc.name + (damaged ? " damaged" : " good"));
+      Message msg = good;
+      if (damaged) {
+        const float minus_one = -1.0f;
+        std::memcpy(msg.data() + at, &minus_one, 4);
+      }
+      ASSERT_EQ(cpu->check_message(msg, n, ctx).is_ok(), !damaged);
+      GuardedDeviceArray<std::uint8_t> dmsg(msg);
+      GuardedDeviceArray<std::uint8_t> scratch(device->scratch_bytes(n, ctx) + 1);
+      for (const bool add : {false, true}) {
+        for (const std::uint32_t earlier : {0u, std::uint32_t{cuda::kSparseBadIndices}}) {
+          std::vector<float> want(n, 0.25f);
+          if (!damaged) {
+            cpu->decode(msg, want, 0.5f, add ? DecodeMode::kAdd : DecodeMode::kSet, ctx);
+          } else if (!add) {
+            want.assign(n, 0.0f);
+          }
+          GuardedDeviceArray<float> dout(std::vector<float>(n, 0.25f));
+          GuardedDeviceArray<std::uint32_t> invalid(std::vector<std::uint32_t>{earlier});
+          device->decode(dmsg.data(), n, ctx, 0.5f, add, dout.data(), scratch.data(),
+                         scratch.size(), nullptr, invalid.data());
+          expect_same_floats(dout.download(), want, add ? "kAdd" : "kSet", /*one_step=*/add);
+          const std::uint32_t verdict = damaged ? cuda::kSparseBadScale : cuda::kSparseValid;
+          EXPECT_EQ(invalid.download()[0], earlier != 0 ? earlier : verdict);
+          ASSERT_TRUE(dout.guards_intact() && scratch.guards_intact() && invalid.guards_intact());
+        }
+      }
+    }
+  }
 }
 #endif
 

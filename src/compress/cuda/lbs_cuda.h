@@ -58,7 +58,8 @@ enum SparseInvalid : std::uint32_t {
   kSparseBadHeader = 1,   // count != k (or out of range), unknown coding, value width, index size
   kSparseBadCount = 2,    // a different number of indices than k (or bitmap bits past n)
   kSparseBadIndices = 3,  // an index >= n, out of order, an overlong or unterminated varint
-  kSparseBadScale = 4,    // lbs: a block scale negative, infinite or NaN (f16 bits > 0x7bff)
+  kSparseBadScale = 4,    // lbs, blockquant: a block scale negative, infinite or NaN (f16 bits
+                          // > 0x7bff); qsgd, terngrad, sign: a negative f32 scale
 };
 std::size_t lbs_decode_scratch_bytes(std::size_t n, std::size_t k);
 void lbs_decode(const std::uint8_t* in, std::size_t n, std::size_t k, const LbsArgs& args,

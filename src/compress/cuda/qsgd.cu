@@ -2,6 +2,7 @@
 
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/qsgd_cuda.h"
+#include "compress/cuda/verdict.cuh"
 #include "compress/cuda/wire_bytes.cuh"
 #include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
@@ -67,8 +68,11 @@ __global__ void code_kernel(float* x, std::size_t n, QsgdArgs a, bool feedback, 
   }
 }
 
+// bad != null and *bad != 0: a message that failed its check decodes as nothing.
 __global__ void decode_kernel(const std::uint8_t* msg, std::size_t n, QsgdArgs a, float alpha,
-                              bool add, float* y) {
+                              bool add, float* y, const std::uint32_t* bad) {
+  const bool refused = bad != nullptr && *bad != kSparseValid;
+  if (refused && add) return;
   const std::uint8_t* codes_in = msg + 4 * ((n + a.chunk - 1) / a.chunk);
   const float s = static_cast<float>(a.levels);
   for (std::size_t i = first_index(); i < n; i += stride()) {
@@ -76,7 +80,8 @@ __global__ void decode_kernel(const std::uint8_t* msg, std::size_t n, QsgdArgs a
     const std::size_t t = i / 8;
     const int count = n - 8 * t < 8 ? static_cast<int>(n - 8 * t) : 8;
     const std::uint64_t word = load_bytes(codes_in + t * a.bits, (count * a.bits + 7) / 8);
-    const float v = dequantize(unpack_code(word, static_cast<int>(i % 8), a.bits), s, f);
+    const float v =
+        refused ? 0.0f : dequantize(unpack_code(word, static_cast<int>(i % 8), a.bits), s, f);
     y[i] = add ? y[i] + v : v;
   }
 }
@@ -94,9 +99,18 @@ void qsgd_encode(const float* g, float* x, std::size_t n, const QsgdArgs& args, 
 }
 
 void qsgd_decode(const std::uint8_t* msg, std::size_t n, const QsgdArgs& args, float alpha,
-                 bool add, float* out, cudaStream_t stream) {
+                 bool add, float* out, cudaStream_t stream, std::uint32_t* bad,
+                 std::uint32_t* invalid) {
   if (n == 0) return;
-  decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, args, alpha, add, out);
+  if (bad != nullptr) {
+    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
+    const std::size_t chunks = chunks_of(n, args.chunk);
+    nonnegative_scales_kernel<<<grid_for(chunks), kThreads, 0, stream>>>(msg, chunks, bad);
+  }
+  decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, args, alpha, add, out, bad);
+  if (bad != nullptr && invalid != nullptr) {
+    report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
+  }
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -25,8 +25,10 @@ struct QsgdArgs {
 void qsgd_encode(const float* g, float* x, std::size_t n, const QsgdArgs& args, std::uint8_t* msg,
                  cudaStream_t stream);
 
-// out = alpha * D(msg) (add == false) or out += alpha * D(msg).
+// out = alpha * D(msg) (add == false) or out += alpha * D(msg). With `bad`, the chunk norms
+// are checked first, as terngrad_decode's scale (scaled_codes_cuda.h).
 void qsgd_decode(const std::uint8_t* msg, std::size_t n, const QsgdArgs& args, float alpha,
-                 bool add, float* out, cudaStream_t stream);
+                 bool add, float* out, cudaStream_t stream, std::uint32_t* bad = nullptr,
+                 std::uint32_t* invalid = nullptr);
 
 }  // namespace sparq::cuda

@@ -4,6 +4,7 @@
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/scaled_codes_cuda.h"
 #include "compress/cuda/span_stats_cuda.h"
+#include "compress/cuda/verdict.cuh"
 #include "compress/cuda/wire_bytes.cuh"
 #include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
@@ -62,12 +63,17 @@ __global__ void terngrad_code_kernel(float* x, std::size_t n, TernGradArgs a, bo
   }
 }
 
+// bad != null and *bad != 0 (the decodes below): a message that failed its scale check
+// decodes as nothing.
 __global__ void terngrad_decode_kernel(const std::uint8_t* msg, std::size_t n, float alpha,
-                                       bool add, float* y) {
+                                       bool add, float* y, const std::uint32_t* bad) {
+  const bool refused = bad != nullptr && *bad != kSparseValid;
+  if (refused && add) return;
   const float f = alpha * load_scale(msg);
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const std::uint8_t byte = msg[4 + i / 4];  // four 2-bit codes per byte
-    const float v = dequantize(unpack_code(byte, static_cast<int>(i % 4), 2), 1.0f, f);
+    const float v =
+        refused ? 0.0f : dequantize(unpack_code(byte, static_cast<int>(i % 4), 2), 1.0f, f);
     y[i] = add ? y[i] + v : v;
   }
 }
@@ -88,12 +94,29 @@ __global__ void sign_bits_kernel(float* x, std::size_t n, bool feedback, std::ui
 }
 
 __global__ void sign_decode_kernel(const std::uint8_t* msg, std::size_t n, float alpha, bool add,
-                                   float* y) {
+                                   float* y, const std::uint32_t* bad) {
+  const bool refused = bad != nullptr && *bad != kSparseValid;
+  if (refused && add) return;
   const float s = alpha * load_scale(msg);
   for (std::size_t i = first_index(); i < n; i += stride()) {
-    const float v = ((msg[4 + i / 8] >> (i % 8)) & 1u) ? -s : s;
+    const float v = refused ? 0.0f : (((msg[4 + i / 8] >> (i % 8)) & 1u) ? -s : s);
     y[i] = add ? y[i] + v : v;
   }
+}
+
+// The scale check (bad != null), the decode, then the verdict to `invalid`.
+template <typename Decode>
+void checked_decode(const std::uint8_t* msg, std::uint32_t* bad, std::uint32_t* invalid,
+                    cudaStream_t stream, Decode decode) {
+  if (bad != nullptr) {
+    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
+    nonnegative_scales_kernel<<<1, kThreads, 0, stream>>>(msg, 1, bad);
+  }
+  decode();
+  if (bad != nullptr && invalid != nullptr) {
+    report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
+  }
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -116,10 +139,11 @@ void terngrad_encode(const float* g, float* x, std::size_t n, const TernGradArgs
 }
 
 void terngrad_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, std::uint32_t* bad, std::uint32_t* invalid) {
   if (n == 0) return;
-  terngrad_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out);
-  CUDA_CHECK(cudaGetLastError());
+  checked_decode(msg, bad, invalid, stream, [&] {
+    terngrad_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out, bad);
+  });
 }
 
 void sign_encode(const float* g, float* x, std::size_t n, bool rms, std::uint8_t* msg,
@@ -136,10 +160,11 @@ void sign_encode(const float* g, float* x, std::size_t n, bool rms, std::uint8_t
 }
 
 void sign_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, std::uint32_t* bad, std::uint32_t* invalid) {
   if (n == 0) return;
-  sign_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out);
-  CUDA_CHECK(cudaGetLastError());
+  checked_decode(msg, bad, invalid, stream, [&] {
+    sign_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out, bad);
+  });
 }
 
 }  // namespace sparq::cuda

@@ -25,14 +25,19 @@ struct TernGradArgs {
 // encodes a, and x = a - D(msg) (ErrorFeedback::encode's decode at alpha -1, added).
 void terngrad_encode(const float* g, float* x, std::size_t n, const TernGradArgs& args,
                      std::uint8_t* msg, void* scratch, cudaStream_t stream);
-// out = alpha * D(msg) (add == false) or out += alpha * D(msg).
+// out = alpha * D(msg) (add == false) or out += alpha * D(msg). With `bad` (a device scratch
+// word), the scale is checked first as check_message checks it on the CPU (negative fails): a
+// message that fails decodes as nothing (zeros, or no change when adding) and its reason
+// (kSparseBadScale, lbs_cuda.h) goes to `invalid` unless that already holds one.
 void terngrad_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
-                     cudaStream_t stream);
+                     cudaStream_t stream, std::uint32_t* bad = nullptr,
+                     std::uint32_t* invalid = nullptr);
 
 // rms: onebit's scale (the RMS), else signsgd's (mean |a|). As terngrad_encode otherwise.
 void sign_encode(const float* g, float* x, std::size_t n, bool rms, std::uint8_t* msg,
                  void* scratch, cudaStream_t stream);
 void sign_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
-                 cudaStream_t stream);
+                 cudaStream_t stream, std::uint32_t* bad = nullptr,
+                 std::uint32_t* invalid = nullptr);
 
 }  // namespace sparq::cuda

@@ -1,13 +1,15 @@
 // The validation verdict of a received message on the device (SparseInvalid, lbs_cuda.h),
-// shared by the decoders that check what they decode (lbs_decode.cu, block_codec.cu; nvcc
-// only): a scratch word `bad` starts at kSparseValid, the checks record the first reason any
-// thread finds, the decode adds nothing when one was found, and the reason then goes to the
-// caller's per-sender word `invalid` unless an earlier verdict is already there.
+// shared by the decoders that check what they decode (lbs_decode.cu, block_codec.cu, qsgd.cu,
+// scaled_codes.cu; nvcc only): a scratch word `bad` starts at kSparseValid, the checks record the
+// first reason any thread finds, the decode adds nothing when one was found, and the reason then
+// goes to the caller's per-sender word `invalid` unless an earlier verdict is already there.
 #pragma once
 
 #include <cstdint>
 
+#include "compress/cuda/grid.cuh"
 #include "compress/cuda/lbs_cuda.h"
+#include "compress/cuda/wire_bytes.cuh"
 
 namespace sparq::cuda::codec {
 
@@ -20,6 +22,16 @@ __device__ inline void reject(std::uint32_t* bad, std::uint32_t reason) {
 // One thread: *invalid = *bad when *bad is a reason and *invalid is still valid.
 __global__ inline void report_verdict_kernel(const std::uint32_t* bad, std::uint32_t* invalid) {
   if (*bad != kSparseValid && *invalid == kSparseValid) *invalid = *bad;
+}
+
+// The `count` f32 scales at the head of a message (qsgd's chunk norms, terngrad's and sign's
+// scale) as check_message holds them on the CPU: a negative one fails (kSparseBadScale); NaN
+// and infinity pass, as there (the trainer's non-finite guard sees them). *bad was zeroed.
+__global__ inline void nonnegative_scales_kernel(const std::uint8_t* msg, std::size_t count,
+                                                 std::uint32_t* bad) {
+  for (std::size_t i = first_index(); i < count; i += stride()) {
+    if (load_f32(msg + 4 * i) < 0.0f) reject(bad, kSparseBadScale);
+  }
 }
 
 }  // namespace sparq::cuda::codec

@@ -47,6 +47,38 @@ if(SPARQ_HAS_MPI)
   target_compile_definitions(sparq_options INTERFACE SPARQ_HAS_MPI=1)
 endif()
 
+# Note [Precompiled headers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A large share of the build is every file parsing the same headers again: the standard
+# library, fmt and spdlog, and GoogleTest in the tests. With SPARQ_PCH (default ON) the
+# libraries and executables share one precompiled header (target sparq_pch) and the test
+# binaries another (sparq_test_pch), each compiled once and reused by every target
+# (REUSE_FROM), which keeps CI on 2 cores within its time (docs/reliability.md, "Figures").
+# The headers are only parsed sooner: no generated code changes. What it can hide is a
+# missing #include (the force-included headers are visible to every file); the fuzz build
+# compiles without precompiled headers (its clang would refuse one built without its
+# sanitizer flags anyway), and so does the installed-package test's consumer.
+# CUDA files never take them (nvcc cannot compile fmt's format checks; sparq_library).
+option(SPARQ_PCH "Precompile the headers every file parses (Note [Precompiled headers])" ON)
+if(SPARQ_FUZZ)
+  set(SPARQ_PCH OFF)
+endif()
+set(sparq_pch_headers <algorithm> <array> <cmath> <cstddef> <cstdint> <cstring> <functional>
+    <map> <memory> <optional> <span> <string> <string_view> <unordered_map> <utility> <vector>
+    <fmt/format.h> <spdlog/spdlog.h>)
+if(SPARQ_PCH)
+  add_library(sparq_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch_anchor.cpp)
+  target_link_libraries(sparq_pch PRIVATE sparq_options)
+  target_precompile_headers(sparq_pch PRIVATE ${sparq_pch_headers})
+endif()
+
+# Uses the shared precompiled header in `target` (Note [Precompiled headers]).
+function(sparq_use_pch target pch)
+  if(SPARQ_PCH)
+    target_precompile_headers(${target} REUSE_FROM ${pch})
+  endif()
+endfunction()
+
 # sparq_library(NAME SOURCES ... [CUDA_SOURCES ...] [DEPS ...])
 # CUDA_SOURCES are only compiled when CUDA is available.
 function(sparq_library name)
@@ -57,6 +89,10 @@ function(sparq_library name)
   endif()
   add_library(${name} STATIC ${srcs})
   target_link_libraries(${name} PUBLIC sparq_options ${ARG_DEPS})
+  sparq_use_pch(${name} sparq_pch)
+  if(SPARQ_HAS_CUDA AND ARG_CUDA_SOURCES)
+    set_source_files_properties(${ARG_CUDA_SOURCES} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+  endif()
   # cmake/SparqInstall.cmake installs and exports every library made here, once.
   set_property(GLOBAL APPEND PROPERTY SPARQ_LIBRARIES ${name})
 endfunction()
@@ -65,7 +101,15 @@ function(sparq_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS})
+  sparq_use_pch(${name} sparq_pch)
 endfunction()
+
+# The tests' precompiled header: the libraries' one and GoogleTest (Note [Precompiled headers]).
+if(SPARQ_PCH AND SPARQ_BUILD_TESTS)
+  add_library(sparq_test_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch_anchor.cpp)
+  target_link_libraries(sparq_test_pch PRIVATE sparq_options GTest::gtest)
+  target_precompile_headers(sparq_test_pch PRIVATE ${sparq_pch_headers} <gtest/gtest.h>)
+endif()
 
 # Tests run with one OpenMP thread so several ctest jobs or MPI ranks share 2 cores fairly.
 set(SPARQ_TEST_ENV "OMP_NUM_THREADS=1;OMPI_MCA_mpi_yield_when_idle=1")
@@ -80,6 +124,7 @@ function(sparq_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/unit_test_main.cpp)
   target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS} GTest::gtest)
+  sparq_use_pch(${name} sparq_test_pch)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE SPARQ_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   add_test(NAME ${name} COMMAND ${name})
@@ -106,6 +151,7 @@ function(sparq_add_mpi_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/mpi_test_main.cpp)
   target_link_libraries(${name} PRIVATE sparq_options ${ARG_DEPS} GTest::gtest MPI::MPI_CXX)
+  sparq_use_pch(${name} sparq_test_pch)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE SPARQ_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   foreach(np IN LISTS ARG_RANKS)

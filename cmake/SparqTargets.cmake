@@ -53,7 +53,7 @@ endif()
 # library, fmt and spdlog, and GoogleTest in the tests. With SPARQ_PCH (default ON) the
 # libraries and executables share one precompiled header (target sparq_pch) and the test
 # binaries another (sparq_test_pch), each compiled once and reused by every target
-# (REUSE_FROM), which keeps CI on 2 cores within its time (docs/reliability.md, "Figures").
+# (REUSE_FROM): about 8% off a clean build (docs/reliability.md, "Sanitizers", Figures).
 # The headers are only parsed sooner: no generated code changes. What it can hide is a
 # missing #include (the force-included headers are visible to every file); the fuzz build
 # compiles without precompiled headers (its clang would refuse one built without its
@@ -118,7 +118,7 @@ set(SPARQ_TEST_ENV "OMP_NUM_THREADS=1;OMPI_MCA_mpi_yield_when_idle=1")
 function(sparq_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   # A GPU test in a build without CUDA could only skip itself: it is not built (this keeps the
-  # CPU-only sanitized build of CI short; docs/reliability.md, "Sanitizers").
+  # CPU-only sanitized build short; docs/reliability.md, "Sanitizers").
   if("gpu" IN_LIST ARG_LABELS AND NOT SPARQ_HAS_CUDA)
     return()
   endif()

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
 
-#include "layer_test_util.h"
 #include "core/threading.h"
+#include "layer_test_util.h"
 #include "layers/conv2d.h"
 #include "layers/conv3x3_winograd.h"
 #include "layers/pooling.h"
@@ -232,6 +235,22 @@ TEST(MaxPool2d, HandComputedForwardAndBackward) {
   EXPECT_EQ(y, (std::vector<float>{5, 8, 9, -1}));
   pool.backward(testing::view(dy, {1, 1, 2, 2}), testing::view(dx, {1, 1, 4, 4}));
   EXPECT_EQ(dx, (std::vector<float>{0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 3, 0, 0, 0}));
+}
+
+// A NaN propagates, and the first one in scan order is the argmax, even when a later row of
+// the window holds another (the device runs the same max_pool_cell).
+TEST(MaxPool2d, TheFirstNanOfAWindowWins) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const PoolGeom g{1, 3, 3, 1, 1, 3, 1, 0};  // one 3x3 window
+  std::vector<float> x{1, nan, 2, 7, 9, nan, nan, 3, 4}, y(1);
+  std::vector<std::int32_t> argmax(1);
+  cpu::max_pool_forward<float>(g, x.data(), y.data(), argmax.data());
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(argmax[0], 1);
+  x[1] = 0;  // now the first NaN is in the second row, after the maximum 9 so far
+  cpu::max_pool_forward<float>(g, x.data(), y.data(), argmax.data());
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(argmax[0], 5);
 }
 
 TEST(Pooling, BackwardMatchesFiniteDifferences) {

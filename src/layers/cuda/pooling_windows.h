@@ -5,7 +5,7 @@
 //
 // Why the device gives the CPU's bits exactly:
 //   * max pooling scans a window row by row, left to right, and keeps the FIRST maximum
-//     (a strictly greater value replaces it; a NaN always wins, as in PyTorch): a tie goes to
+//     (a strictly greater value replaces it; the first NaN wins, so it propagates): a tie goes to
 //     the earliest cell in scan order on both sides, because both run max_pool_cell();
 //   * the CPU backward scatters dy[o] into dx[argmax[o]] for o = 0, 1, ... in order; the
 //     device gathers instead (one thread per input pixel, no atomics) and adds the dy of the
@@ -45,11 +45,16 @@ SPARQ_HOST_DEVICE inline std::int32_t max_pool_cell(const PoolGeom& g, const T* 
       const std::int64_t ix = ox * g.stride - g.padding + j;
       if (ix < 0 || ix >= g.w) continue;
       const T v = plane[iy * g.w + ix];
-      // A NaN wins, as in PyTorch, so it propagates instead of vanishing.
-      if (at < 0 || v > value || v != v) {
+      const auto index = static_cast<std::int32_t>(iy * g.w + ix);
+      // A NaN wins, as in PyTorch, so it propagates instead of vanishing; the first one in scan
+      // order ends the scan (PyTorch's CPU kernel keeps the last one instead).
+      if (v != v) {
+        *best = v;
+        return index;
+      }
+      if (at < 0 || v > value) {
         value = v;
-        at = static_cast<std::int32_t>(iy * g.w + ix);
-        if (v != v) break;
+        at = index;
       }
     }
   }

@@ -53,7 +53,9 @@ struct SpanStats {
 SPARQ_HOST_DEVICE inline float terngrad_scale(const SpanStats& stats, std::size_t n,
                                               double clip_sigma) {
   const double mean = stats.sum_a / static_cast<double>(n);
-  const double raw_var = stats.sum_b / static_cast<double>(n) - mean * mean;
+  // One explicit fma: nvcc would fuse `sum_b / n - mean * mean` and g++ only on an FMA host
+  // with -march=native, so written out it gives the same bits in every build.
+  const double raw_var = fma(-mean, mean, stats.sum_b / static_cast<double>(n));
   const double var = raw_var > 0.0 ? raw_var : 0.0;
   const float clip = static_cast<float>(clip_sigma * sqrt(var));
   return clip < stats.max_abs ? clip : stats.max_abs;  // std::min(max_abs, clip)

@@ -115,8 +115,8 @@ TEST_F(Convergence, DgcMomentumCorrectionTracksDenseSgdMomentum) {
   const std::vector<std::string> sgd = {"optim.name=sgd", "optim.lr=0.5", "optim.weight_decay=0",
                                         "optim.min_lr=0.05"};
   std::vector<std::string> dense_args = sgd, dgc_args = sgd;
-  dense_args.push_back("optim.momentum=0.9");
-  dgc_args.push_back("compress.name=dgc");  // the momentum lives in the compressor
+  dense_args.emplace_back("optim.momentum=0.9");
+  dgc_args.emplace_back("compress.name=dgc");  // the momentum lives in the compressor
   const Outcome dense = train_with(*comm_, dense_args);
   const Outcome dgc = train_with(*comm_, dgc_args);
   report("SGD momentum, dense", dense, dense);

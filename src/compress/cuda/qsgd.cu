@@ -102,16 +102,9 @@ void qsgd_decode(const std::uint8_t* msg, std::size_t n, const QsgdArgs& args, f
                  bool add, float* out, cudaStream_t stream, std::uint32_t* bad,
                  std::uint32_t* invalid) {
   if (n == 0) return;
-  if (bad != nullptr) {
-    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
-    const std::size_t chunks = chunks_of(n, args.chunk);
-    nonnegative_scales_kernel<<<grid_for(chunks), kThreads, 0, stream>>>(msg, chunks, bad);
-  }
-  decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, args, alpha, add, out, bad);
-  if (bad != nullptr && invalid != nullptr) {
-    report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
-  }
-  CUDA_CHECK(cudaGetLastError());
+  checked_scales_decode(msg, chunks_of(n, args.chunk), bad, invalid, stream, [&] {
+    decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, args, alpha, add, out, bad);
+  });
 }
 
 }  // namespace sparq::cuda

@@ -104,21 +104,6 @@ __global__ void sign_decode_kernel(const std::uint8_t* msg, std::size_t n, float
   }
 }
 
-// The scale check (bad != null), the decode, then the verdict to `invalid`.
-template <typename Decode>
-void checked_decode(const std::uint8_t* msg, std::uint32_t* bad, std::uint32_t* invalid,
-                    cudaStream_t stream, Decode decode) {
-  if (bad != nullptr) {
-    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
-    nonnegative_scales_kernel<<<1, kThreads, 0, stream>>>(msg, 1, bad);
-  }
-  decode();
-  if (bad != nullptr && invalid != nullptr) {
-    report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
-  }
-  CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace
 
 std::size_t scaled_codes_scratch_bytes(std::size_t n) {
@@ -141,7 +126,7 @@ void terngrad_encode(const float* g, float* x, std::size_t n, const TernGradArgs
 void terngrad_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
                      cudaStream_t stream, std::uint32_t* bad, std::uint32_t* invalid) {
   if (n == 0) return;
-  checked_decode(msg, bad, invalid, stream, [&] {
+  checked_scales_decode(msg, 1, bad, invalid, stream, [&] {
     terngrad_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out, bad);
   });
 }
@@ -162,7 +147,7 @@ void sign_encode(const float* g, float* x, std::size_t n, bool rms, std::uint8_t
 void sign_decode(const std::uint8_t* msg, std::size_t n, float alpha, bool add, float* out,
                  cudaStream_t stream, std::uint32_t* bad, std::uint32_t* invalid) {
   if (n == 0) return;
-  checked_decode(msg, bad, invalid, stream, [&] {
+  checked_scales_decode(msg, 1, bad, invalid, stream, [&] {
     sign_decode_kernel<<<grid_for(n), kThreads, 0, stream>>>(msg, n, alpha, add, out, bad);
   });
 }

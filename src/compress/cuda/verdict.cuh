@@ -10,6 +10,7 @@
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/lbs_cuda.h"
 #include "compress/cuda/wire_bytes.cuh"
+#include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda::codec {
 
@@ -32,6 +33,23 @@ __global__ inline void nonnegative_scales_kernel(const std::uint8_t* msg, std::s
   for (std::size_t i = first_index(); i < count; i += stride()) {
     if (load_f32(msg + 4 * i) < 0.0f) reject(bad, kSparseBadScale);
   }
+}
+
+// A decode of a message whose first `scales` f32 values are scales: with `bad` (a scratch
+// word), they are checked first (nonnegative_scales_kernel), `decode` launches the decode
+// (which reads *bad), and the verdict goes to `invalid`.
+template <typename Decode>
+void checked_scales_decode(const std::uint8_t* msg, std::size_t scales, std::uint32_t* bad,
+                           std::uint32_t* invalid, cudaStream_t stream, Decode decode) {
+  if (bad != nullptr) {
+    CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(std::uint32_t), stream));
+    nonnegative_scales_kernel<<<grid_for(scales), kThreads, 0, stream>>>(msg, scales, bad);
+  }
+  decode();
+  if (bad != nullptr && invalid != nullptr) {
+    report_verdict_kernel<<<1, 1, 0, stream>>>(bad, invalid);
+  }
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace sparq::cuda::codec

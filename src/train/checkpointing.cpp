@@ -96,7 +96,19 @@ std::uint64_t Trainer::param_checksum() {
 }
 
 Status Trainer::save_checkpoint() {
-  const std::string dir = checkpoint_dir(config_.train.checkpoint_dir, step_);
+  const std::string& root = config_.train.checkpoint_dir;
+  const std::string dir = checkpoint_dir(root, step_);
+  if (!newer_steps_checked_) {
+    // Complete steps after this one belong to another history (this run resumed from an
+    // earlier step, or started afresh in a used directory): set aside before this run's first
+    // save, so that neither --resume nor retention takes them for this run's newest.
+    newer_steps_checked_ = true;
+    if (is_root()) {
+      for (const std::string& m : set_aside_newer_checkpoints(root, step_)) {
+        spdlog::warn("train.checkpoint_dir: {}", m);
+      }
+    }
+  }
   // Every rank writes its own file; COMPLETE is written only once all of them succeeded, so
   // a save that fails or dies on any rank leaves no directory that passes for complete.
   const Status written = write_rank_checkpoint(dir);
@@ -110,7 +122,7 @@ Status Trainer::save_checkpoint() {
     spdlog::info("checkpoint of step {} written to {}", step_, dir);
     // Only now is there a newer complete checkpoint to fall back on.
     for (const std::string& warning :
-         prune_checkpoints(config_.train.checkpoint_dir, config_.train.keep_checkpoints, dir)) {
+         prune_checkpoints(root, config_.train.keep_checkpoints, dir)) {
       spdlog::warn("train.keep_checkpoints: {}", warning);
     }
   }
@@ -301,6 +313,7 @@ Status Trainer::load_checkpoint(const std::string& path) {
   SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
+  resumed_from_ = dir;
   if (is_root() && !elastic) spdlog::info("resumed from {} at step {}", dir, step_);
   if (is_root() && elastic) {
     const data::LoaderState now = train_data_->state();

@@ -17,6 +17,7 @@
 #include "core/file_io.h"
 #include "core/ops.h"
 #include "core/timer.h"
+#include "train/checkpoint.h"
 
 namespace sparq::train {
 
@@ -255,7 +256,19 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       metrics_.write(to_json(summary.eval));
     }
     if (options_.on_eval) options_.on_eval(summary.eval);
-    if (!c.train.checkpoint_dir.empty()) SPARQ_RETURN_IF_ERROR(save_checkpoint());
+    if (!c.train.checkpoint_dir.empty()) {
+      // A run resumed from its final checkpoint (to evaluate it again) does not rewrite it: the
+      // rewrite would first clear its COMPLETE marker, and a failure then would leave nothing
+      // to resume from.
+      const bool unchanged =
+          summary.steps_run == 0 && !resumed_from_.empty() &&
+          same_directory(checkpoint_dir(c.train.checkpoint_dir, step_), resumed_from_);
+      if (!unchanged) {
+        SPARQ_RETURN_IF_ERROR(save_checkpoint());
+      } else if (is_root()) {
+        spdlog::info("checkpoint of step {} is the one resumed from; left as it is", step_);
+      }
+    }
   }
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);
   if (!losses.empty()) {

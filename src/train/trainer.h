@@ -182,6 +182,8 @@ class Trainer {
   std::int64_t step_ = 0;  // steps completed
   std::int64_t nonfinite_in_a_row_ = 0;
   std::int64_t skipped_total_ = 0;
+  std::string resumed_from_;          // the step directory resume() loaded, if any
+  bool newer_steps_checked_ = false;  // set_aside_newer_checkpoints() ran before the first save
 };
 
 }  // namespace sparq::train

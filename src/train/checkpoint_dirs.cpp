@@ -1,0 +1,209 @@
+// Checkpoint directories (train/checkpoint.h): step directory names, the COMPLETE marker,
+// the latest complete step, retention, and setting aside another history's newer steps.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+#include "core/check.h"
+#include "core/fault.h"
+#include "core/file_io.h"
+#include "train/checkpoint.h"
+
+namespace sparq::train {
+
+std::string checkpoint_dir(const std::string& root, std::int64_t step) {
+  SPARQ_CHECK(step >= 0, "checkpoint step {} is negative", step);
+  return (std::filesystem::path(root) / fmt::format("step-{:08d}", step)).string();
+}
+
+std::string checkpoint_rank_file(const std::string& dir, int rank) {
+  SPARQ_CHECK(rank >= 0, "rank {} is negative", rank);
+  return (std::filesystem::path(dir) / fmt::format("rank-{:05d}.ckpt", rank)).string();
+}
+
+Result<std::int64_t> parse_step(const std::string& dir) {
+  std::filesystem::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();  // "root/step-00000010/"
+  const std::string name = p.filename().string();
+  constexpr std::string_view kPrefix = "step-";
+  std::int64_t step = -1;
+  if (name.size() > kPrefix.size() && name.starts_with(kPrefix)) {
+    const char* begin = name.data() + kPrefix.size();
+    const char* end = name.data() + name.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, step);
+    if (ec != std::errc() || ptr != end || *begin == '-' || *begin == '+') step = -1;
+  }
+  if (step < 0) {
+    return Status::error("'{}' is not a checkpoint step directory (expected step-<digits>)", dir);
+  }
+  return step;
+}
+
+bool is_complete(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(std::filesystem::path(dir) / kCheckpointCompleteMarker,
+                                          ec);
+}
+
+Status mark_complete(const std::string& dir) {
+  auto step = parse_step(dir);
+  const std::string text = step.is_ok() ? fmt::format("step {}\n", *step) : std::string("\n");
+  SPARQ_RETURN_IF_ERROR(sync_directory(dir));
+  if (fault::point("checkpoint.complete", step.is_ok() ? *step : -1)) {
+    return Status::error(
+        "cannot mark '{}' complete: injected fault (SPARQ_FAULT "
+        "checkpoint.complete)",
+        dir);
+  }
+  return write_file_atomic((std::filesystem::path(dir) / kCheckpointCompleteMarker).string(), text);
+}
+
+Status clear_complete(const std::string& dir) {
+  const std::string marker = (std::filesystem::path(dir) / kCheckpointCompleteMarker).string();
+  if (::unlink(marker.c_str()) != 0) {
+    if (errno == ENOENT) return Status::ok();
+    return Status::error("cannot remove the old '{}': {}", marker, std::strerror(errno));
+  }
+  return sync_directory(dir);
+}
+
+Result<std::string> latest_checkpoint(const std::string& root) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(root, ec);
+  if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
+  std::int64_t best_step = -1;
+  std::string best;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
+    if (!it->is_directory(ec)) continue;
+    const std::string dir = it->path().string();
+    auto step = parse_step(dir);
+    if (!step.is_ok() || *step <= best_step || !is_complete(dir)) continue;
+    best_step = *step;
+    best = dir;
+  }
+  if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
+  if (best_step < 0) return Status::error("no complete checkpoint in '{}'", root);
+  return best;
+}
+
+namespace {
+
+// `dir` normalised for comparison ("a/./step-1/" == "a/step-1").
+std::filesystem::path same_dir_key(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
+// Removes one step directory; a complete one loses its marker (durably) first.
+Status remove_step_dir(const std::string& dir, bool complete) {
+  if (complete) SPARQ_RETURN_IF_ERROR(clear_complete(dir));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return Status::error("cannot remove old checkpoint '{}': {}", dir, ec.message());
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t keep,
+                                           const std::string& just_written) {
+  std::vector<std::string> warnings;
+  if (keep <= 0) return warnings;
+  struct StepDir {
+    std::int64_t step;
+    std::string dir;
+    bool complete;
+  };
+  std::vector<StepDir> dirs;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(root, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory(ec)) continue;
+    const std::string dir = it->path().string();
+    auto step = parse_step(dir);
+    if (step.is_ok()) dirs.push_back({*step, dir, is_complete(dir)});
+  }
+  if (ec) {
+    warnings.push_back(
+        fmt::format("cannot list checkpoint directory '{}' to remove old "
+                    "checkpoints: {}",
+                    root, ec.message()));
+    return warnings;
+  }
+  std::sort(dirs.begin(), dirs.end(),
+            [](const StepDir& a, const StepDir& b) { return a.step > b.step; });
+  const std::filesystem::path keep_path = same_dir_key(just_written);
+  std::int64_t newest_complete = -1, complete_seen = 0;
+  for (const StepDir& d : dirs) {
+    if (d.complete && newest_complete < 0) newest_complete = d.step;
+    const bool is_new = same_dir_key(d.dir) == keep_path;
+    bool remove = false;
+    if (d.complete)
+      remove = ++complete_seen > keep && !is_new;
+    else
+      remove = newest_complete >= 0 && d.step < newest_complete && !is_new;
+    if (!remove) continue;
+    if (Status s = remove_step_dir(d.dir, d.complete); !s.is_ok()) warnings.push_back(s.message());
+  }
+  return warnings;
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
+
+std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step) {
+  std::vector<std::string> messages;
+  std::vector<std::filesystem::path> newer;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(root, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory(ec)) continue;
+    auto s = parse_step(it->path().string());
+    if (s.is_ok() && *s > step && is_complete(it->path().string())) newer.push_back(it->path());
+  }
+  if (ec) {
+    messages.push_back(
+        fmt::format("cannot list checkpoint directory '{}' to set aside newer "
+                    "steps: {}",
+                    root, ec.message()));
+    return messages;
+  }
+  std::sort(newer.begin(), newer.end());
+  for (const std::filesystem::path& dir : newer) {
+    // The first free name of "<step dir>.superseded[.N]": never a step directory (parse_step).
+    std::filesystem::path to = dir;
+    to += ".superseded";
+    for (int n = 2; std::filesystem::exists(to, ec); ++n) {
+      to = dir;
+      to += fmt::format(".superseded.{}", n);
+    }
+    std::filesystem::rename(dir, to, ec);
+    if (ec) {
+      messages.push_back(
+          fmt::format("cannot set aside '{}' (a step after {} from another run): "
+                      "{}; a later --resume of '{}' would pick it",
+                      dir.string(), step, ec.message(), root));
+    } else {
+      messages.push_back(
+          fmt::format("'{}' is a later step of another history (this run "
+                      "resumed at an earlier step, or started afresh, here): "
+                      "moved to '{}', so that resuming '{}' and keep_checkpoints "
+                      "find this run's steps",
+                      dir.string(), to.string(), root));
+    }
+  }
+  if (!newer.empty()) {
+    if (Status s = sync_directory(root); !s.is_ok()) messages.push_back(s.message());
+  }
+  return messages;
+}
+
+}  // namespace sparq::train

@@ -1,0 +1,95 @@
+// Checkpoints of two histories in one train.checkpoint_dir, in one process (one rank):
+// a run resumed from an earlier step sets aside the later steps of the run it branched from,
+// so that --resume of the directory and train.keep_checkpoints see its own steps; a run
+// resumed from its final checkpoint leaves that checkpoint as it is.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/ckpt_history_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(CheckpointDirs, SetAsideMovesOnlyLaterCompleteSteps) {
+  const std::string root = fresh_dir("set_aside");
+  for (const std::int64_t step : {2, 4, 6, 8}) fs::create_directories(checkpoint_dir(root, step));
+  for (const std::int64_t step : {2, 4, 6})
+    ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
+  fs::create_directories(checkpoint_dir(root, 6) + ".superseded");  // an earlier set-aside
+  const std::vector<std::string> messages = set_aside_newer_checkpoints(root, 4);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages[0].find("step-00000006"), std::string::npos) << messages[0];
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
+  EXPECT_FALSE(fs::exists(checkpoint_dir(root, 6)));
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 6) + ".superseded.2"));  // the first free name
+  EXPECT_TRUE(fs::exists(checkpoint_dir(root, 8)));  // incomplete: not another history's state
+  EXPECT_EQ(*parse_step(*latest_checkpoint(root)), 4);
+  EXPECT_TRUE(set_aside_newer_checkpoints(root, 4).empty());
+}
+
+constexpr char kConfig[] = R"(
+model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1}
+data: {source: markov, seq_len: 16, markov: {vocab_size: 64, train_tokens: 8192, eval_tokens: 1024}}
+optim: {name: adamw, lr: 1.0e-3}
+train: {micro_batch: 2, eval_batches: 1, checkpoint_interval: 2, keep_checkpoints: 2, seed: 5}
+log: {progress_interval: 0}
+)";
+
+Result<TrainSummary> train(const std::string& root, std::int64_t steps, const std::string& resume) {
+  auto config =
+      parse_train_config(kConfig, "checkpoint_history_test",
+                         {"train.checkpoint_dir=" + root, "train.steps=" + std::to_string(steps)});
+  SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  auto trainer = Trainer::create(*config, *self);
+  SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());
+  if (!resume.empty()) SPARQ_RETURN_IF_ERROR((*trainer)->resume(resume));
+  return (*trainer)->run();
+}
+
+TEST(CheckpointHistory, AResumeFromAnEarlierStepSetsAsideTheLaterSteps) {
+  const std::string root = fresh_dir("branch");
+  ASSERT_TRUE(train(root, 6, "").is_ok());  // steps 4 and 6 kept (keep_checkpoints 2)
+  ASSERT_TRUE(is_complete(checkpoint_dir(root, 6)));
+  // Branch from step 4 and stop at 5: saves step 5 only.
+  ASSERT_TRUE(train(root, 5, checkpoint_dir(root, 4)).is_ok());
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 6) + ".superseded"));
+  EXPECT_FALSE(fs::exists(checkpoint_dir(root, 6)));
+  // The directory resumes this history, and retention kept its steps 4 and 5.
+  EXPECT_EQ(*parse_step(*latest_checkpoint(root)), 5);
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
+}
+
+TEST(CheckpointHistory, AResumeFromTheFinalStepLeavesItsCheckpointAsItIs) {
+  const std::string root = fresh_dir("final");
+  auto first = train(root, 4, "");
+  ASSERT_TRUE(first.is_ok());
+  const std::string rank_file = checkpoint_rank_file(checkpoint_dir(root, 4), 0);
+  const auto written = fs::last_write_time(rank_file);
+  const auto marked =
+      fs::last_write_time(checkpoint_dir(root, 4) + "/" + kCheckpointCompleteMarker);
+  auto again = train(root, 4, root);  // nothing to train: evaluates the final state again
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(again->steps_run, 0);
+  EXPECT_EQ(again->param_checksum, first->param_checksum);
+  EXPECT_EQ(fs::last_write_time(rank_file), written);
+  EXPECT_EQ(fs::last_write_time(checkpoint_dir(root, 4) + "/" + kCheckpointCompleteMarker), marked);
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
+}
+
+}  // namespace
+}  // namespace sparq::train

@@ -73,9 +73,9 @@ std::unique_ptr<train::Trainer> make(comm::Communicator& comm, const BenchModel&
   std::vector<std::string> sets = {"compress.name=" + compressor,
                                    std::string("comm.overlap=") + (overlap ? "true" : "false")};
   if (!trace.empty()) {
-    sets.push_back("log.trace=" + trace);
-    sets.push_back("log.trace_start=3");
-    sets.push_back("log.trace_steps=2");
+    sets.emplace_back("log.trace=" + trace);
+    sets.emplace_back("log.trace_start=3");
+    sets.emplace_back("log.trace_steps=2");
   }
   auto config = train::parse_train_config(model.yaml, model.name, sets);
   if (!config.is_ok()) {

@@ -39,8 +39,10 @@ const ImageBatch& ImageLoader::next() {
   const std::uint64_t stream = data_stream(DataStream::kAugment, epoch);
   const int span = 2 * config_.pad + 1;
   for (std::size_t row = 0; row < batch_.indices.size(); ++row) {
-    const std::uint64_t index = batch_.indices[row];
-    labels[row] = data_->labels[index];
+    // Evaluation's padding (sampler.h): image 0, its label ignored.
+    const bool padding = batch_.indices[row] == kPaddingItem;
+    const std::uint64_t index = padding ? 0 : batch_.indices[row];
+    labels[row] = padding ? kIgnoreLabel : data_->labels[index];
     int dx = 0, dy = 0;
     bool flip = false;
     if (config_.augment) {

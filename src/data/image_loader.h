@@ -26,7 +26,7 @@ struct ImageLoaderConfig {
 struct ImageBatch {
   Tensor images;                       // f32 [micro_batch, 3, 32, 32]
   Tensor labels;                       // i32 [micro_batch]
-  std::vector<std::uint64_t> indices;  // dataset index of each row
+  std::vector<std::uint64_t> indices;  // dataset index of each row, or kPaddingItem
 };
 
 class ImageLoader {

@@ -33,10 +33,12 @@ const LmBatch& LmLoader::next() {
   auto* in = batch_.inputs.data<std::int32_t>();
   auto* tg = batch_.targets.data<std::int32_t>();
   for (std::size_t row = 0; row < batch_.windows.size(); ++row) {
-    source_->read(batch_.windows[row] * t, t + 1, window_.data());
+    // Evaluation's padding (sampler.h): window 0's inputs, every target ignored.
+    const bool padding = batch_.windows[row] == kPaddingItem;
+    source_->read(padding ? 0 : batch_.windows[row] * t, t + 1, window_.data());
     for (std::size_t i = 0; i < t; ++i) {
       in[row * t + i] = static_cast<std::int32_t>(window_[i]);
-      tg[row * t + i] = static_cast<std::int32_t>(window_[i + 1]);
+      tg[row * t + i] = padding ? kIgnoreLabel : static_cast<std::int32_t>(window_[i + 1]);
     }
   }
   return batch_;

@@ -25,7 +25,7 @@ struct LmLoaderConfig {
 struct LmBatch {
   Tensor inputs;                       // i32 [micro_batch, T]
   Tensor targets;                      // i32 [micro_batch, T]
-  std::vector<std::uint64_t> windows;  // window index of each row
+  std::vector<std::uint64_t> windows;  // window index of each row, or kPaddingItem
 };
 
 class LmLoader {

@@ -89,7 +89,10 @@ const MlmBatch& MlmLoader::next() {
   const std::uint64_t as_random = threshold(config_.mask_token_prob + config_.random_token_prob);
 
   for (std::size_t row = 0; row < batch_.sequences.size(); ++row) {
-    const std::uint64_t seq = batch_.sequences[row];
+    // Evaluation's padding (sampler.h): sequence 0's tokens, so that attention sees a real
+    // sequence, and every label ignored below.
+    const bool padding = batch_.sequences[row] == kPaddingItem;
+    const std::uint64_t seq = padding ? 0 : batch_.sequences[row];
     const std::size_t n = lengths_[seq];
     source_->read(starts_[seq], n, piece_.data());
     std::int32_t* r_ids = ids + row * l;
@@ -115,6 +118,7 @@ const MlmBatch& MlmLoader::next() {
         r_ids[pos] = static_cast<std::int32_t>((static_cast<std::uint64_t>(draw[2]) * vocab) >> 32);
       }
     }
+    if (padding) std::fill_n(r_labels, l, kIgnoreLabel);
   }
   return batch_;
 }

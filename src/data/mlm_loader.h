@@ -32,14 +32,14 @@ struct MlmLoaderConfig {
   SamplerConfig sampler;
 };
 
-inline constexpr std::int32_t kIgnoreLabel = -100;
+// kIgnoreLabel is sampler.h's.
 
 struct MlmBatch {
   Tensor input_ids;                      // i32 [micro_batch, max_len]
   Tensor token_type_ids;                 // i32 [micro_batch, max_len], all 0 (single segment)
   Tensor attention_mask;                 // i32 [micro_batch, max_len], 1 = real token, 0 = padding
   Tensor labels;                         // i32 [micro_batch, max_len], original id or kIgnoreLabel
-  std::vector<std::uint64_t> sequences;  // sequence index of each row
+  std::vector<std::uint64_t> sequences;  // sequence index of each row, or kPaddingItem
 };
 
 class MlmLoader {

@@ -21,14 +21,18 @@ Result<EpochSampler> EpochSampler::create(std::uint64_t num_items, const Sampler
     return Status::error("rank {} is outside [0, {})", config.rank, config.world_size);
   }
   const std::uint64_t global = static_cast<std::uint64_t>(config.micro_batch) * config.world_size;
-  if (num_items < global) {
-    return Status::error("dataset has {} items, fewer than one global batch ({} x {} ranks = {})",
-                         num_items, config.micro_batch, config.world_size, global);
+  if (num_items == 0) return Status::error("dataset has no items");
+  if (num_items < global && !config.pad_last_batch) {
+    return Status::error(
+        "dataset has {} items, fewer than one global batch (micro_batch {} x "
+        "{} ranks = {}): use a smaller micro-batch or fewer ranks",
+        num_items, config.micro_batch, config.world_size, global);
   }
   EpochSampler s;
   s.config_ = config;
   s.num_items_ = num_items;
-  s.steps_per_epoch_ = num_items / global;
+  s.steps_per_epoch_ =
+      config.pad_last_batch ? (num_items + global - 1) / global : num_items / global;
   return s;
 }
 
@@ -54,15 +58,22 @@ LoaderState EpochSampler::state() const {
   return {config_.seed, epoch_, position_ / global_batch(), position_};
 }
 
+// Training: the epoch ends when the next global batch would not fit (its incomplete tail is
+// dropped); for position = step * G this is exactly step == steps_per_epoch_. Evaluation
+// (pad_last_batch): when every item has been given out.
+bool EpochSampler::epoch_ends_at(std::uint64_t position) const {
+  return config_.pad_last_batch ? position >= num_items_ : position + global_batch() > num_items_;
+}
+
 void EpochSampler::next(std::vector<std::uint64_t>* items) {
   if (perm_epoch_ != epoch_) build_permutation();
   const std::uint64_t first = global_position();
-  items->assign(perm_.begin() + static_cast<std::ptrdiff_t>(first),
-                perm_.begin() + static_cast<std::ptrdiff_t>(first + config_.micro_batch));
+  items->resize(static_cast<std::size_t>(config_.micro_batch));
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    (*items)[i] = first + i < num_items_ ? perm_[first + i] : kPaddingItem;
+  }
   position_ += global_batch();
-  // The epoch ends when the next global batch would not fit (its incomplete tail is dropped);
-  // for position_ = step * G this is exactly step == steps_per_epoch_.
-  if (position_ + global_batch() > num_items_) {
+  if (epoch_ends_at(position_)) {
     position_ = 0;
     ++epoch_;
   }
@@ -94,7 +105,7 @@ Status EpochSampler::restore(const LoaderState& state) {
   position_ = *state.position;
   // Another world size may not fit one more global batch here: the epoch ends, as next()
   // would have ended it.
-  if (position_ + global_batch() > num_items_) {
+  if (epoch_ends_at(position_)) {
     position_ = 0;
     ++epoch_;
   }

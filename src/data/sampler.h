@@ -15,6 +15,12 @@
 // of another size continues at the same item: its next global batch is perm[position,
 // position + G'). When fewer than G' items are left in the epoch, the epoch ends there (its
 // tail is dropped, as at every epoch end) and the next one starts at item 0.
+//
+// Evaluation (pad_last_batch) covers every item exactly once instead: an epoch is
+// ceil(N / G) global batches, and the places of the last one past item N - 1 hold
+// kPaddingItem, which loaders turn into rows whose targets are all kIgnoreLabel (they count
+// nothing). So an eval set smaller than one global batch still evaluates, and one that is
+// smaller than train.eval_batches global batches is never scored twice.
 #pragma once
 
 #include <cstdint>
@@ -34,21 +40,28 @@ struct LoaderState {
   std::optional<std::uint64_t> position = std::nullopt;
 };
 
+// The item index next() gives for a place past the end of an evaluation epoch.
+inline constexpr std::uint64_t kPaddingItem = ~std::uint64_t{0};
+// The target or label of a position that counts nothing (the models' kIgnoreIndex).
+inline constexpr std::int32_t kIgnoreLabel = -100;
+
 struct SamplerConfig {
   int micro_batch = 1;  // items per rank per step
   int rank = 0;
   int world_size = 1;
   std::uint64_t seed = 0;
   bool shuffle = true;
+  bool pad_last_batch = false;  // evaluation: one pass over every item, the last batch padded
 };
 
 class EpochSampler {
  public:
-  // Fails when the configuration is invalid or a single global batch does not fit.
+  // Fails when the configuration is invalid or a single global batch does not fit (without
+  // pad_last_batch) or there is no item at all.
   static Result<EpochSampler> create(std::uint64_t num_items, const SamplerConfig& config);
 
-  // This rank's item indices for the current step; then advances (rolling into the next
-  // epoch when this one is exhausted).
+  // This rank's item indices for the current step (kPaddingItem past the last item with
+  // pad_last_batch); then advances (rolling into the next epoch when this one is exhausted).
   void next(std::vector<std::uint64_t>* items);
   // Index, within the whole epoch, of this rank's first item of the current step. Loaders
   // use (epoch, global position) to address per-item random numbers, so that masks and
@@ -56,7 +69,8 @@ class EpochSampler {
   std::uint64_t global_position() const;
   std::uint64_t global_batch() const;  // G = micro_batch * world_size
 
-  // Global batches in a whole epoch started at item 0 (a resumed epoch may have fewer left).
+  // Global batches in a whole epoch started at item 0 (a resumed epoch may have fewer left);
+  // with pad_last_batch the last one may be partly padding.
   std::uint64_t steps_per_epoch() const { return steps_per_epoch_; }
   std::uint64_t num_items() const { return num_items_; }
   const SamplerConfig& config() const { return config_; }
@@ -66,6 +80,7 @@ class EpochSampler {
  private:
   EpochSampler() = default;
   void build_permutation();
+  bool epoch_ends_at(std::uint64_t position) const;
 
   SamplerConfig config_;
   std::uint64_t num_items_ = 0;

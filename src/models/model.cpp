@@ -159,7 +159,7 @@ Model::Score Model::score(const Batch& batch) const {
   const std::int32_t* y = targets_host.data();
   Score s;
   for (std::int64_t r = 0; r < rows; ++r) {
-    if (lm && y[r] == kIgnoreIndex) continue;
+    if (y[r] == kIgnoreIndex) continue;  // masked-LM positions, evaluation's padding rows
     const float* row = p + r * width;
     ++s.count;
     s.correct += std::max_element(row, row + real) - row == y[r];

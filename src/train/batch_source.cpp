@@ -17,6 +17,8 @@
 namespace sparq::train {
 namespace {
 
+static_assert(data::kIgnoreLabel == kIgnoreIndex, "loaders' padding must be what models ignore");
+
 // One slot's storage: every tensor a Batch may need, as owned vectors.
 struct Slot {
   std::vector<std::int32_t> tokens, targets, token_types, labels;
@@ -38,6 +40,7 @@ data::SamplerConfig sampler_config(const TrainConfig& c, bool train, int rank, i
   s.world_size = world;
   s.seed = c.train.seed;
   s.shuffle = train;
+  s.pad_last_batch = !train;  // evaluation scores every item once (sampler.h)
   return s;
 }
 
@@ -140,6 +143,29 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.origin,
                          key, path, (*shard)->vocab_size(), c.model.vocab_size);
   }
+  const std::string& tokenizer = (*shard)->shard().header().tokenizer;
+  // BERT's [CLS], [SEP], [MASK] and [PAD] (data.cls_id, ...) are WordPiece ids; in another
+  // tokenizer's ids they are ordinary tokens, and masked positions could not be told apart.
+  if (c.model.arch == ModelArch::kBert && tokenizer != "bert-uncased") {
+    return Status::error(
+        "{}: {}: shard '{}' was made by tokenizer '{}', but a BERT model "
+        "needs a 'bert-uncased' (WordPiece) shard: prepare_data --tokenizer "
+        "wordpiece",
+        c.origin, key, path, tokenizer);
+  }
+  if (!train && path != d.train_path) {
+    // Scores on another tokenizer's ids would mean nothing.
+    auto train_shard = data::ShardTokenSource::open(d.train_path);
+    if (!train_shard.is_ok()) return train_shard.status().with_context(c.origin + ": data.train");
+    const data::ShardHeader& t = (*train_shard)->shard().header();
+    if (t.tokenizer != tokenizer || t.vocab_size != (*shard)->vocab_size()) {
+      return Status::error(
+          "{}: data.eval: shard '{}' (tokenizer '{}', vocabulary {}) does not "
+          "match data.train '{}' (tokenizer '{}', vocabulary {})",
+          c.origin, path, tokenizer, (*shard)->vocab_size(), d.train_path, t.tokenizer,
+          t.vocab_size);
+    }
+  }
   if (info) {
     info->description = fmt::format("{} ({} tokens, tokenizer {})", path, (*shard)->size(),
                                     (*shard)->shard().header().tokenizer);
@@ -154,7 +180,17 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
                                                        DataInfo* info) {
   const DataConfig& d = c.data;
   const std::int64_t rows = c.train.micro_batch;
-  const std::string split = train ? "training" : "evaluation";
+  // What a loader's error names: the config, the key and the file or generated source.
+  const std::string key = train ? "data.train" : "data.eval";
+  std::string split = fmt::format("{}: {} data", c.origin, train ? "training" : "evaluation");
+  if (d.source == "shard" || d.source == "cifar10") {
+    const std::string& path = train || d.eval_path.empty() ? d.train_path : d.eval_path;
+    split = fmt::format("{}: {} '{}'", c.origin, d.source == "cifar10" ? "data.train" : key, path);
+  } else if (d.source == "markov") {
+    split += fmt::format(" (data.markov.{}_tokens)", train ? "train" : "eval");
+  } else {
+    split += fmt::format(" (data.synthetic.{}_images)", train ? "train" : "eval");
+  }
   if (c.model.is_language_model()) {
     SPARQ_ASSIGN_OR_RETURN(auto source, token_source(c, train, info));
     if (info) info->unit = "tok";
@@ -168,7 +204,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
       m.pad_id = static_cast<std::uint32_t>(d.pad_id);
       m.sampler = sampler_config(c, train, rank, world);
       auto loader = data::MlmLoader::create(source, m);
-      if (!loader.is_ok()) return loader.status().with_context(split + " data");
+      if (!loader.is_ok()) return loader.status().with_context(split);
       return std::unique_ptr<BatchSource>(
           std::make_unique<MlmSource>(std::move(loader).value(), slots, rows, d.seq_len));
     }
@@ -176,7 +212,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
     l.seq_len = d.seq_len;
     l.sampler = sampler_config(c, train, rank, world);
     auto loader = data::LmLoader::create(source, l);
-    if (!loader.is_ok()) return loader.status().with_context(split + " data");
+    if (!loader.is_ok()) return loader.status().with_context(split);
     return std::unique_ptr<BatchSource>(
         std::make_unique<LmSource>(std::move(loader).value(), slots, rows, d.seq_len));
   }
@@ -201,7 +237,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
   ic.augment = train && d.augment;
   ic.sampler = sampler_config(c, train, rank, world);
   auto loader = data::ImageLoader::create(images, ic);
-  if (!loader.is_ok()) return loader.status().with_context(split + " data");
+  if (!loader.is_ok()) return loader.status().with_context(split);
   return std::unique_ptr<BatchSource>(
       std::make_unique<ImageSource>(std::move(loader).value(), slots, rows, 1));
 }

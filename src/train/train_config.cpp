@@ -8,6 +8,7 @@
 
 #include "compress/aggregation.h"
 #include "compress/registry.h"
+#include "data/image_dataset.h"
 #include "models/model_registry.h"
 #include "train/yaml_reader.h"
 
@@ -74,6 +75,26 @@ Status read_data(YamlReader& r, TrainConfig& c) {
   if (d.source == "markov" && d.markov.vocab_size > c.model.vocab_size) {
     return Status::error("{}: data.markov.vocab_size: {} exceeds the model's vocab_size {}",
                          r.origin(), d.markov.vocab_size, c.model.vocab_size);
+  }
+  if (d.source == "markov" && d.markov.branching > static_cast<int>(d.markov.vocab_size)) {
+    return Status::error(
+        "{}: data.markov.branching: {} exceeds data.markov.vocab_size {} (the "
+        "successors of a context are distinct tokens)",
+        r.origin(), d.markov.branching, d.markov.vocab_size);
+  }
+  // Both image sources give 3 x 32 x 32 images with labels 0..9 (data/image_dataset.h);
+  // synthetic ones draw labels below model.num_classes.
+  if (!lm && (c.model.image_size != data::ImageDataset::kHeight ||
+              c.model.in_channels != data::ImageDataset::kChannels)) {
+    return Status::error(
+        "{}: model.image_size {} and model.in_channels {} do not fit "
+        "data.source '{}', whose images are {} x {} with {} channels",
+        r.origin(), c.model.image_size, c.model.in_channels, d.source, data::ImageDataset::kHeight,
+        data::ImageDataset::kWidth, data::ImageDataset::kChannels);
+  }
+  if (d.source == "cifar10" && c.model.num_classes < 10) {
+    return Status::error("{}: model.num_classes: {} is fewer than CIFAR-10's 10 classes",
+                         r.origin(), c.model.num_classes);
   }
   return Status::ok();
 }
@@ -266,6 +287,12 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_interval", &t.checkpoint_interval, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_dir", &t.checkpoint_dir));
   SPARQ_RETURN_IF_ERROR(r.get("train.keep_checkpoints", &t.keep_checkpoints, {.min = 0}));
+  if (t.checkpoint_interval > 0 && t.checkpoint_dir.empty()) {
+    return Status::error(
+        "{}: train.checkpoint_interval: {} needs train.checkpoint_dir (where "
+        "the checkpoints go); without one no checkpoint is written",
+        r.origin(), t.checkpoint_interval);
+  }
   std::int64_t seed = static_cast<std::int64_t>(t.seed);
   SPARQ_RETURN_IF_ERROR(r.get("train.seed", &seed, {.min = 0}));
   t.seed = static_cast<std::uint64_t>(seed);
@@ -296,6 +323,13 @@ Status read_log(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0}));
   if (!l.trace_path.empty() && l.trace_steps == 0) l.trace_steps = 3;
+  if (!l.trace_path.empty() && l.trace_start + l.trace_steps > c.train.steps) {
+    return Status::error(
+        "{}: log.trace: the traced steps {}..{} (log.trace_start + 1 .. + "
+        "log.trace_steps) end after train.steps {}, so the trace would never "
+        "be written",
+        r.origin(), l.trace_start + 1, l.trace_start + l.trace_steps, c.train.steps);
+  }
   SPARQ_RETURN_IF_ERROR(
       r.get("log.never_sent_window", &l.never_sent_window, {.min = 0, .max = 1000000000}));
   const bool compressed = c.compress.compress.name != "none";
@@ -329,67 +363,6 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
 
 bool clips_locally(const TrainConfig& c) {
   return c.clip_scope == "local" || (c.clip_scope == "auto" && c.optim.communicate != "gradient");
-}
-
-namespace {
-
-// Wire bytes per element of the tied table's own exchange (Note [Tied split cost]).
-Result<double> table_bytes_per_element(const TrainConfig& c, std::int64_t tied_rows) {
-  const compress::CompressConfig& cc = c.compress.compress;
-  if (cc.name == "none") return 4.0;
-  SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(cc));
-  const auto n = static_cast<std::size_t>(tied_rows * c.model.n_embd);
-  if (n == 0) return 4.0;
-  if (auto bytes = compressor->fixed_message_bytes(n)) return static_cast<double>(*bytes) / n;
-  // An f32 value and a 4-byte index per kept entry: more than any sparse format spends
-  // (docs/compress.md), so the estimate errs towards splitting.
-  if (auto rho = compressor->density()) return *rho * 8.0;
-  return 4.0;  // unknown before its layout (powersgd): priced as dense
-}
-
-}  // namespace
-
-// Note [Tied split cost]
-// The split exchanges the table (compressed or dense) early and the lookup's rows exactly
-// (f32) at the end, where nothing hides them; each rank receives every other rank's rows.
-// `auto` splits only when those rows, step_tokens * n_embd * 4 bytes over all ranks, cost at
-// most half of what the table's own exchange costs, tied_rows * n_embd * e bytes with e its
-// wire bytes per element: 4 dense, 2 for the bf16/fp16 casts, fixed_message_bytes / n for
-// fixed-size messages, 8 * density for sparse ones. Dense, that is "the step's tokens cover
-// at most half of the rows". Compressed at density 0.01 the rows usually lose: on the
-// emulated cluster (4 nodes, 100 Mbit/s, gpt2-tiny, lbs 1% 4-bit) the split sent 1.85 MiB a
-// step per rank, 80% of it the rows, against 370 KiB unsplit, and its step took 1.31-1.33 s
-// against 1.15-1.16 s (docs/comm.md).
-Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, int world_size) {
-  const std::string& mode = c.comm.split_tied_embedding;
-  if (mode == "never") return false;
-  // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
-  const std::int64_t step_tokens = c.train.micro_batch * c.data.seq_len * world_size;
-  std::string why;
-  if (tied_rows == 0) {
-    why = "the model has no tied embedding (GPT-2 has one)";
-  } else if (world_size < 2) {
-    why = "a single rank exchanges nothing";
-  } else if (c.train.device != Device::kCPU) {
-    why = "train.device: cuda does not split it yet";
-  } else if (c.optim.communicate != "gradient") {
-    why = "optim.communicate is not gradient (the optimizer needs the whole local gradient)";
-  } else if (clips_locally(c)) {
-    why = "local clipping needs the whole local gradient before sending";
-  } else if (c.compress.compress.name == "dgc") {
-    // Measured: with the split, the convergence test's dgc run (SGD momentum 0.9 kept by the
-    // compressor) ended at 1.20x the source's entropy instead of within it.
-    why = "compress.name: dgc keeps the momentum in the compressor, which the exact rows "
-          "would bypass";
-  }
-  if (!why.empty()) {
-    if (mode != "always") return false;
-    return Status::error("{}: comm.split_tied_embedding: always, but {}; use auto or never",
-                         c.origin, why);
-  }
-  if (mode == "always") return true;  // the cost rule is auto's
-  SPARQ_ASSIGN_OR_RETURN(const double e, table_bytes_per_element(c, tied_rows));
-  return 2.0 * 4.0 * static_cast<double>(step_tokens) <= e * static_cast<double>(tied_rows);
 }
 
 Result<TrainConfig> load_train_config(const std::string& path,

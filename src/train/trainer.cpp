@@ -126,7 +126,10 @@ EvalMetrics Trainer::evaluate() {
   // source's loss on the same targets (EvalMetrics::source_loss).
   float sums[4] = {0, 0, 0, 0};
   const data::MarkovChain* source = data_info_.source.get();
-  for (int i = 0; i < config_.train.eval_batches; ++i) {
+  // At most one pass over the eval set (sampler.h): no item is scored twice.
+  const std::uint64_t batches = std::min<std::uint64_t>(
+      static_cast<std::uint64_t>(config_.train.eval_batches), eval_data_->steps_per_epoch());
+  for (std::uint64_t i = 0; i < batches; ++i) {
     Batch b = eval_data_->next(0);
     if (source) {  // on the host batch, before any staging; counted like score.count below
       sums[3] += static_cast<float>(

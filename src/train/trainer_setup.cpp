@@ -65,6 +65,14 @@ Status Trainer::build(const Options& options) {
     SPARQ_ASSIGN_OR_RETURN(train_data_, make_batch_source(c, true, comm_.rank(), comm_.size(),
                                                           slots, &data_info_));
     SPARQ_ASSIGN_OR_RETURN(eval_data_, make_batch_source(c, false, comm_.rank(), comm_.size(), 1));
+    const std::uint64_t eval_steps = eval_data_->steps_per_epoch();
+    if (comm_.rank() == 0 && eval_steps < static_cast<std::uint64_t>(c.train.eval_batches)) {
+      spdlog::info(
+          "evaluation: the eval set fills {} global batch(es) of {} x {} rank(s), the "
+          "last one padded; each evaluation scores it once, in {} batch(es) per rank "
+          "rather than train.eval_batches = {}",
+          eval_steps, c.train.micro_batch, comm_.size(), eval_steps, c.train.eval_batches);
+    }
   }
   batches_.resize(static_cast<std::size_t>(slots));
 

@@ -1,5 +1,5 @@
-// Sampler, LM and MLM loaders: per-rank disjointness, epoch coverage, exact resume, and the
-// BERT masking rates.
+// Sampler, LM and MLM loaders: per-rank disjointness, epoch coverage, exact resume, the
+// BERT masking rates, and evaluation's single padded pass.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -89,6 +89,43 @@ TEST(EpochSampler, BadConfigurationsAreClearErrors) {
   EXPECT_FALSE(s.restore({7, 0, 25}).is_ok());
 }
 
+SamplerConfig eval_config(int micro, int rank, int world) {
+  SamplerConfig c = sampler_config(micro, rank, world);
+  c.shuffle = false;
+  c.pad_last_batch = true;
+  return c;
+}
+
+TEST(EpochSampler, EvaluationScoresEveryItemOnceAndPadsTheLastBatch) {
+  // 10 items, G = 3 x 2 = 6: two global batches, the second holding 4 items and 2 pads.
+  const int world = 3, micro = 2;
+  std::vector<EpochSampler> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.push_back(EpochSampler::create(10, eval_config(micro, r, world)).value());
+  ASSERT_EQ(ranks[0].steps_per_epoch(), 2u);
+  for (int epoch = 0; epoch < 2; ++epoch) {  // the same pass again after the epoch rolls
+    std::vector<std::uint64_t> order;
+    for (int step = 0; step < 2; ++step) {
+      for (EpochSampler& s : ranks) {
+        std::vector<std::uint64_t> items;
+        s.next(&items);
+        order.insert(order.end(), items.begin(), items.end());
+      }
+    }
+    EXPECT_EQ(order, (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, kPaddingItem,
+                                                 kPaddingItem}))
+        << "epoch " << epoch;
+    EXPECT_EQ(ranks[2].state().epoch, static_cast<std::uint64_t>(epoch + 1));
+  }
+  // Fewer items than one global batch still make one (padded) batch; none is an error.
+  auto small = EpochSampler::create(4, eval_config(micro, 1, world)).value();
+  EXPECT_EQ(small.steps_per_epoch(), 1u);
+  std::vector<std::uint64_t> items;
+  small.next(&items);
+  EXPECT_EQ(items, (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_FALSE(EpochSampler::create(0, eval_config(micro, 0, world)).is_ok());
+}
+
 std::shared_ptr<VectorTokenSource> counting_source(std::uint32_t n) {
   std::vector<std::uint32_t> t(n);
   std::iota(t.begin(), t.end(), 0);
@@ -170,6 +207,22 @@ TEST(LmLoader, TooFewTokensIsAClearError) {
   EXPECT_NE(r.status().message().find("3000 tokens"), std::string::npos) << r.status().message();
 }
 
+TEST(LmLoader, EvaluationPaddingRowsHaveEveryTargetIgnored) {
+  LmLoaderConfig config;
+  config.seq_len = 8;
+  config.sampler = eval_config(2, 0, 1);
+  auto loader = LmLoader::create(counting_source(8 * 3 + 1), config).value();  // 3 windows
+  ASSERT_EQ(loader.steps_per_epoch(), 2u);
+  loader.next();
+  const LmBatch& b = loader.next();  // window 2, then padding
+  ASSERT_EQ(b.windows, (std::vector<std::uint64_t>{2, kPaddingItem}));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(b.targets.data<std::int32_t>()[i], 2 * 8 + i + 1);
+    EXPECT_EQ(b.inputs.data<std::int32_t>()[8 + i], i);  // window 0's tokens: valid ids
+    EXPECT_EQ(b.targets.data<std::int32_t>()[8 + i], kIgnoreLabel);
+  }
+}
+
 // Tokens 5.. are "words"; 1 = [SEP] separates documents; 2 [CLS], 3 [MASK], 0 [PAD].
 MlmLoaderConfig mlm_config(int max_len, SamplerConfig s) {
   MlmLoaderConfig c;
@@ -201,6 +254,22 @@ TEST(MlmLoader, SequencesFollowDocumentsWithClsSepAndPadding) {
     EXPECT_EQ(b.labels.data<std::int32_t>()[i], kIgnoreLabel);
     EXPECT_EQ(b.token_type_ids.data<std::int32_t>()[i], 0);
   }
+}
+
+TEST(MlmLoader, EvaluationPaddingRowsAreARealSequenceWithNoLabel) {
+  std::vector<std::uint32_t> t = {10, 11, 12, 1, 20, 21, 1, 30, 1};  // 3 documents
+  auto source = std::make_shared<VectorTokenSource>(t, 100);
+  auto config = mlm_config(6, eval_config(2, 0, 1));
+  config.mask_prob = 1;  // every content position of a real row has a label
+  auto loader = MlmLoader::create(source, config).value();
+  ASSERT_EQ(loader.steps_per_epoch(), 2u);
+  loader.next();
+  const MlmBatch& b = loader.next();
+  ASSERT_EQ(b.sequences, (std::vector<std::uint64_t>{2, kPaddingItem}));
+  EXPECT_NE(b.labels.data<std::int32_t>()[1], kIgnoreLabel);  // sequence 2's one token
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(b.labels.data<std::int32_t>()[6 + i], kIgnoreLabel);
+  // The padding row attends to sequence 0 ([CLS] 10 11 12 [SEP]): never an empty row.
+  EXPECT_EQ(b.attention_mask.data<std::int32_t>()[6 + 4], 1);
 }
 
 TEST(MlmLoader, MaskingRatesAre15PercentThen80_10_10) {

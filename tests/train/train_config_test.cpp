@@ -143,6 +143,19 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {communicate: updates}", "x.yaml: optim.communicate"},
       {"optim: {communicate: update, clip_scope: aggregate}", "x.yaml: optim.clip_scope"},
       {"log: {tracee: a.json}", "unknown key log.tracee"},
+      // Keys that used to be accepted and then ignored, or to fail inside a layer at step 1.
+      {"train: {checkpoint_interval: 10}",
+       "x.yaml: train.checkpoint_interval: 10 needs train.checkpoint_dir"},
+      {"train: {steps: 10}\nlog: {trace: t.json, trace_start: 8, trace_steps: 3}",
+       "x.yaml: log.trace: the traced steps 9..11 (log.trace_start + 1 .. + log.trace_steps) "
+       "end after train.steps 10"},
+      {"data: {markov: {vocab_size: 4, branching: 8}}",
+       "x.yaml: data.markov.branching: 8 exceeds data.markov.vocab_size 4"},
+      {"model: {preset: vgg-tiny, image_size: 64}\ndata: {source: synthetic_images}",
+       "x.yaml: model.image_size 64 and model.in_channels 3 do not fit data.source "
+       "'synthetic_images', whose images are 32 x 32 with 3 channels"},
+      {"model: {preset: vgg-tiny, num_classes: 5}\ndata: {source: cifar10, train: d}",
+       "x.yaml: model.num_classes: 5 is fewer than CIFAR-10's 10 classes"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

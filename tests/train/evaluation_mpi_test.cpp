@@ -1,0 +1,85 @@
+// Evaluation scores every item of the eval set exactly once, whatever the world size
+// (sampler.h, pad_last_batch): an eval set smaller than train.eval_batches global batches is
+// not scored twice, one smaller than a global batch still evaluates, and the padding rows
+// count nothing. Each config is evaluated by all ranks together (micro_batch 2) and by every
+// rank alone (micro_batch 1, no padding); the counts must be equal and so must the losses,
+// to float summation order. lr 1e-30 (lr must be positive) leaves the parameters of the one
+// training step the trainer runs the same at both world sizes, to far below that tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/mpi_communicator.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+namespace {
+
+struct Case {
+  const char* name;
+  const char* yaml;
+  bool same_parameters;  // false for VGG: its BatchNorm statistics follow the training batch
+};
+
+// 5 eval items in each: 5 windows of 16 tokens; 5 images; the BERT pieces of 81 tokens.
+const Case kCases[] = {
+    {"gpt2", R"(model: {preset: gpt2-tiny, vocab_size: 256, n_ctx: 64, n_layer: 1}
+data: {source: markov, seq_len: 16, markov: {order: 1, train_tokens: 4096, eval_tokens: 81}}
+optim: {name: sgd, lr: 1.0e-30}
+train: {steps: 1, eval_batches: 16, seed: 3}
+log: {progress_interval: 0})",
+     true},
+    {"bert", R"(model: {preset: bert-tiny, vocab_size: 256, n_ctx: 64}
+data: {source: markov, seq_len: 32, markov: {train_tokens: 4096, eval_tokens: 81}}
+optim: {name: sgd, lr: 1.0e-30}
+train: {steps: 1, eval_batches: 16, seed: 3}
+log: {progress_interval: 0})",
+     true},
+    {"vgg", R"(model: {preset: vgg-tiny}
+data: {source: synthetic_images, synthetic: {train_images: 64, eval_images: 5}}
+optim: {name: sgd, lr: 1.0e-30}
+train: {steps: 1, eval_batches: 16, seed: 3}
+log: {progress_interval: 0})",
+     false},
+};
+
+EvalMetrics final_eval(const Case& c, comm::Communicator& comm, int micro_batch) {
+  auto config =
+      parse_train_config(c.yaml, c.name, {"train.micro_batch=" + std::to_string(micro_batch)});
+  SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+  auto trainer = Trainer::create(*config, comm);
+  SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());
+  auto summary = (*trainer)->run();
+  SPARQ_CHECK(summary.is_ok(), "{}", summary.status().message());
+  return summary->eval;
+}
+
+TEST(EvaluationMpi, EveryEvalItemCountsOnceAtAnyWorldSize) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  auto alone = comm::make_self_communicator();
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const EvalMetrics all = final_eval(c, **world, 2);
+    const EvalMetrics one = final_eval(c, *alone, 1);
+    ASSERT_GT(one.count, 0);
+    EXPECT_EQ(all.count, one.count);
+    const std::string name = c.name;
+    if (name == "gpt2") {
+      EXPECT_EQ(one.count, 5 * 16);
+    } else if (name == "vgg") {
+      EXPECT_EQ(one.count, 5);
+    }
+    EXPECT_TRUE(std::isfinite(all.loss));
+    if (!c.same_parameters) continue;
+    EXPECT_NEAR(all.loss, one.loss, 1e-5 * std::abs(one.loss));
+    EXPECT_NEAR(all.accuracy, one.accuracy, 1e-6);
+    EXPECT_NEAR(all.source_loss, one.source_loss, 1e-5 * std::abs(one.source_loss));
+  }
+}
+
+}  // namespace
+}  // namespace sparq::train

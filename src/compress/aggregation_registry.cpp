@@ -98,6 +98,7 @@ Result<std::unique_ptr<Aggregator>> make_aggregator(std::string_view name, const
   if (r.accepts) SPARQ_RETURN_IF_ERROR(r.accepts(c).with_context(key));
   std::unique_ptr<Aggregator> aggregator = r.factory(options);
   if (!aggregator) return Status::error("{}: the factory of '{}' returned nothing", key, wanted);
+  SPARQ_RETURN_IF_ERROR(aggregator->check_compressor(c).with_context(key));
   return aggregator;
 }
 

@@ -99,6 +99,10 @@ struct CompressorCapabilities {
   // Ramps its own sparsity over the first steps (dgc with warmup_steps > 0), which cannot be
   // combined with compress.density_warmup_steps.
   bool own_density_warmup = false;
+  // accumulate() and encode() update state kept per bucket position (dgc's momentum, and its
+  // masking at the kept positions): a second encode of positions already encoded this step,
+  // as two_phase's server compression does with each region's average, would update it again.
+  bool position_state = false;
   // Has a CUDA twin (device_codec.h) with the same message bytes, so a store on a GPU can be
   // exchanged compressed: device_codec() returns it in a build with CUDA. powersgd's twin is
   // its whole low_rank exchange on the device instead (device_low_rank.h).

@@ -43,8 +43,10 @@ class DgcCompressor final : public Compressor {
   // Sparse f32 lists, but not tree-mergeable: the momentum is masked at the positions dgc
   // itself selected. Its CUDA twin keeps the momentum on the device (dgc_device_codec.cpp).
   CompressorCapabilities capabilities() const override {
-    return {
-        .sparse_f32 = true, .own_density_warmup = options_.warmup_steps > 0, .device_twin = true};
+    return {.sparse_f32 = true,
+            .own_density_warmup = options_.warmup_steps > 0,
+            .position_state = true,
+            .device_twin = true};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void accumulate(std::span<const float> g, std::span<float> e, const EncodeContext& ctx) override;

@@ -112,6 +112,16 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
   return failure;
 }
 
+Status TwoPhaseAggregator::check_compressor(const Compressor& c) const {
+  if (!options_.server_compression || !c.capabilities().position_state) return Status::ok();
+  return Status::error(
+      "{} cannot aggregate by two_phase with server compression: each region "
+      "owner re-encodes the region's average with it, which would apply its "
+      "per-position state (momentum) to the average a second time; set "
+      "compress.server_compression: false, or use allgather",
+      c.name());
+}
+
 void TwoPhaseAggregator::save_state(std::vector<std::uint8_t>& out) const {
   save_floats(server_residual_, out);
 }

@@ -20,6 +20,10 @@ class TwoPhaseAggregator final : public Aggregator {
   std::string_view name() const override { return "two_phase"; }
   Status run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef, comm::Communicator& comm,
              const EncodeContext& ctx) override;
+  // Server compression re-encodes each region's average with the bucket's compressor, so a
+  // compressor with position_state (dgc) is refused then: its owner's momentum would take
+  // the already-averaged region a second time.
+  Status check_compressor(const Compressor& c) const override;
 
   std::span<const float> server_residual() const { return server_residual_; }
   void save_state(std::vector<std::uint8_t>& out) const override;

@@ -66,7 +66,10 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
     const std::string strategy(compress::aggregation_name(kind));
     if (strategy == own) continue;  // "auto" is the compressor's own strategy
     // Only what the compressor's messages can go through (the registry's accepts()).
-    if (!compress::make_aggregator(strategy, *compressor, {}, "comm.plan").is_ok()) continue;
+    if (!compress::make_aggregator(strategy, *compressor, config.compress.aggregator, "comm.plan")
+             .is_ok()) {
+      continue;
+    }
     train::TrainConfig variant = config;
     variant.compress.aggregation = strategy;
     SPARQ_RETURN_IF_ERROR(add_option(strategy, variant));

@@ -272,7 +272,8 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
   compress::Aggregation aggregation = probe->aggregation();
   if (compressing) {
     // The combinations the trainer refuses (the registry's accepts()) are refused here too.
-    SPARQ_RETURN_IF_ERROR(compress::make_aggregator(config.compress.aggregation, *probe, {},
+    SPARQ_RETURN_IF_ERROR(compress::make_aggregator(config.compress.aggregation, *probe,
+                                                    config.compress.aggregator,
                                                     config.compress.aggregation_key)
                               .status());
   }

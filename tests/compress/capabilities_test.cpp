@@ -31,6 +31,7 @@ std::string describe(const CompressorCapabilities& c) {
                           {"needs_matrix_layout", c.needs_matrix_layout},
                           {"sends_every_entry", c.sends_every_entry},
                           {"own_density_warmup", c.own_density_warmup},
+                          {"position_state", c.position_state},
                           {"device_twin", c.device_twin},
                           {"count_varies", c.count_varies}}) {
     if (!on) continue;
@@ -80,7 +81,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"signsgd", messages + " device_twin", anywhere},
       {"onebit", messages + " device_twin", anywhere},
       {"blockquant", messages + " device_twin", anywhere},
-      {"dgc", "self_contained sparse_f32 device_twin", anywhere},
+      {"dgc", "self_contained sparse_f32 position_state device_twin", "allgather"},
       {"lbs", messages + " device_twin", anywhere},
       {"powersgd", "needs_matrix_layout device_twin", "low_rank"},
   };
@@ -143,6 +144,25 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   EXPECT_TRUE(built("topk_sampled", Aggregation::kAllgather));
   EXPECT_TRUE(built("threshold", Aggregation::kTwoPhase));
   EXPECT_FALSE(built("topk_sampled", Aggregation::kTree));
+}
+
+// Found in review: two_phase's server pass re-encoded each region's average through dgc's
+// accumulate(), which put the already momentum-corrected average into the owner's momentum
+// (and masked it at the server's picks). A compressor with position_state is refused there
+// while server compression is on, and accepted without it.
+TEST(Capabilities, PositionStateIsRefusedByTwoPhaseServerCompression) {
+  auto dgc = make("dgc");
+  auto server = make_aggregator("two_phase", *dgc, {.server_compression = true}, "compress");
+  ASSERT_FALSE(server.is_ok());
+  EXPECT_EQ(server.status().message(),
+            "compress: dgc cannot aggregate by two_phase with server compression: each region "
+            "owner re-encodes the region's average with it, which would apply its per-position "
+            "state (momentum) to the average a second time; set compress.server_compression: "
+            "false, or use allgather");
+  EXPECT_TRUE(
+      make_aggregator("two_phase", *dgc, {.server_compression = false}, "compress").is_ok());
+  // Compressors without such state keep server compression.
+  EXPECT_TRUE(make_aggregator("two_phase", *make("topk"), {}, "compress").is_ok());
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {

@@ -272,13 +272,7 @@ TEST(GradientExchange, PerBucketChoicesOverrideKindAndStrategy) {
       << wrong.status().message();
 }
 
-// dgc keeps momentum per bucket and two_phase a server residual: a restored exchange must
-// continue exactly like the original.
-TEST(GradientExchange, SavedStateContinuesIdentically) {
-  Fixture f;
-  GradientExchangeConfig c;
-  c.compress = {"dgc", {{"density", "0.05"}, {"momentum", "0.9"}}, "compress"};
-  c.aggregation = "two_phase";
+void expect_saved_state_continues(Fixture& f, const GradientExchangeConfig& c) {
   auto original = f.make(c);
   for (int step = 0; step < 2; ++step) {
     f.fill_grads(20 + step);
@@ -301,6 +295,22 @@ TEST(GradientExchange, SavedStateContinuesIdentically) {
   std::vector<StateTensor> truncated(state.begin(), state.end() - 1);
   const Status s = f.make(c)->load_state(truncated);
   EXPECT_FALSE(s.is_ok());
+}
+
+// dgc keeps momentum per bucket and two_phase a server residual: a restored exchange must
+// continue exactly like the original. (dgc goes through two_phase without server
+// compression: with it, the combination is refused.)
+TEST(GradientExchange, SavedStateContinuesIdentically) {
+  for (const bool dgc : {true, false}) {
+    SCOPED_TRACE(dgc ? "dgc, two_phase without server compression" : "lbs, two_phase");
+    Fixture f;
+    GradientExchangeConfig c;
+    c.compress = dgc ? CompressConfig{"dgc", {{"density", "0.05"}, {"momentum", "0.9"}}, "compress"}
+                     : CompressConfig{"lbs", {{"density", "0.05"}}, "compress"};
+    c.aggregation = "two_phase";
+    c.aggregator.server_compression = !dgc;
+    expect_saved_state_continues(f, c);
+  }
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ void DenseCastCompressor::encode(std::span<const float> a, const EncodeContext& 
     const std::size_t begin = c * kChunk, len = std::min(kChunk, n - begin);
     for (std::size_t j = 0; j < len; ++j) scaled[j] = a[begin + j] * inv_p;
     if (format_ == Format::kF16) {
+      for (std::size_t j = 0; j < len; ++j) scaled[j] = clamp_to_half_range(scaled[j]);
       float_to_half(scaled, out + begin, len);
     } else {
       float_to_bf16(scaled, out + begin, len);

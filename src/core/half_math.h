@@ -55,6 +55,17 @@ SPARQ_HOST_DEVICE inline std::uint16_t half_bits_of(float value) {
   return static_cast<std::uint16_t>(sign | (rounded >> 13));
 }
 
+// A finite value that half_bits_of would round to Inf (|x| >= 65520) becomes +-65504, the
+// largest finite half; anything else is returned as it is (NaN and Inf included). The fp16
+// compressor sends its values through it, so one large gradient costs a clipped message and
+// a residual that keeps the excess, not an Inf residual that poisons every later step.
+SPARQ_HOST_DEVICE inline float clamp_to_half_range(float value) {
+  constexpr float kMaxHalf = 65504.0f;
+  if (value >= 65520.0f && value <= 3.4028234664e38f) return kMaxHalf;
+  if (value <= -65520.0f && value >= -3.4028234664e38f) return -kMaxHalf;
+  return value;
+}
+
 SPARQ_HOST_DEVICE inline float float_of_half_bits(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   const std::uint32_t exp = (bits >> 10) & 0x1fu;

@@ -231,5 +231,38 @@ TEST(CompressorProperties, LosslessSettingsRoundTrip) {
   }
 }
 
+// Found in review: fp16 cast a finite a / P >= 65520 to Inf, error feedback then stored
+// e = a - Inf = -Inf, the next step's a = g + e was -Inf and e NaN, and every later step was
+// skipped. The cast saturates at the largest finite half (core/half_math.h,
+// clamp_to_half_range, shared with the CUDA twin) and the residual keeps the excess.
+TEST(CompressorProperties, Fp16SaturatesAndErrorFeedbackKeepsTheExcess) {
+  auto c = make("fp16");
+  EncodeContext ctx = context(0);
+  ctx.world_size = 2;
+  std::vector<float> residual(4, 0.0f);
+  ErrorFeedback ef(residual);
+  const std::vector<float> g = {3.0e5f, -1.0e6f, 1.0f, 131000.0f};
+  Message msg;
+  ef.encode(*c, g, 0, ctx, msg);
+  const std::vector<float> sent = decode_dense(*c, msg, g.size(), ctx);  // P * half(a / P)
+  // 131000 / 2 = 65500 is below 65520: rounded to 65504 as before, not clamped.
+  EXPECT_EQ(sent, (std::vector<float>{2 * 65504.0f, -2 * 65504.0f, 1.0f, 2 * 65504.0f}));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(residual[i])) << i;
+    EXPECT_EQ(residual[i], g[i] - sent[i]) << i;  // mass conservation
+  }
+  // The excess goes out over the next steps instead of being lost or turning into NaN.
+  const std::vector<float> zero(4, 0.0f);
+  for (int step = 1; step < 4; ++step) ef.encode(*c, zero, 0, ctx, msg);
+  EXPECT_EQ(residual[0], 0.0f);  // 3e5 = 131008 + 131008 + 37984: sent whole by step 2
+  EXPECT_FLOAT_EQ(residual[1], -1.0e6f + 4 * 2 * 65504.0f);
+  // Non-finite values are not made finite: the non-finite guard must still see them.
+  std::vector<float> bad = {std::numeric_limits<float>::infinity(), std::nanf("")};
+  c->encode(bad, ctx, msg);
+  const std::vector<float> back = decode_dense(*c, msg, bad.size(), ctx);
+  EXPECT_TRUE(std::isinf(back[0]));
+  EXPECT_TRUE(std::isnan(back[1]));
+}
+
 }  // namespace
 }  // namespace sparq::compress

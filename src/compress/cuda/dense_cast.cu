@@ -12,7 +12,7 @@ __global__ void encode_kernel(bool half, const float* a, std::size_t n, float in
                               std::uint16_t* out) {
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const float scaled = a[i] * inv_p;
-    out[i] = half ? half_bits_of(scaled) : bf16_bits_of(scaled);
+    out[i] = half ? half_bits_of(clamp_to_half_range(scaled)) : bf16_bits_of(scaled);
   }
 }
 
@@ -21,7 +21,8 @@ __global__ void encode_feedback_kernel(bool half, const float* g, float* e, std:
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const float a = g[i] + e[i];
     const float scaled = a * inv_p;
-    const std::uint16_t bits = half ? half_bits_of(scaled) : bf16_bits_of(scaled);
+    const std::uint16_t bits =
+        half ? half_bits_of(clamp_to_half_range(scaled)) : bf16_bits_of(scaled);
     out[i] = bits;
     e[i] = a + minus_p * (half ? float_of_half_bits(bits) : float_of_bf16_bits(bits));
   }

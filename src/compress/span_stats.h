@@ -49,7 +49,11 @@ struct SpanStats {
 
 // The scales made of them, one definition for the CPU codecs and their CUDA twins.
 // terngrad (terngrad.h), stats of (value, square): s = min(max |a|, clip_sigma * sigma), sigma
-// the span's standard deviation (a negative or NaN variance counts as 0).
+// the span's standard deviation (a negative or NaN variance counts as 0), except that a span
+// with no spread (one value, or all equal: sigma = 0) takes s = max |a|. Clipping at
+// clip_sigma * sigma exists to cut outliers; at sigma = 0 it cut everything, so such a span
+// (a 1-float tail bucket, a two_phase region of one float) never sent anything and its
+// residual grew without bound.
 SPARQ_HOST_DEVICE inline float terngrad_scale(const SpanStats& stats, std::size_t n,
                                               double clip_sigma) {
   const double mean = stats.sum_a / static_cast<double>(n);
@@ -58,7 +62,7 @@ SPARQ_HOST_DEVICE inline float terngrad_scale(const SpanStats& stats, std::size_
   const double raw_var = fma(-mean, mean, stats.sum_b / static_cast<double>(n));
   const double var = raw_var > 0.0 ? raw_var : 0.0;
   const float clip = static_cast<float>(clip_sigma * sqrt(var));
-  return clip < stats.max_abs ? clip : stats.max_abs;  // std::min(max_abs, clip)
+  return var > 0.0 && clip < stats.max_abs ? clip : stats.max_abs;  // std::min(max_abs, clip)
 }
 // signsgd (stats of |a|): mean |a|; onebit (stats of a^2): the RMS (sign.h).
 SPARQ_HOST_DEVICE inline float sign_scale(const SpanStats& stats, std::size_t n, bool rms) {

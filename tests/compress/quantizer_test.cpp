@@ -108,6 +108,23 @@ TEST(TernGrad, IsUnbiasedForTheClippedGradient) {
   expect_unbiased(*c, a, 3000, clipped, clip);
 }
 
+// Found in review: a span without spread (one float, or all values equal) has sigma = 0, and
+// clipping at clip_sigma * sigma gave scale 0, so it never sent anything. Its scale is now
+// max |a|, and a constant span is sent exactly.
+TEST(TernGrad, ASpanWithoutSpreadIsSentNotClippedToZero) {
+  auto c = make("terngrad");
+  for (const std::vector<float>& a :
+       {std::vector<float>{0.75f}, std::vector<float>{-2.0f, -2.0f, -2.0f}}) {
+    Message msg;
+    c->encode(a, {}, msg);
+    EXPECT_EQ(decode_dense(*c, msg, a.size(), {}), a);
+  }
+  const std::vector<float> zero(5, 0.0f);  // all zero: scale 0, decodes to zero
+  Message msg;
+  c->encode(zero, {}, msg);
+  EXPECT_EQ(decode_dense(*c, msg, zero.size(), {}), zero);
+}
+
 TEST(SignSgd, DecodesToPlusMinusMeanMagnitude) {
   auto c = make("signsgd");
   const std::vector<float> a = {1.0f, -3.0f, 0.0f, 2.0f, -2.0f, 4.0f, 1.0f, -1.0f, 0.5f};

@@ -1,5 +1,7 @@
 #include "optim/device_step.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 #if SPARQ_HAS_CUDA
@@ -79,8 +81,12 @@ double DeviceStep::clip_grad_norm(double max_norm) {
   CUDA_CHECK(cudaMemcpyAsync(norm_host_.data(), norm, sizeof(double), cudaMemcpyDeviceToHost,
                              stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  scale_pending_ = max_norm > 0.0;  // else the scale is 1: nothing to fold in
-  return *norm_host_.as<double>();
+  const double value = *norm_host_.as<double>();
+  // No scale to fold in when it is 1 (max_norm <= 0), nor after a non-finite norm: the caller
+  // skips that step, and the scale (0) must not reach a later step() without a clip of its
+  // own (optimizer.h: such a step uses the gradient as it is).
+  scale_pending_ = max_norm > 0.0 && std::isfinite(value);
+  return value;
 }
 
 const float* DeviceStep::take_grad_scale() {

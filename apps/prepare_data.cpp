@@ -120,6 +120,19 @@ int main(int argc, char** argv) {
   app.add_option("--seed", markov.seed, "seed of the Markov chain")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!verify.empty()) return verify_shards(verify);
+  // Checked here for both paths (text and --markov-tokens): a fraction of 1 or more made the
+  // Markov path's train count wrap around into a huge allocation.
+  if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
+    fmt::print(stderr, "prepare_data: --val-fraction must be in [0, 1), got {}\n",
+               options.val_fraction);
+    return 2;
+  }
+  if (options.val_fraction > 0 && options.name == "val") {
+    fmt::print(stderr,
+               "prepare_data: --name val: the validation split is val.bin too; choose "
+               "another --name, or --val-fraction 0\n");
+    return 2;
+  }
   if (markov_tokens > 0 && !options.out_dir.empty()) {
     return write_markov(markov, markov_tokens, options);
   }

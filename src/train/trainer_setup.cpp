@@ -164,8 +164,10 @@ Status Trainer::load_initial_weights() {
     host_params();
     target = &host_mirror_;
   }
-  const Status s =
-      format == "gpt2_hf" ? import_gpt2_hf(*target, path) : import_safetensors(*target, path);
+  // The file's vocabulary must be the model's: with fewer rows, the ids above them would
+  // start from zero embeddings without a word.
+  const Status s = format == "gpt2_hf" ? import_gpt2_hf(*target, path, config_.model.vocab_size)
+                                       : import_safetensors(*target, path);
   SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
   if (context().is_cuda()) {
     copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));

@@ -180,6 +180,15 @@ TEST(TrainApp, SafetensorsExportAndImport) {
          "--stop-at 0");
   EXPECT_EQ(hf.exit_code, 0) << hf.output;
   EXPECT_NE(hf.output.find("(gpt2_hf names)"), std::string::npos) << hf.output;
+  // The same 40-row file for a model of 48 ids: ids 40..47 would start from zero rows.
+  expect_refused(
+      run_train(0,
+                "--config configs/default.yaml --set model.n_layer=2 --set model.n_head=2 "
+                "--set model.n_embd=16 --set model.n_ctx=8 --set model.vocab_size=48 "
+                "--set data.seq_len=8 --set data.markov.vocab_size=40 --set log.metrics= "
+                "--set train.init_from=tests/reference/safetensors/gpt2_hf_tiny.safetensors "
+                "--stop-at 0"),
+      "[48, 16]");
 
   // A file for another model is refused, naming the tensor.
   expect_refused(run_train(0, "--config configs/default.yaml --set log.metrics= "

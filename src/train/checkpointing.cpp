@@ -9,6 +9,7 @@
 // position), skip counters, and the resolved config. Another world size resumes through
 // elastic_resume.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -315,6 +316,16 @@ Status Trainer::load_checkpoint(const std::string& path) {
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
   resumed_from_ = dir;
   if (is_root() && !elastic) spdlog::info("resumed from {} at step {}", dir, step_);
+  if (is_root() && f.meta.count("config")) {
+    // Changing settings on resume is allowed (more steps, another lr); it is said, so that a
+    // run's log tells what it continued with.
+    const std::vector<std::string> changed =
+        config_differences(f.meta.at("config"), config_.resolved_yaml);
+    if (!changed.empty()) {
+      spdlog::info("resumed with {} setting(s) other than the checkpoint's: {}", changed.size(),
+                   fmt::join(changed, "; "));
+    }
+  }
   if (is_root() && elastic) {
     const data::LoaderState now = train_data_->state();
     spdlog::info("resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "

@@ -3,7 +3,10 @@
 // and it reads back to the same configuration (tested), so it can be saved and rerun.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "train/train_config.h"
@@ -123,6 +126,49 @@ std::string effective_yaml(const TrainConfig& c) {
                    quoted(l.trace_path), l.trace_start, l.trace_steps)
     << fmt::format("  never_sent_window: {}\n", l.never_sent_window);
   return y.str();
+}
+
+namespace {
+
+// Dotted key -> the value as flow YAML, for every leaf of `node`.
+void flatten(const YAML::Node& node, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      flatten(entry.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out[prefix] = e.c_str();
+}
+
+}  // namespace
+
+std::vector<std::string> config_differences(const std::string& before, const std::string& after) {
+  std::map<std::string, std::string> a, b;
+  try {
+    flatten(YAML::Load(before), "", a);
+    flatten(YAML::Load(after), "", b);
+  } catch (const YAML::Exception& e) {
+    return {fmt::format("(the configs cannot be compared: {})", e.what())};
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, value] : a) {
+    auto it = b.find(key);
+    if (it == b.end()) {
+      out.push_back(fmt::format("{}: {} -> (none)", key, value));
+    } else if (it->second != value) {
+      out.push_back(fmt::format("{}: {} -> {}", key, value, it->second));
+    }
+  }
+  for (const auto& [key, value] : b) {
+    if (!a.count(key)) out.push_back(fmt::format("{}: (none) -> {}", key, value));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace sparq::train

@@ -129,6 +129,10 @@ Result<bool> resolve_tied_split(const TrainConfig& config, std::int64_t tied_row
 // Every key with the value in force (file, override or default) as YAML that reads back to
 // the same configuration; for --dry-run and checkpoints.
 std::string effective_yaml(const TrainConfig& config);
+// The settings in which two such texts differ, one "key: before -> after" per dotted key in
+// key order ("(none)" for a key only one side has); empty when they agree. A resume logs
+// them against the config its checkpoint was written with.
+std::vector<std::string> config_differences(const std::string& before, const std::string& after);
 
 // What the chosen train.device cannot run yet (on cuda: a compressor without a GPU twin, a
 // strategy other than allgather, comm.plan: auto, log.never_sent_window), as an error naming

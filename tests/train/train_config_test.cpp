@@ -3,6 +3,7 @@
 // that name the file and the key.
 #include "train/train_config.h"
 
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -116,6 +117,23 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
   EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 50).value());
   auto small = parse_train_config("optim: {clip_norm: 1.0}", "x.yaml", {}).value();
   EXPECT_FALSE(resolve_tied_split(small, 256, 2).value()) << "the default config's 256 rows";
+}
+
+TEST(TrainConfig, DifferencesListTheChangedSettings) {
+  auto base = parse_train_config("optim: {lr: 0.001}", "a.yaml", {});
+  auto other = parse_train_config("optim: {lr: 0.002}\ntrain: {steps: 300}", "b.yaml",
+                                  {"comm.dense_patterns=[\"*.bias\"]"});
+  ASSERT_TRUE(base.is_ok() && other.is_ok());
+  EXPECT_TRUE(config_differences(base->resolved_yaml, base->resolved_yaml).empty());
+  const std::vector<std::string> changed =
+      config_differences(base->resolved_yaml, other->resolved_yaml);
+  ASSERT_EQ(changed.size(), 3u) << fmt::format("{}", fmt::join(changed, "\n"));
+  EXPECT_EQ(changed[0].rfind("comm.dense_patterns: ", 0), 0u) << changed[0];
+  EXPECT_NE(changed[0].find("-> [\"*.bias\"]"), std::string::npos) << changed[0];
+  EXPECT_EQ(changed[1], "optim.lr: 0.001 -> 0.002");
+  EXPECT_EQ(changed[2], "train.steps: 100 -> 300");
+  EXPECT_EQ(config_differences("a: {b: 1}", "a: {c: 1}"),
+            (std::vector<std::string>{"a.b: 1 -> (none)", "a.c: (none) -> 1"}));
 }
 
 TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {

@@ -169,7 +169,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
                                  .allreduce = algorithm,
                                  .gather = gather_algorithm,
-                                 .overlap = base.comm.overlap,
+                                 // Local clipping holds every bucket until backward ends.
+                                 .overlap = base.comm.overlap && !train::clips_locally(cell.config),
                                  .busy_comm_rate = busy_comm_rate};
         Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);

@@ -70,11 +70,21 @@ class RegionCutter {
 }  // namespace
 
 Status BucketPlanConfig::validate(const std::string& prefix) const {
-  if (!(first_bucket_mb > 0.0)) {
-    return Status::error("{}first_bucket_mb: must be > 0, got {}", prefix, first_bucket_mb);
+  // An upper bound keeps cap_floats' double -> int64 conversion defined (1 TiB of floats
+  // is far beyond any model); below one float a cap of 0 would mean "no cap".
+  constexpr double kMaxMb = 1 << 20;
+  if (!(first_bucket_mb > 0.0 && first_bucket_mb <= kMaxMb)) {
+    return Status::error("{}first_bucket_mb: must be in (0, {}], got {}", prefix, kMaxMb,
+                         first_bucket_mb);
   }
-  if (!(bucket_mb >= 0.0))
-    return Status::error("{}bucket_mb: must be >= 0, got {}", prefix, bucket_mb);
+  if (cap_floats(first_bucket_mb) < 1) {
+    return Status::error("{}first_bucket_mb: {} MiB holds less than one float", prefix,
+                         first_bucket_mb);
+  }
+  if (!(bucket_mb >= 0.0 && bucket_mb <= kMaxMb)) {
+    return Status::error("{}bucket_mb: must be in [0, {}] (0: no cap), got {}", prefix, kMaxMb,
+                         bucket_mb);
+  }
   if (bucket_mb > 0.0 && cap_floats(bucket_mb) < 1) {
     return Status::error("{}bucket_mb: {} MiB holds less than one float", prefix, bucket_mb);
   }

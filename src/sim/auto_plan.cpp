@@ -32,6 +32,27 @@ struct Option {
 
 }  // namespace
 
+std::vector<std::string> plan_strategies(const train::TrainConfig& config,
+                                         const compress::Compressor& compressor) {
+  // Found in review: option 0 was named after the compressor's own strategy even when
+  // compress.aggregation named another, so a bucket left on it ran a strategy never priced.
+  std::vector<std::string> out = {
+      config.compress.aggregation == "auto"
+          ? std::string(compress::aggregation_name(compressor.aggregation()))
+          : config.compress.aggregation};
+  // The built-in strategies (the simulator prices those only; an embedding program's are not
+  // options), as far as the compressor's messages can go through them.
+  for (const compress::Aggregation kind : compress::kAggregations) {
+    const std::string strategy(compress::aggregation_name(kind));
+    if (strategy == out[0]) continue;
+    if (compress::make_aggregator(strategy, compressor, config.compress.aggregator, "comm.plan")
+            .is_ok()) {
+      out.push_back(strategy);
+    }
+  }
+  return out;
+}
+
 Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainConfig& config,
                                   const MachineProfile& profile, const NetworkLink& link,
                                   int world_size, double min_compression) {
@@ -59,20 +80,12 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   dense.compress.compress = {"none", {}, "compress.none"};
   dense.compress.aggregation = "auto";
   SPARQ_RETURN_IF_ERROR(add_option("dense", dense));
-  const std::string own(compress::aggregation_name(compressor->aggregation()));
-  // The built-in strategies (the simulator prices those only; an embedding program's are not
-  // options).
-  for (const compress::Aggregation kind : compress::kAggregations) {
-    const std::string strategy(compress::aggregation_name(kind));
-    if (strategy == own) continue;  // "auto" is the compressor's own strategy
-    // Only what the compressor's messages can go through (the registry's accepts()).
-    if (!compress::make_aggregator(strategy, *compressor, config.compress.aggregator, "comm.plan")
-             .is_ok()) {
-      continue;
-    }
+  const std::vector<std::string> strategies = plan_strategies(config, *compressor);
+  const std::string& own = strategies[0];  // option 0, "auto": the configured strategy
+  for (std::size_t i = 1; i < strategies.size(); ++i) {
     train::TrainConfig variant = config;
-    variant.compress.aggregation = strategy;
-    SPARQ_RETURN_IF_ERROR(add_option(strategy, variant));
+    variant.compress.aggregation = strategies[i];
+    SPARQ_RETURN_IF_ERROR(add_option(strategies[i], variant));
   }
 
   const std::size_t n = options[0].buckets.size();
@@ -80,7 +93,9 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
                                  .allreduce = config.comm.allreduce == "ring" ? "ring" : "best",
                                  .gather = "best",
-                                 .overlap = config.comm.overlap};
+                                 // Local clipping holds every bucket until backward ends
+                                 // (data_parallel.h): nothing overlaps then.
+                                 .overlap = config.comm.overlap && !train::clips_locally(config)};
   // choice[b]: index into options; plan-dense buckets are the same under every option.
   std::vector<std::size_t> choice(n, 0);
   std::vector<bool> compressed(n, false);

@@ -4,18 +4,19 @@
 // minimising the predicted step time (so its exposed communication), subject to a minimum
 // compression ratio of the whole step's messages.
 //
-// Search: start from the fixed plan (every compressed bucket by the compressor's own
-// strategy); then, bucket by bucket in launch order, try every option the compressor accepts
-// (dense, allreduce, allgather, two_phase, tree: compress/aggregation.h decides) and keep the
-// one with the shortest predicted step whose step bytes still meet the ratio; two passes. A
-// bucket's best option depends on its neighbours only through the comm thread's queue, which
-// the second pass sees. Deterministic: the same config, profile and world size give the same
-// choice on every rank (the trainer checks that they agree).
+// Search: start from the fixed plan (every compressed bucket by the configured strategy:
+// compress.aggregation, or the compressor's own when that is auto); then, bucket by bucket in
+// launch order, try every option the compressor accepts (dense, allreduce, allgather, two_phase,
+// tree: compress/aggregation.h decides) and keep the one with the shortest predicted step whose
+// step bytes still meet the ratio; two passes. A bucket's best option depends on its neighbours
+// only through the comm thread's queue, which the second pass sees. Deterministic: the same config,
+// profile and world size give the same choice on every rank (the trainer checks that they agree).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "compress/compressor.h"
 #include "sim/profile.h"
 #include "sim/workload.h"
 #include "train/train_config.h"
@@ -27,7 +28,7 @@ struct AutoPlan {
   // buckets of the plan, else "dense" or the chosen strategy.
   std::vector<std::string> bucket_choice;
   double predicted_step_ms = 0;  // with the choice
-  double fixed_step_ms = 0;      // the fixed plan (every bucket by the compressor's own strategy)
+  double fixed_step_ms = 0;      // the fixed plan (every bucket by the configured strategy)
   double predicted_exposed_ms = 0, fixed_exposed_ms = 0;
   // Dense f32 bytes / this rank's message bytes over the step's buckets, with the choice: the
   // trainer's compression ratio (train/metrics.h), independent of the world size.
@@ -36,6 +37,12 @@ struct AutoPlan {
   // "bucket 3 (0.50 MiB): two_phase, predicted step 812.4 ms (allgather 840.1, dense 1203.0)"
   std::vector<std::string> reasons;
 };
+
+// The strategies a compressed bucket may take, each once: the configured one first (the fixed
+// plan's), then every other built-in strategy whose accepts() and check_compressor() take
+// `compressor` with the config's aggregator options.
+std::vector<std::string> plan_strategies(const train::TrainConfig& config,
+                                         const compress::Compressor& compressor);
 
 // The choice for training `config` on `world_size` ranks over `link`. `layout` is
 // build_layout(config); min_compression >= 1. Errors: a profile without the compressor's

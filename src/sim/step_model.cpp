@@ -21,6 +21,10 @@ double decode_s(const SimBucket& b, double floats) {
 // Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.
 std::int64_t region_floats(std::int64_t n, int p) { return (n + p - 1) / p; }
 
+// The tree's broadcast of the global index set (gtopk_aggregator.cpp): its count (8 bytes),
+// then k indices as int32.
+double tree_index_set_bytes(double k) { return 8.0 + 4.0 * k; }
+
 double ring_allreduce_sent(double bytes, double elem_bytes, int p) {
   const auto count = static_cast<std::size_t>(bytes / elem_bytes);
   return static_cast<double>(
@@ -53,15 +57,17 @@ double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
     case CommKind::kTwoPhase: {
       const std::int64_t region = region_floats(b.numel, p);
       const double message = b.message_bytes(region);
-      return encode_s(b, n) + alltoall_s(o.gather, message, p, o.link) +
-             p * decode_s(b, static_cast<double>(region)) +
-             encode_s(b, static_cast<double>(region)) + allgather_s(o.gather, message, p, o.link) +
-             p * decode_s(b, static_cast<double>(region));
+      const double r = static_cast<double>(region);
+      const double phase1 =
+          encode_s(b, n) + alltoall_s(o.gather, message, p, o.link) + p * decode_s(b, r);
+      if (!b.server_compression) return phase1 + allgather_s(o.gather, 4.0 * r, p, o.link);
+      return phase1 + encode_s(b, r) + allgather_s(o.gather, message, p, o.link) +
+             p * decode_s(b, r);
     }
     case CommKind::kTree: {
       const double message = b.message_bytes(b.numel);
       const double k = b.kept(b.numel);
-      const double index_set = message - 4.0 * k;
+      const double index_set = tree_index_set_bytes(k);
       return encode_s(b, n) + gtopk_tree_s(message, index_set, k, p, o.link, o.allreduce) +
              (ceil_log2(p) + 1) * decode_s(b, n);
     }
@@ -86,16 +92,19 @@ double bucket_bytes_sent(const SimBucket& b, int p) {
     case CommKind::kAllgather:
       return ring_allgather_sent(b.message_bytes(b.numel), p);
     case CommKind::kTwoPhase: {
-      const auto message = static_cast<std::size_t>(b.message_bytes(region_floats(b.numel, p)));
+      const std::int64_t region = region_floats(b.numel, p);
+      const auto message = static_cast<std::size_t>(b.message_bytes(region));
       const std::vector<std::size_t> blocks(static_cast<std::size_t>(p), message);
+      const double result =
+          b.server_compression ? static_cast<double>(message) : 4.0 * static_cast<double>(region);
       return static_cast<double>(comm::alltoallv_bytes(blocks, blocks, 1, 0).sent) +
-             ring_allgather_sent(static_cast<double>(message), p);
+             ring_allgather_sent(result, p);
     }
     case CommKind::kTree: {
       const double message = b.message_bytes(b.numel);
       const double k = b.kept(b.numel);
       const double share = (p - 1.0) / p;  // all ranks but one send in the tree and the chain
-      return share * message + share * (message - 4.0 * k) + ring_allreduce_sent(4.0 * k, 4, p);
+      return share * message + share * tree_index_set_bytes(k) + ring_allreduce_sent(4.0 * k, 4, p);
     }
     case CommKind::kTiedRows: {
       const double rows = static_cast<double>(b.rows);

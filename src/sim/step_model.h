@@ -65,6 +65,9 @@ struct SimBucket {
   std::function<double(std::int64_t)> message_bytes;
   std::function<double(std::int64_t)> kept;
   CodecRate codec;  // encode/decode rates (unused by dense buckets)
+  // kTwoPhase: the region results are re-compressed (compress.server_compression), else
+  // allgathered as dense f32.
+  bool server_compression = true;
   std::int64_t rows = 0, dim = 0;  // kTiedRows: rows sent per rank, floats per row
 };
 

@@ -352,6 +352,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     b.kind = aggregation == compress::Aggregation::kAllgather ? CommKind::kAllgather
              : aggregation == compress::Aggregation::kTwoPhase ? CommKind::kTwoPhase
                                                                : CommKind::kTree;
+    b.server_compression = config.compress.aggregator.server_compression;
     out.push_back(std::move(b));
   }
   if (tied_split) {

@@ -136,6 +136,22 @@ TEST(BucketPlan, RefusesBadInput) {
   cfg.first_bucket_mb = 0;
   EXPECT_NE(BucketPlan::build(s.store, s.layers, cfg).status().message().find("first_bucket_mb"),
             std::string::npos);
+  // Below one float the cap would read as 0, "no cap": the first bucket took everything
+  // (found in review); a huge cap overflowed the float count.
+  cfg.first_bucket_mb = 1e-7;
+  EXPECT_NE(BucketPlan::build(s.store, s.layers, cfg)
+                .status()
+                .message()
+                .find("comm.first_bucket_mb: 1e-07 MiB holds less than one float"),
+            std::string::npos);
+  cfg = BucketPlanConfig{};
+  cfg.bucket_mb = 1e30;
+  EXPECT_NE(BucketPlan::build(s.store, s.layers, cfg)
+                .status()
+                .message()
+                .find("comm.bucket_mb: "
+                      "must be in"),
+            std::string::npos);
   cfg = BucketPlanConfig{};
   auto layers = s.layers;
   layers[0].tensors.push_back("nope");

@@ -1,10 +1,12 @@
 // comm.plan: auto's search (sim/auto_plan.h): never worse than the fixed plan it starts from,
 // deterministic, dense where the codec is the bottleneck, and the ratio constraint enforced.
+#include "sim/auto_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "sim/auto_plan.h"
+#include "compress/registry.h"
 #include "train/train_config.h"
 
 namespace sparq::sim {
@@ -85,6 +87,56 @@ TEST(AutoPlan, SendsDenseWhenCodingCostsMoreThanTheBytesSave) {
   auto impossible = choose_auto_plan(*layout, c, p, p.network("fast").value(), 4, 1e6);
   ASSERT_FALSE(impossible.is_ok());
   EXPECT_NE(impossible.status().message().find("comm.plan_min_compression"), std::string::npos);
+}
+
+// Found in review: with compress.aggregation set (two_phase here), option 0 was priced as
+// two_phase but named after lbs's own strategy (allgather), so a bucket left on it ran
+// allgather, which was never priced. The configured strategy is option 0, and each strategy
+// is an option once.
+TEST(AutoPlan, TheFixedPlanIsTheConfiguredStrategy) {
+  train::TrainConfig c = config("lbs");
+  auto lbs = compress::make_compressor(c.compress.compress).value();
+  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"allgather", "two_phase"}));
+  c.compress.aggregation = "two_phase";
+  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"two_phase", "allgather"}));
+  // dgc through two_phase only without server compression (CompressorCapabilities::
+  // position_state).
+  c.compress.compress = {"dgc", {}, "compress.dgc"};
+  c.compress.aggregation = "auto";
+  auto dgc = compress::make_compressor(c.compress.compress).value();
+  EXPECT_EQ(plan_strategies(c, *dgc), (std::vector<std::string>{"allgather"}));
+  c.compress.aggregator.server_compression = false;
+  EXPECT_EQ(plan_strategies(c, *dgc), (std::vector<std::string>{"allgather", "two_phase"}));
+}
+
+// The fixed plan is priced under the configured strategy: with two_phase configured it is
+// the all-two_phase step, which differs from the all-allgather one.
+TEST(AutoPlan, TheFixedStepIsPricedAsConfigured) {
+  train::TrainConfig gather = config("lbs");
+  train::TrainConfig two_phase = gather;
+  two_phase.compress.aggregation = "two_phase";
+  auto layout = build_layout(gather).value();
+  const MachineProfile p = profile(2.0);
+  auto a = choose_auto_plan(*layout, gather, p, p.network("slow").value(), 4, 1.0);
+  auto b = choose_auto_plan(*layout, two_phase, p, p.network("slow").value(), 4, 1.0);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_NE(a->fixed_step_ms, b->fixed_step_ms);
+  for (const std::string& choice : b->bucket_choice) EXPECT_NE(choice, "auto");
+}
+
+// Local clipping holds every bucket until backward ends (data_parallel.h): the planner must
+// not count on overlap then (found in review).
+TEST(AutoPlan, LocalClippingIsPricedWithoutOverlap) {
+  train::TrainConfig aggregate = config("lbs");
+  aggregate.clip_scope = "aggregate";
+  train::TrainConfig local = aggregate;
+  local.clip_scope = "local";
+  auto layout = build_layout(aggregate).value();
+  const MachineProfile p = profile(2.0);
+  auto a = choose_auto_plan(*layout, aggregate, p, p.network("slow").value(), 4, 1.0);
+  auto b = choose_auto_plan(*layout, local, p, p.network("slow").value(), 4, 1.0);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_GT(b->fixed_exposed_ms, a->fixed_exposed_ms);
 }
 
 TEST(AutoPlan, RefusesAnUncompressedConfig) {

@@ -128,6 +128,25 @@ TEST(StepModel, CompressedCosts) {
                   3 * (1e-5 + 1e-6) + 4 * region_decode,
               1e-15);
   EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 3000 + 3000);
+  // Without server compression the region results travel as dense f32 and are not coded
+  // again (found in review: they were priced as re-compressed messages).
+  b.server_compression = false;
+  EXPECT_NEAR(bucket_cost_s(b, four),
+              1e-3 + 3 * (1e-5 + 1e-6) + 4 * region_decode + 3 * (1e-5 + 4 * 250000 * 1e-9), 1e-15);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 3000 + 3 * 4 * 250000);
+}
+
+// The tree broadcasts the global index set as its count and k int32 indices
+// (gtopk_aggregator.cpp), not as the message's index coding.
+TEST(StepModel, TreePricesTheIndexBroadcastAsSent) {
+  SimBucket b;
+  b.numel = 1000000;
+  b.kind = CommKind::kTree;
+  b.message_bytes = [](std::int64_t) { return 5000.0; };  // about 1000 entries, short indices
+  b.kept = [](std::int64_t) { return 1000.0; };
+  b.codec = {1e9, 1e9};
+  // At P = 2: one round, everything sent once by the one rank that is not the root.
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 2), 0.5 * 5000 + 0.5 * (8 + 4 * 1000) + 4 * 1000);
 }
 
 }  // namespace

@@ -8,7 +8,10 @@ args=(-S . -B build -DCMAKE_BUILD_TYPE=Release)
 command -v ninja >/dev/null 2>&1 && args+=(-G Ninja)
 [[ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ]] && args+=("-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES}")
 if [[ -f build/CMakeCache.txt ]]; then
-  cmake build "$@" >/dev/null   # keep the existing generator
+  # Keep the existing generator; an architecture set in the environment still applies.
+  again=()
+  [[ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ]] && again+=("-DCMAKE_CUDA_ARCHITECTURES=${CMAKE_CUDA_ARCHITECTURES}")
+  cmake build "${again[@]}" "$@" >/dev/null
 else
   cmake "${args[@]}" "$@"
 fi

@@ -218,9 +218,10 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
                          r.origin(), x.dense_warmup_steps, c.optim.freeze_steps);
   }
   if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
-    return Status::error("{}: optim.momentum: must be 0 with compress.name dgc, which applies "
-                         "momentum before compression (set compress.momentum instead)",
-                         r.origin());
+    return Status::error(
+        "{}: optim.momentum: must be 0 with compress.name dgc, which applies "
+        "momentum before compression (set compress.dgc.momentum instead)",
+        r.origin());
   }
   return Status::ok();
 }

@@ -121,7 +121,7 @@ bool clips_locally(const TrainConfig& config);
 // a compressor that keeps no optimizer state (not dgc, whose momentum the rows would bypass).
 // `always` splits when all hold and is an error naming the first that does not. `auto` also
 // needs the split to pay: the exact rows of a step, gathered by every rank, must cost at most
-// half of the table's own exchange (Note [Tied split cost], train_config.cpp).
+// half of the table's own exchange (Note [Tied split cost], tied_split.cpp).
 // `tied_rows`: the tied table's rows (the padded vocabulary), 0 for a model without one.
 Result<bool> resolve_tied_split(const TrainConfig& config, std::int64_t tied_rows,
                                 int world_size);

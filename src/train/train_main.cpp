@@ -74,7 +74,13 @@ int train_main(int argc, char** argv) {
   app.add_option("--export-safetensors", export_path,
                  "after training, write the parameters (sparq names) to this safetensors file "
                  "(with --resume X --stop-at <its step>: export a checkpoint without training)");
-  CLI11_PARSE(app, argc, argv);
+  // CLI11's own exit codes (105-114) would contradict the documented 2 for bad arguments
+  // (docs/config.md); --help and --version still exit 0.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto config = load_train_config(config_path, overrides);
 

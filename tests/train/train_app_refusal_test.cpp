@@ -61,6 +61,14 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
         << p.output;
     EXPECT_EQ(p.output.find("Segmentation"), std::string::npos) << p.output;
   }
+  // Bad command-line arguments exit with 2, as docs/config.md says, not CLI11's own codes
+  // (105-114; found by a docs review); --help exits 0.
+  for (const std::string args : {"", "--config configs/default.yaml --bogus",
+                                 "--config configs/default.yaml --stop-at -1"}) {
+    const ProcessResult p = run_train(0, args);
+    EXPECT_EQ(p.exit_code, 2) << args << "\n" << p.output;
+  }
+  EXPECT_EQ(run_train(0, "--help").exit_code, 0);
 }
 
 TEST(TrainApp, DryRunSucceedsForEveryConfig) {

@@ -48,9 +48,10 @@ double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
     case CommKind::kAllreduce:
       return encode_s(b, n) + allreduce_s(o.allreduce, n * b.wire_elem_bytes, p, o.link) +
              decode_s(b, n);
-    case CommKind::kPowerSgd:
+    case CommKind::kPowerSgd:  // q_bytes = 0: alternate, one allreduce a step
       return encode_s(b, n) + allreduce_s(o.allreduce, b.p_bytes, p, o.link) +
-             allreduce_s(o.allreduce, b.q_bytes, p, o.link) + decode_s(b, n);
+             (b.q_bytes > 0 ? allreduce_s(o.allreduce, b.q_bytes, p, o.link) : 0.0) +
+             decode_s(b, n);
     case CommKind::kAllgather:
       return encode_s(b, n) + allgather_s(o.gather, b.message_bytes(b.numel), p, o.link) +
              p * decode_s(b, n);

@@ -325,12 +325,22 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
       // powersgd's own layout: per-compressor knowledge, hence the cast.
       const auto& psgd = dynamic_cast<const compress::PowerSgdCompressor&>(*made);
       const double total = static_cast<double>(*psgd.fixed_message_bytes(b.numel));
-      double q = 0;
+      double p = 0, q = 0;
       const double rank = static_cast<double>(param_or(cc, "rank", 4));
-      for (const auto& m : psgd.matrices()) q += 4.0 * static_cast<double>(m.cols) * rank;
+      for (const auto& m : psgd.matrices()) {
+        p += 4.0 * static_cast<double>(m.rows) * rank;
+        q += 4.0 * static_cast<double>(m.cols) * rank;
+      }
       b.kind = CommKind::kPowerSgd;
-      b.p_bytes = total - q;
-      b.q_bytes = q;
+      if (psgd.alternate()) {
+        // One allreduce a step, P and Q factors in turn, each with the dense floats
+        // (powersgd.h): priced at their mean, with no second allreduce.
+        b.p_bytes = (total - p - q) + 0.5 * (p + q);
+        b.q_bytes = 0;
+      } else {
+        b.p_bytes = total - q;  // P with the dense floats
+        b.q_bytes = q;
+      }
       out.push_back(std::move(b));
       continue;
     }

@@ -208,7 +208,8 @@ def run_study(study, out, binary, cells, seeds, dry_run):
     if failed:
         say(f"FAILED runs ({len(failed)}): {', '.join(failed)}")
         return 1
-    return 0
+    # Not a failure, but not a finished study either: `study.py && publish` must not go on.
+    return 3 if busy else 0
 
 
 def main(argv=None):

@@ -26,7 +26,9 @@ def _aligned(runs, steps_of, ys_of, xs_of):
     y = np.array([[np.nan if v is None else v for v in row] for row in ys], dtype=float)
     with warnings.catch_warnings():  # a step where every seed logged null is NaN, quietly
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=0), np.nanmean(y, axis=0), np.nanstd(y, axis=0, ddof=0)
+        # The sample std (ddof=1), as the summary table's; a band needs two seeds (_figure).
+        std = np.nanstd(y, axis=0, ddof=1) if len(runs) > 1 else np.zeros(y.shape[1])
+        return np.nanmean(x, axis=0), np.nanmean(y, axis=0), std
 
 
 def _moving_average(values, window):
@@ -53,7 +55,9 @@ def _figure(path, cells, curve, xlabel, ylabel, logx=False, logy=False, title=No
         if not keep.any():
             continue
         # Past the ten colours of the default cycle, the dash pattern tells cells apart.
-        line, = ax.plot(x[keep], y[keep], label=cell.label, linewidth=1.4,
+        # Cells may have finished different numbers of seeds: each label says how many.
+        label = cell.label if len(cell.runs) == 1 else f"{cell.label} (n={len(cell.runs)})"
+        line, = ax.plot(x[keep], y[keep], label=label, linewidth=1.4,
                         linestyle=("-", "--", ":")[(drawn // 10) % 3],
                         marker="o" if keep.sum() <= 30 else None, markersize=3)
         if len(cell.runs) > 1:
@@ -83,7 +87,7 @@ def write_plots(study, out, cells):
     metric = study.metric
     logy = metric == "perplexity"  # perplexity falls over orders of magnitude early on
     ylabel = f"eval {metric}"
-    seeds = (f"{study.name}: mean over {len(study.seeds)} seeds, ±1 std band"
+    seeds = (f"{study.name}: mean over each cell's finished seeds (n), ±1 sample std band"
              if len(study.seeds) > 1 else study.name)
 
     def eval_curve(x_of):

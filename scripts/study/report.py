@@ -43,22 +43,31 @@ def _target_text(cell, target):
     return text if len(reached) == len(cell.runs) else f"{text} ({len(reached)}/{len(cell.runs)} seeds)"
 
 
+def paired_means(cell, reference, attribute):
+    """The means of `attribute` over the seeds both cells finished (equal seeds against the
+    reference), and those seeds; None means when they share none."""
+    shared = sorted({r.seed for r in cell.runs} & {r.seed for r in reference.runs})
+    mine = Spread.of([getattr(r, attribute) for r in cell.runs if r.seed in shared]).mean
+    ref = Spread.of([getattr(r, attribute) for r in reference.runs if r.seed in shared]).mean
+    return mine, ref, shared
+
+
 def cell_numbers(cell, reference, study):
     """One row of the summary, as plain numbers (summary.json; the table formats these)."""
-    ref_metric = reference.spread("final_metric").mean
-    ref_bytes = reference.spread("bytes_per_step").mean
-    bytes_mean = cell.spread("bytes_per_step").mean
+    metric, ref_metric, shared = paired_means(cell, reference, "final_metric")
+    bytes_mean, ref_bytes, _ = paired_means(cell, reference, "bytes_per_step")
     reached = cell.target_reached
     return {
         "name": cell.name, "label": cell.label,
         "seeds_finished": [r.seed for r in cell.runs],
         "final_metric": cell.spread("final_metric").as_dict(),
         "final_loss": cell.spread("final_loss").as_dict(),
-        "vs_reference_pct": relative_pct(cell.spread("final_metric").mean, ref_metric),
+        # Over the seeds both finished, so a cell with fewer seeds meets the same ones.
+        "vs_reference_seeds": shared,
+        "vs_reference_pct": relative_pct(metric, ref_metric),
         # Accuracy targets are stated in points (e.g. "within 0.5 point of dense").
         "vs_reference_points": (None if study.metric != "accuracy" or ref_metric is None
-                                or cell.spread("final_metric").mean is None
-                                else 100.0 * (cell.spread("final_metric").mean - ref_metric)),
+                                or metric is None else 100.0 * (metric - ref_metric)),
         "bytes_sent_per_step_mib": Spread.of(
             [r.bytes_per_step / MIB if r.bytes_per_step is not None else None
              for r in cell.runs]).as_dict(),
@@ -91,6 +100,7 @@ def write_reports(study, out, cells, display_out):
 
 def _markdown(study, cells, rows, display_out):
     m, digits = study.metric, DIGITS[study.metric]
+    reference = next(c for c in cells if c.name == study.reference)
     sign = "+ = worse" if WORSE_WHEN_HIGHER[m] else "+ = better"
     any_error = any(r["rel_compression_error"]["n"] for r in rows)
     lead_is_loss = m == "loss"  # no second loss column then
@@ -116,7 +126,11 @@ def _markdown(study, cells, rows, display_out):
         values = [cell.name, cell.label, f"{len(cell.runs)}/{len(study.seeds)}",
                   _fmt(cell.spread("final_metric"), digits)]
         values += [] if lead_is_loss else [_fmt(cell.spread("final_loss"), 4)]
-        values += ["–" if pct is None else f"{pct:+.2f}"]
+        # The seeds compared, when they are not all of this cell's and the reference's.
+        paired = row["vs_reference_seeds"]
+        some = (f" (seeds {', '.join(map(str, paired))})"
+                if paired and len(paired) < max(len(cell.runs), len(reference.runs)) else "")
+        values += ["–" if pct is None else f"{pct:+.2f}{some}"]
         if points:
             pts = row["vs_reference_points"]
             values += ["–" if pts is None else f"{pts:+.2f}"]
@@ -128,7 +142,8 @@ def _markdown(study, cells, rows, display_out):
         values += [_fmt(cell.spread("tail_loss"), 4)]
         lines.append("| " + " | ".join(values) + " |")
     lines += ["", "Means over the finished seeds, ± the sample standard deviation when more than "
-              "one finished. Bytes: `bytes_sent` of rank 0's step records. Wall time: "
+              f"one finished. The vs and bytes × columns compare with `{study.reference}` over "
+              "the seeds both finished (named when that is not all of them). Bytes: `bytes_sent` of rank 0's step records. Wall time: "
               "m = measured by study.py (launch to exit, with start-up and evaluation); "
               "Σ = sum of `step_ms` of the step records (training steps only: a run made "
               "without study.py). Time to target and the time axis of eval_vs_time.png: "

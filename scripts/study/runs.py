@@ -33,13 +33,25 @@ class RunFiles:
     exists: bool = False
 
     @property
+    def returncode(self):
+        return (self.record or {}).get("returncode")
+
+    @property
     def finished(self):
+        # A run study.py made counts only if it also exited 0: rank 0 may write its end record
+        # and the job still fail (another rank at teardown, the export after training).
         last = self.records[-1] if self.records else {}
-        return last.get("event") == "end" and last.get("stopped_early") is False
+        return (last.get("event") == "end" and last.get("stopped_early") is False
+                and self.returncode in (None, 0))
 
     def busy(self, now=None):
         metrics = self.path / METRICS_FILE
         if self.finished or not metrics.exists():
+            return False
+        # study.py's own record of how the run ended, no older than its metrics: it has ended.
+        record = self.path / RECORD_FILE
+        if (self.returncode is not None and record.exists()
+                and record.stat().st_mtime >= metrics.stat().st_mtime):
             return False
         return (now or time.time()) - metrics.stat().st_mtime < BUSY_SECONDS
 
@@ -53,7 +65,8 @@ class RunFiles:
             "no step record" if self.exists else "no metrics.jsonl")
         last = self.records[-1] if self.records else {}
         if last.get("event") == "end":
-            where += ", stopped early"
+            where += ", stopped early" if last.get("stopped_early") is not False else \
+                ", after its end record"
         if self.bad_lines:
             where += f", {self.bad_lines} unreadable line(s) in metrics.jsonl"
         if rc not in (None, 0):
@@ -128,6 +141,7 @@ def execute(cmd, path, root, meta):
     """Runs cmd from the repository root with its output in train.log; writes study.json."""
     path.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    interrupted = None
     with open(path / LOG_FILE, "wb") as log:
         try:
             rc = subprocess.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT,
@@ -135,10 +149,14 @@ def execute(cmd, path, root, meta):
         except OSError as e:  # e.g. the launcher or binary does not exist
             log.write(f"study.py: cannot start {cmd[0]}: {e}\n".encode())
             rc = 127
+        except KeyboardInterrupt as e:  # recorded, so the next study sees the run has ended
+            rc, interrupted = -2, e
     wall = time.time() - started
     record = dict(meta, command=shlex.join(cmd), returncode=rc, wall_s=round(wall, 3),
                   started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)))
     (path / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    if interrupted is not None:
+        raise interrupted
     return rc, wall
 
 

@@ -111,12 +111,33 @@ check "metrics unchanged" test "$sums" == "$(md5sum "$OUT"/*/seed*/metrics.jsonl
 
 # An interrupted run: no end record. Freshly written, it may belong to a live run: left alone.
 sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
-expect "recent unfinished run is busy" 0 "lbs seed2: skip: .*another process" -- "$T/tiny.yaml" --out "$OUT"
+expect "recent unfinished run is busy" 3 "lbs seed2: skip: .*another process" -- "$T/tiny.yaml" --out "$OUT"
 touch -d '10 minutes ago' "$OUT/lbs/seed2/metrics.jsonl"
 expect "old unfinished run is rerun" 0 "lbs seed2: running \(unfinished run moved" -- "$T/tiny.yaml" --out "$OUT"
 check "only that run reran" test "$(count '  done in')" -eq 1
 check "old files moved aside" test -s "$OUT/lbs/seed2.prev/metrics.jsonl"
 check "rerun finished" grep -q '"stopped_early":false' "$OUT/lbs/seed2/metrics.jsonl"
+
+# A run that ended (study.json, newer than its metrics, says how) is not busy: rerun at once.
+sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
+touch -d '1 minute ago' "$OUT/lbs/seed2/metrics.jsonl"
+"$PY" - "$OUT/lbs/seed2/study.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1])); r["returncode"] = 1; json.dump(r, open(sys.argv[1], "w"))
+PYEOF
+expect "an ended run is not busy" 0 "lbs seed2: running \(unfinished run moved" -- "$T/tiny.yaml" --out "$OUT"
+
+# An end record does not make a run finished when the job exited nonzero (another rank, the
+# export after training).
+set_rc() {
+  "$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1])); r["returncode"] = int(sys.argv[2]); json.dump(r, open(sys.argv[1], "w"))
+PYEOF
+}
+set_rc "$OUT/lbs/seed1/study.json" 1
+expect "nonzero exit is not finished" 0 "seed1: failed \(exit status 1\), last step [0-9]+, after its end record" -- "$T/tiny.yaml" --out "$OUT" --list
+set_rc "$OUT/lbs/seed1/study.json" 0
 
 rm -f "$OUT"/summary.md "$OUT"/summary.json "$OUT"/*.png
 mv "$OUT/dense/seed2" "$T/dense-seed2"
@@ -127,6 +148,14 @@ for f in summary.md summary.json eval_vs_step.png eval_vs_bytes.png eval_vs_time
 done
 check "missing run listed" grep -q "dense\` seed 2: missing" "$OUT/summary.md"
 check "one dense seed counted" grep -q "^| dense | dense f32 | 1/2 |" "$OUT/summary.md"
+check "vs dense over the shared seed" "$PY" -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+cells = {c['name']: c for c in s['cells']}
+assert cells['lbs']['seeds_finished'] == [1, 2], cells['lbs']
+assert cells['lbs']['vs_reference_seeds'] == [1], cells['lbs']
+" "$OUT/summary.json"
+check "shared seed named in the table" grep -q "^| lbs | lbs | 2/2 | [^|]* | [-+][0-9.]* (seeds 1) |" "$OUT/summary.md"
 mv "$T/dense-seed2" "$OUT/dense/seed2"
 
 # A failing cell is reported with its log and the study goes on; the exit status says so.

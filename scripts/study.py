@@ -92,8 +92,14 @@ def list_study(study, out, cells):
     for cell in cells:
         say(f"{cell.name}  [{cell.label}]  {' '.join(cell.overrides) or '(no overrides)'}")
         for seed in study.seeds:
-            files = runs.read_run(runs.run_dir(out, cell.name, seed))
-            say(f"    seed{seed}: {'finished' if files.finished else files.describe()}")
+            path = runs.run_dir(out, cell.name, seed)
+            files = runs.read_run(path)
+            changed = runs.changed_settings(files, runs.train_command(
+                study, cell, seed, path / runs.METRICS_FILE, study.binary))
+            state = files.describe() if not files.finished else (
+                f"finished with other settings ({changed}): rerun by the next study run"
+                if changed else "finished")
+            say(f"    seed{seed}: {state}")
 
 
 def check_cells(study, binary, cells, out):
@@ -168,7 +174,10 @@ def run_study(study, out, binary, cells, seeds, dry_run):
         path = runs.run_dir(out, cell.name, seed)
         files = runs.read_run(path)
         tag = f"[{i}/{len(jobs)}] {cell.name} seed{seed}"
-        if files.finished:
+        metrics = runs.display_path(path / runs.METRICS_FILE, ROOT)
+        cmd = runs.train_command(study, cell, seed, metrics, binary)
+        changed = runs.changed_settings(files, cmd) if files.finished else None
+        if files.finished and not changed:
             say(f"{tag}: skip (finished)")
             continue
         if files.busy():
@@ -177,9 +186,10 @@ def run_study(study, out, binary, cells, seeds, dry_run):
                 "writing it; rerun the study later")
             busy.append(f"{cell.name} seed{seed}")
             continue
-        metrics = runs.display_path(path / runs.METRICS_FILE, ROOT)
-        cmd = runs.train_command(study, cell, seed, metrics, binary)
         restart = f" (unfinished run moved to seed{seed}.prev)" if path.exists() and not dry_run else ""
+        if changed:  # the study file now defines this run otherwise: it is rerun
+            restart = (f" (its settings changed since it ran: {changed}; the old run "
+                       f"{'would move' if dry_run else 'moved'} to seed{seed}.prev)")
         say(f"{tag}: {'would run' if dry_run else 'running'}{restart}")
         say(f"  command: {shlex.join(cmd)}")
         say(f"  log:     {runs.display_path(path / runs.LOG_FILE, ROOT)}")

@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 from .analysis import MIB, CellStats, Spread, relative_pct, run_stats
-from .runs import read_run, run_dir
+from .runs import METRICS_FILE, changed_settings, read_run, run_dir, train_command
 
 WORSE_WHEN_HIGHER = {"perplexity": True, "loss": True, "accuracy": False}
 DIGITS = {"perplexity": 2, "loss": 4, "accuracy": 4}
@@ -16,9 +16,14 @@ def collect(study, out):
     for cell in study.cells:
         stats = CellStats(name=cell.name, label=cell.label, runs=[])
         for seed in study.seeds:
-            files = read_run(run_dir(out, cell.name, seed))
-            if files.finished:
+            path = run_dir(out, cell.name, seed)
+            files = read_run(path)
+            changed = changed_settings(files, train_command(
+                study, cell, seed, path / METRICS_FILE, study.binary)) if files.finished else None
+            if files.finished and not changed:
                 stats.runs.append(run_stats(seed, files, study.metric, study.target))
+            elif changed:  # made under another definition of the cell: not this study's run
+                stats.problems.append((seed, f"finished with other settings ({changed})"))
             else:
                 stats.problems.append((seed, files.describe()))
         cells.append(stats)

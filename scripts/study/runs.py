@@ -125,6 +125,38 @@ def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
     return cmd + (["--dry-run"] if dry_check else [])
 
 
+def run_definition(cmd):
+    """What defines a run in its command: the arguments from --config on, without the
+    log.metrics override (where it is written, not what it trains)."""
+    args = list(cmd)
+    if "--config" not in args:
+        return None
+    args = args[args.index("--config"):]
+    out, i = [], 0
+    while i < len(args):
+        if args[i] == "--set" and i + 1 < len(args) and args[i + 1].startswith("log.metrics="):
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
+
+
+def changed_settings(files, cmd):
+    """How the run on disk was made differently from `cmd` (the study's command for it now),
+    as a short text; None when the same or unknown (a run made by hand has no study.json)."""
+    recorded = (files.record or {}).get("command")
+    if not recorded:
+        return None
+    before, now = run_definition(shlex.split(recorded)), run_definition(cmd)
+    if before is None or now is None or before == now:
+        return None
+    gone = [a for a in before if a not in now and a != "--set"]
+    added = [a for a in now if a not in before and a != "--set"]
+    parts = [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
+    return "; ".join(p for p in parts if p) or "the same settings in another order"
+
+
 def move_aside(path):
     """An unfinished run restarts from scratch; its files go to seed<s>.prev (one kept)."""
     path = Path(path)

@@ -168,6 +168,13 @@ expect "failing prepare stops the study" 1 "prepare 1/1: FAILED \(exit status 3\
   -- "$T/noprep.yaml" --out "$T/out3"
 check "no cell ran after it" test ! -e "$T/out3/dense"
 
+# A cell whose settings changed in the study file since its runs finished: reported, then rerun.
+sed 's/compress.lbs.density=0.01/compress.lbs.density=0.02/' "$T/tiny.yaml" >"$T/changed.yaml"
+expect "changed settings listed" 0 "seed1: finished with other settings \(now compress.lbs.density=0.02; was compress.lbs.density=0.01\)" -- "$T/changed.yaml" --out "$OUT" --list
+expect "changed settings rerun" 0 "lbs seed1: running \(its settings changed since it ran" -- "$T/changed.yaml" --out "$OUT" --only lbs --seeds 1
+check "the rerun used the new setting" grep -q "compress.lbs.density=0.02" "$OUT/lbs/seed1/study.json"
+expect "unchanged cells still skipped" 0 "dense seed1: skip \(finished\)" -- "$T/changed.yaml" --out "$OUT" --only dense --seeds 1
+
 expect "bad study file" 2 "cells.lbs.labl: unknown key" -- <(sed 's/label: dense f32/label: x/; s/  lbs: \[.*\]/  lbs: {labl: y}/' "$T/tiny.yaml")
 expect "unknown --only cell" 2 "--only: unknown cell" -- "$T/tiny.yaml" --out "$OUT" --only nope
 

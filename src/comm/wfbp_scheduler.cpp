@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "core/check.h"
 #include "core/timer.h"
@@ -105,17 +106,24 @@ Status WfbpScheduler::wait_all() {
   SPARQ_CHECK(backward_done_, "wait_all() before on_backward_done() in step {}", step_);
   if (!communicate_) return Status::ok();
   Status first_error;
-  for (int b : stats_.launch_order) {
-    Status s = queue_.wait(handles_[b]);
-    if (!s.is_ok() && first_error.is_ok()) {
-      first_error = s.with_context(fmt::format("bucket {} of step {}", b, step_));
+  // A task that threw (the engine rethrows it here) must not leave its successors running
+  // while the caller unwinds past state they use: every task is waited for, then the first
+  // exception is rethrown.
+  std::exception_ptr thrown;
+  const auto wait_for = [&](const auto& wait, const std::string& what) {
+    try {
+      Status s = wait();
+      if (!s.is_ok() && first_error.is_ok()) first_error = s.with_context(what);
+    } catch (...) {
+      if (!thrown) thrown = std::current_exception();
     }
+  };
+  for (int b : stats_.launch_order) {
+    wait_for([&] { return queue_.wait(handles_[b]); },
+             fmt::format("bucket {} of step {}", b, step_));
   }
   if (tail_) {
-    Status s = queue_.wait(*tail_);
-    if (!s.is_ok() && first_error.is_ok()) {
-      first_error = s.with_context(fmt::format("the tail task of step {}", step_));
-    }
+    wait_for([&] { return queue_.wait(*tail_); }, fmt::format("the tail task of step {}", step_));
     stats_.tail = BucketTiming{};
     stats_.tail->index = -1;
   }
@@ -123,8 +131,8 @@ Status WfbpScheduler::wait_all() {
   // itself idle, where a stream engine re-anchors its event clock (its float elapsed times
   // would otherwise grow coarse over a long run).
   stats_.wait_end_us = now_us();
-  Status idle = queue_.wait_all();
-  if (!idle.is_ok() && first_error.is_ok()) first_error = idle;
+  wait_for([&] { return queue_.wait_all(); }, fmt::format("step {}", step_));
+  if (thrown) std::rethrow_exception(thrown);
   stats_.backward_end_us = backward_mark_();
   std::int64_t last_end = stats_.backward_end_us;
   for (std::size_t i = 0; i <= plan_.size(); ++i) {

@@ -188,6 +188,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       device_nonfinite_->begin_step(step, device_exchange_stream(comm, store_.context()));
     }
   }
+  Status failure;  // this bucket's, returned after the step's agreement (below)
   const bool finite = store_.device() != Device::kCPU || ops::all_finite(grads.data(), grads.size());
   if (!finite) {
     if (local_nonfinite_ == 0) {
@@ -217,11 +218,15 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       if (slot.send_history) slot.send_history->begin_step(history_stamp_);
     }
     if (slot.on_device()) {  // a GPU store (gradient_exchange_device.cpp)
-      SPARQ_ASSIGN_OR_RETURN(stats.payload_bytes,
-                             average_on_device(slot, bucket, grads, comm, ctx));
+      Result<std::size_t> bytes = average_on_device(slot, bucket, grads, comm, ctx);
+      if (bytes.is_ok()) {
+        stats.payload_bytes = *bytes;
+      } else {
+        failure = bytes.status();
+      }
     } else {
       ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
-      SPARQ_RETURN_IF_ERROR(slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx));
+      failure = slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx);
       stats.payload_bytes = slot.aggregator->last_payload_bytes();
     }
     if (slot.error_feedback) {
@@ -252,8 +257,11 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
     }
     stats.payload_bytes = grads.size_bytes();
   }
+  // Counted and agreed even when this bucket failed: a strategy reports a bad message only on
+  // the rank that received it (two_phase, tree), and a rank that skipped the step's last
+  // collective would leave the others waiting in it (or pair it with the next task's).
   if (++exchanged_in_step_ == plan_.size()) agree_on_nonfinite(comm, grads, step);
-  return Status::ok();
+  return failure;
 }
 
 void GradientExchange::agree_on_nonfinite(comm::Communicator& comm, std::span<float> last_bucket,

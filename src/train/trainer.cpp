@@ -25,7 +25,17 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm)
     : config_(config), comm_(comm) {}
 
 Trainer::~Trainer() {
-  // The scheduler and stepper reference the engine; tear down in dependency order.
+  // Tasks still queued (a step left by an exception) call into the scheduler and stepper:
+  // drain the queues, bounded by comm.timeout_s, before those go. Then tear down in
+  // dependency order (the scheduler and stepper reference the engine).
+  for (comm::CommQueue* queue :
+       {bucket_queue_.get(), static_cast<comm::CommQueue*>(engine_.get())}) {
+    if (queue == nullptr) continue;
+    try {
+      (void)queue->wait_all();
+    } catch (...) {  // its exception was the step's; a destructor must not throw
+    }
+  }
   stepper_.reset();
   scheduler_.reset();
   bucket_queue_.reset();

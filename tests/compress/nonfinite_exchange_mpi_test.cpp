@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "comm/mpi_communicator.h"
+#include "compress/registry.h"
 #include "core/ops.h"
 #include "exchange_fixture.h"
 
@@ -108,6 +110,83 @@ TEST_P(NonfiniteExchangeMpi, ABadRankKeepsItsResidualAndEveryRankSkips) {
   EXPECT_EQ(x->last_nonfinite_buckets_all_ranks(), 0);
   EXPECT_TRUE(ops::all_finite(f.stack.store.grads(),
                               static_cast<std::size_t>(f.stack.store.flat_numel())));
+}
+
+// A dense f32 codec whose message from rank 1 for the span at offset 0 has one float too
+// many: under two_phase only the owner of region 0 (rank 0) receives it and refuses it.
+class OneBadSpan final : public Compressor {
+ public:
+  std::string_view name() const override { return "test_one_bad_span"; }
+  Aggregation aggregation() const override { return Aggregation::kTwoPhase; }
+  void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override {
+    const bool bad = ctx.rank == 1 && ctx.offset == 0;
+    msg.assign(a.size_bytes() + (bad ? 4 : 0), 0);
+    std::memcpy(msg.data(), a.data(), a.size_bytes());
+  }
+  Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
+                       const EncodeContext&) const override {
+    return check_message_size(*this, msg, n, 4 * n);
+  }
+  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha, DecodeMode mode,
+              const EncodeContext&) const override {
+    const auto* v = reinterpret_cast<const float*>(msg.data());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = (mode == DecodeMode::kSet ? 0.0f : out[i]) + alpha * v[i];
+    }
+  }
+  // Sizes vary (the bad span): exchanged, not fixed.
+  std::optional<std::size_t> fixed_message_bytes(std::size_t) const override {
+    return std::nullopt;
+  }
+  double contraction_delta(std::size_t) const override { return 1.0; }
+};
+
+// Found in review: a bucket whose strategy failed on one rank only (a bad message is seen by
+// its receiver) returned before the step's count, so that rank skipped the step's final
+// agreement while the others waited in it. Now every rank completes the step; the receiver
+// reports the error naming the sender, and the next step runs on every rank.
+TEST(ExchangeErrorMpi, ABadMessageSeenByOneRankLeavesNoRankWaiting) {
+  auto made = comm::make_mpi_communicator();
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  comm::Communicator& comm = **made;
+  if (comm.size() < 2) GTEST_SKIP() << "needs two ranks";
+  if (!find_compressor("test_one_bad_span").is_ok()) {
+    ASSERT_TRUE(register_compressor({"test_one_bad_span",
+                                     "one bad span from rank 1, for the test",
+                                     {},
+                                     [](ConfigReader&) -> Result<std::unique_ptr<Compressor>> {
+                                       return std::unique_ptr<Compressor>(
+                                           std::make_unique<OneBadSpan>());
+                                     }})
+                    .is_ok());
+  }
+  Fixture f({"*.bias"});
+  GradientExchangeConfig c;
+  c.compress = {"test_one_bad_span", {}, "compress"};
+  c.aggregator.server_compression = false;
+  auto x = f.make(c);
+  ASSERT_NE(x, nullptr);
+  f.fill_grads(5 + static_cast<std::uint32_t>(comm.rank()));
+  int failed = 0;
+  std::string message;
+  for (const comm::Bucket& b : f.plan.buckets()) {
+    const Status s = x->average_bucket(comm, b, 0);
+    if (!s.is_ok()) {
+      ++failed;
+      message = s.message();
+    }
+  }
+  // Every compressed bucket's region 0 is owned by rank 0.
+  if (comm.rank() == 0) {
+    EXPECT_GT(failed, 0);
+    EXPECT_NE(message.find("message from rank 1"), std::string::npos) << message;
+  } else {
+    EXPECT_EQ(failed, 0) << message;
+  }
+  // Had any rank skipped a collective, this would pair unlike collectives or hang.
+  std::int64_t mine = comm.rank(), sum = 0;
+  comm.allreduce(&mine, &sum, 1, DType::kI64, comm::ReduceOp::kSum);
+  EXPECT_EQ(sum, static_cast<std::int64_t>(comm.size()) * (comm.size() - 1) / 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, NonfiniteExchangeMpi,

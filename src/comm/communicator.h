@@ -76,6 +76,14 @@ class Communicator {
   // ends the job naming `what`, where cudaStreamSynchronize would wait forever for a peer
   // that died mid-collective. Host backends finish every call before returning: a no-op.
   virtual void drain(const std::string& /*what*/) {}
+  // Note [Control settings until the config agrees]: a communicator made for training
+  // (train/run.h, make_communicator) runs its collectives with fixed settings (MPI's own
+  // algorithms, blocking waits) until the ranks have agreed that their configs are the same;
+  // ranks whose comm.allreduce or comm.mpi_wait differ, or one whose config did not load,
+  // still meet in the agreement and refuse together instead of waiting for comm.timeout_s.
+  // The trainer then calls this, and the configured settings apply. Call it between
+  // collectives, from the thread that submits them. Others: nothing to do.
+  virtual void settle_options() {}
 
   // in/out: count elements. in == out is in-place. f16/bf16 are reduced in f32 where the
   // backend cannot reduce them natively.

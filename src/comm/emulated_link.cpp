@@ -18,6 +18,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   int size() const override { return inner_->size(); }
   Device device() const override { return inner_->device(); }
   std::string backend() const override { return inner_->backend() + "+emulated-link"; }
+  void settle_options() override { inner_->settle_options(); }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype,
                  ReduceOp op) override {

@@ -1,6 +1,7 @@
 #include "comm/mpi_communicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,7 @@ class MpiCommunicator final : public Communicator {
         comm_(MPI_COMM_WORLD),
         ring_comm_(MPI_COMM_WORLD),
         options_(options),
+        settled_(!options.settle_later),
         thread_level_(thread_level) {
     MPI_CHECK(MPI_Comm_rank(comm_.get(), &rank_));
     MPI_CHECK(MPI_Comm_size(comm_.get(), &size_));
@@ -55,6 +57,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   Device device() const override { return Device::kCPU; }
   std::string backend() const override { return "mpi"; }
+  void settle_options() override { settled_.store(true, std::memory_order_release); }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override {
     check_reduce("allreduce", dtype, op);
@@ -65,7 +68,7 @@ class MpiCommunicator final : public Communicator {
       {
         auto guard = lock();
         ring_allreduce_sum(ring_comm_.get(), rank_, size_, in, out, count, dtype, ring_scratch_,
-                           options_.wait);
+                           active().wait);
       }
       if (op == ReduceOp::kAvg) divide_host(out, count, dtype, size_);
       record(ring_allreduce_bytes(count, es, rank_, size_));
@@ -77,7 +80,7 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allreduce, MPI_Iallreduce,
+        MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Allreduce, MPI_Iallreduce,
                                  in_place ? MPI_IN_PLACE : static_cast<const char*>(in) + done * es,
                                  static_cast<char*>(out) + done * es, n, mpi_datatype(dtype),
                                  ops_.sum(dtype), comm_.get()));
@@ -97,7 +100,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgather, MPI_Iallgather,
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Allgather, MPI_Iallgather,
                                in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
                                mpi_datatype(dtype), comm_.get()));
     }
@@ -125,7 +128,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, out_bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Allgatherv, MPI_Iallgatherv,
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Allgatherv, MPI_Iallgatherv,
                                in_place ? MPI_IN_PLACE : in, icounts[rank_], mpi_datatype(dtype),
                                out, icounts.data(), idispls.data(), mpi_datatype(dtype),
                                comm_.get()));
@@ -151,11 +154,11 @@ class MpiCommunicator final : public Communicator {
       auto guard = lock();
       if (in_place) {
         // MPI's in-place form leaves the result at the start of the buffer.
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter,
+        MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Reduce_scatter, MPI_Ireduce_scatter,
                                  MPI_IN_PLACE, const_cast<void*>(in), icounts.data(),
                                  mpi_datatype(dtype), ops_.sum(dtype), comm_.get()));
       } else {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, in, out,
+        MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Reduce_scatter, MPI_Ireduce_scatter, in, out,
                                  icounts.data(), mpi_datatype(dtype), ops_.sum(dtype),
                                  comm_.get()));
       }
@@ -176,7 +179,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, bytes, out, bytes)) in = stage(staged, in, bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoall, MPI_Ialltoall,
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Alltoall, MPI_Ialltoall,
                                in_place ? MPI_IN_PLACE : in, n, mpi_datatype(dtype), out, n,
                                mpi_datatype(dtype), comm_.get()));
     }
@@ -211,7 +214,7 @@ class MpiCommunicator final : public Communicator {
     if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Alltoallv, MPI_Ialltoallv,
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Alltoallv, MPI_Ialltoallv,
                                in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
                                mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
                                comm_.get()));
@@ -226,7 +229,7 @@ class MpiCommunicator final : public Communicator {
     {
       auto guard = lock();
       for_each_chunk(count, [&](std::size_t done, int n) {
-        MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Bcast, MPI_Ibcast,
+        MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Bcast, MPI_Ibcast,
                                  static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype),
                                  root, comm_.get()));
       });
@@ -237,7 +240,7 @@ class MpiCommunicator final : public Communicator {
   void barrier() override {
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(options_.wait, MPI_Barrier, MPI_Ibarrier, comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Barrier, MPI_Ibarrier, comm_.get()));
     }
     record({});
   }
@@ -253,7 +256,7 @@ class MpiCommunicator final : public Communicator {
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_CHECK(MPI_Isend(static_cast<const char*>(buffer) + done * es, n, mpi_datatype(dtype),
                             peer, tag, comm_.get(), &request));
-        MPI_CHECK(wait_request(&request, MPI_STATUS_IGNORE, options_.wait));
+        MPI_CHECK(wait_request(&request, MPI_STATUS_IGNORE, active().wait));
       });
     }
     record({count * es, 0});
@@ -271,7 +274,7 @@ class MpiCommunicator final : public Communicator {
         MPI_Request request = MPI_REQUEST_NULL;
         MPI_CHECK(MPI_Irecv(static_cast<char*>(buffer) + done * es, n, mpi_datatype(dtype), peer,
                             tag, comm_.get(), &request));
-        MPI_CHECK(wait_request(&request, &status, options_.wait));
+        MPI_CHECK(wait_request(&request, &status, active().wait));
         int got = 0;
         MPI_CHECK(MPI_Get_count(&status, mpi_datatype(dtype), &got));
         SPARQ_CHECK(got == n, "recv: message from rank {} with tag {} has {} elements, expected {}",
@@ -294,10 +297,16 @@ class MpiCommunicator final : public Communicator {
 
   void record(WireBytes bytes) { count(bytes.sent, bytes.received); }
 
+  // The settings in force: the configured ones once settled, else the control ones.
+  MpiOptions active() const {
+    if (settled_.load(std::memory_order_acquire)) return options_;
+    return {.allreduce = AllreduceAlgorithm::kMpi, .wait = MpiWait::kBusy};
+  }
+
   // Whether allreduce of `bytes` runs sparq's ring. kAuto depends only on the size and the
   // world, the same on every rank, so all ranks take the same path.
   bool use_ring(std::size_t bytes) const {
-    switch (options_.allreduce) {
+    switch (active().allreduce) {
       case AllreduceAlgorithm::kMpi:
         return false;
       case AllreduceAlgorithm::kRing:
@@ -319,6 +328,7 @@ class MpiCommunicator final : public Communicator {
   std::vector<char> ring_scratch_;  // the ring's staging buffers, kept between calls
   MpiSumOps ops_;
   MpiOptions options_;
+  std::atomic<bool> settled_;
   int rank_ = 0;
   int size_ = 1;
   int thread_level_;

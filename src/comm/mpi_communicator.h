@@ -71,6 +71,9 @@ inline std::optional<MpiWait> mpi_wait_from_name(std::string_view name) {
 struct MpiOptions {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::kAuto;
   MpiWait wait = MpiWait::kBusy;  // comm.mpi_wait
+  // Note [Control settings until the config agrees] (communicator.h): run with kMpi and
+  // kBusy until settle_options() is called.
+  bool settle_later = false;
 };
 
 // argc/argv are passed to MPI_Init_thread when this call initialises MPI (may be null).

@@ -38,6 +38,9 @@ Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& 
     options.allreduce = comm::allreduce_algorithm_from_name(config.allreduce)
                             .value_or(comm::AllreduceAlgorithm::kAuto);
     options.wait = comm::mpi_wait_from_name(config.mpi_wait).value_or(comm::MpiWait::kBusy);
+    // Note [Control settings until the config agrees] (comm/communicator.h): the trainer
+    // applies these once every rank's config is known to be the same.
+    options.settle_later = true;
     SPARQ_ASSIGN_OR_RETURN(comm, comm::make_mpi_communicator(argc, argv, options));
   } else {
     comm = comm::make_self_communicator();

@@ -45,6 +45,8 @@ Result<TrainConfig> validate_train_config(const TrainConfig& config);
 // initialised here when nobody has yet, and finalised when the communicator is destroyed, so
 // make it ONCE per process), else a single-process one; wrapped in the emulated slow link when
 // comm.emulate is set. argc/argv go to MPI_Init (may be null).
+// An MPI communicator made here runs with fixed control settings until the Trainer has agreed
+// the ranks' configs (Note [Control settings until the config agrees], comm/communicator.h).
 Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config,
                                                               int* argc = nullptr,
                                                               char*** argv = nullptr);

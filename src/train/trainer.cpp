@@ -48,6 +48,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   // Before anything is built: ranks with different configs would build different models and
   // bucket plans and then mismatch their collectives (or silently average unlike things).
   SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
+  // Every rank runs the same comm settings now (Note [Control settings until the config
+  // agrees], comm/communicator.h).
+  t->comm_.settle_options();
   t->options_ = options;
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
   SPARQ_RETURN_IF_ERROR(t->agree(t->connect_buckets(), "connecting the gradient buckets"));

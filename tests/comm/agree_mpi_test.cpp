@@ -3,6 +3,9 @@
 // ranks failed alike, one rank failed, ranks failed differently, a differing config text.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "comm/agree.h"
 #include "comm/mpi_communicator.h"
 #include "comm_test_util.h"
@@ -91,6 +94,42 @@ TEST(CheckSameText, NamesTheRanksThatDifferAndTheFirstDifferingKey) {
   EXPECT_EQ(s.message(),
             "config differs between ranks: rank 2 has optim.lr: 0.002 where rank 0 has "
             "optim.lr: 0.001 (check --set arguments)");
+}
+
+// Note [Control settings until the config agrees] (communicator.h), found by a review of the
+// comm engine: ranks whose comm settings differ (comm.allreduce: ring on one, MPI's on the
+// others; blocking and non-blocking waits) met in mismatched collectives and waited for
+// comm.timeout_s. Until settle_options(), a training communicator uses fixed control settings,
+// so they meet and the differing config is reported on every rank.
+TEST(CheckSameText, RanksWithOtherCommSettingsStillMeetUntilSettled) {
+  auto probe = make_comm();
+  const int rank = probe->rank(), size = probe->size();
+  probe.reset();
+  MpiOptions options;
+  options.allreduce = rank == size - 1 ? AllreduceAlgorithm::kRing : AllreduceAlgorithm::kMpi;
+  options.wait = rank == size - 1 ? MpiWait::kSleep : MpiWait::kBusy;
+  options.settle_later = true;
+  auto made = make_mpi_communicator(nullptr, nullptr, options);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  Communicator& comm = **made;
+  const std::string mine =
+      rank == size - 1 ? "comm:\n  allreduce: ring\n" : "comm:\n  allreduce: mpi\n";
+  const Status s = check_same_text(comm, mine, "config", "check --set arguments");
+  if (size == 1) {
+    EXPECT_TRUE(s.is_ok()) << s.message();
+  } else {
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("config differs between ranks"), std::string::npos) << s.message();
+  }
+  // Once settled (the same settings everywhere, as the trainer ensures), they apply.
+  auto same = make_mpi_communicator(
+      nullptr, nullptr,
+      {.allreduce = AllreduceAlgorithm::kRing, .wait = MpiWait::kSleep, .settle_later = true});
+  ASSERT_TRUE(same.is_ok());
+  (*same)->settle_options();
+  std::vector<float> v(1 << 16, 1.0f);
+  (*same)->allreduce(v.data(), v.data(), v.size(), DType::kF32, ReduceOp::kSum);
+  EXPECT_EQ(v.front(), static_cast<float>(size));
 }
 
 }  // namespace

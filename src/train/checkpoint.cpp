@@ -1,18 +1,11 @@
 #include "train/checkpoint.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <bit>
-#include <charconv>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
 #include "core/check.h"
 #include "core/checksum.h"
-#include "core/fault.h"
 #include "core/file_io.h"
 
 namespace sparq::train {

@@ -119,11 +119,11 @@ Result<std::string> latest_checkpoint(const std::string& root);
 bool same_directory(const std::string& a, const std::string& b);
 // Renames every complete step directory of `root` after `step` to "<name>.superseded"
 // (".superseded.2", ... when taken); incomplete ones are left to prune_checkpoints() or to
-// be rewritten. A run that resumed from an earlier
-// step, or started afresh, in a `root` holding a later step of another history calls it
-// before its first save: otherwise latest_checkpoint() would resume that other history and
-// prune_checkpoints() would count its steps as the newest and remove this run's. Nothing is
-// deleted. Returns one message per directory moved or not (for the caller to log).
+// be rewritten. A run that resumed from an earlier step, or started afresh, in a `root`
+// holding a later step of another history calls it before its first save: otherwise
+// latest_checkpoint() would resume that other history and prune_checkpoints() would count
+// its steps as the newest and remove this run's. Nothing is deleted. Returns one message per
+// directory moved or not (for the caller to log).
 std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step);
 
 }  // namespace sparq::train

@@ -71,24 +71,39 @@ Status clear_complete(const std::string& dir) {
   return sync_directory(dir);
 }
 
-Result<std::string> latest_checkpoint(const std::string& root) {
+namespace {
+
+struct StepDir {
+  std::int64_t step;
+  std::filesystem::path dir;
+  bool complete;
+};
+
+// The step directories of `root` (anything else in it is ignored), in no particular order.
+Result<std::vector<StepDir>> list_step_dirs(const std::string& root) {
+  std::vector<StepDir> dirs;
   std::error_code ec;
   std::filesystem::directory_iterator it(root, ec);
-  if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
-  std::int64_t best_step = -1;
-  std::string best;
-  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     if (!it->is_directory(ec)) continue;
     const std::string dir = it->path().string();
     auto step = parse_step(dir);
-    if (!step.is_ok() || *step <= best_step || !is_complete(dir)) continue;
-    best_step = *step;
-    best = dir;
+    if (step.is_ok()) dirs.push_back({*step, it->path(), is_complete(dir)});
   }
   if (ec) return Status::error("cannot list checkpoint directory '{}': {}", root, ec.message());
-  if (best_step < 0) return Status::error("no complete checkpoint in '{}'", root);
-  return best;
+  return dirs;
+}
+
+}  // namespace
+
+Result<std::string> latest_checkpoint(const std::string& root) {
+  SPARQ_ASSIGN_OR_RETURN(const std::vector<StepDir> dirs, list_step_dirs(root));
+  const StepDir* best = nullptr;
+  for (const StepDir& d : dirs) {
+    if (d.complete && (best == nullptr || d.step > best->step)) best = &d;
+  }
+  if (best == nullptr) return Status::error("no complete checkpoint in '{}'", root);
+  return best->dir.string();
 }
 
 namespace {
@@ -114,41 +129,28 @@ std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t
                                            const std::string& just_written) {
   std::vector<std::string> warnings;
   if (keep <= 0) return warnings;
-  struct StepDir {
-    std::int64_t step;
-    std::string dir;
-    bool complete;
-  };
-  std::vector<StepDir> dirs;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(root, ec);
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory(ec)) continue;
-    const std::string dir = it->path().string();
-    auto step = parse_step(dir);
-    if (step.is_ok()) dirs.push_back({*step, dir, is_complete(dir)});
-  }
-  if (ec) {
-    warnings.push_back(
-        fmt::format("cannot list checkpoint directory '{}' to remove old "
-                    "checkpoints: {}",
-                    root, ec.message()));
+  auto listed = list_step_dirs(root);
+  if (!listed.is_ok()) {
+    warnings.push_back(listed.status().message() + "; old checkpoints were not removed");
     return warnings;
   }
+  std::vector<StepDir> dirs = std::move(listed).value();
   std::sort(dirs.begin(), dirs.end(),
             [](const StepDir& a, const StepDir& b) { return a.step > b.step; });
   const std::filesystem::path keep_path = same_dir_key(just_written);
   std::int64_t newest_complete = -1, complete_seen = 0;
   for (const StepDir& d : dirs) {
     if (d.complete && newest_complete < 0) newest_complete = d.step;
-    const bool is_new = same_dir_key(d.dir) == keep_path;
+    const bool is_new = same_dir_key(d.dir.string()) == keep_path;
     bool remove = false;
     if (d.complete)
       remove = ++complete_seen > keep && !is_new;
     else
       remove = newest_complete >= 0 && d.step < newest_complete && !is_new;
     if (!remove) continue;
-    if (Status s = remove_step_dir(d.dir, d.complete); !s.is_ok()) warnings.push_back(s.message());
+    if (Status s = remove_step_dir(d.dir.string(), d.complete); !s.is_ok()) {
+      warnings.push_back(s.message());
+    }
   }
   return warnings;
 }
@@ -161,22 +163,17 @@ bool same_directory(const std::string& a, const std::string& b) {
 
 std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step) {
   std::vector<std::string> messages;
-  std::vector<std::filesystem::path> newer;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(root, ec);
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (!it->is_directory(ec)) continue;
-    auto s = parse_step(it->path().string());
-    if (s.is_ok() && *s > step && is_complete(it->path().string())) newer.push_back(it->path());
-  }
-  if (ec) {
-    messages.push_back(
-        fmt::format("cannot list checkpoint directory '{}' to set aside newer "
-                    "steps: {}",
-                    root, ec.message()));
+  auto listed = list_step_dirs(root);
+  if (!listed.is_ok()) {
+    messages.push_back(listed.status().message() + "; newer steps were not set aside");
     return messages;
   }
+  std::vector<std::filesystem::path> newer;
+  for (const StepDir& d : *listed) {
+    if (d.complete && d.step > step) newer.push_back(d.dir);
+  }
   std::sort(newer.begin(), newer.end());
+  std::error_code ec;
   for (const std::filesystem::path& dir : newer) {
     // The first free name of "<step dir>.superseded[.N]": never a step directory (parse_step).
     std::filesystem::path to = dir;

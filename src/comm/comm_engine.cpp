@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/threading.h"
 #include "core/timer.h"
 
 namespace sparq::comm {
@@ -40,7 +41,7 @@ CommEngine::CommEngine(Communicator& comm, Options options)
     : comm_(comm), options_(std::move(options)) {
   SPARQ_CHECK(options_.timeout_s > 0, "CommEngine '{}': timeout_s must be positive, got {}",
               options_.name, options_.timeout_s);
-  thread_ = std::thread([this] { worker(); });
+  thread_ = std::thread([this, threads = max_threads()] { worker(threads); });
 }
 
 CommEngine::~CommEngine() {
@@ -92,7 +93,8 @@ CommHandle CommEngine::submit(std::string name, std::int64_t step, Task task) {
   return CommHandle(std::move(state));
 }
 
-void CommEngine::worker() {
+void CommEngine::worker(int openmp_threads) {
+  set_num_threads(openmp_threads);
   for (;;) {
     std::shared_ptr<TaskState> task;
     {
@@ -101,10 +103,11 @@ void CommEngine::worker() {
       if (queue_.empty()) return;  // stop_ and drained
       task = std::move(queue_.front());
       queue_.pop_front();
+      // Stamped under the lock, so a timeout report never sees a running task without a start.
+      task->start_us = now_us();
       running_ = task;
     }
     const ByteCounters before = comm_.bytes();
-    task->start_us = now_us();
     Status status;
     std::exception_ptr exception;
     try {

@@ -11,7 +11,10 @@
 // Threading: submit/wait/wait_all may be called from any thread; the task bodies run only on
 // the engine thread, which is then the only thread that should touch the communicator while
 // the engine is alive (the only way to be correct below MPI_THREAD_MULTIPLE). For a one-off
-// synchronous call use run().
+// synchronous call use run(). The engine thread runs its OpenMP regions (codecs encode and
+// decode inside tasks) with its creator's thread count: OpenMP keeps that count per thread, so
+// a new thread would otherwise start from OMP_NUM_THREADS or all cores, ignoring
+// `train.threads`.
 //
 // Errors: a task's failed Status is returned by wait() (and wait_all()); an exception thrown
 // by a task is rethrown by wait() on the waiting thread, the same object with its original
@@ -83,7 +86,7 @@ class CommEngine final : public CommQueue {
   const Options& options() const { return options_; }
 
  private:
-  void worker();
+  void worker(int openmp_threads);
   [[noreturn]] void timed_out(const detail::TaskState& task, std::unique_lock<std::mutex>& lock);
   Status report(detail::TaskState& task);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/comm_engine.h"
+#include "core/threading.h"
 
 namespace sparq::comm {
 namespace {
@@ -118,6 +119,28 @@ TEST(CommEngine, RecordsTraceSpansWithBytes) {
   EXPECT_EQ(spans[0].lane, TraceLane::kCommunication);
   EXPECT_EQ(spans[0].bytes, 0);  // a world of one puts nothing on the wire
   EXPECT_LE(spans[0].start_us, spans[0].end_us);
+}
+
+TEST(CommEngine, TasksRunWithTheCreatorsOpenMpThreadCount) {
+  // OpenMP keeps the thread count per thread: without the engine passing it on, its thread
+  // would use OMP_NUM_THREADS (or every core) whatever `train.threads` asked for.
+  const int before = max_threads();
+  auto comm = make_self_communicator();
+  for (const int wanted : {1, 3}) {
+    set_num_threads(wanted);
+    const int creator = max_threads();  // 1 in a build without OpenMP
+    CommEngine engine(*comm);
+    int seen = -1;
+    ASSERT_TRUE(engine
+                    .run("count", 0,
+                         [&](Communicator&) {
+                           seen = max_threads();
+                           return Status::ok();
+                         })
+                    .is_ok());
+    EXPECT_EQ(seen, creator) << "asked for " << wanted;
+  }
+  set_num_threads(before);
 }
 
 using CommEngineDeathTest = ::testing::Test;

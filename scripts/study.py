@@ -89,13 +89,14 @@ def list_study(study, out, cells):
         say(f"prepare: {step.run}" + (f"  (skipped when present: {', '.join(step.creates)})"
                                       if step.creates else ""))
     say(f"common: {' '.join(study.common) or '-'}")
+    base_text = runs.read_base(ROOT, study.base)
     for cell in cells:
         say(f"{cell.name}  [{cell.label}]  {' '.join(cell.overrides) or '(no overrides)'}")
         for seed in study.seeds:
             path = runs.run_dir(out, cell.name, seed)
             files = runs.read_run(path)
             changed = runs.changed_settings(files, runs.train_command(
-                study, cell, seed, path / runs.METRICS_FILE, study.binary))
+                study, cell, seed, path / runs.METRICS_FILE, study.binary), base_text)
             state = files.describe() if not files.finished else (
                 f"finished with other settings ({changed}): rerun by the next study run"
                 if changed else "finished")
@@ -150,7 +151,7 @@ def prepare(study, binary, dry_run):
 def write_report(study, out):
     from study.plots import write_plots  # matplotlib is only needed here
     from study.report import collect, write_reports
-    cells = collect(study, out)
+    cells = collect(study, out, ROOT)
     write_reports(study, out, cells, runs.display_path(out, ROOT))
     write_plots(study, out, cells)
     return cells
@@ -176,7 +177,8 @@ def run_study(study, out, binary, cells, seeds, dry_run):
         tag = f"[{i}/{len(jobs)}] {cell.name} seed{seed}"
         metrics = runs.display_path(path / runs.METRICS_FILE, ROOT)
         cmd = runs.train_command(study, cell, seed, metrics, binary)
-        changed = runs.changed_settings(files, cmd) if files.finished else None
+        base_text = runs.read_base(ROOT, study.base)  # per run: an edit mid-study counts
+        changed = runs.changed_settings(files, cmd, base_text) if files.finished else None
         if files.finished and not changed:
             say(f"{tag}: skip (finished)")
             continue
@@ -196,7 +198,8 @@ def run_study(study, out, binary, cells, seeds, dry_run):
         if dry_run:
             continue
         runs.move_aside(path)
-        rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name, "seed": seed})
+        rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name, "seed": seed,
+                                                  "base_config": base_text})
         if rc == 0 and runs.read_run(path).finished:
             say(f"  done in {wall:.1f} s{final_text(study, path)}")
         else:

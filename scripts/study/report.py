@@ -3,15 +3,17 @@ import json
 from pathlib import Path
 
 from .analysis import MIB, CellStats, Spread, relative_pct, run_stats
-from .runs import METRICS_FILE, changed_settings, read_run, run_dir, train_command
+from .runs import METRICS_FILE, changed_settings, read_base, read_run, run_dir, train_command
 
 WORSE_WHEN_HIGHER = {"perplexity": True, "loss": True, "accuracy": False}
 DIGITS = {"perplexity": 2, "loss": 4, "accuracy": 4}
 WALL_MARK = {"measured": "m", "step_ms": "Σ", "mixed": "m/Σ"}
 
 
-def collect(study, out):
-    """Reads every run of the study; returns CellStats in study order."""
+def collect(study, out, root):
+    """Reads every run of the study (commands run from `root`); returns CellStats in study
+    order."""
+    base_text = read_base(root, study.base)
     cells = []
     for cell in study.cells:
         stats = CellStats(name=cell.name, label=cell.label, runs=[])
@@ -19,7 +21,8 @@ def collect(study, out):
             path = run_dir(out, cell.name, seed)
             files = read_run(path)
             changed = changed_settings(files, train_command(
-                study, cell, seed, path / METRICS_FILE, study.binary)) if files.finished else None
+                study, cell, seed, path / METRICS_FILE, study.binary),
+                base_text) if files.finished else None
             if files.finished and not changed:
                 stats.runs.append(run_stats(seed, files, study.metric, study.target))
             elif changed:  # made under another definition of the cell: not this study's run

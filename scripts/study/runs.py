@@ -4,6 +4,7 @@ Layout (fixed; runs are also made by hand in it): <out>/<cell>/seed<s>/metrics.j
 trainer's stdout+stderr in train.log next to it, and study.json (what this tool measured).
 """
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -142,19 +143,48 @@ def run_definition(cmd):
     return out
 
 
-def changed_settings(files, cmd):
-    """How the run on disk was made differently from `cmd` (the study's command for it now),
-    as a short text; None when the same or unknown (a run made by hand has no study.json)."""
-    recorded = (files.record or {}).get("command")
+def read_base(root, base):
+    """The base config's text as the trainer reads it (from the repository root), or None."""
+    try:
+        return (Path(root) / base).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def config_lines(text):
+    """The lines of a YAML config that can change what it configures: comments (from a '#' at
+    the start of a line or after whitespace) and blank lines dropped, so a comment edit does not
+    rerun a study."""
+    out = []
+    for line in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).rstrip()
+        if line.strip():
+            out.append(line)
+    return out
+
+
+def changed_settings(files, cmd, base_text=None):
+    """How the run on disk was made differently from `cmd` (the study's command for it now)
+    and `base_text` (its base config now), as a short text; None when the same or unknown (a
+    run made by hand has no study.json; one made before study.json kept the base config is
+    compared by its command alone)."""
+    record = files.record or {}
+    recorded = record.get("command")
     if not recorded:
         return None
+    parts = []
     before, now = run_definition(shlex.split(recorded)), run_definition(cmd)
-    if before is None or now is None or before == now:
-        return None
-    gone = [a for a in before if a not in now and a != "--set"]
-    added = [a for a in now if a not in before and a != "--set"]
-    parts = [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
-    return "; ".join(p for p in parts if p) or "the same settings in another order"
+    if before is not None and now is not None and before != now:
+        gone = [a for a in before if a not in now and a != "--set"]
+        added = [a for a in now if a not in before and a != "--set"]
+        parts += [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
+        parts = [p for p in parts if p] or ["the same settings in another order"]
+    recorded_base = record.get("base_config")
+    if (base_text is not None and recorded_base is not None
+            and config_lines(base_text) != config_lines(recorded_base)):
+        base = now[1] if now and len(now) > 1 else "the base config"
+        parts.append(f"{base} edited since it ran")
+    return "; ".join(parts) or None
 
 
 def move_aside(path):

@@ -175,6 +175,18 @@ expect "changed settings rerun" 0 "lbs seed1: running \(its settings changed sin
 check "the rerun used the new setting" grep -q "compress.lbs.density=0.02" "$OUT/lbs/seed1/study.json"
 expect "unchanged cells still skipped" 0 "dense seed1: skip \(finished\)" -- "$T/changed.yaml" --out "$OUT" --only dense --seeds 1
 
+# An edit to the base config reruns the cells that ran before it; a comment edit does not.
+cp "$(dirname "$STUDY_PY")/../configs/default.yaml" "$T/base.yaml"
+sed "s|^base: .*|base: $T/base.yaml|" "$T/tiny.yaml" >"$T/own_base.yaml"
+expect "own base runs" 0 "dense seed1: running" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+echo "# a comment only" >>"$T/base.yaml"
+expect "comment edit skipped" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+sed -i 's/^\(\s*lr:\).*/\1 0.002/' "$T/base.yaml"
+check "the base config has an lr to edit" grep -q "lr: 0.002" "$T/base.yaml"
+expect "base edit listed" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
+expect "base edit rerun" 0 "dense seed1: running \(its settings changed since it ran: .*base.yaml edited" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+expect "the rerun is then finished" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+
 expect "bad study file" 2 "cells.lbs.labl: unknown key" -- <(sed 's/label: dense f32/label: x/; s/  lbs: \[.*\]/  lbs: {labl: y}/' "$T/tiny.yaml")
 expect "unknown --only cell" 2 "--only: unknown cell" -- "$T/tiny.yaml" --out "$OUT" --only nope
 

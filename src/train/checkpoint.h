@@ -100,7 +100,13 @@ bool is_complete(const std::string& dir);
 // Writes the COMPLETE marker into `dir` (atomically), after fsyncing `dir` so that every
 // rank file's entry is durable before the marker that vouches for it. Call it only after
 // every rank's file of that step has been written (for example after a barrier).
-Status mark_complete(const std::string& dir);
+// world_size > 0: the marker records it ("world_size W"), and rank files of ranks >= W (left
+// by an earlier save of this step by a bigger world) are removed first, so the marker vouches
+// for exactly the files of one save (Note [One save per complete directory]).
+Status mark_complete(const std::string& dir, int world_size = 0);
+// The world size a COMPLETE marker records; 0 when it records none (markers written before
+// it did). An error when the marker is missing or unreadable.
+Result<int> complete_world_size(const std::string& dir);
 // Removes a COMPLETE marker from `dir` (none is fine) and makes the removal durable. Every
 // rank calls it before writing its file into a step directory that may be complete already.
 Status clear_complete(const std::string& dir);

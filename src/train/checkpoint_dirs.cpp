@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/check.h"
 #include "core/fault.h"
@@ -43,15 +44,54 @@ Result<std::int64_t> parse_step(const std::string& dir) {
   return step;
 }
 
+namespace {
+
+// Removes "rank-<r>.ckpt" files with r >= world_size from `dir`.
+Status remove_rank_files_from(const std::string& dir, int world_size) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> beyond;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= 10 || !name.starts_with("rank-") || !name.ends_with(".ckpt")) continue;
+    const char* digits_end = name.data() + name.size() - 5;
+    int rank = -1;
+    const auto [ptr, parse] = std::from_chars(name.data() + 5, digits_end, rank);
+    if (parse == std::errc() && ptr == digits_end && rank >= world_size)
+      beyond.push_back(it->path());
+  }
+  for (const auto& path : beyond) {
+    if (ec) break;
+    std::filesystem::remove(path, ec);
+  }
+  if (ec) {
+    return Status::error("cannot remove the rank files beyond rank {} from '{}': {}",
+                         world_size - 1, dir, ec.message());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 bool is_complete(const std::string& dir) {
   std::error_code ec;
   return std::filesystem::is_regular_file(std::filesystem::path(dir) / kCheckpointCompleteMarker,
                                           ec);
 }
 
-Status mark_complete(const std::string& dir) {
+// Note [One save per complete directory]: a step directory can be saved more than once (a
+// run resumed from an earlier step saves it again, perhaps on another world size), and each
+// rank only replaces its own file. A rank file of a rank beyond the new world would survive
+// the new save and, on a later resume of the old world size, be read by its rank next to the
+// other ranks' new files: replicas silently diverge. So the marker names the world size of
+// the save it vouches for, files beyond it are removed before it is written, and a resume
+// takes the world size from the marker, never from whichever files happen to exist.
+Status mark_complete(const std::string& dir, int world_size) {
   auto step = parse_step(dir);
-  const std::string text = step.is_ok() ? fmt::format("step {}\n", *step) : std::string("\n");
+  std::string text = step.is_ok() ? fmt::format("step {}\n", *step) : std::string("\n");
+  if (world_size > 0) {
+    SPARQ_RETURN_IF_ERROR(remove_rank_files_from(dir, world_size));
+    text += fmt::format("world_size {}\n", world_size);
+  }
   SPARQ_RETURN_IF_ERROR(sync_directory(dir));
   if (fault::point("checkpoint.complete", step.is_ok() ? *step : -1)) {
     return Status::error(
@@ -60,6 +100,22 @@ Status mark_complete(const std::string& dir) {
         dir);
   }
   return write_file_atomic((std::filesystem::path(dir) / kCheckpointCompleteMarker).string(), text);
+}
+
+Result<int> complete_world_size(const std::string& dir) {
+  const std::string marker = (std::filesystem::path(dir) / kCheckpointCompleteMarker).string();
+  SPARQ_ASSIGN_OR_RETURN(const std::string text, read_file(marker));
+  constexpr std::string_view kKey = "world_size ";
+  const std::size_t at = text.find(kKey);
+  if (at == std::string::npos) return 0;
+  const char* begin = text.data() + at + kKey.size();
+  const char* end = text.data() + text.size();
+  int world = 0;
+  const auto [ptr, ec] = std::from_chars(begin, end, world);
+  if (ec != std::errc() || world < 1 || (ptr != end && *ptr != '\n')) {
+    return Status::error("{}: bad world_size line", marker);
+  }
+  return world;
 }
 
 Status clear_complete(const std::string& dir) {

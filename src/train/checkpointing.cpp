@@ -117,7 +117,7 @@ Status Trainer::save_checkpoint() {
   // Agreed too: a rank 0 that cannot write the marker (a full disk) must stop every rank,
   // not leave the others waiting for it in the next step's collectives.
   Status marked = Status::ok();
-  if (is_root()) marked = mark_complete(dir);
+  if (is_root()) marked = mark_complete(dir, comm_.size());
   SPARQ_RETURN_IF_ERROR(agree(marked, fmt::format("marking checkpoint {} complete", dir)));
   if (is_root()) {
     spdlog::info("checkpoint of step {} written to {}", step_, dir);
@@ -240,9 +240,14 @@ Status Trainer::load_checkpoint(const std::string& path) {
                          "interrupted; resume from an earlier step",
                          path, kCheckpointCompleteMarker);
   }
-  // This rank's own file when it has one; else rank 0's, which tells the world size.
+  // The saving world's size comes from the marker (Note [One save per complete directory],
+  // checkpoint_dirs.cpp), the same on every rank; a marker from before it was recorded leaves
+  // it to the files: this rank's own when it has one, else rank 0's.
+  SPARQ_ASSIGN_OR_RETURN(const int saved_world, complete_world_size(dir));
   std::string file = checkpoint_rank_file(dir, comm_.rank());
-  if (!std::filesystem::exists(file)) file = checkpoint_rank_file(dir, 0);
+  if (saved_world > 0 ? saved_world != comm_.size() : !std::filesystem::exists(file)) {
+    file = checkpoint_rank_file(dir, 0);
+  }
   SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(file));
   if (meta_or(f, "format", "") != kFormat) {
     return Status::error("{}: not a sparq training checkpoint (format '{}')", file,
@@ -250,6 +255,12 @@ Status Trainer::load_checkpoint(const std::string& path) {
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t world, meta_int(f, "world_size"));
   if (world < 1) return Status::error("{}: metadata 'world_size' is {}", file, world);
+  if (saved_world > 0 && world != saved_world) {
+    return Status::error(
+        "{}: written by a world of {} rank(s), but the {} marker of '{}' "
+        "vouches for a save by {}: the directory mixes files of two saves",
+        file, world, kCheckpointCompleteMarker, dir, saved_world);
+  }
   const bool elastic = world != comm_.size();
   if (!elastic && file != checkpoint_rank_file(dir, comm_.rank())) {
     return Status::error("checkpoint '{}' of {} rank(s) has no file for rank {}", dir, world,

@@ -103,6 +103,28 @@ TEST(CheckpointMarkers, ClearCompleteUndoesMarkComplete) {
   EXPECT_FALSE(is_complete(dir));
 }
 
+TEST(CheckpointMarkers, MarkCompleteRecordsTheWorldAndRemovesFilesBeyondIt) {
+  const std::string dir = checkpoint_dir(fresh_dir("world"), 8);
+  fs::create_directories(dir);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(write_file_atomic(checkpoint_rank_file(dir, r), "x").is_ok());
+  }
+  ASSERT_TRUE(write_file_atomic(dir + "/rank-notes.txt", "kept").is_ok());
+  ASSERT_TRUE(mark_complete(dir, 2).is_ok());
+  EXPECT_EQ(*read_file(dir + "/COMPLETE"), "step 8\nworld_size 2\n");
+  EXPECT_TRUE(fs::exists(checkpoint_rank_file(dir, 1)));
+  EXPECT_FALSE(fs::exists(checkpoint_rank_file(dir, 2))) << "a bigger world's file survived";
+  EXPECT_TRUE(fs::exists(dir + "/rank-notes.txt"));
+  EXPECT_EQ(complete_world_size(dir).value(), 2);
+
+  ASSERT_TRUE(mark_complete(dir).is_ok());  // a marker from before world sizes were recorded
+  EXPECT_EQ(complete_world_size(dir).value(), 0);
+  ASSERT_TRUE(write_file_atomic(dir + "/COMPLETE", "step 8\nworld_size x\n").is_ok());
+  const auto bad = complete_world_size(dir);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("bad world_size"), std::string::npos);
+}
+
 // Makes `root`/step-<step>, complete or not, with a rank file in it.
 void make_step(const std::string& root, std::int64_t step, bool complete) {
   const std::string dir = checkpoint_dir(root, step);

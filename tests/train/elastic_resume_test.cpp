@@ -234,6 +234,39 @@ TEST(ElasticResume, TwoToThreeToOneRanksKeepsTheResidualMass) {
   fs::remove_all(dir);
 }
 
+// Note [One save per complete directory]: a 2-rank save of step 4 dies after rank 1 wrote its
+// file; a 1-rank run resumed from step 2 saves step 4 again, complete. Its marker vouches for
+// one rank's file only, so the old rank 1 file goes, and a 2-rank resume of that history
+// merges the one-rank save on both ranks: replicas stay identical.
+TEST(ElasticResume, AStepSavedAgainBySmallerWorldIsResumedAsThatSaveAlone) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("sparq_elastic_mixed_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ProcessResult r = run_train(2, tiny(dir / "ck", 4, dir / "two.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path step2 = dir / "ck" / "step-00000002", step4 = dir / "ck" / "step-00000004";
+  fs::remove(step4 / "COMPLETE");  // the save of step 4 died before rank 0's file
+  fs::remove(checkpoint_rank_file(step4.string(), 0));
+
+  r = run_train(1, tiny(dir / "ck", 4, dir / "one.jsonl") + " --resume " + step2.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(checkpoint_rank_file(step4.string(), 1)))
+      << "the old world's rank 1 file outlived the new save";
+  auto saved_world = complete_world_size(step4.string());
+  ASSERT_TRUE(saved_world.is_ok()) << saved_world.status().message();
+  EXPECT_EQ(*saved_world, 1);
+
+  r = run_train(2, tiny(dir / "ck", 6, dir / "again.jsonl") + " --resume " + (dir / "ck").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed 1-rank checkpoint step 4 on 2 rank(s)"), std::string::npos)
+      << r.output;
+  const auto six = read_all(dir / "ck" / "step-00000006", 2);
+  ASSERT_EQ(six.size(), 2u);
+  EXPECT_EQ(floats(six[1], "params"), floats(six[0], "params")) << "replicas diverged";
+  fs::remove_all(dir);
+}
+
 // optim.communicate: update keeps each rank's Adam moments, and dgc its momentum u: both are
 // merged by the mean rule (2 -> 1), bitwise on the files, with the warning for exp_avg_sq.
 TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {

@@ -4,7 +4,8 @@
     /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
     build/bench/bench_layers --threads 2 --torch-results torch.txt
 
-Writes one "name milliseconds" line per op (best forward+backward time, like the C++ side).
+Writes one "name milliseconds" line per op (best forward+backward time, like the C++ side),
+each as soon as that op is timed, so an interrupted run leaves the lines of the ops it finished.
 """
 import argparse
 import time
@@ -103,7 +104,8 @@ def main():
         for name, step in cases.items():
             ms = best_ms(step, args.seconds)
             f.write(f"{name} {ms:.4f}\n")
-            print(f"{name:<18} {ms:10.3f} ms")
+            f.flush()  # each op's line as it finishes: an interrupted run keeps the ops it timed
+            print(f"{name:<18} {ms:10.3f} ms", flush=True)
 
 
 if __name__ == "__main__":

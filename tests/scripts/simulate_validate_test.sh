@@ -2,7 +2,8 @@
 # scripts/simulate_validate.py and the simulate options it drives, on hand-made records:
 #  - simulate --compute-ms F,B,O replaces the profile's optimizer time, and F,B keeps it;
 #  - --busy-comm-rate and --compute-ms refuse bad values with a message naming them;
-#  - a cell measured in two runs gets both errors and their median, and the counts.
+#  - a cell measured in two runs gets both errors and their median, and the counts;
+#  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule).
 #   simulate_validate_test.sh <source dir> <simulate binary>
 set -euo pipefail
 src=$1
@@ -65,6 +66,37 @@ for bad in "2:1gbit=1.5" "2=0.5" "x:1gbit=0.5"; do
   fi
   grep -q "busy-comm-rate entry '$bad'" "$work/bad.txt" || fail "no message naming '$bad': $(cat "$work/bad.txt")"
 done
+# Run D measures the cell twice (the older record far off, as a rerun in bench_cluster.sh leaves
+# it), run E once: D's latest record alone counts, and every count is over the one cell.
+python3 - "$work/rerun.jsonl" <<'EOF'
+import json, sys
+base = {"model": "gpt2-tiny", "world": 2, "link": "1gbit", "cell": "sparq_lbs", "status": "ok",
+        "forward_ms": 310.0, "backward_ms": 30.0, "optimizer_ms": 18.0, "exposed_comm_ms": 10.0}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(dict(base, run="D", step_ms=2000.0, sparq_bytes_sent=81.88e6)) + "\n")
+    f.write(json.dumps(dict(base, run="D", step_ms=370.0, sparq_bytes_sent=140000.0)) + "\n")
+    f.write(json.dumps(dict(base, run="E", step_ms=407.0, sparq_bytes_sent=140000.0)) + "\n")
+EOF
+rerun=(python3 scripts/simulate_validate.py --results "$work/rerun.jsonl" --simulate "$sim"
+       --busy-comm-rate 2:1gbit=0.78)
+"${rerun[@]}" --run D --out "$work/d" 2> "$work/log_d.txt"
+grep -q "1 record(s) replaced" "$work/log_d.txt" || fail "the replaced record is not reported: $(cat "$work/log_d.txt")"
+"${rerun[@]}" --run D,E --out "$work/de" 2> "$work/log_de.txt"
+python3 - "$work/d.csv" "$work/d.md" "$work/de.csv" "$work/de.md" <<'EOF'
+import csv, sys
+d, de = list(csv.DictReader(open(sys.argv[1]))), list(csv.DictReader(open(sys.argv[3])))
+d_md, de_md = open(sys.argv[2]).read(), open(sys.argv[4]).read()
+assert [(r["run"], r["measured_step_ms"]) for r in d] == [("D", "370.0")], d
+assert abs(float(d[0]["measured_mb"]) - 0.14) < 1e-9, d
+assert "1 of 1 cells within 15% of the measured step time in run D" in d_md, d_md
+assert "Cells measured again" not in d_md, d_md
+assert [(r["run"], r["measured_step_ms"]) for r in de] == [("D", "370.0"), ("E", "407.0")], de
+assert "1 of 1 cells within 15% of the measured step time in run D" in de_md, de_md
+assert "Cells measured again (E)" in de_md, de_md
+assert "| 370, 407 |" in de_md, de_md
+assert "median error: 1 of 1 cells of run D within 15%" in de_md, de_md
+print("simulate_validate.py OK: a cell measured twice in run D counts once, by its latest record")
+EOF
 if "${validate[@]}" --run A,Z --out "$work/w" > "$work/bad.txt" 2>&1; then fail "a missing run was accepted"; fi
 grep -q "run Z" "$work/bad.txt" || fail "the missing run is not named: $(cat "$work/bad.txt")"
 echo "simulate_validate_test OK"

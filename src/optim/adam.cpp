@@ -57,7 +57,11 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     });
     return;
   }
-  if (!communicates_momentum(step)) return;
+  // Note [The trainer's step decides the freeze]: what the buffer holds from here on is
+  // decided once, now, by the trainer's step, and step() applies exactly that.
+  momentum_in_buffer_ = communicates_momentum(step);
+  if (!momentum_in_buffer_) return;
+  if (step == config_.freeze_steps) floor_frozen_variance(range);
   const float b1 = static_cast<float>(config_.beta1);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -86,25 +90,29 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   });
 }
 
-void Adam::floor_frozen_variance() {
+void Adam::floor_frozen_variance(ParamRange range) {
   const double floor = config_.frozen_variance_floor;
-  if (floor <= 0.0) return;
+  if (floor <= 0.0 || range.count <= 0) return;
+  // v of `range` (on CUDA a host copy of that span only: this runs during backward, range by
+  // range, at the freeze step).
   std::vector<float> staging;
-  float* v = v_.as<float>();
+  float* v = v_.as<float>() + range.offset;
+  const Tensor span =
+      v_.view(DType::kF32, {range.count}, static_cast<std::size_t>(range.offset) * sizeof(float));
   if (on_cuda()) {
-    staging.resize(static_cast<std::size_t>(store_.flat_numel()));
-    copy_to_host(v_.view(DType::kF32, {store_.flat_numel()}), staging.data());
+    staging.resize(static_cast<std::size_t>(range.count));
+    copy_to_host(span, staging.data());
     v = staging.data();
   }
   // Per tensor, in double and in element order: the same bits on every rank (v is replicated).
-  for (const ParamEntry& e : store_.entries()) {
-    float* vv = v + e.offset;
+  for_each_in(range, [&](const ParamEntry& e) {
+    float* vv = v + (e.offset - range.offset);
     double sum = 0.0;
     for (std::int64_t i = 0; i < e.numel; ++i) sum += vv[i];
     const auto low = static_cast<float>(floor * sum / static_cast<double>(e.numel));
     for (std::int64_t i = 0; i < e.numel; ++i) vv[i] = std::max(vv[i], low);
-  }
-  if (on_cuda()) copy_from_host(staging.data(), v_.view(DType::kF32, {store_.flat_numel()}));
+  });
+  if (on_cuda()) copy_from_host(staging.data(), span);
 }
 
 void Adam::step(double lr) {
@@ -124,8 +132,8 @@ void Adam::step(double lr) {
     ++steps_;
     return;
   }
-  const bool frozen = communicates_momentum(steps_);
-  if (frozen && steps_ == config_.freeze_steps) floor_frozen_variance();
+  // Note [The trainer's step decides the freeze] (adam.h).
+  const bool frozen = momentum_in_buffer_;
   const AdamScalars s = adam_scalars(config_, lr, steps_, frozen);
   float* m = m_.as<float>();
   float* v = v_.as<float>();

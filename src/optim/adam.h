@@ -21,6 +21,17 @@
 // feedback delivers all of it: the sum of applied momenta equals dense frozen-variance Adam's
 // minus what is still in the residuals.
 //
+// Note [The trainer's step decides the freeze]
+// Whether a step's gradient buffer carries momentum is decided by before_communication() from
+// the TRAINER's step (communicates_momentum(step)), the clock of compress.dense_warmup_steps
+// too, and step() applies what was decided there. The optimizer's own count (steps_taken) lags
+// the trainer's by every skipped step, so deciding in step() by it applied ordinary Adam to
+// the communicated momentum at the freeze step after a skip (m updated twice, v taking in the
+// sparse momentum's squares: the burst the freeze exists to avoid). The variance floor is
+// applied at the freeze step's before_communication, range by range, even when that step is
+// later skipped: v is frozen from then on either way, and a resume at any later step finds it
+// floored in the checkpoint.
+//
 // communicate: update: before_communication() runs Adam on this rank's gradient with this
 // rank's moments and writes the direction m_hat / (sqrt(v_hat) + eps); step() applies
 // p *= 1 - lr wd (adamw) and p -= lr * aggregate (update_math.h).
@@ -50,12 +61,16 @@ class Adam final : public Optimizer {
   }
 
  private:
-  // Raises every v below frozen_variance_floor x its tensor's mean (once, at the freeze).
-  void floor_frozen_variance();
+  // Raises every v of the tensors in `range` below frozen_variance_floor x its tensor's mean
+  // (once, at the freeze).
+  void floor_frozen_variance(ParamRange range);
 
   OptimConfig config_;
   Buffer m_;
   Buffer v_;
+  // Set by before_communication(): this step's buffer holds momentum (Note [The trainer's
+  // step decides the freeze]).
+  bool momentum_in_buffer_ = false;
 };
 
 }  // namespace sparq::optim

@@ -255,6 +255,59 @@ TEST(Optimizers, FrozenVarianceIsFlooredOnceAtTheFreeze) {
   for (std::int64_t i = 0; i < w.numel; ++i) ASSERT_EQ(v[w.offset + i], floored[static_cast<std::size_t>(i)]);
 }
 
+TEST(Optimizers, ASkippedStepBeforeTheFreezeDoesNotMoveIt) {
+  // Note [The trainer's step decides the freeze]: step 1 is skipped (non-finite aggregate:
+  // before_communication ran, step() did not), so the optimizer has taken 2 steps when the
+  // trainer reaches step 3 = freeze_steps. The buffer then holds momentum, and step() must
+  // apply it frozen: v as floored at the freeze, m this rank's local momentum.
+  ParamStore s = make_store();
+  set_initial(s);
+  OptimConfig c = adam("adamw", 0.999, 0.0);
+  c.communicate = "momentum";
+  c.freeze_steps = 3;
+  c.frozen_variance_floor = 0.1;
+  auto opt = make_optimizer(c, s);
+  ASSERT_TRUE(opt.is_ok());
+  for (int step = 0; step < 3; ++step) {
+    set_grads(s, step);
+    (*opt)->before_communication(step, {0, s.flat_numel()});
+    if (step != 1) (*opt)->step(0.01);
+    s.zero_grads();
+  }
+  ASSERT_EQ((*opt)->steps_taken(), 2);
+  const auto state = (*opt)->state();
+  const float* m = state[0].tensor.data<float>();
+  const float* v = state[1].tensor.data<float>();
+  const ParamEntry& w = s.entry("weight");
+  double sum = 0;
+  for (std::int64_t i = 0; i < w.numel; ++i) sum += v[w.offset + i];
+  const float low = static_cast<float>(0.1 * sum / static_cast<double>(w.numel));
+  const std::vector<float> v_before(v + w.offset, v + w.offset + w.numel);
+
+  set_grads(s, 3);
+  (*opt)->before_communication(3, {0, s.flat_numel()});
+  for (std::int64_t i = 0; i < w.numel; ++i) {
+    ASSERT_EQ(v[w.offset + i], std::max(v_before[static_cast<std::size_t>(i)], low)) << i;
+  }
+  const std::vector<float> floored(v + w.offset, v + w.offset + w.numel);
+  const std::vector<float> local_m(m + w.offset, m + w.offset + w.numel);
+  for (std::int64_t i = 0; i < w.numel; ++i) {
+    ASSERT_EQ(s.grads()[w.offset + i], local_m[static_cast<std::size_t>(i)]) << "momentum sent";
+  }
+  const float p_before = s.params()[w.offset + 1];
+  const float aggregate = s.grads()[w.offset + 1];
+  (*opt)->step(0.01);
+  for (std::int64_t i = 0; i < w.numel; ++i) {
+    ASSERT_EQ(v[w.offset + i], floored[static_cast<std::size_t>(i)]) << "v moved at " << i;
+    ASSERT_EQ(m[w.offset + i], local_m[static_cast<std::size_t>(i)]) << "m moved at " << i;
+  }
+  const float v_hat = floored[1] / static_cast<float>(1.0 - std::pow(0.999, 3));
+  EXPECT_NEAR(s.params()[w.offset + 1],
+              p_before * (1.0f - 0.01f * static_cast<float>(c.weight_decay)) -
+                  0.01f * aggregate / (std::sqrt(v_hat) + 1e-8f),
+              1e-7);
+}
+
 TEST(Optimizers, UpdateModeOnOneRankEqualsThePlainOptimizer) {
   // communicate: update with nothing compressed on one rank: the "aggregate" is this rank's
   // own direction, so the parameters follow the plain optimizer (to float rounding: the

@@ -167,17 +167,33 @@ Result<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
     if (!s.is_ok()) return s.with_context(fmt::format("safetensors '{}': tensor '{}'", path, name));
     f.tensors_.push_back(std::move(e));
   }
-  // Overlaps: sorted by begin, each tensor must start at or after the previous one's end.
+  // As the format's reference loader requires: sorted by begin, the tensors cover the data
+  // exactly, each starting where the previous one ends, from byte 0 to the file's end. A gap or
+  // a tail is a damaged or foreign file, not something to load without a word.
   std::vector<const SafetensorsEntry*> order;
   for (const auto& e : f.tensors_) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const auto* x, const auto* y) {
     return x->begin != y->begin ? x->begin < y->begin : x->end < y->end;
   });
-  for (std::size_t i = 1; i < order.size(); ++i) {
-    if (order[i]->begin < order[i - 1]->end) {
+  std::uint64_t covered = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i]->begin < covered) {
       return Status::error("safetensors '{}': tensors '{}' and '{}' overlap in the data", path,
                            order[i - 1]->name, order[i]->name);
     }
+    if (order[i]->begin > covered) {
+      return Status::error(
+          "safetensors '{}': {} bytes of the data before tensor '{}' belong to "
+          "no tensor (offsets must be contiguous)",
+          path, order[i]->begin - covered, order[i]->name);
+    }
+    covered = order[i]->end;
+  }
+  if (covered != data_bytes) {
+    return Status::error(
+        "safetensors '{}': the tensors cover {} bytes of data but the file "
+        "holds {} after its header",
+        path, covered, data_bytes);
   }
   return f;
 }

@@ -316,6 +316,23 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   s = with_header(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})",
                   4);
   EXPECT_FALSE(s.is_ok());
+
+  // The tensors must cover the data exactly, as the format's reference loader requires: no
+  // gap before or between them, no tail after the last.
+  s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+  EXPECT_TRUE(contains(s, "4 bytes of the data before tensor 'a' belong to no tensor"))
+      << s.message();
+  s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                  12);
+  EXPECT_TRUE(contains(s, "before tensor 'b'")) << s.message();
+  s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12);
+  EXPECT_TRUE(contains(s, "cover 4 bytes of data but the file holds 12")) << s.message();
+  s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                  R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                  8);
+  EXPECT_TRUE(contains(s, "duplicate key 'a'")) << s.message();
+  EXPECT_TRUE(with_header(R"({"__metadata__":{"k":"v"}})", 0).is_ok()) << "no tensors, no data";
 }
 
 TEST(Safetensors, WriterRejectsBadInput) {

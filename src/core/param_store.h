@@ -30,7 +30,7 @@ struct ParamSpec {
   std::string name;      // unique, e.g. "h.3.attn.qkv.weight"
   Shape shape;
   Init init;
-  bool weight_decay = true;  // false for biases, norms and (by convention) embeddings' pos
+  bool weight_decay = true;  // false for biases, norms and every embedding table
 };
 
 // A contiguous range of the flat layout, in elements (floats).

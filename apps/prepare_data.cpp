@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/cli_args.h"
 #include "data/corpus.h"
 #include "data/markov_source.h"
 #include "data/shard.h"
@@ -18,7 +19,8 @@
 namespace {
 
 void print_progress(const sparq::data::PrepareProgress& p, bool tty) {
-  const double frac = p.bytes_total ? static_cast<double>(p.bytes_done) / p.bytes_total : 1.0;
+  // Clamped: a file that grows during the run must not make the bar overflow its width.
+  const double frac = sparq::data::progress_fraction(p);
   constexpr int kWidth = 30;
   const int filled = static_cast<int>(frac * kWidth + 0.5);
   const double mb = p.bytes_done / 1e6;
@@ -49,32 +51,59 @@ int verify_shards(const std::vector<std::string>& paths) {
   return failures == 0 ? 0 : 1;
 }
 
+// A val.bin this run did not write is from an earlier one and does not match the new shard.
+void warn_stale_val(const sparq::data::PrepareOptions& options, bool wrote_val) {
+  const std::string val = (std::filesystem::path(options.out_dir) / "val.bin").string();
+  std::error_code ec;
+  // With --name val (allowed only without a validation split) val.bin is this run's shard.
+  if (!wrote_val && options.name != "val" && std::filesystem::exists(val, ec)) {
+    fmt::print(stderr,
+               "prepare_data: warning: '{}' is from an earlier run (this one wrote no "
+               "validation split); remove it or rerun with --val-fraction\n",
+               val);
+  }
+}
+
 // --markov-tokens: a synthetic Markov-chain corpus with a known entropy rate.
 int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
                  const sparq::data::PrepareOptions& options) {
-  auto chain = sparq::data::MarkovChain::create(config);
-  if (!chain.is_ok()) {
-    fmt::print(stderr, "prepare_data: {}\n", chain.status().message());
+  const auto fail = [](const std::string& message) {
+    fmt::print(stderr, "prepare_data: {}\n", message);
     return 1;
+  };
+  auto chain = sparq::data::MarkovChain::create(config);
+  if (!chain.is_ok()) return fail(chain.status().message());
+  const auto val_tokens = static_cast<std::uint64_t>(options.val_fraction * tokens);
+  if (options.val_fraction > 0 && val_tokens == 0) {
+    return fail(
+        fmt::format("--val-fraction {} of {} tokens leaves val.bin empty; raise --markov-tokens or "
+                    "--val-fraction, or use --val-fraction 0",
+                    options.val_fraction, tokens));
   }
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
-  const auto val_tokens = static_cast<std::uint64_t>(options.val_fraction * tokens);
-  // Train and validation come from independent streams of the same chain.
+  // Train and validation come from independent streams of the same chain, and are
+  // finished together so that a failure cannot pair a new train.bin with an old val.bin.
   const std::pair<std::string, std::uint64_t> splits[] = {{options.name, tokens - val_tokens},
                                                           {"val", val_tokens}};
+  std::vector<sparq::data::ShardWriter> writers;
+  writers.reserve(2);
   for (std::uint32_t stream = 0; stream < 2; ++stream) {
     const auto& [name, count] = splits[stream];
     if (count == 0) continue;
     const std::string path = (std::filesystem::path(options.out_dir) / (name + ".bin")).string();
-    const std::vector<std::uint32_t> ids = chain->generate(count, stream);
-    const sparq::Status st = sparq::data::write_shard(path, "markov", config.vocab_size, ids, 1);
-    if (!st.is_ok()) {
-      fmt::print(stderr, "prepare_data: {}\n", st.message());
-      return 1;
-    }
-    fmt::print("{:<14} {} tokens\n", path, count);
+    auto w = sparq::data::ShardWriter::create(path, "markov", config.vocab_size);
+    if (!w.is_ok()) return fail(w.status().message());
+    writers.push_back(std::move(*w));
+    sparq::Status st = writers.back().append(chain->generate(count, stream));
+    if (st) st = writers.back().add_documents(1);
+    if (!st) return fail(st.message());
   }
+  std::vector<sparq::data::ShardWriter*> order;
+  for (auto& w : writers) order.push_back(&w);
+  if (const sparq::Status st = sparq::data::finish_together(order); !st) return fail(st.message());
+  for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
+  warn_stale_val(options, val_tokens > 0);
   fmt::print("{}\n", chain->describe());
   return 0;
 }
@@ -108,7 +137,8 @@ int main(int argc, char** argv) {
   sparq::data::MarkovConfig markov;
   std::uint64_t markov_tokens = 0;
   app.add_option("--markov-tokens", markov_tokens,
-                 "instead of text: write this many tokens of a synthetic Markov chain");
+                 "instead of text: write this many tokens of a synthetic Markov chain")
+      ->check(sparq::cli::non_negative_integer());
   app.add_option("--markov-vocab", markov.vocab_size, "Markov vocabulary size")
       ->capture_default_str();
   app.add_option("--markov-order", markov.order, "Markov order (context length)")
@@ -117,8 +147,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--markov-smoothing", markov.smoothing, "probability mass spread uniformly")
       ->capture_default_str();
-  app.add_option("--seed", markov.seed, "seed of the Markov chain")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--seed", markov.seed, "seed of the Markov chain")
+      ->check(sparq::cli::non_negative_integer())
+      ->capture_default_str();
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
   if (!verify.empty()) return verify_shards(verify);
   // Checked here for both paths (text and --markov-tokens): a fraction of 1 or more made the
   // Markov path's train count wrap around into a huge allocation.
@@ -165,6 +197,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& s = summary.value();
+  warn_stale_val(options, !s.val_path.empty());
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   fmt::print("tokenizer      {} (vocab {})\n", (*tokenizer)->name(), (*tokenizer)->vocab_size());

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "core/file_io.h"
@@ -14,6 +18,11 @@
 namespace sparq::data {
 namespace fs = std::filesystem;
 namespace {
+
+// A line without the '\r' of a "\r\n" line end.
+std::string_view without_cr(std::string_view line) {
+  return line.ends_with('\r') ? line.substr(0, line.size() - 1) : line;
+}
 
 bool is_wikitext_title(std::string_view line) {
   // " = Title = " but not " = = Section = = ".
@@ -67,7 +76,7 @@ std::vector<std::string_view> split_documents(std::string_view text, InputFormat
   for (std::size_t pos = 0; pos < text.size();) {
     std::size_t end = text.find('\n', pos);
     end = end == std::string_view::npos ? text.size() : end;
-    const std::string_view line = text.substr(pos, end - pos);
+    const std::string_view line = without_cr(text.substr(pos, end - pos));
     if (format == InputFormat::kLines) {
       if (!line.empty()) docs.push_back(line);
     } else if (is_wikitext_title(line) && pos > doc_start) {
@@ -85,21 +94,76 @@ std::vector<std::string_view> split_documents(std::string_view text, InputFormat
   return docs;
 }
 
-Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs) {
+namespace {
+
+// Earlier output of this tool: tokenizing its binary ids as text is never wanted.
+bool is_shard_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(kShardMagic)] = {};
+  return in.read(magic, sizeof(magic)) && std::memcmp(magic, kShardMagic, sizeof(magic)) == 0;
+}
+
+// Whether a directory walk leaves out `entry` (and, for a directory, all under it).
+bool skipped(const fs::directory_entry& entry, const std::string& skip_dir) {
+  if (entry.path().filename().string().starts_with('.')) return true;
+  std::error_code ec;
+  return !skip_dir.empty() && entry.is_directory(ec) && fs::equivalent(entry.path(), skip_dir, ec);
+}
+
+// Appends the files of the directory `dir` (the header's rules) in walk order.
+Status list_directory(const std::string& dir, const std::string& skip_dir,
+                      std::vector<std::string>* found) {
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec);
+  if (ec) return Status::error("cannot list input directory '{}': {}", dir, ec.message());
+  // The error_code forms throughout: an unreadable subdirectory must be an error that names
+  // it, not an exception out of operator++.
+  for (const fs::recursive_directory_iterator end; it != end;) {
+    const fs::directory_entry entry = *it;
+    bool descend = false;
+    if (skipped(entry, skip_dir)) {
+      it.disable_recursion_pending();
+    } else if (entry.is_regular_file(ec)) {
+      if (!is_shard_file(entry.path().string())) found->push_back(entry.path().string());
+    } else {
+      descend = entry.is_directory(ec) && !entry.is_symlink(ec);  // links are not followed
+    }
+    it.increment(ec);
+    if (ec) {
+      // Failing to open the directory just entered, or to read on in the current one.
+      const fs::path bad = descend ? entry.path() : entry.path().parent_path();
+      return Status::error("cannot read directory '{}' (under input '{}'): {}", bad.string(), dir,
+                           ec.message());
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs,
+                                               const std::string& skip_dir) {
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
     std::error_code ec;
     if (fs::is_regular_file(input, ec)) {
+      if (is_shard_file(input)) {
+        return Status::error("input '{}' is a sparq token shard, not text", input);
+      }
       files.push_back(input);
     } else if (fs::is_directory(input, ec)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(input, ec)) {
-        if (entry.is_regular_file()) found.push_back(entry.path().string());
-      }
-      if (ec) return Status::error("cannot list directory '{}': {}", input, ec.message());
+      SPARQ_RETURN_IF_ERROR(list_directory(input, skip_dir, &found));
       std::sort(found.begin(), found.end());
-      if (found.empty()) return Status::error("input directory '{}' has no files", input);
+      if (found.empty()) {
+        return Status::error(
+            "input directory '{}' has no files (hidden entries, sparq shards and the output "
+            "directory are skipped)",
+            input);
+      }
       files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(input, ec)) {
+      return Status::error("input '{}' is neither a regular file nor a directory", input);
     } else {
       return Status::error("input '{}' does not exist", input);
     }
@@ -108,76 +172,179 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& i
   return files;
 }
 
-Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
-  if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
-    return Status::error("--val-fraction must be in [0, 1), got {}", options.val_fraction);
-  }
-  SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files, expand_inputs(options.inputs));
-  std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec)
-    return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());
-  const int threads =
-      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+double progress_fraction(const PrepareProgress& p) {
+  if (p.bytes_total == 0) return 1.0;
+  return std::clamp(static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total), 0.0,
+                    1.0);
+}
 
-  PrepareSummary summary;
-  PrepareProgress progress;
-  for (const auto& f : files) progress.bytes_total += fs::file_size(f, ec);
-  summary.train_path = (fs::path(options.out_dir) / (options.name + ".bin")).string();
-  SPARQ_ASSIGN_OR_RETURN(ShardWriter train,
-                         ShardWriter::create(summary.train_path, tok.name(), tok.vocab_size()));
-  std::optional<ShardWriter> val;
-  if (options.val_fraction > 0) {
-    summary.val_path = (fs::path(options.out_dir) / "val.bin").string();
-    SPARQ_ASSIGN_OR_RETURN(ShardWriter w,
-                           ShardWriter::create(summary.val_path, tok.name(), tok.vocab_size()));
-    val.emplace(std::move(w));
+namespace {
+
+// "'a', 'b', 'c' and 2 more": the inputs, for messages about all of them.
+std::string describe_inputs(const std::vector<std::string>& inputs) {
+  constexpr std::size_t kShown = 3;
+  std::string out;
+  for (std::size_t i = 0; i < std::min(inputs.size(), kShown); ++i)
+    out += fmt::format("{}'{}'", i > 0 ? ", " : "", inputs[i]);
+  if (inputs.size() > kShown) out += fmt::format(" and {} more", inputs.size() - kShown);
+  return out;
+}
+
+// Checked before encoding: past the limit the GPT-2 pre-tokenizer's 32-bit offsets wrap.
+Status check_document_sizes(const std::string& file, const std::vector<std::string_view>& docs,
+                            std::uint64_t limit) {
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    if (docs[i].size() <= limit) continue;
+    return Status::error(
+        "'{}': document {} of the file is {} bytes, more than the {}-byte limit for one "
+        "document; split it (--format lines or wikitext, or several files)",
+        file, i + 1, docs[i].size(), limit);
   }
-  const Stopwatch clock;
-  const std::uint32_t sep = tok.document_separator();
-  std::vector<std::vector<std::uint32_t>> encoded;
-  std::vector<std::uint32_t> joined;
-  for (const std::string& file : files) {
+  return Status::ok();
+}
+
+// An empty val.bin would only make training fail later, far from the cause.
+Status check_val_split(const PrepareSummary& s, const PrepareOptions& o) {
+  if (o.val_fraction == 0 || s.val_documents > 0) return Status::ok();
+  const std::string inputs = describe_inputs(o.inputs);
+  if (s.documents < 2) {
+    return Status::error(
+        "--val-fraction {}: the inputs {} hold {} document, too few for a validation split; "
+        "add input, or use --val-fraction 0",
+        o.val_fraction, inputs, s.documents);
+  }
+  // The smallest fraction with 3 decimals that gives floor(N F) >= 1.
+  const double least = std::ceil(1000.0 / static_cast<double>(s.documents)) / 1000;
+  return Status::error(
+      "--val-fraction {} puts floor({} x {}) = 0 of the {} documents of {} into val.bin, which "
+      "would be empty; use --val-fraction {} or more, add input, or use --val-fraction 0",
+      o.val_fraction, s.documents, o.val_fraction, s.documents, inputs, least);
+}
+
+// One run of prepare_shards: the writers, the counts and the progress.
+class Preparer {
+ public:
+  Preparer(const Tokenizer& tok, const PrepareOptions& options, ShardWriter train,
+           std::optional<ShardWriter> val)
+      : tok_(tok), options_(options), train_(std::move(train)), val_(std::move(val)) {
+    threads_ = options.threads > 0
+                   ? options.threads
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  // `measured` is the size the file had when the total was computed.
+  Status add_file(const std::string& file, std::uint64_t measured) {
     SPARQ_ASSIGN_OR_RETURN(const std::string text, read_file(file));
+    // A file that changed since it was measured: keep the total true, so that the progress
+    // never passes 100%.
+    progress_.bytes_total = progress_.bytes_total - measured + text.size();
     const std::vector<std::string_view> docs =
-        split_documents(text, resolve_format(options.format, file));
-    const std::uint64_t file_base = progress.bytes_done;
+        split_documents(text, resolve_format(options_.format, file));
+    SPARQ_RETURN_IF_ERROR(check_document_sizes(file, docs, options_.max_document_bytes));
+    const std::uint64_t file_base = progress_.bytes_done;
     for (std::size_t first = 0; first < docs.size();) {
       std::size_t last = first, bytes = 0;
       while (last < docs.size() && (bytes < kChunkBytes || last == first))
         bytes += docs[last++].size();
-      const std::vector<std::string_view> chunk(docs.begin() + static_cast<std::ptrdiff_t>(first),
-                                                docs.begin() + static_cast<std::ptrdiff_t>(last));
-      encode_parallel(tok, chunk, &encoded, threads);
-      for (const auto& ids : encoded) {
-        const std::uint64_t g = summary.documents++;
-        const double f = options.val_fraction;
-        const bool to_val = val && std::floor((g + 1) * f) > std::floor(g * f);
-        ShardWriter& w = to_val ? *val : train;
-        joined.assign(1, sep);
-        joined.insert(joined.end(), ids.begin(), ids.end());
-        SPARQ_RETURN_IF_ERROR(w.append(joined));
-        w.add_documents(1);
-        (to_val ? summary.val_documents : summary.train_documents) += 1;
-        (to_val ? summary.val_tokens : summary.train_tokens) += joined.size();
-      }
-      progress.bytes_done =
-          file_base +
-          static_cast<std::uint64_t>(docs[last - 1].data() + docs[last - 1].size() - text.data());
-      progress.documents = summary.documents;
-      progress.tokens = summary.train_tokens + summary.val_tokens;
-      progress.seconds = clock.seconds();
-      if (options.on_progress) options.on_progress(progress);
+      SPARQ_RETURN_IF_ERROR(add_chunk(std::span(docs).subspan(first, last - first)));
+      const std::string_view end = docs[last - 1];
+      report(file_base + static_cast<std::uint64_t>(end.data() + end.size() - text.data()));
       first = last;
     }
-    summary.bytes += text.size();
-    progress.bytes_done = file_base + text.size();
+    summary_.bytes += text.size();
+    progress_.bytes_done = file_base + text.size();
+    return Status::ok();
   }
-  if (summary.documents == 0) return Status::error("the inputs contain no documents");
-  SPARQ_RETURN_IF_ERROR(train.finish());
-  if (val) SPARQ_RETURN_IF_ERROR(val->finish());
-  summary.seconds = clock.seconds();
-  return summary;
+
+  Result<PrepareSummary> finish() {
+    if (summary_.documents == 0) {
+      return Status::error("the inputs {} contain no documents", describe_inputs(options_.inputs));
+    }
+    SPARQ_RETURN_IF_ERROR(check_val_split(summary_, options_));
+    std::vector<ShardWriter*> writers = {&train_};
+    if (val_) writers.push_back(&*val_);
+    SPARQ_RETURN_IF_ERROR(finish_together(writers));
+    summary_.train_path = train_.path();
+    if (val_) summary_.val_path = val_->path();
+    summary_.seconds = clock_.seconds();
+    return summary_;
+  }
+
+  void set_bytes_total(std::uint64_t total) { progress_.bytes_total = total; }
+
+ private:
+  Status add_chunk(std::span<const std::string_view> chunk) {
+    encode_parallel(tok_, std::vector<std::string_view>(chunk.begin(), chunk.end()), &encoded_,
+                    threads_);
+    const double f = options_.val_fraction;
+    for (const auto& ids : encoded_) {
+      const std::uint64_t g = summary_.documents++;
+      const bool to_val = val_ && std::floor((g + 1) * f) > std::floor(g * f);
+      ShardWriter& w = to_val ? *val_ : train_;
+      joined_.assign(1, tok_.document_separator());
+      joined_.insert(joined_.end(), ids.begin(), ids.end());
+      SPARQ_RETURN_IF_ERROR(w.append(joined_));
+      SPARQ_RETURN_IF_ERROR(w.add_documents(1));
+      (to_val ? summary_.val_documents : summary_.train_documents) += 1;
+      (to_val ? summary_.val_tokens : summary_.train_tokens) += joined_.size();
+    }
+    return Status::ok();
+  }
+
+  void report(std::uint64_t bytes_done) {
+    progress_.bytes_done = bytes_done;
+    progress_.documents = summary_.documents;
+    progress_.tokens = summary_.train_tokens + summary_.val_tokens;
+    progress_.seconds = clock_.seconds();
+    if (options_.on_progress) options_.on_progress(progress_);
+  }
+
+  const Tokenizer& tok_;
+  const PrepareOptions& options_;
+  ShardWriter train_;
+  std::optional<ShardWriter> val_;
+  int threads_ = 1;
+  const Stopwatch clock_;
+  PrepareSummary summary_;
+  PrepareProgress progress_;
+  std::vector<std::vector<std::uint32_t>> encoded_;
+  std::vector<std::uint32_t> joined_;
+};
+
+}  // namespace
+
+Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
+  if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
+    return Status::error("--val-fraction must be in [0, 1), got {}", options.val_fraction);
+  }
+  SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                         expand_inputs(options.inputs, options.out_dir));
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec)
+    return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());
+  const auto path = [&](const std::string& stem) {
+    return (fs::path(options.out_dir) / (stem + ".bin")).string();
+  };
+  SPARQ_ASSIGN_OR_RETURN(ShardWriter train,
+                         ShardWriter::create(path(options.name), tok.name(), tok.vocab_size()));
+  std::optional<ShardWriter> val;
+  if (options.val_fraction > 0) {
+    SPARQ_ASSIGN_OR_RETURN(ShardWriter w,
+                           ShardWriter::create(path("val"), tok.name(), tok.vocab_size()));
+    val.emplace(std::move(w));
+  }
+  std::vector<std::uint64_t> sizes;
+  for (const auto& f : files) {
+    const std::uintmax_t size = fs::file_size(f, ec);
+    sizes.push_back(ec ? 0 : size);  // unreadable: read_file reports it below
+  }
+  Preparer run(tok, options, std::move(train), std::move(val));
+  run.set_bytes_total(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}));
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    SPARQ_RETURN_IF_ERROR(run.add_file(files[i], sizes[i]));
+  }
+  return run.finish();
 }
 
 }  // namespace sparq::data

@@ -4,13 +4,25 @@
 // kText otherwise):
 //   kWikiText  WikiText files: an article starts at a line " = Title = " (one '=' level);
 //              "= = Section = =" headings and all other lines stay in the article as text.
-//   kLines     one document per line (empty lines skipped; the newline is not included).
+//   kLines     one document per line (empty lines skipped; the line end is not included).
 //   kText      the whole file is one document.
+// Lines end at "\n" or "\r\n": one '\r' before the '\n' is not part of a kLines document
+// nor of a heading (files checked out with CRLF endings split like LF ones). Documents
+// otherwise keep their bytes as they are (a kWikiText article keeps its "\r\n"s).
 // Each document is encoded on its own and preceded by the tokenizer's document separator
 // (<|endoftext|> or [SEP]), so a shard starts with the separator, as llm.c's do.
 //
+// Directories are walked recursively; they contribute their regular files in sorted order,
+// except hidden entries (names starting with '.', such as .git, with everything under them),
+// the output directory, and files that are sparq token shards (they start with the shard
+// magic: earlier output). A file named as an input is always read, unless it is a shard.
+//
+// Limits: a single document may be at most max_document_bytes (4 GiB - 1: the GPT-2
+// pre-tokenizer's offsets are 32-bit), and a shard at most 2^32 - 1 documents (the header's
+// count); past them prepare_shards fails with an error naming the input.
+//
 // Determinism: documents are numbered in input order (files in the order given, directories
-// expanded recursively in sorted order); with val_fraction F, document g goes to the
+// expanded as above); with val_fraction F, document g goes to the
 // validation shard iff floor((g + 1) F) > floor(g F), which spreads exactly floor(N F)
 // documents evenly over the corpus. The thread count changes nothing in the output.
 #pragma once
@@ -32,14 +44,21 @@ Result<InputFormat> parse_input_format(const std::string& name);  // auto|wikite
 InputFormat resolve_format(InputFormat format, const std::string& path);
 // Documents of `text` as views into it.
 std::vector<std::string_view> split_documents(std::string_view text, InputFormat format);
-// Files and directories (recursively, sorted) to a list of regular files.
-Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs);
+// Files and directories (recursively, sorted, skipping what the header says and everything
+// under `skip_dir` when it is not empty) to a list of regular files.
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs,
+                                               const std::string& skip_dir = "");
 
 struct PrepareProgress {
   std::uint64_t bytes_done = 0, bytes_total = 0;
   std::uint64_t documents = 0, tokens = 0;
   double seconds = 0;
 };
+// bytes_done / bytes_total in [0, 1] (a file that grows while it is read can push the
+// count past the total measured at the start).
+double progress_fraction(const PrepareProgress& progress);
+
+inline constexpr std::uint64_t kMaxDocumentBytes = 0xFFFFFFFFu;
 
 struct PrepareOptions {
   std::vector<std::string> inputs;
@@ -49,6 +68,7 @@ struct PrepareOptions {
   InputFormat format = InputFormat::kAuto;
   int threads = 0;                                          // 0: hardware concurrency
   std::function<void(const PrepareProgress&)> on_progress;  // called after every chunk
+  std::uint64_t max_document_bytes = kMaxDocumentBytes;     // tests lower it
 };
 
 struct PrepareSummary {
@@ -59,6 +79,9 @@ struct PrepareSummary {
   std::string train_path, val_path;  // val_path empty when val_fraction == 0
 };
 
+// Writes <name>.bin (and val.bin when val_fraction > 0) together: on any error neither file
+// is replaced (ShardWriter's finish_together), and a validation split that would be empty
+// is an error rather than an empty val.bin.
 Result<PrepareSummary> prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options);
 
 }  // namespace sparq::data

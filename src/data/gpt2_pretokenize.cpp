@@ -1,7 +1,9 @@
 #include "data/gpt2_pretokenize.h"
 
 #include <cstdint>
+#include <limits>
 
+#include "core/check.h"
 #include "data/unicode.h"
 
 namespace sparq::data {
@@ -11,7 +13,7 @@ enum class CharClass : std::uint8_t { kLetter, kNumber, kSpace, kOther };
 
 struct Char {
   std::uint32_t cp;
-  std::uint32_t offset;  // byte offset of the character in the text
+  std::uint32_t offset;  // byte offset of the character in the text (hence the size limit)
   CharClass cls;
 };
 
@@ -37,6 +39,11 @@ std::size_t contraction_length(const std::vector<Char>& chars, std::size_t i) {
 }  // namespace
 
 void gpt2_pretokenize(std::string_view text, std::vector<PieceSpan>* pieces) {
+  // 32-bit offsets keep Char at 12 bytes per character; a larger text would wrap them and
+  // silently produce wrong pieces. Callers with untrusted sizes check first (prepare_shards
+  // reports the file and the document).
+  SPARQ_CHECK(text.size() <= std::numeric_limits<std::uint32_t>::max(),
+              "gpt2_pretokenize: a text of {} bytes is over the 4 GiB - 1 limit", text.size());
   std::vector<Char> chars;
   chars.reserve(text.size());
   for (std::size_t pos = 0; pos < text.size();) {

@@ -22,6 +22,7 @@ struct PieceSpan {
 };
 
 // Appends the pieces of `text` in order; they tile [0, text.size()).
+// Precondition (checked, fatal): text.size() < 4 GiB, since offsets are kept in 32 bits.
 void gpt2_pretokenize(std::string_view text, std::vector<PieceSpan>* pieces);
 
 }  // namespace sparq::data

@@ -1,5 +1,6 @@
 #include "data/gpt2_tokenizer.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 
@@ -41,9 +42,16 @@ class VocabJsonParser {
     }
   }
 
+  // "path:line" of the current position, for messages (computed only on errors).
+  std::string location() const {
+    const auto line =
+        1 + std::count(s_.begin(), s_.begin() + static_cast<std::ptrdiff_t>(pos_), '\n');
+    return fmt::format("{}:{}", path_, line);
+  }
+
  private:
   Status fail(const char* what) const {
-    return Status::error("{}: malformed encoder.json at byte {}: {}", path_, pos_, what);
+    return Status::error("{}: malformed encoder.json at byte {}: {}", location(), pos_, what);
   }
   bool eat(char c) {
     if (pos_ < s_.size() && s_[pos_] == c) return ++pos_, true;
@@ -131,7 +139,8 @@ Result<std::string> unicode_token_to_bytes(std::string_view token,
     const std::uint32_t cp = decode_utf8(token, pos, &len);
     const auto it = decoder.find(cp);
     if (it == decoder.end()) {
-      return Status::error("token '{}' has a character outside GPT-2's byte alphabet", token);
+      return Status::error("token '{}' has a character (U+{:04X}) outside GPT-2's byte alphabet",
+                           token, cp);
     }
     bytes.push_back(it->second);
     pos += static_cast<std::size_t>(len);
@@ -162,19 +171,20 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
   std::vector<bool> seen;
   VocabJsonParser parser(json, encoder_json_path);
   SPARQ_RETURN_IF_ERROR(parser.parse([&](std::string key, std::uint64_t id) -> Status {
-    SPARQ_ASSIGN_OR_RETURN(std::string bytes, unicode_token_to_bytes(key, decoder));
+    auto bytes = unicode_token_to_bytes(key, decoder);
+    if (!bytes) return bytes.status().with_context(parser.location());
     if (id >= (1u << 24))
-      return Status::error("{}: id {} of '{}' is implausibly large", encoder_json_path, id, key);
+      return Status::error("{}: id {} of '{}' is implausibly large", parser.location(), id, key);
     if (id >= tok->id_to_bytes_.size()) {
       tok->id_to_bytes_.resize(id + 1);
       seen.resize(id + 1, false);
     }
-    if (seen[id]) return Status::error("{}: id {} is used twice", encoder_json_path, id);
+    if (seen[id]) return Status::error("{}: id {} is used twice", parser.location(), id);
     seen[id] = true;
-    if (!tok->bytes_to_id_.emplace(bytes, static_cast<std::uint32_t>(id)).second) {
-      return Status::error("{}: token '{}' appears twice", encoder_json_path, key);
+    if (!tok->bytes_to_id_.emplace(*bytes, static_cast<std::uint32_t>(id)).second) {
+      return Status::error("{}: token '{}' appears twice", parser.location(), key);
     }
-    tok->id_to_bytes_[id] = std::move(bytes);
+    tok->id_to_bytes_[id] = std::move(*bytes);
     return Status::ok();
   }));
   for (std::size_t id = 0; id < seen.size(); ++id) {
@@ -193,27 +203,30 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
   SPARQ_ASSIGN_OR_RETURN(const std::string bpe, read_file(vocab_bpe_path));
   std::size_t line_start = 0, line_no = 0;
   std::uint32_t rank = 0;
+  const auto where = [&] { return fmt::format("{}:{}", vocab_bpe_path, line_no); };
   while (line_start < bpe.size()) {
     std::size_t line_end = bpe.find('\n', line_start);
     if (line_end == std::string::npos) line_end = bpe.size();
-    const std::string_view line(bpe.data() + line_start, line_end - line_start);
+    std::string_view line(bpe.data() + line_start, line_end - line_start);
     line_start = line_end + 1;
     ++line_no;
+    // A CRLF checkout: the '\r' is not part of the second token.
+    if (line.ends_with('\r')) line.remove_suffix(1);
     if (line_no == 1 && line.starts_with("#version")) continue;
     if (line.empty()) continue;
     const std::size_t space = line.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 == line.size()) {
-      return Status::error("{}:{}: expected two tokens separated by a space", vocab_bpe_path,
-                           line_no);
+      return Status::error("{}: expected two tokens separated by a space", where());
     }
-    SPARQ_ASSIGN_OR_RETURN(const std::string left,
-                           unicode_token_to_bytes(line.substr(0, space), decoder));
-    SPARQ_ASSIGN_OR_RETURN(const std::string right,
-                           unicode_token_to_bytes(line.substr(space + 1), decoder));
-    const long a = tok->token_id(left), b = tok->token_id(right), m = tok->token_id(left + right);
+    auto left = unicode_token_to_bytes(line.substr(0, space), decoder);
+    if (!left) return left.status().with_context(where());
+    auto right = unicode_token_to_bytes(line.substr(space + 1), decoder);
+    if (!right) return right.status().with_context(where());
+    const long a = tok->token_id(*left), b = tok->token_id(*right);
+    const long m = tok->token_id(*left + *right);
     if (a < 0 || b < 0 || m < 0) {
-      return Status::error("{}:{}: merge '{}' uses a token missing from {}", vocab_bpe_path,
-                           line_no, line, encoder_json_path);
+      return Status::error("{}: merge '{}' uses a token missing from {}", where(), line,
+                           encoder_json_path);
     }
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
     // encoder.py builds its rank dict from the list, so a repeated pair keeps its last rank.

@@ -5,7 +5,9 @@
 //     lowest rank in vocab.bpe, until no adjacent pair has a rank;
 //  4. look the symbols up in encoder.json.
 // Files: encoder.json maps token strings to ids; vocab.bpe lists the merges in rank order
-// after a "#version" line. Both spell bytes through GPT-2's byte-to-unicode table: bytes
+// after a "#version" line (a line may end in "\r\n": encoder.py's split() drops the '\r'
+// too). Load errors name the file and line ("vocab.bpe:17: ..."). Both spell bytes through GPT-2's
+// byte-to-unicode table: bytes
 // '!'..'~', U+00A1..U+00AC and U+00AE..U+00FF stand for themselves, the remaining 68 bytes
 // become U+0100.. in increasing byte order. Internally tokens are plain byte strings, so
 // decode(encode(x)) == x for every byte string x (invalid UTF-8 included).

@@ -1,6 +1,7 @@
 #include "data/shard.h"
 
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "core/check.h"
+#include "core/fault.h"
+#include "core/file_io.h"
 
 namespace sparq::data {
 namespace {
@@ -43,6 +47,11 @@ void encode_header(const ShardHeader& h, std::uint8_t* out) {
   put(out, kHeaderChecksumOffset, shard_checksum(out, kHeaderChecksumOffset));
 }
 
+// The directory to fsync after renaming `path` ("" means the current one).
+std::string parent_dir(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+
 }  // namespace
 
 // ---- writer ---------------------------------------------------------------------------
@@ -59,11 +68,24 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
   w.header_.tokenizer = std::move(tokenizer);
   w.header_.vocab_size = vocab_size;
   w.header_.token_width = vocab_size <= 65536 ? 2 : 4;
-  w.file_ = std::fopen((path + ".tmp").c_str(), "wb");
-  if (!w.file_) return Status::error("cannot create '{}.tmp': {}", path, std::strerror(errno));
+  const std::string tmp = path + ".tmp";
+  // A stale tmp (a killed earlier run) may be a hard link or symlink to something else:
+  // unlink it rather than truncate whatever it points at.
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    return Status::error("cannot remove the stale '{}': {}", tmp, std::strerror(errno));
+  }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error("cannot create '{}': {}", tmp, std::strerror(errno));
+  w.file_ = ::fdopen(fd, "wb");
+  if (!w.file_) {
+    const int err = errno;
+    ::close(fd);
+    std::remove(tmp.c_str());
+    return Status::error("cannot open '{}' for writing: {}", tmp, std::strerror(err));
+  }
   const std::uint8_t zeros[kShardHeaderBytes] = {};
   if (std::fwrite(zeros, 1, kShardHeaderBytes, w.file_) != kShardHeaderBytes) {
-    return Status::error("write to '{}.tmp' failed: {}", path, std::strerror(errno));
+    return Status::error("write to '{}' failed: {}", tmp, std::strerror(errno));
   }
   return w;
 }
@@ -71,20 +93,20 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
 ShardWriter::ShardWriter(ShardWriter&& o) noexcept
     : path_(std::move(o.path_)),
       file_(o.file_),
+      state_(o.state_),
       header_(std::move(o.header_)),
       checksum_(o.checksum_) {
   o.file_ = nullptr;
+  o.state_ = State::kDone;
 }
 
 ShardWriter::~ShardWriter() {
-  if (file_) {
-    std::fclose(file_);
-    std::remove((path_ + ".tmp").c_str());
-  }
+  if (file_) std::fclose(file_);
+  if (state_ != State::kDone) std::remove((path_ + ".tmp").c_str());
 }
 
 Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
-  SPARQ_CHECK(file_ != nullptr, "append() after finish() on shard {}", path_);
+  SPARQ_CHECK(state_ == State::kOpen, "append() after close() on shard {}", path_);
   // Nothing to write; an empty scratch_ has data() == nullptr, which fwrite must not get.
   if (tokens.empty()) return Status::ok();
   const std::size_t width = header_.token_width;
@@ -107,25 +129,126 @@ Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
   return Status::ok();
 }
 
-Status ShardWriter::finish() {
-  SPARQ_CHECK(file_ != nullptr, "finish() called twice on shard {}", path_);
+Status ShardWriter::add_documents(std::uint64_t n) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint32_t>::max();
+  if (n > kMax - header_.document_count) {
+    return Status::error(
+        "shard '{}': more than {} documents, the limit of the header's 32-bit document count; "
+        "split the input into several shards",
+        path_, kMax);
+  }
+  header_.document_count += static_cast<std::uint32_t>(n);
+  return Status::ok();
+}
+
+// The first step of close() that failed, with its errno (0: an injected fault).
+struct CloseFailure {
+  const char* step = nullptr;
+  int err = 0;
+  bool note(const char* what, bool ok) {
+    if (!ok && step == nullptr) step = what, err = errno;
+    return ok;
+  }
+};
+
+Status ShardWriter::close() {
+  SPARQ_CHECK(state_ == State::kOpen, "close() called twice on shard {}", path_);
   header_.payload_checksum = checksum_.digest();
   std::uint8_t bytes[kShardHeaderBytes];
   encode_header(header_, bytes);
-  const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
-                  std::fwrite(bytes, 1, kShardHeaderBytes, file_) == kShardHeaderBytes &&
-                  std::fflush(file_) == 0;
-  const int err = errno;
-  std::fclose(file_);
-  file_ = nullptr;
-  const std::string tmp = path_ + ".tmp";
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return Status::error("writing the header of '{}' failed: {}", tmp, std::strerror(err));
+  CloseFailure f;
+  const bool header_written = std::fseek(file_, 0, SEEK_SET) == 0 &&
+                              std::fwrite(bytes, 1, kShardHeaderBytes, file_) == kShardHeaderBytes;
+  // Without the fsync a crash after the rename could leave a partial shard in place.
+  if (f.note("writing the header", header_written) && f.note("flush", std::fflush(file_) == 0)) {
+    if (fault::point("shard.close")) {
+      f.step = "fsync";  // err stays 0: injected
+    } else {
+      f.note("fsync", ::fsync(::fileno(file_)) == 0);
+    }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path_, ec);
-  if (ec) return Status::error("cannot rename '{}' to '{}': {}", tmp, path_, ec.message());
+  // fclose() can report a write error of its own (NFS, quotas), so its result counts too.
+  f.note("close", std::fclose(file_) == 0);
+  file_ = nullptr;
+  state_ = State::kClosed;
+  if (f.step == nullptr) return Status::ok();
+  const std::string tmp = path_ + ".tmp";
+  std::remove(tmp.c_str());
+  state_ = State::kDone;
+  return Status::error("{} of '{}' failed ({} tokens written): {}", f.step, tmp,
+                       header_.token_count,
+                       f.err ? std::strerror(f.err) : "injected fault (SPARQ_FAULT shard.close)");
+}
+
+Status ShardWriter::commit() {
+  SPARQ_CHECK(state_ == State::kClosed, "commit() of shard {} without close()", path_);
+  const std::string tmp = path_ + ".tmp";
+  if (fault::point("shard.rename")) {
+    return Status::error("cannot rename '{}' to '{}': injected fault (SPARQ_FAULT shard.rename)",
+                         tmp, path_);
+  }
+  if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return Status::error("cannot rename '{}' to '{}': {}", tmp, path_, std::strerror(errno));
+  }
+  state_ = State::kDone;
+  return Status::ok();
+}
+
+Status ShardWriter::finish() {
+  SPARQ_RETURN_IF_ERROR(close());
+  SPARQ_RETURN_IF_ERROR(commit());
+  return sync_directory(parent_dir(path_)).with_context("after writing '" + path_ + "'");
+}
+
+namespace {
+
+// Removes the old files at the companions' paths and makes that durable, so that none of
+// them can outlive this run next to the new main file.
+Status remove_old_companions(std::span<ShardWriter* const> companions) {
+  for (ShardWriter* w : companions) {
+    if (std::remove(w->path().c_str()) != 0 && errno != ENOENT) {
+      return Status::error(
+          "cannot remove the old '{}' before replacing it: {}; no file was replaced", w->path(),
+          std::strerror(errno));
+    }
+    SPARQ_RETURN_IF_ERROR(sync_directory(parent_dir(w->path())));
+  }
+  return Status::ok();
+}
+
+// Renames a closed writer into place and makes the rename durable.
+Status commit_durably(ShardWriter& w) {
+  SPARQ_RETURN_IF_ERROR(w.commit());
+  return sync_directory(parent_dir(w.path()));
+}
+
+}  // namespace
+
+Status finish_together(std::span<ShardWriter* const> writers) {
+  for (ShardWriter* w : writers) SPARQ_RETURN_IF_ERROR(w->close());
+  if (writers.empty()) return Status::ok();
+  // The paths of writers[begin, end), for the messages below.
+  const auto paths = [&](std::size_t begin, std::size_t end) {
+    std::vector<std::string> names;
+    for (std::size_t i = begin; i < end; ++i) names.push_back(writers[i]->path());
+    return fmt::format("'{}'", fmt::join(names, "', '"));
+  };
+  const std::size_t n = writers.size();
+  SPARQ_RETURN_IF_ERROR(remove_old_companions(writers.subspan(1)));
+  if (Status st = commit_durably(*writers[0]); !st) {
+    return Status::error(
+        "{}; kept from the earlier run: '{}'; removed: {} (so that it cannot be paired with "
+        "another run's data): rerun",
+        st.message(), writers[0]->path(), paths(1, n));
+  }
+  for (std::size_t i = 1; i < n; ++i) {
+    if (Status st = commit_durably(*writers[i]); !st) {
+      return Status::error(
+          "{}; now from this run: {}; missing: {} (the old files were removed so that they "
+          "cannot be paired with the new ones): rerun",
+          st.message(), paths(0, i), paths(i, n));
+    }
+  }
   return Status::ok();
 }
 
@@ -133,7 +256,7 @@ Status write_shard(const std::string& path, const std::string& tokenizer, std::u
                    std::span<const std::uint32_t> tokens, std::uint32_t document_count) {
   SPARQ_ASSIGN_OR_RETURN(ShardWriter writer, ShardWriter::create(path, tokenizer, vocab_size));
   SPARQ_RETURN_IF_ERROR(writer.append(tokens));
-  writer.add_documents(document_count);
+  SPARQ_RETURN_IF_ERROR(writer.add_documents(document_count));
   return writer.finish();
 }
 
@@ -191,9 +314,9 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   const std::uint64_t payload_bytes = file_bytes - kShardHeaderBytes;
   if (payload_bytes % hd.token_width != 0 || hd.token_count != payload_bytes / hd.token_width) {
     const bool short_file = hd.token_count > payload_bytes / hd.token_width;
-    return Status::error("shard '{}' is {}: {} bytes on disk, header promises {} tokens of {} bytes",
-                         path, short_file ? "truncated" : "too long", file_bytes, hd.token_count,
-                         hd.token_width);
+    return Status::error(
+        "shard '{}' is {}: {} bytes on disk, header promises {} tokens of {} bytes", path,
+        short_file ? "truncated" : "too long", file_bytes, hd.token_count, hd.token_width);
   }
   r.payload_ = h + kShardHeaderBytes;
   if (verify_payload) {
@@ -207,8 +330,9 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
     for (std::uint64_t i = 0; i < hd.token_count; ++i) {
       const std::uint32_t id = r.token(i);
       if (id >= hd.vocab_size) {
-        return Status::error("shard '{}' is corrupt: token {} is id {}, outside the vocabulary of {}",
-                             path, i, id, hd.vocab_size);
+        return Status::error(
+            "shard '{}' is corrupt: token {} is id {}, outside the vocabulary of {}", path, i, id,
+            hd.vocab_size);
       }
     }
   }

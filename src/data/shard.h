@@ -50,8 +50,12 @@ inline std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
   return checksum64(data, bytes);
 }
 
-// Streams tokens to `path` (written as path + ".tmp", renamed by finish()), so memory use
-// does not grow with the shard. The width is fixed by vocab_size at construction.
+// Streams tokens to `path` (written as path + ".tmp", renamed into place at the end), so
+// memory use does not grow with the shard. The width is fixed by vocab_size at construction.
+// A stale path + ".tmp" from an interrupted earlier run is replaced, not written through.
+//
+// Fault points (core/fault.h; hit=N picks the N-th shard of the process): "shard.close"
+// before the fsync of the temporary file, "shard.rename" before its rename.
 class ShardWriter {
  public:
   static Result<ShardWriter> create(const std::string& path, std::string tokenizer,
@@ -59,24 +63,49 @@ class ShardWriter {
   ShardWriter(ShardWriter&& other) noexcept;
   ShardWriter& operator=(ShardWriter&& other) = delete;
   ShardWriter(const ShardWriter&) = delete;
-  ~ShardWriter();  // removes the temporary file if finish() was never called
+  ~ShardWriter();  // removes the temporary file unless it was renamed into place
 
   // Ids must be < vocab_size (checked: a violation is a bug in the caller).
   Status append(std::span<const std::uint32_t> tokens);
-  void add_documents(std::uint32_t n) { header_.document_count += n; }
-  // Writes the header and renames the file into place. The writer is spent afterwards.
+  // Fails, naming the shard, when the header's 32-bit document count would wrap.
+  Status add_documents(std::uint64_t n);
+  // Writes the header, flushes, fsyncs and closes path + ".tmp": the complete shard is then
+  // durable under the temporary name, and only commit() remains. On failure the temporary
+  // file is removed.
+  Status close();
+  // Renames path + ".tmp" over `path` (after close()). Does not fsync the directory.
+  Status commit();
+  // close(), commit() and an fsync of the directory: for a shard written on its own. The
+  // writer is spent afterwards.
   Status finish();
 
+  const std::string& path() const { return path_; }
   std::uint64_t token_count() const { return header_.token_count; }
 
  private:
+  // kClosed: the complete shard is on disk as path + ".tmp"; kDone: nothing left to clean up
+  // (renamed into place, removed after a failure, or moved from).
+  enum class State { kOpen, kClosed, kDone };
   ShardWriter() = default;
   std::string path_;
   std::FILE* file_ = nullptr;
+  State state_ = State::kOpen;
   ShardHeader header_;
   Checksum64 checksum_;  // of the payload written so far
   std::vector<std::uint8_t> scratch_;
 };
+
+// Finishes several shards that belong together (a training and a validation split), so
+// that a failure never leaves a new file next to an old one from an earlier run:
+//  1. close() every writer; if any fails, every old file is left untouched;
+//  2. remove the old files of writers[1..] (the companions) and fsync the directory;
+//  3. rename writers[0] into place and fsync, then rename the companions and fsync.
+// Why this order: a stale val.bin next to a new train.bin (or the reverse) is a silent
+// error (the splits may overlap, or come from different corpora), while a missing val.bin
+// makes training fail with a clear message. So at every moment, a crash included, the
+// directory holds the old set, writers[0]'s old or new file alone, or the new set. The
+// error of a failed step says which files are now from which run.
+Status finish_together(std::span<ShardWriter* const> writers);
 
 // A read-only memory map of a shard. Move-only; token reads are thread-safe.
 class ShardReader {

@@ -1,19 +1,31 @@
-// BERT WordPiece for uncased models, following google-research/bert's tokenization rules:
+// BERT WordPiece for uncased models. It follows the slow Python tokenizer of Hugging Face
+// transformers (BertTokenizer with do_lower_case=True: its BasicTokenizer, then its
+// WordpieceTokenizer), with the exceptions listed below.
 // Basic tokenization
-//  1. invalid UTF-8 bytes are dropped (BERT decodes bytes with errors="ignore");
-//  2. NUL, U+FFFD and control characters (categories C*, except \t \n \r) are removed;
-//     \t \n \r and Zs characters become spaces;
+//  1. invalid UTF-8 bytes are dropped (transformers takes decoded text; this is what
+//     google-research/bert's convert_to_unicode does with errors="ignore");
+//  2. NUL, U+FFFD and every character of a general category C* (Cc, Cf, Cs, Co, Cn) other
+//     than \t \n \r are removed; \t \n \r and Zs characters become spaces;
 //  3. CJK Unified Ideographs (the BMP and supplementary blocks BERT lists) get spaces
 //     around them, so each becomes its own word;
 //  4. split on Python's str.isspace(); each word is lower-cased (Python str.lower(), final
 //     sigma included), NFD-decomposed, and stripped of nonspacing marks (Mn);
 //  5. each punctuation character (ASCII !../:..@/[..`/{..~ or category P*) becomes a word.
 // Then WordPiece: greedy longest-match-first from the left; pieces after the first carry a
-// "##" prefix; a word longer than 100 code points, or one with an unmatched remainder,
-// becomes a single [UNK]. Special-token spellings in the text ("[MASK]") are not
-// recognised: they are split like any other text, as in the original BERT.
+// "##" prefix; a word longer than kMaxWordChars (100) code points, or one with an unmatched
+// remainder, becomes a single [UNK].
 //
-// vocab.txt: one token per line, id = line number - 1, surrounding white space stripped.
+// Where google-research/bert's tokenization.py differs: step 2 removes only Cc and Cf
+// (private-use, surrogate and unassigned characters are kept), and the word limit is 200.
+// Where this code differs from transformers' BertTokenizer:
+//  - special-token spellings in the text ("[MASK]") are not recognised: they are split like
+//    any other text, as google's tokenizer does (transformers keeps them whole);
+//  - no NFC normalisation before step 4 (newer transformers releases add one);
+//  - a token that appears twice in vocab.txt keeps its FIRST id (both references build a
+//    dict line by line, so there the last id wins); bert-base-uncased has no repeats.
+//
+// vocab.txt: one token per line, id = line number - 1, ASCII white space (" \t\r\f\v")
+// stripped at both ends (google strips all white space, transformers only the newline).
 // It must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
 #pragma once
 

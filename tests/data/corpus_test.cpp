@@ -3,7 +3,10 @@
 #include "data/corpus.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/shared_data.h"
@@ -27,6 +30,18 @@ TEST(SplitDocuments, WikiTextArticlesKeepSectionHeadings) {
   EXPECT_EQ(docs[1], " = Second = \n two \n");
 }
 
+TEST(SplitDocuments, CrlfLineEndsSplitLikeLf) {
+  // The '\r' of "\r\n" is part of the line end: a blank CRLF line is no document, and no
+  // document keeps it.
+  EXPECT_EQ(split_documents("hello world\r\n\r\nsecond line\r\n", InputFormat::kLines),
+            (Docs{"hello world", "second line"}));
+  EXPECT_EQ(split_documents("a\r\r\nb", InputFormat::kLines), (Docs{"a\r", "b"}));  // one only
+  const std::string wiki = " = First = \r\n body \r\n = = Sub = = \r\n = Second = \r\n two \r\n";
+  const Docs docs = split_documents(wiki, InputFormat::kWikiText);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1], " = Second = \r\n two \r\n");  // articles keep their bytes
+}
+
 TEST(SplitDocuments, LinesAndText) {
   EXPECT_EQ(split_documents("a b\n\nc\n", InputFormat::kLines), (Docs{"a b", "c"}));
   EXPECT_EQ(split_documents("a b\n\nc\n", InputFormat::kText), (Docs{"a b\n\nc\n"}));
@@ -41,6 +56,7 @@ class PrepareShards : public ::testing::Test {
   void SetUp() override {
     dir_ = ::testing::TempDir() + "/prepare_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);  // outputs of an earlier run
     std::filesystem::create_directories(dir_ + "/in/sub");
     ASSERT_TRUE(write_file_atomic(dir_ + "/vocab.txt",
                                   "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n##s\n.\n")
@@ -102,6 +118,141 @@ TEST_F(PrepareShards, BadArgumentsAreClearErrors) {
   o = options("bad", 1, 0);
   o.inputs = {dir_ + "/missing.txt"};
   EXPECT_NE(prepare_shards(*tok_, o).status().message().find("missing.txt"), std::string::npos);
+}
+
+// expand_inputs({dir}) without root's privileges: 0 when it fails with a message naming
+// `culprit` and the OS error, 1 otherwise, 2 when the privileges cannot be dropped.
+int expand_as_nobody(const std::string& dir, const std::string& culprit) {
+  if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return 2;
+  auto files = expand_inputs({dir});
+  if (files.is_ok()) return std::fprintf(stderr, "an unreadable directory was skipped\n"), 1;
+  const std::string& m = files.status().message();
+  std::fprintf(stderr, "%s\n", m.c_str());
+  return m.find(culprit) != std::string::npos && m.find("Permission denied") != std::string::npos
+             ? 0
+             : 1;
+}
+
+// A directory tree under the test's temporary directory.
+class InputTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/tree_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::error_code ec;  // a failed earlier run may have left /in/sub unreadable
+    std::filesystem::permissions(dir_ + "/in/sub", std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(dir_, ec);
+    for (const char* d : {"/in/sub", "/in/.git", "/in/out", "/in/old"})
+      std::filesystem::create_directories(dir_ + d);
+  }
+  void write(const std::string& rel, const std::string& text) const {
+    ASSERT_TRUE(write_file_atomic(dir_ + rel, text).is_ok());
+  }
+  std::string dir_;
+};
+
+TEST_F(InputTree, FolderInputSkipsHiddenEntriesShardsAndTheOutput) {
+  write("/in/a.txt", "a");
+  write("/in/sub/b.txt", "b");
+  write("/in/.hidden.txt", "h");
+  write("/in/.git/config", "[core]");
+  write("/in/out/notes.txt", "written by someone into the output folder");
+  ASSERT_TRUE(write_shard(dir_ + "/in/old/train.bin", "x", 10, std::vector<std::uint32_t>{1, 2}, 1)
+                  .is_ok());
+  auto files = expand_inputs({dir_ + "/in"}, dir_ + "/in/./out");
+  ASSERT_TRUE(files.is_ok()) << files.status().message();
+  EXPECT_EQ(*files, (std::vector<std::string>{dir_ + "/in/a.txt", dir_ + "/in/sub/b.txt"}));
+  // Named explicitly, a hidden file is read; a shard is refused by name.
+  EXPECT_TRUE(expand_inputs({dir_ + "/in/.hidden.txt"}).is_ok());
+  auto shard = expand_inputs({dir_ + "/in/old/train.bin"});
+  ASSERT_FALSE(shard.is_ok());
+  EXPECT_NE(shard.status().message().find("old/train.bin' is a sparq token shard"),
+            std::string::npos)
+      << shard.status().message();
+}
+
+TEST_F(InputTree, UnreadableSubdirectoryIsAnErrorNamingIt) {
+  write("/in/a.txt", "a");
+  write("/in/sub/b.txt", "b");
+  std::filesystem::permissions(dir_ + "/in/sub", std::filesystem::perms::none);
+  // Root reads any directory, so the check runs in a child that drops to "nobody" (an
+  // exception out of the walk would abort the child instead of exiting it).
+  EXPECT_EXIT(std::_Exit(expand_as_nobody(dir_ + "/in", "'" + dir_ + "/in/sub'")),
+              ::testing::ExitedWithCode(0), "");
+  std::filesystem::permissions(dir_ + "/in/sub", std::filesystem::perms::owner_all);
+}
+
+TEST_F(PrepareShards, OutputInsideTheInputIsNotReadBack) {
+  PrepareOptions o = options("unused", 1, 0);
+  o.out_dir = dir_ + "/in/out";
+  auto first = prepare_shards(*tok_, o);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  auto second = prepare_shards(*tok_, o);
+  ASSERT_TRUE(second.is_ok()) << second.status().message();
+  EXPECT_EQ(second->documents, first->documents);
+  EXPECT_EQ(second->bytes, first->bytes);
+}
+
+TEST_F(PrepareShards, ProgressStaysWithinTheTotalWhenAFileGrows) {
+  PrepareOptions o = options("grow", 1, 0);
+  std::vector<PrepareProgress> seen;
+  bool grown = false;
+  o.on_progress = [&](const PrepareProgress& p) {
+    seen.push_back(p);
+    // After the first file (b.txt), sub/a.txt grows before it is read.
+    if (!grown) grown = write_file_atomic(dir_ + "/in/sub/a.txt", std::string(5000, 'x')).is_ok();
+  };
+  ASSERT_TRUE(prepare_shards(*tok_, o).is_ok());
+  ASSERT_TRUE(grown);
+  for (const PrepareProgress& p : seen) {
+    EXPECT_LE(p.bytes_done, p.bytes_total);
+    EXPECT_LE(progress_fraction(p), 1.0);
+  }
+  EXPECT_EQ(seen.back().bytes_done, seen.back().bytes_total);
+  PrepareProgress past;
+  past.bytes_done = 200, past.bytes_total = 100;
+  EXPECT_EQ(progress_fraction(past), 1.0);  // whatever the cause, the bar never overflows
+}
+
+TEST_F(PrepareShards, EmptyValidationSplitIsAnError) {
+  ASSERT_TRUE(write_file_atomic(dir_ + "/two.txt", "the cat\nsat\n").is_ok());
+  PrepareOptions o = options("tiny", 1, 0.3);
+  o.inputs = {dir_ + "/two.txt"};
+  auto summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());
+  const std::string& m = summary.status().message();
+  EXPECT_NE(m.find("floor(2 x 0.3) = 0 of the 2 documents of '" + dir_ + "/two.txt'"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("--val-fraction 0.5 or more"), std::string::npos) << m;
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/val.bin"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/train.bin"));
+  o.val_fraction = 0.5;
+  EXPECT_TRUE(prepare_shards(*tok_, o).is_ok());
+}
+
+TEST_F(PrepareShards, NoDocumentsNamesTheInputs) {
+  ASSERT_TRUE(write_file_atomic(dir_ + "/blank.txt", "\n\r\n\n").is_ok());
+  PrepareOptions o = options("none", 1, 0);
+  o.inputs = {dir_ + "/blank.txt"};
+  auto summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(
+      summary.status().message().find("the inputs '" + dir_ + "/blank.txt' contain no documents"),
+      std::string::npos)
+      << summary.status().message();
+}
+
+TEST_F(PrepareShards, DocumentOverTheSizeLimitIsAnErrorNamingIt) {
+  PrepareOptions o = options("big", 1, 0);
+  o.max_document_bytes =
+      12;  // stands in for 4 GiB: "the cat sat." is 12 bytes, "cats sat the dog" 16
+  auto summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(summary.status().message().find("in/b.txt': document 2 of the file is 16 bytes, more "
+                                            "than the 12-byte limit"),
+            std::string::npos)
+      << summary.status().message();
 }
 
 TEST(PrepareShardsGpt2, WikiTextValidRoundTrips) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -219,6 +220,74 @@ TEST(Gpt2TokenizerLoad, MissingAndMalformedFilesAreClearErrors) {
   auto bad = Gpt2Tokenizer::load(dir + "/bad_encoder.json", dir + "/none.bpe");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("malformed encoder.json"), std::string::npos)
+      << bad.status().message();
+}
+
+// A small vocabulary in OpenAI's file formats: the 256 byte tokens, "he", "hel" and
+// <|endoftext|>, with the merges "h e" and "he l" (written by the tests below).
+class SyntheticGpt2Vocab : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/gpt2_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    const auto table = gpt2_byte_to_unicode();
+    std::string json = "{";
+    for (int b = 0; b < 256; ++b) {
+      std::string key;
+      append_utf8(table[b], &key);
+      if (key == "\"" || key == "\\") key = "\\" + key;  // JSON escapes
+      json += fmt::format("\"{}\": {},\n", key, b);
+    }
+    json += "\"he\": 256,\n\"hel\": 257,\n\"<|endoftext|>\": 258}";
+    write("encoder.json", json);
+  }
+  void write(const std::string& name, const std::string& text) const {
+    ASSERT_TRUE(write_file_atomic(dir_ + "/" + name, text).is_ok());
+  }
+  Result<std::unique_ptr<Gpt2Tokenizer>> load(const std::string& bpe_text) const {
+    EXPECT_TRUE(write_file_atomic(dir_ + "/vocab.bpe", bpe_text).is_ok());
+    return Gpt2Tokenizer::load(dir_ + "/encoder.json", dir_ + "/vocab.bpe");
+  }
+  std::string dir_;
+};
+
+TEST_F(SyntheticGpt2Vocab, CrlfVocabBpeLoadsLikeLf) {
+  auto lf = load("#version: 0.2\nh e\nhe l\n");
+  ASSERT_TRUE(lf.is_ok()) << lf.status().message();
+  auto crlf = load("#version: 0.2\r\nh e\r\nhe l\r\n");
+  ASSERT_TRUE(crlf.is_ok()) << crlf.status().message();
+  std::vector<std::uint32_t> a, b;
+  (*lf)->encode("help", &a);
+  (*crlf)->encode("help", &b);
+  EXPECT_EQ(a, (std::vector<std::uint32_t>{257, 'p'}));
+  EXPECT_EQ(b, a);
+  EXPECT_EQ((*crlf)->merge_count(), 2u);
+}
+
+TEST_F(SyntheticGpt2Vocab, VocabBpeErrorsNameFileAndLine) {
+  const std::string bpe = dir_ + "/vocab.bpe:";
+  auto bad = load("#version: 0.2\nh e\nh \xE2\x82\xAC\n");  // U+20AC is no byte's spelling
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message().find(bpe + "3: token '\xE2\x82\xAC' has a character (U+20AC)"),
+            0u)
+      << bad.status().message();
+  bad = load("#version: 0.2\nh e\nhe\n");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message().find(bpe + "3: expected two tokens"), 0u)
+      << bad.status().message();
+}
+
+TEST_F(SyntheticGpt2Vocab, EncoderJsonErrorsNameFileAndLine) {
+  write("encoder.json", "{\"a\": 0,\n\"\xE2\x82\xAC\": 1}");
+  auto bad = Gpt2Tokenizer::load(dir_ + "/encoder.json", dir_ + "/vocab.bpe");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message().find(dir_ + "/encoder.json:2: token '\xE2\x82\xAC'"), 0u)
+      << bad.status().message();
+  write("encoder.json", "{\"a\": 0,\n\"a\": 1}");
+  bad = Gpt2Tokenizer::load(dir_ + "/encoder.json", dir_ + "/vocab.bpe");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message().find(dir_ + "/encoder.json:2: token 'a' appears twice"), 0u)
       << bad.status().message();
 }
 

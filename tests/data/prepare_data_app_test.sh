@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end checks of the prepare_data binary: a synthetic shard is written and verifies;
 # the same shard with one flipped byte, or cut short, is rejected with a clear message; bad
-# --val-fraction and --name values are refused.
+# --val-fraction and --name values are refused. Text inputs (a tiny WordPiece vocabulary,
+# no shared data): train.bin and val.bin are replaced together or not at all (injected
+# faults), an empty val.bin is refused, output inside the input is not read back, and an
+# unreadable subdirectory is an error, not a crash.
 #   prepare_data_app_test.sh PREPARE_DATA
 set -uo pipefail
 BIN=$1
@@ -33,4 +36,73 @@ grep -q -- "--name val: the validation split is val.bin too" <<<"$out" || fail "
 
 out=$("$BIN" --tokenizer gpt2 --input /nonexistent --out "$T/x" --vocab-dir /nonexistent 2>&1) && fail "bad vocab accepted"
 grep -q "tokenizer directory '/nonexistent' does not exist" <<<"$out" || fail "unclear vocab message: $out"
+out=$("$BIN" --markov-tokens 5 --val-fraction 0.1 --out "$T/m" 2>&1) && fail "an empty markov val.bin was accepted: $out"
+grep -q -- "--val-fraction 0.1 of 5 tokens leaves val.bin empty" <<<"$out" || fail "unclear empty-val message: $out"
+out=$("$BIN" --markov-tokens 1000 --out "$T" 2>&1) || fail "markov without val: $out"
+grep -q "warning: '$T/val.bin' is from an earlier run" <<<"$out" || fail "no stale val.bin warning: $out"
+
+# ---- text inputs
+V="$T/vocab"
+mkdir -p "$V" "$T/in/.git"
+printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\n' >"$V/vocab.txt"
+for i in $(seq 20); do echo "the cat sat $i"; done >"$T/in/a.txt"
+echo "the cat sat in git" >"$T/in/.git/config"
+prep() { "$BIN" --tokenizer wordpiece --vocab-dir "$V" --format lines --quiet "$@"; }
+same() { cmp -s "$1" "$2" || fail "$3"; }
+
+# train.bin and val.bin are replaced together: whichever step of a run fails, the folder never
+# holds a new train.bin next to an old val.bin (or the reverse), and no .tmp is left behind.
+O=$T/o
+prep --input "$T/in" --out "$O" --val-fraction 0.2 >/dev/null || fail "text run failed"
+cp "$O/train.bin" "$T/old_train.bin"
+cp "$O/val.bin" "$T/old_val.bin"
+echo "the cat sat again" >>"$T/in/a.txt"
+out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" prep --input "$T/in" --out "$O" --val-fraction 0.2 2>&1) &&
+  fail "a failure to finish val.bin was ignored: $out"
+grep -q "fsync of '$O/val.bin.tmp' failed" <<<"$out" || fail "unclear close message: $out"
+same "$O/train.bin" "$T/old_train.bin" "a failed run replaced train.bin"
+same "$O/val.bin" "$T/old_val.bin" "a failed run replaced val.bin"
+out=$(SPARQ_FAULT="shard.rename,hit=1,action=fail" prep --input "$T/in" --out "$O" --val-fraction 0.2 2>&1) &&
+  fail "a failed rename of train.bin was ignored: $out"
+grep -q "kept from the earlier run: '$O/train.bin'; removed: '$O/val.bin'" <<<"$out" || fail "unclear rename message: $out"
+same "$O/train.bin" "$T/old_train.bin" "train.bin replaced although its rename failed"
+[ ! -e "$O/val.bin" ] || fail "the old val.bin was kept although train.bin could not be replaced"
+out=$(SPARQ_FAULT="shard.rename,hit=2,action=fail" prep --input "$T/in" --out "$O" --val-fraction 0.2 2>&1) &&
+  fail "a failed rename of val.bin was ignored: $out"
+grep -q "now from this run: '$O/train.bin'; missing: '$O/val.bin'" <<<"$out" || fail "unclear rename message: $out"
+cmp -s "$O/train.bin" "$T/old_train.bin" && fail "train.bin is not from the new run"
+[ ! -e "$O/val.bin" ] || fail "an old val.bin was left next to a new train.bin"
+[ -z "$(ls "$O" | grep '\.tmp$')" ] || fail "temporary files left: $(ls "$O")"
+out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --val-fraction 0.1 --out "$T" 2>&1) &&
+  fail "markov: a failure to finish val.bin was ignored: $out"
+"$BIN" --verify "$T/train.bin" | grep -q "ok, 1000 tokens" || fail "markov: a failed run replaced train.bin"
+
+# An empty validation split is an error, and writes nothing.
+printf 'the cat\nsat\n' >"$T/two.txt"
+out=$(prep --input "$T/two.txt" --out "$T/e" --val-fraction 0.3 2>&1) && fail "an empty val.bin was accepted: $out"
+grep -q "floor(2 x 0.3) = 0 of the 2 documents of '$T/two.txt'" <<<"$out" || fail "unclear empty-val message: $out"
+[ ! -e "$T/e/val.bin" ] && [ ! -e "$T/e/train.bin" ] || fail "files written by a failed run"
+
+# Output inside the input folder is not read back by the next run; hidden entries are skipped.
+first=$(prep --input "$T/in" --out "$T/in/out" | grep '^documents') || fail "run inside the input failed"
+second=$(prep --input "$T/in" --out "$T/in/out" | grep '^documents') || fail "second run inside the input failed"
+[ "$first" = "documents      21" ] && [ "$second" = "$first" ] || fail "output or .git read back: '$first' then '$second'"
+
+# An unreadable subdirectory is an error naming it (it used to abort). Root reads anything,
+# so as root the binary runs as nobody.
+mkdir -p "$T/locked/sub" && echo "the cat" >"$T/locked/a.txt" && echo "sat" >"$T/locked/sub/b.txt"
+chmod 000 "$T/locked/sub"
+chmod 755 "$T"
+as=()
+[ "$(id -u)" = 0 ] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [ ${#as[@]} -gt 0 ] && ! command -v setpriv >/dev/null; then
+  echo "skipped the unreadable-directory check: root without setpriv"
+else
+  out=$("${as[@]}" "$BIN" --tokenizer wordpiece --vocab-dir "$V" --input "$T/locked" --out "$T/lo" --quiet 2>&1)
+  rc=$?
+  [ "$rc" = 1 ] || fail "unreadable subdirectory: exit $rc (134 is an abort): $out"
+  grep -q "cannot read directory '$T/locked/sub' (under input '$T/locked'): Permission denied" <<<"$out" ||
+    fail "unclear unreadable-directory message: $out"
+fi
+chmod 755 "$T/locked/sub"
 echo "prepare_data app checks passed"

@@ -61,9 +61,99 @@ TEST(Shard, StreamingWriterEqualsOneShotWriter) {
     const std::size_t n = std::min(step, tokens.size() - begin);
     ASSERT_TRUE(writer->append(std::span(tokens).subspan(begin, n)).is_ok());
   }
-  writer->add_documents(1);
+  ASSERT_TRUE(writer->add_documents(1).is_ok());
   ASSERT_TRUE(writer->finish().is_ok());
   EXPECT_EQ(*read_file(temp_path("one.bin")), *read_file(temp_path("stream.bin")));
+}
+
+TEST(Shard, DocumentCountPastThe32BitHeaderFieldIsAnError) {
+  auto writer = ShardWriter::create(temp_path("docs.bin"), "x", 10);
+  ASSERT_TRUE(writer.is_ok());
+  ASSERT_TRUE(writer->add_documents(0xFFFFFFFEu).is_ok());
+  ASSERT_TRUE(writer->add_documents(1).is_ok());
+  const Status st = writer->add_documents(1);  // used to wrap around to 0
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("shard '" + temp_path("docs.bin") + "': more than 4294967295"),
+            std::string::npos)
+      << st.message();
+  ASSERT_TRUE(writer->finish().is_ok());
+  EXPECT_EQ(ShardReader::open(temp_path("docs.bin"))->header().document_count, 0xFFFFFFFFu);
+}
+
+TEST(Shard, StaleTemporaryIsReplacedNotWrittenThrough) {
+  const std::string victim = temp_path("victim.txt"), path = temp_path("stale.bin");
+  ASSERT_TRUE(write_file_atomic(victim, "keep me").is_ok());
+  std::filesystem::remove(path + ".tmp");
+  std::filesystem::create_symlink(victim, path + ".tmp");  // as a killed run might leave
+  ASSERT_TRUE(write_shard(path, "x", 10, std::vector<std::uint32_t>{1, 2, 3}, 1).is_ok());
+  EXPECT_EQ(*read_file(victim), "keep me");
+  EXPECT_EQ(ShardReader::open(path)->size(), 3u);
+}
+
+TEST(Shard, CloseLeavesTheShardUnderItsTemporaryNameUntilCommit) {
+  const std::string path = temp_path("closed.bin");
+  std::filesystem::remove(path);
+  {
+    auto writer = ShardWriter::create(path, "x", 10);
+    ASSERT_TRUE(writer->close().is_ok());
+    EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
+    EXPECT_FALSE(std::filesystem::exists(path));
+  }  // never committed: the destructor removes it
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  auto writer = ShardWriter::create(path, "x", 10);
+  ASSERT_TRUE(writer->close().is_ok());
+  ASSERT_TRUE(writer->commit().is_ok());
+  EXPECT_TRUE(ShardReader::open(path).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+// Train and validation shards in a folder of their own, from an "earlier run".
+class ShardPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_path(std::string("pair_") +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(
+        write_shard(dir_ + "/train.bin", "old", 10, std::vector<std::uint32_t>{1}, 1).is_ok());
+    ASSERT_TRUE(
+        write_shard(dir_ + "/val.bin", "old", 10, std::vector<std::uint32_t>{2}, 1).is_ok());
+  }
+  // A new pair, finished together.
+  Status write_new_pair() {
+    auto train = ShardWriter::create(dir_ + "/train.bin", "new", 10);
+    auto val = ShardWriter::create(dir_ + "/val.bin", "new", 10);
+    EXPECT_TRUE(train.is_ok() && val.is_ok());
+    ShardWriter* writers[] = {&*train, &*val};
+    return finish_together(writers);
+  }
+  std::string tokenizer(const std::string& file) {
+    auto r = ShardReader::open(dir_ + "/" + file);
+    return r.is_ok() ? r->header().tokenizer : r.status().message();
+  }
+  std::string dir_;
+};
+
+TEST_F(ShardPair, FinishTogetherReplacesBoth) {
+  ASSERT_TRUE(write_new_pair().is_ok());
+  EXPECT_EQ(tokenizer("train.bin"), "new");
+  EXPECT_EQ(tokenizer("val.bin"), "new");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/train.bin.tmp"));
+}
+
+TEST_F(ShardPair, OldCompanionThatCannotBeRemovedLeavesBothOldFiles) {
+  // A non-empty directory where val.bin goes: it cannot be removed, nor renamed over.
+  std::filesystem::remove(dir_ + "/val.bin");
+  std::filesystem::create_directories(dir_ + "/val.bin/x");
+  const Status st = write_new_pair();
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("cannot remove the old '" + dir_ + "/val.bin'"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("no file was replaced"), std::string::npos) << st.message();
+  EXPECT_EQ(tokenizer("train.bin"), "old");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/train.bin.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/val.bin.tmp"));
 }
 
 TEST(Shard, EmptyShardIsValid) {

@@ -11,10 +11,10 @@
 // updated: what this run measures replaces what it had (a link of the same name included),
 // the rest is kept. A file may be partial in between (compute and codecs, no link yet): it is
 // complete for load_profile() once it has a link. Rank 0 writes; progress goes to stderr.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +31,7 @@
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
 #include "compress/registry.h"
+#include "core/cli_args.h"
 #include "core/status.h"
 #include "core/threading.h"
 #include "sim/measure.h"
@@ -71,7 +72,10 @@ Result<MachineProfile> load_existing(const std::string& path) {
   }
   const bool no_compute = !root["compute"] || root["compute"].size() == 0;
   const bool no_links = !root["networks"] || root["networks"].size() == 0;
-  if (no_compute) root["compute"]["flops"] = YAML::Load("{matmul_tflops: 1, memory_gbps: 1}");
+  if (no_compute) {
+    root["compute"]["flops"] =
+        YAML::Load("{matmul_tflops: 1, memory_gbps: 1, optimizer_ns_per_param: 1}");
+  }
   if (no_links) root["networks"] = YAML::Load("[{name: placeholder, alpha_us: 1, gbps: 1}]");
   std::stringstream text;
   text << root;
@@ -96,9 +100,23 @@ std::string shorten_numbers(const std::string& yaml) {
   return out;
 }
 
-Status write_profile(const std::string& path, const MachineProfile& p) {
+// Before anything is measured: a path that cannot take the profile, or an existing profile
+// that cannot be read, fails now instead of after minutes of timings.
+Result<MachineProfile> prepare_out(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::error("--out {}: is a directory, not a profile file", path);
+  }
   const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+      return Status::error("--out {}: cannot create '{}': {}", path, parent.string(), ec.message());
+  }
+  return load_existing(path);
+}
+
+Status write_profile(const std::string& path, const MachineProfile& p) {
   std::ofstream out(path);
   if (!out) return Status::error("{}: cannot write the profile", path);
   out << shorten_numbers(sparq::sim::profile_yaml(p));
@@ -139,7 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "comma list of what to measure: compute, codecs, link "
                                  "(default: compute and codecs, plus link under mpirun)");
   app.add_option("--out", outs, "profile YAML to write or update (repeatable)")->required();
-  CLI11_PARSE(app, argc, argv);
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
 
   std::unique_ptr<sparq::comm::Communicator> comm;
   if (launched_by_mpi()) {
@@ -170,6 +188,12 @@ int main(int argc, char** argv) {
   if (parts.count("compute") && model.empty()) return fail("--model: needed to measure compute");
   if (parts.count("link") && (!comm || comm->size() != 2)) {
     return fail("link: run under mpirun -np 2 (one rank per end of the link)");
+  }
+  std::vector<MachineProfile> existing;
+  for (const std::string& path : outs) {
+    auto prepared = prepare_out(path);
+    if (!prepared.is_ok()) return fail(prepared.status().message());
+    existing.push_back(std::move(prepared.value()));
   }
   sparq::set_num_threads(threads);
 
@@ -205,10 +229,9 @@ int main(int argc, char** argv) {
     rates = std::move(measured.value());
   }
 
-  for (const std::string& path : outs) {
-    auto existing = load_existing(path);
-    if (!existing.is_ok()) return fail(existing.status().message());
-    MachineProfile p = std::move(existing.value());
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const std::string& path = outs[i];
+    MachineProfile p = std::move(existing[i]);
     if (!name.empty()) p.name = name;
     if (p.name.empty()) p.name = "this-machine";
     if (compute) p.measured = compute;

@@ -4,13 +4,16 @@
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
 //       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
 //       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--set key=value ...]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "core/cli_args.h"
 #include "sim/profile.h"
 #include "sim/step_model.h"
 #include "sim/workload.h"
@@ -102,13 +105,16 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     // profile's single-process timings do not see); the profile's per-layer split is kept.
     // The optimizer runs on the same cores, so a measured time replaces the profile's too.
     const std::vector<std::string> parts = split_commas(compute_ms);
+    // Each part whole, positive and finite: sscanf took "12abc" as 12 and "1e400" as inf.
+    const auto positive = [](const std::string& text, double* out) {
+      const char* end = text.data() + text.size();
+      const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+      return ec == std::errc() && ptr == end && std::isfinite(*out) && *out > 0;
+    };
     double fwd = 0, bwd = 0, opt = 0;
-    const bool parsed =
-        (parts.size() == 2 || parts.size() == 3) &&
-        std::sscanf(parts[0].c_str(), "%lf", &fwd) == 1 &&
-        std::sscanf(parts[1].c_str(), "%lf", &bwd) == 1 &&
-        (parts.size() == 2 || std::sscanf(parts[2].c_str(), "%lf", &opt) == 1);
-    if (!parsed || !(fwd > 0) || !(bwd > 0) || (parts.size() == 3 && !(opt > 0))) {
+    const bool parsed = (parts.size() == 2 || parts.size() == 3) && positive(parts[0], &fwd) &&
+                        positive(parts[1], &bwd) && (parts.size() == 2 || positive(parts[2], &opt));
+    if (!parsed) {
       return Status::error("--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (two or "
                            "three positive numbers), got '{}'", compute_ms);
     }
@@ -239,7 +245,7 @@ int main(int argc, char** argv) {
                  "emulated cluster, whose ranks share the cores with the network)")
       ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
   const sparq::Status status =
       run(config_path, sets, profile_path, networks, world, cell_names, csv_path, allreduce,
           gather, timeline_world, compute_ms, busy_comm_rate);

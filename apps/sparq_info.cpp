@@ -5,17 +5,17 @@
 // embed sparq: {"version", "cuda", "cuda_device_visible", "nccl", "cudnn", "mpi",
 // "gemm_backend", "gemm_library", "openmp_threads", "compressors": [names],
 // "compressor_keys": {name: [keys]}, "aggregations": [names], "models": [presets]}.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <sparq/version.h>
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <vector>
-
-#include <sparq/version.h>
 
 #include "compress/aggregation.h"
 #include "compress/registry.h"
 #include "core/buffer.h"
+#include "core/cli_args.h"
 #include "core/gemm.h"
 #include "core/log.h"
 #include "core/param_store.h"
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "OpenMP threads (0 = default)")->check(CLI::Range(0, 1024));
   bool json = false;
   app.add_flag("--json", json, "print only the build's features as one JSON object and exit");
-  CLI11_PARSE(app, argc, argv);
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
   if (threads > 0) sparq::set_num_threads(threads);
   sparq::log::init({});
   if (json) {

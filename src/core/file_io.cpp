@@ -15,11 +15,22 @@
 namespace sparq {
 
 Result<std::string> read_file(const std::string& path) {
+  // A directory opens as a stream whose "size" is huge: the allocation below would throw
+  // out of a function whose callers expect a Status (a config path, an init_from, a vocab).
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::error("cannot read '{}': it is a directory, not a file", path);
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Status::error("cannot open '{}': {}", path, std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) return Status::error("cannot determine the size of '{}'", path);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<std::size_t>(size));
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+    return Status::error("cannot read '{}': {} bytes do not fit in memory", path, size);
+  }
   in.seekg(0);
   if (size > 0 && !in.read(bytes.data(), size)) {
     return Status::error("short read from '{}' (expected {} bytes)", path, size);

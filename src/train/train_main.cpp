@@ -9,17 +9,18 @@
 // training failure, 2 for bad command-line arguments. Errors are agreed between the ranks and
 // printed once, by rank 0, one line per distinct message naming its ranks ("train: error (on
 // all 3 ranks): ...", "train: error on rank 1 of 3: ..."; docs/reliability.md, "Errors").
+#include "train/train_main.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdlib>
 
 #include "comm/agree.h"
 #include "comm/comm_engine.h"
+#include "core/cli_args.h"
 #include "core/log.h"
 #include "train/run.h"
-#include "train/train_main.h"
 
 namespace {
 
@@ -70,16 +71,16 @@ int train_main(int argc, char** argv) {
   app.add_option("--stop-at", stop_at,
                  "stop once this many steps are done, as if interrupted (no final evaluation "
                  "or checkpoint); for testing resume")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::non_negative_integer());
   app.add_option("--export-safetensors", export_path,
                  "after training, write the parameters (sparq names) to this safetensors file "
                  "(with --resume X --stop-at <its step>: export a checkpoint without training)");
-  // CLI11's own exit codes (105-114) would contradict the documented 2 for bad arguments
-  // (docs/config.md); --help and --version still exit 0.
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  SPARQ_PARSE_ARGS(app, argc, argv);        // Note [App exit codes] (core/cli_args.h)
+  for (const std::string& o : overrides) {  // the shape of an argument: bad arguments, 2
+    if (o.find('=') == std::string::npos || o.front() == '=') {
+      fmt::print(stderr, "train: error: --set '{}': expected key=value\n", o);
+      return 2;
+    }
   }
 
   auto config = load_train_config(config_path, overrides);
@@ -136,10 +137,16 @@ int train_main(int argc, char** argv) {
       }
       result += ")";
     }
+    // The time, speed and bytes are this invocation's: a resumed run names its own steps.
+    const std::string steps =
+        s.steps_run == s.steps
+            ? fmt::format("{} steps", s.steps)
+            : fmt::format("{} steps ({}..{}, resumed at step {})", s.steps_run,
+                          s.steps - s.steps_run + 1, s.steps, s.steps - s.steps_run);
     fmt::print(
-        "{} {} steps in {:.1f} s ({} skipped) | final eval {} | {:.0f} {}/s | {} per step per "
+        "{} {} in {:.1f} s ({} skipped) | final eval {} | {:.0f} {}/s | {} per step per "
         "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
-        s.stopped_early ? "stopped after" : "trained", s.steps, s.seconds, s.skipped,
+        s.stopped_early ? "stopped after" : "trained", steps, s.seconds, s.skipped,
         s.stopped_early ? std::string("not run") : result, s.items_per_s, s.data.unit,
         format_bytes(s.bytes_per_step), s.compression_ratio, s.param_checksum);
   }

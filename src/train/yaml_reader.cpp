@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <set>
 #include <sstream>
+
+#include "core/file_io.h"
 
 namespace sparq::train {
 namespace {
@@ -36,16 +40,43 @@ void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vect
   }
 }
 
+// yaml-cpp keeps both entries of a repeated key and a lookup finds the first, so a setting
+// appended at the end of a config to change an earlier one would be silently ignored.
+Status check_unique_keys(const YAML::Node& node, const std::string& prefix,
+                         const std::string& origin) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.Scalar();
+      const std::string path = prefix.empty() ? key : prefix + "." + key;
+      if (!seen.insert(key).second) {
+        return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
+                             path, entry.first.Mark().line + 1);
+      }
+      SPARQ_RETURN_IF_ERROR(check_unique_keys(entry.second, path, origin));
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      SPARQ_RETURN_IF_ERROR(check_unique_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<YamlReader> YamlReader::from_file(const std::string& path) {
-  try {
-    return YamlReader(YAML::LoadFile(path), path);
-  } catch (const YAML::BadFile&) {
-    return Status::error("{}: cannot open config file", path);
-  } catch (const YAML::Exception& e) {
-    return Status::error("{}: invalid YAML: {}", path, e.what());
+  // read_file, not YAML::LoadFile: a directory or an unreadable file is a Status, never an
+  // exception out of the reader.
+  auto text = read_file(path);
+  if (!text.is_ok()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      return Status::error("{}: cannot open config file", path);
+    }
+    return Status::error("{}: cannot open config file: {}", path, text.status().message());
   }
+  return from_string(*text, path);
 }
 
 Result<YamlReader> YamlReader::from_string(const std::string& text, const std::string& origin) {
@@ -53,6 +84,7 @@ Result<YamlReader> YamlReader::from_string(const std::string& text, const std::s
     YAML::Node root = YAML::Load(text);
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     if (!root.IsMap()) return Status::error("{}: a config must be a YAML mapping", origin);
+    SPARQ_RETURN_IF_ERROR(check_unique_keys(root, "", origin));
     return YamlReader(root, origin);
   } catch (const YAML::Exception& e) {
     return Status::error("{}: invalid YAML: {}", origin, e.what());

@@ -23,7 +23,7 @@ common=(--config configs/bench/gpt2_tiny.yaml --set train.micro_batch=8 --set da
 grep -q "optimizer 123.50 ms" "$work/three.txt" || fail "--compute-ms F,B,O did not set the optimizer: $(grep optimizer "$work/three.txt")"
 "$sim" "${common[@]}" --compute-ms 300,30 > "$work/two.txt"
 grep -q "optimizer 123.50 ms" "$work/two.txt" && fail "--compute-ms F,B changed the optimizer"
-for bad in "300" "300,30,0" "300,x" "1,2,3,4"; do
+for bad in "300" "300,30,0" "300,x" "1,2,3,4" "12abc,5" "300,5xyz" "1e400,5"; do
   if "$sim" "${common[@]}" --compute-ms "$bad" > "$work/bad.txt" 2>&1; then
     fail "--compute-ms '$bad' was accepted"
   fi

@@ -52,6 +52,11 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--set comm.emulate.ranks=4",
        "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},
       {base + "--set comm.emulate.ranks=1", "comm\\.emulate\\.ranks: 1 is the real one-rank world"},
+      // A directory where a file belongs is an error naming it, not an abort (review).
+      {"--config configs",
+       "configs: cannot open config file: cannot read 'configs': it is a "
+       "directory"},
+      {base + "--set train.init_from=configs", "cannot read 'configs': it is a directory"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);
@@ -63,11 +68,20 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
   }
   // Bad command-line arguments exit with 2, as docs/config.md says, not CLI11's own codes
   // (105-114; found by a docs review); --help exits 0.
-  for (const std::string args : {"", "--config configs/default.yaml --bogus",
-                                 "--config configs/default.yaml --stop-at -1"}) {
+  for (const std::string args :
+       {"", "--config configs/default.yaml --bogus", "--config configs/default.yaml --stop-at -1",
+        "--config configs/default.yaml --stop-at 12abc",
+        "--config configs/default.yaml --stop-at 99999999999999999999",
+        "--config configs/default.yaml --set optim.lr"}) {
     const ProcessResult p = run_train(0, args);
     EXPECT_EQ(p.exit_code, 2) << args << "\n" << p.output;
   }
+  EXPECT_NE(run_train(0, "--config configs/default.yaml --stop-at 12abc")
+                .output.find("'12abc' is not a non-negative integer"),
+            std::string::npos);
+  EXPECT_NE(run_train(0, "--config configs/default.yaml --set optim.lr")
+                .output.find("--set 'optim.lr': expected key=value"),
+            std::string::npos);
   EXPECT_EQ(run_train(0, "--help").exit_code, 0);
 }
 

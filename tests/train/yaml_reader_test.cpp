@@ -65,6 +65,26 @@ TEST(YamlReader, ErrorsNameFileAndKey) {
   EXPECT_FALSE(YamlReader::from_string("- 1\n- 2\n", "list.yaml").is_ok());
   auto missing = YamlReader::from_file("/nonexistent/config.yaml");
   EXPECT_EQ(missing.status().message(), "/nonexistent/config.yaml: cannot open config file");
+  // A directory is a Status naming it (it used to throw out of yaml-cpp's LoadFile).
+  const std::string dir = ::testing::TempDir();
+  auto directory = YamlReader::from_file(dir);
+  ASSERT_FALSE(directory.is_ok());
+  EXPECT_NE(directory.status().message().find("it is a directory, not a file"), std::string::npos)
+      << directory.status().message();
+}
+
+TEST(YamlReader, ARepeatedKeyIsAnErrorNamingItsLine) {
+  // yaml-cpp keeps both and a lookup finds the first: the later value would be ignored.
+  auto twice = YamlReader::from_string("train:\n  steps: 5\noptim:\n  lr: 1\ntrain:\n  steps: 7\n",
+                                       "twice.yaml");
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_EQ(twice.status().message(),
+            "twice.yaml: train: set twice (again at line 5); give each key once");
+  auto inner = YamlReader::from_string("optim:\n  lr: 1\n  lr: 2\n", "inner.yaml");
+  ASSERT_FALSE(inner.is_ok());
+  EXPECT_EQ(inner.status().message(),
+            "inner.yaml: optim.lr: set twice (again at line 3); give each key once");
+  EXPECT_TRUE(YamlReader::from_string("a: {x: 1}\nb: {x: 1}\n", "ok.yaml").is_ok());
 }
 
 TEST(YamlReader, OverridesReplaceAndAddLeaves) {

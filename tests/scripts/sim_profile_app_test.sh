@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# apps/sim_profile as a user runs it: a codecs-only profile updated by a second codecs-only
+# run (the first has no compute section yet), an --out that cannot be written refused before
+# anything is measured, and bad arguments exiting 2 (Note [App exit codes], core/cli_args.h).
+#   sim_profile_app_test.sh SIM_PROFILE_BINARY
+set -uo pipefail
+PROFILE_BIN=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+quick=(--only codecs --codec-floats 4096 --repeats 1)
+
+"$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/p.yaml" >"$T/one.txt" 2>&1 || fail "first run: $(cat "$T/one.txt")"
+"$PROFILE_BIN" "${quick[@]}" --codecs lbs --out "$T/p.yaml" >"$T/two.txt" 2>&1 || fail "second run on a codecs-only profile: $(cat "$T/two.txt")"
+grep -q "topk:" "$T/p.yaml" && grep -q "lbs:" "$T/p.yaml" || fail "the update lost a codec: $(cat "$T/p.yaml")"
+
+touch "$T/afile"
+"$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/afile/p.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "an unwritable --out exited $rc, want 1"
+grep -q -- "--out $T/afile/p.yaml: cannot create" "$T/bad.txt" || fail "no message naming --out: $(cat "$T/bad.txt")"
+grep -q "codec topk" "$T/bad.txt" && fail "measured before refusing the --out"
+
+"$PROFILE_BIN" --bogus --out "$T/q.yaml" >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "an unknown flag exited $rc, want 2"
+"$PROFILE_BIN" "${quick[@]}" --codec-floats 12abc --out "$T/q.yaml" >/dev/null 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--codec-floats 12abc exited $rc, want 2"
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "sim_profile_app_test: all checks passed"

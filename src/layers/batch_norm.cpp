@@ -187,14 +187,18 @@ void BatchNorm2d::forward(const Tensor& x, const Tensor& y, bool training) {
   check_state_device();
   last_training_ = training;
   const std::int64_t c = config_.channels, n = x.dim(0), h = x.dim(2), w = x.dim(3);
+  // Batch statistics of one value are that value: the output would be beta whatever x is,
+  // with a zero gradient (PyTorch refuses it too), on both devices alike.
+  SPARQ_CHECK(!training || n * h * w > 1,
+              "{}: training needs more than one value per channel (batch x height x width), "
+              "got x {}",
+              name(), x.shape().str());
   const float* gamma = params_.param(gamma_).data<float>();
   const float* beta = params_.param(beta_).data<float>();
   if (on_cuda()) {
 #if SPARQ_HAS_CUDNN
     const cuda::DeviceResources& res = context().cuda();
     if (training) {
-      SPARQ_CHECK(n * h * w > 1, "{}: training on CUDA needs more than one value per channel, "
-                  "got x {}", name(), x.shape().str());
       cudnn_->forward_training(res, n, h, w, x.data<float>(), gamma, beta, y.data<float>(),
                                slot(kRunningMean), slot(kRunningVar), slot(kSaveMean),
                                slot(kSaveInvstd));

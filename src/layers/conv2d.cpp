@@ -245,9 +245,13 @@ Conv2d::Conv2d(std::string prefix, Config config) : ParamLayer(std::move(prefix)
               "{}: bad stride {} / dilation {} / padding {}", name(), c.stride, c.dilation,
               c.padding);
   const Conv2dGeom g = geom(1);
-  SPARQ_CHECK(c.in_h > 0 && c.in_w > 0 && g.out_h() > 0 && g.out_w() > 0,
-              "{}: input {}x{} gives an empty output for kernel {}x{}", name(), c.in_h, c.in_w,
-              c.kernel_h, c.kernel_w);
+  // The dilated kernel must fit the padded input: out_h() divides toward zero, so with a
+  // stride above 1 a kernel larger than the input would still give one output row.
+  SPARQ_CHECK(c.in_h > 0 && c.in_w > 0 &&
+                  c.in_h + 2 * c.padding >= c.dilation * (c.kernel_h - 1) + 1 &&
+                  c.in_w + 2 * c.padding >= c.dilation * (c.kernel_w - 1) + 1,
+              "{}: input {}x{} (padding {}) is smaller than the kernel {}x{} (dilation {})", name(),
+              c.in_h, c.in_w, c.padding, c.kernel_h, c.kernel_w, c.dilation);
   w_ = params_.add("weight", {c.out_channels, c.in_channels, c.kernel_h, c.kernel_w},
                    Init::kaiming_normal(), true);
   if (c.bias) b_ = params_.add("bias", {c.out_channels}, Init::zeros(), false);

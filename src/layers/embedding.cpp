@@ -60,6 +60,8 @@ Embedding::Embedding(std::string prefix, Config config)
     : ParamLayer(std::move(prefix)), config_(config) {
   SPARQ_CHECK(config_.num > 0 && config_.dim > 0, "{}: Embedding needs num > 0 and dim > 0, got {}x{}",
               name(), config_.num, config_.dim);
+  SPARQ_CHECK(config_.valid >= 0 && config_.valid <= config_.num,
+              "{}: {} valid ids for a table of {} rows", name(), config_.valid, config_.num);
   table_ = params_.add("weight", {config_.num, config_.dim}, Init::normal(config_.init_std), false);
 }
 
@@ -75,16 +77,17 @@ std::int64_t Embedding::check_ids(const Tensor& ids, const Tensor& y, const char
     // builds pay the sync this check costs.
 #if SPARQ_HAS_CUDA && !defined(NDEBUG)
     const cuda::InvalidId bad =
-        cuda::first_invalid_id(ids.data<std::int32_t>(), n, config_.num, stream());
+        cuda::first_invalid_id(ids.data<std::int32_t>(), n, valid_ids(), stream());
     SPARQ_CHECK(bad.position < 0, "{}: id {} at position {} is outside [0, {})", name(), bad.id,
-                bad.position, config_.num);
+                bad.position, valid_ids());
 #endif
     return n;
   }
   const std::int32_t* p = ids.data<std::int32_t>();
+  const std::int64_t valid = valid_ids();
   for (std::int64_t i = 0; i < n; ++i) {
-    SPARQ_CHECK(p[i] >= 0 && p[i] < config_.num, "{}: id {} at position {} is outside [0, {})",
-                name(), p[i], i, config_.num);
+    SPARQ_CHECK(p[i] >= 0 && p[i] < valid, "{}: id {} at position {} is outside [0, {})", name(),
+                p[i], i, valid);
   }
   return n;
 }

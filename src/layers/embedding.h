@@ -44,6 +44,10 @@ class Embedding : public ParamLayer {
     std::int64_t num = 0;
     std::int64_t dim = 0;
     float init_std = 0.02f;
+    // Ids must lie in [0, valid) (0: num). A table padded past the vocabulary (GPT-2's 50304
+    // rows for 50257 tokens) sets the vocabulary, so that an id in the padding is an error,
+    // not a silent lookup of a row that then collects gradient.
+    std::int64_t valid = 0;
   };
   Embedding(std::string prefix, Config config);
 
@@ -71,6 +75,7 @@ class Embedding : public ParamLayer {
   const Tensor& table_grad() const { return params_.grad(table_); }
 
  private:
+  std::int64_t valid_ids() const { return config_.valid > 0 ? config_.valid : config_.num; }
   std::int64_t check_ids(const Tensor& ids, const Tensor& y, const char* y_name) const;
   std::pair<std::int64_t, std::int64_t> check_positions(const Tensor& t, const char* what) const;
   Config config_;

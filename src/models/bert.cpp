@@ -18,7 +18,8 @@ Bert::Bert(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   const std::int64_t batch = shape.micro_batch, rows = batch * shape.seq_len, dim = c.n_embd;
   const std::int64_t vocab = c.padded_vocab();
 
-  word_ = std::make_unique<Embedding>("embeddings.word", Embedding::Config{vocab, dim, c.init_std});
+  word_ = std::make_unique<Embedding>("embeddings.word",
+                                      Embedding::Config{vocab, dim, c.init_std, c.vocab_size});
   position_ = std::make_unique<Embedding>("embeddings.position",
                                           Embedding::Config{c.n_ctx, dim, c.init_std});
   token_type_ = std::make_unique<Embedding>("embeddings.token_type",
@@ -241,9 +242,12 @@ float Bert::forward(const Batch& batch) {
   gelu_.forward(act(mlm_dense_out_, dim), act(mlm_gelu_out_, dim));
   mlm_ln_->forward(act(mlm_gelu_out_, dim), act(mlm_ln_out_, dim));
   float loss = head_forward(batch);
+  unscored_loss_ = 0;
   if (config_.nsp) {
     forward_nsp(hidden);
-    loss += nsp_loss_->forward(nsp_logits(), batch.nsp_labels);
+    // Trained on, but not over the MLM targets that score() counts (evaluation leaves it out).
+    unscored_loss_ = nsp_loss_->forward(nsp_logits(), batch.nsp_labels);
+    loss += unscored_loss_;
   }
   has_forward_ = true;
   return loss;

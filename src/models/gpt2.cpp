@@ -10,7 +10,8 @@ Gpt2::Gpt2(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   const std::int64_t rows = shape.micro_batch * shape.seq_len, dim = c.n_embd;
   const float proj_std = c.init_std / std::sqrt(2.0f * static_cast<float>(c.n_layer));
 
-  wte_ = std::make_unique<Embedding>("wte", Embedding::Config{c.padded_vocab(), dim, c.init_std});
+  wte_ = std::make_unique<Embedding>(
+      "wte", Embedding::Config{c.padded_vocab(), dim, c.init_std, c.vocab_size});
   wpe_ = std::make_unique<Embedding>("wpe", Embedding::Config{c.n_ctx, dim, c.init_std});
   emb_drop_ = std::make_unique<Dropout>("drop", c.dropout, 0);
   layer_wte_ = add_layer("wte", wte_->param_names());

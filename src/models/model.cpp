@@ -140,6 +140,12 @@ Model::Score Model::score_predictions(const std::vector<std::int32_t>& predicted
 
 Model::Score Model::score(const Batch& batch) const {
   SPARQ_CHECK(has_forward_, "{}: score() needs a forward() and no backward() since", config_.spec);
+  Score s = counted_targets(batch);
+  s.unscored_loss = unscored_loss_;
+  return s;
+}
+
+Model::Score Model::counted_targets(const Batch& batch) const {
   const bool lm = config_.is_language_model();
   if (const std::vector<std::int32_t>* predicted = head_predictions()) {
     return score_predictions(*predicted, batch);

@@ -148,6 +148,9 @@ class Model {
   struct Score {
     std::int64_t count = 0;    // targets evaluated
     std::int64_t correct = 0;  // of them, where the argmax of the logits is the target
+    // The part of the last forward's loss that is not over these targets (BERT's NSP loss),
+    // so that forward loss - unscored_loss is the mean loss over exactly the counted targets.
+    float unscored_loss = 0;
   };
   // Counts of the last forward(batch), with the same batch; before backward(), which consumes
   // LM logits. LMs count targets != kIgnoreIndex (BERT: the MLM targets, not NSP) and take the
@@ -172,7 +175,8 @@ class Model {
   // Train mode enables dropout and BatchNorm batch statistics; eval mode disables both.
   void set_training(bool training) { step_.training = training; }
   bool training() const { return step_.training; }
-  // Dropout masks are a pure function of (seed, rank, step): set the step before forward.
+  // Dropout masks are a pure function of (seed, rank, step): set the step before forward
+  // (the trainer sets one per micro-batch: step x accumulation + micro-batch index).
   void set_dropout_seed(std::uint64_t seed, std::uint32_t rank) {
     step_.seed = seed;
     step_.rank = rank;
@@ -220,11 +224,13 @@ class Model {
   // The fused head's per-row predictions of the last forward (score() uses them), or null.
   virtual const std::vector<std::int32_t>* head_predictions() const { return nullptr; }
   Score score_predictions(const std::vector<std::int32_t>& predicted, const Batch& batch) const;
+  Score counted_targets(const Batch& batch) const;  // score() without unscored_loss
 
   ModelConfig config_;
   RunShape shape_;
   DropoutStep step_;
   bool has_forward_ = false;
+  float unscored_loss_ = 0;  // Score::unscored_loss of the last forward (set by the model)
   bool fused_head_ = false;  // set by bind_layers
   bool head_gradient_added_ = false;
   bool backward_follows_ = false;  // inside forward_for_backward()

@@ -71,7 +71,6 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   const auto count = static_cast<std::int64_t>(micro_batches.size());
   const float accumulation_scale = 1.0f / static_cast<float>(count);
   double loss_sum = 0.0;
-  model_.set_step(static_cast<std::uint64_t>(step));
   held_.clear();
   const auto report_ready = [&](const ParamRange& range) {
     // Fault point "gradient.nonfinite" (docs/reliability.md): a NaN in this rank's gradient,
@@ -88,6 +87,9 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
 
   for (std::int64_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
+    // Each micro-batch draws its own dropout masks: keyed by step * count + i, which is the
+    // step itself without accumulation (DropoutKey::kStepShift leaves 2^24 keys).
+    model_.set_step(static_cast<std::uint64_t>(step * count + i));
     scheduler_.begin_step(step, /*communicate=*/last);
     if (options_.split_tied_embedding) model_.set_tied_split(last);
     Stopwatch watch;
@@ -179,11 +181,14 @@ void DataParallelStepper::guarded_optimizer_step(std::int64_t step, StepResult& 
   optimizer_.clip_grad_norm_on_device(options_.clip_local ? 0.0 : options_.clip_norm);
   optimizer_.step(r.lr);
   store_.zero_grads();
+  // The wait for the exchange is exposed communication (r.comm), not optimizer time.
+  Stopwatch comm_watch;
   finish_communication(r);
+  const double waited_ms = comm_watch.millis();
   const double aggregate_norm = optimizer_.finish_guarded_step();
   if (!options_.clip_local) r.grad_norm = aggregate_norm;
   r.skipped = !std::isfinite(aggregate_norm);
-  r.optimizer_ms = opt_watch.millis();
+  r.optimizer_ms = std::max(0.0, opt_watch.millis() - waited_ms);
 }
 
 void* DataParallelStepper::compute_stream() const {

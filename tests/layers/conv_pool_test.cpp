@@ -39,6 +39,14 @@ TEST(Conv2d, HandComputedForward) {
   EXPECT_EQ(y, (std::vector<float>{1, 3, 7, 9}));
 }
 
+TEST(Conv2d, KernelLargerThanThePaddedInputIsRefused) {
+  // 2x2 input, 3x3 kernel, stride 2, no padding: (2 - 3) / 2 + 1 rounds to 1 output row in
+  // C++, though no window fits (PyTorch refuses it too).
+  EXPECT_DEATH(Conv2d("big", {1, 1, 3, 3, 2, 0, 1, false, 2, 2}),
+               "big: input 2x2 \\(padding 0\\) is smaller than the kernel 3x3");
+  Conv2d fits("fits", {1, 1, 3, 3, 2, 1, 1, false, 2, 2});  // padded to 4x4: one window fits
+}
+
 struct ConvCase { std::int64_t n, c, h, w, k, r, s, stride, pad, dil; };
 
 TEST(Conv2d, BackwardMatchesFiniteDifferences) {

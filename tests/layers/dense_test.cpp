@@ -161,6 +161,12 @@ TEST(Embedding, LookupScatterAddAndPositions) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(position_grads[i], i < 6 ? 2.0f : 0.0f) << i;
   ids[1] = 4;
   EXPECT_DEATH(emb.forward(id_view, testing::view(y, {3, 2})), "wte: id 4 at position 1 is outside");
+  // A table padded past its vocabulary: ids in the padding rows are refused.
+  Embedding padded("padded", {4, 2, 0.02f, 3});
+  ParamStore padded_store = testing::bind_layers(padded);
+  ids[1] = 3;
+  EXPECT_DEATH(padded.forward(id_view, testing::view(y, {3, 2})),
+               "padded: id 3 at position 1 is outside \\[0, 3\\)");
 }
 
 TEST(Embedding, BackwardMatchesFiniteDifferences) {

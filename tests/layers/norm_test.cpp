@@ -85,6 +85,18 @@ TEST(BatchNorm2d, HandComputedTrainingForwardAndRunningStats) {
   EXPECT_NEAR(y[0], 2 * (1 - 0.25f) / std::sqrt(rv + 1e-5f) + 1, 1e-5);
 }
 
+TEST(BatchNorm2d, TrainingOnOneValuePerChannelIsRefusedEvalIsNot) {
+  // Batch statistics of one value would make the output beta whatever x is (CUDA refused it
+  // already; now both devices do).
+  BatchNorm2d bn("bn", {1, 1e-5f, 0.1f});
+  ParamStore store = testing::bind_layers(bn);
+  std::vector<float> x{3}, y(1);
+  EXPECT_DEATH(bn.forward(testing::view(x, {1, 1, 1, 1}), testing::view(y, {1, 1, 1, 1}), true),
+               "bn: training needs more than one value per channel");
+  bn.forward(testing::view(x, {1, 1, 1, 1}), testing::view(y, {1, 1, 1, 1}), false);
+  EXPECT_TRUE(std::isfinite(y[0]));
+}
+
 TEST(BatchNorm2d, BackwardMatchesFiniteDifferencesInBothModes) {
   const std::int64_t n = 3, c = 2, hw = 5;
   for (bool training : {true, false}) {

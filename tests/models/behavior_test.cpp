@@ -141,6 +141,32 @@ TEST(ModelBehavior, SmallerBatchMatchesAnExactlySizedModel) {
   }
 }
 
+// Evaluation scores the MLM targets; BERT's NSP term is trained on but reported apart
+// (Score::unscored_loss), so loss - unscored_loss does not move when only the NSP head does.
+TEST(ModelBehavior, BertNspLossIsKeptApartFromTheScoredLoss) {
+  ParamStore store;
+  auto model = testing::bound_model("bert-tiny nsp=1 dropout=0 attn_dropout=0", {2, 8}, store);
+  testing::RandomBatch data(model->config(), 2, 8, 3);
+  const float loss = model->forward(data.batch);
+  const Model::Score before = model->score(data.batch);
+  EXPECT_GT(before.unscored_loss, 0.0f);
+  EXPECT_LT(before.unscored_loss, loss);
+  float* nsp_bias = store.param("nsp.bias").data<float>();
+  nsp_bias[0] += 3.0f;  // the NSP head now favours class 0 strongly
+  const float moved = model->forward(data.batch);
+  const Model::Score after = model->score(data.batch);
+  EXPECT_NE(moved, loss);
+  // Equal to the rounding of (mlm + nsp) - nsp in float.
+  EXPECT_NEAR(moved - after.unscored_loss, loss - before.unscored_loss, 1e-5f * loss);
+  EXPECT_EQ(after.count, before.count);
+
+  ParamStore plain_store;
+  auto plain = testing::bound_model("bert-tiny", {2, 8}, plain_store);
+  testing::RandomBatch plain_data(plain->config(), 2, 8, 3);
+  plain->forward(plain_data.batch);
+  EXPECT_EQ(plain->score(plain_data.batch).unscored_loss, 0.0f);
+}
+
 TEST(ModelBehavior, BadBatchesAreRejectedWithTheField) {
   ParamStore store;
   auto model = testing::bound_model("bert-tiny nsp=1", {2, 8}, store);

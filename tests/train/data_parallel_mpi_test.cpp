@@ -265,6 +265,32 @@ TEST(DataParallel, Gpt2TinyAdamWSendingItsMomentumMatchesOneWorkerWithPTimesTheB
   expect_same_training("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32", oc, 1e-3, 2, 16);
 }
 
+// With gradient accumulation each micro-batch draws its own dropout masks: the same rows
+// twice in one step give two different losses, so the step's loss (their mean) differs from
+// the loss of those rows alone. When every micro-batch reused the step's masks, it was equal.
+TEST(DataParallel, AccumulatedMicroBatchesDrawTheirOwnDropoutMasks) {
+  auto mc = parse_model_spec("gpt2-tiny n_layer=2 vocab_size=256 n_ctx=32 dropout=0.5");
+  ASSERT_TRUE(mc.is_ok()) << mc.status().message();
+  GlobalBatch g = make_global_batch(*mc, 2, 16, 0);
+  optim::OptimConfig oc;
+  oc.name = "sgd";
+  auto self = comm::make_self_communicator();
+  const auto step0_loss = [&](int micro_batches) {
+    struct Run run(*mc, {2, 16}, oc);  // "struct": Run alone is gtest's Test::Run here
+    comm::CommEngine engine(*self, comm::CommEngine::Options{});
+    comm::FunctionAverager averager(dense_average(run.store));
+    comm::WfbpScheduler sched(*run.plan, engine, averager);
+    optim::LrSchedule schedule(optim::LrScheduleConfig{});
+    DataParallelStepper stepper(*run.model, run.store, *run.optimizer, schedule, sched, {});
+    const Batch b = slice(*mc, g, 0, 2, 16);
+    const std::vector<Batch> batches(static_cast<std::size_t>(micro_batches), b);
+    return stepper.step(0, batches).loss;
+  };
+  const float alone = step0_loss(1), twice = step0_loss(2);
+  ASSERT_TRUE(std::isfinite(alone) && std::isfinite(twice));
+  EXPECT_NE(twice, alone) << "both micro-batches drew the same dropout masks";
+}
+
 TEST(DataParallel, VggTinySgdMomentumMatchesOneWorkerWithPTimesTheBatch) {
   optim::OptimConfig oc;
   oc.name = "sgd";

@@ -8,22 +8,39 @@
 #include "compress/registry.h"
 
 namespace sparq::sim {
-namespace {
+namespace {}  // namespace
 
-// This rank's message bytes for the bucket, the numerator of the trainer's compression
-// ratio (dense f32 bytes / payload bytes, train/metrics.h), independent of the world size.
-double payload_bytes(const SimBucket& b) {
+double plan_payload_bytes(const SimBucket& b, int p) {
+  const std::int64_t n = b.numel;
   switch (b.kind) {
     case CommKind::kDenseAllreduce:
-    case CommKind::kAllreduce: return static_cast<double>(b.numel) * b.wire_elem_bytes;
+    case CommKind::kAllreduce:
+      return static_cast<double>(n) * b.wire_elem_bytes;
     case CommKind::kPowerSgd: return b.p_bytes + b.q_bytes;
     case CommKind::kAllgather:
-    case CommKind::kTwoPhase:
-    case CommKind::kTree: return b.message_bytes(b.numel);
+      return b.message_bytes(n);
+    case CommKind::kTwoPhase: {
+      // One message per region (regions [n j / P, n (j + 1) / P), two_phase_aggregator.cpp),
+      // then rank 0's region result: re-compressed, or dense f32.
+      double bytes = 0;
+      for (std::int64_t j = 0; j < p; ++j) {
+        const std::int64_t len = n * (j + 1) / p - n * j / p;
+        if (len > 0) bytes += b.message_bytes(len);
+      }
+      const std::int64_t own = n / p;
+      if (own > 0) bytes += b.server_compression ? b.message_bytes(own) : 4.0 * own;
+      return bytes;
+    }
+    // Rank 0 is the tree's root: its own list, then the k agreed values it allreduces
+    // (gtopk_aggregator.cpp); the lists it receives are not its payload.
+    case CommKind::kTree:
+      return b.message_bytes(n) + 4.0 * b.kept(n);
     case CommKind::kTiedRows: return static_cast<double>(b.rows) * (4.0 * b.dim + 4.0);
   }
-  return 4.0 * static_cast<double>(b.numel);
+  return 4.0 * static_cast<double>(n);
 }
+
+namespace {
 
 struct Option {
   std::string name;                // "dense" or a strategy
@@ -112,7 +129,9 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   };
   const auto ratio = [&](const std::vector<std::size_t>& pick) {
     double payload = 0;
-    for (std::size_t b = 0; b < n; ++b) payload += payload_bytes(options[pick[b]].buckets[b]);
+    for (std::size_t b = 0; b < n; ++b) {
+      payload += plan_payload_bytes(options[pick[b]].buckets[b], world_size);
+    }
     return payload > 0 ? dense_bytes / payload : 1.0;
   };
   const StepResult fixed = evaluate(choice);

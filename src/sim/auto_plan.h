@@ -30,13 +30,19 @@ struct AutoPlan {
   double predicted_step_ms = 0;  // with the choice
   double fixed_step_ms = 0;      // the fixed plan (every bucket by the configured strategy)
   double predicted_exposed_ms = 0, fixed_exposed_ms = 0;
-  // Dense f32 bytes / this rank's message bytes over the step's buckets, with the choice: the
-  // trainer's compression ratio (train/metrics.h), independent of the world size.
+  // Dense f32 bytes / rank 0's message bytes over the step's buckets, with the choice: the
+  // trainer's compression ratio (train/metrics.h). two_phase and tree payloads depend on the
+  // world size (each region's message and the region result; the root's agreed values).
   double compression_ratio = 1;
   bool tied_split = false;
   // "bucket 3 (0.50 MiB): two_phase, predicted step 812.4 ms (allgather 840.1, dense 1203.0)"
   std::vector<std::string> reasons;
 };
+
+// Rank 0's message bytes for bucket `b` on `world_size` ranks: the payload its aggregator
+// counts (Aggregator::payload_bytes()), so that the plan's ratio is the one the trainer
+// reports (dense f32 bytes / payload bytes, train/metrics.h, printed by rank 0).
+double plan_payload_bytes(const SimBucket& b, int world_size);
 
 // The strategies a compressed bucket may take, each once: the configured one first (the fixed
 // plan's), then every other built-in strategy whose accepts() and check_compressor() take

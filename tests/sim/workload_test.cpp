@@ -1,12 +1,16 @@
 // The simulator's workload (sim/workload.h): message-size estimates against the real
 // compressors on data whose gaps are exactly n/k, the layout and plan of a real config.
+#include "sim/workload.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "compress/registry.h"
 #include "comm/bucket_plan.h"
-#include "sim/workload.h"
+#include "comm/communicator.h"
+#include "compress/aggregation.h"
+#include "compress/registry.h"
+#include "sim/auto_plan.h"
 
 namespace sparq::sim {
 namespace {
@@ -98,6 +102,39 @@ TEST(Workload, MessagesMatchTheRealCompressors) {
     EXPECT_GT(alt.p_bytes, 0.5 * (full.p_bytes + full.q_bytes) - 1e-9);
     // One latency fewer: alternate's cost is below the full variant's.
     EXPECT_LT(bucket_cost_s(alt, two), bucket_cost_s(full, two));
+  }
+}
+
+// The plan's compression ratio is the trainer's: per bucket, the payload the aggregator
+// itself counts (one rank here, which still tells two_phase's region result and the tree's
+// agreed values apart from the plain message the plan used to count).
+TEST(Workload, PlanPayloadIsWhatTheAggregatorCounts) {
+  auto profile = parse_profile(kProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  auto self = comm::make_self_communicator();
+  for (const std::string strategy : {"two_phase", "tree"}) {
+    for (const bool server : {true, false}) {
+      if (strategy == "tree" && !server) continue;
+      const train::TrainConfig c = tiny_config(
+          {"compress.name=topk", "compress.topk.density=0.01", "compress.aggregation=" + strategy,
+           std::string("compress.server_compression=") + (server ? "true" : "false")});
+      auto layout = build_layout(c);
+      ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+      auto buckets = simulate_buckets(**layout, c, *profile);
+      ASSERT_TRUE(buckets.is_ok()) << buckets.status().message();
+      SimBucket b = buckets->front();
+      ASSERT_EQ(b.kind, strategy == "tree" ? CommKind::kTree : CommKind::kTwoPhase);
+      b.numel = 25600;  // evenly spaced at 1%: the message estimate is exact (test above)
+      auto compressor = compress::make_compressor(c.compress.compress);
+      ASSERT_TRUE(compressor.is_ok());
+      auto aggregator =
+          compress::make_aggregator(strategy, **compressor, {.server_compression = server}, "test");
+      ASSERT_TRUE(aggregator.is_ok()) << aggregator.status().message();
+      std::vector<float> bucket = evenly_spaced(static_cast<std::size_t>(b.numel), 100);
+      ASSERT_TRUE((*aggregator)->run(bucket, **compressor, nullptr, *self, {}).is_ok());
+      EXPECT_EQ(plan_payload_bytes(b, 1), static_cast<double>((*aggregator)->last_payload_bytes()))
+          << strategy << (server ? " with" : " without") << " server compression";
+    }
   }
 }
 

@@ -1,9 +1,13 @@
 #include "comm/gather.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 #include "core/check.h"
+#include "core/timer.h"
 
 namespace sparq::comm {
 
@@ -30,13 +34,42 @@ void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
   }
 }
 
+namespace {
+
+// A hash of this host's name: equal on every rank of one host.
+std::int64_t host_hash() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return 0;
+  return static_cast<std::int64_t>(std::hash<std::string_view>{}(name));
+}
+
+}  // namespace
+
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace) {
+  const std::int64_t mine = host_hash();
+  std::vector<std::int64_t> hosts(static_cast<std::size_t>(comm.size()));
+  comm.allgather(&mine, hosts.data(), 1, DType::kI64);
+  const bool one_host =
+      std::all_of(hosts.begin(), hosts.end(), [&](auto h) { return h == hosts[0]; });
+  return gather_trace_events(comm, trace, one_host, [] { return now_us(); });
+}
+
+std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, bool shared_clock,
+                                const std::function<std::int64_t()>& now) {
   const std::vector<TraceSpan> spans = trace.spans();
-  std::int64_t first = std::numeric_limits<std::int64_t>::max();
-  for (const TraceSpan& s : spans) first = std::min(first, s.start_us);
+  // This rank's clock reading of the common moment: 0 when the clocks are shared.
+  std::int64_t anchor = 0;
+  if (!shared_clock) {
+    comm.barrier();
+    anchor = now();
+  }
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  std::int64_t first = kNone;
+  for (const TraceSpan& s : spans) first = std::min(first, s.start_us - anchor);
   std::vector<std::int64_t> firsts(static_cast<std::size_t>(comm.size()));
   comm.allgather(&first, firsts.data(), 1, DType::kI64);
-  const std::int64_t origin = *std::min_element(firsts.begin(), firsts.end());
+  const std::int64_t earliest = *std::min_element(firsts.begin(), firsts.end());
+  const std::int64_t origin = earliest == kNone ? 0 : anchor + earliest;
 
   const std::string mine = trace.chrome_events(comm.rank(), origin);
   std::vector<std::uint8_t> recv;

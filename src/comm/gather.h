@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,8 +26,18 @@ void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
                      std::vector<std::size_t>& counts, std::vector<std::size_t>& displs);
 
 // Every rank's recorded spans as Chrome trace events (pid = rank), on a common time origin
-// (the earliest span of any rank; steady clocks agree across processes of one host), joined
-// with commas in rank order. Every rank receives the whole string.
+// (the earliest span of any rank), joined with commas in rank order. Every rank receives the
+// whole string.
+//
+// Clocks: span times are steady-clock microseconds, which agree between the processes of one
+// host but not between hosts (each counts from its own boot; NTP does not change that). When
+// the ranks' host names differ, each rank's times are re-based on the moment it leaves one
+// barrier, so the merged trace is aligned to within that barrier's exit skew (about a one-way
+// network latency) instead of being off by the hosts' difference in uptime.
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace);
+// The same with the choice made by the caller (tests): `shared_clock` false re-bases every
+// rank's spans on now() read right after a barrier; now() must read the spans' clock.
+std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, bool shared_clock,
+                                const std::function<std::int64_t()>& now);
 
 }  // namespace sparq::comm

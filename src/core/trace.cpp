@@ -69,7 +69,7 @@ std::string TraceRecorder::chrome_events(int rank, std::int64_t origin_us) const
   }
   for (const TraceSpan& s : spans_) {
     std::string args;
-    if (s.step >= 0) args += fmt::format(R"("step":{})", s.step);
+    if (s.step >= 0) args += fmt::format(R"("step":{})", s.step + step_base_);
     if (s.bytes >= 0) args += fmt::format(R"({}"bytes":{})", args.empty() ? "" : ",", s.bytes);
     out += fmt::format(R"(,{{"name":"{}","cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{{}}}}})",
                        escape(s.name), escape(s.category), s.start_us - origin_us,

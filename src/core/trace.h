@@ -36,19 +36,24 @@ class TraceRecorder {
   void enable(bool on) { enabled_.store(on, std::memory_order_relaxed); }
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
+  // The number the written trace shows for recorded step 0 (the trainer records its 0-based
+  // step index and sets 1, so the trace numbers steps as its log and metrics do).
+  void set_step_base(std::int64_t base) { step_base_ = base; }
+
   void record(TraceSpan span);
   std::vector<TraceSpan> spans() const;
   void clear();
 
   // Writes {"traceEvents": [...]} for this recorder's spans, with pid = rank. Timestamps are
-  // microseconds relative to the earliest span, so files of different ranks line up when
-  // their clocks are close (one machine, or synchronised hosts).
+  // microseconds relative to the earliest span; steady clocks agree only between processes of
+  // one host (comm/gather.h merges the ranks of several hosts).
   Status write_chrome_json(const std::string& path, int rank) const;
   // The JSON events only (comma-separated, no brackets), to merge several ranks in one file.
   std::string chrome_events(int rank, std::int64_t origin_us) const;
 
  private:
   std::atomic<bool> enabled_{false};
+  std::int64_t step_base_ = 0;
   mutable std::mutex mutex_;
   std::vector<TraceSpan> spans_;
 };

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <span>
 
@@ -16,6 +17,7 @@
 #include "core/check.h"
 #include "core/file_io.h"
 #include "core/ops.h"
+#include "core/threading.h"
 #include "core/timer.h"
 #include "train/checkpoint.h"
 
@@ -40,6 +42,7 @@ Trainer::~Trainer() {
   scheduler_.reset();
   bucket_queue_.reset();
   engine_.reset();
+  if (caller_threads_ > 0) set_num_threads(caller_threads_);
 }
 
 Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
@@ -151,7 +154,8 @@ EvalMetrics Trainer::evaluate() {
     if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
     const float loss = model_->forward(b);
     const Model::Score score = model_->score(b);
-    sums[0] += loss * static_cast<float>(score.count);
+    // The loss over the counted targets only (BERT's NSP term is trained on, not evaluated).
+    sums[0] += (loss - score.unscored_loss) * static_cast<float>(score.count);
     sums[1] += static_cast<float>(score.count);
     sums[2] += static_cast<float>(score.correct);
   }
@@ -179,16 +183,21 @@ Status Trainer::write_trace() {
   });
   SPARQ_RETURN_IF_ERROR(s);
   trace_.clear();
-  Status written;
-  if (is_root()) {
-    written = write_file_atomic(config_.log.trace_path,
-                                "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[" + all + "]}\n");
-  }
-  SPARQ_RETURN_IF_ERROR(agree(written.with_context("log.trace"), "writing the trace"));
   if (!is_root()) return Status::ok();
+  // A diagnostic: its folder is made as log.metrics' is, and a failed write is a warning, not
+  // the end of a run that may be hours from its last checkpoint.
+  const std::filesystem::path path(config_.log.trace_path);
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  const Status written = write_file_atomic(
+      config_.log.trace_path, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[" + all + "]}\n");
+  if (!written.is_ok()) {
+    spdlog::warn("log.trace: {}; training goes on without the trace", written.message());
+    return Status::ok();
+  }
   spdlog::info("wrote trace of steps {}..{} to {} (open in ui.perfetto.dev)",
-           config_.log.trace_start + 1, config_.log.trace_start + config_.log.trace_steps,
-           config_.log.trace_path);
+               config_.log.trace_start + 1, config_.log.trace_start + config_.log.trace_steps,
+               config_.log.trace_path);
   return Status::ok();
 }
 

@@ -20,7 +20,11 @@ namespace sparq::train {
 
 Status Trainer::build(const Options& options) {
   const TrainConfig& c = config_;
-  if (c.train.threads > 0) set_num_threads(c.train.threads);
+  if (c.train.threads > 0) {
+    caller_threads_ = max_threads();
+    set_num_threads(c.train.threads);
+  }
+  trace_.set_step_base(1);  // spans carry the 0-based step index; the trace shows log numbers
   const bool lm = c.model.is_language_model();
   const std::int64_t rows = options.dry_run ? 1 : c.train.micro_batch;
   activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);

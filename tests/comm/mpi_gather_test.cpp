@@ -8,6 +8,7 @@
 #include "comm/gather.h"
 #include "comm/mpi_communicator.h"
 #include "comm_test_util.h"
+#include "core/timer.h"
 
 namespace sparq::comm {
 namespace {
@@ -240,6 +241,39 @@ TEST(Gather, TraceEventsOfEveryRankOnOneOrigin) {
     ASSERT_NE(at, std::string::npos) << "rank " << r << " in " << all;
     EXPECT_EQ(all.find(event, at + 1), std::string::npos) << "rank " << r << " twice";
     from = at;
+  }
+}
+
+// Ranks on different hosts: rank r's steady clock runs r x 1000 s ahead (the hosts booted at
+// different times). Re-based on a barrier, the spans line up as they happened, to within the
+// barrier's exit skew; taken as they are, rank 1's would sit 1000 s later.
+TEST(Gather, TraceEventsOfHostsWithUnrelatedClocksAreAlignedOnABarrier) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  const std::int64_t skew = std::int64_t{1'000'000'000} * rank;
+  const auto clock = [skew] { return now_us() + skew; };
+  comm->barrier();
+  const std::int64_t start = clock();
+  TraceRecorder trace;
+  trace.enable(true);
+  trace.record({"span", "test", start + 100 * rank, start + 100 * rank + 10});
+  for (const bool shared : {false, true}) {
+    const std::string all = gather_trace_events(*comm, trace, shared, clock);
+    // One span per rank, in rank order.
+    const std::string event = "\"name\":\"span\",\"cat\":\"test\",\"ph\":\"X\",\"ts\":";
+    std::size_t at = 0;
+    for (int r = 0; r < size; ++r) {
+      at = all.find(event, at);
+      ASSERT_NE(at, std::string::npos) << all;
+      at += event.size();
+      const std::int64_t t = std::stoll(all.substr(at));
+      // Both sides of 1 s are far from the 1000 s between the clocks.
+      if (!shared) {
+        EXPECT_LT(std::llabs(t - 100 * r), 1'000'000) << "rank " << r << ": " << all;
+      } else if (r > 0) {
+        EXPECT_GT(t, 999'000'000) << "rank " << r << ": the clocks are not shared";
+      }
+    }
   }
 }
 

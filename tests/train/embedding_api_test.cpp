@@ -11,6 +11,7 @@
 #include "compress/aggregation.h"
 #include "compress/dense_cast.h"
 #include "compress/registry.h"
+#include "core/threading.h"
 #include "models/model_registry.h"
 #include "train/run.h"
 
@@ -190,6 +191,19 @@ TEST(EmbeddingApi, AnEditedConfigIsRevalidatedByRunTraining) {
   ASSERT_FALSE(refused.is_ok());
   EXPECT_TRUE(contains(refused.status().message(), "<in-code config>")) << refused.status().message();
   EXPECT_TRUE(contains(refused.status().message(), "optim.lr")) << refused.status().message();
+}
+
+// train.threads is the Trainer's, not the embedder's: OpenMP keeps the count per thread, and
+// a run that set it used to leave it set for the caller and for the next run's default.
+TEST(EmbeddingApi, TrainThreadsIsRestoredForTheCaller) {
+  register_bigram();
+  set_num_threads(2);
+  const int before = max_threads();  // 1 in a build without OpenMP
+  train::TrainConfig config = bigram_config(2);
+  config.train.threads = 1;
+  auto comm = train::make_communicator(config.comm).value();
+  ASSERT_TRUE(train::run_training(config, *comm).is_ok());
+  EXPECT_EQ(max_threads(), before);
 }
 
 // A registered model's parameters, optimizer state and residual go through checkpoints like

@@ -202,7 +202,7 @@ TEST(TrainApp, SafetensorsExportAndImport) {
 // start it is scheduling, not the cause), and the layer and exchange spans are present.
 TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
   const fs::path dir = scratch("trace");
-  const fs::path trace = dir / "trace.json";
+  const fs::path trace = dir / "not_yet" / "trace.json";  // its folder is made, like log.metrics
   const ProcessResult r =
       run_train(2, small_run(dir, "t") + " --set log.trace=" + trace.string() +
                        " --set log.trace_start=4 --set log.trace_steps=2");
@@ -230,6 +230,11 @@ TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
   }
   EXPECT_EQ(backward.size(), 4u) << "2 ranks x 2 traced steps";
   EXPECT_GT(layer_spans, 0);
+  // Steps numbered as the log and the metrics number them (from 1).
+  EXPECT_NE(r.output.find("wrote trace of steps 5..6"), std::string::npos) << r.output;
+  for (const auto& [key, b] : backward) {
+    EXPECT_TRUE(key.second == 5 || key.second == 6) << "trace step " << key.second;
+  }
   for (const auto& [key, b] : backward) {
     ASSERT_TRUE(bucket0.count(key)) << "rank " << key.first << " step " << key.second;
     ASSERT_TRUE(enqueue0.count(key)) << "rank " << key.first << " step " << key.second;

@@ -6,6 +6,7 @@
 
 #include "compress/byte_io.h"
 #include "compress/device_exchange.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 
 #if SPARQ_HAS_CUDA
@@ -119,8 +120,8 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   if (server_compression_) {
     Buffer& server = server_residual_.at(bucket_index);
     if (my_len > 0) {
-      codec.encode(average, server.as<float>(), my_len, mine, result, scratch_.data(),
-                   scratch_.size(), stream);
+      codec.encode(average, server.as<float>(), my_len, server_encode_context(mine), result,
+                   scratch_.data(), scratch_.size(), stream);
     }
   } else if (my_len > 0) {
     CUDA_CHECK(cudaMemcpyAsync(result, average, 4 * my_len, cudaMemcpyDeviceToDevice, s));
@@ -138,6 +139,7 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
       EncodeContext from = ctx;
       from.rank = static_cast<int>(j);
       from.offset = begin;
+      from = server_encode_context(from);  // Note [Server draws]
       codec.decode(block, len, from, 1.0f, /*add=*/false, bucket.data() + begin, scratch_.data(),
                    scratch_.size(), stream, invalid != nullptr ? invalid + j : nullptr);
     } else {

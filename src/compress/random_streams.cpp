@@ -18,4 +18,9 @@ std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
   return make_stream(RngPurpose::kCompression, static_cast<std::uint32_t>(rank), index);
 }
 
+EncodeContext server_encode_context(EncodeContext ctx) {
+  ctx.rank += ctx.world_size;  // Note [Server draws]
+  return ctx;
+}
+
 }  // namespace sparq::compress

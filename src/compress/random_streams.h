@@ -18,4 +18,14 @@ std::uint64_t step_key(std::uint64_t seed, std::int64_t step);
 // rank-shared draws (randomk's index set, which every rank must agree on) pass rank = 0.
 std::uint64_t compression_stream(const EncodeContext& ctx, int rank);
 
+// Note [Server draws]
+// two_phase with server compression: the owner of a region re-encodes the region's average
+// at the same (step, bucket, offset) as its own phase-1 message of that region. Drawing from
+// its rank's stream, both stochastic roundings would use the same uniform at each position,
+// so their errors would be correlated and add up instead of partly cancelling. The re-encode
+// (and the decode of its message) runs as rank world_size + owner, a stream no rank's own
+// message uses. Rank-shared draws (randomk's index set) pass rank 0 and stay shared, so the
+// server keeps phase 1's positions, where the average is nonzero.
+EncodeContext server_encode_context(EncodeContext ctx);
+
 }  // namespace sparq::compress

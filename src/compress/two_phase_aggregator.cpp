@@ -5,6 +5,7 @@
 
 #include "comm/gather.h"
 #include "compress/byte_io.h"
+#include "compress/random_streams.h"
 #include "core/check.h"
 #include "core/ops.h"
 
@@ -80,7 +81,7 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
                 ctx.bucket_id, server_residual_.size(), my_len);
     if (my_len > 0) {
       ErrorFeedback server(server_residual_);
-      server.encode(c, average_, 0, ctx, msg_);
+      server.encode(c, average_, 0, server_encode_context(ctx), msg_);
     } else {
       msg_.clear();
     }
@@ -99,6 +100,7 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
     from.offset = begin;
     const std::string sender = fmt::format("rank {} (region result)", j);
     if (options_.server_compression) {
+      from = server_encode_context(from);  // Note [Server draws]
       SPARQ_RETURN_IF_ERROR(check_received(c, m, len, from, sender));
       c.decode(m, bucket.subspan(begin, len), 1.0f, DecodeMode::kSet, from);
     } else {

@@ -5,12 +5,28 @@
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
+#include "compress/random_streams.h"
 #include "compress/sparse_format.h"
 #include "core/dtype.h"
 #include "core/rng.h"
 
 namespace sparq::compress {
 namespace {
+
+TEST(RandomStreams, ServerDrawsAreTheOwnersOnlyForRankSharedDraws) {
+  // Note [Server draws]: the owner's re-encode of its region draws from a stream of its own,
+  // while randomk's rank-shared index set (rank 0) stays the one phase 1 used.
+  EncodeContext owner{
+      .seed = 7, .step = 3, .bucket_id = 2, .rank = 1, .world_size = 4, .offset = 4096};
+  const EncodeContext server = server_encode_context(owner);
+  EXPECT_EQ(server.rank, 5);
+  EXPECT_EQ(server.offset, owner.offset);
+  EXPECT_NE(compression_stream(server, server.rank), compression_stream(owner, owner.rank));
+  for (int r = 0; r < owner.world_size; ++r) {
+    EXPECT_NE(compression_stream(server, server.rank), compression_stream(owner, r)) << r;
+  }
+  EXPECT_EQ(compression_stream(server, 0), compression_stream(owner, 0));
+}
 
 TEST(ByteIo, VarintRoundTripsAndHasTheDocumentedSize) {
   const std::uint32_t values[] = {0, 1, 127, 128, 16383, 16384, (1u << 21) - 1, 1u << 21,

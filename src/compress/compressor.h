@@ -66,6 +66,10 @@ struct EncodeContext {
   // so rank-identical (Note [Rank-identical collective order], communicator.h). 0: the
   // compressor's own. Compressors without a density (density() == nullopt) ignore it.
   double density = 0;
+  // The step compression started at (compress.dense_warmup_steps): a compressor's own density
+  // warm-up (dgc's warmup_steps) counts its steps from here, not from training step 0, which
+  // a dense warm-up would otherwise use up before anything is compressed.
+  std::int64_t warmup_origin = 0;
 };
 
 // What a compressor's messages and state allow, declared by the compressor

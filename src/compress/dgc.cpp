@@ -59,7 +59,7 @@ void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
 }
 
 void DgcCompressor::encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) {
-  const double rho = ctx.density > 0 ? ctx.density : density_at(ctx.step);
+  const double rho = ctx.density > 0 ? ctx.density : density_at(ctx.step - ctx.warmup_origin);
   selector_.exact(a, k_for(rho, a.size()), indices_, &kept_);
   encode_sparse_pairs(indices_, kept_, a.size(), msg);
   // Momentum factor masking: what was sent stops accumulating momentum.

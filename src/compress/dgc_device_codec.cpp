@@ -117,7 +117,8 @@ class DgcDeviceCodec final : public DeviceCodec {
  private:
   // DgcCompressor::encode's k: the density warm-up's, else dgc's own schedule.
   std::size_t k(std::size_t n, const EncodeContext& ctx) const {
-    return k_for(ctx.density > 0 ? ctx.density : dgc_density_at(options_, ctx.step), n);
+    return k_for(
+        ctx.density > 0 ? ctx.density : dgc_density_at(options_, ctx.step - ctx.warmup_origin), n);
   }
   // span_stats's scratch for n entries, reused in stream order (sized by prepare()).
   void* stats_scratch(std::size_t n) {

@@ -172,6 +172,7 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
   EncodeContext ctx;
   ctx.seed = config_.seed;
   ctx.step = step;
+  ctx.warmup_origin = config_.dense_warmup_steps;
   ctx.bucket_id = static_cast<std::uint32_t>(bucket.index);
   BucketExchangeStats& stats = stats_[bucket.index];
   stats.dense_bytes = grads.size() * sizeof(float);

@@ -33,7 +33,9 @@
 // buckets, dense ones included, are checked on the device by DeviceNonfiniteGuard,
 // device_nonfinite.h, with the departure stated there). A non-finite bucket is replaced by zeros
 // and goes through its usual collective WITHOUT error feedback (every rank still takes part, in the
-// same order, so nothing hangs), leaving this rank's residual as it was. The step's last bucket
+// same order, so nothing hangs), leaving that bucket's residual as it was. The finite buckets of
+// the step (on every rank) update their residuals as on any step; what they sent is dropped
+// with the skipped step (docs/reliability.md, "Non-finite gradients"). The step's last bucket
 // (the last to become ready; the same one on every rank) then agrees on a count of such
 // buckets across ranks (one 4-byte allreduce per step when world > 1) and, when any rank had
 // one, fills that bucket's averaged gradient with NaN on every rank: the stepper's one skip rule (a

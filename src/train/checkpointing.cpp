@@ -267,6 +267,7 @@ Status Trainer::load_checkpoint(const std::string& path) {
                          comm_.rank());
   }
   // An elastic resume streams all old files (elastic_resume.h); keep only this one's metadata.
+  const bool saved_residual = f.has_section("residual");
   if (elastic) f.sections.clear();
   const auto must_match = [&](const std::string& key, const std::string& have,
                               const std::string& want) {
@@ -303,6 +304,13 @@ Status Trainer::load_checkpoint(const std::string& path) {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
   exchange_->residual_to_device();  // both paths filled the host copy
+  if (saved_residual && exchange_->residual().empty() && is_root()) {
+    // The mass still owed by error feedback is not applied anywhere: say so.
+    spdlog::warn(
+        "resume: the checkpoint's error-feedback residual is dropped, since this run "
+        "keeps none (compress.error_feedback is off, or nothing is compressed); what "
+        "it still owed is never applied");
+  }
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));

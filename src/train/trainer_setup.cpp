@@ -260,6 +260,12 @@ std::string Trainer::describe() const {
   s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
                    c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
                    c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  if (c.compress.compress.name == "dgc") {
+    // optim.momentum must be 0 with dgc (it applies momentum itself), so whatever dgc does not
+    // compress trains by plain SGD: say so rather than leave it to be found in the losses.
+    s += "           dgc applies momentum only where it compresses: dense buckets (below) and "
+         "the dense warm-up steps train without momentum\n";
+  }
   if (!model_->tied_embedding().empty()) {
     s += fmt::format("tied:      {} {}\n", model_->tied_embedding(),
                      split_tied_ ? "split: the head's share is exchanged as soon as the head's "

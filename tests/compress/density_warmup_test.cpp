@@ -114,6 +114,39 @@ TEST(DensityWarmup, ExchangeFollowsTheScheduleThenIsTheRunWithoutIt) {
   }
 }
 
+// dgc's own sparsity warm-up counts from the first compressed step: after 3 dense steps the
+// first compressed step sends as many entries as step 0 of a run without a dense warm-up (it
+// used to start from training step 0, so 3 dense steps used up a 3-step warm-up).
+TEST(DensityWarmup, DgcOwnWarmupStartsAfterTheDenseWarmup) {
+  Fixture f;
+  const auto dgc = [](std::int64_t dense_warmup) {
+    GradientExchangeConfig c;
+    c.compress = {"dgc", {{"density", "0.01"}, {"warmup_steps", "3"}}, "compress"};
+    c.seed = 3;
+    c.dense_warmup_steps = dense_warmup;
+    return c;
+  };
+  auto late = f.make(dgc(3));
+  auto early = f.make(dgc(0));
+  std::vector<std::size_t> late_payload, early_payload;
+  for (int step = 0; step < 6; ++step) {
+    f.fill_grads(90 + step);
+    f.exchange_all(*late, step);
+    late_payload.push_back(late->last_payload_bytes());
+    f.fill_grads(90 + step);
+    f.exchange_all(*early, step);
+    early_payload.push_back(early->last_payload_bytes());
+  }
+  // The same k at the same compressed step (the index coding of other data differs a little).
+  for (int t = 0; t < 3; ++t) {
+    EXPECT_NEAR(static_cast<double>(late_payload[3 + t]), static_cast<double>(early_payload[t]),
+                0.1 * static_cast<double>(early_payload[t]))
+        << "compressed step " << t;
+  }
+  // Density 0.25 at the first compressed step against 0.25 x 0.04^(2/3) = 0.029 two later.
+  EXPECT_GT(late_payload[3], 4 * late_payload[5]) << "the warm-up ramps down after the dense steps";
+}
+
 // density_warmup_steps = 0 (the default) leaves the exchange as it was: compressor, error
 // feedback and allgather driven by hand with a context that has no density.
 TEST(DensityWarmup, OffIsTheExchangeAsItWas) {

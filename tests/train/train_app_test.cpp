@@ -115,6 +115,15 @@ TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
 
   // Another world size is an elastic resume now: elastic_resume_test.cpp.
 
+  // Resumed without error feedback: the residual the checkpoint holds is dropped, with a word.
+  const ProcessResult no_ef =
+      run_train(2, small_run(dir, "no_ef") + " --set compress.error_feedback=false --resume " +
+                       (dir / "cut_ckpt" / "step-00000004").string());
+  ASSERT_EQ(no_ef.exit_code, 0) << no_ef.output;
+  EXPECT_NE(no_ef.output.find("the checkpoint's error-feedback residual is dropped"),
+            std::string::npos)
+      << no_ef.output;
+
   // A flipped byte and a truncated file are refused, naming the problem.
   const fs::path step4 = dir / "cut_ckpt" / "step-00000004";
   const fs::path bad = dir / "bad_ckpt" / "step-00000004";

@@ -1,12 +1,12 @@
 #include "comm/gather.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <functional>
 #include <limits>
-#include <string_view>
+#include <string>
 
 #include "core/check.h"
+#include "core/log.h"
 #include "core/timer.h"
 
 namespace sparq::comm {
@@ -34,19 +34,9 @@ void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
   }
 }
 
-namespace {
-
-// A hash of this host's name: equal on every rank of one host.
-std::int64_t host_hash() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return 0;
-  return static_cast<std::int64_t>(std::hash<std::string_view>{}(name));
-}
-
-}  // namespace
-
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace) {
-  const std::int64_t mine = host_hash();
+  // The host name log.cpp read once (the NCCL communicator hashes it the same way).
+  const auto mine = static_cast<std::int64_t>(std::hash<std::string>{}(log::host_name()));
   std::vector<std::int64_t> hosts(static_cast<std::size_t>(comm.size()));
   comm.allgather(&mine, hosts.data(), 1, DType::kI64);
   const bool one_host =

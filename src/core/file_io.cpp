@@ -38,6 +38,17 @@ Result<std::string> read_file(const std::string& path) {
   return bytes;
 }
 
+Result<int> create_fresh_file(const std::string& path) {
+  // A stale file (an earlier write killed part-way) might be read-only or a hard link
+  // shared with something else: unlink it rather than truncate it in place.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status::error("cannot remove the stale '{}': {}", path, std::strerror(errno));
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::error("cannot create '{}': {}", path, std::strerror(errno));
+  return fd;
+}
+
 Status sync_directory(const std::string& dir) {
   const std::string name = dir.empty() ? "." : dir;
   const int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -62,13 +73,7 @@ bool fault_at(const AtomicWrite& how, std::string_view what) {
 // Writes all of `bytes` to a new file `tmp`, fsyncs and closes it; the caller removes it on
 // failure.
 Status write_and_sync(const std::string& tmp, std::string_view bytes, const AtomicWrite& how) {
-  // A stale tmp (an earlier write killed part-way) might be read-only or a hard link
-  // shared with something else: unlink it rather than truncate it in place.
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
-    return Status::error("cannot remove the stale '{}': {}", tmp, std::strerror(errno));
-  }
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot create '{}': {}", tmp, std::strerror(errno));
+  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(tmp));
   const std::size_t chunk = std::max<std::size_t>(how.chunk_bytes, 1);
   std::size_t done = 0;
   while (done < bytes.size()) {

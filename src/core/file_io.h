@@ -36,6 +36,11 @@ struct AtomicWrite {
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
 
+// Creates `path` anew for writing (a file descriptor, O_CLOEXEC): a stale file there is
+// unlinked first, never truncated in place (it may be read-only, or a hard link to something
+// else). The temporary files of write_file_atomic and of the shard writer are made by it.
+Result<int> create_fresh_file(const std::string& path);
+
 // fsyncs a directory, making the creation, rename or removal of its entries durable.
 // Filesystems that cannot fsync a directory (EINVAL) count as success.
 Status sync_directory(const std::string& dir);

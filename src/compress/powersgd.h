@@ -133,8 +133,10 @@ class PowerSgdCompressor final : public Compressor {
 };
 
 // Orthonormalises the r columns of a row-major [rows, r] matrix in place (modified
-// Gram-Schmidt, dot products in double over fixed chunks of rows: Note [PowerSGD's fixed
-// summation order], powersgd_math.h); a column that becomes ~0 is left as zeros.
+// Gram-Schmidt with two projection passes, Note [Gram-Schmidt twice]; dot products in double
+// over fixed chunks of rows, Note [PowerSGD's fixed summation order], powersgd_math.h). A
+// column that depends on earlier ones becomes a unit direction orthogonal to them; an exactly
+// zero column is left as zeros.
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r);
 
 // The exchange's thin products (one side has r columns), row-major, for matrix s at m:

@@ -70,8 +70,19 @@ SPARQ_HOST_DEVICE inline float psgd_subtract(float x, double dot, float prev) {
   return fmaf(-static_cast<float>(dot), prev, x);
 }
 
-// The scale that normalises a column of squared norm `sum_squares`; 0 for a column that has
-// become ~0 (it is left as zeros).
+// Note [Gram-Schmidt twice]: a column is projected off the columns before it in two full
+// passes, then normalised. One pass leaves rounding noise of about 1e-7 of the column's norm
+// in the directions of the earlier columns; when the column was (nearly) dependent on them
+// (a gradient whose rank is below powersgd.rank), that noise is all that remains, and
+// normalising it gave a column overlapping the others by up to 0.5, so P P^T M was no
+// projection (the reconstruction overshot M). The second pass removes what the first left
+// ("twice is enough"): a dependent column becomes a harmless unit direction orthogonal to
+// the rest. An exactly zero column stays zero. The CPU and CUDA loops both run
+// psgd_projections(j) projections, prev = step % j, in this order.
+SPARQ_HOST_DEVICE inline std::size_t psgd_projections(std::size_t j) { return 2 * j; }
+
+// The scale that normalises a column of squared norm `sum_squares`; 0 for a column of norm
+// at most 1e-30, in practice an exactly zero one (it is left as zeros).
 SPARQ_HOST_DEVICE inline float psgd_inverse_norm(double sum_squares) {
   const double norm = sqrt(sum_squares);
   return norm > 1e-30 ? static_cast<float>(1.0 / norm) : 0.0f;

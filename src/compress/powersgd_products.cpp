@@ -60,7 +60,8 @@ void outer_factors(const float* p, const float* q, const MatrixSegment& s, std::
   }
 }
 
-// Modified Gram-Schmidt; the dot products are chunked double sums (powersgd_math.h).
+// Modified Gram-Schmidt, each column projected twice (Note [Gram-Schmidt twice]); the dot
+// products are chunked double sums (powersgd_math.h).
 void orthonormalize_columns(float* m, std::size_t rows, std::size_t r) {
   const std::size_t chunks = psgd_chunks(rows);
   const auto dot = [&](std::size_t a, std::size_t b) {
@@ -69,7 +70,8 @@ void orthonormalize_columns(float* m, std::size_t rows, std::size_t r) {
     return total;
   };
   for (std::size_t j = 0; j < r; ++j) {
-    for (std::size_t prev = 0; prev < j; ++prev) {
+    for (std::size_t step = 0; step < psgd_projections(j); ++step) {
+      const std::size_t prev = step % j;
       const double d = dot(j, prev);
       for (std::size_t i = 0; i < rows; ++i) {
         m[i * r + j] = psgd_subtract(m[i * r + j], d, m[i * r + prev]);

@@ -40,13 +40,16 @@ __global__ void decode_kernel(const float* p, const float* q, std::size_t rows, 
   }
 }
 
-// Modified Gram-Schmidt in one block: each dot product's chunks are shared among the threads,
-// then added in chunk order by thread 0, as the CPU adds them.
+// Modified Gram-Schmidt in one block, each column projected twice (Note [Gram-Schmidt
+// twice]): each dot product's chunks are shared among the threads, then added in chunk order
+// by thread 0, as the CPU adds them.
 __global__ void orthonormalize_kernel(float* m, std::size_t rows, std::size_t r, double* partial) {
   __shared__ double total;
   const std::size_t chunks = psgd_chunks(rows);
   for (std::size_t j = 0; j < r; ++j) {
-    for (std::size_t prev = 0; prev <= j; ++prev) {  // prev == j: the norm
+    const std::size_t projections = compress::psgd_projections(j);
+    for (std::size_t step = 0; step <= projections; ++step) {  // the last step: the norm
+      const std::size_t prev = step < projections ? step % j : j;
       for (std::size_t c = threadIdx.x; c < chunks; c += blockDim.x) {
         partial[c] = psgd_chunk_dot(m, rows, r, j, prev, c);
       }
@@ -58,7 +61,7 @@ __global__ void orthonormalize_kernel(float* m, std::size_t rows, std::size_t r,
       }
       __syncthreads();
       const double d = total;
-      if (prev < j) {
+      if (step < projections) {
         for (std::size_t i = threadIdx.x; i < rows; i += blockDim.x) {
           m[i * r + j] = compress::psgd_subtract(m[i * r + j], d, m[i * r + prev]);
         }

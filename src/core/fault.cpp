@@ -110,15 +110,15 @@ bool point(std::string_view name, std::int64_t step) {
   Action action;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
+    // Every matching spec counts the call, so two specs for one point fire on their own
+    // hit counts (hit=1 and hit=2: the first and second calls); the first that reaches its
+    // count decides the action.
     Spec* fired = nullptr;
     for (Spec& s : g_specs) {
       if (s.point != name) continue;
       if (s.rank >= 0 && s.rank != g_rank.load(std::memory_order_relaxed)) continue;
       if (s.step >= 0 && s.step != step) continue;
-      if (++s.seen == s.hit) {
-        fired = &s;
-        break;
-      }
+      if (++s.seen == s.hit && fired == nullptr) fired = &s;
     }
     if (fired == nullptr) return false;
     action = fired->action;

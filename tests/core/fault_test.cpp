@@ -12,7 +12,9 @@ namespace {
 // SPARQ_FAULT is read once per process, at the first point() call: one test sets it for all.
 TEST(Fault, FiltersByPointRankStepAndHit) {
   ASSERT_EQ(setenv("SPARQ_FAULT",
-                   "disk.write,rank=1,hit=3,action=fail;other,step=7,action=fail", 1),
+                   "disk.write,rank=1,hit=3,action=fail;other,step=7,action=fail;"
+                   "twice,hit=1,action=fail;twice,hit=2,action=fail",
+                   1),
             0);
   set_rank(0);
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(point("disk.write")) << "rank 0 must not fire";
@@ -24,6 +26,10 @@ TEST(Fault, FiltersByPointRankStepAndHit) {
   EXPECT_FALSE(point("unnamed.point"));
   EXPECT_FALSE(point("other", 6));
   EXPECT_TRUE(point("other", 7));
+  // Two specs for one point each count every call: they fire on calls 1 and 2, not 1 and 3.
+  EXPECT_TRUE(point("twice"));
+  EXPECT_TRUE(point("twice"));
+  EXPECT_FALSE(point("twice"));
 }
 
 }  // namespace

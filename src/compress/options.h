@@ -50,7 +50,8 @@ inline Result<BlockQuantParams> parse_block_quant(ConfigReader& r) {
 // The deterministic contraction of block quantization with round-to-nearest:
 // per block ||err||^2 <= ||x||^2 - absmax^2 (1 - c^2 / (4 L^2)) with c = 1 + 2^-10 (the f16
 // round-up of the scale) and absmax^2 >= ||x||^2 / B, hence delta = (1 - c^2/(4L^2)) / B.
-// Holds while scales are normal f16 (absmax / L >= 2^-14); 0 for stochastic rounding.
+// Holds while scales are normal f16 (2^-14 <= absmax / L <= 65504: above, the scale is capped
+// and values are clamped); 0 for stochastic rounding.
 inline double blockquant_delta(const BlockQuantParams& p) {
   if (p.stochastic) return 0.0;
   const double levels = static_cast<double>((1 << (p.bits - 1)) - 1);

@@ -57,7 +57,7 @@ void QsgdCompressor::encode(std::span<const float> a, const EncodeContext& ctx, 
     const std::size_t begin = ch * c, len = std::min(c, n - begin);
     double sq = 0.0;
     for (std::size_t j = 0; j < len; ++j) sq += static_cast<double>(a[begin + j]) * a[begin + j];
-    const float norm = static_cast<float>(std::sqrt(sq));
+    const float norm = qsgd_chunk_norm(sq);
     store_f32(msg.data() + 4 * ch, norm);
     const float ratio = norm > 0.0f ? s / norm : 0.0f;
     // A subnormal norm makes s / norm overflow (fuzzing): qsgd_code divides instead.

@@ -71,10 +71,13 @@ SPARQ_HOST_DEVICE inline std::uint8_t quantize_nearest(float x, float inv, float
   return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + (levels + 0.5f)));
 }
 
-// Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased.
+// Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased. At y = L the float sum (y + L) + u
+// rounds up to 2L + 1 when u is within half an ulp of 1, a code outside 0..2L: it is capped.
 SPARQ_HOST_DEVICE inline std::uint8_t quantize_stochastic(float x, float inv, float levels,
                                                           float u) {
-  return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + levels + u));
+  const float code = clamp_to_levels(x, inv, levels) + levels + u;
+  const float top = 2.0f * levels;
+  return static_cast<std::uint8_t>(static_cast<int>(code < top ? code : top));
 }
 
 // The rounding draw of the value at `position` (block_codec.h, RoundingRng).
@@ -98,6 +101,16 @@ SPARQ_HOST_DEVICE inline std::uint8_t qsgd_code(float x, float ratio, bool tiny_
   const float floored = floorf(capped + u);
   const float level = floored < s ? floored : s;
   return static_cast<std::uint8_t>(static_cast<int>((x < 0.0f ? -level : level) + s));
+}
+
+// The norm a QSGD chunk stores: the square root of its double sum of squares, capped at the
+// largest f32. A chunk whose norm is beyond f32's range (values near 3.4e38 / sqrt(chunk))
+// stored inf, every code fell to level 0, and decode's 0 * inf made the chunk NaN; any stored
+// norm >= max |x| keeps the rounding unbiased.
+SPARQ_HOST_DEVICE inline float qsgd_chunk_norm(double sum_squares) {
+  const double norm = sqrt(sum_squares);
+  constexpr double kMax = 3.4028234663852886e38;  // FLT_MAX
+  return norm < kMax ? static_cast<float>(norm) : static_cast<float>(kMax);
 }
 
 // TernGrad's code (terngrad.h): x clipped to [-s, s], then QSGD's rounding with one level,

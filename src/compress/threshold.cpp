@@ -1,5 +1,7 @@
 #include "compress/threshold.h"
 
+#include <limits>
+
 #include "compress/device_codec.h"
 #include "compress/sparse_format.h"
 
@@ -7,7 +9,12 @@ namespace sparq::compress {
 
 Result<ThresholdCompressor::Options> ThresholdCompressor::Options::parse(ConfigReader& reader) {
   Options o;
-  SPARQ_ASSIGN_OR_RETURN(o.threshold, reader.real("threshold", 1e-3, 0.0, 1e30, true));
+  // Magnitudes are compared as f32: a threshold that is 0 or subnormal there would keep
+  // (nearly) every entry, zeros included, in a message larger than dense. So the smallest
+  // accepted value is the smallest normal f32.
+  SPARQ_ASSIGN_OR_RETURN(
+      o.threshold,
+      reader.real("threshold", 1e-3, static_cast<double>(std::numeric_limits<float>::min()), 1e30));
   SPARQ_RETURN_IF_ERROR(reader.finish());
   return o;
 }

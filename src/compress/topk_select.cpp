@@ -140,13 +140,14 @@ void TopkSelector::gather(std::span<const float> a, std::uint32_t t, std::size_t
   const int nt = threads_for(n);
   local_.resize(static_cast<std::size_t>(nt));
   std::vector<std::size_t> quota(nt, 0), start(nt + 1, 0);
+  // The work is split into nt chunks, and each thread takes chunks tid, tid + team, ...: the
+  // runtime may give a smaller team than nt (a call from inside a parallel region, or
+  // OMP_DYNAMIC), and every chunk's list must still be filled, not left from an earlier call.
 #pragma omp parallel num_threads(nt)
-  {
-    const std::size_t tid = static_cast<std::size_t>(thread_index());
-    const std::size_t nthr = static_cast<std::size_t>(team_size());
-    LocalGather& mine = local_[tid];
+  for (int th = thread_index(); th < nt; th += team_size()) {
+    LocalGather& mine = local_[static_cast<std::size_t>(th)];
     mine.clear();
-    const std::size_t begin = n * tid / nthr, end = n * (tid + 1) / nthr;
+    const std::size_t begin = n * th / nt, end = n * (th + 1) / nt;
     // The value is taken while its cache line is here: re-reading a[i] for the kept entries
     // afterwards missed the cache on every one (a bucket is larger than L2).
     const auto keep = [&](std::size_t i) {
@@ -182,12 +183,11 @@ void TopkSelector::gather(std::span<const float> a, std::uint32_t t, std::size_t
   out.resize(start[nt]);
   if (values) values->resize(start[nt]);
 #pragma omp parallel num_threads(nt)
-  {
-    const std::size_t tid = static_cast<std::size_t>(thread_index());
-    const LocalGather& mine = local_[tid];
-    std::size_t pos = start[tid], next_tie = 0;
+  for (int th = thread_index(); th < nt; th += team_size()) {  // the chunks, as above
+    const LocalGather& mine = local_[static_cast<std::size_t>(th)];
+    std::size_t pos = start[th], next_tie = 0;
     // Ties beyond the quota are the later ones (mine.ties is ascending): skip exactly those.
-    const std::size_t skip_from = quota[tid];
+    const std::size_t skip_from = quota[th];
     for (std::size_t j = 0; j < mine.idx.size(); ++j) {
       if (next_tie < mine.ties.size() && mine.ties[next_tie] == j) {
         if (next_tie++ >= skip_from) continue;

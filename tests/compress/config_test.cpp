@@ -77,6 +77,9 @@ TEST(CompressConfig, OtherKeysAreRangeChecked) {
   expect_rejected("powersgd", {{"alternate", "maybe"}}, "alternate");
   expect_rejected("terngrad", {{"clip_sigma", "0"}}, "clip_sigma");
   expect_rejected("threshold", {{"threshold", "-1"}}, "threshold");
+  // 1e-50 is 0 as an f32: every entry, zeros included, would be sent.
+  expect_rejected("threshold", {{"threshold", "1e-50"}},
+                  "threshold: must be in [1.1754943508222875e-38");
 }
 
 TEST(CompressConfig, UnknownKeysAreRejected) {

@@ -38,6 +38,11 @@ TEST(QuantMath, StochasticRoundsDownOrUpByTheDraw) {
   EXPECT_EQ(quantize_stochastic(2.25f, 1.0f, levels, 0.76f), 3 + 7);
   EXPECT_EQ(quantize_stochastic(-2.25f, 1.0f, levels, 0.2f), -3 + 7);
   EXPECT_EQ(quantize_stochastic(-2.25f, 1.0f, levels, 0.8f), -2 + 7);
+  // At y = L, (y + L) + u rounds up to 2L + 1 for u within half an ulp of 1: capped at 2L.
+  for (const float top_level : {1.0f, 3.0f, 7.0f, 127.0f}) {
+    EXPECT_EQ(quantize_stochastic(top_level, 1.0f, top_level, 1.0f - 0x1p-24f), 2 * top_level)
+        << top_level;
+  }
 }
 
 TEST(QuantMath, NanAndInfinityGiveTheDocumentedCodesAndScales) {

@@ -95,6 +95,17 @@ TEST(Qsgd, IsUnbiased) {
   }
 }
 
+// Found in review: a chunk whose norm is beyond f32's range stored inf, and decode's 0 * inf
+// made the whole chunk NaN. The stored norm is capped at the largest f32 (quant_math.h).
+TEST(Qsgd, AChunkWhoseNormOverflowsF32DecodesFinite) {
+  auto c = make("qsgd", {{"levels", "7"}, {"chunk", "8"}});
+  const std::vector<float> a = {3e38f, 3e38f, 1.0f, 0.0f, -2.0f, 0.5f, 0.0f, 1e38f};
+  Message msg;
+  c->encode(a, {}, msg);
+  ASSERT_TRUE(c->check_message(msg, a.size(), {}).is_ok());
+  for (float v : decode_dense(*c, msg, a.size(), {})) EXPECT_TRUE(std::isfinite(v)) << v;
+}
+
 TEST(TernGrad, IsUnbiasedForTheClippedGradient) {
   auto c = make("terngrad", {{"clip_sigma", "2.0"}});
   auto a = normal_vector(256, 10);

@@ -12,6 +12,7 @@
 
 #include "compress/magnitude_key.h"
 #include "compress/radix_levels.h"
+#include "core/threading.h"
 #include "test_util.h"
 
 namespace sparq::compress {
@@ -227,6 +228,37 @@ TEST(TopkSelect, AtLeastKeepsExactlyTheEntriesAboveTheThreshold) {
   std::vector<float> values;
   sel.at_least(a, 2.0f, out2, &values);
   expect_values_of(a, out, out2, values);
+}
+
+// Called from inside a parallel region, the selection gets a team of one while it plans for
+// max_threads() chunks. Every chunk's list must be filled by this call: before, the chunks
+// no thread ran kept an earlier call's entries, which were merged in (extra, unordered
+// indices from at_least; an abort from exact).
+TEST(TopkSelect, ASmallerTeamThanPlannedLeavesNoStaleEntries) {
+  const int saved = max_threads();
+  set_num_threads(4);
+  const std::size_t n = std::size_t{1} << 18;  // four chunks of 2^16
+  std::vector<float> a(n, 0.0f);
+  for (std::size_t i = 0; i < n; i += 97) a[i] = 1.0f + static_cast<float>(i % 13);
+  TopkSelector sel;
+  std::vector<std::uint32_t> out;
+  sel.at_least(a, 0.5f, out);  // a full team fills all four chunks' lists
+  for (std::size_t i = 0; i < n; i += 89) a[i] = 0.0f;
+  std::vector<std::uint32_t> expected, exact, exact_expected;
+  TopkSelector fresh;
+  fresh.at_least(a, 0.5f, expected);
+  fresh.exact(a, 1000, exact_expected);
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      sel.at_least(a, 0.5f, out);
+      sel.exact(a, 1000, exact);
+    }
+  }
+  set_num_threads(saved);
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(exact, exact_expected);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ __global__ void norm_kernel(const float* g, float* x, std::size_t n, std::size_t
       }
       sq += static_cast<double>(v) * v;
     }
-    const float norm = static_cast<float>(sqrt(sq));
+    const float norm = compress::qsgd_chunk_norm(sq);
     store_f32(msg + 4 * ch, norm);
   }
 }

@@ -53,12 +53,12 @@ Status agree_on_errors(Communicator& comm, const Status& local);
 std::pair<std::string, std::string> first_yaml_difference(std::string_view mine,
                                                           std::string_view reference);
 
-// Collective: every rank hashes `text` (its resolved config) and the hashes are allgathered;
-// when a rank's hash differs from rank 0's, rank 0's text is broadcast, each differing rank
-// finds its first differing line, and every rank returns the same failure:
+// Collective: rank 0's `text` (its resolved config) is broadcast and every rank compares
+// its own with it byte for byte; each differing rank finds its first differing line, and every
+// rank returns the same failure:
 //   "<what> differs between ranks: rank 2 has optim.lr: 0.002 where rank 0 has optim.lr: 0.001
 //    (<advice>)"
-// naming every differing rank. One allgather of 64-bit hashes when all agree.
+// naming every differing rank. Two broadcasts and an allgather of one flag when all agree.
 Status check_same_text(Communicator& comm, const std::string& text, std::string_view what,
                        std::string_view advice);
 

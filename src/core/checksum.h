@@ -2,8 +2,14 @@
 //
 // Algorithm: FNV-1a with 64-bit state over little-endian 8-byte WORDS (state = (state ^ word)
 // * prime), then over the trailing 0..7 bytes one at a time. Folding words instead of bytes
-// makes it run at memory speed; it still catches flipped, zeroed and reordered bytes. It is
-// not cryptographic: it guards against corruption, not tampering.
+// makes it run at memory speed. It catches any change within one word, and ordinary damage
+// (zeroed or garbled pages, truncation, reordered words), but it is weaker than byte-wise
+// FNV: a multiply carries only upward, so changes confined to the top byte of two or more
+// words cancel about once in 256 (flipping bit 63 of any two words always does; review).
+// So where two texts must be equal, sparq compares bytes (the config check, comm/agree.cpp);
+// elastic resume's comparison of replicated checkpoint sections by checksum relies on drifted
+// replicas differing in many words, not just in two float signs. It is not cryptographic: it
+// guards against corruption, not tampering.
 // The value is part of on-disk formats: changing the algorithm breaks every existing file.
 #pragma once
 

@@ -140,13 +140,13 @@ class Trainer {
   // comm::ErrorReport::status() (one line per distinct message, naming its ranks; a world of
   // one gets the local message as is).
   Status agree(const Status& local, const std::string& what);
-  // Collective, at start-up: every rank's resolved config hashes alike, else every rank fails
-  // naming the ranks that differ from rank 0 and the first differing key.
+  // Collective, at start-up: every rank's resolved config is rank 0's byte for byte, else every
+  // rank fails naming the ranks that differ from rank 0 and the first differing key.
   Status check_same_config();
   // Collective, after build(): with comm.plan: auto, every rank's bucket choice is the same
   // (they read comm.plan_profile each), else every rank fails naming those that differ.
   Status check_same_plan();
-  // Runs a control collective (agreement, config hash) on the engine's thread, or before the
+  // Runs a control collective (agreement, config check) on the engine's thread, or before the
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommQueue::Task& task);
   StepMetrics step_once();

@@ -188,7 +188,7 @@ Status Trainer::check_same_config() {
                               "files");
     return Status::ok();
   };
-  SPARQ_RETURN_IF_ERROR(run_control("config hash", compare));
+  SPARQ_RETURN_IF_ERROR(run_control("config check", compare));
   return s;
 }
 

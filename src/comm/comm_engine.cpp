@@ -9,6 +9,20 @@
 #include "core/timer.h"
 
 namespace sparq::comm {
+namespace {
+
+// The deadline `timeout_s` from now, at most 1e9 s (about 31 years) away: steady_clock counts
+// integer nanoseconds, and now + 1e19 s overflowed, so wait_until returned at once and the
+// wait loops spun holding the mutex (review).
+std::chrono::steady_clock::time_point deadline_after(double timeout_s) {
+  const double capped = std::min(timeout_s, 1e9);
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(capped));
+}
+
+}  // namespace
+
 namespace detail {
 
 // One submitted task. Fields written by the engine thread are published to waiters under the
@@ -50,8 +64,7 @@ CommEngine::~CommEngine() {
     stop_ = true;
     queue_cv_.notify_all();
     // Draining is bounded like any wait: a task stuck in a collective must not hang exit.
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
+    const auto deadline = deadline_after(options_.timeout_s);
     while (in_flight_ > 0) {
       if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout && in_flight_ > 0) {
         timed_out(running_ ? *running_ : *queue_.front(), lock);
@@ -146,8 +159,7 @@ Status CommEngine::wait(const CommHandle& handle) {
               options_.name, handle.name());
   TaskState& task = handle.record<TaskState>();
   std::unique_lock<std::mutex> lock(mutex_);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_s);
+  const auto deadline = deadline_after(options_.timeout_s);
   while (!task.done()) {
     if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
         !task.done()) {

@@ -236,7 +236,9 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("comm.min_compress_numel", &m.plan.min_compress_numel, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.dense_patterns", &m.plan.dense_patterns));
   SPARQ_RETURN_IF_ERROR(r.get("comm.overlap", &m.overlap));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001}));
+  // At most 1e9 s (about 31 years): a deadline of now + 1e19 s overflows the clocks' integer
+  // ticks, and the waits then returned at once and spun (comm/comm_engine.cpp).
+  SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001, .max = 1e9}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.gbit_per_s", &m.emulate.gbit_per_s, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.ranks", &m.emulate.ranks, {.min = 0, .max = 1 << 20}));

@@ -3,6 +3,7 @@
 // the task, step and rank.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <stdexcept>
 #include <thread>
@@ -44,6 +45,17 @@ TEST(CommEngine, RunsManyTasksInFifoOrderWithOrderedTimes) {
       EXPECT_GE(t.start_us, handles[i - 1].times().end_us) << "tasks overlapped";
     }
   }
+}
+
+// Found in review: a timeout of 1e19 s overflowed the deadline's integer ticks, so every wait
+// returned at once and spun holding the mutex, and the task could never report done (this
+// test hung). The deadline is capped at 1e9 s.
+TEST(CommEngine, AnEnormousTimeoutStillWaitsForTheTask) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm, {.timeout_s = 1e19, .name = "huge timeout"});
+  const CommHandle h = engine.submit(
+      "slow", 0, [](Communicator&) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
+  EXPECT_TRUE(engine.wait(h).is_ok());
 }
 
 TEST(CommEngine, TaskRunsOnItsOwnThreadWhileTheCallerWorks) {

@@ -148,6 +148,8 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"comm: {split_tied_embedding: on}", "x.yaml: comm.split_tied_embedding"},
       {"comm: {allreduce: tree}", "x.yaml: comm.allreduce: 'tree' is not one of auto, mpi, ring"},
       {"comm: {mpi_wait: spin}", "x.yaml: comm.mpi_wait: 'spin' is not one of busy, sleep"},
+      // A "never time out" value overflowed the engine's deadline and every wait spun (review).
+      {"comm: {timeout_s: 1e19}", "x.yaml: comm.timeout_s"},
       // Issue 15: a variance frozen after compressed steps diverged (train loss 7.4 -> 4760);
       // the combination is refused, and so is a freeze outside communicate: momentum.
       {"optim: {communicate: momentum, freeze_steps: 100}\ncompress: {name: lbs}",

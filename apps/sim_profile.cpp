@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +34,7 @@
 #include "core/status.h"
 #include "core/threading.h"
 #include "sim/measure.h"
+#include "sim/output_file.h"
 #include "sim/profile.h"
 
 namespace {
@@ -107,6 +107,10 @@ Result<MachineProfile> prepare_out(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return Status::error("--out {}: is a directory, not a profile file", path);
   }
+  // A profile is read before it is updated: a device or a pipe holds none.
+  if (sparq::sim::is_special_file(path)) {
+    return Status::error("--out {}: is not a regular file (a profile is read, then updated)", path);
+  }
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {
     std::filesystem::create_directories(parent, ec);
@@ -116,11 +120,14 @@ Result<MachineProfile> prepare_out(const std::string& path) {
   return load_existing(path);
 }
 
+// The whole text at once, atomically: a profile holds minutes of measurements, so a failed
+// write (a full disk, a file size limit) must leave the previous file as it was, and be
+// reported, never leave a truncated profile behind (found in review: an ofstream truncated
+// the old file first and checked the stream before its last flush).
 Status write_profile(const std::string& path, const MachineProfile& p) {
-  std::ofstream out(path);
-  if (!out) return Status::error("{}: cannot write the profile", path);
-  out << shorten_numbers(sparq::sim::profile_yaml(p));
-  return out ? Status::ok() : Status::error("{}: write failed", path);
+  return sparq::sim::write_output_file(path, shorten_numbers(sparq::sim::profile_yaml(p)))
+      .with_context(
+          fmt::format("--out {}: the profile was not written (the file is unchanged)", path));
 }
 
 void progress(const std::string& line) { fmt::print(stderr, "sim_profile: {}\n", line); }

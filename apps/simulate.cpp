@@ -2,7 +2,7 @@
 // training config on a machine profile, over world sizes, networks and compression cells.
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
-//       [--csv out.csv] [--allreduce config|ring|best] [--gather best|ring] [--buckets P]
+//       [--csv out.csv] [--allreduce config|ring|best|auto] [--gather best|ring] [--buckets P]
 //       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--set key=value ...]
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "core/cli_args.h"
+#include "sim/output_file.h"
 #include "sim/profile.h"
 #include "sim/step_model.h"
 #include "sim/workload.h"
@@ -86,15 +86,14 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   }
 
   SPARQ_ASSIGN_OR_RETURN(auto base, train::load_train_config(config_path, sets));
-  if (allreduce != "config" && allreduce != "ring" && allreduce != "best")
-    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best)", allreduce);
-  // config: what the training would use, sparq's ring or MPI's choice by size (approximated
-  // by the cheapest algorithm).
-  SPARQ_ASSIGN_OR_RETURN(auto algorithm,
-                         sim::parse_algorithm(allreduce != "config" ? allreduce
-                                              : base.comm.allreduce == "ring" ? "ring"
-                                                                                : "best",
-                                              "--allreduce"));
+  if (allreduce != "config" && allreduce != "ring" && allreduce != "best" && allreduce != "auto")
+    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best, auto)",
+                         allreduce);
+  // config: what the training's MPI backend runs for comm.allreduce (ring: sparq's ring; auto:
+  // the ring from comm's size threshold, MPI's own below it; mpi: MPI's own, approximated by
+  // the cheapest algorithm).
+  const std::string algorithm =
+      allreduce == "config" ? sim::config_allreduce_algorithm(base.comm.allreduce) : allreduce;
   SPARQ_ASSIGN_OR_RETURN(auto gather_algorithm, sim::parse_algorithm(gather, "--gather"));
   SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(base));
   const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
@@ -190,17 +189,23 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     }
   }
   if (!csv_path.empty()) {
-    std::ofstream csv(csv_path);
-    if (!csv) return Status::error("--csv: cannot write {}", csv_path);
-    csv << "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
-           "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
+    // Built whole, then written atomically (or through, to /dev/stdout or a pipe): a failed
+    // write (a full disk, a file size limit) is reported and leaves an earlier CSV as it was
+    // (found in review: an ofstream truncated it first and checked the stream before its last
+    // flush).
+    std::string csv =
+        "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
+        "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
     for (const Row& r : rows)
-      csv << fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
+      csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
                          base.model.preset, r.network, r.world, r.cell, r.step.step_ms,
                          r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
-                         r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms,
-                         r.efficiency, r.tied_split ? 1 : 0);
-    if (!csv) return Status::error("--csv: writing {} failed", csv_path);
+                         r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms, r.efficiency,
+                         r.tied_split ? 1 : 0);
+    SPARQ_RETURN_IF_ERROR(
+        sim::write_output_file(csv_path, csv)
+            .with_context(
+                fmt::format("--csv {}: not written (an earlier file there is kept)", csv_path)));
     fmt::print("\nwrote {} rows to {}\n", rows.size(), csv_path);
   }
   return Status::ok();
@@ -226,7 +231,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--csv", csv_path, "write every row to this CSV file");
   app.add_option("--allreduce", allreduce,
-                 "allreduce cost: config (comm.allreduce ring: ring, else best) | ring | best")
+                 "allreduce cost: config (comm.allreduce ring: ring, auto: auto, mpi: best) | "
+                 "ring | best | auto (ring from comm's size threshold, best below)")
       ->capture_default_str();
   app.add_option("--gather", gather,
                  "allgather/alltoall cost: best (MPI chooses by size) | ring (ring, pairwise)")

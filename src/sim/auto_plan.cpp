@@ -108,7 +108,7 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   const std::size_t n = options[0].buckets.size();
   const StepOptions step_options{.world_size = world_size,
                                  .link = {link.alpha_s(), link.beta_s_per_byte()},
-                                 .allreduce = config.comm.allreduce == "ring" ? "ring" : "best",
+                                 .allreduce = config_allreduce_algorithm(config.comm.allreduce),
                                  .gather = "best",
                                  // Local clipping holds every bucket until backward ends
                                  // (data_parallel.h): nothing overlaps then.

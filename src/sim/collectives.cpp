@@ -37,6 +37,20 @@ double best_allreduce_s(double n, int p, const Link& link) {
                    rabenseifner_allreduce_s(n, p, link), tree_allreduce_s(n, p, link)});
 }
 
+std::size_t auto_ring_threshold_bytes(int p) {
+  // comm::auto_ring_threshold_bytes's values (comm/mpi_ring.cpp): 8 MiB at P <= 2, 256 KiB at
+  // P = 3, 4 MiB from P = 4.
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  if (p <= 2) return 8 * kMiB;
+  if (p == 3) return kMiB / 4;
+  return 4 * kMiB;
+}
+
+double auto_allreduce_s(double n, int p, const Link& link) {
+  return n >= static_cast<double>(auto_ring_threshold_bytes(p)) ? ring_allreduce_s(n, p, link)
+                                                                : best_allreduce_s(n, p, link);
+}
+
 double ring_allgatherv_s(const std::vector<double>& sizes, const Link& link) {
   const int p = static_cast<int>(sizes.size());
   if (p <= 1) return 0;
@@ -99,8 +113,16 @@ Result<std::string> parse_algorithm(const std::string& name, const std::string& 
   return Status::error("{}: unknown algorithm '{}' (ring, best)", flag, name);
 }
 
+std::string config_allreduce_algorithm(const std::string& comm_allreduce) {
+  if (comm_allreduce == "ring") return "ring";
+  if (comm_allreduce == "mpi") return "best";
+  return "auto";  // the config's default, "auto"
+}
+
 double allreduce_s(const std::string& algorithm, double n, int p, const Link& link) {
-  return algorithm == "best" ? best_allreduce_s(n, p, link) : ring_allreduce_s(n, p, link);
+  if (algorithm == "best") return best_allreduce_s(n, p, link);
+  if (algorithm == "auto") return auto_allreduce_s(n, p, link);
+  return ring_allreduce_s(n, p, link);
 }
 
 }  // namespace sparq::sim

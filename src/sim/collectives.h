@@ -38,9 +38,14 @@
 //   k values are summed by one allreduce of k floats:
 //       ceil(log2 P) (alpha + m beta) + broadcast(index set) + ring allreduce(4k)
 //
+//   auto allreduce (the MPI backend's comm.allreduce: auto, MpiCommunicator::use_ring): sparq's
+//   ring for n >= auto_ring_threshold_bytes(P), else the MPI library's choice (best):
+//                                          n >= threshold ? ring : best
+//
 // P = 1 costs nothing. All results are seconds. Pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,6 +68,13 @@ double rabenseifner_allreduce_s(double n, int p, const Link& link);
 double tree_allreduce_s(double n, int p, const Link& link);
 // The cheapest of the four above: what an MPI library that chooses by size approaches.
 double best_allreduce_s(double n, int p, const Link& link);
+// comm.allreduce: auto's switch to sparq's ring: a copy of comm::auto_ring_threshold_bytes
+// (comm/mpi_ring.cpp, with its measurements), which lives in the MPI backend and is absent
+// from a build without MPI; the simulator prices the same in every build, and test_sim_model
+// checks the copy against the backend's where MPI is built.
+std::size_t auto_ring_threshold_bytes(int p);
+// What the MPI backend runs under comm.allreduce: auto: ring from the threshold, best below.
+double auto_allreduce_s(double n, int p, const Link& link);
 
 // Every rank contributes one message; `sizes[r]` its bytes. The time of the rank that
 // receives the most (the others' sizes summed over the smallest own block).
@@ -86,6 +98,11 @@ double two_phase_s(double region_message, double region_result, int p, const Lin
 // counts; ring allgather, pairwise alltoall) or best (the cheapest algorithm above for the
 // size: an MPI library choosing by size). `flag` names the option in the error.
 Result<std::string> parse_algorithm(const std::string& name, const std::string& flag);
+// The allreduce pricing of a config's comm.allreduce, as MpiCommunicator::use_ring runs it:
+// ring -> "ring" (always sparq's ring), auto -> "auto" (the ring from the threshold), mpi ->
+// "best" (always the library's algorithm).
+std::string config_allreduce_algorithm(const std::string& comm_allreduce);
+// algorithm: ring | best | auto.
 double allreduce_s(const std::string& algorithm, double n, int p, const Link& link);
 
 // Tree rounds exchanging `message` bytes, the broadcast of `index_set` bytes, the allreduce

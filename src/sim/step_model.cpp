@@ -21,9 +21,12 @@ double decode_s(const SimBucket& b, double floats) {
 // Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.
 std::int64_t region_floats(std::int64_t n, int p) { return (n + p - 1) / p; }
 
-// The tree's broadcast of the global index set (gtopk_aggregator.cpp): its count (8 bytes),
-// then k indices as int32.
-double tree_index_set_bytes(double k) { return 8.0 + 4.0 * k; }
+// The tree's broadcast of the global index set (gtopk_aggregator.cpp): k indices as int32
+// (its count goes before it, a control message).
+double tree_index_set_bytes(double k) { return 4.0 * k; }
+
+// Note [Control messages]: the sizes and counts that travel before a payload, one int64 each.
+constexpr double kControlBytes = 8;
 
 double ring_allreduce_sent(double bytes, double elem_bytes, int p) {
   const auto count = static_cast<std::size_t>(bytes / elem_bytes);
@@ -37,9 +40,60 @@ double ring_allgather_sent(double message, int p) {
   return static_cast<double>(comm::ring_allgatherv_bytes(counts, 1, 0).sent);
 }
 
-}  // namespace
+double alltoall_sent(double block, int p) {
+  const std::vector<std::size_t> blocks(static_cast<std::size_t>(p),
+                                        static_cast<std::size_t>(block));
+  return static_cast<double>(comm::alltoallv_bytes(blocks, blocks, 1, 0).sent);
+}
 
-double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
+// Note [Control messages]: the time of a bucket's control messages.
+double control_s(const SimBucket& b, const StepOptions& o) {
+  const int p = o.world_size;
+  switch (b.kind) {
+    case CommKind::kAllgather:
+      return b.sizes_exchanged ? allgather_s(o.gather, kControlBytes, p, o.link) : 0.0;
+    case CommKind::kTwoPhase:
+      return alltoall_s(o.gather, kControlBytes, p, o.link) +
+             allgather_s(o.gather, kControlBytes, p, o.link);
+    case CommKind::kTree:  // k, a header per round, the index set's count
+      return binomial_broadcast_s(kControlBytes, p, o.link) +
+             ceil_log2(p) * (o.link.alpha_s + kControlBytes * o.link.beta_s_per_byte) +
+             binomial_broadcast_s(kControlBytes, p, o.link);
+    case CommKind::kDenseAllreduce:
+    case CommKind::kAllreduce:
+    case CommKind::kPowerSgd:
+    case CommKind::kTiedRows:  // its counts allgather is part of its payload's pricing
+      return 0.0;
+  }
+  return 0.0;
+}
+
+// Note [Control messages]: their bytes, as the communicator counts them (rank 0; the tree's
+// mean over ranks, as its payload's).
+double control_sent(const SimBucket& b, int p) {
+  switch (b.kind) {
+    case CommKind::kAllgather:
+      return b.sizes_exchanged ? ring_allgather_sent(kControlBytes, p) : 0.0;
+    case CommKind::kTwoPhase:
+      return alltoall_sent(kControlBytes, p) + ring_allgather_sent(kControlBytes, p);
+    case CommKind::kTree:  // all ranks but one forward each broadcast and send one header
+      return 3.0 * (p - 1.0) / p * kControlBytes;
+    case CommKind::kDenseAllreduce:
+    case CommKind::kAllreduce:
+    case CommKind::kPowerSgd:
+    case CommKind::kTiedRows:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+// Note [Control messages]: the step's agreement on non-finite buckets, one int32 summed.
+double agreement_s(const StepOptions& o) {
+  return allreduce_s(o.allreduce, 4, o.world_size, o.link);
+}
+
+// The payload's collectives, encode and decode (step_model.h's table).
+double payload_cost_s(const SimBucket& b, const StepOptions& o) {
   const int p = o.world_size;
   const double n = static_cast<double>(b.numel);
   switch (b.kind) {
@@ -81,7 +135,8 @@ double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
   return 0;
 }
 
-double bucket_bytes_sent(const SimBucket& b, int p) {
+// The payload's bytes (rank 0; the tree's mean over ranks).
+double payload_bytes_sent(const SimBucket& b, int p) {
   if (p <= 1) return 0;
   const double n = static_cast<double>(b.numel);
   switch (b.kind) {
@@ -95,11 +150,9 @@ double bucket_bytes_sent(const SimBucket& b, int p) {
     case CommKind::kTwoPhase: {
       const std::int64_t region = region_floats(b.numel, p);
       const auto message = static_cast<std::size_t>(b.message_bytes(region));
-      const std::vector<std::size_t> blocks(static_cast<std::size_t>(p), message);
       const double result =
           b.server_compression ? static_cast<double>(message) : 4.0 * static_cast<double>(region);
-      return static_cast<double>(comm::alltoallv_bytes(blocks, blocks, 1, 0).sent) +
-             ring_allgather_sent(result, p);
+      return alltoall_sent(static_cast<double>(message), p) + ring_allgather_sent(result, p);
     }
     case CommKind::kTree: {
       const double message = b.message_bytes(b.numel);
@@ -114,6 +167,16 @@ double bucket_bytes_sent(const SimBucket& b, int p) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
+  return payload_cost_s(b, o) + control_s(b, o);
+}
+
+double bucket_bytes_sent(const SimBucket& b, int p) {
+  return p > 1 ? payload_bytes_sent(b, p) + control_sent(b, p) : 0.0;
 }
 
 StepResult simulate_step(const StepInput& in, const StepOptions& o) {
@@ -146,12 +209,21 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
     if (x.first != y.first) return x.first < y.first;
     return in.buckets[x.second].index < in.buckets[y.second].index;
   });
+  // Note [Control messages]: the last of the plan's buckets (not the tied rows' tail job)
+  // ends with the step's non-finite agreement.
+  std::size_t last_exchange = order.size();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (in.buckets[order[i].second].kind != CommKind::kTiedRows) last_exchange = i;
+  }
   double comm_free = 0;
   double comm_end = backward_end;
-  for (const auto& [ready_s, pos] : order) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto [ready_s, pos] = order[i];
     const SimBucket& bucket = in.buckets[pos];
+    const bool agreement = o.world_size > 1 && i == last_exchange;
     const double start = std::max(ready_s, comm_free);
-    const double cost = o.world_size > 1 ? bucket_cost_s(bucket, o) : 0.0;
+    const double cost =
+        o.world_size > 1 ? bucket_cost_s(bucket, o) + (agreement ? agreement_s(o) : 0.0) : 0.0;
     double end = start + cost;
     if (o.busy_comm_rate < 1 && start < backward_end) {
       // Note [Communication under compute]: before backward_end the cost is worked off at
@@ -162,7 +234,8 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
     }
     comm_free = end;
     comm_end = std::max(comm_end, end);
-    const double sent = bucket_bytes_sent(bucket, o.world_size);
+    const double sent = bucket_bytes_sent(bucket, o.world_size) +
+                        (agreement ? ring_allreduce_sent(4, 4, o.world_size) : 0.0);
     r.bytes_sent += sent;
     r.buckets.push_back({bucket.index, ready_s * 1e3, start * 1e3, end * 1e3, sent});
   }

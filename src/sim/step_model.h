@@ -23,7 +23,8 @@
 // "Communication under compute").
 //
 // A bucket's cost (seconds; encode/decode from the compressor's codec rates, GB/s of f32):
-//   dense bucket           allreduce of its f32 array (bf16 array with the bf16 cell)
+//   dense bucket           allreduce of its f32 array (plan-dense buckets in every cell: no
+//                          compressor is built for them)
 //   allreduce (bf16)       encode(n) + allreduce(message) + decode(n)
 //   powersgd               encode(n) + allreduce(P factors + dense) + allreduce(Q factors)
 //                          + decode(n)
@@ -33,10 +34,29 @@
 //   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
 //   tied rows              allgather(8) + allgatherv(4 rows) + allgatherv(4 rows dim): counts,
 //                          row ids, values (comm/sparse_rows.h); the adds are not costed
-// with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats.
-// Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per rank: comm/byte_model.h's ring model
-// (rank 0) for allreduce and allgather, its alltoallv model for two_phase, and for the tree
-// the mean over ranks (every rank but the root sends one tree message; the broadcast chain).
+// with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats,
+// plus the bucket's control messages (Note [Control messages]).
+// Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per
+// rank: comm/byte_model.h's ring model (rank 0) for allreduce and allgather, its alltoallv
+// model for two_phase, and for the tree the mean over ranks (every rank but the root sends
+// one tree message; the broadcast chain); control messages included, as the communicator
+// counts every message.
+//
+// Note [Control messages]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Besides their payload, the CPU strategies send small messages a receiver needs first, each
+// one more latency on the comm thread (8 bytes: one int64):
+//   allgather      an allgather of the message sizes when the compressor has no fixed size
+//                  (comm::allgather_bytes; SimBucket::sizes_exchanged);
+//   two_phase      an alltoall of the region message sizes before phase 1, and an allgather
+//                  of the region results' sizes before phase 2 (dense results too);
+//   tree (gtopk)   rank 0's k broadcast first, a size header before each round's message, and
+//                  the index set's count broadcast before the indices (gtopk_aggregator.cpp);
+//   every step     the last of the plan's buckets ends with GradientExchange's agreement on
+//                  non-finite buckets, an allreduce of one int32 (gradient_exchange.cpp).
+// They are latency-dominated, so they matter most at small buckets and large P. The GPU path
+// sends fixed-capacity messages without them (compress/device_*.cpp); the simulator prices the
+// CPU path.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +88,9 @@ struct SimBucket {
   // kTwoPhase: the region results are re-compressed (compress.server_compression), else
   // allgathered as dense f32.
   bool server_compression = true;
+  // kAllgather: the messages have no fixed size, so their sizes are allgathered first (Note
+  // [Control messages]).
+  bool sizes_exchanged = false;
   std::int64_t rows = 0, dim = 0;  // kTiedRows: rows sent per rank, floats per row
 };
 
@@ -81,7 +104,7 @@ struct StepInput {
 struct StepOptions {
   int world_size = 1;
   Link link;
-  std::string allreduce = "ring";  // collectives.h: ring | best
+  std::string allreduce = "ring";  // collectives.h: ring | best | auto
   std::string gather = "ring";     // allgather and alltoall: ring (pairwise) | best
   bool overlap = true;
   // Communication's rate while backward computes, relative to after it, in (0, 1]

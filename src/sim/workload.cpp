@@ -264,7 +264,6 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
   for (std::size_t i = 0; i < layout.layers.size(); ++i)
     for (const std::string& t : layout.layers[i].tensors) layer_of[t] = static_cast<int>(i);
   const compress::CompressConfig& cc = config.compress.compress;
-  const bool bf16_cell = cc.name == "bf16";
   const bool compressing = !cc.compression_off();
 
   SPARQ_ASSIGN_OR_RETURN(std::shared_ptr<compress::Compressor> probe, make_compressor(cc));
@@ -309,8 +308,10 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
       b.ready_layer = std::min(b.ready_layer, early ? last_layer : layer_of.at(t));
     }
     if (bucket.dense || !compressing) {
+      // f32 whatever the compressor: GradientExchange builds none for a plan-dense bucket and
+      // averages it in place (found in review: the bf16 cell priced them at 2 bytes a float).
       b.kind = CommKind::kDenseAllreduce;
-      b.wire_elem_bytes = bf16_cell ? 2 : 4;
+      b.wire_elem_bytes = 4;
       out.push_back(std::move(b));
       continue;
     }
@@ -363,6 +364,8 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
              : aggregation == compress::Aggregation::kTwoPhase ? CommKind::kTwoPhase
                                                                : CommKind::kTree;
     b.server_compression = config.compress.aggregator.server_compression;
+    // Steady state: the density warm-up, which sends sizes even for fixed ones, is not priced.
+    b.sizes_exchanged = !probe->fixed_message_bytes(static_cast<std::size_t>(b.numel));
     out.push_back(std::move(b));
   }
   if (tied_split) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "compress/registry.h"
@@ -137,6 +138,40 @@ TEST(AutoPlan, LocalClippingIsPricedWithoutOverlap) {
   auto b = choose_auto_plan(*layout, local, p, p.network("slow").value(), 4, 1.0);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
   EXPECT_GT(b->fixed_exposed_ms, a->fixed_exposed_ms);
+}
+
+// comm.allreduce is priced as the MPI backend runs it (MpiCommunicator::use_ring): auto is
+// sparq's ring for a bucket of at least comm's threshold (4 MiB at P = 8: the 25 MiB of the
+// table, 12.5 MiB as bf16) and MPI's own algorithm below (the first, 1 MiB bucket); mpi is
+// MPI's own everywhere. Found in review: auto was priced as mpi.
+TEST(AutoPlan, PricesTheConfiguredAllreduceAsTheBackendRunsIt) {
+  MachineProfile p = profile(2.0);
+  p.codecs["bf16"] = {2.0, 2.0};
+  const NetworkLink link = p.network("slow").value();
+  std::map<std::string, double> fixed;
+  for (const std::string allreduce : {"auto", "mpi", "ring"}) {
+    const train::TrainConfig c = train::parse_train_config(
+                                     "model: {preset: gpt2-tiny, vocab_size: 50257, n_ctx: 64}\n"
+                                     "data: {seq_len: 64}\ncompress: {name: bf16}\n"
+                                     "comm: {allreduce: " +
+                                         allreduce + "}\n",
+                                     "allreduce.yaml", {})
+                                     .value();
+    auto layout = build_layout(c).value();
+    auto plan = choose_auto_plan(*layout, c, p, link, 8, 1.0);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    const ComputeTimes t = compute_times(*layout, p, c.train.micro_batch, c.data.seq_len).value();
+    const StepInput in{t.forward_s, t.backward_s, t.optimizer_s,
+                       simulate_buckets(*layout, c, p, plan->tied_split).value()};
+    const StepOptions o{.world_size = 8,
+                        .link = {link.alpha_s(), link.beta_s_per_byte()},
+                        .allreduce = allreduce == "mpi" ? "best" : allreduce,
+                        .gather = "best"};
+    EXPECT_DOUBLE_EQ(plan->fixed_step_ms, simulate_step(in, o).step_ms) << allreduce;
+    fixed[allreduce] = plan->fixed_step_ms;
+  }
+  EXPECT_GT(fixed["auto"], fixed["mpi"]);   // the ring's 14 latencies on the table
+  EXPECT_LT(fixed["auto"], fixed["ring"]);  // MPI's 6 on the first bucket
 }
 
 TEST(AutoPlan, RefusesAnUncompressedConfig) {

@@ -4,6 +4,10 @@
 
 #include "sim/collectives.h"
 
+#if SPARQ_HAS_MPI
+#include "comm/mpi_ring.h"
+#endif
+
 namespace sparq::sim {
 namespace {
 
@@ -40,6 +44,28 @@ TEST(Collectives, Allreduce) {
   expect_rel(allreduce_s("ring", n, 4, kLink), 1.56e-3);
   expect_rel(allreduce_s("best", n, 4, kLink), 1.54e-3);
   EXPECT_FALSE(parse_algorithm("fast", "--allreduce").is_ok());
+}
+
+// comm.allreduce: auto runs sparq's ring from the backend's size threshold and MPI's own
+// algorithm below it (MpiCommunicator::use_ring); found in review: priced as best everywhere.
+TEST(Collectives, AutoAllreduceIsTheRingFromTheBackendsThreshold) {
+  const double at = static_cast<double>(auto_ring_threshold_bytes(8));
+  EXPECT_EQ(at, 4 << 20);
+  expect_rel(allreduce_s("auto", at, 8, kLink), 14 * 1e-5 + 2.0 * 7 / 8 * at * 1e-9);
+  expect_rel(allreduce_s("auto", at - 1, 8, kLink), best_allreduce_s(at - 1, 8, kLink));
+  EXPECT_GT(ring_allreduce_s(at - 1, 8, kLink), best_allreduce_s(at - 1, 8, kLink) + 1e-5);
+  expect_rel(allreduce_s("auto", 1e6, 3, kLink), ring_allreduce_s(1e6, 3, kLink));  // 256 KiB
+  expect_rel(allreduce_s("auto", 1e6, 2, kLink), best_allreduce_s(1e6, 2, kLink));  // 8 MiB
+  EXPECT_EQ(allreduce_s("auto", 1e9, 1, kLink), 0);
+  // The config's names, as the backend runs them: mpi never takes the ring.
+  EXPECT_EQ(config_allreduce_algorithm("auto"), "auto");
+  EXPECT_EQ(config_allreduce_algorithm("ring"), "ring");
+  EXPECT_EQ(config_allreduce_algorithm("mpi"), "best");
+#if SPARQ_HAS_MPI
+  // The simulator's copy of the threshold is the backend's (collectives.h says why a copy).
+  for (int p = 1; p <= 1100; ++p)
+    EXPECT_EQ(auto_ring_threshold_bytes(p), comm::auto_ring_threshold_bytes(p)) << "P=" << p;
+#endif
 }
 
 TEST(Collectives, GatherScatterBroadcast) {

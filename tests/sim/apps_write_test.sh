@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# simulate --csv and sim_profile --out (sim/output_file.h):
+#  - a write that fails part-way (here: past a file size limit) exits 1 (Note [App exit codes],
+#    core/cli_args.h) naming the file, and leaves the earlier file exactly as it was; without
+#    the limit the same runs succeed, so the limit is what failed them;
+#  - a FIFO (as /dev/stdout under a pipe) is written through, not replaced by a regular file;
+#    a symbolic link keeps pointing at its file; sim_profile refuses a FIFO --out.
+#   apps_write_test.sh SOURCE_DIR SIMULATE_BINARY SIM_PROFILE_BINARY
+set -uo pipefail
+src=$1
+sim=$2
+profile_bin=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# Writes past 1 KiB fail with EFBIG: SIGXFSZ is ignored (ignored signals stay ignored across
+# exec), so the app sees the error instead of being killed by the signal.
+limited() { (trap '' XFSZ; ulimit -f 1; "$@"); }
+
+# check NAME RC FILE ORIGINAL ERR: exit 1, FILE unchanged, no temporary left, a message.
+check_refused() {
+  local name=$1 rc=$2 file=$3 original=$4 err=$5
+  [[ $rc -eq 1 ]] || fail "$name: a failed write exited $rc, want 1: $(cat "$err")"
+  cmp -s "$file" "$original" || fail "$name: the earlier file was changed ($(wc -c <"$file") bytes)"
+  [[ -e "$file.tmp" ]] && fail "$name: the temporary file $file.tmp was left behind"
+  grep -q "$file" "$err" || fail "$name: the message does not name $file: $(cat "$err")"
+}
+
+# sim_profile: an existing profile (about 3 KiB) updated with one codec.
+cp "$src/profiles/this_machine_gpt2-tiny.yaml" "$T/p.yaml"
+cp "$T/p.yaml" "$T/p.orig"
+measure=(--only codecs --codecs none --codec-floats 4096 --repeats 1)
+quick=("${measure[@]}" --out "$T/p.yaml")
+limited "$profile_bin" "${quick[@]}" >/dev/null 2>"$T/profile_err.txt"
+check_refused sim_profile $? "$T/p.yaml" "$T/p.orig" "$T/profile_err.txt"
+"$profile_bin" "${quick[@]}" >/dev/null 2>"$T/profile_ok.txt" ||
+  fail "sim_profile without the limit: $(cat "$T/profile_ok.txt")"
+grep -q "layers:" "$T/p.yaml" && grep -q "none:" "$T/p.yaml" ||
+  fail "sim_profile without the limit did not update the profile: $(cat "$T/p.yaml")"
+
+# simulate --csv: 70 rows (10 world sizes, 7 cells) over an earlier CSV.
+printf 'an earlier csv\n' >"$T/s.csv"
+cp "$T/s.csv" "$T/s.orig"
+sim_args=(--config "$src/configs/default.yaml" --profile "$src/profiles/h100_node.yaml"
+          --network 10gbit)
+run=("${sim_args[@]}" --csv "$T/s.csv")
+limited "$sim" "${run[@]}" >/dev/null 2>"$T/sim_err.txt"
+check_refused simulate $? "$T/s.csv" "$T/s.orig" "$T/sim_err.txt"
+"$sim" "${run[@]}" >/dev/null 2>"$T/sim_ok.txt" ||
+  fail "simulate without the limit: $(cat "$T/sim_ok.txt")"
+[[ $(wc -l <"$T/s.csv") -eq 71 ]] ||
+  fail "simulate without the limit wrote $(wc -l <"$T/s.csv") lines, want 71"
+
+# Special files: written through; a link is kept. (timeout: a FIFO nobody opens would block.)
+mkfifo "$T/fifo"
+timeout 60 cat "$T/fifo" >"$T/from_fifo" &
+reader=$!
+timeout 60 "$sim" "${sim_args[@]}" --csv "$T/fifo" >/dev/null 2>"$T/fifo_err.txt" ||
+  fail "simulate --csv FIFO: $(cat "$T/fifo_err.txt")"
+wait "$reader"
+[[ -p "$T/fifo" ]] || fail "simulate --csv replaced the FIFO"
+[[ $(wc -l <"$T/from_fifo") -eq 71 ]] ||
+  fail "the FIFO's reader got $(wc -l <"$T/from_fifo") lines, want 71"
+ln -s s.csv "$T/link.csv"
+printf 'an earlier csv\n' >"$T/s.csv"
+"$sim" "${sim_args[@]}" --csv "$T/link.csv" >/dev/null 2>"$T/link_err.txt" ||
+  fail "simulate --csv LINK: $(cat "$T/link_err.txt")"
+[[ -L "$T/link.csv" ]] || fail "simulate --csv replaced the symbolic link by a file"
+[[ $(wc -l <"$T/s.csv") -eq 71 ]] || fail "the linked file has $(wc -l <"$T/s.csv") lines, want 71"
+timeout 60 "$profile_bin" "${measure[@]}" --out "$T/fifo" >/dev/null 2>"$T/profile_fifo.txt"
+rc=$?
+[[ $rc -eq 1 ]] || fail "sim_profile --out FIFO exited $rc, want 1"
+grep -q "is not a regular file" "$T/profile_fifo.txt" ||
+  fail "sim_profile --out FIFO: $(cat "$T/profile_fifo.txt")"
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "apps_write_test: all checks passed"

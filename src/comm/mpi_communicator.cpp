@@ -16,6 +16,7 @@
 #include "comm/mpi_support.h"
 #include "comm/mpi_types.h"
 #include "comm/mpi_wait.h"
+#include "comm/ring_threshold.h"
 #include "core/check.h"
 #include "core/fault.h"
 #include "core/log.h"

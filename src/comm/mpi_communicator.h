@@ -26,7 +26,7 @@
 // own pipelined ring (comm/mpi_ring.h: bandwidth-optimal, 2(P-1) latencies, its own
 // duplicate communicator, the same per-element sums and kAvg division); kAuto picks kMpi
 // below a message size and kRing from it on, by a crossover measured with bench_comm
-// (auto_ring_threshold_bytes in mpi_ring.cpp, with its figures). The choice depends only on the
+// (auto_ring_threshold_bytes in ring_threshold.h, with its figures). The choice depends only on the
 // byte count and size(), identical on every rank (Note [Rank-identical collective order]).
 // Bytes are counted by the ring model (comm/byte_model.h) whichever algorithm runs; for
 // kRing that is exactly what goes on the wire.

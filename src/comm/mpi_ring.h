@@ -42,10 +42,6 @@ inline constexpr std::size_t kRingChunkBytes = std::size_t{256} << 10;
 // progress while the previous sub-chunk is summed.
 inline constexpr int kRingChunksInFlight = 4;
 
-// comm.allreduce: auto runs the ring for messages of at least this many bytes in a world of
-// `size` ranks, MPI_Allreduce below (the measured crossover: the table in mpi_ring.cpp).
-std::size_t auto_ring_threshold_bytes(int size);
-
 // out = sum over the ranks of `comm` of their `in` (count elements of a summable dtype).
 // in == out is in place; any other overlap is allowed too (the input is moved into out
 // first). Every rank of `comm` must call it with the same count and dtype (Note

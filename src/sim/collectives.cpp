@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "comm/ring_threshold.h"
+
 namespace sparq::sim {
 
 int ceil_log2(std::int64_t p) {
@@ -37,18 +39,10 @@ double best_allreduce_s(double n, int p, const Link& link) {
                    rabenseifner_allreduce_s(n, p, link), tree_allreduce_s(n, p, link)});
 }
 
-std::size_t auto_ring_threshold_bytes(int p) {
-  // comm::auto_ring_threshold_bytes's values (comm/mpi_ring.cpp): 8 MiB at P <= 2, 256 KiB at
-  // P = 3, 4 MiB from P = 4.
-  constexpr std::size_t kMiB = std::size_t{1} << 20;
-  if (p <= 2) return 8 * kMiB;
-  if (p == 3) return kMiB / 4;
-  return 4 * kMiB;
-}
-
 double auto_allreduce_s(double n, int p, const Link& link) {
-  return n >= static_cast<double>(auto_ring_threshold_bytes(p)) ? ring_allreduce_s(n, p, link)
-                                                                : best_allreduce_s(n, p, link);
+  return n >= static_cast<double>(comm::auto_ring_threshold_bytes(p))
+             ? ring_allreduce_s(n, p, link)
+             : best_allreduce_s(n, p, link);
 }
 
 double ring_allgatherv_s(const std::vector<double>& sizes, const Link& link) {

@@ -39,7 +39,8 @@
 //       ceil(log2 P) (alpha + m beta) + broadcast(index set) + ring allreduce(4k)
 //
 //   auto allreduce (the MPI backend's comm.allreduce: auto, MpiCommunicator::use_ring): sparq's
-//   ring for n >= auto_ring_threshold_bytes(P), else the MPI library's choice (best):
+//   ring for n >= comm::auto_ring_threshold_bytes(P) (comm/ring_threshold.h), else the MPI
+//   library's choice (best):
 //                                          n >= threshold ? ring : best
 //
 // P = 1 costs nothing. All results are seconds. Pure functions.
@@ -68,11 +69,6 @@ double rabenseifner_allreduce_s(double n, int p, const Link& link);
 double tree_allreduce_s(double n, int p, const Link& link);
 // The cheapest of the four above: what an MPI library that chooses by size approaches.
 double best_allreduce_s(double n, int p, const Link& link);
-// comm.allreduce: auto's switch to sparq's ring: a copy of comm::auto_ring_threshold_bytes
-// (comm/mpi_ring.cpp, with its measurements), which lives in the MPI backend and is absent
-// from a build without MPI; the simulator prices the same in every build, and test_sim_model
-// checks the copy against the backend's where MPI is built.
-std::size_t auto_ring_threshold_bytes(int p);
 // What the MPI backend runs under comm.allreduce: auto: ring from the threshold, best below.
 double auto_allreduce_s(double n, int p, const Link& link);
 

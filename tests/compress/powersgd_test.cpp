@@ -20,6 +20,16 @@ std::unique_ptr<PowerSgdCompressor> make_psgd(std::map<std::string, std::string>
   return std::unique_ptr<PowerSgdCompressor>(dynamic_cast<PowerSgdCompressor*>(c.release()));
 }
 
+// A row-major [rows, cols] matrix a b^T of rank one, a and b normal with these seeds.
+std::vector<float> rank_one(std::size_t rows, std::size_t cols, int seed_a, int seed_b) {
+  const auto a = testing::normal_vector(rows, seed_a), b = testing::normal_vector(cols, seed_b);
+  std::vector<float> g(rows * cols);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) g[i * cols + j] = a[i] * b[j];
+  }
+  return g;
+}
+
 TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
   const std::size_t rows = 64, cols = 48, tail = 10, n = rows * cols + tail;
   const auto a = testing::normal_vector(rows * 2, 1), b = testing::normal_vector(cols * 2, 2);
@@ -56,11 +66,7 @@ TEST(PowerSgd, RecoversALowRankMatrixAndSendsTheRestDense) {
 // matrix is recovered exactly as without that step.
 TEST(PowerSgd, AZeroStepKeepsTheWarmStart) {
   const std::size_t rows = 32, cols = 24, n = rows * cols;
-  const auto a = testing::normal_vector(rows, 5), b = testing::normal_vector(cols, 6);
-  std::vector<float> g(n);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) g[i * cols + j] = a[i] * b[j];
-  }
+  const std::vector<float> g = rank_one(rows, cols, 5, 6);
   for (const char* alternate : {"false", "true"}) {
     auto c = make_psgd({{"rank", "1"}, {"min_compress_numel", "16"}, {"alternate", alternate}});
     ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
@@ -351,11 +357,7 @@ TEST(PowerSgd, OrthonormalizeKeepsDependentColumnsOrthogonal) {
 // the second Gram-Schmidt pass the reconstruction overshot, relative error 0.4 and rising).
 TEST(PowerSgd, AMatrixOfLowerRankThanTheRankIsRecovered) {
   const std::size_t rows = 64, cols = 48, n = rows * cols;
-  const auto a = testing::normal_vector(rows, 12), b = testing::normal_vector(cols, 13);
-  std::vector<float> g(n);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) g[i * cols + j] = a[i] * b[j];
-  }
+  const std::vector<float> g = rank_one(rows, cols, 12, 13);
   auto c = make_psgd({{"rank", "4"}, {"min_compress_numel", "16"}});
   ASSERT_TRUE(c->set_layout(n, {{"w", 0, rows, cols}}).is_ok());
   auto comm = comm::make_self_communicator();

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "core/check.h"
 #include "core/tensor_copy.h"
 
 #if SPARQ_HAS_CUDA
@@ -15,10 +17,15 @@
 namespace sparq::optim {
 
 AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken,
-                         bool frozen) {
+                         std::optional<std::int64_t> frozen_variance_updates) {
+  const bool frozen = frozen_variance_updates.has_value();
+  SPARQ_CHECK(!frozen || *frozen_variance_updates > 0,
+              "a frozen variance with {} updates has no bias correction",
+              frozen_variance_updates.value_or(0));
   const std::int64_t t = steps_taken + 1;
-  // Bias corrections in double (as PyTorch computes them on the host); frozen at step F.
-  const std::int64_t t_v = frozen ? config.freeze_steps : t;
+  // Bias corrections in double (as PyTorch computes them on the host); v's is frozen with it
+  // (Note [Frozen variance's bias correction], adam.h).
+  const std::int64_t t_v = frozen ? *frozen_variance_updates : t;
   AdamScalars s;
   s.lr = static_cast<float>(lr);
   s.beta1 = static_cast<float>(config.beta1);
@@ -42,8 +49,11 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   const float* params = store_.params();
   float* m = m_.as<float>();
   if (sends_update()) {
-    // The scalars of this rank's next step at lr = 1: step_size is the bias correction.
-    const AdamScalars s = adam_scalars(config_, 1.0, steps_, false);
+    // The scalars of this rank's next step at lr = 1: step_size is the bias correction. Its
+    // count is the trainer's step, not steps_: the local moments advance on every step, a
+    // skipped one too (Note [Local state and non-finite gradients], update_math.h), and
+    // steps_ does not count skipped steps.
+    const AdamScalars s = adam_scalars(config_, 1.0, step, std::nullopt);
     float* v = v_.as<float>();
     for_each_in(range, [&](const ParamEntry& e) {
       const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
@@ -61,7 +71,11 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   // decided once, now, by the trainer's step, and step() applies exactly that.
   momentum_in_buffer_ = communicates_momentum(step);
   if (!momentum_in_buffer_) return;
-  if (step == config_.freeze_steps) floor_frozen_variance(range);
+  if (step == config_.freeze_steps) {
+    // Note [Frozen variance's bias correction]: every Adam step so far updated v once.
+    variance_updates_at_freeze_ = steps_;
+    floor_frozen_variance(range);
+  }
   const float b1 = static_cast<float>(config_.beta1);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
@@ -134,7 +148,8 @@ void Adam::step(double lr) {
   }
   // Note [The trainer's step decides the freeze] (adam.h).
   const bool frozen = momentum_in_buffer_;
-  const AdamScalars s = adam_scalars(config_, lr, steps_, frozen);
+  const AdamScalars s = adam_scalars(
+      config_, lr, steps_, frozen ? std::optional(frozen_variance_updates()) : std::nullopt);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
   if (on_cuda()) {
@@ -163,6 +178,33 @@ void Adam::step(double lr) {
     }
   }
   ++steps_;
+}
+
+std::int64_t Adam::frozen_variance_updates() const {
+  // -1: resumed from a checkpoint written before the count was kept, by a run that had frozen
+  // already; that code corrected for freeze_steps updates, so this continues it unchanged.
+  return variance_updates_at_freeze_ >= 0 ? variance_updates_at_freeze_ : config_.freeze_steps;
+}
+
+Status Adam::check_step(std::int64_t step) const {
+  if (communicates_momentum(step) && step == config_.freeze_steps && steps_ == 0) {
+    return Status::error(
+        "step {}: optim.freeze_steps: the variance freezes now, but every one of the {} steps "
+        "before it was skipped (non-finite gradients), so it was never estimated and the frozen "
+        "steps would divide by optim.eps: lower optim.lr, set optim.clip_norm, or raise "
+        "optim.freeze_steps",
+        step, config_.freeze_steps);
+  }
+  return Status::ok();
+}
+
+std::vector<std::pair<std::string, std::int64_t>> Adam::counters() const {
+  if (config_.communicate != "momentum") return {};
+  return {{"variance_updates_at_freeze", variance_updates_at_freeze_}};
+}
+
+void Adam::set_counter(const std::string& name, std::int64_t value) {
+  if (name == "variance_updates_at_freeze") variance_updates_at_freeze_ = value;
 }
 
 std::vector<StateTensor> Adam::state() {

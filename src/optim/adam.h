@@ -32,20 +32,34 @@
 // later skipped: v is frozen from then on either way, and a resume at any later step finds it
 // floored in the checkpoint.
 //
+// Note [Frozen variance's bias correction]
+// v's bias correction 1 - b2^t counts the updates v has had, and v is updated only by a step
+// that is applied: a skipped step (non-finite aggregate) updates nothing. So the frozen v is
+// corrected for the number of Adam steps taken before the freeze (steps_taken at the freeze
+// step, kept in the checkpoint as optimizer.variance_updates_at_freeze), not for freeze_steps:
+// with k of the F warm-up steps skipped, 1 - b2^F over-counts, v_hat comes out too small and
+// every frozen step too large (sqrt(1 + b2) = 1.41x with F = 2, k = 1). When all F were skipped
+// v is zero and its floor too, and a frozen step would be lr m / eps: the trainer stops the
+// run with an error naming optim.freeze_steps before that step (check_step).
+//
 // communicate: update: before_communication() runs Adam on this rank's gradient with this
 // rank's moments and writes the direction m_hat / (sqrt(v_hat) + eps); step() applies
 // p *= 1 - lr wd (adamw) and p -= lr * aggregate (update_math.h).
 #pragma once
+
+#include <optional>
 
 #include "optim/optimizer.h"
 #include "optim/update_math.h"
 
 namespace sparq::optim {
 
-// The scalars of the step after `steps_taken` steps with learning rate `lr`; `frozen` when
-// that step adopts the communicated momentum (Adam::communicates_momentum(steps_taken)).
+// The scalars of the step after `steps_taken` steps with learning rate `lr`.
+// `frozen_variance_updates`: set when that step applies communicated momentum with the frozen
+// variance, to how many updates v had when it froze (Note [Frozen variance's bias
+// correction]; must be > 0).
 AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t steps_taken,
-                         bool frozen);
+                         std::optional<std::int64_t> frozen_variance_updates);
 
 class Adam final : public Optimizer {
  public:
@@ -54,6 +68,9 @@ class Adam final : public Optimizer {
   void before_communication(std::int64_t step, ParamRange range) override;
   void step(double lr) override;
   std::vector<StateTensor> state() override;
+  Status check_step(std::int64_t step) const override;
+  std::vector<std::pair<std::string, std::int64_t>> counters() const override;
+  void set_counter(const std::string& name, std::int64_t value) override;
 
   // True when the gradient buffer of step `step` carries momentum instead of a gradient.
   bool communicates_momentum(std::int64_t step) const {
@@ -64,6 +81,8 @@ class Adam final : public Optimizer {
   // Raises every v of the tensors in `range` below frozen_variance_floor x its tensor's mean
   // (once, at the freeze).
   void floor_frozen_variance(ParamRange range);
+  // The update count the frozen v is corrected for (Note [Frozen variance's bias correction]).
+  std::int64_t frozen_variance_updates() const;
 
   OptimConfig config_;
   Buffer m_;
@@ -71,6 +90,8 @@ class Adam final : public Optimizer {
   // Set by before_communication(): this step's buffer holds momentum (Note [The trainer's
   // step decides the freeze]).
   bool momentum_in_buffer_ = false;
+  // steps_taken at the freeze step; -1 before it (or from a checkpoint that predates it).
+  std::int64_t variance_updates_at_freeze_ = -1;
 };
 
 }  // namespace sparq::optim

@@ -1,6 +1,7 @@
 #include "optim/optimizer.h"
 
 #include <cmath>
+#include <limits>
 
 #include "optim/adam.h"
 #include "optim/clip.h"
@@ -19,9 +20,24 @@ Status OptimConfig::validate(const std::string& prefix) const {
   if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
     return Status::error("{}nesterov: needs momentum > 0 and dampening 0", prefix);
   }
-  if (!(beta1 >= 0.0 && beta1 < 1.0)) return Status::error("{}beta1: must be in [0, 1), got {}", prefix, beta1);
-  if (!(beta2 >= 0.0 && beta2 < 1.0)) return Status::error("{}beta2: must be in [0, 1), got {}", prefix, beta2);
-  if (!(eps > 0.0)) return Status::error("{}eps: must be > 0, got {}", prefix, eps);
+  // Note [Betas and eps in f32]: the moments are f32 and use the f32 roundings of the betas
+  // and eps, while the bias corrections are computed from the double betas (as PyTorch does).
+  // Within 1e-6 of 1 a beta's f32 rounding is off by more than 1% of (1 - beta), and from
+  // 1 - 3e-8 it is 1 (v would never grow while its correction divides by almost 0); an eps
+  // below FLT_MIN is 0 or subnormal in f32 (0/0 on a coordinate whose v is 0).
+  if (!(beta1 >= 0.0 && beta1 <= kMaxBeta)) {
+    return Status::error("{}beta1: must be in [0, {}] (the moments are f32), got {}", prefix,
+                         kMaxBeta, beta1);
+  }
+  if (!(beta2 >= 0.0 && beta2 <= kMaxBeta)) {
+    return Status::error("{}beta2: must be in [0, {}] (the moments are f32), got {}", prefix,
+                         kMaxBeta, beta2);
+  }
+  if (!(eps >= static_cast<double>(std::numeric_limits<float>::min()))) {
+    return Status::error(
+        "{}eps: must be at least {} (a normal f32: the update adds it in f32), got {}", prefix,
+        std::numeric_limits<float>::min(), eps);
+  }
   if (communicate != "gradient" && communicate != "momentum" && communicate != "update") {
     return Status::error("{}communicate: '{}' is not one of gradient, momentum, update", prefix,
                          communicate);

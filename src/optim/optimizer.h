@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -39,6 +40,9 @@
 #include "core/status.h"
 
 namespace sparq::optim {
+
+// The largest beta1/beta2 accepted (Note [Betas and eps in f32], optimizer.cpp).
+inline constexpr double kMaxBeta = 0.999999;
 
 struct OptimConfig {
   std::string name = "adamw";  // sgd | adam | adamw
@@ -98,6 +102,14 @@ class Optimizer {
   virtual void step(double lr) = 0;
 
   std::int64_t steps_taken() const { return steps_; }
+  // Whether step `step` (the trainer's, 0-based) can run from this state; an error names the
+  // setting that led here (Adam: a frozen variance that was never estimated). Default: ok.
+  virtual Status check_step(std::int64_t step) const { return Status::ok(); }
+  // Integer state beyond steps_taken() that a resume needs, by name: the checkpoint keeps each
+  // as metadata "optimizer.<name>" (checkpointing.cpp), and a checkpoint without one (written
+  // before it existed) leaves the optimizer's default. Default: none.
+  virtual std::vector<std::pair<std::string, std::int64_t>> counters() const { return {}; }
+  virtual void set_counter(const std::string& name, std::int64_t value) {}
   // Everything needed to resume bit-identically (the step counter travels separately): f32
   // views of the state buffers, each with the store's flat layout, on the store's device
   // (device views on CUDA: the caller stages them).

@@ -23,9 +23,11 @@ Sgd::Sgd(const OptimConfig& config, const ParamStore& store)
   if (config_.momentum > 0.0) momentum_ = flat_state_buffer();
 }
 
-void Sgd::before_communication(std::int64_t /*step*/, ParamRange range) {
+void Sgd::before_communication(std::int64_t step, ParamRange range) {
   if (!sends_update()) return;
-  const SgdScalars s = sgd_scalars(config_, 1.0, steps_);
+  // Counted by the trainer's step, not steps_: the local buffer advances on a skipped step
+  // too (Note [Local state and non-finite gradients], update_math.h), so only step 0 starts it.
+  const SgdScalars s = sgd_scalars(config_, 1.0, step);
   float* grads = store_.grads();
   const float* params = store_.params();
   float* buf = momentum_.as<float>();

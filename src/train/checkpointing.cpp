@@ -152,6 +152,9 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["optimizer"] = optimizer_->name();
   f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
   f.meta["optimizer.communicate"] = config_.optim.communicate;
+  for (const auto& [name, value] : optimizer_->counters()) {
+    f.meta["optimizer." + name] = std::to_string(value);
+  }
   const data::LoaderState loader = train_data_->state();
   f.meta["loader.seed"] = std::to_string(loader.seed);
   f.meta["loader.epoch"] = std::to_string(loader.epoch);
@@ -330,6 +333,12 @@ Status Trainer::load_checkpoint(const std::string& path) {
   SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);
+  for (const auto& [name, value] : optimizer_->counters()) {
+    // A checkpoint written before this counter existed leaves the optimizer's default.
+    if (!f.meta.count("optimizer." + name)) continue;
+    SPARQ_ASSIGN_OR_RETURN(std::int64_t saved, meta_int(f, "optimizer." + name));
+    optimizer_->set_counter(name, saved);
+  }
   SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));

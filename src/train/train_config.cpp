@@ -108,8 +108,8 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("optim.momentum", &o.momentum, {.min = 0, .max = 0.999999}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.dampening", &o.dampening, {.min = 0, .max = 1}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.nesterov", &o.nesterov));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.beta1", &o.beta1, {.min = 0, .max = 0.999999}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.beta2", &o.beta2, {.min = 0, .max = 0.999999999}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.beta1", &o.beta1, {.min = 0, .max = optim::kMaxBeta}));
+  SPARQ_RETURN_IF_ERROR(r.get("optim.beta2", &o.beta2, {.min = 0, .max = optim::kMaxBeta}));
   SPARQ_RETURN_IF_ERROR(r.get("optim.eps", &o.eps, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(
       r.get_choice("optim.communicate", &o.communicate, {"gradient", "momentum", "update"}));

@@ -221,6 +221,11 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     }
     const bool tracing = !c.log.trace_path.empty() && step_ >= c.log.trace_start &&
                          step_ < trace_end;
+    // The counters it checks are the same on every rank (skips are agreed), so every rank
+    // fails here together and agreeing makes the error one line, as below.
+    if (const Status ready = optimizer_->check_step(step_); !ready.is_ok()) {
+      return agree(ready, "the optimizer's state");
+    }
     trace_.enable(tracing);
     StepMetrics m = step_once();
     trace_.enable(false);

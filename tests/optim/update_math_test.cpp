@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "optim/adam.h"
@@ -71,7 +72,7 @@ struct SharedMathLoop {
   void before_communication(std::int64_t step) {
     if (update_mode()) {
       const SgdScalars ss = sgd_scalars(config, 1.0, steps);
-      const AdamScalars as = adam_scalars(config, 1.0, steps, false);
+      const AdamScalars as = adam_scalars(config, 1.0, steps, std::nullopt);
       for (const ParamEntry& e : store.entries()) {
         const float wd_l2 = config.name == "adamw" ? 0.0f : decay(e);
         for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
@@ -119,7 +120,10 @@ struct SharedMathLoop {
         floor_ref.floor_variance();
         v = floor_ref.v;
       }
-      const AdamScalars s = adam_scalars(config, lr, steps, frozen(steps));
+      // No step is skipped here, so v had freeze_steps updates when it froze.
+      const AdamScalars s = adam_scalars(
+          config, lr, steps,
+          frozen(steps) ? std::optional<std::int64_t>(config.freeze_steps) : std::nullopt);
       for (const ParamEntry& e : store.entries()) {
         for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
           float& p = store.params()[i];

@@ -158,6 +158,32 @@ TEST(TrainApp, ResumeIsBitIdenticalWhenSendingUpdatesOrMomentum) {
   const ProcessResult other = run_train(2, small_run(update, "other") + " --resume " +
                                                (update / "cut_ckpt").string());
   expect_refused(other, "optimizer.communicate is 'update' there and 'gradient' here");
+  // Step 1 skipped before a freeze at step 3: the frozen variance is corrected for the 2 Adam
+  // steps it had (Note [Frozen variance's bias correction], optim/adam.h), a count the step-4
+  // checkpoint must carry (optimizer.variance_updates_at_freeze).
+  ASSERT_EQ(setenv("SPARQ_FAULT", "gradient.nonfinite,step=1,action=fail", 1), 0);
+  const fs::path skipped = scratch("resume_momentum_skip");
+  expect_resume_bit_identical(skipped,
+                              " --set optim.communicate=momentum --set "
+                              "optim.freeze_steps=3 --set compress.dense_warmup_steps=3");
+  unsetenv("SPARQ_FAULT");
+}
+
+// Note [Frozen variance's bias correction]: when every step before the freeze was skipped the
+// variance was never estimated, and the frozen steps would divide by eps (train loss 5.6 ->
+// 135425 in one step in the review). The run stops with an error naming the setting instead.
+TEST(TrainApp, AFreezeAfterOnlySkippedStepsStopsTheRun) {
+  const fs::path dir = scratch("freeze_unestimated");
+  ASSERT_EQ(setenv("SPARQ_FAULT", "gradient.nonfinite,step=0,action=fail", 1), 0);
+  const ProcessResult r =
+      run_train(2, small_run(dir, "frozen") +
+                       " --set train.checkpoint_interval=0 --set "
+                       "optim.communicate=momentum --set optim.freeze_steps=1 --set "
+                       "compress.dense_warmup_steps=1");
+  unsetenv("SPARQ_FAULT");
+  expect_refused(r,
+                 "step 1: optim.freeze_steps: the variance freezes now, but every one of the 1 "
+                 "steps before it was skipped");
 }
 
 TEST(TrainApp, SafetensorsExportAndImport) {

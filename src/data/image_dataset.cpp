@@ -57,8 +57,12 @@ Result<ImageDataset> load_cifar10_dir(const std::string& dir, bool train) {
   return load_cifar10(files);
 }
 
-ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
+Result<ImageDataset> make_synthetic_images(const SyntheticImageConfig& config) {
   constexpr int kC = ImageDataset::kChannels, kH = ImageDataset::kHeight, kW = ImageDataset::kWidth;
+  if (config.num_classes > ImageDataset::kMaxClasses) {
+    return Status::error("synthetic images: num_classes {} exceeds {} (labels are stored as bytes)",
+                         config.num_classes, ImageDataset::kMaxClasses);
+  }
   const int classes = std::max(1, config.num_classes);
   // Prototype parameters per class: colour (3), stripe frequency, angle, phase, amplitude.
   std::vector<std::array<float, 7>> proto(static_cast<std::size_t>(classes));
@@ -82,8 +86,10 @@ ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
   const std::uint64_t noise_stream = data_stream(DataStream::kSyntheticImages, 1);
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < config.count; ++i) {
+    // The prototypes above use indices below 2^11 of this stream, the labels 2^40 onwards.
+    const std::uint64_t sample = config.first_index + i;
     const int label =
-        static_cast<int>(random_u32_at(config.seed, proto_stream, (1ull << 40) + i) % classes);
+        static_cast<int>(random_u32_at(config.seed, proto_stream, (1ull << 40) + sample) % classes);
     data.labels[i] = static_cast<std::uint8_t>(label);
     const auto& p = proto[label];
     const float cs = std::cos(p[4]), sn = std::sin(p[4]);
@@ -95,13 +101,22 @@ ImageDataset make_synthetic_images(const SyntheticImageConfig& config) {
           const float stripe = std::sin(p[3] * (cs * x + sn * y) + p[5] + ch);
           const float v = p[ch] + p[6] * stripe +
                           config.noise * normal_at(config.seed, noise_stream,
-                                                   i * ImageDataset::kImageBytes + k);
+                                                   sample * ImageDataset::kImageBytes + k);
           out[k] = static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
         }
       }
     }
   }
   return data;
+}
+
+SyntheticImageConfig synthetic_eval_config(const SyntheticImageConfig& train, std::size_t count) {
+  SyntheticImageConfig eval = train;
+  eval.count = count;
+  // Not another seed: that would draw other prototypes, so eval class c would be a different
+  // picture from training class c and a trained model would score near chance.
+  eval.first_index = train.first_index + train.count;
+  return eval;
 }
 
 ChannelStats channel_stats(const ImageDataset& data) {

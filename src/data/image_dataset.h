@@ -17,6 +17,7 @@ namespace sparq::data {
 struct ImageDataset {
   static constexpr int kChannels = 3, kHeight = 32, kWidth = 32;
   static constexpr std::size_t kImageBytes = kChannels * kHeight * kWidth;
+  static constexpr int kMaxClasses = 256;  // labels are bytes
 
   std::vector<std::uint8_t> pixels;  // count * kImageBytes, channel planes (CHW) per image
   std::vector<std::uint8_t> labels;  // count
@@ -34,16 +35,26 @@ Result<ImageDataset> load_cifar10_dir(const std::string& dir, bool train);
 
 struct SyntheticImageConfig {
   std::size_t count = 10000;
-  int num_classes = 10;
-  float noise = 24.0f;  // std of the per-pixel Gaussian noise, in 0..255 units
+  int num_classes = 10;  // at most ImageDataset::kMaxClasses
+  float noise = 24.0f;   // std of the per-pixel Gaussian noise, in 0..255 units
+  // Picks the classes (their prototypes) and the sequence of samples drawn from them.
   std::uint64_t seed = 0;
+  // Image i is sample first_index + i of the seed's sequence: its label and noise come from
+  // that index, its prototype from the seed alone. An evaluation set of the same classes
+  // therefore keeps the seed and starts where the training set ends (synthetic_eval_config).
+  std::uint64_t first_index = 0;
 };
 
 // Class-conditional images: each class has a prototype (a base colour plus an oriented
 // sinusoidal stripe pattern, both drawn from the seed), and each image is its class's
 // prototype plus independent Gaussian noise, clamped to 0..255. Labels are drawn uniformly.
-// Image i depends only on (seed, i), so any subset can be regenerated.
-ImageDataset make_synthetic_images(const SyntheticImageConfig& config);
+// Image i depends only on (seed, first_index + i), so any subset can be regenerated. Fails,
+// naming num_classes, above kMaxClasses (labels are bytes).
+Result<ImageDataset> make_synthetic_images(const SyntheticImageConfig& config);
+
+// The evaluation set that goes with the training set `train`: `count` new samples of the same
+// classes (same seed, so the same prototypes), the ones after the training samples.
+SyntheticImageConfig synthetic_eval_config(const SyntheticImageConfig& train, std::size_t count);
 
 // Per-channel mean and standard deviation of the pixels, scaled to [0, 1].
 struct ChannelStats {

@@ -226,10 +226,15 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
     if (info) info->description = fmt::format("CIFAR-10 {} ({} images)", d.train_path, images->size());
   } else {
     data::SyntheticImageConfig s;
-    s.count = static_cast<std::size_t>(train ? d.synthetic_train_images : d.synthetic_eval_images);
+    s.count = static_cast<std::size_t>(d.synthetic_train_images);
     s.num_classes = static_cast<int>(c.model.num_classes);
-    s.seed = c.train.seed + (train ? 0 : 1);
-    images = std::make_shared<data::ImageDataset>(data::make_synthetic_images(s));
+    s.seed = c.train.seed;
+    // The evaluation images are new samples of the training classes.
+    if (!train)
+      s = data::synthetic_eval_config(s, static_cast<std::size_t>(d.synthetic_eval_images));
+    auto made = data::make_synthetic_images(s);
+    if (!made.is_ok()) return made.status().with_context(split);
+    images = std::make_shared<data::ImageDataset>(std::move(made).value());
     if (info) info->description = fmt::format("synthetic images ({})", images->size());
   }
   if (info) info->unit = "img";

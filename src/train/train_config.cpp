@@ -96,6 +96,12 @@ Status read_data(YamlReader& r, TrainConfig& c) {
     return Status::error("{}: model.num_classes: {} is fewer than CIFAR-10's 10 classes",
                          r.origin(), c.model.num_classes);
   }
+  if (d.source == "synthetic_images" && c.model.num_classes > data::ImageDataset::kMaxClasses) {
+    return Status::error(
+        "{}: model.num_classes: {} exceeds {}, the most data.source 'synthetic_images' can "
+        "label (its labels are bytes)",
+        r.origin(), c.model.num_classes, data::ImageDataset::kMaxClasses);
+  }
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // class-conditional synthetic images.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/shared_data.h"
@@ -120,40 +121,120 @@ TEST(Cifar10, RealTestBatch) {
   }
 }
 
+// Fraction of test[lo, hi) that a nearest-class-mean classifier, fitted on all of `fit`,
+// labels correctly: near 1 when both sets show the same class prototypes, near chance when not.
+double nearest_mean_accuracy(const ImageDataset& fit, const ImageDataset& test, std::size_t lo,
+                             std::size_t hi) {
+  const int classes = fit.num_classes;
+  std::vector<std::vector<double>> mean(classes,
+                                        std::vector<double>(ImageDataset::kImageBytes, 0.0));
+  std::vector<int> count(classes, 0);
+  for (std::size_t i = 0; i < fit.size(); ++i) {
+    ++count[fit.labels[i]];
+    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
+      mean[fit.labels[i]][k] += fit.image(i)[k];
+  }
+  for (int c = 0; c < classes; ++c) {
+    EXPECT_GT(count[c], 0) << "class " << c << " has no fitting image";
+    for (double& v : mean[c]) v /= std::max(count[c], 1);
+  }
+  int correct = 0;
+  for (std::size_t i = lo; i < hi; ++i) {
+    int best = 0;
+    double best_d = 1e300;
+    for (int c = 0; c < classes; ++c) {
+      double d = 0;
+      for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
+        d += std::pow(test.image(i)[k] - mean[c][k], 2);
+      if (d < best_d) best_d = d, best = c;
+    }
+    correct += best == test.labels[i];
+  }
+  return static_cast<double>(correct) / static_cast<double>(hi - lo);
+}
+
+ImageDataset first_images(const ImageDataset& d, std::size_t n) {
+  ImageDataset head = d;
+  head.labels.resize(n);
+  head.pixels.resize(n * ImageDataset::kImageBytes);
+  return head;
+}
+
 TEST(SyntheticImages, DeterministicAndClassSeparable) {
   SyntheticImageConfig config;
   config.count = 400;
   config.seed = 3;
-  const ImageDataset a = make_synthetic_images(config), b = make_synthetic_images(config);
+  const ImageDataset a = make_synthetic_images(config).value(),
+                     b = make_synthetic_images(config).value();
   EXPECT_EQ(a.pixels, b.pixels);
   EXPECT_EQ(a.labels, b.labels);
   // Nearest class mean (fitted on the first half) classifies the second half.
-  std::vector<std::vector<double>> mean(10, std::vector<double>(ImageDataset::kImageBytes, 0.0));
-  std::vector<int> count(10, 0);
-  for (std::size_t i = 0; i < 200; ++i) {
-    ++count[a.labels[i]];
-    for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
-      mean[a.labels[i]][k] += a.image(i)[k];
-  }
-  for (int c = 0; c < 10; ++c) {
-    ASSERT_GT(count[c], 0);
-    for (double& v : mean[c]) v /= count[c];
-  }
-  int correct = 0;
-  for (std::size_t i = 200; i < 400; ++i) {
-    int best = 0;
-    double best_d = 1e300;
-    for (int c = 0; c < 10; ++c) {
-      double d = 0;
-      for (std::size_t k = 0; k < ImageDataset::kImageBytes; ++k)
-        d += std::pow(a.image(i)[k] - mean[c][k], 2);
-      if (d < best_d) best_d = d, best = c;
-    }
-    correct += best == a.labels[i];
-  }
-  EXPECT_GT(correct, 190);
+  EXPECT_GT(nearest_mean_accuracy(first_images(a, 200), a, 200, 400), 0.95);
   config.seed = 4;
-  EXPECT_NE(make_synthetic_images(config).pixels, a.pixels);
+  EXPECT_NE(make_synthetic_images(config).value().pixels, a.pixels);
+}
+
+// The evaluation set, built as make_batch_source builds it, shows the training classes: a
+// model fitted on the training images must be able to score on it. It used to be drawn from
+// seed + 1, whose class prototypes are other pictures (nearest class mean: 0.10).
+TEST(SyntheticImages, EvalImagesShowTheTrainingClasses) {
+  for (const std::uint64_t seed : {0, 7}) {
+    SyntheticImageConfig train;
+    train.count = 600;
+    train.seed = seed;
+    const ImageDataset fit = make_synthetic_images(train).value();
+    const ImageDataset eval = make_synthetic_images(synthetic_eval_config(train, 300)).value();
+    ASSERT_EQ(eval.size(), 300u);
+    EXPECT_GT(nearest_mean_accuracy(fit, eval, 0, eval.size()), 0.9) << "seed " << seed;
+  }
+}
+
+// ... but with images of their own: no evaluation image is a training image, and the labels
+// are new draws rather than the training sequence again.
+TEST(SyntheticImages, EvalImagesAreNewSamples) {
+  SyntheticImageConfig train;
+  train.count = 300;
+  train.seed = 5;
+  const ImageDataset fit = make_synthetic_images(train).value();
+  const ImageDataset eval = make_synthetic_images(synthetic_eval_config(train, 200)).value();
+  for (std::size_t i = 0; i < eval.size(); ++i) {
+    for (std::size_t j = 0; j < fit.size(); ++j) {
+      ASSERT_FALSE(
+          std::equal(eval.image(i), eval.image(i) + ImageDataset::kImageBytes, fit.image(j)))
+          << "eval image " << i << " is training image " << j;
+    }
+  }
+  EXPECT_NE(eval.labels, first_images(fit, eval.size()).labels);
+}
+
+// The evaluation samples are the continuation of the training sequence: a longer training set
+// contains them, so any slice can be regenerated from (seed, first_index).
+TEST(SyntheticImages, FirstIndexContinuesTheSequence) {
+  SyntheticImageConfig whole;
+  whole.count = 50;
+  whole.seed = 11;
+  const ImageDataset all = make_synthetic_images(whole).value();
+  SyntheticImageConfig head = whole;
+  head.count = 30;
+  const ImageDataset tail = make_synthetic_images(synthetic_eval_config(head, 20)).value();
+  EXPECT_EQ(first_images(all, 30).pixels, make_synthetic_images(head).value().pixels);
+  EXPECT_EQ(tail.labels, std::vector<std::uint8_t>(all.labels.begin() + 30, all.labels.end()));
+  EXPECT_EQ(tail.pixels,
+            std::vector<std::uint8_t>(all.pixels.begin() + 30 * ImageDataset::kImageBytes,
+                                      all.pixels.end()));
+}
+
+// Labels are bytes, so more than 256 classes would wrap (class 300 read as 44).
+TEST(SyntheticImages, RefusesMoreClassesThanALabelByteHolds) {
+  SyntheticImageConfig config;
+  config.count = 4;
+  config.num_classes = 300;
+  const auto made = make_synthetic_images(config);
+  ASSERT_FALSE(made.is_ok());
+  EXPECT_NE(made.status().message().find("num_classes 300 exceeds 256"), std::string::npos)
+      << made.status().message();
+  config.num_classes = 256;
+  EXPECT_TRUE(make_synthetic_images(config).is_ok());
 }
 
 }  // namespace

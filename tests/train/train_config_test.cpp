@@ -176,6 +176,10 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
        "'synthetic_images', whose images are 32 x 32 with 3 channels"},
       {"model: {preset: vgg-tiny, num_classes: 5}\ndata: {source: cifar10, train: d}",
        "x.yaml: model.num_classes: 5 is fewer than CIFAR-10's 10 classes"},
+      // Synthetic labels are bytes: class 300 used to wrap silently to class 44 (review).
+      {"model: {preset: vgg-tiny, num_classes: 300}\ndata: {source: synthetic_images}",
+       "x.yaml: model.num_classes: 300 exceeds 256, the most data.source 'synthetic_images' "
+       "can label"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

@@ -1,6 +1,7 @@
 #include "train/hf_gpt2.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string_view>
@@ -45,6 +46,32 @@ std::vector<HfMapping> gpt2_hf_mappings(std::int64_t n_layer) {
 bool is_skipped_hf_tensor(std::string_view name) {
   return name == "lm_head.weight" || name.ends_with(".attn.bias") ||
          name.ends_with(".attn.masked_bias");
+}
+
+// GPT-2 ties its output head to wte, and sparq's GPT-2 has no head of its own: a file whose
+// lm_head.weight differs from wte (a model fine-tuned with tie_word_embeddings=False) would
+// silently lose its head, so it is refused. Compared as f32 bits, after each tensor's own
+// conversion.
+Status check_head_is_tied(const SafetensorsFile& file, const SafetensorsEntry& head,
+                          const SafetensorsEntry& wte, const std::string& path) {
+  if (head.shape != wte.shape || !convertible_to_f32(head.dtype)) {
+    return Status::error(
+        "import_gpt2_hf '{}': lm_head.weight is {} {} but wte.weight {} {}: an output head not "
+        "tied to the embedding, which sparq's GPT-2 cannot hold",
+        path, head.dtype, dims_str(head.shape), wte.dtype, dims_str(wte.shape));
+  }
+  std::vector<float> head_values(static_cast<std::size_t>(head.numel()));
+  std::vector<float> wte_values(static_cast<std::size_t>(wte.numel()));
+  SPARQ_RETURN_IF_ERROR(file.read_f32(head, head_values));
+  SPARQ_RETURN_IF_ERROR(file.read_f32(wte, wte_values));
+  if (std::memcmp(head_values.data(), wte_values.data(), head_values.size() * sizeof(float)) != 0) {
+    return Status::error(
+        "import_gpt2_hf '{}': lm_head.weight differs from wte.weight: an output head not tied "
+        "to the embedding (tie_word_embeddings=False), which sparq's GPT-2 cannot hold; "
+        "importing it would replace the head with the embedding",
+        path);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -112,6 +139,10 @@ Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t v
     if (!used.count(name) && !is_skipped_hf_tensor(name)) {
       return Status::error("import_gpt2_hf '{}': unexpected tensor '{}' {}", path, t->name, dims);
     }
+  }
+  if (const auto head = by_name.find("lm_head.weight"); head != by_name.end()) {
+    SPARQ_RETURN_IF_ERROR(
+        check_head_is_tied(file, *head->second, *by_name.find("wte.weight")->second, path));
   }
   if (used.size() != store.entries().size()) {
     return Status::error("import_gpt2_hf '{}': the model has {} parameters, GPT-2 maps {}", path,

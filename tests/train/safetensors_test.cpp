@@ -208,6 +208,38 @@ TEST(Safetensors, HfGpt2LogitsMatchTorchForward) {
                            << max_err;
 }
 
+// An HF file whose lm_head.weight is not wte's copy holds an untied head, which sparq's GPT-2
+// (head tied to wte) cannot hold: refused, where it was dropped silently (review).
+TEST(Safetensors, HfGpt2ImportRefusesAnUntiedHead) {
+  auto file = SafetensorsFile::read(kRef + "gpt2_hf_tiny.safetensors");
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  std::vector<std::vector<float>> values;
+  std::vector<SafetensorsTensor> tensors;
+  values.reserve(file->tensors().size());
+  bool has_head = false;
+  for (const SafetensorsEntry& e : file->tensors()) {
+    values.push_back(*file->read_f32(e.name));
+    if (e.name == "lm_head.weight") {
+      has_head = true;
+      values.back()[5] += 1.0f;  // one value of the head differs
+    }
+    tensors.push_back({e.name, e.shape, values.back()});
+  }
+  ASSERT_TRUE(has_head) << "the fixture stores the tied head";
+  const std::string untied = temp("hf_untied.safetensors");
+  ASSERT_TRUE(write_safetensors(untied, tensors, file->metadata()).is_ok());
+  ParamStore store;
+  testing::bound_model(kHfSpec, {1, 8}, store);
+  const Status s = import_gpt2_hf(store, untied);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(contains(s, "lm_head.weight differs from wte.weight") && contains(s, untied))
+      << s.message();
+  // The fixture itself, whose head is wte's copy, imports.
+  ParamStore tied;
+  testing::bound_model(kHfSpec, {1, 8}, tied);
+  EXPECT_TRUE(import_gpt2_hf(tied, kRef + "gpt2_hf_tiny.safetensors").is_ok());
+}
+
 TEST(Safetensors, ImportErrorsNameTheTensor) {
   ParamStore store;
   testing::bound_model("gpt2-tiny", {1, 8}, store);

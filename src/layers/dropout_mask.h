@@ -29,9 +29,14 @@ struct DropoutKey {
   std::uint64_t stream = 0;
   std::uint64_t first = 0;               // offset of element 0
   static constexpr int kStepShift = 40;  // elements per step and site: 2^40
+  // first = step << 40 holds 2^24 steps (micro-steps with accumulation); step 2^24 + k would
+  // reuse step k's masks, so each further 2^24 steps draw under another Philox key. Steps
+  // below 2^24 keep the seed itself: their masks are unchanged.
+  static constexpr std::uint64_t kEraKeyStride = 0x9E3779B97F4A7C15ull;
   static DropoutKey make(const DropoutStep& step, std::uint32_t layer_index) {
-    return {step.seed, make_stream(RngPurpose::kDropout, step.rank, layer_index),
-            step.step << kStepShift};
+    const std::uint64_t era = step.step >> (64 - kStepShift);
+    return {step.seed + era * kEraKeyStride,
+            make_stream(RngPurpose::kDropout, step.rank, layer_index), step.step << kStepShift};
   }
 };
 

@@ -128,8 +128,13 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     auto tokens = chain.generate(count, train ? 0 : 1);
     if (info) {
       info->description = chain.describe();
-      info->entropy_rate = chain.entropy_rate_nats();
-      if (d.markov.order == 1) info->source = std::make_shared<const data::MarkovChain>(chain);
+      // The entropy rate bounds next-token prediction; BERT predicts masked tokens from both
+      // sides, for which it is no bound and the chain's next-token score no reference (review:
+      // "the model -32.6% above it"), so a masked LM reports neither.
+      if (c.model.arch != ModelArch::kBert) {
+        info->entropy_rate = chain.entropy_rate_nats();
+        if (d.markov.order == 1) info->source = std::make_shared<const data::MarkovChain>(chain);
+      }
     }
     return std::shared_ptr<const data::TokenSource>(
         std::make_shared<data::VectorTokenSource>(std::move(tokens), d.markov.vocab_size));

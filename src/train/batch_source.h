@@ -35,9 +35,10 @@ class BatchSource {
 
 struct DataInfo {
   std::string description;      // one line for the start-up log
-  double entropy_rate = -1;     // nats per token for the Markov source, else -1
+  double entropy_rate = -1;     // nats per token for the Markov source and a causal LM, else -1
   // The Markov source itself when its order is 1, so that evaluation can score the very
-  // targets it evaluates under the true model (EvalMetrics::source_loss); else null.
+  // targets it evaluates under the true model (EvalMetrics::source_loss); else (and for BERT,
+  // whose targets are masked tokens, not next tokens) null.
   std::shared_ptr<const data::MarkovChain> source;
   const char* unit = "tok";     // "tok" or "img"
 };

@@ -237,7 +237,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     payload += static_cast<double>(m.payload_bytes);
     dense += static_cast<double>(m.dense_bytes);
     const std::int64_t done = step_ - first_step;
-    m.eta_s = time_ms / 1e3 / static_cast<double>(done) * static_cast<double>(c.train.steps - step_);
+    // From wall time, not the steps' own: evaluations, checkpoints and data loading take
+    // their share too (review: "eta 3s" with 11 s left when evals were a large part).
+    m.eta_s = wall.seconds() / static_cast<double>(done) * static_cast<double>(c.train.steps - step_);
     if (is_root()) {
       metrics_.write(to_json(m));
       if (c.log.progress_interval > 0 &&

@@ -136,6 +136,23 @@ TEST(Dropout, MaskIsReproducibleScaledAndRegeneratedInBackward) {
   EXPECT_EQ(y2, x);
 }
 
+TEST(Dropout, MasksDoNotRepeatAfter2To24Steps) {
+  // first = step << 40 wraps at 2^24 steps: step 2^24 + 5 drew step 5's mask (review). Each
+  // further 2^24 steps now draw under another key; steps below 2^24 keep theirs.
+  const std::uint64_t wrap = 1ull << 24;
+  EXPECT_EQ(DropoutKey::make({11, 0, 5, true}, 3).seed, 11u);
+  EXPECT_EQ(DropoutKey::make({11, 0, wrap - 1, true}, 3).seed, 11u);
+  const std::int64_t n = 4099;
+  Dropout drop("drop", 0.5f, 3);
+  std::vector<float> x(n, 1.0f), early(n), late(n), later(n);
+  drop.forward(testing::view(x, {n}), testing::view(early, {n}), {11, 0, 5, true});
+  drop.forward(testing::view(x, {n}), testing::view(late, {n}), {11, 0, wrap + 5, true});
+  drop.forward(testing::view(x, {n}), testing::view(later, {n}), {11, 0, 2 * wrap + 5, true});
+  EXPECT_NE(early, late);
+  EXPECT_NE(late, later);
+  EXPECT_NE(early, later);
+}
+
 TEST(Embedding, LookupScatterAddAndPositions) {
   Embedding emb("wte", {4, 2});
   ParamStore store = testing::bind_layers(emb);

@@ -97,8 +97,10 @@ void Embedding::forward(const Tensor& ids, const Tensor& y, bool accumulate) con
   const std::int64_t n = check_ids(ids, y, "y");
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
+    // valid_ids(), not num: an id in the padded rows reads zeros and gets no gradient, where
+    // the CPU refuses it (check_ids), instead of training a row that must stay inert.
     cuda::embedding_forward(ids.data<std::int32_t>(), table().data<float>(), y.data<float>(), n,
-                            config_.num, config_.dim, accumulate, stream());
+                            valid_ids(), config_.dim, accumulate, stream());
 #endif
   } else {
     cpu::embedding_forward<float>(ids.data<std::int32_t>(), table().data<float>(),
@@ -113,9 +115,10 @@ void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
     // Sized for the largest batch seen: allocated at the first backward, reused after.
-    const std::size_t need = cuda::embedding_backward_scratch_bytes(n, config_.num);
+    // valid_ids() as the kernels' id bound, as in forward.
+    const std::size_t need = cuda::embedding_backward_scratch_bytes(n, valid_ids());
     if (backward_scratch_.size() < need) backward_scratch_ = Buffer::device(need);
-    cuda::embedding_backward(ids.data<std::int32_t>(), dy.data<float>(), dtable, n, config_.num,
+    cuda::embedding_backward(ids.data<std::int32_t>(), dy.data<float>(), dtable, n, valid_ids(),
                              config_.dim, backward_scratch_.data(), backward_scratch_.size(),
                              stream());
 #endif

@@ -107,6 +107,33 @@ TEST_F(CudaEmbedding, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
                "dtable (+ head)");
 }
 
+#ifdef NDEBUG
+// A release build does not check device ids (check_ids, debug only): an id in the padded rows
+// [valid, num) must then read zeros and add no gradient, as the padded rows take none from the
+// loss, instead of training a row that must stay inert (review). Debug builds stop at it.
+TEST_F(CudaEmbedding, EmbeddingIdsInThePaddedRowsReadZerosAndAddNothing) {
+  const std::int64_t num = 24, valid = 20, dim = 9, n = 4;
+  Embedding emb("wte", {.num = num, .dim = dim, .valid = valid});
+  ParamStore store = bind_in(*ctx_, emb);
+  std::vector<std::int32_t> ids = {3, 21, 19, 22};  // 21 and 22 are padded rows
+  GuardedDeviceArray<std::int32_t> ids_d(ids);
+  GuardedDeviceArray<float> y_d(nans(n * dim));
+  auto dy = random_floats(n * dim, 41);
+  GuardedDeviceArray<float> dy_d(dy);
+  settle();
+  emb.forward(ids_d.view({n}), y_d.view({n, dim}));
+  emb.backward(ids_d.view({n}), dy_d.view({n, dim}));
+  const std::vector<float> y = download(y_d.view({n, dim}));
+  const std::vector<float> dtable = download(store.grad("wte.weight"));
+  for (std::int64_t j = 0; j < dim; ++j) {
+    EXPECT_EQ(y[1 * dim + j], 0.0f) << j;
+    EXPECT_EQ(y[3 * dim + j], 0.0f) << j;
+    for (std::int64_t row = valid; row < num; ++row) EXPECT_EQ(dtable[row * dim + j], 0.0f) << row;
+    EXPECT_EQ(dtable[3 * dim + j], dy[0 * dim + j]) << j;  // a valid id still lands
+  }
+}
+#endif
+
 TEST_F(CudaEmbedding, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable) {
   const std::int64_t num = 103, dim = 37, n = 41;
   std::vector<std::int32_t> ids = repeated_ids(n, num);

@@ -20,7 +20,9 @@
 
 namespace sparq::cuda {
 
-// y[i] (=|+=) table[ids[i]] for i in [0, n); table [num, dim], y [n, dim].
+// y[i] (=|+=) table[ids[i]] for i in [0, n); table [at least num, dim], y [n, dim]. An id
+// outside [0, num) reads zeros here and adds nothing in embedding_backward: the layer passes
+// its valid ids as num, so the padded rows of a table stay untouched.
 void embedding_forward(const std::int32_t* ids, const float* table, float* y, std::int64_t n,
                        std::int64_t num, std::int64_t dim, bool accumulate, cudaStream_t stream);
 

@@ -73,19 +73,19 @@
 namespace sparq::compress {
 
 struct GradientExchangeConfig {
-  CompressConfig compress;                 // the compressor of compressed buckets
+  CompressConfig compress;  // the compressor of compressed buckets
   // A registered strategy name (aggregation.h), or "auto": the compressor's own strategy.
   std::string aggregation = "auto";
   std::string aggregation_key = "compress.aggregation";  // names `aggregation` in errors
-  AggregatorOptions aggregator;            // two_phase server compression
+  AggregatorOptions aggregator;                          // two_phase server compression
   bool error_feedback = true;
-  std::int64_t dense_warmup_steps = 0;     // steps before compression starts
+  std::int64_t dense_warmup_steps = 0;  // steps before compression starts
   // Steps of the density warm-up after dense_warmup_steps (0: off); needs a compressor with a
   // density (Compressor::density()). See warmup_density().
   std::int64_t density_warmup_steps = 0;
   // log.never_sent_window: the window N of never_sent_share() (0: off; needs error feedback).
   std::int64_t never_sent_window = 0;
-  std::uint64_t seed = 0;                  // the run's compression seed (same on all ranks)
+  std::uint64_t seed = 0;  // the run's compression seed (same on all ranks)
   // Per-bucket choices of comm.plan: auto (empty, or one entry per plan bucket): "" keeps the
   // bucket's plan kind and `aggregation`, "dense" sends a compressed-region bucket as dense
   // f32, any other value is the strategy of that bucket's compressed messages. The choice
@@ -95,13 +95,13 @@ struct GradientExchangeConfig {
 
 // One bucket's share of a step, for metrics.
 struct BucketExchangeStats {
-  bool compressed = false;          // false: sent dense (dense bucket or warm-up)
-  std::size_t payload_bytes = 0;    // this rank's message bytes, all phases
-  std::size_t dense_bytes = 0;      // 4 * floats in the bucket: what `none` would send
-  double residual_sq = 0;           // ||e||^2 of the bucket's residual after the exchange
-  double input_sq = 0;              // ||a||^2, a = g + e what the compressor was asked to send
-                                    // (summed over two_phase's regions); error feedback only
-  std::size_t unsent_in_window = 0; // never_sent_window: coordinates not sent in the window
+  bool compressed = false;           // false: sent dense (dense bucket or warm-up)
+  std::size_t payload_bytes = 0;     // this rank's message bytes, all phases
+  std::size_t dense_bytes = 0;       // 4 * floats in the bucket: what `none` would send
+  double residual_sq = 0;            // ||e||^2 of the bucket's residual after the exchange
+  double input_sq = 0;               // ||a||^2, a = g + e what the compressor was asked to send
+                                     // (summed over two_phase's regions); error feedback only
+  std::size_t unsent_in_window = 0;  // never_sent_window: coordinates not sent in the window
 };
 
 // The density of compressed step t (0 = the first step after dense_warmup_steps) under a
@@ -111,8 +111,7 @@ double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps);
 
 // density_warmup_steps > 0 needs a compressor with a density, and not dgc's own warm-up; the
 // error names `key`. The dense casts (none, fp16, bf16) accept it and ignore it.
-Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps,
-                            const std::string& key);
+Status check_density_warmup(const Compressor& c, std::int64_t warmup_steps, const std::string& key);
 
 class GradientExchange final : public comm::BucketAverager {
  public:
@@ -172,8 +171,12 @@ class GradientExchange final : public comm::BucketAverager {
   // named "bucket<b>.compressor" and "bucket<b>.aggregator". The views stay valid until the
   // next save_state() call.
   std::vector<StateTensor> save_state();
-  // Restores what save_state() returned (same names, in the same order; u8 views).
-  Status load_state(const std::vector<StateTensor>& state);
+  // Restores what save_state() returned (same names, in the same order; u8 views) on rank
+  // `rank` of `world`. Each entry must fit its bucket as this rank holds it (dgc's momentum
+  // one float per bucket position, two_phase's server residual one per position of this
+  // rank's region): a state of another bucket plan or world size is an error naming the
+  // bucket, never applied to other positions.
+  Status load_state(const std::vector<StateTensor>& state, int rank, int world);
   // Elastic resume: for each entry save_state() would return (same names, same order), the
   // owner's merge of what `old_world` ranks saved into this process's state as rank
   // `new_rank` of `new_world` (state_merge.h), with the bucket's flat range. Feed each the
@@ -187,8 +190,8 @@ class GradientExchange final : public comm::BucketAverager {
     std::unique_ptr<Compressor> compressor;  // null for dense buckets
     std::unique_ptr<Aggregator> aggregator;
     std::unique_ptr<ErrorFeedback> error_feedback;
-    std::unique_ptr<SendHistory> send_history;  // never_sent_window > 0 only
-    std::unique_ptr<DeviceCodec> device_codec;   // GPU stores (gradient_exchange_device.cpp)
+    std::unique_ptr<SendHistory> send_history;       // never_sent_window > 0 only
+    std::unique_ptr<DeviceCodec> device_codec;       // GPU stores (gradient_exchange_device.cpp)
     std::unique_ptr<DeviceLowRank> device_low_rank;  // GPU stores, powersgd (low_rank)
     // Exchanged on the device (a GPU store's compressed bucket).
     bool on_device() const { return device_codec != nullptr || device_low_rank != nullptr; }
@@ -238,13 +241,13 @@ class GradientExchange final : public comm::BucketAverager {
   bool has_error_feedback(std::size_t bucket) const;
   std::vector<PerBucket> buckets_;
   mutable std::vector<BucketExchangeStats> stats_;  // mutable: read_device_metrics()
-  std::vector<std::uint32_t> last_sent_;  // SendHistory stamps, the store's flat layout
-  std::vector<float> decode_scratch_;     // shared by the buckets' send histories
-  std::int64_t history_origin_ = -1;      // the first compressed step this process ran
-  std::uint32_t history_stamp_ = 0;       // 1-based compressed step of the last stamps
-  std::vector<Message> saved_;  // save_state()'s serialisations, two per bucket
-  int local_nonfinite_ = 0;      // this step, this rank (Note [Non-finite local gradients])
-  int nonfinite_all_ranks_ = 0;  // agreed when the step's last bucket is exchanged
+  std::vector<std::uint32_t> last_sent_;            // SendHistory stamps, the store's flat layout
+  std::vector<float> decode_scratch_;               // shared by the buckets' send histories
+  std::int64_t history_origin_ = -1;                // the first compressed step this process ran
+  std::uint32_t history_stamp_ = 0;                 // 1-based compressed step of the last stamps
+  std::vector<Message> saved_;                      // save_state()'s serialisations, two per bucket
+  int local_nonfinite_ = 0;          // this step, this rank (Note [Non-finite local gradients])
+  int nonfinite_all_ranks_ = 0;      // agreed when the step's last bucket is exchanged
   std::int64_t counting_step_ = -1;  // the step the two counts and exchanged_in_step_ are of
   std::size_t exchanged_in_step_ = 0;
 };

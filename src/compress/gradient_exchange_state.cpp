@@ -12,6 +12,28 @@
 #include "compress/gradient_exchange.h"
 
 namespace sparq::compress {
+namespace {
+
+// Whether a saved state fits bucket `bucket` as rank `rank` of `world` holds it. The owners'
+// merge hooks (state_merge.h) are what knows each state's shape (one float per bucket
+// position, one per position of the rank's region, opaque), and merging a rank's own state
+// into the same bucket of the same world checks exactly that: its result is discarded. Without
+// this, a state saved for another bucket (another comm.bucket_mb, another world size) was
+// taken as it came: dgc applied one tensor's momentum to another and zero-filled the rest,
+// two_phase aborted at the first exchange.
+Status check_fits(StateMerge& merge, const comm::Bucket& bucket, int rank, int world,
+                  std::span<const std::uint8_t> bytes) {
+  const Status fits = merge.add(rank, static_cast<std::size_t>(bucket.range.offset),
+                                static_cast<std::size_t>(bucket.range.count), bytes);
+  if (fits.is_ok()) return fits;
+  return Status::error(
+      "the saved state does not fit bucket {} ({} floats at offset {}, rank {} of {}): {} "
+      "(saved with another bucket plan, comm.bucket_mb or comm.first_bucket_mb, or another "
+      "world size?)",
+      bucket.index, bucket.range.count, bucket.range.offset, rank, world, fits.message());
+}
+
+}  // namespace
 
 std::vector<StateTensor> GradientExchange::save_state() {
   saved_.resize(2 * buckets_.size());
@@ -43,11 +65,14 @@ std::vector<StateTensor> GradientExchange::save_state() {
   return out;
 }
 
-Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
+Status GradientExchange::load_state(const std::vector<StateTensor>& state, int rank, int world) {
   std::size_t next = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     PerBucket& slot = buckets_[b];
     if (!slot.compressor) continue;
+    const comm::Bucket& bucket = plan_.buckets()[b];
+    const MergeShape shape{static_cast<std::size_t>(bucket.range.offset),
+                           static_cast<std::size_t>(bucket.range.count), world, world, rank};
     for (const char* part : {"compressor", "aggregator"}) {
       const std::string want = fmt::format("bucket{}.{}", b, part);
       if (next >= state.size() || state[next].name != want) {
@@ -56,8 +81,12 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state) {
       }
       const Tensor& t = state[next].tensor;
       const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
+      const bool compressor = std::string_view(part) == "compressor";
+      const std::unique_ptr<StateMerge> merge =
+          compressor ? slot.compressor->state_merge(shape) : slot.aggregator->state_merge(shape);
+      SPARQ_RETURN_IF_ERROR(check_fits(*merge, bucket, rank, world, bytes).with_context(want));
       Status loaded;
-      if (std::string_view(part) == "compressor") {
+      if (compressor) {
         if (slot.device_low_rank) {
           loaded = slot.device_low_rank->load_state(bytes);
         } else {

@@ -107,6 +107,10 @@ Status mark_complete(const std::string& dir, int world_size = 0);
 // The world size a COMPLETE marker records; 0 when it records none (markers written before
 // it did). An error when the marker is missing or unreadable.
 Result<int> complete_world_size(const std::string& dir);
+// Creates `dir` and its missing parents (std::filesystem::create_directories) and fsyncs the
+// parent of every directory it made, and `dir`'s parent in any case, so that the new entries
+// survive a power cut along with the files later synced into them. The error names `dir`.
+Status create_directories_durably(const std::string& dir);
 // Removes a COMPLETE marker from `dir` (none is fine) and makes the removal durable. Every
 // rank calls it before writing its file into a step directory that may be complete already.
 Status clear_complete(const std::string& dir);
@@ -129,7 +133,7 @@ bool same_directory(const std::string& a, const std::string& b);
 // holding a later step of another history calls it before its first save: otherwise
 // latest_checkpoint() would resume that other history and prune_checkpoints() would count
 // its steps as the newest and remove this run's. Nothing is deleted. Returns one message per
-// directory moved or not (for the caller to log).
+// directory moved or not (for the caller to log); none when `root` does not exist yet.
 std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step);
 
 }  // namespace sparq::train

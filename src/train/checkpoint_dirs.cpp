@@ -118,6 +118,30 @@ Result<int> complete_world_size(const std::string& dir) {
   return world;
 }
 
+Status create_directories_durably(const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path target = fs::path(dir).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // "root/step-00000010/"
+  // The directories about to be made, deepest first: up to the first that exists.
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = target; !p.empty() && !fs::exists(p, ec) && !ec; p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;  // "/"
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return Status::error("cannot create '{}': {}", dir, ec.message());
+  // A directory's entry lives in its parent: each parent of a new directory is fsynced, or a
+  // power cut could lose a new checkpoint root (and everything under it) although every file
+  // in it was synced. `dir`'s own parent in any case: a save killed after making `dir` but
+  // before this fsync left an entry that may not be durable yet.
+  SPARQ_RETURN_IF_ERROR(sync_directory(target.parent_path().string()));
+  for (std::size_t i = 1; i < missing.size(); ++i) {
+    SPARQ_RETURN_IF_ERROR(sync_directory(missing[i].parent_path().string()));
+  }
+  return Status::ok();
+}
+
 Status clear_complete(const std::string& dir) {
   const std::string marker = (std::filesystem::path(dir) / kCheckpointCompleteMarker).string();
   if (::unlink(marker.c_str()) != 0) {
@@ -219,6 +243,9 @@ bool same_directory(const std::string& a, const std::string& b) {
 
 std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step) {
   std::vector<std::string> messages;
+  std::error_code missing;
+  // The first save into a new train.checkpoint_dir: nothing there yet, nothing to set aside.
+  if (!std::filesystem::exists(root, missing) && !missing) return messages;
   auto listed = list_step_dirs(root);
   if (!listed.is_ok()) {
     messages.push_back(listed.status().message() + "; newer steps were not set aside");

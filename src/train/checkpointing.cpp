@@ -4,10 +4,24 @@
 // Sections: "params" (flat, the store's layout), "model/<name>" (BatchNorm running
 // statistics), "optim/<name>" (momentum, Adam moments), "residual" (error feedback, the
 // store's layout), "exchange/<bucket>.<part>" (compressor and aggregator state).
-// Metadata: step, world size, rank, model spec, layout size, compressor, optimizer and its
-// step count, loader position (epoch, step, and since elastic resume the global item
-// position), skip counters, and the resolved config. Another world size resumes through
-// elastic_resume.h.
+// Metadata: step, world size, rank, model spec, layout size and since Note [Layouts in the
+// checkpoint] the layout and the bucket ranges, compressor, optimizer and its step count,
+// loader position (epoch, step, and since elastic resume the global item position), skip
+// counters, and the resolved config. Another world size resumes through elastic_resume.h.
+//
+// Note [Layouts in the checkpoint]
+// "params", "optim/*" and "residual" are flat arrays in the store's layout, read back as flat
+// arrays: they mean the same tensors only under the same layout. ParamStore::allocate places
+// the tensors that comm.dense_patterns and comm.min_compress_numel route dense last
+// (BucketPlanConfig::is_dense), so changing those keeps flat_numel and moved most tensors onto
+// others' values without a word. So "layout" records each tensor's "name offset numel" (one
+// line each, declaration order) and any resume, elastic too, refuses another layout. The
+// "exchange/bucket<b>.*" state is saved by bucket index and belongs to bucket b's flat range,
+// which comm.bucket_mb and the other plan settings move without changing the layout: "buckets"
+// records the ranges, a same-world resume that holds such state refuses other ones, and an
+// elastic resume matches the state by these flat ranges. Checkpoints written before these keys
+// existed are resumed as before (flat_numel and GradientExchange::load_state's size checks
+// are all that guard them).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -51,8 +65,8 @@ void add_state(CheckpointFile& f, const std::string& prefix,
     if (s.tensor.dtype() == DType::kU8) {
       f.add_bytes(prefix + s.name, {static_cast<const char*>(s.tensor.raw()), s.tensor.nbytes()});
     } else {
-      f.add_floats(prefix + s.name, {host_floats(s.tensor, staging),
-                                     static_cast<std::size_t>(s.tensor.numel())});
+      f.add_floats(prefix + s.name,
+                   {host_floats(s.tensor, staging), static_cast<std::size_t>(s.tensor.numel())});
     }
   }
 }
@@ -131,11 +145,9 @@ Status Trainer::save_checkpoint() {
 }
 
 Status Trainer::write_rank_checkpoint(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::error("train.checkpoint_dir: cannot create '{}': {}", dir, ec.message());
-  // The new step directory's entry must survive a power cut along with the files in it.
-  SPARQ_RETURN_IF_ERROR(sync_directory(config_.train.checkpoint_dir));
+  // The new step directory's entry, and a new root's, must survive a power cut along with the
+  // files in them.
+  SPARQ_RETURN_IF_ERROR(create_directories_durably(dir).with_context("train.checkpoint_dir"));
   // Re-saving a step that is complete already (a run resumed from an earlier step): the
   // marker goes before this rank's file changes, or a crash would leave it vouching for a
   // mix of old and new files.
@@ -148,6 +160,8 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["rank"] = std::to_string(comm_.rank());
   f.meta["model"] = config_.model.spec;
   f.meta["flat_numel"] = std::to_string(store_.flat_numel());
+  f.meta["layout"] = layout_text(store_);
+  f.meta["buckets"] = format_bucket_ranges(bucket_ranges(*plan_));
   f.meta["compressor"] = config_.compress.compress.name;
   f.meta["optimizer"] = optimizer_->name();
   f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
@@ -185,13 +199,13 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   in.rank = comm_.rank();
   in.world = comm_.size();
   in.exchange = exchange_.get();
-  // The old world's bucket plan, rebuilt from this config: whether the tied embedding gets a
-  // bucket of its own depends on the world size. Other comm.* bucket settings than the old
-  // run's are caught by the merges' size checks.
+  // The old world's bucket plan for checkpoints that do not record theirs (Note [Layouts in
+  // the checkpoint]), rebuilt from this config: whether the tied embedding gets a bucket of its
+  // own depends on the world size. Other comm.* bucket settings than the old run's are then
+  // caught by the merges' size checks.
   const std::int64_t tied_rows =
       model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
-  SPARQ_ASSIGN_OR_RETURN(const bool old_split,
-                         resolve_tied_split(config_, tied_rows, old_world));
+  SPARQ_ASSIGN_OR_RETURN(const bool old_split, resolve_tied_split(config_, tied_rows, old_world));
   comm::BucketPlanConfig old_plan_config = config_.comm.plan;
   if (old_split) old_plan_config.isolated = {model_->tied_embedding()};
   auto old_plan = comm::BucketPlan::build(store_, model_->layers(), old_plan_config);
@@ -214,18 +228,19 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   }
   const std::span<float> residual = exchange_->residual();
   if (!residual.empty()) {
-    in.sections.push_back({"residual",
-                           Tensor(residual.data(), DType::kF32,
-                                  {static_cast<std::int64_t>(residual.size())}),
-                           MergeRule::kMean, "residual mass"});
+    in.sections.push_back(
+        {"residual",
+         Tensor(residual.data(), DType::kF32, {static_cast<std::int64_t>(residual.size())}),
+         MergeRule::kMean, "residual mass"});
   }
   if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
     // Momenta are linear in the gradients, so their mean is exact; second moments (update
     // mode's Adam) are not, but zeroing them would make the next steps huge.
-    spdlog::warn("elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
-                 "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
-                 "exp_avg_sq)",
-                 config_.optim.communicate, old_world);
+    spdlog::warn(
+        "elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
+        "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
+        "exp_avg_sq)",
+        config_.optim.communicate, old_world);
   }
   return merge_elastic_checkpoint(in);
 }
@@ -239,9 +254,10 @@ Status Trainer::load_checkpoint(const std::string& path) {
   if (!parse_step(path).is_ok()) {
     SPARQ_ASSIGN_OR_RETURN(dir, latest_checkpoint(path));
   } else if (!is_complete(path)) {
-    return Status::error("checkpoint '{}' is incomplete (no {} marker): its save was "
-                         "interrupted; resume from an earlier step",
-                         path, kCheckpointCompleteMarker);
+    return Status::error(
+        "checkpoint '{}' is incomplete (no {} marker): its save was "
+        "interrupted; resume from an earlier step",
+        path, kCheckpointCompleteMarker);
   }
   // The saving world's size comes from the marker (Note [One save per complete directory],
   // checkpoint_dirs.cpp), the same on every rank; a marker from before it was recorded leaves
@@ -275,15 +291,15 @@ Status Trainer::load_checkpoint(const std::string& path) {
   const auto must_match = [&](const std::string& key, const std::string& have,
                               const std::string& want) {
     if (have == want) return Status::ok();
-    return Status::error("checkpoint '{}' does not match this config: {} is '{}' there and "
-                         "'{}' here",
-                         file, key, have, want);
+    return Status::error(
+        "checkpoint '{}' does not match this config: {} is '{}' there and "
+        "'{}' here",
+        file, key, have, want);
   };
-  for (const auto& [key, want] :
-       {std::pair<std::string, std::string>{"model", config_.model.spec},
-        {"flat_numel", std::to_string(store_.flat_numel())},
-        {"compressor", config_.compress.compress.name},
-        {"optimizer", optimizer_->name()}}) {
+  for (const auto& [key, want] : {std::pair<std::string, std::string>{"model", config_.model.spec},
+                                  {"flat_numel", std::to_string(store_.flat_numel())},
+                                  {"compressor", config_.compress.compress.name},
+                                  {"optimizer", optimizer_->name()}}) {
     SPARQ_ASSIGN_OR_RETURN(std::string have, f.meta_value(key));
     SPARQ_RETURN_IF_ERROR(must_match(key, have, want));
   }
@@ -292,17 +308,27 @@ Status Trainer::load_checkpoint(const std::string& path) {
   SPARQ_RETURN_IF_ERROR(must_match("optimizer.communicate",
                                    meta_or(f, "optimizer.communicate", "gradient"),
                                    config_.optim.communicate));
+  SPARQ_RETURN_IF_ERROR(check_layout(f, layout_text(store_), config_.resolved_yaml));
 
   const Tensor params = store_.param_range({0, store_.flat_numel()});
   std::string merged;
   if (!elastic) {
+    const BucketRanges buckets = bucket_ranges(*plan_);
+    SPARQ_RETURN_IF_ERROR(check_bucket_plan(f, buckets, config_.resolved_yaml));
     SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));
     SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
     SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
     if (!exchange_->residual().empty()) {
       SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
     }
-    SPARQ_RETURN_IF_ERROR(exchange_->load_state(byte_sections(f, "exchange/")).with_context(file));
+    // Under other buckets only state that holds nothing passed check_bucket_plan: loaded by
+    // index, it would expect the other plan's buckets; left out, every owner starts empty,
+    // which is what it saved.
+    if (!f.meta.count("buckets") || f.meta.at("buckets") == format_bucket_ranges(buckets)) {
+      SPARQ_RETURN_IF_ERROR(
+          exchange_->load_state(byte_sections(f, "exchange/"), comm_.rank(), comm_.size())
+              .with_context(file));
+    }
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
@@ -356,9 +382,10 @@ Status Trainer::load_checkpoint(const std::string& path) {
   }
   if (is_root() && elastic) {
     const data::LoaderState now = train_data_->state();
-    spdlog::info("resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
-                 "at item {} of epoch {}",
-                 world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch);
+    spdlog::info(
+        "resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
+        "at item {} of epoch {}",
+        world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch);
   }
   return Status::ok();
 }

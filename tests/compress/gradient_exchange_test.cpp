@@ -4,8 +4,10 @@
 // Multi-rank averaging is covered by aggregation_mpi_test and the convergence test.
 #include "compress/gradient_exchange.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -114,9 +116,13 @@ class AllreduceSpy final : public comm::Communicator {
   }
   void allgather(const void*, void*, std::size_t, DType) override { unexpected(); }
   void allgatherv(const void*, void*, std::span<const std::size_t>, std::span<const std::size_t>,
-                  DType) override { unexpected(); }
+                  DType) override {
+    unexpected();
+  }
   void reduce_scatter(const void*, void*, std::span<const std::size_t>, DType,
-                      comm::ReduceOp) override { unexpected(); }
+                      comm::ReduceOp) override {
+    unexpected();
+  }
   void alltoall(const void*, void*, std::size_t, DType) override { unexpected(); }
   void alltoallv(const void*, std::span<const std::size_t>, std::span<const std::size_t>, void*,
                  std::span<const std::size_t>, std::span<const std::size_t>, DType) override {
@@ -282,7 +288,7 @@ void expect_saved_state_continues(Fixture& f, const GradientExchangeConfig& c) {
   const std::vector<float> residual(original->residual().begin(), original->residual().end());
 
   auto restored = f.make(c);
-  ASSERT_TRUE(restored->load_state(state).is_ok());
+  ASSERT_TRUE(restored->load_state(state, 0, 1).is_ok());
   std::copy(residual.begin(), residual.end(), restored->residual().begin());
 
   f.fill_grads(30);
@@ -293,7 +299,7 @@ void expect_saved_state_continues(Fixture& f, const GradientExchangeConfig& c) {
   EXPECT_EQ(f.grads(), want);
 
   std::vector<StateTensor> truncated(state.begin(), state.end() - 1);
-  const Status s = f.make(c)->load_state(truncated);
+  const Status s = f.make(c)->load_state(truncated, 0, 1);
   EXPECT_FALSE(s.is_ok());
 }
 
@@ -311,6 +317,63 @@ TEST(GradientExchange, SavedStateContinuesIdentically) {
     c.aggregator.server_compression = !dgc;
     expect_saved_state_continues(f, c);
   }
+}
+
+// A state saved for other buckets (another comm.bucket_mb) or another world size is refused
+// naming the bucket, not applied to other positions (dgc's momentum) or left to abort the
+// first exchange (two_phase's server residual of another region size).
+TEST(GradientExchange, StateThatDoesNotFitItsBucketIsRefusedNamingIt) {
+  Fixture f;
+  GradientExchangeConfig dgc;
+  dgc.compress = {"dgc", {{"density", "0.05"}}, "compress"};
+  auto original = f.make(dgc);
+  f.fill_grads(40);
+  f.exchange_all(*original, 0);
+  std::vector<StateTensor> state = original->save_state();
+  // Two compressed buckets of different sizes swap their momenta.
+  const comm::Bucket* first = nullptr;
+  const comm::Bucket* second = nullptr;
+  for (const comm::Bucket& b : f.plan.buckets()) {
+    if (b.dense) continue;
+    if (first == nullptr) {
+      first = &b;
+    } else if (b.range.count != first->range.count) {
+      second = &b;
+      break;
+    }
+  }
+  ASSERT_TRUE(first != nullptr && second != nullptr) << "needs two buckets of other sizes";
+  const auto find = [&](const comm::Bucket& b) {
+    const std::string name = fmt::format("bucket{}.compressor", b.index);
+    return std::find_if(state.begin(), state.end(),
+                        [&](const StateTensor& s) { return s.name == name; });
+  };
+  ASSERT_NE(find(*first), state.end());
+  ASSERT_NE(find(*second), state.end());
+  std::swap(find(*first)->tensor, find(*second)->tensor);
+  Status s = f.make(dgc)->load_state(state, 0, 1);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find(fmt::format("bucket{}.compressor: the saved state does not fit "
+                                         "bucket {} ({} floats",
+                                         first->index, first->index, first->range.count)),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("dgc momentum"), std::string::npos) << s.message();
+
+  // two_phase's server residual of the whole bucket (one rank) is not rank 1's region of two.
+  GradientExchangeConfig two_phase = lbs_config();
+  two_phase.aggregation = "two_phase";
+  auto one_rank = f.make(two_phase);
+  f.fill_grads(41);
+  f.exchange_all(*one_rank, 0);
+  s = f.make(two_phase)->load_state(one_rank->save_state(), 1, 2);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("aggregator: the saved state does not fit bucket"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("two_phase server residual"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("rank 1 of 2"), std::string::npos) << s.message();
+  // And as saved, it loads.
+  EXPECT_TRUE(f.make(two_phase)->load_state(one_rank->save_state(), 0, 1).is_ok());
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // vectors, the parameters are unchanged and the data continues from the global number of
 // items consumed; training goes on with finite losses. A replicated section that differs
 // between the old ranks is refused. Per-rank optimizer state (communicate: update) and dgc's
-// momentum follow the same mean rule.
+// momentum follow the same mean rule. Another flat layout is refused; another bucket plan is
+// matched by the flat ranges the checkpoint records.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -303,6 +304,34 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
     ++checked;
   }
   EXPECT_GE(checked, 4u);  // residual, exp_avg, exp_avg_sq, and dgc's u of each bucket
+  fs::remove_all(dir);
+}
+
+// Any resume refuses another flat layout (comm.dense_patterns moves the biases and norms), which
+// it used to take as long as the total size matched. Another comm.bucket_mb is fine: the old
+// buckets' state is matched by the flat ranges the checkpoint records, so two_phase's server
+// residuals are re-partitioned exactly (before, the old plan was rebuilt from the new
+// settings and the resume failed on the merges' size checks).
+TEST(ElasticResume, AnotherLayoutIsRefusedAndAnotherBucketPlanIsMatchedByPosition) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("sparq_elastic_layout_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ProcessResult r = run_train(2, tiny(dir / "two", 4, dir / "two.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path two4 = dir / "two" / "step-00000004";
+  r = run_train(1, tiny(dir / "layout", 4, dir / "layout.jsonl") +
+                       " --set 'comm.dense_patterns=[]' --resume " + two4.string());
+  sparq::testing::expect_refused(r, "the flat parameter layout differs");
+  EXPECT_NE(r.output.find("changed here: comm.dense_patterns"), std::string::npos) << r.output;
+
+  r = run_train(1, tiny(dir / "one", 4, dir / "one.jsonl") +
+                       " --set comm.bucket_mb=0.25 --resume " + two4.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("two_phase aggregator state re-partitioned"), std::string::npos)
+      << r.output;
+  expect_merged(read_all(two4, 2), read_all(dir / "one" / "step-00000004", 1),
+                /*same_plan=*/false);
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,153 @@
+// Resumes whose state would land on other positions are refused, in one process (one rank);
+// Note [Layouts in the checkpoint], checkpointing.cpp. Another comm.dense_patterns or
+// comm.min_compress_numel moves tensors in the flat layout (the parameters, optimizer moments
+// and residual are flat arrays); another comm.bucket_mb moves the buckets that dgc's momentum
+// and two_phase's server residual belong to. Before these checks both resumed without a word
+// (or aborted at the first two_phase exchange). A stateless compressor still resumes under
+// another bucket plan. And the first save into a new train.checkpoint_dir warns of nothing.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/check.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/ckpt_resume_checks_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// GPT-2 tiny with one layer: about 200k floats in several buckets of at most 64k floats.
+constexpr char kConfig[] = R"(
+model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1}
+data: {source: markov, seq_len: 16, markov: {vocab_size: 64, train_tokens: 8192, eval_tokens: 1024}}
+optim: {name: adamw, lr: 1.0e-3}
+comm: {first_bucket_mb: 0.1, bucket_mb: 0.25, dense_patterns: ["*.bias", "*ln_*"]}
+train: {micro_batch: 2, eval_batches: 1, eval_interval: 0, checkpoint_interval: 2, seed: 5}
+log: {progress_interval: 0}
+)";
+
+std::unique_ptr<Trainer> make_trainer(const std::string& root, const std::vector<std::string>& set,
+                                      comm::Communicator& self) {
+  std::vector<std::string> overrides = {"train.checkpoint_dir=" + root, "train.steps=2"};
+  overrides.insert(overrides.end(), set.begin(), set.end());
+  auto config = parse_train_config(kConfig, "checkpoint_resume_checks_test", overrides);
+  SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+  auto trainer = Trainer::create(*config, self);
+  SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());
+  return std::move(trainer).value();
+}
+
+// Trains 2 steps with `set` into `root` (checkpoint step 2), then resumes that checkpoint with
+// `set` and `changed`: the resume's status.
+Status train_then_resume(const std::string& root, const std::vector<std::string>& set,
+                         const std::vector<std::string>& changed) {
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  auto trained = make_trainer(root, set, *self)->run();
+  SPARQ_CHECK(trained.is_ok(), "{}", trained.status().message());
+  SPARQ_CHECK(is_complete(checkpoint_dir(root, 2)), "no checkpoint of step 2 in {}", root);
+  std::vector<std::string> resume_set = set;
+  resume_set.insert(resume_set.end(), changed.begin(), changed.end());
+  return make_trainer(root + "/resumed", resume_set, *self)->resume(checkpoint_dir(root, 2));
+}
+
+void expect_refused(const Status& s, const std::vector<std::string>& phrases) {
+  ASSERT_FALSE(s.is_ok()) << "the resume was accepted";
+  for (const std::string& phrase : phrases) {
+    EXPECT_NE(s.message().find(phrase), std::string::npos) << phrase << "\n" << s.message();
+  }
+}
+
+TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
+  const std::string root = fresh_dir("dense_patterns");
+  // With the patterns the biases and norms sit after the weights; without them, between.
+  expect_refused(train_then_resume(root, {}, {"comm.dense_patterns=[]"}),
+                 {"the flat parameter layout differs", "comm.dense_patterns",
+                  "comm.min_compress_numel", "changed here: comm.dense_patterns"});
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  // Every tensor of fewer than 10000 floats dense: the embeddings' neighbours move too.
+  expect_refused(make_trainer(root + "/numel", {"comm.min_compress_numel=10000"}, *self)
+                     ->resume(checkpoint_dir(root, 2)),
+                 {"the flat parameter layout differs", "changed here: comm.min_compress_numel"});
+  // The same settings still resume.
+  const Status same = make_trainer(root + "/same", {}, *self)->resume(checkpoint_dir(root, 2));
+  EXPECT_TRUE(same.is_ok()) << same.message();
+}
+
+TEST(ResumeChecks, AnotherBucketPlanWithPerBucketStateIsRefused) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> set;
+    std::string state;  // the part that holds the per-bucket state
+  };
+  const Case cases[] = {
+      {"dgc", {"compress.name=dgc", "compress.dgc.density=0.1"}, ".compressor"},  // momentum
+      {"two_phase",  // the server residual
+       {"compress.name=topk", "compress.topk.density=0.1", "compress.aggregation=two_phase"},
+       ".aggregator"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string root = fresh_dir("bucket_mb_" + c.name);
+    // Still 6 buckets, but buckets 3 and 4 cover other ranges: loaded by index, dgc's momentum
+    // went to other positions (zero-filled where short) and two_phase aborted at its first step.
+    expect_refused(train_then_resume(root, c.set, {"comm.bucket_mb=0.26"}),
+                   {"its bucket plan differs", "changed here: comm.bucket_mb: 0.25 -> 0.26",
+                    "comm.first_bucket_mb", "compressor and aggregator state (bucket", c.state});
+  }
+}
+
+TEST(ResumeChecks, AnotherBucketPlanWithoutPerBucketStateResumes) {
+  // topk through allgather keeps nothing per bucket: its residual is flat, any plan fits, also
+  // one with more buckets (10 here, 6 saved), whose state names used to be refused.
+  const std::string root = fresh_dir("bucket_mb_stateless");
+  const Status s = train_then_resume(root, {"compress.name=topk", "compress.topk.density=0.1"},
+                                     {"comm.bucket_mb=0.15"});
+  EXPECT_TRUE(s.is_ok()) << s.message();
+}
+
+// Everything logged while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+TEST(ResumeChecks, TheFirstSaveIntoANewCheckpointDirWarnsOfNothing) {
+  const std::string root = fresh_dir("fresh") + "/new/ckpt";  // neither exists yet
+  EXPECT_TRUE(set_aside_newer_checkpoints(root, 0).empty());
+  LogCapture log;
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 2)));
+  EXPECT_NE(log.text().find("checkpoint of step 2 written"), std::string::npos) << log.text();
+  EXPECT_EQ(log.text().find("cannot list checkpoint directory"), std::string::npos) << log.text();
+}
+
+}  // namespace
+}  // namespace sparq::train

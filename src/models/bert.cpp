@@ -188,8 +188,11 @@ float Bert::head_forward(const Batch& batch) {
   if (!backward_follows())
     return head_slot_->fused_head()->forward(x, head_operands(), batch.targets);
   mark_head_gradient_added();  // Note [Eager head gradient], model.h
+  // Note [Token-weighted micro-batches] (train/data_parallel.h): the scale seeds the MLM
+  // gradient here and below, on every head and device (the CUDA cross-entropy takes it too).
   return head_slot_->fused_head()->forward_backward(x, head_operands(), batch.targets,
-                                                    act(head_slot_->dhead(), config_.n_embd));
+                                                    act(head_slot_->dhead(), config_.n_embd),
+                                                    target_grad_scale_);
 }
 
 Tensor Bert::nsp_logits() const {
@@ -291,10 +294,10 @@ void Bert::backward_layers() {
     dhead = act(head_slot_->dhead(), dim);
     if (!head_gradient_added_) {  // a plain forward(): the head's gradient is due now
       head_slot_->fused_head()->forward_backward(act(mlm_ln_out_, dim), head_operands(),
-                                                 batch_.targets, dhead);
+                                                 batch_.targets, dhead, target_grad_scale_);
     }
   } else {
-    mlm_loss_->forward_backward(logits(), batch_.targets, logits());
+    mlm_loss_->forward_backward(logits(), batch_.targets, logits(), target_grad_scale_);
     mlm_bias_->backward(logits());
     word_->project_backward(act(mlm_ln_out_, dim), logits(), dmid);  // tied: adds into dword
   }

@@ -46,6 +46,9 @@ class Bert : public Model {
   Tensor logits() const override;  // MLM logits [B, T, padded_vocab]
   Tensor nsp_logits() const;       // [B, 2]; only with nsp
   std::size_t activation_bytes() const override;
+  // The masked positions, whose number varies (Note [Token-weighted micro-batches],
+  // train/data_parallel.h): the MLM term's gradient takes the target scale, NSP's does not.
+  bool weighs_counted_targets() const override { return true; }
 
  private:
   struct Encoder {

@@ -173,6 +173,22 @@ Model::Score Model::counted_targets(const Batch& batch) const {
   return s;
 }
 
+std::int64_t Model::counted_target_count(const Batch& batch) const {
+  const Tensor& targets = batch.targets;
+  SPARQ_CHECK(targets.dtype() == DType::kI32, "{}: targets must be int32, got {}", config_.spec,
+              targets.str());
+  std::vector<std::int32_t> staging;
+  const std::int32_t* y = nullptr;
+  if (targets.is_cpu()) {
+    y = targets.data<std::int32_t>();
+  } else {
+    staging.resize(static_cast<std::size_t>(targets.numel()));
+    copy_to_host(targets, staging.data());
+    y = staging.data();
+  }
+  return std::count_if(y, y + targets.numel(), [](std::int32_t v) { return v != kIgnoreIndex; });
+}
+
 std::int64_t Model::param_count() const {
   ParamStore scratch;
   declare(scratch);

@@ -159,6 +159,19 @@ class Model {
   // only in where the targets are and how many logit columns are real, which config_ says.
   Score score(const Batch& batch) const;
 
+  // Note [Token-weighted micro-batches] (train/data_parallel.h): whether the loss is a mean
+  // over a number of targets that varies between training batches of one shape (BERT: the
+  // masked positions), so that a step must weigh its micro-batches by their counts. False for
+  // GPT-2 and VGG, whose every training target counts.
+  virtual bool weighs_counted_targets() const { return false; }
+  // How many of batch.targets are not kIgnoreIndex. A device batch's targets are copied to
+  // the host first (synchronous).
+  std::int64_t counted_target_count(const Batch& batch) const;
+  // Multiplies the gradient of that mean (BERT: the MLM term, not NSP) in the next backward,
+  // and in the fused head's gradient, which forward_for_backward() takes (Note [Eager head
+  // gradient]): set it before that. 1 until set; models that weigh no targets ignore it.
+  void set_target_grad_scale(float scale) { target_grad_scale_ = scale; }
+
   // Note [Tied embedding split]: the tied table's parameter name, empty for models without
   // one (or that do not support the split).
   virtual std::string tied_embedding() const { return {}; }
@@ -231,6 +244,8 @@ class Model {
   DropoutStep step_;
   bool has_forward_ = false;
   float unscored_loss_ = 0;  // Score::unscored_loss of the last forward (set by the model)
+  // set_target_grad_scale(), read by the loss of a model that weighs its counted targets.
+  float target_grad_scale_ = 1;
   bool fused_head_ = false;  // set by bind_layers
   bool head_gradient_added_ = false;
   bool backward_follows_ = false;  // inside forward_for_backward()

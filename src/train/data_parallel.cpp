@@ -47,6 +47,34 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
                 "clipping needs the whole local gradient before anything is sent");
     tied_range_ = store_.entry(model_.tied_embedding()).range();
   }
+  SPARQ_CHECK(!model_.weighs_counted_targets() || options_.control != nullptr,
+              "{}: weighing micro-batches by their targets needs Options::control, the queue "
+              "that counts them across ranks (Note [Token-weighted micro-batches])",
+              model_.config().spec);
+}
+
+void DataParallelStepper::weigh_micro_batches(std::int64_t step,
+                                              std::span<const Batch> micro_batches) {
+  // Note [Token-weighted micro-batches]: the counts first, then s_ri = P A c_ri / C.
+  std::int64_t total = 0;
+  for (const Batch& b : micro_batches) {
+    const std::int64_t counted = model_.counted_target_count(b);
+    target_scales_.push_back(static_cast<double>(counted));
+    total += counted;
+  }
+  int ranks = 1;
+  const Status s = options_.control->run("count targets", step, [&](comm::Communicator& c) {
+    c.allreduce(&total, &total, 1, DType::kI64, comm::ReduceOp::kSum);
+    ranks = c.size();
+    return Status::ok();
+  });
+  SPARQ_CHECK(s.is_ok(), "counting the step's targets failed: {}", s.message());
+  // No counted target anywhere: every loss gradient is zero already, whatever its scale.
+  const double micro_batches_in_step =
+      static_cast<double>(ranks) * static_cast<double>(micro_batches.size());
+  for (double& scale : target_scales_) {
+    scale = total > 0 ? micro_batches_in_step * scale / static_cast<double>(total) : 1.0;
+  }
 }
 
 void DataParallelStepper::submit_tied_rows(float scale) {
@@ -72,6 +100,8 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   const float accumulation_scale = 1.0f / static_cast<float>(count);
   double loss_sum = 0.0;
   held_.clear();
+  target_scales_.clear();
+  if (model_.weighs_counted_targets()) weigh_micro_batches(step, micro_batches);
   const auto report_ready = [&](const ParamRange& range) {
     // Fault point "gradient.nonfinite" (docs/reliability.md): a NaN in this rank's gradient,
     // which Note [Non-finite local gradients] (gradient_exchange.h) must keep out of the
@@ -92,6 +122,10 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     model_.set_step(static_cast<std::uint64_t>(step * count + i));
     scheduler_.begin_step(step, /*communicate=*/last);
     if (options_.split_tied_embedding) model_.set_tied_split(last);
+    // Before the forward: the fused head takes its gradient there (Note [Eager head gradient]).
+    if (!target_scales_.empty()) {
+      model_.set_target_grad_scale(static_cast<float>(target_scales_[i]));
+    }
     Stopwatch watch;
     {
       ScopedTrace span(trace_, fmt::format("forward {}", i), "forward", step);
@@ -132,6 +166,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     scheduler_.on_backward_done();
     if (last && options_.split_tied_embedding) submit_tied_rows(accumulation_scale);
   }
+  if (!target_scales_.empty()) model_.set_target_grad_scale(1.0f);  // a backward after the step
   r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
   // On a GPU whose buckets run on streams, the optimizer's kernels wait for the exchange on
   // the compute stream, not the host (guarded_optimizer_step).

@@ -21,7 +21,32 @@
 //
 // Gradient accumulation: micro-batch losses are means, so the summed gradients of A
 // micro-batches are scaled by 1/A (layer by layer, on the compute thread, just before a layer
-// is reported ready) and the step's gradient is the mean over all A * P micro-batches.
+// is reported ready) and the step's gradient is the mean over all A * P micro-batches, each
+// weighed by its counted targets where their number varies (the Note below).
+//
+// Note [Token-weighted micro-batches]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A micro-batch's loss is a mean over its counted targets (not kIgnoreIndex), and with the
+// 1/A above and the exchange's 1/P every micro-batch weighs 1/(P A). That is one worker's
+// gradient over the whole batch (DESIGN.md: P workers equal one with P times the batch) only
+// when every micro-batch counts as many targets, as GPT-2's next tokens and VGG's images do in
+// training. BERT's masked-LM targets are its masked positions, whose number varies (random
+// masks, short sequences): micro-batches of 14 and 2 masked tokens weighed equally moved the
+// gradient 117% away from the single batch's. So where the model says the counts vary
+// (Model::weighs_counted_targets), micro-batch i of rank r, with c_ri counted targets, seeds
+// its loss gradient with
+//     s_ri = P A c_ri / C,   C = the sum of c over every micro-batch of every rank in the step,
+// and after 1/A and 1/P the step's gradient is the mean over all C targets, one worker's.
+// C is one 8-byte allreduce per step before the first forward (the caller fetched every
+// micro-batch already), on Options::control: the trainer's control engine, whose thread alone
+// may call the communicator (a GPU run's bucket queue is NCCL's, for device buffers). A GPU
+// run reads the staged targets back to count them, a small synchronous copy per micro-batch
+// (BERT's loss already waits for the stream once per micro-batch to read itself). The seed
+// is a host scalar the model hands its loss layer (Model::set_target_grad_scale: the CPU,
+// fused-head and CUDA cross-entropies all take it as their dloss), so no kernel changes. Other
+// models get no collective and no scale: their numbers are bit-identical to the equal
+// weights. BERT's NSP term (a mean over rows, as many in every micro-batch) keeps equal
+// weights, and StepResult::loss stays the mean of the micro-batch losses.
 //
 // The caller chooses train or eval mode (model.set_training) before calling step().
 //
@@ -40,6 +65,7 @@
 #include <span>
 #include <vector>
 
+#include "comm/comm_queue.h"
 #include "comm/sparse_rows.h"
 #include "comm/wfbp_scheduler.h"
 #include "core/trace.h"
@@ -51,7 +77,8 @@ namespace sparq::train {
 
 struct StepResult {
   std::int64_t step = 0;
-  float loss = 0;         // mean of the micro-batch losses on this rank
+  float loss = 0;         // mean of the micro-batch losses on this rank (each a mean over
+                          // its own targets; not weighed by their counts)
   double grad_norm = 0;   // before clipping: of the aggregate, or of the local gradient
                           // with local clipping
   double lr = 0;
@@ -67,6 +94,9 @@ class DataParallelStepper {
     double clip_norm = 0.0;  // <= 0: no clipping (the norm is still measured)
     bool clip_local = false;  // clip this rank's gradient before communication (see above)
     bool split_tied_embedding = false;  // see above; needs a model with a tied embedding
+    // Runs the step's count of targets (Note [Token-weighted micro-batches]); needed by a
+    // model whose counts vary, unused otherwise. Must outlive the stepper.
+    comm::CommQueue* control = nullptr;
   };
 
   DataParallelStepper(Model& model, ParamStore& store, optim::Optimizer& optimizer,
@@ -85,6 +115,8 @@ class DataParallelStepper {
   // enqueued without a host wait, the update guarded on the device against a non-finite norm.
   void guarded_optimizer_step(std::int64_t step, StepResult& r);
   void* compute_stream() const;  // the store's CUDA compute stream (nullptr on the CPU)
+  // Note [Token-weighted micro-batches]: target_scales_ for the step's micro-batches.
+  void weigh_micro_batches(std::int64_t step, std::span<const Batch> micro_batches);
 
   Model& model_;
   ParamStore& store_;
@@ -98,6 +130,8 @@ class DataParallelStepper {
   std::vector<ParamRange> held_;
   comm::SparseRowExchange tied_rows_;  // the split tied embedding's exchange (tail task)
   ParamRange tied_range_;             // the tied table in the flat layout
+  // s_ri per micro-batch (Note [Token-weighted micro-batches]); empty: equal weights.
+  std::vector<double> target_scales_;
 };
 
 }  // namespace sparq::train

@@ -147,7 +147,8 @@ Status Trainer::connect_buckets() {
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
       DataParallelStepper::Options{.clip_norm = c.clip_norm,
                                    .clip_local = clips_locally(c),
-                                   .split_tied_embedding = split_tied_},
+                                   .split_tied_embedding = split_tied_,
+                                   .control = engine_.get()},
       &trace_);
   return Status::ok();
 }

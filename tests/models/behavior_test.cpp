@@ -167,6 +167,64 @@ TEST(ModelBehavior, BertNspLossIsKeptApartFromTheScoredLoss) {
   EXPECT_EQ(plain->score(plain_data.batch).unscored_loss, 0.0f);
 }
 
+// Note [Token-weighted micro-batches] (train/data_parallel.h): the target scale seeds BERT's
+// MLM gradient only, on either head and whether the fused head takes its gradient in the
+// forward or in backward; the heads that only MLM reaches scale with it, the NSP head and
+// pooler do not move. GPT-2, whose every target counts, ignores it.
+TEST(ModelBehavior, TargetGradScaleSeedsOnlyTheMaskedLmGradient) {
+  for (const char* head : {"fused_head=1", "fused_head=0"}) {
+    for (const bool eager : {true, false}) {
+      SCOPED_TRACE(std::string(head) + (eager ? ", forward_for_backward" : ", forward"));
+      ParamStore store;
+      auto model = testing::bound_model(
+          std::string("bert-tiny nsp=1 dropout=0 attn_dropout=0 ") + head, {2, 8}, store);
+      ASSERT_TRUE(model->weighs_counted_targets());
+      testing::RandomBatch data(model->config(), 2, 8, 4);
+      EXPECT_EQ(model->counted_target_count(data.batch), 16);
+      const auto grads_at = [&](float scale) {
+        model->set_target_grad_scale(scale);
+        if (eager) {
+          model->forward_for_backward(data.batch);
+        } else {
+          model->forward(data.batch);
+        }
+        model->backward();
+        std::vector<float> g = grads_of(store);
+        store.zero_grads();
+        return g;
+      };
+      const std::vector<float> one = grads_at(1.0f), three = grads_at(3.0f);
+      for (const char* name : {"mlm.decoder.bias", "mlm.dense.weight", "mlm.ln.weight"}) {
+        const ParamRange r = store.entry(name).range();
+        double d2 = 0, w2 = 0;  // a tensor's norms: elements that are sums cancel in rounding
+        for (std::int64_t i = r.offset; i < r.offset + r.count; ++i) {
+          d2 += std::pow(three[i] - 3.0 * one[i], 2), w2 += std::pow(3.0 * one[i], 2);
+        }
+        EXPECT_LT(std::sqrt(d2 / w2), 1e-5) << name;
+      }
+      for (const char* name : {"nsp.weight", "pooler.weight"}) {
+        const ParamRange r = store.entry(name).range();
+        for (std::int64_t i = r.offset; i < r.offset + r.count; ++i) {
+          ASSERT_EQ(three[i], one[i]) << name;
+        }
+      }
+    }
+  }
+  ParamStore store;
+  auto gpt2 = testing::bound_model("gpt2-tiny n_layer=1", {2, 8}, store);
+  EXPECT_FALSE(gpt2->weighs_counted_targets());
+  testing::RandomBatch data(gpt2->config(), 2, 8, 4);
+  std::vector<float> grads[2];
+  for (const float scale : {1.0f, 3.0f}) {
+    gpt2->set_target_grad_scale(scale);
+    gpt2->forward_for_backward(data.batch);
+    gpt2->backward();
+    grads[scale == 1.0f ? 0 : 1] = grads_of(store);
+    store.zero_grads();
+  }
+  EXPECT_EQ(grads[0], grads[1]);
+}
+
 TEST(ModelBehavior, BadBatchesAreRejectedWithTheField) {
   ParamStore store;
   auto model = testing::bound_model("bert-tiny nsp=1", {2, 8}, store);

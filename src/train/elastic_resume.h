@@ -17,7 +17,6 @@
 //     warning (rank 0) naming it and why.
 // What is not per-rank (step, optimizer step count, loader position, counters) comes from rank
 // 0's metadata, read by the caller (checkpointing.cpp).
-// Also here: the layout and bucket-range records that any resume checks first (below).
 #pragma once
 
 #include <cstddef>
@@ -31,36 +30,11 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_layout.h"
 
 namespace sparq::train {
 
 enum class MergeRule { kReplicated, kMean };
-
-// A bucket plan as the flat {offset, count} of bucket b at index b. Checkpoints record the
-// saving run's (metadata "buckets", one "offset count" line per bucket): their per-bucket
-// compressor and aggregator state is saved by bucket index and belongs to these ranges.
-using BucketRanges = std::vector<std::pair<std::size_t, std::size_t>>;
-std::string format_bucket_ranges(const BucketRanges& ranges);
-// The error names `file` and the bad line.
-Result<BucketRanges> parse_bucket_ranges(const std::string& text, const std::string& file);
-BucketRanges bucket_ranges(const comm::BucketPlan& plan);
-
-// What a checkpoint's flat sections (params, optim/*, residual) belong to: the store's layout
-// as its metadata "layout" records it, one "name offset numel" line per tensor in
-// declaration order (Note [Layouts in the checkpoint], checkpointing.cpp).
-std::string layout_text(const ParamStore& store);
-
-// The refusals of a resume whose state would land on other positions; `config` is this run's
-// resolved config, whose settings that differ from the checkpoint's the errors name.
-// Checkpoints without the metadata (written before it existed) pass, as before.
-//   check_layout: another "layout" (any resume; the model, comm.dense_patterns and
-//     comm.min_compress_numel decide it).
-//   check_bucket_plan: other "buckets" while some "exchange/" section holds state (a
-//     same-world resume, which loads that state by bucket index; comm.bucket_mb and the
-//     other plan settings decide the ranges).
-Status check_layout(const CheckpointFile& f, const std::string& layout, const std::string& config);
-Status check_bucket_plan(const CheckpointFile& f, const BucketRanges& here,
-                         const std::string& config);
 
 struct ElasticSection {
   std::string section;  // the checkpoint section: "params", "optim/adamw.exp_avg", ...

@@ -55,6 +55,16 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     // steps_ does not count skipped steps.
     const AdamScalars s = adam_scalars(config_, 1.0, step, std::nullopt);
     float* v = v_.as<float>();
+    if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+      const ParamRange span = tensors_span(range);
+      cuda::adam_direction_into_grads(grads, params, m, v, device_->decay_table(), span.offset,
+                                      span.end(),
+                                      l2 ? static_cast<float>(config_.weight_decay) : 0.0f, s,
+                                      store_.context().cuda().stream.get());
+#endif
+      return;
+    }
     for_each_in(range, [&](const ParamEntry& e) {
       const float wd = (l2 && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
       float* g = grads + e.offset;
@@ -79,16 +89,10 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   const float b1 = static_cast<float>(config_.beta1);
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
-    // The tensors wholly inside `range` span [lo, hi) with nothing but their zero padding
-    // between them (tensors do not overlap), so one launch over the span updates exactly them.
-    std::int64_t lo = range.end(), hi = range.offset;
-    for_each_in(range, [&](const ParamEntry& e) {
-      lo = std::min(lo, e.offset);
-      hi = std::max(hi, e.offset + e.numel);
-    });
-    cuda::adam_momentum_into_grads(grads, params, m, device_->decay_table(), lo, hi,
-                                   l2 ? static_cast<float>(config_.weight_decay) : 0.0f, b1,
-                                   store_.context().cuda().stream.get());
+    const ParamRange span = tensors_span(range);
+    cuda::adam_momentum_into_grads(grads, params, m, device_->decay_table(), span.offset,
+                                   span.end(), l2 ? static_cast<float>(config_.weight_decay) : 0.0f,
+                                   b1, store_.context().cuda().stream.get());
 #endif
     return;
   }
@@ -135,6 +139,16 @@ void Adam::step(double lr) {
   if (sends_update()) {
     const bool decoupled = config_.name == "adamw";
     const auto lr_f = static_cast<float>(lr);
+    if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+      cuda::apply_update_step(params, grads, device_->decay_table(), store_.flat_numel(),
+                              decoupled ? static_cast<float>(config_.weight_decay) : 0.0f, lr_f,
+                              device_->take_grad_scale(), device_->take_guard(),
+                              store_.context().cuda().stream.get());
+#endif
+      ++steps_;
+      return;
+    }
     for (const ParamEntry& e : store_.entries()) {
       const float wd = (decoupled && e.spec.weight_decay) ? static_cast<float>(config_.weight_decay) : 0.0f;
       float* p = params + e.offset;

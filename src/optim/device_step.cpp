@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/tensor_copy.h"
 
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime.h>
@@ -11,6 +12,7 @@
 #include "core/cuda/device_resources.h"
 #include "optim/cuda/global_norm_cuda.h"
 #include "optim/cuda/optimizer_cuda.h"
+#include "optim/update_math.h"
 #endif
 
 namespace sparq::optim {
@@ -89,6 +91,21 @@ double DeviceStep::clip_grad_norm(double max_norm) {
   return value;
 }
 
+double DeviceStep::clip_in_place(double max_norm) {
+  // Measured only (max_norm 0): the scale is applied here, from the host, not by step().
+  cuda::global_norm(store_.grads(), store_.flat_numel(), 0.0, partials_.as<double>(),
+                    result_.as<double>(), reinterpret_cast<float*>(result_.as<double>() + 1),
+                    compute_stream(store_));
+  const double norm = read_norm();
+  // The CPU's rule and rounding (optim/clip.cpp): a scale of 1 is skipped, and the product is
+  // the f32 x * scale that ops::scale stores.
+  const float scale = clip_scale(norm, max_norm);
+  if (scale != 1.0f) {
+    scale_in_place(store_.grad_range({0, store_.flat_numel()}), scale, store_.context());
+  }
+  return norm;
+}
+
 const float* DeviceStep::take_grad_scale() {
   if (!scale_pending_) return nullptr;
   scale_pending_ = false;
@@ -127,6 +144,7 @@ Buffer DeviceStep::zeroed_state(std::int64_t) const { SPARQ_FATAL("built without
 double DeviceStep::clip_grad_norm(double) { SPARQ_FATAL("built without CUDA"); }
 const float* DeviceStep::take_grad_scale() { return nullptr; }
 void DeviceStep::clip_grad_norm_on_device(double) { SPARQ_FATAL("built without CUDA"); }
+double DeviceStep::clip_in_place(double) { SPARQ_FATAL("built without CUDA"); }
 const double* DeviceStep::take_guard() { return nullptr; }
 double DeviceStep::read_norm() { SPARQ_FATAL("built without CUDA"); }
 

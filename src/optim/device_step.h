@@ -38,6 +38,12 @@ class DeviceStep {
   // The gradient buffer is not modified. Blocks on the compute stream for ONE 8-byte
   // device-to-host copy: the norm, which the host needs for its metrics and skip decision.
   double clip_grad_norm(double max_norm);
+  // Local clipping (Optimizer::clip_local_gradient): the same norm, and with max_norm > 0 the
+  // gradient buffer scaled IN PLACE by clip_scale (update_math.h) on the compute stream, for
+  // the kernels that read it before the exchange; no scale is left pending for step(). Blocks
+  // for the 8-byte norm, which the host needs for the scale and the metrics (local clipping
+  // holds the step's exchange back until backward ends anyway, data_parallel.h).
+  double clip_in_place(double max_norm);
   // The device address of the pending clip scale, or nullptr when none is pending; a scale is
   // consumed by the step that takes it.
   const float* take_grad_scale();

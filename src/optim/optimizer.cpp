@@ -1,5 +1,6 @@
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -85,6 +86,20 @@ void Optimizer::clip_grad_norm_on_device(double max_norm) {
   device_->clip_grad_norm_on_device(max_norm);
 }
 
+double Optimizer::clip_local_gradient(double max_norm) {
+  if (device_) return device_->clip_in_place(max_norm);
+  return optim::clip_grad_norm(store_, max_norm);
+}
+
+ParamRange Optimizer::tensors_span(ParamRange range) const {
+  std::int64_t lo = range.end(), hi = range.offset;
+  for_each_in(range, [&](const ParamEntry& e) {
+    lo = std::min(lo, e.offset);
+    hi = std::max(hi, e.offset + e.numel);
+  });
+  return hi > lo ? ParamRange{lo, hi - lo} : ParamRange{range.offset, 0};
+}
+
 double Optimizer::finish_guarded_step() {
   SPARQ_CHECK(device_ != nullptr, "finish_guarded_step() needs a CUDA store");
   const double norm = device_->read_norm();
@@ -104,10 +119,6 @@ StateTensor Optimizer::flat_state(std::string name, const Buffer& buffer) const 
 Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimConfig& config,
                                                   const ParamStore& store) {
   SPARQ_RETURN_IF_ERROR(config.validate());
-  if (config.communicate == "update" && store.device() == Device::kCUDA) {
-    return Status::error("optim.communicate: update runs on the CPU only for now (its CUDA "
-                         "kernels come with GPU compression, issue 17)");
-  }
   if (config.name == "sgd") return std::unique_ptr<Optimizer>(new Sgd(config, store));
   return std::unique_ptr<Optimizer>(new Adam(config, store));
 }

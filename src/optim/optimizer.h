@@ -96,6 +96,12 @@ class Optimizer {
   // that norm is not finite (the device checks it); finish_guarded_step() then reads the norm
   // (blocking, behind the step) and returns it, uncounting a step the device skipped.
   void clip_grad_norm_on_device(double max_norm);
+  // Local clipping (train.clip_scope: local, data_parallel.h): THIS rank's gradient buffer is
+  // scaled in place by optim/clip.h's rule, before before_communication() reads it; returns
+  // the norm before clipping. CPU: clip.h's clip_grad_norm. CUDA: DeviceStep::clip_in_place
+  // (the norm on the device, one 8-byte read-back, the buffer scaled on the compute stream).
+  // Nothing is left for step(): the aggregate is measured by clip_grad_norm(0) as usual.
+  double clip_local_gradient(double max_norm);
   double finish_guarded_step();
   bool on_device() const { return device_ != nullptr; }
   // Applies one update from the gradient buffer with learning rate `lr`.
@@ -124,6 +130,10 @@ class Optimizer {
   Buffer flat_state_buffer() const;
   // A checkpoint view of such a buffer.
   StateTensor flat_state(std::string name, const Buffer& buffer) const;
+  // The span [offset, end) of the tensors lying wholly inside `range`: they have nothing but
+  // their zero padding between them (tensors do not overlap), so one kernel launch over the
+  // span updates exactly them. Empty (count 0) when `range` holds no whole tensor.
+  ParamRange tensors_span(ParamRange range) const;
   // Calls fn(entry) for every parameter tensor lying inside `range`.
   template <typename Fn>
   void for_each_in(ParamRange range, Fn&& fn) const {

@@ -31,6 +31,15 @@ void Sgd::before_communication(std::int64_t step, ParamRange range) {
   float* grads = store_.grads();
   const float* params = store_.params();
   float* buf = momentum_.as<float>();
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    const ParamRange span = tensors_span(range);
+    cuda::sgd_direction_into_grads(grads, params, buf, device_->decay_table(), span.offset,
+                                   span.end(), static_cast<float>(config_.weight_decay), s,
+                                   store_.context().cuda().stream.get());
+#endif
+    return;
+  }
   for_each_in(range, [&](const ParamEntry& e) {
     const float wd = e.spec.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     float* g = grads + e.offset;
@@ -56,6 +65,16 @@ void Sgd::step(double lr) {
   float* buf = momentum_.as<float>();
   if (sends_update()) {
     const auto lr_f = static_cast<float>(lr);
+    if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+      // L2 decay is inside the direction (sgd_local_direction): none here.
+      cuda::apply_update_step(params, grads, device_->decay_table(), store_.flat_numel(), 0.0f,
+                              lr_f, device_->take_grad_scale(), device_->take_guard(),
+                              store_.context().cuda().stream.get());
+#endif
+      ++steps_;
+      return;
+    }
     for (const ParamEntry& e : store_.entries()) {
       float* p = params + e.offset;
       const float* u = grads + e.offset;

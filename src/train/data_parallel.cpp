@@ -8,7 +8,6 @@
 #include "core/fault.h"
 #include "core/tensor_copy.h"
 #include "core/timer.h"
-#include "optim/clip.h"
 
 #if SPARQ_HAS_CUDA
 #include "core/cuda/device_resources.h"
@@ -158,7 +157,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
         }
       });
       if (last && options_.clip_local) {
-        r.grad_norm = optim::clip_grad_norm(store_, options_.clip_norm);
+        r.grad_norm = optimizer_.clip_local_gradient(options_.clip_norm);
         for (const ParamRange& range : held_) report_ready(range);
       }
     }

@@ -15,12 +15,6 @@ Status check_device_support(const TrainConfig& c) {
                          c.origin);
   }
   if (c.train.device != Device::kCUDA) return Status::ok();
-  if (c.optim.communicate != "gradient" || c.clip_scope == "local") {
-    return Status::error("{}: optim.communicate: {} (clip_scope {}) with train.device: cuda is "
-                         "not built yet (it comes with GPU compression, issue 17); use "
-                         "communicate: gradient with clip_scope aggregate, or train.device: cpu",
-                         c.origin, c.optim.communicate, c.clip_scope);
-  }
   if (c.compress.compress.compression_off()) return Status::ok();
   // The GPU compression path so far: compressors with a CUDA twin, by the strategies built
   // on the device for them (compress::device_strategy_built).

@@ -213,6 +213,96 @@ TEST(CudaAdamKernel, MomentumIntoGradsTouchesOnlyItsRange) {
 #endif
 }
 
+// communicate: update's kernels: the local directions (Adam, SGD with and without momentum)
+// write only their range, and advance only that range's state; the averaged update applies
+// AdamW's decoupled decay by the table and the clip scale as read.
+TEST(CudaUpdateModeKernels, DirectionsAndTheAveragedUpdateMatchTheSharedMath) {
+  SPARQ_SKIP_WITHOUT_GPU();
+#if SPARQ_HAS_CUDA
+  const std::size_t chunks = 77, n = chunks * kChunk;
+  const std::int64_t begin = 2 * kChunk + 5, end = static_cast<std::int64_t>(n) - 71;
+  const std::vector<std::uint8_t> decay = random_decay(chunks);
+  const std::vector<float> p = uniform(n, -1, 1, 15), g0 = uniform(n, -0.5f, 0.5f, 16),
+                           m0 = uniform(n, -0.1f, 0.1f, 17), v0 = uniform(n, 0.0f, 0.01f, 18);
+  const auto wd_at = [&](std::int64_t i, float wd) {
+    return decay[static_cast<std::size_t>(i / kChunk)] ? wd : 0.0f;
+  };
+  const auto expect_outside_untouched = [&](const std::vector<float>& got,
+                                            const std::vector<float>& before,
+                                            const std::string& what) {
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+      if (i < begin || i >= end) {
+        ASSERT_EQ(got[i], before[i]) << what << " at " << i;
+      }
+    }
+  };
+  {
+    AdamScalars s = example_adam_scalars(false);
+    s.lr = 1.0f;  // the direction is built for lr = 1 (adam.cpp)
+    std::vector<float> g = g0, m = m0, v = v0;
+    for (std::int64_t i = begin; i < end; ++i) {
+      g[i] = adam_local_direction(g[i], p[i], wd_at(i, 0.03f), s, m[i], v[i]);
+    }
+    GuardedDeviceArray<float> dp(p), dg(g0), dm(m0), dv(v0);
+    GuardedDeviceArray<std::uint8_t> ddecay(decay);
+    cuda::adam_direction_into_grads(dg.data(), dp.data(), dm.data(), dv.data(), ddecay.data(),
+                                    begin, end, 0.03f, s, nullptr);
+    const std::vector<float> got_g = dg.download(), got_m = dm.download(), got_v = dv.download();
+    testing::expect_close(got_g, g, kUpdateBound, "adam direction");
+    testing::expect_close(got_m, m, kUpdateBound, "adam direction m");
+    testing::expect_close(got_v, v, kUpdateBound, "adam direction v");
+    expect_outside_untouched(got_g, g0, "adam direction");
+    expect_outside_untouched(got_m, m0, "adam direction m");
+    expect_outside_untouched(got_v, v0, "adam direction v");
+    EXPECT_EQ(dp.download(), p);
+    EXPECT_TRUE(dg.guards_intact() && dm.guards_intact() && dv.guards_intact() &&
+                dp.guards_intact() && ddecay.guards_intact());
+  }
+  for (const bool with_momentum : {false, true}) {
+    SgdScalars s;
+    s.lr = 1.0f;
+    s.momentum = with_momentum ? 0.9f : 0.0f;
+    s.damp = 0.8f;
+    s.first = false;
+    std::vector<float> g = g0, b = m0;
+    for (std::int64_t i = begin; i < end; ++i) {
+      g[i] = sgd_local_direction(g[i], p[i], wd_at(i, 0.01f), s, b[i]);
+    }
+    GuardedDeviceArray<float> dp(p), dg(g0), db(m0);
+    GuardedDeviceArray<std::uint8_t> ddecay(decay);
+    cuda::sgd_direction_into_grads(dg.data(), dp.data(), with_momentum ? db.data() : nullptr,
+                                   ddecay.data(), begin, end, 0.01f, s, nullptr);
+    const std::string what = with_momentum ? "sgd direction, momentum" : "sgd direction";
+    const std::vector<float> got_g = dg.download(), got_b = db.download();
+    testing::expect_close(got_g, g, kUpdateBound, what);
+    testing::expect_close(got_b, b, kUpdateBound, what + " buffer");
+    expect_outside_untouched(got_g, g0, what);
+    expect_outside_untouched(got_b, m0, what + " buffer");
+    EXPECT_TRUE(dg.guards_intact() && db.guards_intact());
+  }
+  // The averaged update, clipped by 0.61 and unclipped, with decoupled decay and without.
+  for (const float clip : {0.61f, 1.0f}) {
+    for (const float wd : {0.0f, 0.05f}) {
+      std::vector<float> want = p, scaled = g0;
+      if (clip != 1.0f) ops::scale(scaled.data(), n, clip);  // clip_grad_norm's in-place rule
+      for (std::size_t i = 0; i < n; ++i) {
+        apply_averaged_update(scaled[i], decay[i / kChunk] ? wd : 0.0f, 0.02f, want[i]);
+      }
+      GuardedDeviceArray<float> dp(p), dg(g0), dscale(std::vector<float>{clip});
+      GuardedDeviceArray<std::uint8_t> ddecay(decay);
+      cuda::apply_update_step(dp.data(), dg.data(), ddecay.data(), static_cast<std::int64_t>(n), wd,
+                              0.02f, clip != 1.0f ? dscale.data() : nullptr,
+                              /*guard_norm=*/nullptr, nullptr);
+      testing::expect_close(
+          dp.download(), want, kUpdateBound,
+          "averaged update, clip " + std::to_string(clip) + ", wd " + std::to_string(wd));
+      EXPECT_EQ(dg.download(), g0);
+      EXPECT_TRUE(dp.guards_intact() && dg.guards_intact() && ddecay.guards_intact());
+    }
+  }
+#endif
+}
+
 // A guarded step (the host does not wait for the norm before enqueueing it) leaves the
 // parameters and the state as they were when the aggregate's norm is not finite, and is the
 // plain step when it is.
@@ -246,6 +336,13 @@ TEST(CudaOptimizerKernels, AGuardedStepSkipsOnANonFiniteNorm) {
                    0.0f, nullptr, nullptr, nullptr);
     EXPECT_EQ(sp.download(), finite ? tp.download() : p0) << "sgd params, norm " << norm;
     EXPECT_EQ(sb.download(), finite ? tb.download() : m0) << "sgd momentum, norm " << norm;
+    GuardedDeviceArray<float> up(p0), uq(p0);
+    cuda::apply_update_step(up.data(), dg.data(), ddecay.data(), static_cast<std::int64_t>(n),
+                            0.01f, 0.1f, nullptr, guard.data(), nullptr);
+    cuda::apply_update_step(uq.data(), dg.data(), ddecay.data(), static_cast<std::int64_t>(n),
+                            0.01f, 0.1f, nullptr, nullptr, nullptr);
+    EXPECT_EQ(up.download(), finite ? uq.download() : p0) << "update params, norm " << norm;
+    EXPECT_TRUE(up.guards_intact());
     EXPECT_TRUE(dp.guards_intact() && dm.guards_intact() && dv.guards_intact() &&
                 sp.guards_intact() && sb.guards_intact());
   }

@@ -83,8 +83,11 @@ struct Trajectory {
 // `clip_every`: clip before every step; otherwise only before step 0 (the later steps must
 // then use their gradients unscaled, not a stale scale).
 // Clips at every step, or only at the steps in `clip_steps` when it is given.
+// `local_clip`: clip each step's gradient in place BEFORE before_communication, as the
+// trainer does with train.clip_scope: local (the modes that send momentum or updates), then
+// only measure the "aggregate"; the norms recorded are the local ones.
 Trajectory run(const OptimConfig& config, const ExecContext& ctx,
-               const std::vector<int>* clip_steps = nullptr) {
+               const std::vector<int>* clip_steps = nullptr, bool local_clip = false) {
   ParamStore s = make_store(ctx);
   auto made = make_optimizer(config, s);
   EXPECT_TRUE(made.is_ok()) << made.status().message();
@@ -92,13 +95,18 @@ Trajectory run(const OptimConfig& config, const ExecContext& ctx,
   Trajectory r;
   for (int step = 0; step < kSteps; ++step) {
     write_grads(s, grads_for(s, step));
+    if (local_clip) r.norms.push_back(opt.clip_local_gradient(kMaxNorm));
     // Range by range, as the WFBP scheduler's callback does it, in backward order.
     for (auto e = s.entries().rbegin(); e != s.entries().rend(); ++e) {
       opt.before_communication(step, e->range());
     }
     const bool clip = clip_steps == nullptr ||
                       std::find(clip_steps->begin(), clip_steps->end(), step) != clip_steps->end();
-    if (clip) r.norms.push_back(opt.clip_grad_norm(kMaxNorm));
+    if (local_clip) {
+      opt.clip_grad_norm(0.0);  // measures the aggregate only
+    } else if (clip) {
+      r.norms.push_back(opt.clip_grad_norm(kMaxNorm));
+    }
     opt.step(0.01 * (1.0 + 0.5 * step));
   }
   r.params = read_all(s.params(), s.flat_numel(), s.device());
@@ -158,6 +166,39 @@ TEST(CudaOptimizers, AdamAndAdamWMatchTheCpuOverFiveClippedSteps) {
     c.communicate = "momentum";
     c.freeze_steps = 2;
     expect_same_run(run(c, *ctx), run(c, ExecContext::cpu()), std::string(name) + " frozen");
+  }
+}
+
+// The modes with per-rank state on the device (optim.h): the update sent (c) by SGD with
+// momentum, Adam and AdamW, and the momentum sent (b) with the variance frozen from step 2,
+// each with its gradient clipped locally in place (binding from step 1 on) before the mode's
+// kernels read it.
+TEST(CudaOptimizers, LocallyClippedUpdateAndMomentumModesMatchTheCpu) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  auto ctx = testing::test_cuda_context();
+  ASSERT_NE(ctx, nullptr);
+  OptimConfig sgd = make_config("sgd", 0.01);
+  sgd.communicate = "update";
+  sgd.momentum = 0.9;
+  const Trajectory gpu = run(sgd, *ctx, nullptr, /*local_clip=*/true);
+  const Trajectory cpu = run(sgd, ExecContext::cpu(), nullptr, /*local_clip=*/true);
+  ASSERT_EQ(cpu.norms.size(), static_cast<std::size_t>(kSteps));
+  EXPECT_LT(cpu.norms[0], kMaxNorm);
+  EXPECT_GT(cpu.norms[1], kMaxNorm);
+  expect_same_run(gpu, cpu, "sgd update");
+  sgd.momentum = 0.0;
+  expect_same_run(run(sgd, *ctx, nullptr, true), run(sgd, ExecContext::cpu(), nullptr, true),
+                  "sgd update, no momentum");
+  for (const char* name : {"adam", "adamw"}) {
+    OptimConfig c = make_config(name, 0.05);
+    c.beta2 = 0.95;
+    c.communicate = "update";
+    expect_same_run(run(c, *ctx, nullptr, true), run(c, ExecContext::cpu(), nullptr, true),
+                    std::string(name) + " update");
+    c.communicate = "momentum";
+    c.freeze_steps = 2;
+    expect_same_run(run(c, *ctx, nullptr, true), run(c, ExecContext::cpu(), nullptr, true),
+                    std::string(name) + " momentum, clipped locally");
   }
 }
 

@@ -104,6 +104,28 @@ TEST(CudaTraining, CompressedStepsMatchTheCpuRun) {
   }
 }
 
+// The optimizer modes with per-rank state (optim/optimizer.h), compressed with lbs: the
+// momentum sent after 5 dense steps (b), and the update sent (c) by AdamW and by SGD with
+// momentum. Both clip each rank's gradient locally (clip_scope auto), in place on the device
+// (Optimizer::clip_local_gradient), before the mode's kernels read it.
+TEST(CudaTraining, MomentumAndUpdateModesMatchTheCpuRun) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  auto comm = comm::make_self_communicator();
+  const std::vector<std::vector<std::string>> modes = {
+      {"optim.communicate=momentum", "optim.freeze_steps=5", "compress.dense_warmup_steps=5"},
+      {"optim.communicate=update"},
+      {"optim.communicate=update", "optim.name=sgd", "optim.momentum=0.9", "optim.lr=0.05"}};
+  for (const std::vector<std::string>& mode : modes) {
+    SCOPED_TRACE(mode[0] + (mode.size() > 3 ? " sgd" : ""));
+    const std::vector<double> cpu = losses(kCompressed, Device::kCPU, *comm, mode);
+    const std::vector<double> gpu = losses(kCompressed, Device::kCUDA, *comm, mode);
+    ASSERT_EQ(cpu.size(), gpu.size());
+    for (std::size_t s = 0; s < cpu.size(); ++s) {
+      EXPECT_NEAR(gpu[s], cpu[s], kLossRtol * std::abs(cpu[s])) << "step " << s;
+    }
+  }
+}
+
 // Note [bf16 GEMM operands]: train.precision: bf16 learns. GPT-2 tiny on the order-1 Markov
 // source (the CPU run falls from 5.56 to about 1.8 nats in 60 steps) trains on bf16 GEMM
 // operands next to an fp32 run from the same seeds: the bf16 loss must fall by 2 nats, and
@@ -188,12 +210,14 @@ TEST(CudaTraining, CompressionMetricsMatchTheCpuRun) {
   }
 }
 
-// lbs keeps a residual on the device; dgc keeps its momentum there too (DeviceCodec state),
+// lbs keeps a residual on the device (and, in the momentum mode (b), each rank's momentum
+// and the frozen variance); dgc keeps its momentum there too (DeviceCodec state),
 // two_phase its server residual (DeviceTwoPhase), powersgd its factors (DeviceLowRank).
 TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
   SPARQ_SKIP_WITHOUT_GPU();
   for (const auto& [compressor, aggregation] :
        {std::pair<std::string, std::string>{"lbs", "allgather"},
+        {"lbs", "allgather momentum"},
         {"dgc", "allgather"},
         {"lbs", "two_phase"},
         {"powersgd", "low_rank"}}) {
@@ -201,12 +225,22 @@ TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
     auto comm = comm::make_self_communicator();
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() /
-        ("sparq_cuda_" + compressor + "_" + aggregation + "_resume_test");
+        ("sparq_cuda_" + compressor + "_" + aggregation.substr(0, aggregation.find(' ')) +
+         (aggregation.ends_with(" momentum") ? "_momentum" : "") + "_resume_test");
     std::filesystem::remove_all(dir);
-    auto config =
-        parse_train_config(kCompressed, "cuda_train_test",
-                           {"train.device=cuda", "train.checkpoint_dir=" + dir.string(),
-                            "compress.name=" + compressor, "compress.aggregation=" + aggregation});
+    // "allgather momentum": the momentum mode (b), whose per-rank momentum and frozen
+    // variance come off the device too, frozen before the checkpoint at step 10.
+    const bool momentum = aggregation.ends_with(" momentum");
+    std::vector<std::string> set = {
+        "train.device=cuda", "train.checkpoint_dir=" + dir.string(), "compress.name=" + compressor,
+        "compress.aggregation=" + aggregation.substr(0, aggregation.find(' '))};
+    if (momentum) {
+      for (const char* s : {"optim.communicate=momentum", "optim.freeze_steps=5",
+                            "compress.dense_warmup_steps=5"}) {
+        set.push_back(s);
+      }
+    }
+    auto config = parse_train_config(kCompressed, "cuda_train_test", set);
     ASSERT_TRUE(config.is_ok()) << config.status().message();
     auto full = Trainer::create(*config, *comm);
     ASSERT_TRUE(full.is_ok()) << full.status().message();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/subprocess.h"
@@ -120,6 +121,18 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
                                         "optim.communicate=gradient --dry-run");
   EXPECT_EQ(dense.exit_code, 0) << dense.output;
   EXPECT_EQ(dense.output.find("note: training refused"), std::string::npos) << dense.output;
+  // The optimizer modes with per-rank state run on the GPU too: the momentum mode (b) of
+  // the State of the Union config, and the update mode (c), both clipping locally.
+  for (const auto& [mode, shown] :
+       {std::pair<std::string, std::string>{"", "clip 1 (local), communicates the momentum"},
+        {" --set optim.communicate=update --set optim.freeze_steps=0",
+         "clip 1 (local), communicates the update"}}) {
+    const ProcessResult p = run_train(
+        0, "--config configs/gpt2_sotu_tiny.yaml --set train.device=cuda" + mode + " --dry-run");
+    EXPECT_EQ(p.exit_code, 0) << p.output;
+    EXPECT_NE(p.output.find(shown), std::string::npos) << p.output;
+    EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
+  }
   // bf16 GEMM operands are a GPU setting the dry run validates and shows.
   const ProcessResult bf16 = run_train(0,
                                        "--config configs/gpt2_wikitext_tiny.yaml --set "

@@ -48,4 +48,25 @@ void adam_momentum_into_grads(float* grads, const float* params, float* m,
                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
                               float weight_decay_l2, float beta1, cudaStream_t stream);
 
+// communicate: update (optimizer.h), before the exchange: for i in [begin, end),
+//   adam: grads[i] = adam_local_direction(grads[i], params[i], wd_l2(i), scalars, m[i], v[i])
+//   sgd:  grads[i] = sgd_local_direction(grads[i], params[i], wd(i), scalars, buf[i])
+// (`momentum` nullptr: SGD without momentum). The gradients are this rank's, already clipped
+// in place when clipping is on (local clipping, Optimizer::clip_local_gradient).
+void adam_direction_into_grads(float* grads, const float* params, float* m, float* v,
+                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
+                               float weight_decay_l2, const AdamScalars& scalars,
+                               cudaStream_t stream);
+void sgd_direction_into_grads(float* grads, const float* params, float* momentum,
+                              const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
+                              float weight_decay, const SgdScalars& scalars, cudaStream_t stream);
+
+// communicate: update, after the exchange: apply_averaged_update(grads[i] * scale, wd(i), lr,
+// params[i]) over the whole store, wd(i) being `decoupled_weight_decay` where the tensor decays
+// (AdamW; 0 for adam and sgd, whose decay is inside the direction). grad_scale and guard_norm
+// as for the steps above.
+void apply_update_step(float* params, const float* grads, const std::uint8_t* decay, std::int64_t n,
+                       float decoupled_weight_decay, float lr, const float* grad_scale,
+                       const double* guard_norm, cudaStream_t stream);
+
 }  // namespace sparq::optim::cuda

@@ -86,6 +86,40 @@ __global__ void momentum_to_send_kernel(float* __restrict__ grads,
   }
 }
 
+__global__ void adam_direction_kernel(float* __restrict__ grads, const float* __restrict__ params,
+                                      float* __restrict__ m, float* __restrict__ v,
+                                      const std::uint8_t* __restrict__ decay, std::int64_t begin,
+                                      std::int64_t end, float weight_decay_l2, AdamScalars s) {
+  for (std::int64_t i = begin + first_index(); i < end; i += grid_stride()) {
+    const float wd = decay_of(decay, i, weight_decay_l2);
+    grads[i] = adam_local_direction(grads[i], params[i], wd, s, m[i], v[i]);
+  }
+}
+
+__global__ void sgd_direction_kernel(float* __restrict__ grads, const float* __restrict__ params,
+                                     float* __restrict__ momentum,
+                                     const std::uint8_t* __restrict__ decay, std::int64_t begin,
+                                     std::int64_t end, float weight_decay, SgdScalars s) {
+  for (std::int64_t i = begin + first_index(); i < end; i += grid_stride()) {
+    const float wd = decay_of(decay, i, weight_decay);
+    float unused = 0.0f;  // no momentum buffer: sgd_local_direction does not touch it
+    grads[i] = sgd_local_direction(grads[i], params[i], wd, s, momentum ? momentum[i] : unused);
+  }
+}
+
+__global__ void apply_update_kernel(float* __restrict__ params, const float* __restrict__ grads,
+                                    const std::uint8_t* __restrict__ decay, std::int64_t n,
+                                    float decoupled_weight_decay, float lr,
+                                    const float* __restrict__ grad_scale,
+                                    const double* __restrict__ guard_norm) {
+  if (skipped(guard_norm)) return;
+  const float scale = read_scale(grad_scale);
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const float wd = decay_of(decay, i, decoupled_weight_decay);
+    apply_averaged_update(clipped(grads, i, scale), wd, lr, params[i]);
+  }
+}
+
 }  // namespace
 
 void sgd_step(float* params, const float* grads, float* momentum, const std::uint8_t* decay,
@@ -113,6 +147,34 @@ void adam_momentum_into_grads(float* grads, const float* params, float* m,
   if (end <= begin) return;
   momentum_to_send_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
       grads, params, m, decay, begin, end, weight_decay_l2, beta1);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void adam_direction_into_grads(float* grads, const float* params, float* m, float* v,
+                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
+                               float weight_decay_l2, const AdamScalars& scalars,
+                               cudaStream_t stream) {
+  if (end <= begin) return;
+  adam_direction_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
+      grads, params, m, v, decay, begin, end, weight_decay_l2, scalars);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void sgd_direction_into_grads(float* grads, const float* params, float* momentum,
+                              const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
+                              float weight_decay, const SgdScalars& scalars, cudaStream_t stream) {
+  if (end <= begin) return;
+  sgd_direction_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
+      grads, params, momentum, decay, begin, end, weight_decay, scalars);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void apply_update_step(float* params, const float* grads, const std::uint8_t* decay, std::int64_t n,
+                       float decoupled_weight_decay, float lr, const float* grad_scale,
+                       const double* guard_norm, cudaStream_t stream) {
+  if (n <= 0) return;
+  apply_update_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      params, grads, decay, n, decoupled_weight_decay, lr, grad_scale, guard_norm);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -174,6 +174,7 @@ Model::Score Model::counted_targets(const Batch& batch) const {
 }
 
 std::int64_t Model::counted_target_count(const Batch& batch) const {
+  if (batch.counted_targets >= 0) return batch.counted_targets;
   const Tensor& targets = batch.targets;
   SPARQ_CHECK(targets.dtype() == DType::kI32, "{}: targets must be int32, got {}", config_.spec,
               targets.str());

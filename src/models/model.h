@@ -83,6 +83,10 @@ struct Batch {
   // VGG.
   Tensor images;  // f32 [B, C, H, W]
   Tensor labels;  // i32 [B], classes in [0, num_classes)
+  // How many of `targets` are not kIgnoreIndex, when known; -1 when not. BatchStager counts
+  // them on the host batch it copies, so that a device batch's count needs no read-back
+  // (Model::counted_target_count).
+  std::int64_t counted_targets = -1;
 };
 
 // What backward's callback receives right after a layer's backward finished: its gradients
@@ -164,8 +168,9 @@ class Model {
   // masked positions), so that a step must weigh its micro-batches by their counts. False for
   // GPT-2 and VGG, whose every training target counts.
   virtual bool weighs_counted_targets() const { return false; }
-  // How many of batch.targets are not kIgnoreIndex. A device batch's targets are copied to
-  // the host first (synchronous).
+  // How many of batch.targets are not kIgnoreIndex: batch.counted_targets when it is known
+  // (a staged batch), else counted; a device batch without it has its targets copied to the
+  // host first (synchronous).
   std::int64_t counted_target_count(const Batch& batch) const;
   // Multiplies the gradient of that mean (BERT: the MLM term, not NSP) in the next backward,
   // and in the fused head's gradient, which forward_for_backward() takes (Note [Eager head

@@ -1,5 +1,6 @@
 #include "train/batch_staging.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -64,6 +65,15 @@ Batch BatchStager::stage(const Batch& host, int slot) {
   d.nsp_labels = stage_field(host.nsp_labels, f[4]);
   d.images = stage_field(host.images, f[5]);
   d.labels = stage_field(host.labels, f[6]);
+  // Counted here, on the host, so the step's weighing (Note [Token-weighted micro-batches],
+  // data_parallel.h) does not read the device targets back: B x T ints, a pass the copy
+  // into pinned memory has just made anyway.
+  d.counted_targets = host.counted_targets;
+  if (d.counted_targets < 0 && !host.targets.empty() && host.targets.dtype() == DType::kI32) {
+    const std::int32_t* y = host.targets.data<std::int32_t>();
+    d.counted_targets = std::count_if(y, y + host.targets.numel(),
+                                      [](std::int32_t v) { return v != kIgnoreIndex; });
+  }
 #if SPARQ_HAS_CUDA
   if (done == nullptr) done = std::make_unique<CopiesDone>();
   done->event.record(context_.cuda().stream.get());

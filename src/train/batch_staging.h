@@ -5,6 +5,9 @@
 // accumulation micro-batch, plus one for evaluation), allocated at the first batch and grown
 // only when a larger one arrives, so steady-state steps allocate nothing.
 //
+// The staged batch also carries the host batch's count of counted targets (Batch::
+// counted_targets), so a model that weighs micro-batches by them reads no targets back.
+//
 // Reuse: a slot's pinned buffers are rewritten at that slot's next stage(). An event recorded
 // after the slot's copies is waited on first, so the host never overwrites pinned memory a
 // copy is still reading. The step that read the slot has normally ended by then (the trainer

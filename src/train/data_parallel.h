@@ -40,8 +40,8 @@
 // C is one 8-byte allreduce per step before the first forward (the caller fetched every
 // micro-batch already), on Options::control: the trainer's control engine, whose thread alone
 // may call the communicator (a GPU run's bucket queue is NCCL's, for device buffers). A GPU
-// run reads the staged targets back to count them, a small synchronous copy per micro-batch
-// (BERT's loss already waits for the stream once per micro-batch to read itself). The seed
+// run's counts were taken on the host when its batches were staged (Batch::counted_targets),
+// so counting reads nothing back from the device. The seed
 // is a host scalar the model hands its loss layer (Model::set_target_grad_scale: the CPU,
 // fused-head and CUDA cross-entropies all take it as their dloss), so no kernel changes. Other
 // models get no collective and no scale: their numbers are bit-identical to the equal

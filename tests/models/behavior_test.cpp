@@ -181,6 +181,11 @@ TEST(ModelBehavior, TargetGradScaleSeedsOnlyTheMaskedLmGradient) {
       ASSERT_TRUE(model->weighs_counted_targets());
       testing::RandomBatch data(model->config(), 2, 8, 4);
       EXPECT_EQ(model->counted_target_count(data.batch), 16);
+      {  // a count known already (a staged batch's, BatchStager) is taken as it is
+        Batch counted = data.batch;
+        counted.counted_targets = 5;
+        EXPECT_EQ(model->counted_target_count(counted), 5);
+      }
       const auto grads_at = [&](float scale) {
         model->set_target_grad_scale(scale);
         if (eager) {

@@ -73,6 +73,13 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   }
   std::vector<MPI_Request> recv_requests(receives.size(), MPI_REQUEST_NULL);
   std::vector<std::vector<MPI_Request>> sends(steps);  // outstanding sends, by step
+  // How many sends each step makes (step 0 this rank's own pieces, step s > 0 one forward per
+  // receive of step s - 1) and how many it has posted so far.
+  std::vector<std::size_t> sends_expected(steps, 0), sends_posted(steps, 0);
+  for_each_piece(segment(rank - 1), piece_elems, [&](std::size_t, int) { ++sends_expected[0]; });
+  for (const Piece& p : receives) {
+    if (p.step + 1 < steps) ++sends_expected[p.step + 1];
+  }
 
   // In place, a reduce-scatter piece cannot land in `out` (that holds this rank's own
   // contribution), so it goes to one of kRingChunksInFlight staging slots. Out of place it
@@ -91,16 +98,28 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   };
 
   auto post_send = [&](int step, const char* base, std::size_t offset, int n) {
+    ++sends_posted[step];
     sends[step].emplace_back();
     MPI_CHECK(MPI_Isend(base + offset * es, n, type, right, kRingTag, comm, &sends[step].back()));
   };
+  // An allgather step t overwrites segment r-t-2 with its final sum; that segment was last
+  // sent (as this rank's partial sum, or its input in place) at step t-(P-1). Those sends
+  // must be complete before the first receive of step t may land on their data, so that
+  // receive is posted only once every one of them has been posted (the forwards of step
+  // t-(P-1) are posted as step t-P's receives are processed, which the window of receives
+  // posted ahead can outrun: P = 3 and 3 * 65536 + 1 floats did) and then waited for.
+  auto may_post = [&](std::size_t i) {
+    const int t = receives[i].step;
+    return t < reduce_steps || sends_posted[t - reduce_steps] == sends_expected[t - reduce_steps];
+  };
   auto post_receive = [&](std::size_t i) {
     const Piece& p = receives[i];
-    // An allgather step overwrites segment r-t-2 with its final sum; that segment was last
-    // sent (as this rank's partial sum, or its input in place) at step t-(P-1). Those sends
-    // must be complete before the first receive of step t may land on their data.
     const bool first_of_step = i == 0 || receives[i - 1].step != p.step;
-    if (p.step >= reduce_steps && first_of_step) wait_all(sends[p.step - reduce_steps], wait);
+    if (p.step >= reduce_steps && first_of_step) {
+      SPARQ_CHECK(may_post(i), "ring allreduce: step {}'s receive posted before step {}'s sends",
+                  p.step, p.step - reduce_steps);
+      wait_all(sends[p.step - reduce_steps], wait);
+    }
     MPI_CHECK(MPI_Irecv(landing(i), p.count, type, left, kRingTag, comm, &recv_requests[i]));
   };
 
@@ -108,11 +127,18 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
   // soon as it has been received (and, while reducing, summed).
   for_each_piece(segment(rank - 1), piece_elems,
                  [&](std::size_t offset, int n) { post_send(0, src, offset, n); });
+  // At most kRingChunksInFlight receives ahead of the one processed (the staging slots), and
+  // none before may_post allows it. Receive i itself always may be posted when it is next:
+  // the receives of earlier steps are processed by then.
   std::size_t posted = 0;
-  while (posted < receives.size() && posted < static_cast<std::size_t>(kRingChunksInFlight)) {
-    post_receive(posted++);
-  }
+  auto post_ahead = [&](std::size_t processed) {
+    while (posted < receives.size() &&
+           posted < processed + static_cast<std::size_t>(kRingChunksInFlight) && may_post(posted)) {
+      post_receive(posted++);
+    }
+  };
   for (std::size_t i = 0; i < receives.size(); ++i) {
+    post_ahead(i);
     const Piece& p = receives[i];
     MPI_Status status;
     MPI_CHECK(wait_request(&recv_requests[i], &status, wait));
@@ -128,7 +154,7 @@ void ring_allreduce_sum(MPI_Comm comm, int rank, int size, const void* in, void*
     }
     if (p.step + 1 < steps) post_send(p.step + 1, dst, p.offset, p.count);
     // The slot of piece i is free again: its successor in the window may use it.
-    if (posted < receives.size()) post_receive(posted++);
+    post_ahead(i + 1);
   }
   for (auto& step_sends : sends) wait_all(step_sends, wait);
 }

@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -86,17 +87,32 @@ Result<MachineProfile> load_existing(const std::string& path) {
 }
 
 // yaml-cpp writes doubles with 17 digits; the figures are medians of noisy timings, so four
-// significant digits are kept ("0.12297250000000001" -> "0.123").
+// significant digits are kept ("0.12297250000000001" -> "0.123"). Only outside double quotes:
+// the free-text fields (source, model) are written quoted (profile_yaml), and a version or an
+// address in them is not a timing (review: "v2.0.123456" became "v2.0.1235").
 std::string shorten_numbers(const std::string& yaml) {
   static const std::regex kLong(R"(-?[0-9]+\.[0-9]{5,}(e[-+]?[0-9]+)?)");
+  const auto shorten = [](const std::string& plain, std::string& out) {
+    auto last = plain.cbegin();
+    for (std::sregex_iterator it(plain.begin(), plain.end(), kLong), end; it != end; ++it) {
+      out.append(last, plain.cbegin() + it->position());
+      out += fmt::format("{:.4g}", std::stod(it->str()));
+      last = plain.cbegin() + it->position() + it->length();
+    }
+    out.append(last, plain.cend());
+  };
   std::string out;
-  auto last = yaml.cbegin();
-  for (std::sregex_iterator it(yaml.begin(), yaml.end(), kLong), end; it != end; ++it) {
-    out.append(last, yaml.cbegin() + it->position());
-    out += fmt::format("{:.4g}", std::stod(it->str()));
-    last = yaml.cbegin() + it->position() + it->length();
+  std::size_t i = 0;
+  while (i < yaml.size()) {
+    const std::size_t quote = yaml.find('"', i);
+    shorten(yaml.substr(i, quote == std::string::npos ? std::string::npos : quote - i), out);
+    if (quote == std::string::npos) break;
+    std::size_t close = quote + 1;  // the closing quote, past escaped ones
+    while (close < yaml.size() && yaml[close] != '"') close += yaml[close] == '\\' ? 2 : 1;
+    close = std::min(close, yaml.size() - 1);
+    out.append(yaml, quote, close - quote + 1);
+    i = close + 1;
   }
-  out.append(last, yaml.cend());
   return out;
 }
 

@@ -119,6 +119,13 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     }
     double total = 0;
     for (double t : compute.backward_s) total += t;
+    if (!(total > 0)) {
+      return Status::error(
+          "--compute-ms: the profile's backward times sum to {} ms, so there "
+          "is no split over the layers to scale to {} ms; measure the "
+          "profile again (sim_profile)",
+          total * 1e3, bwd);
+    }
     for (double& t : compute.backward_s) t *= bwd / 1e3 / total;
     compute.forward_s = fwd / 1e3;
     if (parts.size() == 3) compute.optimizer_s = opt / 1e3;

@@ -19,14 +19,26 @@ double ring_allreduce_s(double n, int p, const Link& link) {
   return 2.0 * (p - 1) * link.alpha_s + 2.0 * (p - 1) / p * n * link.beta_s_per_byte;
 }
 
+namespace {
+// The largest power of two <= p, and the cost of folding the other ranks in and out whole
+// (collectives.h): one exchange of the whole vector before, one after.
+int lower_power_of_two(int p) { return 1 << (ceil_log2(p) - ((p & (p - 1)) != 0 ? 1 : 0)); }
+double fold_s(double n, int p, const Link& link) {
+  return lower_power_of_two(p) == p ? 0.0 : 2.0 * (link.alpha_s + n * link.beta_s_per_byte);
+}
+}  // namespace
+
 double recursive_doubling_allreduce_s(double n, int p, const Link& link) {
   if (p <= 1) return 0;
-  return ceil_log2(p) * (link.alpha_s + n * link.beta_s_per_byte);
+  const int q = lower_power_of_two(p);
+  return ceil_log2(q) * (link.alpha_s + n * link.beta_s_per_byte) + fold_s(n, p, link);
 }
 
 double rabenseifner_allreduce_s(double n, int p, const Link& link) {
   if (p <= 1) return 0;
-  return 2.0 * ceil_log2(p) * link.alpha_s + 2.0 * (p - 1) / p * n * link.beta_s_per_byte;
+  const int q = lower_power_of_two(p);
+  return 2.0 * ceil_log2(q) * link.alpha_s + 2.0 * (q - 1) / q * n * link.beta_s_per_byte +
+         fold_s(n, p, link);
 }
 
 double tree_allreduce_s(double n, int p, const Link& link) {

@@ -10,11 +10,15 @@
 //   clusters of workstations"; Thakur, Rabenseifner & Gropp 2005, "Optimization of collective
 //   communication operations in MPICH", section 4.1): a reduce-scatter and an allgather, each
 //   P-1 steps of one n/P block:            2(P-1) alpha + 2 (P-1)/P n beta
-//   recursive-doubling allreduce (Thakur et al. 2005, 4.1; P a power of two, otherwise
-//   ceil(log2 P) rounds as an upper bound): log2 P rounds exchanging the whole vector:
-//                                          ceil(log2 P) (alpha + n beta)
+//   recursive-doubling allreduce (Thakur et al. 2005, 4.1): log2 P rounds exchanging the
+//   whole vector:                          log2 P (alpha + n beta)
 //   Rabenseifner allreduce (Thakur et al. 2005, 4.1: recursive-halving reduce-scatter +
-//   recursive-doubling allgather):         2 ceil(log2 P) alpha + 2 (P-1)/P n beta
+//   recursive-doubling allgather):         2 log2 P alpha + 2 (P-1)/P n beta
+//   For both, P not a power of two runs on the largest power of two Q < P, the other P - Q
+//   ranks folded in (each sends its whole vector to a partner) and out (the partner sends the
+//   result back): the formula at Q plus 2 (alpha + n beta). (MPICH folds Rabenseifner's in
+//   by halves, a little cheaper; ceil(log2 P) rounds, which this replaced, was no algorithm
+//   and cheaper than either: review.)
 //   binomial-tree allreduce (reduce to a root, then broadcast; Thakur et al. 2005, 4.1):
 //                                          2 ceil(log2 P) (alpha + n beta)
 //   ring allgatherv (Thakur et al. 2005, 3.1; Patarasuk & Yuan for the ring): P-1 steps; in

@@ -47,12 +47,16 @@ Status write_output_file(const std::string& path, std::string_view text) {
   if (is_special_file(path)) return write_through(path, text);
   std::error_code ec;
   std::string target = path;
-  if (std::filesystem::is_symlink(path, ec)) {
-    // Replace the file the link names, not the link (which would become a regular file).
-    const auto resolved = std::filesystem::canonical(path, ec);
+  // Replace the file the link names, not the link (which would become a regular file). Link
+  // by link, so that a link to a file not written yet works too (canonical() refuses one).
+  std::filesystem::path resolved = path;
+  for (int hops = 0; std::filesystem::is_symlink(resolved, ec); ++hops) {
+    if (hops == 40) return Status::error("cannot resolve the link '{}': too many levels", path);
+    const std::filesystem::path next = std::filesystem::read_symlink(resolved, ec);
     if (ec) return Status::error("cannot resolve the link '{}': {}", path, ec.message());
-    target = resolved.string();
+    resolved = next.is_absolute() ? next : resolved.parent_path() / next;
   }
+  target = resolved.string();
   return write_file_atomic(target, text);
 }
 

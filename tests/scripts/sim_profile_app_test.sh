@@ -15,6 +15,14 @@ quick=(--only codecs --codec-floats 4096 --repeats 1)
 "$PROFILE_BIN" "${quick[@]}" --codecs lbs --out "$T/p.yaml" >"$T/two.txt" 2>&1 || fail "second run on a codecs-only profile: $(cat "$T/two.txt")"
 grep -q "topk:" "$T/p.yaml" && grep -q "lbs:" "$T/p.yaml" || fail "the update lost a codec: $(cat "$T/p.yaml")"
 
+# Timings are shortened to 4 digits, free text is not (review: "v2.0.123456" lost digits).
+"$PROFILE_BIN" "${quick[@]}" --codecs topk --source 'commit v2.0.123456 on host 10.0.0.12345' \
+  --out "$T/s.yaml" >"$T/source.txt" 2>&1 || fail "--source run: $(cat "$T/source.txt")"
+grep -qF 'source: "commit v2.0.123456 on host 10.0.0.12345"' "$T/s.yaml" ||
+  fail "the source text was changed: $(grep source: "$T/s.yaml")"
+grep -qE '[0-9]\.[0-9]{5,}' <(grep -v 'source:' "$T/s.yaml") &&
+  fail "a timing kept more than 4 digits: $(cat "$T/s.yaml")"
+
 touch "$T/afile"
 "$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/afile/p.yaml" >"$T/bad.txt" 2>&1
 rc=$?

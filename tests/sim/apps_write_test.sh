@@ -69,6 +69,24 @@ printf 'an earlier csv\n' >"$T/s.csv"
   fail "simulate --csv LINK: $(cat "$T/link_err.txt")"
 [[ -L "$T/link.csv" ]] || fail "simulate --csv replaced the symbolic link by a file"
 [[ $(wc -l <"$T/s.csv") -eq 71 ]] || fail "the linked file has $(wc -l <"$T/s.csv") lines, want 71"
+# A link to a file not written yet (review: canonical() refused it): the file is created
+# and the link kept.
+ln -s new.csv "$T/dangling.csv"
+"$sim" "${sim_args[@]}" --csv "$T/dangling.csv" >/dev/null 2>"$T/dangling_err.txt" ||
+  fail "simulate --csv DANGLING-LINK: $(cat "$T/dangling_err.txt")"
+[[ -L "$T/dangling.csv" ]] || fail "simulate --csv replaced the dangling link by a file"
+[[ -f "$T/new.csv" && $(wc -l <"$T/new.csv") -eq 71 ]] ||
+  fail "the dangling link's file was not written"
+# --compute-ms over a profile whose backward times sum to 0: a clear error, not NaN steps.
+sed -E 's/backward_ms: [0-9.e+-]+/backward_ms: 0/' "$src/profiles/this_machine_gpt2-tiny.yaml" \
+  >"$T/zero_backward.yaml"
+"$sim" --config "$src/configs/bench/gpt2_tiny.yaml" --profile "$T/zero_backward.yaml" --network 1gbit \
+  --compute-ms 300,30 >"$T/zero_out.txt" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "simulate --compute-ms over zero backward times exited $rc, want 1"
+grep -q "backward times sum to 0" "$T/zero_out.txt" ||
+  fail "simulate --compute-ms over zero backward times: $(cat "$T/zero_out.txt")"
+grep -q "nan" "$T/zero_out.txt" && fail "simulate printed NaN: $(cat "$T/zero_out.txt")"
 timeout 60 "$profile_bin" "${measure[@]}" --out "$T/fifo" >/dev/null 2>"$T/profile_fifo.txt"
 rc=$?
 [[ $rc -eq 1 ]] || fail "sim_profile --out FIFO exited $rc, want 1"

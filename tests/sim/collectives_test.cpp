@@ -34,6 +34,12 @@ TEST(Collectives, Allreduce) {
   // 2 log2 P alpha + 2 (P-1)/P n beta
   expect_rel(rabenseifner_allreduce_s(n, 4, kLink), 1.54e-3);
   expect_rel(rabenseifner_allreduce_s(n, 1024, kLink), 0.002198046875);
+  // P not a power of two: the formula at the power of two below, plus folding the others in
+  // and out whole, 2 (alpha + n beta).
+  expect_rel(recursive_doubling_allreduce_s(n, 3, kLink), 3 * 1.01e-3);
+  expect_rel(recursive_doubling_allreduce_s(n, 6, kLink), 4 * 1.01e-3);
+  expect_rel(rabenseifner_allreduce_s(n, 3, kLink), 2e-5 + 1e-3 + 2 * 1.01e-3);
+  expect_rel(rabenseifner_allreduce_s(n, 1025, kLink), 0.002198046875 + 2 * 1.01e-3);
   // 2 log2 P (alpha + n beta)
   expect_rel(tree_allreduce_s(n, 4, kLink), 4.04e-3);
   expect_rel(best_allreduce_s(n, 1024, kLink), 0.002198046875);

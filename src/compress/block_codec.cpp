@@ -159,7 +159,7 @@ void blockquant_decode_run(const std::uint8_t* in, std::size_t count, const Bloc
         for (std::size_t j = 0; j < clen; ++j) y[j] = dequantize(codes[j], levels, f);
       } else {
 #pragma omp simd
-        for (std::size_t j = 0; j < clen; ++j) y[j] += dequantize(codes[j], levels, f);
+        for (std::size_t j = 0; j < clen; ++j) y[j] = dequantize_add(y[j], codes[j], levels, f);
       }
     }
   }

@@ -106,8 +106,9 @@ void QsgdCompressor::decode(std::span<const std::uint8_t> msg, std::span<float> 
       unpack_codes(codes_in + (begin + sub) / 8 * bits_, slen, bits_, codes);
       float* y = out.data() + begin + sub;
       for (std::size_t j = 0; j < slen; ++j) {
-        const float v = dequantize(codes[j], s, f);
-        y[j] = mode == DecodeMode::kSet ? v : y[j] + v;
+        // Note [Fused decode-add] (quant_math.h).
+        y[j] = mode == DecodeMode::kSet ? dequantize(codes[j], s, f)
+                                        : dequantize_add(y[j], codes[j], s, f);
       }
     }
   }

@@ -11,9 +11,19 @@
 // are not fused (a clamp sits between the product and the sum), and float -> int truncation of
 // a non-negative value. The clamps are written as the ternaries std::max/std::min are, so the
 // vectorized CPU loops and the kernels agree even on NaN (a NaN clamps to NaN, whose code is
-// 0 on both; the exchange zeroes non-finite buckets before encoding anyway). Decoding
-// `y += (c - L) * f` is contracted into one fma by nvcc and by g++ wherever the CPU has FMA
-// (-march=native), so kAdd results agree there; kSet results agree everywhere.
+// 0 on both; the exchange zeroes non-finite buckets before encoding anyway). Decoding into
+// a sum (kAdd, and error feedback's e = a - D(m)) is dequantize_add below on both sides.
+//
+// Note [Fused decode-add]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// y + (c - L) f is ONE fused multiply-add, spelled out (std::fma), not left to the compilers'
+// contraction: g++ contracts `y += (c - L) * f` only with FMA hardware enabled
+// (-march=native), and nvcc did not contract the decode kernels at all, whose select between
+// the product and the sum (a refused message decodes as nothing) kept them apart: their PTX
+// had no fma, so a GPU kAdd decode rounded twice where the CPU rounded once, one ulp apart
+// wherever the product is inexact (alpha = 1/3, qsgd's norm / s). With the fma written out
+// every device rounds once, and kAdd decodes and residuals agree bit for bit. (A CPU without
+// FMA gets a correct but slow software fma.)
 #pragma once
 
 #include <cmath>
@@ -124,6 +134,11 @@ SPARQ_HOST_DEVICE inline std::uint8_t terngrad_code(float x, float s, float inv,
 
 SPARQ_HOST_DEVICE inline float dequantize(std::uint8_t code, float levels, float f) {
   return (static_cast<float>(code) - levels) * f;
+}
+
+// y + dequantize(code, levels, f) rounded once (Note [Fused decode-add]).
+SPARQ_HOST_DEVICE inline float dequantize_add(float y, std::uint8_t code, float levels, float f) {
+  return std::fma(static_cast<float>(code) - levels, f, y);
 }
 
 // Up to 8 codes of `bits` bits, code i in bits [i * bits, i * bits + bits) of the word.

@@ -31,6 +31,23 @@ TEST(QuantMath, NearestRoundsToTheClosestLevelAndClamps) {
   }
 }
 
+// Note [Fused decode-add]: the decode-add rounds once, whatever the compiler contracts.
+TEST(QuantMath, DecodeAddIsOneFusedMultiplyAdd) {
+  const float levels = quant_levels(4), f = 0.1f / 3.0f;
+  int rounded_differently = 0;
+  for (int code = 0; code <= 14; ++code) {
+    for (const float y : {0.25f, -1.7f, 3.0e-3f, 123.456f}) {
+      const auto c = static_cast<std::uint8_t>(code);
+      const float want = std::fma(static_cast<float>(code) - levels, f, y);
+      EXPECT_EQ(dequantize_add(y, c, levels, f), want) << code << " " << y;
+      // volatile: the two roundings a contraction-free compiler would make
+      volatile float product = dequantize(c, levels, f);
+      rounded_differently += (y + product) != want;
+    }
+  }
+  EXPECT_GT(rounded_differently, 0) << "no case where one rounding differs from two";
+}
+
 TEST(QuantMath, StochasticRoundsDownOrUpByTheDraw) {
   const float levels = quant_levels(4);
   EXPECT_EQ(quantize_stochastic(2.25f, 1.0f, levels, 0.0f), 2 + 7);

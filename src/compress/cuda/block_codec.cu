@@ -11,6 +11,7 @@ namespace {
 using compress::absmax_step;
 using compress::block_scale_bits;
 using compress::dequantize;
+using compress::dequantize_add;
 using compress::inverse_scale;
 using compress::pack_code_group;
 using compress::quant_levels;
@@ -76,7 +77,8 @@ __global__ void encode_kernel(const float* g, float* x, std::size_t most, BlockC
         codes[i] = quantize_nearest(v, inv, levels);
       }
       // e = a - D(m): the CPU decodes with alpha = -1 into the residual (kAdd).
-      if (g != nullptr) x[first + i] += dequantize(codes[i], levels, -1.0f * scale);
+      if (g != nullptr)
+        x[first + i] = dequantize_add(x[first + i], codes[i], levels, -1.0f * scale);
     }
     store_bytes(pack_code_group(codes, n, a.bits), (n * a.bits + 7) / 8,
                 codes_out + first / 8 * a.bits);
@@ -110,11 +112,13 @@ __global__ void decode_kernel(const std::uint8_t* in, std::size_t count, int bit
     const int n = static_cast<int>(count - first < 8 ? count - first : 8);
     const std::uint64_t word = load_bytes(codes_in + first / 8 * bits, (n * bits + 7) / 8);
     for (int i = 0; i < n; ++i) {
-      const float d = refused ? 0.0f : dequantize(unpack_code(word, i, bits), levels, f);
+      // Note [Fused decode-add] (quant_math.h): the sum is one fma, as on the CPU; a refused
+      // run adds nothing (kAdd) or decodes as zeros (kSet).
+      const std::uint8_t code = unpack_code(word, i, bits);
       if (add) {
-        out[first + i] += d;
+        if (!refused) out[first + i] = dequantize_add(out[first + i], code, levels, f);
       } else {
-        out[first + i] = d;
+        out[first + i] = refused ? 0.0f : dequantize(code, levels, f);
       }
     }
   }

@@ -11,6 +11,7 @@ namespace sparq::cuda {
 namespace {
 
 using compress::dequantize;
+using compress::dequantize_add;
 using compress::pack_code_group;
 using compress::qsgd_code;
 using compress::rounding_uniform;
@@ -61,7 +62,8 @@ __global__ void code_kernel(float* x, std::size_t n, QsgdArgs a, bool feedback, 
     for (int i = 0; i < count; ++i) {
       const float u = rounding_uniform(a.key, a.stream, a.first_position + i0 + i);
       codes[i] = qsgd_code(x[i0 + i], ratio, tiny_norm, norm, s, u);
-      if (feedback) x[i0 + i] = x[i0 + i] + dequantize(codes[i], s, f);
+      if (feedback)
+        x[i0 + i] = dequantize_add(x[i0 + i], codes[i], s, f);  // Note [Fused decode-add]
     }
     store_bytes(pack_code_group(codes, count, a.bits), (count * a.bits + 7) / 8,
                 codes_out + t * a.bits);
@@ -80,9 +82,9 @@ __global__ void decode_kernel(const std::uint8_t* msg, std::size_t n, QsgdArgs a
     const std::size_t t = i / 8;
     const int count = n - 8 * t < 8 ? static_cast<int>(n - 8 * t) : 8;
     const std::uint64_t word = load_bytes(codes_in + t * a.bits, (count * a.bits + 7) / 8);
-    const float v =
-        refused ? 0.0f : dequantize(unpack_code(word, static_cast<int>(i % 8), a.bits), s, f);
-    y[i] = add ? y[i] + v : v;
+    const std::uint8_t code = unpack_code(word, static_cast<int>(i % 8), a.bits);
+    // Note [Fused decode-add] (quant_math.h); a refused kAdd returned above.
+    y[i] = add ? dequantize_add(y[i], code, s, f) : (refused ? 0.0f : dequantize(code, s, f));
   }
 }
 

@@ -312,7 +312,12 @@ void NcclCommunicator::broadcast(void* buffer, std::size_t count, DType dtype, i
 }
 
 void NcclCommunicator::barrier() {
-  if (staging_.size() < 4) staging_ = Buffer::device(4);
+  if (staging_.size() < 4) {
+    // As in stage(): a smaller scratch may still be read by a queued collective, and freeing
+    // it would wait on the device without this call's bounded wait.
+    if (staging_.size() > 0) drain("growing the staging buffer for a barrier");
+    staging_ = Buffer::device(4);
+  }
   NCCL_CHECK(ncclAllReduce(staging_.data(), staging_.data(), 1, ncclInt32, ncclSum, comm_.get(),
                            stream_.get()));
   settle("barrier");

@@ -124,9 +124,10 @@ __global__ void place_indices_kernel(const std::uint8_t* in, std::size_t n,
       continue;
     }
     std::size_t start = i;
-    while (start > 0 && (section[start - 1] & 0x80u) != 0) --start;
     // At most 5 bytes, as byte_io.h's get_varint reads them (it drops a fifth byte's bits
-    // past 32 alike).
+    // past 32 alike). The walk back stops at a sixth byte: a damaged message of continuation
+    // bytes would otherwise cost each of its terminators a walk over all of them.
+    while (start > 0 && i - start < 5 && (section[start - 1] & 0x80u) != 0) --start;
     if (i - start >= 5) {
       reject(bad, kSparseBadIndices);
       continue;

@@ -24,6 +24,9 @@
 #   TORCH_BLAS: a folder with an optimised libblas.so.3 for PyTorch only (Debian's torch
 #     otherwise runs its GEMMs on the reference BLAS); unset: Debian's libopenblas0-serial
 #     is unpacked once into $OUT/openblas (apt-get download, nothing installed)
+#   TORCH_OPENBLAS_CORETYPE: the OpenBLAS kernels PyTorch runs (its OPENBLAS_CORETYPE);
+#     unset: SkylakeX on a CPU with AVX-512 F/BW/DQ/VL (Debian's OpenBLAS runs Haswell
+#     kernels on AVX-512 AMD EPYCs), else the inherited OPENBLAS_CORETYPE or OpenBLAS's choice
 #   TRAIN [build/apps/train]  PYTHON [/usr/bin/python3]
 # Floors (sparq_floor, torch_floor) do not use the network: they run once per (model, N),
 # with the first link, as N single-process runs started at once (the CPU contention of N
@@ -99,6 +102,19 @@ check_setup() {
   fi
   TORCH_ENV=(env LD_LIBRARY_PATH="${TORCH_BLAS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+  # PyTorch ran its GEMMs on OpenBLAS's AVX2 Haswell kernels on the AVX-512 AMD EPYC (Debian's
+  # OpenBLAS 0.3.21 does not know it, and that machine's environment also sets
+  # OPENBLAS_CORETYPE=Haswell), while sparq's GEMMs use AVX-512: a handicapped peer (review,
+  # 2026-12-05: SkylakeX kernels 1.3-1.6x faster on a 1024^3 product there). Where the CPU has
+  # the AVX-512 subsets the SkylakeX kernels need, PyTorch is given them, over any inherited
+  # OPENBLAS_CORETYPE; TORCH_OPENBLAS_CORETYPE chooses otherwise.
+  local core="${TORCH_OPENBLAS_CORETYPE:-}"
+  if [[ -z "$core" ]] && grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+     grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+    core=SkylakeX
+  fi
+  [[ -n "$core" ]] && TORCH_ENV+=(OPENBLAS_CORETYPE="$core")
+  say "PyTorch's BLAS: ${TORCH_BLAS:-system}, OpenBLAS core ${core:-${OPENBLAS_CORETYPE:-its own choice}}"
 }
 
 # Debian's python3-torch is built with BLAS_INFO=generic: without an optimised libblas.so.3

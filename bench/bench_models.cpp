@@ -3,7 +3,8 @@
 // tests compare against), measured in the same invocation with the same thread count.
 //
 //   bench_models [--threads N] [--steps S] [--warmup W] [--models gpt2,bert,vgg,gpt2tiny]
-//                [--python /usr/bin/python3] [--torch-blas DIR] [--no-torch]
+//                [--python /usr/bin/python3] [--torch-blas DIR] [--torch-coretype NAME]
+//                [--no-torch]
 //                [--device cpu|cuda] [--profile]
 //
 // On the CPU the language models also get their GEMM-peak bound: the model FLOPs of a step
@@ -30,7 +31,9 @@
 // whatever libblas.so.3 the system selects, by default the single-threaded reference BLAS
 // (a few GFLOP/s). --torch-blas puts DIR (e.g. an unpacked libopenblas0-pthread's
 // .../openblas-pthread) first on the PyTorch child's LD_LIBRARY_PATH, so the reference
-// runs on an optimised BLAS without changing the system's choice.
+// runs on an optimised BLAS without changing the system's choice. --torch-coretype names the
+// OpenBLAS kernels it runs (default: SkylakeX where the CPU has AVX-512 F/BW/DQ/VL; see
+// torch_core_type) and the table's header says which ran.
 //
 // Each model runs in a child process of its own (this binary with --child, and the Python
 // script), so every peak resident set size belongs to one model alone. A step is
@@ -41,6 +44,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -53,6 +57,33 @@
 #include "fma_peak.h"
 
 namespace {
+
+// Debian's OpenBLAS 0.3.21 runs its AVX2 Haswell kernels on AVX-512 AMD EPYCs (and that
+// machine's environment sets OPENBLAS_CORETYPE=Haswell too), while sparq's GEMMs use AVX-512:
+// a handicapped peer (review, 2026-12-05: SkylakeX kernels 1.3-1.6x faster on a 1024^3
+// product there). Where the CPU has the subsets the SkylakeX kernels need, the PyTorch child
+// gets them over any inherited OPENBLAS_CORETYPE; --torch-coretype chooses otherwise.
+bool cpu_has_avx512_for_openblas() {
+  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (f == nullptr) return false;
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  const std::size_t flags = text.find("\nflags");
+  if (flags == std::string::npos) return false;
+  const std::string line = text.substr(flags, text.find('\n', flags + 1) - flags) + " ";
+  for (const char* need : {" avx512f ", " avx512bw ", " avx512dq ", " avx512vl "}) {
+    if (line.find(need) == std::string::npos) return false;
+  }
+  return true;
+}
+
+// The OpenBLAS core the PyTorch child is given ("" = the inherited environment's).
+std::string torch_core_type(const std::string& chosen) {
+  if (!chosen.empty()) return chosen;
+  return cpu_has_avx512_for_openblas() ? "SkylakeX" : "";
+}
 
 using namespace sparq;
 using bench::Workload;
@@ -185,7 +216,7 @@ void print_profile(const std::string& model, const Measurement& m, int steps) {
 int main(int argc, char** argv) {
   CLI::App app{"sparq models vs PyTorch: forward + backward throughput on the CPU"};
   int threads = 2, steps = 3, warmup = 1;
-  std::string models = "gpt2,bert,vgg", python = "/usr/bin/python3", child, torch_blas;
+  std::string models = "gpt2,bert,vgg", python = "/usr/bin/python3", child, torch_blas, torch_core;
   bool no_torch = false;
   app.add_option("--threads", threads, "OpenMP / torch threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "timed steps per model")->check(CLI::PositiveNumber);
@@ -193,6 +224,9 @@ int main(int argc, char** argv) {
   app.add_option("--models", models, "comma list of gpt2, bert, vgg, gpt2tiny (GPT-2 tiny, vocab 50257)");
   app.add_option("--python", python, "interpreter with torch for the reference");
   app.add_option("--torch-blas", torch_blas, "folder with a libblas.so.3 for the PyTorch child");
+  app.add_option("--torch-coretype", torch_core,
+                 "OPENBLAS_CORETYPE of the PyTorch child (default: SkylakeX on a CPU with "
+                 "AVX-512 F/BW/DQ/VL, else the inherited one)");
   app.add_flag("--no-torch", no_torch, "skip the PyTorch reference");
   std::string device = "cpu";
   double peak_fp32 = 67, peak_bf16 = 989;  // H100/H200 SXM dense (NVIDIA datasheets)
@@ -231,9 +265,15 @@ int main(int argc, char** argv) {
     return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16, no_torch);
   }
 
-  fmt::print("bench_models: forward+backward, {} thread(s), {} warm-up + {} timed steps, "
-             "PyTorch BLAS: {}\n",
-             threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas);
+  torch_core = torch_core_type(torch_core);
+  const char* inherited = std::getenv("OPENBLAS_CORETYPE");
+  fmt::print(
+      "bench_models: forward+backward, {} thread(s), {} warm-up + {} timed steps, "
+      "PyTorch BLAS: {}, OpenBLAS core {}\n",
+      threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas,
+      !torch_core.empty()    ? torch_core
+      : inherited != nullptr ? std::string(inherited) + " (inherited)"
+                             : std::string("OpenBLAS's own choice"));
   std::vector<std::string> rows;
   std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
   for (const Workload& w : bench::cpu_workloads()) {
@@ -247,9 +287,10 @@ int main(int argc, char** argv) {
     Measurement torch;
     if (!no_torch) {
       const std::string blas =
-          torch_blas.empty() ? std::string()
-                             : fmt::format("LD_LIBRARY_PATH='{}' OPENBLAS_NUM_THREADS={} ",
-                                           torch_blas, threads);
+          (torch_blas.empty() ? std::string()
+                              : fmt::format("LD_LIBRARY_PATH='{}' OPENBLAS_NUM_THREADS={} ",
+                                            torch_blas, threads)) +
+          (torch_core.empty() ? std::string() : fmt::format("OPENBLAS_CORETYPE='{}' ", torch_core));
       torch = run_measured(env + blas + fmt::format("'{}' '{}' --model {} --threads {} --steps {} --warmup {}",
                                              python, script, w.key, threads, steps, warmup));
     }

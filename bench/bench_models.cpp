@@ -64,19 +64,8 @@ namespace {
 // product there). Where the CPU has the subsets the SkylakeX kernels need, the PyTorch child
 // gets them over any inherited OPENBLAS_CORETYPE; --torch-coretype chooses otherwise.
 bool cpu_has_avx512_for_openblas() {
-  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
-  if (f == nullptr) return false;
-  std::string text;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  const std::size_t flags = text.find("\nflags");
-  if (flags == std::string::npos) return false;
-  const std::string line = text.substr(flags, text.find('\n', flags + 1) - flags) + " ";
-  for (const char* need : {" avx512f ", " avx512bw ", " avx512dq ", " avx512vl "}) {
-    if (line.find(need) == std::string::npos) return false;
-  }
-  return true;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
 
 // The OpenBLAS core the PyTorch child is given ("" = the inherited environment's).

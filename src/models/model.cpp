@@ -173,21 +173,22 @@ Model::Score Model::counted_targets(const Batch& batch) const {
   return s;
 }
 
+std::int64_t count_counted_targets(const Tensor& targets) {
+  SPARQ_CHECK(targets.dtype() == DType::kI32 && targets.is_cpu(),
+              "counting targets needs host int32 targets, got {}", targets.str());
+  const std::int32_t* y = targets.data<std::int32_t>();
+  return std::count_if(y, y + targets.numel(), [](std::int32_t v) { return v != kIgnoreIndex; });
+}
+
 std::int64_t Model::counted_target_count(const Batch& batch) const {
   if (batch.counted_targets >= 0) return batch.counted_targets;
   const Tensor& targets = batch.targets;
   SPARQ_CHECK(targets.dtype() == DType::kI32, "{}: targets must be int32, got {}", config_.spec,
               targets.str());
-  std::vector<std::int32_t> staging;
-  const std::int32_t* y = nullptr;
-  if (targets.is_cpu()) {
-    y = targets.data<std::int32_t>();
-  } else {
-    staging.resize(static_cast<std::size_t>(targets.numel()));
-    copy_to_host(targets, staging.data());
-    y = staging.data();
-  }
-  return std::count_if(y, y + targets.numel(), [](std::int32_t v) { return v != kIgnoreIndex; });
+  if (targets.is_cpu()) return count_counted_targets(targets);
+  std::vector<std::int32_t> staging(static_cast<std::size_t>(targets.numel()));
+  copy_to_host(targets, staging.data());
+  return count_counted_targets(Tensor(staging.data(), DType::kI32, targets.shape()));
 }
 
 std::int64_t Model::param_count() const {

@@ -73,6 +73,10 @@ inline constexpr std::int32_t kIgnoreIndex = -100;
 // One micro-batch. Which fields are read depends on the architecture; B and T may be
 // smaller than the configured micro_batch and seq_len (a short last batch, a short eval
 // context) but not larger.
+// How many of `targets` (i32, on the host) are not kIgnoreIndex: the counted targets of a
+// batch (Model::counted_target_count, and BatchStager for the staged copy).
+std::int64_t count_counted_targets(const Tensor& targets);
+
 struct Batch {
   // GPT-2 and BERT.
   Tensor tokens;          // i32 [B, T], ids in [0, vocab_size)

@@ -1,6 +1,5 @@
 #include "train/batch_staging.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
@@ -70,9 +69,7 @@ Batch BatchStager::stage(const Batch& host, int slot) {
   // into pinned memory has just made anyway.
   d.counted_targets = host.counted_targets;
   if (d.counted_targets < 0 && !host.targets.empty() && host.targets.dtype() == DType::kI32) {
-    const std::int32_t* y = host.targets.data<std::int32_t>();
-    d.counted_targets = std::count_if(y, y + host.targets.numel(),
-                                      [](std::int32_t v) { return v != kIgnoreIndex; });
+    d.counted_targets = count_counted_targets(host.targets);
   }
 #if SPARQ_HAS_CUDA
   if (done == nullptr) done = std::make_unique<CopiesDone>();

@@ -215,26 +215,25 @@ TEST(CudaTraining, CompressionMetricsMatchTheCpuRun) {
 // two_phase its server residual (DeviceTwoPhase), powersgd its factors (DeviceLowRank).
 TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
   SPARQ_SKIP_WITHOUT_GPU();
-  for (const auto& [compressor, aggregation] :
-       {std::pair<std::string, std::string>{"lbs", "allgather"},
-        {"lbs", "allgather momentum"},
-        {"dgc", "allgather"},
-        {"lbs", "two_phase"},
-        {"powersgd", "low_rank"}}) {
-    SCOPED_TRACE(compressor + " by " + aggregation);
+  struct Case {
+    std::string compressor, aggregation;
+    // The momentum mode (b): each rank's momentum and the frozen variance come off the device
+    // too, frozen (step 5) before the checkpoint at step 10.
+    bool momentum = false;
+  };
+  for (const Case& c :
+       {Case{"lbs", "allgather"}, Case{"lbs", "allgather", true}, Case{"dgc", "allgather"},
+        Case{"lbs", "two_phase"}, Case{"powersgd", "low_rank"}}) {
+    const std::string name = c.compressor + "_" + c.aggregation + (c.momentum ? "_momentum" : "");
+    SCOPED_TRACE(name);
     auto comm = comm::make_self_communicator();
     const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() /
-        ("sparq_cuda_" + compressor + "_" + aggregation.substr(0, aggregation.find(' ')) +
-         (aggregation.ends_with(" momentum") ? "_momentum" : "") + "_resume_test");
+        std::filesystem::temp_directory_path() / ("sparq_cuda_" + name + "_resume_test");
     std::filesystem::remove_all(dir);
-    // "allgather momentum": the momentum mode (b), whose per-rank momentum and frozen
-    // variance come off the device too, frozen before the checkpoint at step 10.
-    const bool momentum = aggregation.ends_with(" momentum");
-    std::vector<std::string> set = {
-        "train.device=cuda", "train.checkpoint_dir=" + dir.string(), "compress.name=" + compressor,
-        "compress.aggregation=" + aggregation.substr(0, aggregation.find(' '))};
-    if (momentum) {
+    std::vector<std::string> set = {"train.device=cuda", "train.checkpoint_dir=" + dir.string(),
+                                    "compress.name=" + c.compressor,
+                                    "compress.aggregation=" + c.aggregation};
+    if (c.momentum) {
       for (const char* s : {"optim.communicate=momentum", "optim.freeze_steps=5",
                             "compress.dense_warmup_steps=5"}) {
         set.push_back(s);

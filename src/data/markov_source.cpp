@@ -24,17 +24,26 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
   std::uint64_t contexts = 1;
   for (int i = 0; i < config.order; ++i) {
     contexts *= config.vocab_size;
-    if (contexts > (1u << 24)) {
+    if (contexts > kMaxContexts) {
       return Status::error("Markov chain with vocab {} and order {} has more than 2^24 contexts",
                            config.vocab_size, config.order);
     }
   }
+  const std::size_t b = static_cast<std::size_t>(config.branching);
+  if (contexts * b > kMaxTableEntries) {
+    return Status::error(
+        "Markov chain with {} contexts and branching {} has more than 2^26 "
+        "successor entries",
+        contexts, config.branching);
+  }
   MarkovChain m;
   m.config_ = config;
   m.num_contexts_ = contexts;
-  const std::size_t b = static_cast<std::size_t>(config.branching);
   m.succ_.resize(contexts * b);
   m.q_.resize(contexts * b);
+  // Which tokens a context has drawn already: a table lookup, where a search of the drawn
+  // ones cost O(b^2) per context (a chain with wide branching effectively hung, review).
+  std::vector<std::uint8_t> drawn(config.vocab_size, 0);
   for (std::uint64_t c = 0; c < contexts; ++c) {
     Rng rng(config.seed, data_stream(DataStream::kMarkovModel, c));
     std::uint32_t* succ = m.succ_.data() + c * b;
@@ -44,13 +53,15 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
       std::uint32_t y;
       do {  // distinct successors (b <= V, so this terminates)
         y = static_cast<std::uint32_t>(rng.below(config.vocab_size));
-      } while (std::find(succ, succ + k, y) != succ + k);
+      } while (drawn[y] != 0);
+      drawn[y] = 1;
       succ[k] = y;
       q[k] = -std::log(
           1.0 - static_cast<double>(rng.uniform()));  // Exp(1): Dirichlet(1) after normalising
       total += q[k];
     }
     for (std::size_t k = 0; k < b; ++k) q[k] /= total;
+    for (std::size_t k = 0; k < b; ++k) drawn[succ[k]] = 0;
   }
   m.compute_stationary();
   // Entropy of each context's distribution, weighted by the stationary distribution.

@@ -37,6 +37,11 @@ class MarkovChain {
 
   double entropy_rate_nats() const { return entropy_rate_; }
   double entropy_rate_bits() const;
+  // Limits of create(): contexts (vocab_size^order) and table entries (contexts * branching,
+  // 12 bytes each: 768 MiB at the limit).
+  static constexpr std::uint64_t kMaxContexts = std::uint64_t{1} << 24;
+  static constexpr std::uint64_t kMaxTableEntries = std::uint64_t{1} << 26;
+
   double stationary_residual() const { return residual_; }  // L1 change of the last iteration
   std::uint64_t num_contexts() const { return num_contexts_; }
   const std::vector<double>& stationary() const { return pi_; }

@@ -30,6 +30,16 @@ bool launched_by_mpi() {
   return false;
 }
 
+int launched_world_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* text = std::getenv(v);
+    if (text == nullptr) continue;
+    const int size = std::atoi(text);
+    if (size > 0) return size;
+  }
+  return 0;
+}
+
 Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config, int* argc,
                                                               char*** argv) {
   std::unique_ptr<comm::Communicator> comm;

@@ -52,6 +52,8 @@ Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& 
                                                               char*** argv = nullptr);
 // Whether this process was started by mpirun (or another MPI launcher).
 bool launched_by_mpi();
+// The number of processes the MPI launcher started (Open MPI's or PMI's count), 0 if unknown.
+int launched_world_size();
 
 // Builds a Trainer for the config on `comm` (validated first when it was edited since it was
 // read or validated: its effective_yaml() differs from resolved_yaml), resumes when asked, trains and

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "compress/aggregation.h"
 #include "compress/registry.h"
 #include "data/image_dataset.h"
+#include "data/markov_source.h"
 #include "models/model_registry.h"
 #include "train/yaml_reader.h"
 
@@ -48,12 +51,16 @@ Status read_data(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("data.markov.seed", &seed, {.min = 0}));
   d.markov.vocab_size = static_cast<std::uint32_t>(vocab);
   d.markov.seed = static_cast<std::uint64_t>(seed);
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.train_tokens", &d.markov_train_tokens, {.min = 2}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.eval_tokens", &d.markov_eval_tokens, {.min = 2}));
+  // Generated in memory as 32-bit tokens: 2^31 of them are 8 GiB (more died in bad_alloc).
+  SPARQ_RETURN_IF_ERROR(
+      r.get("data.markov.train_tokens", &d.markov_train_tokens, {.min = 2, .max = 1LL << 31}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get("data.markov.eval_tokens", &d.markov_eval_tokens, {.min = 2, .max = 1LL << 31}));
   SPARQ_RETURN_IF_ERROR(r.get("data.mask_prob", &d.mask_prob, {.min = 1e-6, .max = 1}));
   for (auto [key, out] : {std::pair{"data.cls_id", &d.cls_id}, {"data.sep_id", &d.sep_id},
                           {"data.mask_id", &d.mask_id}, {"data.pad_id", &d.pad_id}}) {
-    SPARQ_RETURN_IF_ERROR(r.get(key, out, {.min = 0}));
+    // Below 2^31: they become 32-bit token ids (a larger one wrapped past the vocabulary check).
+    SPARQ_RETURN_IF_ERROR(r.get(key, out, {.min = 0, .max = INT32_MAX}));
   }
   SPARQ_RETURN_IF_ERROR(r.get("data.augment", &d.augment));
   SPARQ_RETURN_IF_ERROR(r.get("data.synthetic.train_images", &d.synthetic_train_images, {.min = 1}));
@@ -68,6 +75,19 @@ Status read_data(YamlReader& r, TrainConfig& c) {
   if ((d.source == "shard" || d.source == "cifar10") && d.train_path.empty()) {
     return Status::error("{}: data.train: required for data.source '{}'", r.origin(), d.source);
   }
+  // A path the source never reads is a setting silently ignored: with the default source,
+  // "data: {train: wt2/train.bin}" trained on Markov text (review, 2026-12-05).
+  const bool reads_train = d.source == "shard" || d.source == "cifar10";
+  const bool reads_eval = d.source == "shard";  // CIFAR-10 evaluates on data.train's test batch
+  for (const auto& [key, path, read] : {std::tuple{"data.train", &d.train_path, reads_train},
+                                        std::tuple{"data.eval", &d.eval_path, reads_eval}}) {
+    if (!path->empty() && !read) {
+      return Status::error(
+          "{}: {}: '{}' is given, but data.source '{}' does not read it (set data.source, or "
+          "leave {} empty)",
+          r.origin(), key, *path, d.source, key);
+    }
+  }
   if (lm && d.seq_len > c.model.n_ctx) {
     return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.origin(),
                          d.seq_len, c.model.n_ctx);
@@ -81,6 +101,33 @@ Status read_data(YamlReader& r, TrainConfig& c) {
         "{}: data.markov.branching: {} exceeds data.markov.vocab_size {} (the "
         "successors of a context are distinct tokens)",
         r.origin(), d.markov.branching, d.markov.vocab_size);
+  }
+  if (d.source == "markov") {
+    // The chain's table holds branching successors for each of vocab_size^order contexts
+    // (data/markov_source.h's limits): said here with the keys, not at start-up without them.
+    std::uint64_t contexts = 1;
+    for (int i = 0; i < d.markov.order && contexts <= data::MarkovChain::kMaxContexts; ++i) {
+      contexts *= d.markov.vocab_size;
+    }
+    if (contexts > data::MarkovChain::kMaxContexts) {
+      return Status::error(
+          "{}: data.markov: vocab_size {} and order {} give more than 2^24 contexts; lower "
+          "one of them",
+          r.origin(), d.markov.vocab_size, d.markov.order);
+    }
+    if (contexts * static_cast<std::uint64_t>(d.markov.branching) >
+        data::MarkovChain::kMaxTableEntries) {
+      return Status::error(
+          "{}: data.markov.branching: {} successors for each of {} contexts exceed the chain's "
+          "table of 2^26 entries",
+          r.origin(), d.markov.branching, contexts);
+    }
+  }
+  if (c.model.arch == ModelArch::kBert && d.seq_len < 3) {
+    return Status::error(
+        "{}: data.seq_len: {} leaves no token between BERT's [CLS] and [SEP] "
+        "(at least 3)",
+        r.origin(), d.seq_len);
   }
   // Both image sources give 3 x 32 x 32 images with labels 0..9 (data/image_dataset.h);
   // synthetic ones draw labels below model.num_classes.
@@ -245,8 +292,17 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
   // At most 1e9 s (about 31 years): a deadline of now + 1e19 s overflows the clocks' integer
   // ticks, and the waits then returned at once and spun (comm/comm_engine.cpp).
   SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001, .max = 1e9}));
+  // Bounded so that a message's emulated time fits the clock's int64 nanoseconds (1e300 us
+  // overflowed it, review 2026-12-05): at most 1000 s of latency, at least 1 kbit/s.
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.gbit_per_s", &m.emulate.gbit_per_s, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0}));
+  SPARQ_RETURN_IF_ERROR(
+      r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0, .max = 1e9}));
+  if (m.emulate.gbit_per_s > 0 && m.emulate.gbit_per_s < 1e-6) {
+    return Status::error(
+        "{}: comm.emulate.gbit_per_s: {} is below 1 kbit/s (1e-6); 0 means no "
+        "bandwidth limit",
+        r.origin(), m.emulate.gbit_per_s);
+  }
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.ranks", &m.emulate.ranks, {.min = 0, .max = 1 << 20}));
   if (m.emulate.ranks == 1) {
     return Status::error(
@@ -329,8 +385,9 @@ Status read_log(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(r.get("log.progress_interval", &l.progress_interval, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("log.per_rank_timing", &l.per_rank_timing));
   SPARQ_RETURN_IF_ERROR(r.get("log.trace", &l.trace_path));
-  SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0}));
+  // Bounded so that trace_start + trace_steps cannot overflow (review, 2026-12-05).
+  SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0, .max = 1LL << 50}));
+  SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0, .max = 1LL << 50}));
   if (!l.trace_path.empty() && l.trace_steps == 0) l.trace_steps = 3;
   if (!l.trace_path.empty() && l.trace_start + l.trace_steps > c.train.steps) {
     return Status::error(

@@ -84,6 +84,16 @@ int train_main(int argc, char** argv) {
   }
 
   auto config = load_train_config(config_path, overrides);
+  // Under mpirun, comm.backend: self makes each process a one-rank run writing the same logs,
+  // checkpoints and traces (review, 2026-12-05). An embedder that wants independent runs in
+  // one MPI job calls make_communicator itself, with its own paths.
+  if (config.is_ok() && config->comm.backend == "self" && launched_world_size() > 1) {
+    config = Status::error(
+        "{}: comm.backend: self, but the launcher started {} processes: each would train "
+        "alone and write the same metrics, checkpoints and trace; use comm.backend: auto (or "
+        "mpi), or start one process",
+        config->origin, launched_world_size());
+  }
 
   // comm.allreduce and comm.emulate were validated with the config; before that (a bad
   // config) the defaults.

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -40,27 +43,52 @@ void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vect
   }
 }
 
-// yaml-cpp keeps both entries of a repeated key and a lookup finds the first, so a setting
-// appended at the end of a config to change an earlier one would be silently ignored.
-Status check_unique_keys(const YAML::Node& node, const std::string& prefix,
-                         const std::string& origin) {
+// Every mapping key must be reachable as one part of a dotted path, once:
+//   * yaml-cpp keeps both entries of a repeated key and a lookup finds the first, so a setting
+//     appended at the end of a config to change an earlier one would be silently ignored;
+//   * a key holding a '.' ("compress.name: topk" at the top level) is never looked up, and
+//     the unknown-key check, which joins paths with '.', would take it for the key it spells
+//     (review, 2026-12-05: such a config trained uncompressed without a word).
+Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& entry : node) {
-      const std::string key = entry.first.Scalar();
+      const std::string key = scalar_text(entry.first);
       const std::string path = prefix.empty() ? key : prefix + "." + key;
+      if (key.empty() || key.find('.') != std::string::npos) {
+        return Status::error(
+            "{}: '{}' (line {}): a key must be one plain name; write nested sections "
+            "(compress: {{name: topk}}) or --set compress.name=topk",
+            origin, path, entry.first.Mark().line + 1);
+      }
       if (!seen.insert(key).second) {
         return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
                              path, entry.first.Mark().line + 1);
       }
-      SPARQ_RETURN_IF_ERROR(check_unique_keys(entry.second, path, origin));
+      SPARQ_RETURN_IF_ERROR(check_keys(entry.second, path, origin));
     }
   } else if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
-      SPARQ_RETURN_IF_ERROR(check_unique_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
+      SPARQ_RETURN_IF_ERROR(check_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
     }
   }
   return Status::ok();
+}
+
+// A decimal integer, as YAML 1.2's core schema reads one: optional sign, digits, leading
+// zeros allowed ("0100" is 100). yaml-cpp's own conversion guesses the base, so "0100" was 64
+// and "08" an error (review, 2026-12-05); hex, octal and exponents are refused.
+std::optional<std::int64_t> parse_decimal(const std::string& text) {
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (first != last && *first == '+') {
+    ++first;
+    if (first != last && *first == '-') return std::nullopt;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(first, last, value);
+  if (error != std::errc() || end != last) return std::nullopt;
+  return value;
 }
 
 }  // namespace
@@ -84,7 +112,7 @@ Result<YamlReader> YamlReader::from_string(const std::string& text, const std::s
     YAML::Node root = YAML::Load(text);
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     if (!root.IsMap()) return Status::error("{}: a config must be a YAML mapping", origin);
-    SPARQ_RETURN_IF_ERROR(check_unique_keys(root, "", origin));
+    SPARQ_RETURN_IF_ERROR(check_keys(root, "", origin));
     return YamlReader(root, origin);
   } catch (const YAML::Exception& e) {
     return Status::error("{}: invalid YAML: {}", origin, e.what());
@@ -122,10 +150,17 @@ Status YamlReader::set_override(const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     return Status::error("--set {}: cannot parse the value: {}", key, e.what());
   }
+  SPARQ_RETURN_IF_ERROR(check_keys(value, key, "--set"));
   const auto parts = split_key(key);
+  if (std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); })) {
+    return Status::error("--set '{}': the key has an empty part", assignment);
+  }
   YAML::Node walk = root_;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!walk[parts[i]].IsDefined()) walk[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    // A section header with every key commented out ("log:") is an empty section.
+    if (!walk[parts[i]].IsDefined() || walk[parts[i]].IsNull()) {
+      walk[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    }
     YAML::Node next = walk[parts[i]];
     if (!next.IsMap()) return Status::error("--set {}: '{}' is not a section", key, parts[i]);
     walk.reset(next);
@@ -143,10 +178,16 @@ Status YamlReader::get_number(const std::string& key, T* out, Bounds<T> bounds, 
   if (!node) return Status::ok();
   if (!node->IsScalar()) return fail(key, fmt::format("expected {}, got '{}'", kind, scalar_text(*node)));
   T value;
-  try {
-    value = node->as<T>();
-  } catch (const YAML::Exception&) {
-    return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
+  if constexpr (std::is_integral_v<T>) {
+    const std::optional<std::int64_t> parsed = parse_decimal(node->Scalar());
+    if (!parsed) return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
+    value = *parsed;
+  } else {
+    try {
+      value = node->as<T>();
+    } catch (const YAML::Exception&) {
+      return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
+    }
   }
   if constexpr (std::is_floating_point_v<T>) {
     if (!std::isfinite(value)) return fail(key, fmt::format("must be finite, got {}", node->Scalar()));
@@ -255,6 +296,11 @@ std::vector<std::string> YamlReader::unknown_keys() const {
   collect_leaves(root_, "", &leaves);
   for (const auto& leaf : leaves) {
     if (consumed_.count(leaf)) continue;
+    // A section header with every key commented out ("log:") is an empty section, not a key.
+    const auto node = find(leaf);
+    const bool section = std::any_of(consumed_.begin(), consumed_.end(),
+                                     [&](const auto& c) { return c.rfind(leaf + ".", 0) == 0; });
+    if (node && node->IsNull() && section) continue;
     bool in_section = false;
     for (const auto& c : consumed_) {
       if (!c.empty() && c.back() == '.' && leaf.rfind(c, 0) == 0) in_section = true;

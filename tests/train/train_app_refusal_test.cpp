@@ -58,6 +58,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "configs: cannot open config file: cannot read 'configs': it is a "
        "directory"},
       {base + "--set train.init_from=configs", "cannot read 'configs': it is a directory"},
+      // Two one-rank runs writing the same files (review, 2026-12-05).
+      {base + "--set comm.backend=self",
+       "configs/default\\.yaml: comm\\.backend: self, but the launcher started 2 processes"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);

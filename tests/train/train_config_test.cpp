@@ -180,6 +180,30 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"model: {preset: vgg-tiny, num_classes: 300}\ndata: {source: synthetic_images}",
        "x.yaml: model.num_classes: 300 exceeds 256, the most data.source 'synthetic_images' "
        "can label"},
+      // Settings that were accepted and then ignored or overflowed (review, 2026-12-05).
+      {"data: {train: wt2/train.bin}",
+       "x.yaml: data.train: 'wt2/train.bin' is given, but data.source 'markov' does not read it"},
+      {"model: {preset: vgg-tiny}\ndata: {source: cifar10, train: d, eval: e}",
+       "x.yaml: data.eval: 'e' is given, but data.source 'cifar10' does not read it"},
+      {"model: {preset: vgg-tiny}\ndata: {source: synthetic_images, train: d}",
+       "x.yaml: data.train: 'd' is given, but data.source 'synthetic_images'"},
+      {"log: {trace: t.json, trace_start: 9223372036854775807, trace_steps: 1}",
+       "x.yaml: log.trace_start: must be <="},
+      {"data: {mask_id: 4294967399}", "x.yaml: data.mask_id: must be <= 2147483647"},
+      {"comm: {emulate: {latency_us: 1e300}}", "x.yaml: comm.emulate.latency_us: must be <="},
+      {"comm: {emulate: {gbit_per_s: 1e-300}}", "x.yaml: comm.emulate.gbit_per_s: 1e-300 is below"},
+      // Markov chains too large to build, said with their keys (they failed at start-up
+      // without them, or hung drawing distinct successors).
+      {"model: {preset: gpt2-tiny, vocab_size: 65536}\ndata: {markov: {vocab_size: 65536, "
+       "order: 2}}",
+       "x.yaml: data.markov: vocab_size 65536 and order 2 give more than 2^24 contexts"},
+      {"model: {preset: gpt2-tiny, vocab_size: 65536}\ndata: {markov: {vocab_size: 65536, "
+       "order: 1, branching: 2048}}",
+       "x.yaml: data.markov.branching: 2048 successors for each of 65536 contexts exceed"},
+      {"data: {markov: {train_tokens: 200000000000}}",
+       "x.yaml: data.markov.train_tokens: must be <="},
+      {"model: {preset: bert-tiny}\ndata: {seq_len: 2}",
+       "x.yaml: data.seq_len: 2 leaves no token between BERT's [CLS] and [SEP]"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

@@ -102,5 +102,66 @@ TEST(YamlReader, OverridesReplaceAndAddLeaves) {
   EXPECT_NE(r->dump().find("steps: 300"), std::string::npos);
 }
 
+TEST(YamlReader, ADottedKeyIsAnErrorNotASilentDefault) {
+  // The top-level key "compress.name" was never looked up and, joined with '.', passed the
+  // unknown-key check as if it were compress.name: the run trained uncompressed (review).
+  auto top = YamlReader::from_string("train: {steps: 3}\n\"compress.name\": topk\n", "dot.yaml");
+  ASSERT_FALSE(top.is_ok());
+  EXPECT_EQ(top.status().message(),
+            "dot.yaml: 'compress.name' (line 2): a key must be one plain name; write nested "
+            "sections (compress: {name: topk}) or --set compress.name=topk");
+  EXPECT_FALSE(YamlReader::from_string("data: {markov.order: 3}\n", "inner.yaml").is_ok());
+  EXPECT_FALSE(YamlReader::from_string("data: {\"\": 3}\n", "empty.yaml").is_ok());
+  auto r = YamlReader::from_string(kConfig, "test.yaml");
+  ASSERT_TRUE(r.is_ok());
+  const Status nested = r->set_override("compress={density.x: 1}");
+  EXPECT_FALSE(nested.is_ok());
+  EXPECT_NE(nested.message().find("'compress.density.x'"), std::string::npos) << nested.message();
+  EXPECT_FALSE(r->set_override("optim..lr=1").is_ok());
+}
+
+TEST(YamlReader, IntegersAreDecimal) {
+  // yaml-cpp guessed the base: "0100" was 64 steps and "08" an error (review).
+  auto r = YamlReader::from_string(
+      "a: 0100\nb: 08\nc: -12\nd: +7\ne: 0x10\nf: 1e3\ng: 010\nh: +-3\ni: 9223372036854775808\n",
+      "int.yaml");
+  ASSERT_TRUE(r.is_ok());
+  std::int64_t a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, h = 0, i = 0;
+  int g = 0;
+  ASSERT_TRUE(r->get("a", &a).is_ok());
+  ASSERT_TRUE(r->get("b", &b).is_ok());
+  ASSERT_TRUE(r->get("c", &c).is_ok());
+  ASSERT_TRUE(r->get("d", &d).is_ok());
+  ASSERT_TRUE(r->get("g", &g).is_ok());
+  EXPECT_EQ(a, 100);
+  EXPECT_EQ(b, 8);
+  EXPECT_EQ(c, -12);
+  EXPECT_EQ(d, 7);
+  EXPECT_EQ(g, 10);
+  EXPECT_EQ(r->get("e", &e).message(), "int.yaml: e: expected an integer, got '0x10'");
+  EXPECT_EQ(r->get("f", &f).message(), "int.yaml: f: expected an integer, got '1e3'");
+  EXPECT_FALSE(r->get("h", &h).is_ok());
+  EXPECT_FALSE(r->get("i", &i).is_ok());  // past int64
+}
+
+TEST(YamlReader, AnEmptySectionHeaderIsAnEmptySection) {
+  // "log:" with every key commented out is null, not a mapping: it was an unknown key "log",
+  // and --set log.metrics=... said "'log' is not a section" (review).
+  auto r = YamlReader::from_string("train: {steps: 3}\nlog:\n  # metrics: m.jsonl\n", "e.yaml");
+  ASSERT_TRUE(r.is_ok());
+  std::string metrics;
+  std::int64_t steps = 0;
+  ASSERT_TRUE(r->get("train.steps", &steps).is_ok());
+  ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());
+  EXPECT_TRUE(r->check_no_unknown_keys().is_ok()) << r->check_no_unknown_keys().message();
+  ASSERT_TRUE(r->set_override("log.metrics=m.jsonl").is_ok());
+  ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());
+  EXPECT_EQ(metrics, "m.jsonl");
+  // A null key that no reader asks about as a section is still unknown.
+  auto typo = YamlReader::from_string("lgo:\n", "t.yaml");
+  ASSERT_TRUE(typo.is_ok());
+  EXPECT_EQ(typo->check_no_unknown_keys().message(), "t.yaml: unknown key lgo");
+}
+
 }  // namespace
 }  // namespace sparq::train

@@ -165,6 +165,13 @@ int main(int argc, char** argv) {
                "another --name, or --val-fraction 0\n");
     return 2;
   }
+  if (markov_tokens > 0 && (!options.inputs.empty() || !tokenizer_kind.empty())) {
+    // The text would be ignored without a word (review, 2026-12-05).
+    fmt::print(stderr,
+               "prepare_data: --markov-tokens generates synthetic tokens; it takes no --input "
+               "or --tokenizer (tokenize text without --markov-tokens)\n");
+    return 2;
+  }
   if (markov_tokens > 0 && !options.out_dir.empty()) {
     return write_markov(markov, markov_tokens, options);
   }
@@ -177,9 +184,9 @@ int main(int argc, char** argv) {
 
   if (vocab_dir.empty()) vocab_dir = tokenizer_kind == "gpt2" ? "data/gpt2-bpe" : "data/bert-vocab";
   auto fmt_result = sparq::data::parse_input_format(format);
-  if (!fmt_result.is_ok()) {
+  if (!fmt_result.is_ok()) {  // a bad argument: 2 (Note [App exit codes], core/cli_args.h)
     fmt::print(stderr, "prepare_data: {}\n", fmt_result.status().message());
-    return 1;
+    return 2;
   }
   options.format = fmt_result.value();
   auto tokenizer = sparq::data::load_tokenizer(tokenizer_kind, vocab_dir);

@@ -43,12 +43,19 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#TARGETS[@]} -gt 0 ]] || { usage >&2; die 2 "no target given"; }
 if [[ -n "$MIRROR" && ! -d "$MIRROR" ]]; then die 2 "mirror directory '$MIRROR' does not exist"; fi
+# "all" is every target but wikitext103 (a 180 MB download that only the full-size configs
+# use); targets named beside it are kept, each once (it used to drop them: review).
+expanded=()
 for t in "${TARGETS[@]}"; do
   case "$t" in
-    wikitext2|wikitext103|gpt2-vocab|bert-vocab|cifar10|sotu) ;;
-    all) TARGETS=(wikitext2 gpt2-vocab bert-vocab cifar10 sotu); break ;;
+    wikitext2|wikitext103|gpt2-vocab|bert-vocab|cifar10|sotu) expanded+=("$t") ;;
+    all) expanded+=(wikitext2 gpt2-vocab bert-vocab cifar10 sotu) ;;
     *) die 2 "unknown target '$t' (expected wikitext2, wikitext103, gpt2-vocab, bert-vocab, cifar10, sotu or all)" ;;
   esac
+done
+TARGETS=()
+for t in "${expanded[@]}"; do
+  [[ " ${TARGETS[*]} " == *" $t "* ]] || TARGETS+=("$t")
 done
 
 have() { command -v "$1" >/dev/null 2>&1; }

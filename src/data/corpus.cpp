@@ -152,6 +152,14 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& i
       }
       files.push_back(input);
     } else if (fs::is_directory(input, ec)) {
+      // The output directory's own files are what this run writes (a half-written shard
+      // left by an interrupted run has no magic yet and would be read as text; review).
+      if (!skip_dir.empty() && fs::equivalent(input, skip_dir, ec)) {
+        return Status::error(
+            "input directory '{}' is the output directory; keep the text "
+            "and the shards apart",
+            input);
+      }
       std::vector<std::string> found;
       SPARQ_RETURN_IF_ERROR(list_directory(input, skip_dir, &found));
       std::sort(found.begin(), found.end());

@@ -171,6 +171,16 @@ TEST_F(InputTree, FolderInputSkipsHiddenEntriesShardsAndTheOutput) {
       << shard.status().message();
 }
 
+TEST_F(InputTree, TheOutputDirectoryIsNoInput) {
+  // An interrupted run's half-written shard has no magic yet: it would be read as text.
+  write("/in/out/a.txt", "a");
+  write("/in/out/train.bin.tmp", std::string(64, '\0'));
+  auto same = expand_inputs({dir_ + "/in/out"}, dir_ + "/in/./out");
+  ASSERT_FALSE(same.is_ok());
+  EXPECT_NE(same.status().message().find("/in/out' is the output directory"), std::string::npos)
+      << same.status().message();
+}
+
 TEST_F(InputTree, UnreadableSubdirectoryIsAnErrorNamingIt) {
   write("/in/a.txt", "a");
   write("/in/sub/b.txt", "b");

@@ -38,6 +38,12 @@ out=$("$BIN" --tokenizer gpt2 --input /nonexistent --out "$T/x" --vocab-dir /non
 grep -q "tokenizer directory '/nonexistent' does not exist" <<<"$out" || fail "unclear vocab message: $out"
 out=$("$BIN" --markov-tokens 5 --val-fraction 0.1 --out "$T/m" 2>&1) && fail "an empty markov val.bin was accepted: $out"
 grep -q -- "--val-fraction 0.1 of 5 tokens leaves val.bin empty" <<<"$out" || fail "unclear empty-val message: $out"
+# A bad --format is a bad argument: exit 2, as every app's (review, 2026-12-05).
+"$BIN" --tokenizer gpt2 --input "$T" --out "$T/x" --format bogus >/dev/null 2>&1
+[[ $? == 2 ]] || fail "--format bogus did not exit 2"
+# Text given with --markov-tokens was ignored without a word (review, 2026-12-05).
+out=$("$BIN" --markov-tokens 1000 --tokenizer gpt2 --input "$T" --out "$T/m" 2>&1) && fail "--input with --markov-tokens accepted: $out"
+grep -q -- "--markov-tokens generates synthetic tokens; it takes no --input" <<<"$out" || fail "unclear markov+input message: $out"
 out=$("$BIN" --markov-tokens 1000 --out "$T" 2>&1) || fail "markov without val: $out"
 grep -q "warning: '$T/val.bin' is from an earlier run" <<<"$out" || fail "no stale val.bin warning: $out"
 

@@ -81,5 +81,53 @@ TEST(BatchSource, LoaderErrorsNameTheKeyAndTheFile) {
   EXPECT_TRUE(make(yaml, false).is_ok());
 }
 
+// On the Markov source, BERT's special ids are never text: [CLS] and [SEP] frame each row,
+// [MASK] stands only where a target is asked for, [PAD] only after [SEP], and no target is a
+// special id (review, 2026-12-05: the chain emitted all four as ordinary tokens). A labelled
+// position may hold any id: MLM's random replacement draws from the whole vocabulary.
+TEST(BatchSource, BertOnMarkovTextSeesSpecialIdsOnlyInTheirRoles) {
+  auto config = parse_train_config(
+      "model: {preset: bert-tiny, vocab_size: 256, n_ctx: 64}\n"
+      "data: {source: markov, seq_len: 32, markov: {train_tokens: 8192}}\n"
+      "train: {micro_batch: 8}",
+      "x.yaml", {});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  auto source = make_batch_source(*config, true, 0, 1, 1, nullptr);
+  ASSERT_TRUE(source.is_ok()) << source.status().message();
+  const std::int32_t pad = 0, cls = 101, sep = 102, mask = 103;
+  int masked = 0, text = 0;
+  for (int step = 0; step < 8; ++step) {
+    const Batch b = (*source)->next(0);
+    const std::int64_t rows = b.tokens.shape()[0], cols = b.tokens.shape()[1];
+    const auto* ids = b.tokens.data<std::int32_t>();
+    const auto* targets = b.targets.data<std::int32_t>();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(ids[r * cols], cls);
+      bool after_sep = false;
+      for (std::int64_t i = 1; i < cols; ++i) {
+        const std::int32_t id = ids[r * cols + i], target = targets[r * cols + i];
+        if (target != kIgnoreIndex) {
+          EXPECT_TRUE(target != pad && target != cls && target != sep && target != mask)
+              << "target " << target << " at row " << r << " column " << i;
+        }
+        if (after_sep) {
+          EXPECT_EQ(id, pad) << "row " << r << " column " << i;
+        } else if (target != kIgnoreIndex) {
+          masked += id == mask ? 1 : 0;  // a labelled position may hold any id (80/10/10)
+        } else if (id == sep) {
+          after_sep = true;
+        } else {
+          EXPECT_TRUE(id != pad && id != cls && id != mask)
+              << "id " << id << " at row " << r << " column " << i;
+          ++text;
+        }
+      }
+      EXPECT_TRUE(after_sep) << "row " << r << " has no [SEP]";
+    }
+  }
+  EXPECT_GT(masked, 0);
+  EXPECT_GT(text, 1000);
+}
+
 }  // namespace
 }  // namespace sparq::train

@@ -245,20 +245,52 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   return merge_elastic_checkpoint(in);
 }
 
-Status Trainer::resume(const std::string& path) {
-  return agree(load_checkpoint(path), "resuming from " + path);
-}
+namespace {
 
-Status Trainer::load_checkpoint(const std::string& path) {
-  std::string dir = path;
-  if (!parse_step(path).is_ok()) {
-    SPARQ_ASSIGN_OR_RETURN(dir, latest_checkpoint(path));
-  } else if (!is_complete(path)) {
+// The step directory `path` names: itself, or a checkpoint root's newest complete one.
+Result<std::string> checkpoint_dir_of(const std::string& path) {
+  if (!parse_step(path).is_ok()) return latest_checkpoint(path);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    // "step-100" for "step-00000100" is a typo, not an interrupted save (review).
+    return Status::error("checkpoint '{}' does not exist", path);
+  }
+  if (!is_complete(path)) {
     return Status::error(
         "checkpoint '{}' is incomplete (no {} marker): its save was "
         "interrupted; resume from an earlier step",
         path, kCheckpointCompleteMarker);
   }
+  return path;
+}
+
+}  // namespace
+
+Status Trainer::resume(const std::string& path) {
+  // Every rank resolves a checkpoint root itself; on a shared file system whose directory
+  // listings lag (NFS attribute caches) two ranks could find different newest steps and
+  // resume diverged replicas without a word (review, 2026-12-05). They must agree on it.
+  Result<std::string> dir = checkpoint_dir_of(path);
+  SPARQ_RETURN_IF_ERROR(agree(dir.status(), "resuming from " + path));
+  const Result<std::int64_t> step = parse_step(*dir);
+  const std::int64_t mine = step.is_ok() ? step.value() : -1;
+  std::vector<std::int64_t> steps(static_cast<std::size_t>(comm_.size()));
+  SPARQ_RETURN_IF_ERROR(run_control("agree: the checkpoint to resume", [&](comm::Communicator& c) {
+    c.allgather(&mine, steps.data(), 1, DType::kI64);
+    return Status::ok();
+  }));
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    if (steps[r] != steps[0]) {
+      return Status::error(
+          "resuming from {}: rank 0 found step {} and rank {} step {} as its newest complete "
+          "checkpoint (a shared file system not yet in step?); name the step directory",
+          path, steps[0], r, steps[r]);
+    }
+  }
+  return agree(load_checkpoint(*dir), "resuming from " + path);
+}
+
+Status Trainer::load_checkpoint(const std::string& dir) {
   // The saving world's size comes from the marker (Note [One save per complete directory],
   // checkpoint_dirs.cpp), the same on every rank; a marker from before it was recorded leaves
   // it to the files: this rank's own when it has one, else rank 0's.

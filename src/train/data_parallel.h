@@ -50,9 +50,10 @@
 //
 // The caller chooses train or eval mode (model.set_training) before calling step().
 //
-// Non-finite loss or gradient norm: the update is skipped (parameters and optimizer state
-// untouched, gradients zeroed) and reported in the result; the caller decides when to abort.
-// Every rank sees the same aggregated norm, so every rank skips the same steps.
+// Non-finite aggregated gradient norm (what a non-finite loss leads to): the update is skipped
+// (parameters and optimizer state untouched, gradients zeroed) and reported in the result;
+// the caller decides when to abort. The norm is the test, not the loss: every rank sees the
+// same aggregated norm, so every rank skips the same steps, where a loss is each rank's own.
 //
 // Trace (when a recorder is given and enabled): per micro-batch "forward <i>" and
 // "backward <i>" spans, one "backward <layer>" span per layer, a zero-length

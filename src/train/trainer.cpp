@@ -20,6 +20,7 @@
 #include "core/threading.h"
 #include "core/timer.h"
 #include "train/checkpoint.h"
+#include "train/eval_sums.h"
 
 namespace sparq::train {
 
@@ -138,9 +139,8 @@ EvalMetrics Trainer::evaluate() {
   model_->set_training(false);
   const data::LoaderState start{config_.train.seed, 0, 0};
   SPARQ_CHECK(eval_data_->restore(start).is_ok(), "cannot rewind the evaluation data");
-  // Sums over this rank's batches: loss * targets, targets, correct predictions, and the true
-  // source's loss on the same targets (EvalMetrics::source_loss).
-  float sums[4] = {0, 0, 0, 0};
+  // This rank's sums (Note [Exact evaluation sums], eval_sums.h).
+  EvalSums mine;
   const data::MarkovChain* source = data_info_.source.get();
   // At most one pass over the eval set (sampler.h): no item is scored twice.
   const std::uint64_t batches = std::min<std::uint64_t>(
@@ -148,29 +148,28 @@ EvalMetrics Trainer::evaluate() {
   for (std::uint64_t i = 0; i < batches; ++i) {
     Batch b = eval_data_->next(0);
     if (source) {  // on the host batch, before any staging; counted like score.count below
-      sums[3] += static_cast<float>(
-          source->log_loss_sum(ids_of(b.tokens), ids_of(b.targets), kIgnoreIndex));
+      mine.source_loss += source->log_loss_sum(ids_of(b.tokens), ids_of(b.targets), kIgnoreIndex);
     }
     if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
     const float loss = model_->forward(b);
     const Model::Score score = model_->score(b);
     // The loss over the counted targets only (BERT's NSP term is trained on, not evaluated).
-    sums[0] += (loss - score.unscored_loss) * static_cast<float>(score.count);
-    sums[1] += static_cast<float>(score.count);
-    sums[2] += static_cast<float>(score.correct);
+    mine.add_batch(static_cast<double>(loss) - score.unscored_loss, score.count, score.correct);
   }
-  const Status s = engine_->run("eval allreduce", step_, [&](comm::Communicator& cm) {
-    cm.allreduce(sums, sums, 4, DType::kF32, comm::ReduceOp::kSum);
+  EvalSums all;
+  const Status s = engine_->run("eval allgather", step_, [&](comm::Communicator& cm) {
+    all = world_eval_sums(cm, mine);
     return Status::ok();
   });
-  SPARQ_CHECK(s.is_ok(), "evaluation allreduce failed: {}", s.message());
+  SPARQ_CHECK(s.is_ok(), "evaluation sums failed: {}", s.message());
   EvalMetrics e;
   e.step = step_;
-  e.count = static_cast<std::int64_t>(sums[1]);
-  e.loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  e.count = all.count;
+  const double n = static_cast<double>(all.count);
+  e.loss = all.count > 0 ? all.loss / n : 0.0;
   if (lm && !mlm) e.perplexity = std::exp(e.loss);
-  if (mlm || !lm) e.accuracy = sums[1] > 0 ? sums[2] / sums[1] : 0.0;
-  if (source && sums[1] > 0) e.source_loss = sums[3] / sums[1];
+  if (mlm || !lm) e.accuracy = all.count > 0 ? static_cast<double>(all.correct) / n : 0.0;
+  if (source && all.count > 0) e.source_loss = all.source_loss / n;
   return e;
 }
 
@@ -230,7 +229,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     StepMetrics m = step_once();
     trace_.enable(false);
     const StepResult& r = m.result;
-    if (!r.skipped) losses.push_back(r.loss);
+    // An applied step's loss is finite in practice (a non-finite one makes the gradient so);
+    // a non-finite one is kept out of the run's mean rather than making it NaN.
+    if (!r.skipped && std::isfinite(r.loss)) losses.push_back(r.loss);
     time_ms += r.step_ms;
     items += m.items_per_s * r.step_ms / 1e3;
     bytes += static_cast<double>(r.comm.bytes_sent);

@@ -129,7 +129,7 @@ class Trainer {
   // or NCCL's for several GPUs), the WFBP scheduler on it and the stepper.
   Status connect_buckets();
   Status load_initial_weights();
-  Status load_checkpoint(const std::string& path);
+  Status load_checkpoint(const std::string& dir);  // a complete step directory
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log.
   Result<std::string> load_elastic(const std::string& dir, int old_world);

@@ -88,6 +88,10 @@ TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
   // The same settings still resume.
   const Status same = make_trainer(root + "/same", {}, *self)->resume(checkpoint_dir(root, 2));
   EXPECT_TRUE(same.is_ok()) << same.message();
+  // A step directory that does not exist (a typo: "step-2" for "step-00000002") is said to be
+  // missing, not an interrupted save (review, 2026-12-05).
+  expect_refused(make_trainer(root + "/typo", {}, *self)->resume(root + "/step-2"),
+                 {"checkpoint '" + root + "/step-2' does not exist"});
 }
 
 TEST(ResumeChecks, AnotherBucketPlanWithPerBucketStateIsRefused) {

@@ -7,12 +7,15 @@
 // training step the trainer runs the same at both world sizes, to far below that tolerance.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
+#include "train/eval_sums.h"
 #include "train/trainer.h"
 
 namespace sparq::train {
@@ -84,6 +87,42 @@ TEST(EvaluationMpi, EveryEvalItemCountsOnceAtAnyWorldSize) {
     EXPECT_NEAR(all.accuracy, one.accuracy, 1e-6);
     EXPECT_NEAR(all.source_loss, one.source_loss, 1e-5 * std::abs(one.source_loss));
   }
+}
+
+// Note [Exact evaluation sums]: the world total is the ranks' sums added in rank order, the
+// same bits on every rank, with counts exact past 2^24.
+TEST(EvaluationMpi, WorldSumsAreTheRankOrderSumOnEveryRank) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& c = **world;
+  // Values whose f64 sum depends on the order: 1e16, then small parts that it would swallow
+  // in another grouping.
+  const auto part = [](int r) {
+    EvalSums s;
+    s.add_batch(r == 0 ? 1e16 : 1.0 + 0.25 * r, (std::int64_t{1} << 24) + r, r);
+    s.source_loss = r == 0 ? -1e16 : 0.5 * (r + 1);
+    return s;
+  };
+  const EvalSums all = world_eval_sums(c, part(c.rank()));
+  EvalSums expected;
+  for (int r = 0; r < c.size(); ++r) {
+    const EvalSums p = part(r);
+    expected.loss += p.loss;
+    expected.count += p.count;
+    expected.correct += p.correct;
+    expected.source_loss += p.source_loss;
+  }
+  EXPECT_EQ(all.loss, expected.loss);
+  EXPECT_EQ(all.count, expected.count);
+  EXPECT_EQ(all.correct, expected.correct);
+  EXPECT_EQ(all.source_loss, expected.source_loss);
+  // Every rank holds rank 0's bits.
+  std::int64_t bits[2] = {std::bit_cast<std::int64_t>(all.loss),
+                          std::bit_cast<std::int64_t>(all.source_loss)};
+  std::int64_t root[2] = {bits[0], bits[1]};
+  c.broadcast(root, 2, DType::kI64, 0);
+  EXPECT_EQ(bits[0], root[0]);
+  EXPECT_EQ(bits[1], root[1]);
 }
 
 }  // namespace

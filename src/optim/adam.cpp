@@ -31,7 +31,8 @@ AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t step
   s.beta1 = static_cast<float>(config.beta1);
   s.beta2 = static_cast<float>(config.beta2);
   s.eps = static_cast<float>(config.eps);
-  s.step_size = frozen ? s.lr : static_cast<float>(lr / (1.0 - std::pow(config.beta1, t)));
+  // m keeps its bias correction after the freeze (Note [Frozen variance's bias correction]).
+  s.step_size = static_cast<float>(lr / (1.0 - std::pow(config.beta1, t)));
   s.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t_v)));
   s.decoupled = config.name == "adamw";
   return s;

@@ -41,6 +41,10 @@
 // every frozen step too large (sqrt(1 + b2) = 1.41x with F = 2, k = 1). When all F were skipped
 // v is zero and its floor too, and a frozen step would be lr m / eps: the trainer stops the
 // run with an error naming optim.freeze_steps before that step (check_step).
+// m's correction 1 - b1^t goes on after the freeze: the momenta are still every step's, built
+// from zero at step 0, so dropping it (1-bit Adam corrects neither moment in either phase)
+// shrank the first frozen step by 1 - b1^(F+1): 0.47x with b1 0.9 and F = 5, 0.64x with b1
+// 0.99 and F = 100, recovering only as b1^t decayed (review, 2026-12-05).
 //
 // communicate: update: before_communication() runs Adam on this rank's gradient with this
 // rank's moments and writes the direction m_hat / (sqrt(v_hat) + eps); step() applies

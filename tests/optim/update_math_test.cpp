@@ -283,6 +283,24 @@ TEST(UpdateMath, LocalRulesKeepNonFiniteGradientsOutOfTheirState) {
 
 // The CUDA kernels' weight-decay table (device_step.h), built on the host: every element of
 // every tensor reads its tensor's flag, and the table covers the layout exactly.
+// The first moment keeps its bias correction through the freeze: a frozen step is the size
+// the warm-up's rule gives at the same t (it was plain lr: 0.64x with b1 0.99, F = 100).
+TEST(UpdateMath, FrozenStepsKeepTheFirstMomentsBiasCorrection) {
+  OptimConfig config;
+  config.name = "adamw";
+  config.beta1 = 0.99;
+  config.beta2 = 0.999;
+  const std::int64_t freeze = 100;
+  const AdamScalars warm = adam_scalars(config, 1e-3, freeze - 1, std::nullopt);
+  const AdamScalars frozen = adam_scalars(config, 1e-3, freeze, freeze);
+  EXPECT_FLOAT_EQ(warm.step_size, static_cast<float>(1e-3 / (1.0 - std::pow(0.99, freeze))));
+  EXPECT_FLOAT_EQ(frozen.step_size, static_cast<float>(1e-3 / (1.0 - std::pow(0.99, freeze + 1))));
+  EXPECT_NEAR(frozen.step_size / warm.step_size, 1.0, 0.01);  // no jump at the freeze
+  // v's correction stays the freeze's.
+  EXPECT_FLOAT_EQ(frozen.inv_sqrt_bc2,
+                  static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(0.999, freeze))));
+}
+
 TEST(DecayChunkTable, GivesEveryElementItsTensorsFlag) {
   const ParamStore s = make_store();
   const std::vector<std::uint8_t> table = decay_chunk_table(s);

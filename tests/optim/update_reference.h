@@ -135,8 +135,8 @@ struct Reference {
     const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
     const float eps = static_cast<float>(config.eps);
     const std::int64_t t_v = is_frozen ? config.freeze_steps : t;
-    const float step_size =
-        is_frozen ? lr : static_cast<float>(lr_d / (1.0 - std::pow(config.beta1, t)));
+    // m's bias correction continues through the freeze (adam.h).
+    const float step_size = static_cast<float>(lr_d / (1.0 - std::pow(config.beta1, t)));
     const float inv_sqrt_bc2 =
         static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t_v)));
     const bool decoupled = config.name == "adamw";

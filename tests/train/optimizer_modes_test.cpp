@@ -107,8 +107,11 @@ TEST(OptimizerModes, UpdateModeMovesTheParametersBySentUpdatesMinusTheResidual) 
 
 TEST(OptimizerModes, FrozenMomentumModeAppliesEverySentMomentumOverTheFrozenVariance) {
   // AdamW without decay, frozen after 3 dense steps: from then on
-  //   p_T - p_F = -lr / (sqrt(v_hat) + eps) * (sum of local momenta sent - residual)
-  // element by element, with v the frozen (floored) variance.
+  //   p_T - p_F = -sum over steps t of lr_t / (sqrt(v_hat) + eps) * aggregate_t
+  // element by element, with v the frozen (floored) variance, lr_t = lr / (1 - b1^(t+1)) (m's
+  // bias correction goes on, adam.h) and aggregate_t what error feedback let through at t:
+  // the momentum sent plus the residual before minus the residual after. So every sent
+  // momentum is applied once, or is still in the residual.
   optim::OptimConfig oc;
   oc.name = "adamw";
   oc.communicate = "momentum";
@@ -116,23 +119,28 @@ TEST(OptimizerModes, FrozenMomentumModeAppliesEverySentMomentumOverTheFrozenVari
   ExchangeRig s(oc, 3);
   for (int t = 0; t < 3; ++t) s.step(t);
   const std::vector<double> p_frozen = s.params();
-  std::vector<double> sum_sent(p_frozen.size(), 0.0);
+  // sum over t of lr_t * aggregate_t, element by element
+  std::vector<double> applied(p_frozen.size(), 0.0);
   std::vector<double> v_frozen;
+  const std::span<float> e = s.exchange->residual();
+  ASSERT_FALSE(e.empty());
   for (int t = 3; t < kSteps; ++t) {
+    const std::vector<float> e_before(e.begin(), e.end());
     const std::vector<double> sent = s.step(t);
     if (t == 3) {
       const Tensor v = s.optimizer->state()[1].tensor;
       v_frozen.assign(v.data<float>(), v.data<float>() + v.numel());
     }
-    for (std::size_t i = 0; i < sent.size(); ++i) sum_sent[i] += sent[i];
+    const double lr_t = kLr / (1.0 - std::pow(oc.beta1, t + 1));
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+      applied[i] += lr_t * (sent[i] + e_before[i] - e[i]);
+    }
   }
   const double inv_sqrt_bc2 = 1.0 / std::sqrt(1.0 - std::pow(oc.beta2, 3));
   const std::vector<double> p = s.params();
-  const std::span<float> e = s.exchange->residual();
-  ASSERT_FALSE(e.empty());
   for (std::size_t i = 0; i < p.size(); ++i) {
     const double denom = std::sqrt(v_frozen[i]) * inv_sqrt_bc2 + oc.eps;
-    const double want = p_frozen[i] - kLr * (sum_sent[i] - e[i]) / denom;
+    const double want = p_frozen[i] - applied[i] / denom;
     expect_close(p[i], want, kLr * kSteps / denom, "adamw momentum", static_cast<std::int64_t>(i));
   }
 }

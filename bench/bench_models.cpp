@@ -80,7 +80,7 @@ using bench::Workload;
 struct Measurement {
   double items_per_s = 0;  // tokens or images
   double peak_rss_mib = 0;  // peak device memory for a GPU run
-  double step_s = 0;       // mean over the timed steps
+  double step_s = 0;        // median of the timed steps
   double best_step_s = 0;  // fastest timed step: the least disturbed by other processes
   double flops_per_item = 0;  // sparq's children only
   std::vector<profile::Row> profile;  // --profile: totals over the timed steps
@@ -204,7 +204,10 @@ void print_profile(const std::string& model, const Measurement& m, int steps) {
 
 int main(int argc, char** argv) {
   CLI::App app{"sparq models vs PyTorch: forward + backward throughput on the CPU"};
-  int threads = 2, steps = 3, warmup = 1;
+  // 2 untimed steps (first-touch page faults, allocator growth, cuDNN's algorithm search) and
+  // the median of 5 timed ones (review, 2026-12-05: 1 + the mean of 3 let one disturbed step
+  // move a row by tens of percent on a shared machine).
+  int threads = 2, steps = 5, warmup = 2;
   std::string models = "gpt2,bert,vgg", python = "/usr/bin/python3", child, torch_blas, torch_core;
   bool no_torch = false;
   app.add_option("--threads", threads, "OpenMP / torch threads")->check(CLI::PositiveNumber);
@@ -302,9 +305,11 @@ int main(int argc, char** argv) {
   fmt::print("| model      | shape       | unit      |      sparq |    PyTorch |  ratio |   best | sparq MiB  | torch MiB  |\n");
   fmt::print("|------------|-------------|-----------|------------|------------|--------|--------|------------|------------|\n");
   for (const auto& row : rows) fmt::print("{}\n", row);
-  fmt::print("ratio = sparq / PyTorch mean throughput, best = the same for each side's fastest "
-             "step (higher is better); MiB = peak resident set of the process running that model "
-             "alone\n");
+  fmt::print(
+      "ratio = sparq / PyTorch throughput at each side's median step, best = the same "
+      "for each side's fastest step (higher is better); MiB = peak resident set of the "
+      "process running that model alone, above its resident set before the model was "
+      "built (the interpreter and libraries left out on both sides)\n");
   if (!peak_bounds.empty()) {
     const double peak = bench::measure_fma_peak_gflops(threads);
     fmt::print("\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s)):\n",

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -43,6 +45,19 @@ double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// The resident set now (MiB), from /proc/self/statm (its second field, in pages); 0 if
+// unreadable.
+double current_rss_mib() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int read = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return read == 2 ? static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+                         (1 << 20)
+                   : 0;
 }
 
 // Device memory in use now (MiB), for the peak of a GPU child; 0 on the CPU.
@@ -89,6 +104,9 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
   }
   const ExecContext& context = gpu ? *gpu : ExecContext::cpu();
   const double baseline_mib = device_used_mib(cuda);
+  // The process before the model: what the peak is measured above on the CPU, as
+  // bench_models_torch.py measures PyTorch's above its interpreter and libraries.
+  const double baseline_rss_mib = current_rss_mib();
   auto config = parse_model_spec(w.spec);
   if (!config) {
     fmt::print(stderr, "{}\n", config.status().message());
@@ -139,7 +157,8 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
     }
   }
 
-  double seconds = 0, best = 1e30, peak_device_mib = 0;
+  std::vector<double> timed;  // seconds of each timed step
+  double peak_device_mib = 0;
   for (int step = 0; step < warmup + steps; ++step) {
     if (profiled && step == warmup) profile::set_enabled(true);
     Stopwatch sw;
@@ -149,19 +168,22 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
     model.backward();
     context.synchronize();
     peak_device_mib = std::max(peak_device_mib, device_used_mib(cuda) - baseline_mib);
-    if (step >= warmup) {
-      seconds += sw.seconds();
-      best = std::min(best, sw.seconds());
-    }
+    if (step >= warmup) timed.push_back(sw.seconds());
     fmt::print(stderr, "  {} step {}: loss {:.4f}, {:.2f} s\n", w.key, step, loss, sw.seconds());
   }
   profile::set_enabled(false);
   for (const profile::Row& row : profile::rows()) {
     fmt::print("PROFILE {} {} {}\n", row.name, row.seconds, row.calls);
   }
-  const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1)) * steps;
-  fmt::print("RESULT {} {} {} {} {}\n", items / seconds, cuda ? peak_device_mib : peak_rss_mib(),
-             seconds / steps, best, flops_per_item(c, store.param_count(), w.seq));
+  // The median step: one disturbed step (another process, a page-fault burst) moves it
+  // less than the mean; bench_models_torch.py reports the same.
+  std::sort(timed.begin(), timed.end());
+  const std::size_t n = timed.size();
+  const double median = n % 2 == 1 ? timed[n / 2] : 0.5 * (timed[n / 2 - 1] + timed[n / 2]);
+  const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1));
+  fmt::print("RESULT {} {} {} {} {}\n", items / median,
+             cuda ? peak_device_mib : peak_rss_mib() - baseline_rss_mib, median, timed.front(),
+             flops_per_item(c, store.param_count(), w.seq));
   return 0;
 }
 

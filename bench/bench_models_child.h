@@ -20,7 +20,7 @@ std::span<const Workload> gpu_workloads();  // --device cuda's shapes
 
 // Runs one workload in this process: zero_grads + forward + backward for `warmup` untimed and
 // `steps` timed steps, on the CPU or CUDA device 0 (GEMM operands in bf16 when `bf16`), and
-// prints "RESULT <items/s> <peak MiB> <mean s/step> <fastest s/step> <FLOPs per item>" on
+// prints "RESULT <items/s> <peak MiB> <median s/step> <fastest s/step> <FLOPs per item>" on
 // stdout; with `profiled` (CPU) first one "PROFILE <name> <seconds> <calls>" line per scope.
 // Returns the process exit code.
 int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled, bool bf16);

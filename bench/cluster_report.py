@@ -11,7 +11,8 @@ A cell directory holds metrics.jsonl (sparq's log.metrics, or ddp_peer.py's reco
 for the floors, node<k>.jsonl (one single-process run per node). Every median is over the
 steps after the warm-up (step > warmup, 1-based).
 
-Record fields: step_ms (median; floors: the mean over nodes of each node's median),
+Record fields: step_ms (median; floors: the slowest node's median, since a synchronous
+step waits for its slowest rank; step_ms_mean_nodes keeps the mean over nodes),
 exposed_comm_ms (sparq: the median of its exposed_comm_ms metric; DDP: left to the report,
 which subtracts torch_floor's step_ms; the report's last column gives every cell, sparq's
 too, its step_ms minus its own floor's, the one measure both have), wire_tx_bytes (median
@@ -96,8 +97,12 @@ def summarise_cell(args):
             k += 1
         if len(medians) != args.world:
             status = "failed"
-        record.update(step_ms=statistics.mean(medians) if medians else None,
-                      step_ms_max_node=max(medians) if medians else None, exposed_comm_ms=0.0)
+        # A synchronous data-parallel step waits for its slowest rank, so the compute-only
+        # floor is the slowest node's median, not the mean over nodes (review, 2026-12-05).
+        record.update(step_ms=max(medians) if medians else None,
+                      step_ms_max_node=max(medians) if medians else None,
+                      step_ms_mean_nodes=statistics.mean(medians) if medians else None,
+                      exposed_comm_ms=0.0)
     else:
         steps = timed_steps(read_jsonl(os.path.join(args.dir, "metrics.jsonl")), args.warmup)
         if len(steps) < args.steps - args.warmup:
@@ -151,7 +156,12 @@ def report(args):
     for model, world, link in groups:
         def get(cell):
             r = latest.get((model, world, "-" if cell in FLOORS else link, cell))
-            return r if r and r.get("status") == "ok" else None
+            if not r or r.get("status") != "ok":
+                return None
+            if cell in FLOORS and r.get("step_ms_max_node") is not None:
+                # Records written before the floor was the slowest node's hold the mean.
+                r = dict(r, step_ms=r["step_ms_max_node"])
+            return r
         torch_floor, sparq_floor = get("torch_floor"), get("sparq_floor")
         print(f"\n### {model}, N={world}, {link}\n")
         # Two different measures of exposed communication: sparq's own metric (timed inside the

@@ -247,7 +247,9 @@ class Bert(nn.Module):
             self.nsp = nn.Linear(c, 2, device=device)
 
     def forward(self, batch):
-        key_valid = batch["mask"].bool()
+        # No "mask": no padding (what bench_models_torch.py's BERT batches say, as sparq's
+        # do with an empty attention_mask).
+        key_valid = batch["mask"].bool() if "mask" in batch else None
         x = self.embeddings(batch["tokens"].long(), batch["token_types"].long())
         for layer in self.layer:
             x = layer(x, key_valid)

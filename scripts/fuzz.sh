@@ -41,8 +41,15 @@ check_tools() {
     exit 2
   fi
   rm -rf "$probe"
-  command -v llvm-symbolizer >/dev/null 2>&1 ||
-    echo "fuzz.sh: no llvm-symbolizer (Debian llvm-14): crash reports will lack file:line" >&2
+  # llvm-14 ships only llvm-symbolizer-14, which the sanitizers do not look for by that name.
+  if ! command -v llvm-symbolizer >/dev/null 2>&1; then
+    if command -v llvm-symbolizer-14 >/dev/null 2>&1; then
+      export ASAN_SYMBOLIZER_PATH
+      ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer-14)
+    else
+      echo "fuzz.sh: no llvm-symbolizer (Debian llvm): crash reports will lack file:line" >&2
+    fi
+  fi
 }
 
 ensure_built() {

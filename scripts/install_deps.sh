@@ -12,13 +12,15 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   python3
+  curl unzip  # scripts/get_data.sh downloads and unpacks the data sets
   python3-yaml python3-matplotlib  # scripts/study.py (convergence studies) and its test
   # The default CPU GEMM backend (docs/layers.md, "GEMM backends"), loaded at run time; sparq
   # builds and runs on Eigen without it. It also becomes the system libblas.so.3.
   libopenblas0-openmp
   # The libFuzzer targets (scripts/fuzz.sh, the fuzz smoke of .ci/run): clang with its
-  # compiler-rt runtimes, clang's OpenMP, and llvm-symbolizer for file:line in crash reports.
-  clang-14 libclang-rt-14-dev libomp-14-dev llvm-14
+  # compiler-rt runtimes, clang's OpenMP, and llvm-symbolizer for file:line in crash reports
+  # (llvm-14 ships llvm-symbolizer-14; the unversioned name is the llvm package's).
+  clang-14 libclang-rt-14-dev libomp-14-dev llvm-14 llvm
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch python3-numpy)

@@ -204,6 +204,12 @@ Status write_checkpoint_file(const std::string& path, const CheckpointFile& file
 
 Result<CheckpointFile> read_checkpoint_file(const std::string& path) {
   SPARQ_ASSIGN_OR_RETURN(const std::string bytes, read_file(path));
+  // A file shorter than the magic that begins like it (an empty one from a partial copy) is
+  // truncated, not something else (review, 2026-12-05).
+  if (bytes.size() < 8 && std::memcmp(bytes.data(), kCheckpointMagic, bytes.size()) == 0) {
+    return Status::error("checkpoint '{}' is truncated: {} bytes, not even its magic", path,
+                         bytes.size());
+  }
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kCheckpointMagic, 8) != 0) {
     return Status::error("'{}' is not a sparq checkpoint (bad magic bytes)", path);
   }

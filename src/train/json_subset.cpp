@@ -8,6 +8,11 @@ namespace sparq::train {
 namespace {
 
 constexpr int kMaxJsonDepth = 8;
+// Values in one document. A parsed value is a ~100-byte node, so a header of bare small
+// numbers ("[0,0,0,...]", 2 bytes each) grew to about 50x its size: 4.8 GB for a 100 MiB
+// header, killed by the OOM killer instead of refused (review, 2026-12-05). A real header
+// has a few values per tensor: 2^20 covers 100k tensors.
+constexpr std::size_t kMaxJsonValues = std::size_t{1} << 20;
 
 void append_utf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
@@ -61,6 +66,10 @@ class JsonParser {
 
   Status parse_value(Json* out, int depth) {
     if (depth > kMaxJsonDepth) return fail("nested too deeply");
+    if (++values_ > kMaxJsonValues) {
+      return fail(fmt::format("more than {} values (a safetensors header has a few per tensor)",
+                              kMaxJsonValues));
+    }
     skip_space();
     if (pos_ >= text_.size()) return fail("unexpected end");
     const char c = text_[pos_];
@@ -179,6 +188,7 @@ class JsonParser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  std::size_t values_ = 0;  // parsed so far, bounded by kMaxJsonValues
 };
 
 }  // namespace

@@ -136,10 +136,16 @@ Result<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   }
   std::uint64_t header_len = 0;
   std::memcpy(&header_len, b.data(), 8);
-  if (header_len > b.size() - 8 || header_len > kMaxHeaderBytes) {
+  if (header_len > b.size() - 8) {
     return Status::error(
         "safetensors '{}': header length {} runs past the end of the file ({} bytes)", path,
         header_len, b.size());
+  }
+  if (header_len > kMaxHeaderBytes) {
+    return Status::error(
+        "safetensors '{}': header length {} exceeds the {} MiB this reader "
+        "accepts",
+        path, header_len, kMaxHeaderBytes >> 20);
   }
   f.data_begin_ = 8 + header_len;
   const std::uint64_t data_bytes = b.size() - f.data_begin_;

@@ -322,6 +322,14 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_TRUE(contains(s, path) && contains(s, "past the end of the file")) << s.message();
 
+  // A header longer than the reader accepts, inside the file, is said to be that.
+  std::string big(8 + (101u << 20), ' ');
+  const std::uint64_t big_len = 101u << 20;
+  std::memcpy(big.data(), &big_len, 8);
+  ASSERT_TRUE(write_file_atomic(path, big).is_ok());
+  s = SafetensorsFile::read(path).status();
+  EXPECT_TRUE(contains(s, "exceeds the 100 MiB this reader accepts")) << s.message();
+
   ASSERT_TRUE(write_file_atomic(path, "abc").is_ok());
   EXPECT_TRUE(contains(SafetensorsFile::read(path).status(), "truncated"));
 
@@ -365,6 +373,13 @@ TEST(Safetensors, DamagedFilesAreRefused) {
                   8);
   EXPECT_TRUE(contains(s, "duplicate key 'a'")) << s.message();
   EXPECT_TRUE(with_header(R"({"__metadata__":{"k":"v"}})", 0).is_ok()) << "no tensors, no data";
+  // A header of 2^20 + 1 bare numbers (4 MiB) is refused before it is a 100 MiB tree; at the
+  // 100 MiB header limit it was ~4.8 GB of parsed nodes (review).
+  std::string many = R"({"a":{"dtype":"F32","shape":[)";
+  for (int i = 0; i < (1 << 20); ++i) many += "0,";
+  many += R"(0],"data_offsets":[0,0]}})";
+  s = with_header(many, 0);
+  EXPECT_TRUE(contains(s, "more than 1048576 values")) << s.message().substr(0, 200);
 }
 
 TEST(Safetensors, WriterRejectsBadInput) {

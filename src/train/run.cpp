@@ -110,10 +110,18 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   Trainer& t = *trainer;
   const bool root = comm.rank() == 0;
   if (options.trainer.dry_run) {
+    // With --resume the checkpoint is loaded too (every check a real resume makes), so a
+    // large job can be checked before it is launched; it used to be ignored (review).
+    if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
     if (root) {
       fmt::print("# resolved config ({})\n{}\n\n{}", config.origin, config.resolved_yaml,
                  t.describe());
-      fmt::print("dry run: configuration valid, nothing trained\n");
+      if (!options.resume.empty()) {
+        fmt::print("dry run: configuration valid, resumes {} at step {}, nothing trained\n",
+                   options.resume, t.step());
+      } else {
+        fmt::print("dry run: configuration valid, nothing trained\n");
+      }
     }
     return TrainSummary{};
   }

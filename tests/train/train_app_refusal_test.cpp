@@ -40,6 +40,8 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
        "not finite in 2 steps in a row"},
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
+      // A dry run checks the checkpoint too (it ignored --resume: review, 2026-12-05).
+      {base + "--dry-run --resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},
       // Note [bf16 GEMM operands]: bf16 is the GPU's, and not VGG's.
       {base + "--set train.precision=bf16", "train\\.precision: bf16 needs train\\.device: cuda"},
       {"--config configs/vgg_cifar10_tiny.yaml --set train.device=cuda --set "

@@ -84,6 +84,13 @@ void expect_resume_bit_identical(const fs::path& dir, const std::string& extra) 
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   ASSERT_TRUE(fs::exists(dir / "cut_ckpt" / "step-00000004" / "COMPLETE"));
   ASSERT_FALSE(fs::exists(dir / "cut_ckpt" / "step-00000006"));
+  // A dry run loads and checks the checkpoint, says where it would continue, and trains
+  // nothing (it ignored --resume).
+  const ProcessResult checked = run_train(
+      2, small_run(dir, "cut") + extra + " --dry-run --resume " + (dir / "cut_ckpt").string());
+  ASSERT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("cut_ckpt at step 4, nothing trained"), std::string::npos)
+      << checked.output;
   const ProcessResult resumed =
       run_train(2, small_run(dir, "cut") + extra + " --resume " + (dir / "cut_ckpt").string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;

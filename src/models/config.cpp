@@ -182,8 +182,13 @@ Status set_model_key(ModelConfig& c, std::string_view key, std::string_view valu
     found = true;
   }
   if (!found) return Status::error("unknown model key '{}'", key);
-  // GPT-2's MLP width follows the embedding width.
-  if (c.arch == ModelArch::kGpt2) c.ffn_dim = 4 * c.n_embd;
+  // GPT-2's MLP width follows the embedding width, when that is what changed (any key used to
+  // reset a registered GPT-2-like model's own ffn_dim), and only for a width validation can
+  // accept (4 n_embd overflowed for a huge one before validation saw it).
+  if (c.arch == ModelArch::kGpt2 && key == "n_embd" && c.n_embd > 0 &&
+      c.n_embd <= ModelConfig::kMaxWidth) {
+    c.ffn_dim = 4 * c.n_embd;
+  }
   c.spec.append(" ").append(key).append("=").append(value);
   return Status::ok();
 }
@@ -198,6 +203,18 @@ Status validate_model_config(const ModelConfig& c) {
     for (const auto& [key, v] : positive) {
       if (v <= 0) return Status::error("{}: {} must be positive, got {}", who, key, v);
     }
+    // Upper bounds, so that no product of sizes (tensor numels, activation rows times
+    // widths) can overflow int64 (review, 2026-12-05: a huge n_embd wrapped them).
+    const std::pair<const char*, std::int64_t> bounded[] = {{"n_layer", c.n_layer},
+                                                            {"n_embd", c.n_embd},
+                                                            {"ffn_dim", c.ffn_dim},
+                                                            {"n_ctx", c.n_ctx},
+                                                            {"vocab_pad", c.vocab_pad}};
+    for (const auto& [key, v] : bounded) {
+      if (v > ModelConfig::kMaxWidth) {
+        return Status::error("{}: {} {} exceeds {}", who, key, v, ModelConfig::kMaxWidth);
+      }
+    }
     if (c.n_embd % c.n_head != 0) {
       return Status::error("{}: n_embd {} is not divisible by n_head {}", who, c.n_embd,
                            c.n_head);
@@ -205,9 +222,10 @@ Status validate_model_config(const ModelConfig& c) {
     if (c.vocab_size > (std::int64_t{1} << 31) - 1 - c.vocab_pad) {
       return Status::error("{}: vocab_size {} does not fit int32 token ids", who, c.vocab_size);
     }
-    if (c.arch == ModelArch::kBert && c.type_vocab_size <= 0) {
-      return Status::error("{}: type_vocab_size must be positive, got {}", who,
-                           c.type_vocab_size);
+    if (c.arch == ModelArch::kBert &&
+        (c.type_vocab_size <= 0 || c.type_vocab_size > ModelConfig::kMaxWidth)) {
+      return Status::error("{}: type_vocab_size must be in [1, {}], got {}", who,
+                           ModelConfig::kMaxWidth, c.type_vocab_size);
     }
     for (const auto& [key, p] : {std::pair{"dropout", c.dropout}, {"attn_dropout", c.attn_dropout}}) {
       if (!(p >= 0.0f && p < 1.0f)) return Status::error("{}: {} must be in [0, 1), got {}", who, key, p);
@@ -222,10 +240,28 @@ Status validate_model_config(const ModelConfig& c) {
   if (c.layout.front() == ModelConfig::kPool) {
     return Status::error("{}: layout must start with a convolution, not M", who);
   }
-  if (c.num_classes <= 1) return Status::error("{}: num_classes must be at least 2, got {}", who, c.num_classes);
-  if (c.in_channels <= 0) return Status::error("{}: in_channels must be positive, got {}", who, c.in_channels);
+  // Widths are checked here too, not only by parse_vgg_layout: a registered model's layout
+  // reaches this without it.
+  for (const std::int64_t item : c.layout) {
+    if (item != ModelConfig::kPool && (item <= 0 || item > ModelConfig::kMaxWidth)) {
+      return Status::error("{}: layout width {} is not in [1, {}]", who, item,
+                           ModelConfig::kMaxWidth);
+    }
+  }
+  if (c.num_classes <= 1 || c.num_classes > ModelConfig::kMaxWidth) {
+    return Status::error("{}: num_classes must be in [2, {}], got {}", who, ModelConfig::kMaxWidth,
+                         c.num_classes);
+  }
+  if (c.in_channels <= 0 || c.in_channels > ModelConfig::kMaxWidth) {
+    return Status::error("{}: in_channels must be in [1, {}], got {}", who, ModelConfig::kMaxWidth,
+                         c.in_channels);
+  }
   std::int64_t size = c.image_size;
-  if (size <= 0) return Status::error("{}: image_size must be positive, got {}", who, size);
+  // Pooling indexes a plane with int32 (layers/pooling.cpp): 2^14 x 2^14 fits.
+  if (size <= 0 || size > ModelConfig::kMaxImageSize) {
+    return Status::error("{}: image_size must be in [1, {}], got {}", who,
+                         ModelConfig::kMaxImageSize, size);
+  }
   for (const std::int64_t item : c.layout) {
     if (item != ModelConfig::kPool) continue;
     if (size % 2 != 0) {

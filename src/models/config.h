@@ -52,6 +52,11 @@ struct ModelConfig {
 
   // VGG: conv widths in order, kPool marking a 2x2 max-pool.
   static constexpr std::int64_t kPool = 0;
+  // Upper bounds of validate_model_config: sizes and widths (n_layer, n_embd, ffn_dim, n_ctx,
+  // vocab_pad, conv widths, classes, channels) and VGG's image side. Products of a few of
+  // them stay far inside int64, whatever the combination.
+  static constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;
+  static constexpr std::int64_t kMaxImageSize = std::int64_t{1} << 14;
   std::vector<std::int64_t> layout;
   std::int64_t num_classes = 10, image_size = 32, in_channels = 3;
   float bn_eps = 1e-5f, bn_momentum = 0.1f;

@@ -101,6 +101,13 @@ void Model::set_tied_split(bool split) {
 
 void Model::check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const {
   SPARQ_CHECK(store_ != nullptr, "{}: forward() before bind()", config_.spec);
+  // A plain forward() after forward_for_backward() would leave the fused head's gradient of
+  // the first batch in the table while backward() ran on the second batch's activations
+  // (review, 2026-12-05): silently wrong gradients, so refused.
+  SPARQ_CHECK(backward_follows_ || !head_gradient_added_,
+              "{}: forward() between forward_for_backward() and backward() would pair the "
+              "first batch's head gradient with this batch (Note [Eager head gradient])",
+              config_.spec);
   const Tensor& tokens = batch.tokens;
   SPARQ_CHECK(tokens.ndim() == 2 && tokens.dim(0) >= 1 && tokens.dim(0) <= shape_.micro_batch &&
                   tokens.dim(1) >= 1 && tokens.dim(1) <= shape_.seq_len,

@@ -98,6 +98,30 @@ TEST(ModelConfig, ErrorsNameTheBadInput) {
   expect_error(parse_model_spec("vgg16 layout=64,X,M"), {"'layout'", "'X'"});
   expect_error(parse_model_spec("vgg16 layout=M,64"), {"must start with a convolution"});
   expect_error(parse_model_spec("vgg16 num_classes=1"), {"num_classes"});
+  // Sizes whose products overflowed (review, 2026-12-05): 4 n_embd wrapped to 4 and passed.
+  expect_error(parse_model_spec("gpt2-tiny n_embd=4611686018427387905 n_head=1"),
+               {"n_embd 4611686018427387905 exceeds 1048576"});
+  expect_error(parse_model_spec("gpt2-tiny n_ctx=2000000"), {"n_ctx 2000000 exceeds"});
+  expect_error(parse_model_spec("vgg-tiny layout=4,M image_size=65536"),
+               {"image_size must be in [1, 16384], got 65536"});
+}
+
+TEST(ModelConfig, OnlyAnEmbeddingWidthChangeMovesGpt2sMlpWidth) {
+  // A GPT-2-like model with its own MLP width keeps it when another key changes.
+  auto base = parse_model_spec("gpt2-tiny");
+  ASSERT_TRUE(base.is_ok());
+  ModelConfig own = *base;
+  own.ffn_dim = 3 * own.n_embd;
+  ASSERT_TRUE(set_model_key(own, "dropout", "0.1").is_ok());
+  EXPECT_EQ(own.ffn_dim, 3 * own.n_embd);
+  ASSERT_TRUE(set_model_key(own, "n_embd", "64").is_ok());
+  EXPECT_EQ(own.ffn_dim, 256);
+  // A layout that skipped parse_vgg_layout (a registered model's) is still checked.
+  auto vgg = parse_model_spec("vgg-tiny");
+  ASSERT_TRUE(vgg.is_ok());
+  ModelConfig bad = *vgg;
+  bad.layout = {16, -4};
+  EXPECT_FALSE(validate_model_config(bad).is_ok());
 }
 
 TEST(ModelConfig, MakeModelChecksTheRunShape) {

@@ -70,7 +70,11 @@ TEST(FusedHead, RefusesASecondEagerForwardAndKeepsNoLogits) {
   EXPECT_DEATH(model->forward_for_backward(data.batch),
                "gpt2-tiny: a second forward_for_backward\\(\\) before backward\\(\\)");
   EXPECT_DEATH(model->logits(), "gpt2-tiny: the fused head keeps no logits");
+  // A plain forward() in between would pair this batch's head gradient with its batch.
+  EXPECT_DEATH(model->forward(data.batch),
+               "gpt2-tiny: forward\\(\\) between forward_for_backward\\(\\) and backward\\(\\)");
   model->backward();
+  model->forward(data.batch);               // a plain forward after backward is fine
   model->forward_for_backward(data.batch);  // allowed again after backward
   model->backward();
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "core/rng.h"
 
@@ -70,10 +71,22 @@ void ParamStore::initialize(std::uint64_t seed) {
     staging = Buffer::host(static_cast<std::size_t>(flat_numel_) * sizeof(float), true);
     host = staging.as<float>();
   }
+  // A tensor's draws are addressed by a 32-bit hash of its name: two random tensors whose
+  // names collide would start from the same values, so that is refused (review, 2026-12-05;
+  // about one chance in 2^32 / n^2, and a rename fixes it).
+  std::unordered_map<std::uint32_t, const std::string*> random_streams;
   for (const ParamEntry& e : entries_) {
+    const std::uint32_t stream = hash_name(e.spec.name.c_str());
+    const Init::Kind kind = e.spec.init.kind;
+    if (kind != Init::Kind::kZeros && kind != Init::Kind::kOnes && kind != Init::Kind::kConstant) {
+      const auto [it, fresh] = random_streams.emplace(stream, &e.spec.name);
+      SPARQ_CHECK(fresh,
+                  "parameters '{}' and '{}' hash to the same initialisation stream {:#x}: they "
+                  "would start from the same random values; rename one",
+                  *it->second, e.spec.name, stream);
+    }
     Tensor view(host + e.offset, DType::kF32, e.spec.shape);
-    apply_init(e.spec.init, view, seed,
-               make_stream(RngPurpose::kInit, 0, hash_name(e.spec.name.c_str())));
+    apply_init(e.spec.init, view, seed, make_stream(RngPurpose::kInit, 0, stream));
   }
 #ifdef SPARQ_HAS_CUDA
   if (device() != Device::kCPU) {

@@ -111,6 +111,26 @@ TEST(ParamStore, InitializersAreDeterministicPerName) {
   EXPECT_NE(c.param("wte").data<float>()[0], a.param("wte").data<float>()[0]);
 }
 
+// Draws are addressed by a 32-bit hash of the name: "w673879" and "w1180600" share one (FNV-1a
+// 0x594f30f6), so as two random tensors they would start equal; refused. As constant ones
+// they draw nothing, and may.
+TEST(ParamStore, RandomTensorsWhoseNamesShareAStreamAreRefused) {
+  ParamStore constant;
+  constant.add({"w673879", {4}, Init::zeros(), false});
+  constant.add({"w1180600", {4}, Init::ones(), false});
+  constant.allocate();
+  constant.initialize(1);
+  EXPECT_DEATH(
+      {
+        ParamStore random;
+        random.add({"w673879", {4}, Init::normal(1.0f), true});
+        random.add({"w1180600", {4}, Init::normal(1.0f), true});
+        random.allocate();
+        random.initialize(1);
+      },
+      "parameters 'w673879' and 'w1180600' hash to the same initialisation stream 0x594f30f6");
+}
+
 TEST(ParamStore, ZeroGrads) {
   ParamStore s = make_store();
   s.allocate();

@@ -13,6 +13,31 @@
 #include "core/fault.h"
 
 namespace sparq {
+namespace {
+
+// A pipe, FIFO or character device has no size to read up front: read to the end, up to a
+// bound (so /dev/zero is an error, not an endless allocation). `train --config <(...)` is a
+// pipe; it used to fail with "cannot determine the size" (review, 2026-12-05).
+Result<std::string> read_stream(const std::string& path) {
+  constexpr std::size_t kMaxStreamBytes = std::size_t{1} << 30;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error("cannot open '{}': {}", path, std::strerror(errno));
+  std::string bytes;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    bytes.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (bytes.size() > kMaxStreamBytes) {
+      return Status::error(
+          "cannot read '{}': it is not a regular file and gives more than "
+          "{} bytes",
+          path, kMaxStreamBytes);
+    }
+  }
+  if (in.bad()) return Status::error("cannot read '{}': {}", path, std::strerror(errno));
+  return bytes;
+}
+
+}  // namespace
 
 Result<std::string> read_file(const std::string& path) {
   // A directory opens as a stream whose "size" is huge: the allocation below would throw
@@ -20,6 +45,9 @@ Result<std::string> read_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Status::error("cannot read '{}': it is a directory, not a file", path);
+  }
+  if (!std::filesystem::is_regular_file(path, ec) && std::filesystem::exists(path, ec)) {
+    return read_stream(path);
   }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Status::error("cannot open '{}': {}", path, std::strerror(errno));

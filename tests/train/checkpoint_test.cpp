@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -87,6 +88,16 @@ TEST(FileIo, AtomicWriteReplacesAndCleansUp) {
   const auto absent = read_file(dir + "/absent.bin");
   ASSERT_FALSE(absent.is_ok());
   EXPECT_NE(absent.status().message().find("absent.bin"), std::string::npos);
+  // A pipe (what `train --config <(...)` passes) is read to its end; it had "no size".
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string text = "train: {steps: 3}\n";
+  ASSERT_EQ(::write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fds[1]);
+  const auto piped = read_file("/proc/self/fd/" + std::to_string(fds[0]));
+  ::close(fds[0]);
+  ASSERT_TRUE(piped.is_ok()) << piped.status().message();
+  EXPECT_EQ(piped.value(), text);
 }
 
 TEST(CheckpointFile, RoundTripsSectionsAndMetadata) {

@@ -201,8 +201,10 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     }
   }
   if (info) {
-    info->description = fmt::format("{} ({} tokens, tokenizer {})", path, (*shard)->size(),
-                                    (*shard)->shard().header().tokenizer);
+    // With the payload's checksum: a shard regenerated at the same path is other data.
+    info->description = fmt::format("{} ({} tokens, tokenizer {}, checksum {:016x})", path,
+                                    (*shard)->size(), (*shard)->shard().header().tokenizer,
+                                    (*shard)->shard().header().payload_checksum);
   }
   return std::shared_ptr<const data::TokenSource>(std::move(shard).value());
 }

@@ -174,6 +174,8 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["loader.epoch"] = std::to_string(loader.epoch);
   f.meta["loader.step"] = std::to_string(loader.step);
   f.meta["loader.position"] = std::to_string(loader.position.value_or(0));
+  // What the position counts in: a resume on other data is told (Trainer::load_checkpoint).
+  f.meta["data"] = data_info_.description;
   f.meta["skipped_total"] = std::to_string(skipped_total_);
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
   f.meta["config"] = config_.resolved_yaml;
@@ -389,6 +391,14 @@ Status Trainer::load_checkpoint(const std::string& dir) {
                       static_cast<std::uint64_t>(world);
   }
   SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
+  if (is_root() && f.meta.count("data") && f.meta.at("data") != data_info_.description) {
+    // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
+    // of the old data: said, where it used to continue silently (review, 2026-12-05).
+    spdlog::warn(
+        "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
+        "data position (item {} of epoch {}) continues in other items",
+        f.meta.at("data"), data_info_.description, loader.position.value_or(0), loader.epoch);
+  }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);
   for (const auto& [name, value] : optimizer_->counters()) {

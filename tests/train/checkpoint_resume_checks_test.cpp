@@ -153,5 +153,25 @@ TEST(ResumeChecks, TheFirstSaveIntoANewCheckpointDirWarnsOfNothing) {
   EXPECT_EQ(log.text().find("cannot list checkpoint directory"), std::string::npos) << log.text();
 }
 
+TEST(ResumeChecks, ResumingOnOtherDataIsSaid) {
+  // The saved data position counts items of the checkpoint's data; on other data (here
+  // another Markov chain) it continues in other items: allowed, and now said (review).
+  const std::string root = fresh_dir("other_data");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());
+  {
+    LogCapture log;
+    ASSERT_TRUE(make_trainer(root + "/same", {}, *self)->resume(checkpoint_dir(root, 2)).is_ok());
+    EXPECT_EQ(log.text().find("the training data differs"), std::string::npos) << log.text();
+  }
+  LogCapture log;
+  const Status other =
+      make_trainer(root + "/other", {"data.markov.seed=9"}, *self)->resume(checkpoint_dir(root, 2));
+  ASSERT_TRUE(other.is_ok()) << other.message();
+  EXPECT_NE(log.text().find("resume: the training data differs from the checkpoint's"),
+            std::string::npos)
+      << log.text();
+}
+
 }  // namespace
 }  // namespace sparq::train

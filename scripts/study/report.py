@@ -24,7 +24,12 @@ def collect(study, out, root):
                 study, cell, seed, path / METRICS_FILE, study.binary),
                 base_text) if files.finished else None
             if files.finished and not changed:
-                stats.runs.append(run_stats(seed, files, study.metric, study.target))
+                run = run_stats(seed, files, study.metric, study.target)
+                stats.runs.append(run)
+                if run.final_metric is None:  # counted finished, but out of the metric's mean
+                    stats.problems.append((seed, f"finished without a final {study.metric} "
+                                                 "(null: not finite, or not one this model "
+                                                 "reports); left out of its mean"))
             elif changed:  # made under another definition of the cell: not this study's run
                 stats.problems.append((seed, f"finished with other settings ({changed})"))
             else:
@@ -54,7 +59,9 @@ def _target_text(cell, target):
 def paired_means(cell, reference, attribute):
     """The means of `attribute` over the seeds both cells finished (equal seeds against the
     reference), and those seeds; None means when they share none."""
-    shared = sorted({r.seed for r in cell.runs} & {r.seed for r in reference.runs})
+    # Seeds where both cells have the value: a null on one side must not unpair the means.
+    shared = sorted({r.seed for r in cell.runs if getattr(r, attribute) is not None}
+                    & {r.seed for r in reference.runs if getattr(r, attribute) is not None})
     mine = Spread.of([getattr(r, attribute) for r in cell.runs if r.seed in shared]).mean
     ref = Spread.of([getattr(r, attribute) for r in reference.runs if r.seed in shared]).mean
     return mine, ref, shared

@@ -122,17 +122,23 @@ def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
     cmd = launcher + [binary, "--config", study.base]
     for override in study.common + cell.overrides:
         cmd += ["--set", override]
-    cmd += ["--set", f"train.seed={seed}", "--set", f"log.metrics={metrics_path}"]
+    for key in study.seed_keys:  # in order; the default (train.seed alone) is what runs always had
+        cmd += ["--set", f"{key}={seed}"]
+    cmd += ["--set", f"log.metrics={metrics_path}"]
     return cmd + (["--dry-run"] if dry_check else [])
 
 
 def run_definition(cmd):
     """What defines a run in its command: the arguments from --config on, without the
-    log.metrics override (where it is written, not what it trains)."""
+    log.metrics override (where it is written, not what it trains), then the launcher (the
+    words before the binary, with its -np: a run on another world size is another run; the
+    binary's own path is left out, so a --binary copy does not rerun a study)."""
     args = list(cmd)
     if "--config" not in args:
         return None
-    args = args[args.index("--config"):]
+    start = args.index("--config")
+    launcher = args[:max(start - 1, 0)]
+    args = args[start:]
     out, i = [], 0
     while i < len(args):
         if args[i] == "--set" and i + 1 < len(args) and args[i + 1].startswith("log.metrics="):
@@ -140,7 +146,7 @@ def run_definition(cmd):
             continue
         out.append(args[i])
         i += 1
-    return out
+    return out + (["--launcher", " ".join(launcher)] if launcher else [])
 
 
 def read_base(root, base):
@@ -175,8 +181,9 @@ def changed_settings(files, cmd, base_text=None):
     parts = []
     before, now = run_definition(shlex.split(recorded)), run_definition(cmd)
     if before is not None and now is not None and before != now:
-        gone = [a for a in before if a not in now and a != "--set"]
-        added = [a for a in now if a not in before and a != "--set"]
+        flags = ("--set", "--launcher")
+        gone = [a for a in before if a not in now and a not in flags]
+        added = [a for a in now if a not in before and a not in flags]
         parts += [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
         parts = [p for p in parts if p] or ["the same settings in another order"]
     recorded_base = record.get("base_config")

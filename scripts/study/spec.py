@@ -11,8 +11,8 @@ DEFAULT_BINARY = "build/apps/train"
 # Set for every run by the tool itself; a study that set them would break the run layout.
 RESERVED_KEYS = ("train.seed", "log.metrics")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # names become folder names
-TOP_KEYS = ("name", "base", "world_size", "launcher", "binary", "common", "seeds", "reference",
-            "metric", "target", "prepare", "cells")
+TOP_KEYS = ("name", "base", "world_size", "launcher", "binary", "common", "seeds", "seed_keys",
+            "reference", "metric", "target", "prepare", "cells")
 
 
 class StudyError(Exception):
@@ -42,6 +42,7 @@ class Study:
     binary: str
     common: list
     seeds: list
+    seed_keys: list  # config keys set to each run's seed; train.seed always among them
     reference: str
     metric: str
     target: float | None  # an eval LOSS value for "time to target"
@@ -111,14 +112,31 @@ def load_study(path):
     if target is not None and (not isinstance(target, (int, float)) or isinstance(target, bool)):
         fail("target", f"must be a number (an eval loss), got {target!r}")
 
+    # Which config keys a seed sets. train.seed alone by default (the model's init, dropout,
+    # data order): every seed then shares compress.seed's draws (stochastic rounding,
+    # PowerSGD's start), so the spread over seeds leaves the compressor's own noise out;
+    # seed_keys: [train.seed, compress.seed] puts it in.
+    seed_keys = doc.get("seed_keys", ["train.seed"])
+    if (not isinstance(seed_keys, list) or not all(isinstance(k, str) and k for k in seed_keys)
+            or "train.seed" not in seed_keys or len(set(seed_keys)) != len(seed_keys)
+            or "log.metrics" in seed_keys):
+        fail("seed_keys", f"must be a list of distinct config keys that holds train.seed (and "
+                          f"not log.metrics), got {seed_keys!r}")
+    common = _overrides(doc.get("common"), "common", fail)
     cells = _cells(doc["cells"], fail)
+    for where, overrides in [("common", common)] + [(f"cells.{c.name}", c.overrides)
+                                                   for c in cells]:
+        for item in overrides:
+            if item.split("=", 1)[0].strip() in seed_keys:
+                fail(where, f"{item.split('=', 1)[0]} is a seed key (seed_keys): each run's "
+                            "seed sets it")
     reference = doc.get("reference", cells[0].name)
     if reference not in [c.name for c in cells]:
         fail("reference", f"'{reference}' is not a cell (cells: {', '.join(c.name for c in cells)})")
     return Study(path=path, name=name, base=_string(doc["base"], "base", fail),
                  world_size=world_size, launcher=launcher,
                  binary=_string(doc.get("binary", DEFAULT_BINARY), "binary", fail),
-                 common=_overrides(doc.get("common"), "common", fail), seeds=seeds,
+                 common=common, seeds=seeds, seed_keys=list(seed_keys),
                  reference=reference, metric=metric,
                  target=None if target is None else float(target),
                  prepare=_prepare(doc.get("prepare"), fail), cells=cells)

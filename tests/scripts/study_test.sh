@@ -102,6 +102,23 @@ for c in cells.values():
 assert cells['dense']['vs_reference_pct'] == 0.0
 " "$OUT/summary.json"
 
+# A finished run whose final metric is null (not finite) is said, and the means stay paired.
+cp -r "$OUT" "$T/out_null"
+"$PY" - "$T/out_null/lbs/seed2/metrics.jsonl" <<'PYEOF'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+last = max(i for i, l in enumerate(lines) if json.loads(l).get("event") == "eval")
+record = json.loads(lines[last]); record["loss"] = None; lines[last] = json.dumps(record)
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PYEOF
+expect "null final metric reported" 0 "summary" -- "$T/tiny.yaml" --out "$T/out_null" --report-only
+check "null final metric listed" grep -q "lbs\` seed 2: finished without a final loss" "$T/out_null/summary.md"
+check "vs dense paired over seed 1" "$PY" -c "
+import json, sys
+cells = {c['name']: c for c in json.load(open(sys.argv[1]))['cells']}
+assert cells['lbs']['vs_reference_seeds'] == [1], cells['lbs']['vs_reference_seeds']
+" "$T/out_null/summary.json"
+
 sums=$(md5sum "$OUT"/*/seed*/metrics.jsonl)
 expect "second run skips finished runs" 0 "skip \(finished\)" -- "$T/tiny.yaml" --out "$OUT"
 check "all four skipped" test "$(count 'skip \(finished\)')" -eq 4
@@ -174,6 +191,16 @@ expect "changed settings listed" 0 "seed1: finished with other settings \(now co
 expect "changed settings rerun" 0 "lbs seed1: running \(its settings changed since it ran" -- "$T/changed.yaml" --out "$OUT" --only lbs --seeds 1
 check "the rerun used the new setting" grep -q "compress.lbs.density=0.02" "$OUT/lbs/seed1/study.json"
 expect "unchanged cells still skipped" 0 "dense seed1: skip \(finished\)" -- "$T/changed.yaml" --out "$OUT" --only dense --seeds 1
+
+# seed_keys: a seed can set the compressor's seed too; a cell may then not set it itself.
+sed 's/^seeds: \[1, 2\]$/seeds: [1, 2]\nseed_keys: [train.seed, compress.seed]/' "$T/tiny.yaml" >"$T/seedkeys.yaml"
+expect "seed_keys set per seed" 0 "train.seed=2 --set compress.seed=2" -- "$T/seedkeys.yaml" --out "$T/out_seedkeys" --dry-run
+echo "  own_seed: [compress.seed=5]" >>"$T/seedkeys.yaml"
+expect "a cell may not set a seed key" 2 "compress.seed is a seed key" -- "$T/seedkeys.yaml" --out "$T/out_seedkeys" --dry-run
+
+# Another launcher (another world size: its -np) is another run; it was taken as finished.
+sed 's/^launcher:$/launcher: env STUDY_WORLD={world_size}/' "$T/tiny.yaml" >"$T/launched.yaml"
+expect "another launcher listed" 0 "seed1: finished with other settings \(now env STUDY_WORLD=1\)" -- "$T/launched.yaml" --out "$OUT" --list
 
 # An edit to the base config reruns the cells that ran before it; a comment edit does not.
 cp "$(dirname "$STUDY_PY")/../configs/default.yaml" "$T/base.yaml"

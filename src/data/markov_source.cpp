@@ -10,6 +10,26 @@
 
 namespace sparq::data {
 
+Status MarkovChain::check_size(const MarkovConfig& config) {
+  std::uint64_t contexts = 1;
+  for (int i = 0; i < config.order; ++i) {
+    contexts *= config.vocab_size;
+    if (contexts > kMaxContexts) {
+      return Status::error(
+          "vocab_size {} and order {} give more than 2^24 contexts; lower one "
+          "of them",
+          config.vocab_size, config.order);
+    }
+  }
+  if (contexts * static_cast<std::uint64_t>(std::max(config.branching, 0)) > kMaxTableEntries) {
+    return Status::error(
+        "branching {} for each of {} contexts exceeds the table of 2^26 "
+        "successors",
+        config.branching, contexts);
+  }
+  return Status::ok();
+}
+
 Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
   if (config.vocab_size < 2)
     return Status::error("Markov vocab_size must be >= 2, got {}", config.vocab_size);
@@ -21,21 +41,10 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
   if (!(config.smoothing > 0 && config.smoothing <= 1)) {
     return Status::error("Markov smoothing must be in (0, 1], got {}", config.smoothing);
   }
+  SPARQ_RETURN_IF_ERROR(check_size(config).with_context("Markov chain"));
   std::uint64_t contexts = 1;
-  for (int i = 0; i < config.order; ++i) {
-    contexts *= config.vocab_size;
-    if (contexts > kMaxContexts) {
-      return Status::error("Markov chain with vocab {} and order {} has more than 2^24 contexts",
-                           config.vocab_size, config.order);
-    }
-  }
+  for (int i = 0; i < config.order; ++i) contexts *= config.vocab_size;
   const std::size_t b = static_cast<std::size_t>(config.branching);
-  if (contexts * b > kMaxTableEntries) {
-    return Status::error(
-        "Markov chain with {} contexts and branching {} has more than 2^26 "
-        "successor entries",
-        contexts, config.branching);
-  }
   MarkovChain m;
   m.config_ = config;
   m.num_contexts_ = contexts;

@@ -34,6 +34,9 @@ class MarkovChain {
   // Fails for a vocab < 2, order < 1, more than 2^24 contexts, branching outside [1, V], or
   // smoothing outside (0, 1].
   static Result<MarkovChain> create(const MarkovConfig& config);
+  // Whether the chain's tables fit kMaxContexts and kMaxTableEntries (create() checks it; the
+  // trainer's config reader too, to name the keys before start-up).
+  static Status check_size(const MarkovConfig& config);
 
   double entropy_rate_nats() const { return entropy_rate_; }
   double entropy_rate_bits() const;

@@ -103,24 +103,10 @@ Status read_data(YamlReader& r, TrainConfig& c) {
         r.origin(), d.markov.branching, d.markov.vocab_size);
   }
   if (d.source == "markov") {
-    // The chain's table holds branching successors for each of vocab_size^order contexts
-    // (data/markov_source.h's limits): said here with the keys, not at start-up without them.
-    std::uint64_t contexts = 1;
-    for (int i = 0; i < d.markov.order && contexts <= data::MarkovChain::kMaxContexts; ++i) {
-      contexts *= d.markov.vocab_size;
-    }
-    if (contexts > data::MarkovChain::kMaxContexts) {
-      return Status::error(
-          "{}: data.markov: vocab_size {} and order {} give more than 2^24 contexts; lower "
-          "one of them",
-          r.origin(), d.markov.vocab_size, d.markov.order);
-    }
-    if (contexts * static_cast<std::uint64_t>(d.markov.branching) >
-        data::MarkovChain::kMaxTableEntries) {
-      return Status::error(
-          "{}: data.markov.branching: {} successors for each of {} contexts exceed the chain's "
-          "table of 2^26 entries",
-          r.origin(), d.markov.branching, contexts);
+    // The chain's tables (data/markov_source.h's limits), said here with the keys, not at
+    // start-up without them.
+    if (const Status size = data::MarkovChain::check_size(d.markov); !size.is_ok()) {
+      return Status::error("{}: data.markov: {}", r.origin(), size.message());
     }
   }
   if (c.model.arch == ModelArch::kBert && d.seq_len < 3) {

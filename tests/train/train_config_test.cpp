@@ -199,7 +199,7 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
        "x.yaml: data.markov: vocab_size 65536 and order 2 give more than 2^24 contexts"},
       {"model: {preset: gpt2-tiny, vocab_size: 65536}\ndata: {markov: {vocab_size: 65536, "
        "order: 1, branching: 2048}}",
-       "x.yaml: data.markov.branching: 2048 successors for each of 65536 contexts exceed"},
+       "x.yaml: data.markov: branching 2048 for each of 65536 contexts exceeds the table"},
       {"data: {markov: {train_tokens: 200000000000}}",
        "x.yaml: data.markov.train_tokens: must be <="},
       {"model: {preset: bert-tiny}\ndata: {seq_len: 2}",

@@ -186,6 +186,22 @@ Result<std::string> latest_checkpoint(const std::string& root) {
   return best->dir.string();
 }
 
+Result<std::string> resolve_checkpoint_dir(const std::string& path) {
+  if (!parse_step(path).is_ok()) return latest_checkpoint(path);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    // "step-100" for "step-00000100" is a typo, not an interrupted save (review).
+    return Status::error("checkpoint '{}' does not exist", path);
+  }
+  if (!is_complete(path)) {
+    return Status::error(
+        "checkpoint '{}' is incomplete (no {} marker): its save was "
+        "interrupted; resume from an earlier step",
+        path, kCheckpointCompleteMarker);
+  }
+  return path;
+}
+
 namespace {
 
 // `dir` normalised for comparison ("a/./step-1/" == "a/step-1").

@@ -247,32 +247,11 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   return merge_elastic_checkpoint(in);
 }
 
-namespace {
-
-// The step directory `path` names: itself, or a checkpoint root's newest complete one.
-Result<std::string> checkpoint_dir_of(const std::string& path) {
-  if (!parse_step(path).is_ok()) return latest_checkpoint(path);
-  std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) {
-    // "step-100" for "step-00000100" is a typo, not an interrupted save (review).
-    return Status::error("checkpoint '{}' does not exist", path);
-  }
-  if (!is_complete(path)) {
-    return Status::error(
-        "checkpoint '{}' is incomplete (no {} marker): its save was "
-        "interrupted; resume from an earlier step",
-        path, kCheckpointCompleteMarker);
-  }
-  return path;
-}
-
-}  // namespace
-
 Status Trainer::resume(const std::string& path) {
   // Every rank resolves a checkpoint root itself; on a shared file system whose directory
   // listings lag (NFS attribute caches) two ranks could find different newest steps and
   // resume diverged replicas without a word (review, 2026-12-05). They must agree on it.
-  Result<std::string> dir = checkpoint_dir_of(path);
+  Result<std::string> dir = resolve_checkpoint_dir(path);
   SPARQ_RETURN_IF_ERROR(agree(dir.status(), "resuming from " + path));
   const Result<std::int64_t> step = parse_step(*dir);
   const std::int64_t mine = step.is_ok() ? step.value() : -1;

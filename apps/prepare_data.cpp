@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/cli_args.h"
+#include "core/fault.h"
 #include "data/corpus.h"
 #include "data/markov_source.h"
 #include "data/shard.h"
@@ -151,6 +152,10 @@ int main(int argc, char** argv) {
       ->check(sparq::cli::non_negative_integer())
       ->capture_default_str();
   SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
+  if (const sparq::Status fault = sparq::fault::check_environment(); !fault) {
+    fmt::print(stderr, "prepare_data: {}\n", fault.message());  // before any file is written
+    return 2;
+  }
   if (!verify.empty()) return verify_shards(verify);
   // Checked here for both paths (text and --markov-tokens): a fraction of 1 or more made the
   // Markov path's train count wrap around into a huge allocation.

@@ -16,14 +16,25 @@
 //           fail  : point() returns true, and the caller turns it into its ordinary error
 //                   path (a write that fails as if the disk were full, ...)
 //
-// Without SPARQ_FAULT every point() is one relaxed atomic load and a branch. A malformed
-// SPARQ_FAULT is a fatal error at the first point() call that names the bad spec.
+// Without SPARQ_FAULT every point() is one atomic load and a branch. A malformed SPARQ_FAULT
+// (an unknown point, key or action, a value out of range) is refused: check_environment()
+// says why (train and prepare_data call it at start-up, before any work), and a point()
+// reached without that check is a fatal error naming the bad spec.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
+#include "core/status.h"
+
 namespace sparq::fault {
+
+// Parses SPARQ_FAULT (once per process): an error names the bad spec and the accepted
+// points, keys or actions.
+Status check_environment();
+
+// The same check for a SPARQ_FAULT value given as text; nothing is armed.
+Status check_spec(std::string_view text);
 
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);

@@ -19,6 +19,7 @@
 #include "comm/agree.h"
 #include "comm/comm_engine.h"
 #include "core/cli_args.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "train/run.h"
 
@@ -84,6 +85,9 @@ int train_main(int argc, char** argv) {
   }
 
   auto config = load_train_config(config_path, overrides);
+  // A refused SPARQ_FAULT is reported with the config's errors, by every rank together, before
+  // any step (a trial whose fault never fires would pass unfaulted).
+  if (const Status fault = fault::check_environment(); config.is_ok() && !fault) config = fault;
   // Under mpirun, comm.backend: self makes each process a one-rank run writing the same logs,
   // checkpoints and traces (review, 2026-12-05). An embedder that wants independent runs in
   // one MPI job calls make_communicator itself, with its own paths.

@@ -1,10 +1,12 @@
-// core/fault.h: the SPARQ_FAULT filters (point, rank, step, hit) and the `fail` action. The
-// process-ending actions are exercised by the mpirun fault-injection tests.
+// core/fault.h: the SPARQ_FAULT filters (point, rank, step, hit), the `fail` action and the
+// refusal of specs that could never fire. The process-ending actions are exercised by the
+// mpirun fault-injection tests.
 #include "core/fault.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace sparq::fault {
 namespace {
@@ -12,24 +14,51 @@ namespace {
 // SPARQ_FAULT is read once per process, at the first point() call: one test sets it for all.
 TEST(Fault, FiltersByPointRankStepAndHit) {
   ASSERT_EQ(setenv("SPARQ_FAULT",
-                   "disk.write,rank=1,hit=3,action=fail;other,step=7,action=fail;"
-                   "twice,hit=1,action=fail;twice,hit=2,action=fail",
+                   "checkpoint.write,rank=1,hit=3,action=fail;shard.close,step=7,action=fail;"
+                   "comm.collective,hit=1,action=fail;comm.collective,hit=2,action=fail",
                    1),
             0);
+  ASSERT_TRUE(check_environment().is_ok()) << check_environment().message();
   set_rank(0);
-  for (int i = 0; i < 5; ++i) EXPECT_FALSE(point("disk.write")) << "rank 0 must not fire";
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(point("checkpoint.write")) << "rank 0 must not fire";
   set_rank(1);
-  EXPECT_FALSE(point("disk.write"));
-  EXPECT_FALSE(point("disk.write"));
-  EXPECT_TRUE(point("disk.write")) << "the third matching call fires";
-  EXPECT_FALSE(point("disk.write")) << "a spec fires once";
-  EXPECT_FALSE(point("unnamed.point"));
-  EXPECT_FALSE(point("other", 6));
-  EXPECT_TRUE(point("other", 7));
+  EXPECT_FALSE(point("checkpoint.write"));
+  EXPECT_FALSE(point("checkpoint.write"));
+  EXPECT_TRUE(point("checkpoint.write")) << "the third matching call fires";
+  EXPECT_FALSE(point("checkpoint.write")) << "a spec fires once";
+  EXPECT_FALSE(point("checkpoint.rename")) << "a known point no spec names";
+  EXPECT_FALSE(point("shard.close", 6));
+  EXPECT_TRUE(point("shard.close", 7));
   // Two specs for one point each count every call: they fire on calls 1 and 2, not 1 and 3.
-  EXPECT_TRUE(point("twice"));
-  EXPECT_TRUE(point("twice"));
-  EXPECT_FALSE(point("twice"));
+  EXPECT_TRUE(point("comm.collective"));
+  EXPECT_TRUE(point("comm.collective"));
+  EXPECT_FALSE(point("comm.collective"));
+}
+
+// Each refused spec: the message must name what is wrong.
+void expect_refused(const std::string& spec, const std::string& says) {
+  const Status s = check_spec(spec);
+  ASSERT_FALSE(s.is_ok()) << spec;
+  EXPECT_NE(s.message().find(says), std::string::npos) << spec << ": " << s.message();
+}
+
+TEST(Fault, SpecsThatCouldNeverFireAreRefused) {
+  EXPECT_TRUE(check_spec("").is_ok());
+  EXPECT_TRUE(check_spec("checkpoint.complete,rank=0;;exchange.compressed,step=3,hit=2").is_ok());
+  // A misspelt point never fired: the trial passed without its fault.
+  expect_refused("checkpoint.writes,action=fail", "unknown point 'checkpoint.writes'");
+  expect_refused("checkpoint.write,action=fail;shard.rname", "unknown point 'shard.rname'");
+  // rank=4294967297 was narrowed to int and fired on rank 1.
+  expect_refused("comm.collective,rank=4294967297", "rank=4294967297");
+  expect_refused("comm.collective,rank=-1", "outside [0,");
+  expect_refused("comm.collective,step=-2", "outside [0,");
+  expect_refused("comm.collective,hit=0", "hit=0");
+  expect_refused("comm.collective,hit=2x", "is not an integer");
+  expect_refused("comm.collective,hit=", "is not an integer");
+  expect_refused("comm.collective,after=3", "unknown key 'after'");
+  expect_refused("comm.collective,hit", "is not key=value");
+  expect_refused("comm.collective,action=crash", "unknown action 'crash'");
+  expect_refused(",hit=1", "has no point name");
 }
 
 }  // namespace

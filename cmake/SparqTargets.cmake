@@ -128,7 +128,9 @@ function(sparq_add_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE SPARQ_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${SPARQ_TEST_ENV}" LABELS "unit;${ARG_LABELS}")
+  # 77: every test of the binary skipped (Note [Skipped test binaries], tests/common/skip_code.h).
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${SPARQ_TEST_ENV}" LABELS "unit;${ARG_LABELS}"
+                                          SKIP_RETURN_CODE 77)
 endfunction()
 
 # mpirun needs --allow-run-as-root only when we are root (CI runs as root).
@@ -159,7 +161,8 @@ function(sparq_add_mpi_test name)
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${SPARQ_MPIRUN_FLAGS}
                      $<TARGET_FILE:${name}> ${ARG_ARGS})
     set_tests_properties(${name}_np${np} PROPERTIES ENVIRONMENT "${SPARQ_TEST_ENV}"
-                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np})
+                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np}
+                         SKIP_RETURN_CODE 77)  # Note [Skipped test binaries]
   endforeach()
 endfunction()
 
@@ -179,7 +182,8 @@ function(sparq_add_mpi_test_variant name variant)
                      $<TARGET_FILE:${name}>)
     set_tests_properties(${name}_${variant}_np${np} PROPERTIES
                          ENVIRONMENT "${SPARQ_TEST_ENV};${ARG_ENV}"
-                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np})
+                         TIMEOUT ${ARG_TIMEOUT} LABELS "mpi" PROCESSORS ${np}
+                         SKIP_RETURN_CODE 77)  # Note [Skipped test binaries]
   endforeach()
 endfunction()
 

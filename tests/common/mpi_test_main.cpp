@@ -1,12 +1,14 @@
 // main() for GoogleTest binaries run under mpirun. Initialises MPI with
 // MPI_THREAD_MULTIPLE (the MPI communicator accepts an already-initialised MPI), prints the
 // test log on rank 0 only, and makes the process exit non-zero on EVERY rank when any rank
-// failed, so ctest sees the failure whichever rank hit it.
+// failed, so ctest sees the failure whichever rank hit it. When no rank failed and every rank
+// skipped every test, every rank exits 77 (Note [Skipped test binaries], common/skip_code.h).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
 
+#include "common/skip_code.h"
 #include "core/log.h"
 
 int main(int argc, char** argv) {
@@ -24,7 +26,11 @@ int main(int argc, char** argv) {
   const int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any_failed = 0;
   MPI_Allreduce(&local_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int local_skipped = sparq::testing_support::every_test_skipped() ? 1 : 0;
+  int all_skipped = 0;
+  MPI_Allreduce(&local_skipped, &all_skipped, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (local_failed) std::fprintf(stderr, "rank %d of %d: tests FAILED\n", rank, size);
   MPI_Finalize();
+  if (!any_failed && all_skipped) return sparq::testing_support::kSkipExitCode;
   return any_failed;
 }

@@ -11,11 +11,15 @@
 
 namespace sparq::testing {
 
-// $SPARQ_SHARED_DATA if set, else <source root>/../shared/data. Empty when absent.
+// $SPARQ_SHARED_DATA if set (a failure of the calling test when it is not a directory), else
+// <source root>/../shared/data. Empty when absent.
 inline std::string shared_data_dir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("SPARQ_SHARED_DATA")) {
-    return fs::is_directory(env) ? std::string(env) : std::string();
+    if (fs::is_directory(env)) return env;
+    // Set but wrong (a typo) is a failure, not a skip: it would skip every data test.
+    ADD_FAILURE() << "SPARQ_SHARED_DATA=" << env << " is not a directory";
+    return {};
   }
   const fs::path candidate = fs::path(SPARQ_SOURCE_DIR) / ".." / "shared" / "data";
   return fs::is_directory(candidate) ? fs::canonical(candidate).string() : std::string();

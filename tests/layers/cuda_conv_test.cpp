@@ -5,7 +5,8 @@
 // whose gradient buffer is filled with the sentinel everywhere else, including guard tensors
 // declared before and after the layer), input gradients pre-filled with NaN (they must be
 // overwritten, never read), parameter gradients pre-set and checked after two backward calls
-// (they accumulate). GPU tests skip without a device; the window-math tests run everywhere.
+// (they accumulate). GPU tests skip without a device; the window math shared with the CPU is
+// tested in shared_math_test.cpp, which every build runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,41 +41,6 @@ std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed) {
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
-
-// The device gathers of pooling_windows.h give the CPU scatter's bits (runs everywhere, so
-// the device's backward arithmetic is covered without a GPU).
-TEST(PoolingWindows, GathersReproduceTheCpuScatterBitForBit) {
-  for (const PoolGeom& g :
-       {PoolGeom{15, 11, 11, 6, 6, 3, 2, 1}, PoolGeom{6, 32, 32, 16, 16, 2, 2, 0},
-        PoolGeom{4, 9, 7, 9, 7, 3, 1, 1}, PoolGeom{3, 7, 8, 4, 5, 2, 2, 1}}) {
-    const auto x = tie_heavy(g.planes * g.h * g.w, 3), dy = rand_f(g.planes * g.out_h * g.out_w, 4);
-    std::vector<float> y(dy.size()), dx(x.size()), gathered(x.size());
-    std::vector<std::int32_t> argmax(dy.size());
-    cpu::max_pool_forward<float>(g, x.data(), y.data(), argmax.data());
-    cpu::max_pool_backward<float>(g, argmax.data(), dy.data(), dx.data());
-    const std::int64_t cells = g.out_h * g.out_w;
-    for (std::int64_t i = 0; i < g.planes * g.h * g.w; ++i) {
-      const std::int64_t p = i / (g.h * g.w), iy = i % (g.h * g.w) / g.w, ix = i % g.w;
-      gathered[i] =
-          pooling::max_pool_dx_at(g, argmax.data() + p * cells, dy.data() + p * cells, iy, ix);
-    }
-    EXPECT_TRUE(same_bits(gathered, dx)) << "max pool " << g.h << "x" << g.w << " k" << g.kernel;
-  }
-  for (const PoolGeom& g : {PoolGeom{5, 11, 7, 3, 2}, PoolGeom{2, 5, 5, 3, 3},
-                            PoolGeom{3, 9, 9, 1, 1}, PoolGeom{2, 4, 6, 4, 6}}) {
-    const auto dy = rand_f(g.planes * g.out_h * g.out_w, 5);
-    std::vector<float> dx(g.planes * g.h * g.w), gathered(dx.size());
-    cpu::avg_pool_backward<float>(g, dy.data(), dx.data());
-    const std::int64_t cells = g.out_h * g.out_w;
-    for (std::int64_t i = 0; i < g.planes * g.h * g.w; ++i) {
-      const std::int64_t p = i / (g.h * g.w), iy = i % (g.h * g.w) / g.w, ix = i % g.w;
-      gathered[i] = pooling::avg_pool_dx_at(g, dy.data() + p * cells, iy, ix);
-    }
-    EXPECT_TRUE(same_bits(gathered, dx)) << "avg pool " << g.h << "x" << g.w;
-  }
-}
-
-TEST(Conv2dConfig, DeterministicByDefault) { EXPECT_TRUE(Conv2d::Config{}.deterministic); }
 
 #if SPARQ_HAS_CUDA
 using testing::GuardedDeviceArray;

@@ -3,7 +3,8 @@
 // forward and backward, and Note [Gradient rule] (outputs and input gradients start as NaN,
 // so reading one would show; two backward calls accumulate parameter gradients). Each bound
 // is stated with its reason; 0 where both sides do the same IEEE operations in the same
-// order. GPU tests skip without a device; the shared-math test at the top runs everywhere.
+// order. GPU tests skip without a device; GELU's shared math is tested in
+// shared_math_test.cpp, which every build runs.
 // Embedding: cuda_embedding_test.cpp.
 #include <gtest/gtest.h>
 
@@ -38,37 +39,6 @@ using testing::view;
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double scale = 1.0) {
   return testing::to_float(testing::random_vec(n, seed, scale));
-}
-
-// Runs everywhere: the CPU's double loops compute exactly gelu_math.h's functions, the ones
-// the CUDA kernel evaluates, so the finite-difference tests cover the device's formula; the
-// float layer evaluates the same formulas with vector_math.h's tanh/erf/exp, within 1e-6 of
-// them (scaled by |x| and |dy|).
-TEST(GeluSharedMath, CpuLayerEvaluatesTheHostDeviceFormulas) {
-  std::vector<float> x = random_floats(4099, 21, 3.0);
-  for (float special : {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 88.0f, -88.0f})
-    x.push_back(special);
-  const auto n = static_cast<std::int64_t>(x.size());
-  std::vector<float> dy = random_floats(x.size(), 22);
-  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kErf}) {
-    Gelu gelu(kind);
-    std::vector<float> y(x.size()), dx(x.size());
-    gelu.forward(view(x, {n}), view(y, {n}));
-    gelu.backward(view(x, {n}), view(dy, {n}), view(dx, {n}));
-    const std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
-    std::vector<double> yd(x.size()), dxd(x.size());
-    cpu::gelu_forward<double>(kind, xd.data(), yd.data(), n);
-    cpu::gelu_backward<double>(kind, xd.data(), dyd.data(), dxd.data(), n);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      const double want_y = kind == GeluKind::kTanh ? gelu_tanh(xd[i]) : gelu_erf(xd[i]);
-      const double want_dx =
-          kind == GeluKind::kTanh ? gelu_tanh_grad(xd[i], dyd[i]) : gelu_erf_grad(xd[i], dyd[i]);
-      ASSERT_EQ(yd[i], want_y) << i;  // the double loop is the shared formula itself
-      ASSERT_EQ(dxd[i], want_dx) << i;
-      ASSERT_NEAR(y[i], want_y, 1e-6 * std::max(1.0, std::fabs(xd[i]))) << i;
-      ASSERT_NEAR(dx[i], want_dx, 1e-6 * std::max(1.0, std::fabs(dyd[i]))) << i;
-    }
-  }
 }
 
 #if SPARQ_HAS_CUDA

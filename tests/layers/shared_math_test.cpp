@@ -1,0 +1,130 @@
+// The per-element math that the CUDA kernels share with the CPU layers (Note: every kernel's
+// per-element work is a __host__ __device__ function), checked on the CPU so that every build
+// runs it, with or without CUDA: the pooling windows' gathers against the CPU scatter, the
+// attention kernels' dropout draw against cpu::dropout_scales, GELU's formulas against the
+// float layer. These lived in the gpu-labelled binaries, which a CPU-only build does not make.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "layer_test_util.h"
+#include "layers/activation.h"
+#include "layers/conv2d.h"
+#include "layers/cuda/attention_dropout.h"
+#include "layers/cuda/pooling_windows.h"
+#include "layers/dropout.h"
+#include "layers/gelu_math.h"
+#include "layers/pooling.h"
+
+namespace sparq {
+namespace {
+
+using testing::view;
+
+std::vector<float> rand_f(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  return testing::to_float(testing::random_vec(n, seed, scale));
+}
+
+// Integers in [-3, 3]: many equal values, so max-pool windows have ties.
+std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v = rand_f(n, seed, 1.5);
+  for (float& f : v) f = std::round(f);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The device gathers of pooling_windows.h give the CPU scatter's bits (runs everywhere, so
+// the device's backward arithmetic is covered without a GPU).
+TEST(PoolingWindows, GathersReproduceTheCpuScatterBitForBit) {
+  for (const PoolGeom& g :
+       {PoolGeom{15, 11, 11, 6, 6, 3, 2, 1}, PoolGeom{6, 32, 32, 16, 16, 2, 2, 0},
+        PoolGeom{4, 9, 7, 9, 7, 3, 1, 1}, PoolGeom{3, 7, 8, 4, 5, 2, 2, 1}}) {
+    const auto x = tie_heavy(g.planes * g.h * g.w, 3), dy = rand_f(g.planes * g.out_h * g.out_w, 4);
+    std::vector<float> y(dy.size()), dx(x.size()), gathered(x.size());
+    std::vector<std::int32_t> argmax(dy.size());
+    cpu::max_pool_forward<float>(g, x.data(), y.data(), argmax.data());
+    cpu::max_pool_backward<float>(g, argmax.data(), dy.data(), dx.data());
+    const std::int64_t cells = g.out_h * g.out_w;
+    for (std::int64_t i = 0; i < g.planes * g.h * g.w; ++i) {
+      const std::int64_t p = i / (g.h * g.w), iy = i % (g.h * g.w) / g.w, ix = i % g.w;
+      gathered[i] =
+          pooling::max_pool_dx_at(g, argmax.data() + p * cells, dy.data() + p * cells, iy, ix);
+    }
+    EXPECT_TRUE(same_bits(gathered, dx)) << "max pool " << g.h << "x" << g.w << " k" << g.kernel;
+  }
+  for (const PoolGeom& g : {PoolGeom{5, 11, 7, 3, 2}, PoolGeom{2, 5, 5, 3, 3},
+                            PoolGeom{3, 9, 9, 1, 1}, PoolGeom{2, 4, 6, 4, 6}}) {
+    const auto dy = rand_f(g.planes * g.out_h * g.out_w, 5);
+    std::vector<float> dx(g.planes * g.h * g.w), gathered(dx.size());
+    cpu::avg_pool_backward<float>(g, dy.data(), dx.data());
+    const std::int64_t cells = g.out_h * g.out_w;
+    for (std::int64_t i = 0; i < g.planes * g.h * g.w; ++i) {
+      const std::int64_t p = i / (g.h * g.w), iy = i % (g.h * g.w) / g.w, ix = i % g.w;
+      gathered[i] = pooling::avg_pool_dx_at(g, dy.data() + p * cells, iy, ix);
+    }
+    EXPECT_TRUE(same_bits(gathered, dx)) << "avg pool " << g.h << "x" << g.w;
+  }
+}
+
+TEST(Conv2dConfig, DeterministicByDefault) { EXPECT_TRUE(Conv2d::Config{}.deterministic); }
+
+// Runs on every machine: the device's per-element draw is the CPU's, bit for bit, from an
+// offset inside a Philox block and over a length that ends inside one.
+TEST(AttentionDropoutScale, EqualsTheCpuDropoutScales) {
+  const DropoutKey key = DropoutKey::make({5, 1, 3, true}, 9);
+  for (const float p : {0.1f, 0.3f}) {
+    const std::int64_t offset = 7, n = 1001;
+    std::vector<float> want(n);
+    cpu::dropout_scales<float>(key, offset, n, p, want.data());
+    const float keep_scale = 1.0f / (1.0f - p);
+    int dropped = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float got =
+          attention_dropout_scale(key.seed, key.stream, key.first + offset + i, p, keep_scale);
+      ASSERT_EQ(got, want[i]) << i;
+      dropped += got == 0.0f;
+    }
+    EXPECT_GT(dropped, 0);
+  }
+}
+
+// Runs everywhere: the CPU's double loops compute exactly gelu_math.h's functions, the ones
+// the CUDA kernel evaluates, so the finite-difference tests cover the device's formula; the
+// float layer evaluates the same formulas with vector_math.h's tanh/erf/exp, within 1e-6 of
+// them (scaled by |x| and |dy|).
+TEST(GeluSharedMath, CpuLayerEvaluatesTheHostDeviceFormulas) {
+  std::vector<float> x = rand_f(4099, 21, 3.0);
+  for (float special : {0.0f, -0.0f, 1e-30f, -1e-30f, 20.0f, -20.0f, 88.0f, -88.0f})
+    x.push_back(special);
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> dy = rand_f(x.size(), 22);
+  for (GeluKind kind : {GeluKind::kTanh, GeluKind::kErf}) {
+    Gelu gelu(kind);
+    std::vector<float> y(x.size()), dx(x.size());
+    gelu.forward(view(x, {n}), view(y, {n}));
+    gelu.backward(view(x, {n}), view(dy, {n}), view(dx, {n}));
+    const std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
+    std::vector<double> yd(x.size()), dxd(x.size());
+    cpu::gelu_forward<double>(kind, xd.data(), yd.data(), n);
+    cpu::gelu_backward<double>(kind, xd.data(), dyd.data(), dxd.data(), n);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double want_y = kind == GeluKind::kTanh ? gelu_tanh(xd[i]) : gelu_erf(xd[i]);
+      const double want_dx =
+          kind == GeluKind::kTanh ? gelu_tanh_grad(xd[i], dyd[i]) : gelu_erf_grad(xd[i], dyd[i]);
+      ASSERT_EQ(yd[i], want_y) << i;  // the double loop is the shared formula itself
+      ASSERT_EQ(dxd[i], want_dx) << i;
+      ASSERT_NEAR(y[i], want_y, 1e-6 * std::max(1.0, std::fabs(xd[i]))) << i;
+      ASSERT_NEAR(dx[i], want_dx, 1e-6 * std::max(1.0, std::fabs(dyd[i]))) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparq

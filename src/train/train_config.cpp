@@ -395,7 +395,8 @@ Status read_log(YamlReader& r, TrainConfig& c) {
 }  // namespace
 
 Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::string& origin,
-                                       const std::vector<std::string>& overrides) {
+                                       const std::vector<std::string>& overrides,
+                                       std::vector<std::string>* keys_read) {
   SPARQ_ASSIGN_OR_RETURN(YamlReader reader, YamlReader::from_string(yaml_text, origin));
   for (const std::string& o : overrides) SPARQ_RETURN_IF_ERROR(reader.set_override(o));
   TrainConfig c;
@@ -409,6 +410,7 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   SPARQ_RETURN_IF_ERROR(read_comm(reader, c));
   SPARQ_RETURN_IF_ERROR(read_log(reader, c));
   SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
+  if (keys_read) *keys_read = reader.keys_read();
   c.resolved_yaml = effective_yaml(c);
   return c;
 }

@@ -143,7 +143,10 @@ Status check_device_support(const TrainConfig& config);
 // Reads and validates a config; `overrides` are "a.b=value" strings from --set.
 Result<TrainConfig> load_train_config(const std::string& path,
                                       const std::vector<std::string>& overrides);
+// `keys_read`, when given, receives every key the reading asked for (YamlReader::keys_read):
+// a test checks that the resolved YAML writes each of them.
 Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::string& origin,
-                                       const std::vector<std::string>& overrides);
+                                       const std::vector<std::string>& overrides,
+                                       std::vector<std::string>* keys_read = nullptr);
 
 }  // namespace sparq::train

@@ -60,6 +60,10 @@ class YamlReader {
   std::vector<std::string> unknown_keys() const;
   Status check_no_unknown_keys() const;
 
+  // Every key get() was asked for, present in the document or not, and every section
+  // take_section() took (as "a.b."): what this reading of the config understands.
+  std::vector<std::string> keys_read() const { return {consumed_.begin(), consumed_.end()}; }
+
   const std::string& origin() const { return origin_; }
   // The resolved document (after overrides), for --dry-run and checkpoints.
   std::string dump() const;

@@ -10,6 +10,7 @@
 
 #include "compress/error_feedback.h"
 #include "compress/options.h"
+#include "compress/randomk.h"
 #include "core/ops.h"
 #include "core/threading.h"
 #include "test_util.h"
@@ -71,6 +72,46 @@ TEST(CompressorProperties, ErrorFeedbackConservesMass) {
       if (cs.name != "none" && n > 1) {
         EXPECT_GT(ops::sum_squares(residual.data(), n), 0.0) << label(cs);
       }
+    }
+  }
+}
+
+// Mass conservation holds by construction (the residual is a - D(m) with the codec's own
+// decode), so it cannot see a codec that sends the wrong values. These two have no other
+// independent CPU check of their decoded values (review, 2026-12-05): randomk must decode the
+// input itself at exactly its k positions, one per stratum, and 0 elsewhere; onebit must
+// decode +-RMS(a) with the sign of a (a zero decodes to +).
+TEST(CompressorProperties, RandomkAndOnebitDecodeTheirDocumentedValues) {
+  for (std::size_t n : {1u, 333u, 70001u}) {
+    std::vector<float> a = normal_vector(n, 9);
+    a[0] = 0.0f;
+    const EncodeContext ctx = context(2);
+    auto randomk = make("randomk", {{"density", "0.05"}});
+    Message msg;
+    randomk->encode(a, ctx, msg);
+    const auto d = decode_dense(*randomk, msg, n, ctx);
+    const auto pos = dynamic_cast<const RandomkCompressor&>(*randomk).positions(n, ctx);
+    const std::size_t k = pos.size();
+    ASSERT_EQ(k, std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(0.05 * n))));
+    std::vector<char> kept(n, 0);
+    for (std::size_t j = 0; j < k; ++j) {
+      ASSERT_GE(pos[j], j * n / k) << "n " << n << ": position " << j << " outside its stratum";
+      ASSERT_LT(pos[j], (j + 1) * n / k) << "n " << n << ": position " << j;
+      kept[pos[j]] = 1;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(d[i], kept[i] ? a[i] : 0.0f) << "randomk n " << n << " i " << i;
+    }
+
+    auto onebit = make("onebit", {});
+    onebit->encode(a, ctx, msg);
+    const auto s = decode_dense(*onebit, msg, n, ctx);
+    double sq = 0;
+    for (float v : a) sq += static_cast<double>(v) * v;
+    const double rms = std::sqrt(sq / static_cast<double>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double want = a[i] < 0 ? -rms : rms;
+      ASSERT_NEAR(s[i], want, 1e-6 * std::max(rms, 1e-30)) << "onebit n " << n << " i " << i;
     }
   }
 }

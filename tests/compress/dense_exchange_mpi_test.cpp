@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/mpi_communicator.h"
+#include "core/ops.h"
 #include "exchange_fixture.h"
 
 namespace sparq::compress {
@@ -61,10 +62,17 @@ TEST_F(DenseExchangeMpi, DenseBucketsAndWarmupStepsOfACompressorAreExactToo) {
       saw_dense_bucket |= b.dense;
       EXPECT_EQ(x->last_stats()[b.index].compressed, step == 1 && !b.dense);
     }
+    const auto residual = x->residual();
+    ASSERT_FALSE(residual.empty());
+    const double norm = ops::sum_squares(residual.data(), residual.size());
+    if (step == 0) {
+      // The warm-up left the residual untouched (zero), on every rank.
+      EXPECT_EQ(norm, 0.0) << "rank " << comm_->rank() << ": the dense warm-up wrote the residual";
+    } else {
+      EXPECT_GT(norm, 0.0) << "rank " << comm_->rank() << ": step 1's compression kept nothing";
+    }
   }
   EXPECT_TRUE(saw_dense_bucket);
-  // The warm-up left the residual untouched: only step 1's compression wrote it.
-  EXPECT_FALSE(x->residual().empty());
 }
 
 }  // namespace

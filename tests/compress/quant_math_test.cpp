@@ -136,10 +136,11 @@ TEST(QuantMath, RandomkPositionsAreOnePerStratumFromPhiloxWordJ) {
 // Note [Fixed-partition sums], written out plainly: what the CPU and the CUDA twin must both
 // compute, whatever the thread count.
 TEST(SpanStats, FollowTheFixedPartitionOnAnyThreadCount) {
-  for (std::size_t n : {1, 17, 4096, 4097, 5 * 4096 + 100}) {
+  // Sizes past 4 chunks take the parallel path; the sums are checked on NaN-free data (a NaN
+  // made both sides NaN and hid the chunking: review, 2026-12-05), the maximum again with a NaN.
+  for (std::size_t n : {1, 17, 4096, 4097, 5 * 4096 + 100, 9 * 4096 + 7}) {
     std::vector<float> x(n);
     fill_normal(x.data(), n, 0.5f, 2.0f, n, 3);
-    if (n > 20) x[20] = std::numeric_limits<float>::quiet_NaN();  // ignored by the maximum
     double want_a = 0, want_b = 0;
     float want_max = 0;
     for (std::size_t c = 0; c * kStatChunk < n; ++c) {
@@ -160,16 +161,22 @@ TEST(SpanStats, FollowTheFixedPartitionOnAnyThreadCount) {
       want_b += chunk_b;
       for (std::size_t i = 0; i < len; ++i) want_max = std::fmax(want_max, std::fabs(x[begin + i]));
     }
-    for (int threads : {1, 2, 3}) {
+    ASSERT_TRUE(std::isfinite(want_a) && std::isfinite(want_b)) << n;
+    float want_max_without_20 = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i != 20) want_max_without_20 = std::fmax(want_max_without_20, std::fabs(x[i]));
+    }
+    std::vector<float> with_nan = x;
+    if (n > 20) with_nan[20] = std::numeric_limits<float>::quiet_NaN();  // the maximum skips it
+    for (int threads : {1, 2, 3, 4}) {
       set_num_threads(threads);
       const SpanStats got = span_stats(x.data(), n, StatTerm::kValue, StatTerm::kSquare);
-      if (std::isnan(want_a)) {
-        EXPECT_TRUE(std::isnan(got.sum_a)) << n;
-      } else {
-        EXPECT_EQ(got.sum_a, want_a) << n << " threads " << threads;
-        EXPECT_EQ(got.sum_b, want_b) << n << " threads " << threads;
-      }
+      EXPECT_EQ(got.sum_a, want_a) << n << " threads " << threads;
+      EXPECT_EQ(got.sum_b, want_b) << n << " threads " << threads;
       EXPECT_EQ(got.max_abs, want_max) << n << " threads " << threads;
+      const SpanStats nan_got = span_stats(with_nan.data(), n, StatTerm::kValue, StatTerm::kSquare);
+      if (n > 20) EXPECT_TRUE(std::isnan(nan_got.sum_a)) << n << " threads " << threads;
+      EXPECT_EQ(nan_got.max_abs, want_max_without_20) << n << " threads " << threads;
     }
     set_num_threads(1);
   }

@@ -38,15 +38,39 @@ TEST(Ops, ElementwiseAndReductions) {
 }
 
 TEST(Ops, ReductionsAreIndependentOfThreadCount) {
-  const std::size_t n = 1 << 20;
+  // ctest runs with OMP_NUM_THREADS=1: the thread counts are set here, or the parallel
+  // branch of the reduction would never run (review, 2026-12-05).
+  const int saved = max_threads();
+  // Integer values: every partial sum is exact, so any thread count must give the exact
+  // total; a dropped or doubled chunk (the last thread's, a ragged split) changes it.
+  const std::size_t n = (1 << 20) + 3;
+  std::vector<float> ints(n);
+  double exact = 0, exact_sq = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ints[i] = static_cast<float>(static_cast<int>(i % 13) - 5) + (i == n - 1 ? 1000.0f : 0.0f);
+    exact += ints[i];
+    exact_sq += static_cast<double>(ints[i]) * ints[i];
+  }
   std::vector<float> x(n);
   for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(static_cast<float>(i)) * 1e-3f;
-  const int saved = max_threads();
-  set_num_threads(1);
-  const double one = ops::sum(x.data(), n);
+  double reference = 0;
+  for (float v : x) reference += v;
+  for (const int threads : {1, 2, 3, 4}) {
+    set_num_threads(threads);
+    EXPECT_EQ(ops::sum(ints.data(), n), exact) << threads << " threads";
+    EXPECT_EQ(ops::sum_squares(ints.data(), n), exact_sq) << threads << " threads";
+    EXPECT_TRUE(ops::all_finite(ints.data(), n)) << threads << " threads";
+    for (const std::size_t bad : {std::size_t{0}, n / 2 + 1, n - 1}) {  // first, middle, last chunk
+      const float kept = ints[bad];
+      ints[bad] = bad == n / 2 + 1 ? NAN : INFINITY;
+      EXPECT_FALSE(ops::all_finite(ints.data(), n)) << threads << " threads, entry " << bad;
+      ints[bad] = kept;
+    }
+    const double first = ops::sum(x.data(), n);
+    EXPECT_NEAR(first, reference, 1e-9) << threads << " threads";
+    EXPECT_EQ(ops::sum(x.data(), n), first) << threads << " threads: not deterministic";
+  }
   set_num_threads(saved);
-  const double many = ops::sum(x.data(), n);
-  EXPECT_NEAR(one, many, 1e-9);
 }
 
 // Note [Reduction lanes] (core/ops.cpp): element i goes to lane i % 16 of its thread's chunk,

@@ -137,6 +137,30 @@ TEST_F(Gpt2TokenizerTest, CommonWordsAreSingleTokens) {
   EXPECT_EQ(encode("Hello world"),
             (std::vector<std::uint32_t>{static_cast<std::uint32_t>(tok_->token_id("Hello")),
                                         static_cast<std::uint32_t>(tok_->token_id(" world"))}));
+  // Ids published for OpenAI's GPT-2 encoder, independent of this implementation and of the
+  // reference below, which shares its byte table (review, 2026-12-05).
+  EXPECT_EQ(encode("Hello world"), (std::vector<std::uint32_t>{15496, 995}));
+  EXPECT_EQ(encode("\n"), (std::vector<std::uint32_t>{198}));
+  EXPECT_EQ(encode(" the"), (std::vector<std::uint32_t>{262}));
+  EXPECT_EQ(tok_->eot_id(), 50256u);
+}
+
+// GPT-2's byte-to-unicode table at published points: the printable bytes map to themselves,
+// the others to U+0100 onwards in byte order (space is the familiar 'Ġ' U+0120, newline 'Ċ'
+// U+010A). Pinned here because the reference BPE above uses the table under test.
+TEST(Gpt2ByteTable, MatchesThePublishedMapping) {
+  const auto table = gpt2_byte_to_unicode();
+  EXPECT_EQ(table[0x00], 0x0100u);
+  EXPECT_EQ(table[0x0A], 0x010Au);
+  EXPECT_EQ(table[0x20], 0x0120u);
+  EXPECT_EQ(table[0x21], 0x0021u);  // '!'
+  EXPECT_EQ(table[0x7E], 0x007Eu);  // '~'
+  EXPECT_EQ(table[0x7F], 0x0121u);
+  EXPECT_EQ(table[0xA0], 0x0142u);
+  EXPECT_EQ(table[0xA1], 0x00A1u);
+  EXPECT_EQ(table[0xAD], 0x0143u);
+  EXPECT_EQ(table[0xAE], 0x00AEu);
+  EXPECT_EQ(table[0xFF], 0x00FFu);
 }
 
 TEST_F(Gpt2TokenizerTest, MatchesTheReferenceAlgorithmOnHardCases) {

@@ -75,7 +75,10 @@ TEST(TrainApp, DefaultConfigLearnsTheMarkovSource) {
 
 // Trains small_run(name) + `extra` for 10 steps uninterrupted, and again interrupted after step
 // 6 and resumed from its step-4 checkpoint: every step record and the final parameters agree.
-void expect_resume_bit_identical(const fs::path& dir, const std::string& extra) {
+// `skipped_step` (1-based, as the records count), when given, must be the one skipped step of
+// both runs, so that a fault which never fired cannot pass as the unskipped case.
+void expect_resume_bit_identical(const fs::path& dir, const std::string& extra,
+                                 const std::string& skipped_step = "") {
   const ProcessResult full = run_train(2, small_run(dir, "full") + extra);
   ASSERT_EQ(full.exit_code, 0) << full.output;
 
@@ -104,8 +107,13 @@ void expect_resume_bit_identical(const fs::path& dir, const std::string& extra) 
   ASSERT_EQ(got.size(), 10u);
   for (const auto& [step, rec] : want) {
     for (const char* key : {"loss", "grad_norm", "residual_norm", "lr", "payload_bytes"}) {
+      // A key missing from both (renamed in metrics.cpp) would compare "" with "".
+      ASSERT_FALSE(field(rec, key).empty()) << key << " missing at step " << step << extra;
       EXPECT_EQ(field(got[step], key), field(rec, key)) << key << " at step " << step << extra;
     }
+    const std::string skipped = step == skipped_step ? "true" : "false";
+    EXPECT_EQ(field(rec, "skipped"), skipped) << "uninterrupted run, step " << step << extra;
+    EXPECT_EQ(field(got[step], "skipped"), skipped) << "resumed run, step " << step << extra;
   }
   const auto full_end = events(read_lines(dir / "full.jsonl"), "end");
   const auto cut_end = events(read_lines(dir / "cut.jsonl"), "end");
@@ -172,7 +180,8 @@ TEST(TrainApp, ResumeIsBitIdenticalWhenSendingUpdatesOrMomentum) {
   const fs::path skipped = scratch("resume_momentum_skip");
   expect_resume_bit_identical(skipped,
                               " --set optim.communicate=momentum --set "
-                              "optim.freeze_steps=3 --set compress.dense_warmup_steps=3");
+                              "optim.freeze_steps=3 --set compress.dense_warmup_steps=3",
+                              /*skipped_step=*/"2");
   unsetenv("SPARQ_FAULT");
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 
@@ -13,6 +14,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Whether the dotted `key` is a key of `doc` (const lookups: they never add nodes).
+bool has_key(const YAML::Node& doc, const std::string& key) {
+  YAML::Node node;
+  node.reset(doc);
+  for (std::size_t begin = 0;;) {
+    const std::size_t end = key.find('.', begin);
+    if (!node.IsMap()) return false;
+    const YAML::Node& map = node;
+    const YAML::Node next =
+        map[key.substr(begin, end == std::string::npos ? std::string::npos : end - begin)];
+    if (!next.IsDefined()) return false;
+    if (end == std::string::npos) return true;
+    node.reset(next);
+    begin = end + 1;
+  }
+}
+
+TEST(TrainConfig, HasKeyFindsOnlyWhatIsThere) {
+  const YAML::Node doc = YAML::Load("a:\n  b: 1\n  c:\n    d: x\ne: 2\n");
+  EXPECT_TRUE(has_key(doc, "a.b"));
+  EXPECT_TRUE(has_key(doc, "a.c.d"));
+  EXPECT_TRUE(has_key(doc, "e"));
+  EXPECT_FALSE(has_key(doc, "a.x"));
+  EXPECT_FALSE(has_key(doc, "e.f"));
+  EXPECT_FALSE(has_key(doc, "b"));
+}
+
 TEST(TrainConfig, EveryShippedConfigRoundTripsThroughItsEffectiveYaml) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(SPARQ_SOURCE_DIR) / "configs")) {
@@ -20,6 +48,17 @@ TEST(TrainConfig, EveryShippedConfigRoundTripsThroughItsEffectiveYaml) {
     ++count;
     auto config = load_train_config(entry.path().string(), {});
     ASSERT_TRUE(config.is_ok()) << config.status().message();
+    // Comparing the writer's output with itself cannot see a key the writer forgets (review,
+    // 2026-12-05): every key the reader asked for must be written, or ranks started with
+    // different values of it would agree and a resume would not report a change of it.
+    std::vector<std::string> keys_read;
+    ASSERT_TRUE(parse_train_config(config->resolved_yaml, "effective", {}, &keys_read).is_ok());
+    const YAML::Node written = YAML::Load(config->resolved_yaml);
+    for (const std::string& key : keys_read) {
+      if (key.back() == '.') continue;  // a section handed to its own parser
+      EXPECT_TRUE(has_key(written, key))
+          << entry.path() << ": " << key << " is read but not in the effective YAML";
+    }
     auto again = parse_train_config(config->resolved_yaml, "effective", {});
     ASSERT_TRUE(again.is_ok()) << entry.path() << ": " << again.status().message() << "\n"
                                << config->resolved_yaml;

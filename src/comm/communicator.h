@@ -60,6 +60,15 @@ struct ByteCounters {
   std::uint64_t calls = 0;
 };
 
+struct EmulatedLink;  // comm/emulated_link.h
+
+// The collective settings of one training run, by the names its config gives them
+// (comm.allreduce, comm.mpi_wait); backends without such choices ignore them.
+struct CollectiveSettings {
+  std::string allreduce = "auto";
+  std::string mpi_wait = "busy";
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -81,9 +90,14 @@ class Communicator {
   // algorithms, blocking waits) until the ranks have agreed that their configs are the same;
   // ranks whose comm.allreduce or comm.mpi_wait differ, or one whose config did not load,
   // still meet in the agreement and refuse together instead of waiting for comm.timeout_s.
-  // The trainer then calls this, and the configured settings apply. Call it between
-  // collectives, from the thread that submits them. Others: nothing to do.
-  virtual void settle_options() {}
+  // The trainer then calls this with its run's settings, which apply from then on: each run
+  // its own, so one communicator made per process serves runs with different settings (the
+  // settings it was made with are only the default of a run that never settles). Call it
+  // between collectives, from the thread that submits them. Others: nothing to do.
+  virtual void settle_options(const CollectiveSettings& /*settings*/) {}
+  // The slow link this communicator emulates (comm/emulated_link.h), or null: fixed when it
+  // is made, so a run whose comm.emulate differs is refused (train/trainer.cpp).
+  virtual const EmulatedLink* emulated_link() const { return nullptr; }
 
   // in/out: count elements. in == out is in-place. f16/bf16 are reduced in f32 where the
   // backend cannot reduce them natively.

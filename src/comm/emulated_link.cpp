@@ -18,7 +18,10 @@ class EmulatedLinkCommunicator final : public Communicator {
   int size() const override { return inner_->size(); }
   Device device() const override { return inner_->device(); }
   std::string backend() const override { return inner_->backend() + "+emulated-link"; }
-  void settle_options() override { inner_->settle_options(); }
+  void settle_options(const CollectiveSettings& settings) override {
+    inner_->settle_options(settings);
+  }
+  const EmulatedLink* emulated_link() const override { return &link_; }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype,
                  ReduceOp op) override {

@@ -58,7 +58,13 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   Device device() const override { return Device::kCPU; }
   std::string backend() const override { return "mpi"; }
-  void settle_options() override { settled_.store(true, std::memory_order_release); }
+  void settle_options(const CollectiveSettings& settings) override {
+    // The config was validated: an unknown name keeps the setting made with.
+    options_.allreduce =
+        allreduce_algorithm_from_name(settings.allreduce).value_or(options_.allreduce);
+    options_.wait = mpi_wait_from_name(settings.mpi_wait).value_or(options_.wait);
+    settled_.store(true, std::memory_order_release);
+  }
 
   void allreduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op) override {
     check_reduce("allreduce", dtype, op);

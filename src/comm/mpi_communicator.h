@@ -72,7 +72,7 @@ struct MpiOptions {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::kAuto;
   MpiWait wait = MpiWait::kBusy;  // comm.mpi_wait
   // Note [Control settings until the config agrees] (communicator.h): run with kMpi and
-  // kBusy until settle_options() is called.
+  // kBusy until settle_options() is called; its settings then replace these two.
   bool settle_later = false;
 };
 

@@ -46,7 +46,9 @@ Result<TrainConfig> validate_train_config(const TrainConfig& config);
 // make it ONCE per process), else a single-process one; wrapped in the emulated slow link when
 // comm.emulate is set. argc/argv go to MPI_Init (may be null).
 // An MPI communicator made here runs with fixed control settings until the Trainer has agreed
-// the ranks' configs (Note [Control settings until the config agrees], comm/communicator.h).
+// the ranks' configs (Note [Control settings until the config agrees], comm/communicator.h),
+// then with each run's comm.allreduce and comm.mpi_wait. Its backend and emulated link are
+// fixed here: a run whose config asks for others is refused, naming both.
 Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config,
                                                               int* argc = nullptr,
                                                               char*** argv = nullptr);

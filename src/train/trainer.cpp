@@ -51,10 +51,13 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainConfig& config,
   std::unique_ptr<Trainer> t(new Trainer(config, comm));
   // Before anything is built: ranks with different configs would build different models and
   // bucket plans and then mismatch their collectives (or silently average unlike things).
-  SPARQ_RETURN_IF_ERROR(t->agree(t->check_same_config(), "comparing configs"));
-  // Every rank runs the same comm settings now (Note [Control settings until the config
-  // agrees], comm/communicator.h).
-  t->comm_.settle_options();
+  const Status made_for_this_run = t->check_communicator();
+  const Status same_config = t->check_same_config();  // collective: every rank calls it
+  SPARQ_RETURN_IF_ERROR(
+      t->agree(made_for_this_run.is_ok() ? same_config : made_for_this_run, "comparing configs"));
+  // Every rank runs the same comm settings now, this run's (Note [Control settings until the
+  // config agrees], comm/communicator.h).
+  t->comm_.settle_options({.allreduce = config.comm.allreduce, .mpi_wait = config.comm.mpi_wait});
   t->options_ = options;
   SPARQ_RETURN_IF_ERROR(t->agree(t->build(options), "setting up"));
   SPARQ_RETURN_IF_ERROR(t->agree(t->connect_buckets(), "connecting the gradient buckets"));

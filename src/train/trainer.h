@@ -143,6 +143,9 @@ class Trainer {
   // Collective, at start-up: every rank's resolved config is rank 0's byte for byte, else every
   // rank fails naming the ranks that differ from rank 0 and the first differing key.
   Status check_same_config();
+  // Local: the communicator was made for this run's comm.backend and comm.emulate, the
+  // settings make_communicator fixes (train/run.h).
+  Status check_communicator() const;
   // Collective, after build(): with comm.plan: auto, every rank's bucket choice is the same
   // (they read comm.plan_profile each), else every rank fails naming those that differ.
   Status check_same_plan();

@@ -193,6 +193,40 @@ Status Trainer::check_same_config() {
   return s;
 }
 
+// An embedder makes one communicator and runs several configs on it (train/run.h): a run whose
+// comm.emulate differs from the link the communicator was made with trained on the other link
+// while its report named its own, and comm.backend: mpi on a one-process communicator trained
+// alone (review, 2026-12-05). comm.allreduce and comm.mpi_wait are settled per run instead.
+Status Trainer::check_communicator() const {
+  const auto describe = [](const comm::EmulatedLink* link) {
+    if (link == nullptr || !link->enabled()) return std::string("no emulated link");
+    return fmt::format("an emulated link of {} Gbit/s and {} us a call", link->gbit_per_s,
+                       link->latency_us);
+  };
+  const comm::EmulatedLink* made = comm_.emulated_link();
+  const comm::EmulatedLink& wanted = config_.comm.emulate;
+  const bool same_link = (made != nullptr && made->enabled())
+                             ? wanted.enabled() && made->gbit_per_s == wanted.gbit_per_s &&
+                                   made->latency_us == wanted.latency_us
+                             : !wanted.enabled();
+  if (!same_link) {
+    return Status::error(
+        "{}: comm.emulate asks for {}, but the communicator was made with {}; the link is fixed "
+        "when it is made: make one for this config (train::make_communicator(config.comm))",
+        config_.origin, describe(&wanted), describe(made));
+  }
+  const std::string backend = comm_.backend();
+  if (config_.comm.backend == "mpi" && backend.rfind("mpi", 0) != 0) {
+    return Status::error("{}: comm.backend: mpi, but the communicator is '{}'", config_.origin,
+                         backend);
+  }
+  if (config_.comm.backend == "self" && comm_.size() > 1) {
+    return Status::error("{}: comm.backend: self, but the communicator has {} ranks ('{}')",
+                         config_.origin, comm_.size(), backend);
+  }
+  return Status::ok();
+}
+
 Status Trainer::check_same_plan() {
   if (config_.comm.plan_mode != "auto") return Status::ok();
   Status s;

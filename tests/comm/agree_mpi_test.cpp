@@ -146,7 +146,7 @@ TEST(CheckSameText, RanksWithOtherCommSettingsStillMeetUntilSettled) {
       nullptr, nullptr,
       {.allreduce = AllreduceAlgorithm::kRing, .wait = MpiWait::kSleep, .settle_later = true});
   ASSERT_TRUE(same.is_ok());
-  (*same)->settle_options();
+  (*same)->settle_options({.allreduce = "ring", .mpi_wait = "sleep"});
   std::vector<float> v(1 << 16, 1.0f);
   (*same)->allreduce(v.data(), v.data(), v.size(), DType::kF32, ReduceOp::kSum);
   EXPECT_EQ(v.front(), static_cast<float>(size));

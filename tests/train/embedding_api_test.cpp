@@ -193,6 +193,41 @@ TEST(EmbeddingApi, AnEditedConfigIsRevalidatedByRunTraining) {
   EXPECT_TRUE(contains(refused.status().message(), "optim.lr")) << refused.status().message();
 }
 
+// One communicator serves several runs (train/run.h), but the emulated link and the backend
+// are fixed when it is made: a run asking for another link trained on the old one while its
+// report named its own (review, 2026-12-05). Refused, naming both; a communicator made for
+// the config trains.
+TEST(EmbeddingApi, ARunOnACommunicatorMadeForAnotherLinkIsRefused) {
+  register_bigram();
+  train::TrainConfig config = train::validate_train_config(bigram_config(2)).value();
+  auto plain = train::make_communicator(config.comm).value();
+  config.comm.emulate.gbit_per_s = 1000;
+  auto refused = train::run_training(config, *plain, {});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(contains(refused.status().message(),
+                       "comm.emulate asks for an emulated link of 1000 Gbit/s and 0 us a call, "
+                       "but the communicator was made with no emulated link"))
+      << refused.status().message();
+
+  auto linked = train::make_communicator(config.comm).value();
+  auto trained = train::run_training(config, *linked, {});
+  ASSERT_TRUE(trained.is_ok()) << trained.status().message();
+  EXPECT_EQ(trained->steps, 2);
+
+  train::TrainConfig unlinked = train::validate_train_config(bigram_config(2)).value();
+  auto other = train::run_training(unlinked, *linked, {});
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_TRUE(contains(other.status().message(), "comm.emulate asks for no emulated link"))
+      << other.status().message();
+
+  unlinked.comm.backend = "mpi";  // on a one-process communicator: it trained alone
+  auto alone = train::run_training(unlinked, *plain, {});
+  ASSERT_FALSE(alone.is_ok());
+  EXPECT_TRUE(
+      contains(alone.status().message(), "comm.backend: mpi, but the communicator is 'self'"))
+      << alone.status().message();
+}
+
 // train.threads is the Trainer's, not the embedder's: OpenMP keeps the count per thread, and
 // a run that set it used to leave it set for the caller and for the next run's default.
 TEST(EmbeddingApi, TrainThreadsIsRestoredForTheCaller) {

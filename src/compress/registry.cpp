@@ -1,5 +1,7 @@
 #include "compress/registry.h"
 
+#include <fmt/ranges.h>
+
 #include <set>
 #include <utility>
 
@@ -21,9 +23,22 @@ std::string join_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
+const std::set<std::string>& general_compress_keys() {
+  static const std::set<std::string> keys = {
+      "name", "error_feedback",      "aggregation", "server_compression", "dense_warmup_steps",
+      "seed", "density_warmup_steps"};
+  return keys;
+}
+
 Status register_compressor(CompressorRegistration r) {
   if (!is_registry_name(r.name)) {
     return Status::error("register_compressor: name '{}' must match [a-z][a-z0-9_]*", r.name);
+  }
+  // Its settings section compress.<name> would be the general key itself: every config that
+  // chose it was refused with "compress.seed: set twice" (review, 2026-12-05).
+  if (general_compress_keys().count(r.name)) {
+    return Status::error("register_compressor: name '{}' is a general compress key ({})", r.name,
+                         fmt::join(general_compress_keys(), ", "));
   }
   if (!r.factory) return Status::error("register_compressor: {}: no factory", r.name);
   std::set<std::string> seen;

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +47,13 @@ struct CompressorRegistration {
   CompressorFactory factory;    // reads its keys through the reader; may fail naming a key
 };
 
-// Adds a compressor. Errors: a malformed or taken name (built-ins included), no factory, a key
-// declared twice or named like a general compress key (name, aggregation, ...).
+// The compress section's own keys (GradientExchangeConfig: name, aggregation, seed, ...); the
+// section's other entries are compress.<compressor> sections, so no compressor may be named
+// like one of these.
+const std::set<std::string>& general_compress_keys();
+
+// Adds a compressor. Errors: a malformed or taken name (built-ins included) or one of the
+// general compress keys, no factory, a key declared twice.
 Status register_compressor(CompressorRegistration registration);
 
 // Builds config.name with config.params; errors name the key with config.prefix.

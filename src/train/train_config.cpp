@@ -180,15 +180,6 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
   return Status::ok();
 }
 
-// The compress section's general keys (GradientExchangeConfig); the rest are
-// compress.<compressor>.<key> settings that go to that compressor.
-const std::set<std::string>& general_compress_keys() {
-  static const std::set<std::string> keys = {"name",       "error_feedback",    "aggregation",
-                                             "server_compression", "dense_warmup_steps", "seed",
-                                             "density_warmup_steps"};
-  return keys;
-}
-
 Status read_compress(YamlReader& r, TrainConfig& c) {
   compress::GradientExchangeConfig& x = c.compress;
   x.compress.name = "none";
@@ -214,7 +205,7 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   std::map<std::string, compress::CompressConfig> sections;
   const auto& names = compress::compressor_names();
   for (auto& [key, value] : keys) {
-    if (general_compress_keys().count(key)) continue;
+    if (compress::general_compress_keys().count(key)) continue;
     const std::size_t dot = key.find('.');
     const std::string head = key.substr(0, dot);
     if (dot == std::string::npos || std::find(names.begin(), names.end(), head) == names.end()) {

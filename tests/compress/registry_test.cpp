@@ -86,6 +86,10 @@ TEST(CompressorRegistry, RefusesBadRegistrations) {
   refused({"Bad-Name", "", {}, make_scaled}, "must match [a-z][a-z0-9_]*");
   refused({"no_factory", "", {}, nullptr}, "no_factory: no factory");
   refused({"twice", "", {{"a", "x"}, {"a", "y"}}, make_scaled}, "key 'a' declared twice");
+  // Its section compress.seed would be the general key: every config choosing it failed.
+  for (const std::string& general : general_compress_keys()) {
+    refused({general, "", {}, make_scaled}, "name '" + general + "' is a general compress key");
+  }
 }
 
 TEST(CompressorRegistry, AFactoryReadingAnUndeclaredKeyIsReported) {

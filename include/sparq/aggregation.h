@@ -3,7 +3,7 @@
 // (docs/embedding.md, "Aggregation strategies").
 //
 //   class MyAggregator final : public sparq::compress::Aggregator { ... };
-//   sparq::compress::register_aggregation({
+//   sparq::Status s = sparq::compress::register_aggregation({
 //       .name = "my_strategy",
 //       .summary = "one line",
 //       .accepts = [](const sparq::compress::Compressor& c) {  // by capabilities, not names

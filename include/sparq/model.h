@@ -6,10 +6,12 @@
 //     // bind_layers(store): take views of the parameters; allocate activations
 //     // forward(batch) -> mean loss; backward_layers(): per layer in reverse, then ready(i)
 //   };
-//   sparq::register_model({.name = "my_model", .summary = "...", .defaults = cfg,
-//                          .factory = [](const sparq::ModelConfig& c, sparq::RunShape s)
-//                              -> sparq::Result<std::unique_ptr<sparq::Model>> {
-//                            return std::unique_ptr<sparq::Model>(new MyModel(c, s)); }});
+//   sparq::Status registered = sparq::register_model({
+//       .name = "my_model", .summary = "...", .defaults = cfg,
+//       .factory = [](const sparq::ModelConfig& c, sparq::RunShape s)
+//           -> sparq::Result<std::unique_ptr<sparq::Model>> {
+//         return std::unique_ptr<sparq::Model>(new MyModel(c, s)); }});
+//   // registered is an error for a taken or malformed name: check it.
 //
 // `model.preset: my_model` then trains it; `defaults.arch` picks the batches it is fed and
 // the model keys that apply (models/model_registry.h). The layers under src/layers (Linear,

@@ -71,6 +71,20 @@ Result<MachineProfile> load_existing(const std::string& path) {
   } catch (const YAML::Exception& e) {
     return Status::error("{}: not valid YAML: {}", path, e.what());
   }
+  // An empty file (or one holding only comments) is an empty profile, as a missing one is;
+  // anything but a mapping is refused before it is indexed (yaml-cpp throws on a scalar's
+  // subscript: review, 2026-12-05).
+  if (root.IsNull()) return MachineProfile{};
+  if (!root.IsMap()) return Status::error("{}: expected a profile (a YAML mapping)", path);
+  for (const char* section : {"compute", "networks"}) {
+    const YAML::Node& const_root = root;
+    const YAML::Node node = const_root[section];
+    if (node && !node.IsNull() &&
+        !(std::string(section) == "compute" ? node.IsMap() : node.IsSequence())) {
+      return Status::error("{}: {}: expected a {}", path, section,
+                           std::string(section) == "compute" ? "mapping" : "list of links");
+    }
+  }
   const bool no_compute = !root["compute"] || root["compute"].size() == 0;
   const bool no_links = !root["networks"] || root["networks"].size() == 0;
   if (no_compute) {

@@ -256,9 +256,14 @@ int main(int argc, char** argv) {
                  "communication's rate while backward computes, relative to after it "
                  "(Note [Communication under compute], sim/step_model.h; measured for the "
                  "emulated cluster, whose ranks share the cores with the network)")
-      ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
   SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
+  // Checked here, not with CLI::Range, which lets NaN through to the step model's fatal
+  // check (review, 2026-12-05); the range is the documented (0, 1].
+  if (!(busy_comm_rate > 0 && busy_comm_rate <= 1)) {
+    fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
+    return 2;
+  }
   const sparq::Status status =
       run(config_path, sets, profile_path, networks, world, cell_names, csv_path, allreduce,
           gather, timeline_world, compute_ms, busy_comm_rate);

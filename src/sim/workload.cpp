@@ -15,12 +15,19 @@ namespace sparq::sim {
 
 const std::vector<Cell>& cells() {
   static const std::vector<Cell> kCells = {
-      {"dense_f32", {"compress.name=none"}, "every bucket allreduced as f32"},
-      {"dense_bf16", {"compress.name=bf16"}, "bf16 allreduce (2 bytes per float)"},
+      // Each cell sets every key that decides its exchange, so that a config file's own
+      // compress.aggregation or server_compression cannot leak into it (review, 2026-12-05).
+      {"dense_f32",
+       {"compress.name=none", "compress.aggregation=auto"},
+       "every bucket allreduced as f32"},
+      {"dense_bf16",
+       {"compress.name=bf16", "compress.aggregation=auto"},
+       "bf16 allreduce (2 bytes per float)"},
       {"powersgd",
        {"compress.name=powersgd", "compress.powersgd.rank=4", "compress.aggregation=auto"},
        "PowerSGD rank 4, two allreduces per bucket"},
-      {"topk", {"compress.name=topk", "compress.topk.density=0.01", "compress.aggregation=auto"},
+      {"topk",
+       {"compress.name=topk", "compress.topk.density=0.01", "compress.aggregation=auto"},
        "top-k 1%, f32 values, allgather"},
       {"lbs_allgather",
        {"compress.name=lbs", "compress.lbs.density=0.01", "compress.lbs.bits=4",
@@ -28,7 +35,7 @@ const std::vector<Cell>& cells() {
        "lbs 1% 4-bit, allgather"},
       {"lbs_two_phase",
        {"compress.name=lbs", "compress.lbs.density=0.01", "compress.lbs.bits=4",
-        "compress.aggregation=two_phase"},
+        "compress.aggregation=two_phase", "compress.server_compression=true"},
        "lbs 1% 4-bit, two_phase (server re-compression)"},
       {"gtopk",
        {"compress.name=gtopk", "compress.gtopk.density=0.01", "compress.aggregation=auto"},
@@ -192,7 +199,9 @@ std::int64_t kept_entries(double density, std::int64_t n) {
 }
 
 double sparse_index_bytes(std::int64_t n, std::int64_t k) {
-  const double varint = static_cast<double>(k) * leb128_bytes(static_cast<std::uint64_t>(n / k));
+  // The encoder writes each gap less one (compress/sparse_format.cpp): a gap of 128 is 1 byte.
+  const auto written_gap = static_cast<std::uint64_t>(std::max<std::int64_t>(n / k, 1) - 1);
+  const double varint = static_cast<double>(k) * leb128_bytes(written_gap);
   return std::min(std::ceil(static_cast<double>(n) / 8.0), varint);
 }
 

@@ -85,7 +85,8 @@ Result<ComputeTimes> compute_times(const ModelLayout& layout, const MachineProfi
 
 // LEB128 bytes of v.
 int leb128_bytes(std::uint64_t v);
-// Estimated index section of a sparse message: k kept of n, gaps of n/k.
+// Estimated index section of a sparse message: k kept of n, gaps of n/k, each written as
+// gap - 1 (compress/sparse_format.cpp).
 double sparse_index_bytes(std::int64_t n, std::int64_t k);
 std::int64_t kept_entries(double density, std::int64_t n);
 

@@ -32,6 +32,20 @@ rc=$?
 grep -q -- "--out $T/afile/p.yaml: cannot create" "$T/bad.txt" || fail "no message naming --out: $(cat "$T/bad.txt")"
 grep -q "codec topk" "$T/bad.txt" && fail "measured before refusing the --out"
 
+# An --out that is not a profile is refused naming it (a scalar document threw out of
+# yaml-cpp: review); an empty one is an empty profile, as a missing one is.
+printf 'hello\n' > "$T/scalar.yaml"
+printf 'compute: 5\n' > "$T/scalar_compute.yaml"
+for f in scalar scalar_compute; do
+  "$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/$f.yaml" >"$T/bad.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 1 ]] || fail "--out $f.yaml exited $rc, want 1: $(cat "$T/bad.txt")"
+  grep -q "$T/$f.yaml: .*expected a" "$T/bad.txt" || fail "no message naming $f.yaml: $(cat "$T/bad.txt")"
+done
+: > "$T/empty.yaml"
+"$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/empty.yaml" >"$T/empty.txt" 2>&1 || fail "an empty --out: $(cat "$T/empty.txt")"
+grep -q "topk:" "$T/empty.yaml" || fail "nothing written to the empty --out: $(cat "$T/empty.yaml")"
+
 "$PROFILE_BIN" --bogus --out "$T/q.yaml" >/dev/null 2>&1
 rc=$?
 [[ $rc -eq 2 ]] || fail "an unknown flag exited $rc, want 2"

@@ -29,6 +29,13 @@ for bad in "300" "300,30,0" "300,x" "1,2,3,4" "12abc,5" "300,5xyz" "1e400,5"; do
   fi
   grep -q -- "--compute-ms" "$work/bad.txt" || fail "the error for --compute-ms '$bad' does not name it"
 done
+# NaN passed CLI11's range check and ended in the step model's fatal check (review).
+for bad in nan 0 1.5 -1; do
+  rc=0
+  "$sim" "${common[@]}" --busy-comm-rate "$bad" > "$work/bad.txt" 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "--busy-comm-rate $bad exited $rc, want 2: $(cat "$work/bad.txt")"
+  grep -q -- "--busy-comm-rate must be in (0, 1]" "$work/bad.txt" || fail "no message for --busy-comm-rate $bad: $(cat "$work/bad.txt")"
+done
 
 # Two runs of one lbs cell on gpt2-tiny, N=2 over 1 Gbit/s; the second 10% slower.
 python3 - "$work/results.jsonl" <<'EOF'

@@ -151,10 +151,11 @@ TEST(StepModel, TreePricesTheIndexBroadcastAsSent) {
   b.message_bytes = [](std::int64_t) { return 5000.0; };  // about 1000 entries, short indices
   b.kept = [](std::int64_t) { return 1000.0; };
   b.codec = {1e9, 1e9};
-  // At P = 2: one round, everything sent once by the one rank that is not the root: the k
-  // broadcast, the round's size header and message, the count and the indices, the values.
-  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 2),
-                   0.5 * 8 + 0.5 * (8 + 5000) + 0.5 * (8 + 4 * 1000) + 4 * 1000);
+  // Rank 0's bytes, as its metrics count them: the root sends no tree message or header; it
+  // starts the chain broadcasts of k, of the count and of the k indices, and takes its part
+  // in the ring allreduce of the k values (4000 bytes: 2 (P-1)/P of them).
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 2), 8 + 8 + 4 * 1000 + 4000);
+  EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 8 + 8 + 4 * 1000 + 6000);
 }
 
 // Note [Control messages]: with beta = 0 and no codec time a bucket's cost counts latencies.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "comm/bucket_plan.h"
 #include "comm/communicator.h"
@@ -24,6 +25,9 @@ TEST(Workload, IndexEstimates) {
   EXPECT_EQ(kept_entries(0.01, 10), 1);
   EXPECT_DOUBLE_EQ(sparse_index_bytes(10000, 100), 100);  // gaps of 100: one byte each
   EXPECT_DOUBLE_EQ(sparse_index_bytes(800, 400), 100);    // the bitmap is smaller
+  // Gaps of 128 are written as 127: one byte each (the estimate said two: review).
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(25600, 200), 200);
+  EXPECT_DOUBLE_EQ(sparse_index_bytes(25600, 190), 190 * 2.0);  // gaps of 134: two bytes
 }
 
 // One large value every n/k floats: the gaps are exactly the estimate's.
@@ -61,19 +65,23 @@ TEST(Workload, MessagesMatchTheRealCompressors) {
   auto buckets = simulate_buckets(**layout, config, *profile);
   ASSERT_TRUE(buckets.is_ok()) << buckets.status().message();
   ASSERT_EQ(buckets->size(), (*layout)->plan->size());
-  for (const std::string name : {"topk", "lbs"}) {
-    const train::TrainConfig c = tiny_config({"compress.name=" + name});
-    auto sim_buckets = simulate_buckets(**layout, c, *profile);
-    ASSERT_TRUE(sim_buckets.is_ok()) << sim_buckets.status().message();
-    const SimBucket& b = sim_buckets->front();
-    ASSERT_EQ(b.kind, CommKind::kAllgather);
-    const std::size_t n = 25600;
-    auto real = compress::make_compressor(c.compress.compress);
-    ASSERT_TRUE(real.is_ok());
-    compress::Message msg;
-    (*real)->encode(evenly_spaced(n, 100), {}, msg);
-    EXPECT_EQ(b.message_bytes(static_cast<std::int64_t>(n)), static_cast<double>(msg.size()))
-        << name;
+  // Gaps of 100 and of 128 (the first that needs two bytes unless written less one).
+  for (const auto& [density, every] : {std::pair{"0.01", 100}, std::pair{"0.0078125", 128}}) {
+    for (const std::string name : {"topk", "lbs"}) {
+      const train::TrainConfig c = tiny_config(
+          {"compress.name=" + name, "compress." + name + ".density=" + std::string(density)});
+      auto sim_buckets = simulate_buckets(**layout, c, *profile);
+      ASSERT_TRUE(sim_buckets.is_ok()) << sim_buckets.status().message();
+      const SimBucket& b = sim_buckets->front();
+      ASSERT_EQ(b.kind, CommKind::kAllgather);
+      const std::size_t n = 25600;
+      auto real = compress::make_compressor(c.compress.compress);
+      ASSERT_TRUE(real.is_ok());
+      compress::Message msg;
+      (*real)->encode(evenly_spaced(n, every), {}, msg);
+      EXPECT_EQ(b.message_bytes(static_cast<std::int64_t>(n)), static_cast<double>(msg.size()))
+          << name << " density " << density;
+    }
   }
   // powersgd: the two allreduced arrays make up the compressor's whole message.
   const train::TrainConfig p = tiny_config({"compress.name=powersgd"});
@@ -308,6 +316,37 @@ TEST(Workload, TiedEmbeddingSplit) {
   auto plain = simulate_buckets(**layout, big, *profile, false);
   ASSERT_TRUE(plain.is_ok());
   EXPECT_NE(plain->back().kind, CommKind::kTiedRows);
+}
+
+// A cell's overrides follow the config file's keys (apps/simulate.cpp): a file choosing lbs
+// with allgather, without server re-compression, must not change what the dense_bf16 and
+// lbs_two_phase cells price (review, 2026-12-05: bf16 was priced as an allgather).
+TEST(Workload, CellsSetEveryKeyThatDecidesTheirExchange) {
+  MachineProfile profile = parse_profile(kProfile, "t.yaml").value();
+  for (const char* name : {"bf16", "gtopk"}) profile.codecs[name] = {1, 2};
+  const std::vector<std::string> file = {"compress.name=lbs", "compress.aggregation=allgather",
+                                         "compress.server_compression=false"};
+  auto layout = build_layout(tiny_config({}));
+  ASSERT_TRUE(layout.is_ok());
+  for (const Cell& cell : cells()) {
+    std::vector<std::string> overrides = file;
+    overrides.insert(overrides.end(), cell.overrides.begin(), cell.overrides.end());
+    const train::TrainConfig layered = tiny_config(overrides);
+    const train::TrainConfig alone = tiny_config(cell.overrides);
+    auto a = simulate_buckets(**layout, layered, profile);
+    auto b = simulate_buckets(**layout, alone, profile);
+    ASSERT_TRUE(a.is_ok() && b.is_ok()) << cell.name;
+    ASSERT_EQ(a->size(), b->size()) << cell.name;
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      EXPECT_EQ((*a)[i].kind, (*b)[i].kind) << cell.name << " bucket " << i;
+    }
+    const ComputeTimes t = compute_times(**layout, profile, 8, 64).value();
+    const StepInput in_a{t.forward_s, t.backward_s, t.optimizer_s, std::move(a).value()};
+    const StepInput in_b{t.forward_s, t.backward_s, t.optimizer_s, std::move(b).value()};
+    const StepOptions four{.world_size = 4, .link = {5e-5, 8e-9}};
+    EXPECT_EQ(simulate_step(in_a, four).bytes_sent, simulate_step(in_b, four).bytes_sent)
+        << cell.name;
+  }
 }
 
 TEST(Workload, EveryCellSimulates) {

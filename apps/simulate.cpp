@@ -5,8 +5,10 @@
 //       [--csv out.csv] [--allreduce config|ring|best|auto] [--gather best|ring] [--buckets P]
 //       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--set key=value ...]
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -73,6 +75,11 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
            int timeline_world, const std::string& compute_ms, double busy_comm_rate) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
+  if (timeline_world != 0 &&
+      std::find(worlds.begin(), worlds.end(), timeline_world) == worlds.end()) {
+    return Status::error("--buckets {}: not one of the --world sizes ({})", timeline_world,
+                         fmt::join(worlds, ","));
+  }
   std::vector<sim::Cell> cells;
   for (const std::string& name : split_commas(cells_text)) {
     SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));

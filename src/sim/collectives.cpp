@@ -60,9 +60,10 @@ double auto_allreduce_s(double n, int p, const Link& link) {
 double ring_allgatherv_s(const std::vector<double>& sizes, const Link& link) {
   const int p = static_cast<int>(sizes.size());
   if (p <= 1) return 0;
-  const double total = std::accumulate(sizes.begin(), sizes.end(), 0.0);
-  const double smallest = *std::min_element(sizes.begin(), sizes.end());
-  return (p - 1) * link.alpha_s + (total - smallest) * link.beta_s_per_byte;
+  // Every step of the ring forwards the largest block on some link, and a step ends when its
+  // largest transfer does (the old (total - smallest) beta undercut that: review).
+  const double largest = *std::max_element(sizes.begin(), sizes.end());
+  return (p - 1) * (link.alpha_s + largest * link.beta_s_per_byte);
 }
 
 double ring_allgather_s(double m, int p, const Link& link) {

@@ -22,8 +22,8 @@
 //   binomial-tree allreduce (reduce to a root, then broadcast; Thakur et al. 2005, 4.1):
 //                                          2 ceil(log2 P) (alpha + n beta)
 //   ring allgatherv (Thakur et al. 2005, 3.1; Patarasuk & Yuan for the ring): P-1 steps; in
-//   each a rank forwards one block; the rank that waits longest receives every other block:
-//                                          (P-1) alpha + (sum of the others' sizes) beta
+//   each every rank forwards one block, and the largest block is forwarded in every step:
+//                                          (P-1) (alpha + largest block beta)
 //   pairwise-exchange alltoallv (Thakur et al. 2005, 3.4): P-1 steps, in step s rank r sends
 //   its block for r+s and receives the one from r-s:
 //                                          (P-1) alpha + (sum of the blocks it sends) beta

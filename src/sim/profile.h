@@ -1,6 +1,6 @@
 // MachineProfile: what the step simulator (sim/, docs/simulate.md) knows about a machine:
 // how long compute takes, how fast each compressor encodes and decodes, and the links.
-// Profiles are YAML files under profiles/: measured on this machine (`simulate profile`, which
+// Profiles are YAML files under profiles/: measured on this machine (`sim_profile`, which
 // times the real model, the real compressors and a ping-pong on the link) or written by hand
 // for hardware that is not here, with the source of every figure in the file.
 //

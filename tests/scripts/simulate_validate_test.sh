@@ -29,6 +29,11 @@ for bad in "300" "300,30,0" "300,x" "1,2,3,4" "12abc,5" "300,5xyz" "1e400,5"; do
   fi
   grep -q -- "--compute-ms" "$work/bad.txt" || fail "the error for --compute-ms '$bad' does not name it"
 done
+# --buckets P printed nothing when P was not one of the --world sizes (review).
+rc=0
+"$sim" "${common[@]}" --buckets 3 > "$work/bad.txt" 2>&1 || rc=$?
+[[ $rc -eq 1 ]] || fail "--buckets 3 with --world 2 exited $rc, want 1"
+grep -q -- "--buckets 3: not one of the --world sizes (2)" "$work/bad.txt" || fail "no message for --buckets 3: $(cat "$work/bad.txt")"
 # NaN passed CLI11's range check and ended in the step model's fatal check (review).
 for bad in nan 0 1.5 -1; do
   rc=0

@@ -71,8 +71,9 @@ TEST(Collectives, GatherScatterBroadcast) {
   expect_rel(ring_allgather_s(1000, 2, kLink), 1.1e-5);
   expect_rel(ring_allgather_s(1000, 4, kLink), 3.3e-5);
   expect_rel(ring_allgather_s(1000, 1024, kLink), 0.011253);
-  // (P-1) alpha + (total - smallest own block) beta
-  expect_rel(ring_allgatherv_s({100, 200, 300, 400}, kLink), 3e-5 + 900e-9);
+  // (P-1) (alpha + largest block beta): the 400-byte block crosses a link in every step
+  expect_rel(ring_allgatherv_s({100, 200, 300, 400}, kLink), 3e-5 + 1200e-9);
+  expect_rel(ring_allgatherv_s({0, 0, 0, 1e6}, kLink), 3e-5 + 3e6 * 1e-9);
   expect_rel(pairwise_alltoall_s(1000, 2, kLink), 1.1e-5);
   expect_rel(pairwise_alltoall_s(1000, 1024, kLink), 0.011253);
   expect_rel(binomial_broadcast_s(1e6, 1024, kLink), 0.0101);

@@ -170,6 +170,26 @@ int main(int argc, char** argv) {
                "another --name, or --val-fraction 0\n");
     return 2;
   }
+  // Flags the chosen mode never reads are refused, not dropped (review, 2026-12-05).
+  for (const char* flag :
+       {"--markov-vocab", "--markov-order", "--markov-branching", "--markov-smoothing", "--seed"}) {
+    if (markov_tokens == 0 && app.count(flag) > 0) {
+      fmt::print(stderr, "prepare_data: {} applies only with --markov-tokens\n", flag);
+      return 2;
+    }
+  }
+  for (const char* flag : {"--format", "--vocab-dir", "--threads"}) {
+    if (markov_tokens > 0 && app.count(flag) > 0) {
+      fmt::print(stderr, "prepare_data: {} applies to text; --markov-tokens reads none\n", flag);
+      return 2;
+    }
+  }
+  if (markov_tokens > 0) {  // bad chain settings are bad arguments: 2, before any file
+    if (auto chain = sparq::data::MarkovChain::create(markov); !chain.is_ok()) {
+      fmt::print(stderr, "prepare_data: --markov-*: {}\n", chain.status().message());
+      return 2;
+    }
+  }
   if (markov_tokens > 0 && (!options.inputs.empty() || !tokenizer_kind.empty())) {
     // The text would be ignored without a word (review, 2026-12-05).
     fmt::print(stderr,

@@ -77,6 +77,12 @@ int train_main(int argc, char** argv) {
                  "after training, write the parameters (sparq names) to this safetensors file "
                  "(with --resume X --stop-at <its step>: export a checkpoint without training)");
   SPARQ_PARSE_ARGS(app, argc, argv);        // Note [App exit codes] (core/cli_args.h)
+  if (dry_run && (stop_at >= 0 || !export_path.empty())) {
+    // A dry run trains and writes nothing: the flag would be dropped without a word (review).
+    fmt::print(stderr, "train: error: --dry-run trains and writes nothing: {} does not apply\n",
+               stop_at >= 0 ? "--stop-at" : "--export-safetensors");
+    return 2;
+  }
   for (const std::string& o : overrides) {  // the shape of an argument: bad arguments, 2
     if (o.find('=') == std::string::npos || o.front() == '=') {
       fmt::print(stderr, "train: error: --set '{}': expected key=value\n", o);

@@ -44,6 +44,20 @@ grep -q -- "--val-fraction 0.1 of 5 tokens leaves val.bin empty" <<<"$out" || fa
 # Text given with --markov-tokens was ignored without a word (review, 2026-12-05).
 out=$("$BIN" --markov-tokens 1000 --tokenizer gpt2 --input "$T" --out "$T/m" 2>&1) && fail "--input with --markov-tokens accepted: $out"
 grep -q -- "--markov-tokens generates synthetic tokens; it takes no --input" <<<"$out" || fail "unclear markov+input message: $out"
+# Flags the mode never reads, and bad chain settings, are bad arguments (exit 2), named.
+expect2() {  # expect2 WHAT MESSAGE ARGS...
+  local what=$1 message=$2 rc=0
+  shift 2
+  out=$("$BIN" "$@" 2>&1) || rc=$?
+  [[ $rc -eq 2 ]] || fail "$what exited $rc, want 2: $out"
+  grep -q -- "$message" <<<"$out" || fail "$what: no message '$message': $out"
+}
+expect2 "--markov-vocab without --markov-tokens" "--markov-vocab applies only with --markov-tokens" \
+  --tokenizer gpt2 --input "$T" --out "$T/m" --markov-vocab 10
+expect2 "--threads with --markov-tokens" "--threads applies to text" --markov-tokens 1000 --threads 2 --out "$T/m"
+expect2 "--markov-order 0" "--markov-\*: Markov order must be >= 1, got 0" --markov-tokens 1000 --markov-order 0 --out "$T/m"
+expect2 "--markov-smoothing 2" "Markov smoothing must be in (0, 1\], got 2" --markov-tokens 1000 --markov-smoothing 2 --out "$T/m"
+[[ -e "$T/m" ]] && fail "a refused run created its --out"
 out=$("$BIN" --markov-tokens 1000 --out "$T" 2>&1) || fail "markov without val: $out"
 grep -q "warning: '$T/val.bin' is from an earlier run" <<<"$out" || fail "no stale val.bin warning: $out"
 

@@ -78,7 +78,10 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        {"", "--config configs/default.yaml --bogus", "--config configs/default.yaml --stop-at -1",
         "--config configs/default.yaml --stop-at 12abc",
         "--config configs/default.yaml --stop-at 99999999999999999999",
-        "--config configs/default.yaml --set optim.lr"}) {
+        "--config configs/default.yaml --set optim.lr",
+        // A dry run dropped these without a word (review, 2026-12-05).
+        "--config configs/default.yaml --dry-run --stop-at 3",
+        "--config configs/default.yaml --dry-run --export-safetensors /tmp/x.safetensors"}) {
     const ProcessResult p = run_train(0, args);
     EXPECT_EQ(p.exit_code, 2) << args << "\n" << p.output;
   }
@@ -87,6 +90,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
             std::string::npos);
   EXPECT_NE(run_train(0, "--config configs/default.yaml --set optim.lr")
                 .output.find("--set 'optim.lr': expected key=value"),
+            std::string::npos);
+  EXPECT_NE(run_train(0, "--config configs/default.yaml --dry-run --stop-at 3")
+                .output.find("--dry-run trains and writes nothing: --stop-at does not apply"),
             std::string::npos);
   EXPECT_EQ(run_train(0, "--help").exit_code, 0);
 }

@@ -302,6 +302,36 @@ Result<ModelConfig> parse_model_spec(std::string_view spec) {
   return make_model_config(preset, overrides);
 }
 
+std::vector<std::string> differing_model_fields(const ModelConfig& a, const ModelConfig& b) {
+  std::vector<std::string> names;
+  const auto check = [&](const char* name, const auto& x, const auto& y) {
+    if (!(x == y)) names.emplace_back(name);
+  };
+  check("arch", a.arch, b.arch);
+  check("preset", a.preset, b.preset);
+  check("n_layer", a.n_layer, b.n_layer);
+  check("n_head", a.n_head, b.n_head);
+  check("n_embd", a.n_embd, b.n_embd);
+  check("n_ctx", a.n_ctx, b.n_ctx);
+  check("vocab_size", a.vocab_size, b.vocab_size);
+  check("vocab_pad", a.vocab_pad, b.vocab_pad);
+  check("ffn_dim", a.ffn_dim, b.ffn_dim);
+  check("type_vocab_size", a.type_vocab_size, b.type_vocab_size);
+  check("dropout", a.dropout, b.dropout);
+  check("attn_dropout", a.attn_dropout, b.attn_dropout);
+  check("ln_eps", a.ln_eps, b.ln_eps);
+  check("init_std", a.init_std, b.init_std);
+  check("nsp", a.nsp, b.nsp);
+  check("fused_head", a.fused_head, b.fused_head);
+  check("layout", a.layout, b.layout);
+  check("num_classes", a.num_classes, b.num_classes);
+  check("image_size", a.image_size, b.image_size);
+  check("in_channels", a.in_channels, b.in_channels);
+  check("bn_eps", a.bn_eps, b.bn_eps);
+  check("bn_momentum", a.bn_momentum, b.bn_momentum);
+  return names;
+}
+
 Result<std::vector<std::int64_t>> parse_vgg_layout(std::string_view text) {
   std::vector<std::int64_t> layout;
   std::size_t start = 0;

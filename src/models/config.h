@@ -78,6 +78,9 @@ Result<ModelConfig> make_model_config(
     std::string_view preset, const std::vector<std::pair<std::string, std::string>>& overrides);
 // "preset key=value ...", validated.
 Result<ModelConfig> parse_model_spec(std::string_view spec);
+// The names of the fields (arch, preset, n_layer, ..., layout) where a and b differ; spec is
+// not compared.
+std::vector<std::string> differing_model_fields(const ModelConfig& a, const ModelConfig& b);
 
 // "64,64,M,128" <-> layout.
 Result<std::vector<std::int64_t>> parse_vgg_layout(std::string_view text);

@@ -1,6 +1,7 @@
 #include "train/run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -18,8 +19,28 @@ Result<TrainConfig> default_train_config() {
   return config;
 }
 
+namespace {
+
+// A config's model fields are its spec's (effective_yaml writes the spec alone): a field
+// edited in code trained while checkpoints and resolved_yaml recorded the spec, skipped
+// validate_model_config, and was silently undone by any other edit's revalidation (review,
+// 2026-12-05). Refused, naming the fields.
+Status check_model_follows_spec(const TrainConfig& config, const std::string& origin) {
+  auto from_spec = parse_model_spec(config.model.spec);
+  if (!from_spec.is_ok()) return from_spec.status().with_context(origin + ": model");
+  const std::vector<std::string> edited = differing_model_fields(*from_spec, config.model);
+  if (edited.empty()) return Status::ok();
+  return Status::error(
+      "{}: model: {} edited in code, not in its spec '{}': build the model config with "
+      "make_model_config() or parse_model_spec()",
+      origin, fmt::join(edited, ", "), config.model.spec);
+}
+
+}  // namespace
+
 Result<TrainConfig> validate_train_config(const TrainConfig& config) {
   const std::string origin = config.origin.empty() ? "<in-code config>" : config.origin;
+  SPARQ_RETURN_IF_ERROR(check_model_follows_spec(config, origin));
   return parse_train_config(effective_yaml(config), origin, {});
 }
 
@@ -103,6 +124,8 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   // A config built or edited in code since it was read or validated no longer matches its
   // resolved_yaml: it gets the YAML checks now (the same on every rank, so agreed as is).
   TrainConfig config = config_in;
+  SPARQ_RETURN_IF_ERROR(
+      check_model_follows_spec(config, config.origin.empty() ? "<in-code config>" : config.origin));
   if (effective_yaml(config) != config.resolved_yaml) {
     SPARQ_ASSIGN_OR_RETURN(config, validate_train_config(config_in));
   }

@@ -193,6 +193,26 @@ TEST(EmbeddingApi, AnEditedConfigIsRevalidatedByRunTraining) {
   EXPECT_TRUE(contains(refused.status().message(), "optim.lr")) << refused.status().message();
 }
 
+// The model is its spec (effective_yaml writes the spec alone): a field edited in code trained
+// while checkpoints recorded the spec, unvalidated (review, 2026-12-05). Refused by both
+// validate_train_config and run_training, naming the field; make_model_config trains.
+TEST(EmbeddingApi, AModelFieldEditedOutsideItsSpecIsRefused) {
+  register_bigram();
+  train::TrainConfig config = train::validate_train_config(bigram_config(2)).value();
+  auto comm = train::make_communicator(config.comm).value();
+  train::TrainConfig edited = config;
+  edited.model.n_ctx = 128;
+  for (const Status& s : {train::validate_train_config(edited).status(),
+                          train::run_training(edited, *comm, {}).status()}) {
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_TRUE(contains(s.message(), "model: n_ctx edited in code, not in its spec"))
+        << s.message();
+  }
+  edited.model = make_model_config("test_bigram", {{"n_ctx", "128"}}).value();
+  auto trained = train::run_training(edited, *comm, {});
+  ASSERT_TRUE(trained.is_ok()) << trained.status().message();
+}
+
 // One communicator serves several runs (train/run.h), but the emulated link and the backend
 // are fixed when it is made: a run asking for another link trained on the old one while its
 // report named its own (review, 2026-12-05). Refused, naming both; a communicator made for

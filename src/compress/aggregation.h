@@ -79,6 +79,8 @@ class Aggregator {
   virtual std::unique_ptr<StateMerge> state_merge(const MergeShape& shape) const;
 
  protected:
+  // Every run() sets it (a strategy outside sparq too): the metrics' payload_bytes and the
+  // compression ratio read it, and one left at 0 reports nothing sent.
   std::size_t payload_bytes_ = 0;
 };
 

@@ -325,18 +325,22 @@ TEST(AggregationMpi, PowerSgdAveragesTheRanksProjectionsAndAgrees) {
     auto& c = dynamic_cast<PowerSgdCompressor&>(*made);
     ASSERT_TRUE(c.set_layout(n, {{"w", 0, rows, cols}}).is_ok());
     c.prepare(n, context(0, me, p));
-    // The test's own Gram-Schmidt of the shared initial Q.
-    std::vector<double> q(c.q_factor(0).begin(), c.q_factor(0).end());
-    for (std::size_t j = 0; j < r; ++j) {
-      for (std::size_t k = 0; k < j; ++k) {
-        double dot = 0;
-        for (std::size_t i = 0; i < cols; ++i) dot += q[i * r + j] * q[i * r + k];
-        for (std::size_t i = 0; i < cols; ++i) q[i * r + j] -= dot * q[i * r + k];
+    // The test's own Gram-Schmidt of a [len x r] factor's columns.
+    const auto orthonormalize = [r](std::vector<double>& f, std::size_t len) {
+      for (std::size_t j = 0; j < r; ++j) {
+        for (std::size_t k = 0; k < j; ++k) {
+          double dot = 0;
+          for (std::size_t i = 0; i < len; ++i) dot += f[i * r + j] * f[i * r + k];
+          for (std::size_t i = 0; i < len; ++i) f[i * r + j] -= dot * f[i * r + k];
+        }
+        double norm = 0;
+        for (std::size_t i = 0; i < len; ++i) norm += f[i * r + j] * f[i * r + j];
+        for (std::size_t i = 0; i < len; ++i) f[i * r + j] /= std::sqrt(norm);
       }
-      double norm = 0;
-      for (std::size_t i = 0; i < cols; ++i) norm += q[i * r + j] * q[i * r + j];
-      for (std::size_t i = 0; i < cols; ++i) q[i * r + j] /= std::sqrt(norm);
-    }
+    };
+    const std::vector<double> q_shared(c.q_factor(0).begin(), c.q_factor(0).end());
+    std::vector<double> q = q_shared;
+    orthonormalize(q, cols);
     auto strategy = make_aggregator(c.aggregation());
     std::vector<float> bucket = gradient(me, 0, n);
     EXPECT_TRUE(strategy->run(bucket, c, nullptr, *comm, context(0, me, p)).is_ok());
@@ -345,7 +349,42 @@ TEST(AggregationMpi, PowerSgdAveragesTheRanksProjectionsAndAgrees) {
     for (int rr = 0; rr < p; ++rr) {
       EXPECT_TRUE(std::equal(bucket.begin(), bucket.end(), all.begin() + rr * n)) << rr;
     }
-    if (!alternate) continue;
+    if (!alternate) {
+      // The full variant (review, 2026-12-05: only agreement was checked, so a missing 1/P on
+      // the summed Q passed): P = sum_r M_r Q with the shared Q as drawn, orth(P), then
+      // M_hat = P (sum_r M_r^T P / world)^T; the dense tail averaged.
+      std::vector<double> pf(rows * r, 0.0), qf(cols * r, 0.0), expected(n, 0.0);
+      for (int rr = 0; rr < p; ++rr) {
+        const auto g = gradient(rr, 0, n);
+        for (std::size_t i = 0; i < rows; ++i) {
+          for (std::size_t k = 0; k < cols; ++k) {
+            for (std::size_t j = 0; j < r; ++j)
+              pf[i * r + j] += g[i * cols + k] * q_shared[k * r + j];
+          }
+        }
+        for (std::size_t i = rows * cols; i < n; ++i) expected[i] += double(g[i]) / p;
+      }
+      orthonormalize(pf, rows);
+      for (int rr = 0; rr < p; ++rr) {
+        const auto g = gradient(rr, 0, n);
+        for (std::size_t i = 0; i < rows; ++i) {
+          for (std::size_t k = 0; k < cols; ++k) {
+            for (std::size_t j = 0; j < r; ++j)
+              qf[k * r + j] += g[i * cols + k] * pf[i * r + j] / p;
+          }
+        }
+      }
+      for (std::size_t i = 0; i < rows; ++i) {
+        for (std::size_t k = 0; k < cols; ++k) {
+          for (std::size_t j = 0; j < r; ++j)
+            expected[i * cols + k] += pf[i * r + j] * qf[k * r + j];
+        }
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(bucket[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << "full " << i;
+      }
+      continue;
+    }
     // First alternate exchange: the average over ranks of a_r Q Q^T, dense tail averaged.
     std::vector<double> expected(n, 0.0);
     for (int rr = 0; rr < p; ++rr) {

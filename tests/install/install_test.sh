@@ -3,7 +3,7 @@
 # package must not depend on where it was installed), builds tests/install/consumer/ and the
 # extra projects against it with find_package(sparq), and runs them.
 #
-#   install_test.sh --build-dir=B --source-dir=S --version=X.Y.Z --cxx=CXX
+#   install_test.sh --build-dir=B --source-dir=S --version=X.Y.Z --cxx=CXX [--libdir=lib]
 #                   [--launcher=L] [--generator=G] [--mpiexec=M] [--mpirun-flags="F ..."]
 #                   [--project DIR COMMAND]...
 #
@@ -13,11 +13,12 @@
 # The outer build's compiler, launcher (ccache) and generator are reused for every project.
 set -euo pipefail
 
-build_dir="" source_dir="" version="" cxx="" launcher="" generator="" mpiexec="" mpirun_flags=""
+build_dir="" source_dir="" version="" cxx="" libdir="lib" launcher="" generator="" mpiexec="" mpirun_flags=""
 projects=() commands=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-dir=*) build_dir=${1#*=} ;;
+    --libdir=*) libdir=${1#*=} ;;  # CMAKE_INSTALL_LIBDIR: lib64 or lib/<multiarch> elsewhere
     --source-dir=*) source_dir=${1#*=} ;;
     --version=*) version=${1#*=} ;;
     --cxx=*) cxx=${1#*=} ;;
@@ -55,12 +56,12 @@ cmake --install "$build_dir" --prefix "$work/staged" >"$work/install.log" ||
 mv "$work/staged" "$prefix"
 
 step "layout"
-cmake_dir=$prefix/lib/cmake/sparq
+cmake_dir=$prefix/$libdir/cmake/sparq
 for f in include/sparq/version.h include/sparq/internal/core/tensor.h \
-         include/sparq/internal/compress/registry.h lib/libsparq_core.a lib/libsparq_train.a \
+         include/sparq/internal/compress/registry.h "$libdir/libsparq_core.a" "$libdir/libsparq_train.a" \
          bin/train bin/sparq_info bin/prepare_data share/sparq/configs/default.yaml \
-         lib/cmake/sparq/sparqConfig.cmake lib/cmake/sparq/sparqConfigVersion.cmake \
-         lib/cmake/sparq/sparqTargets.cmake; do
+         "$libdir/cmake/sparq/sparqConfig.cmake" "$libdir/cmake/sparq/sparqConfigVersion.cmake" \
+         "$libdir/cmake/sparq/sparqTargets.cmake"; do
   [[ -e $prefix/$f ]] || fail "missing from the prefix: $f"
 done
 # Relocatable and test-free: the package's CMake files name neither the build nor the source

@@ -26,6 +26,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <filesystem>
 
 #include "core/checksum.h"
@@ -47,11 +48,13 @@ std::string meta_or(const CheckpointFile& f, const std::string& key, const std::
 
 Result<std::int64_t> meta_int(const CheckpointFile& f, const std::string& key) {
   SPARQ_ASSIGN_OR_RETURN(std::string text, f.meta_value(key));
-  try {
-    return static_cast<std::int64_t>(std::stoll(text));
-  } catch (const std::exception&) {
+  // The whole text, in decimal: std::stoll read "12abc" as 12 and skipped leading blanks.
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
     return Status::error("{}: metadata '{}' is not an integer: '{}'", f.path, key, text);
   }
+  return value;
 }
 
 // Every StateTensor becomes the section "<prefix><name>": f32 views as floats, u8 views as

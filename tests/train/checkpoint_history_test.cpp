@@ -91,5 +91,25 @@ TEST(CheckpointHistory, AResumeFromTheFinalStepLeavesItsCheckpointAsItIs) {
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
 }
 
+// Found in review: integer metadata went through std::stoll, which read "4abc" as 4 and
+// skipped blanks. A damaged value is refused naming the key.
+TEST(CheckpointHistory, IntegerMetadataMustBeWhollyAnInteger) {
+  const std::string root = fresh_dir("meta_int");
+  ASSERT_TRUE(train(root, 2, "").is_ok());
+  const std::string file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
+  for (const char* bad : {"5abc", " 5", "", "0x5"}) {
+    auto f = read_checkpoint_file(file);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    f->meta["loader.seed"] = bad;
+    ASSERT_TRUE(write_checkpoint_file(file, *f).is_ok());
+    const auto resumed = train(root, 4, checkpoint_dir(root, 2));
+    ASSERT_FALSE(resumed.is_ok()) << "'" << bad << "' accepted";
+    EXPECT_NE(resumed.status().message().find("metadata 'loader.seed' is not an integer: '" +
+                                              std::string(bad) + "'"),
+              std::string::npos)
+        << resumed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace sparq::train

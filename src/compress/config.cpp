@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/bool_words.h"
+
 namespace sparq::compress {
 namespace {
 
@@ -83,9 +85,9 @@ Result<std::string> ConfigReader::choice(const std::string& key, const std::stri
 Result<bool> ConfigReader::boolean(const std::string& key, bool fallback) {
   const std::string* text = lookup(key);
   if (!text) return fallback;
-  if (*text == "true" || *text == "1" || *text == "yes") return true;
-  if (*text == "false" || *text == "0" || *text == "no") return false;
-  return Status::error("{}: expected true or false, got '{}'", full_key(key), *text);
+  if (const std::optional<bool> value = parse_bool_word(*text))
+    return *value;  // Note [Boolean words]
+  return Status::error("{}: expected a boolean ({}), got '{}'", full_key(key), kBoolWords, *text);
 }
 
 Status ConfigReader::removed(const std::string& key, const std::string& instead) {

@@ -1,12 +1,13 @@
 #include "models/config.h"
 
-#include "models/model_registry.h"
-
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <sstream>
+
+#include "core/bool_words.h"
+#include "models/model_registry.h"
 
 namespace sparq {
 
@@ -91,13 +92,11 @@ Status parse_float(std::string_view key, std::string_view text, float* out) {
 }
 
 Status parse_bool(std::string_view key, std::string_view text, bool* out) {
-  if (text == "1" || text == "true" || text == "on" || text == "yes") {
-    *out = true;
-  } else if (text == "0" || text == "false" || text == "off" || text == "no") {
-    *out = false;
-  } else {
-    return Status::error("model key '{}': '{}' is not a boolean (true/false/1/0)", key, text);
+  const std::optional<bool> value = parse_bool_word(text);  // Note [Boolean words]
+  if (!value) {
+    return Status::error("model key '{}': '{}' is not a boolean ({})", key, text, kBoolWords);
   }
+  *out = *value;
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/bool_words.h"
 #include "core/file_io.h"
 
 namespace sparq::train {
@@ -223,12 +224,14 @@ Status YamlReader::get(const std::string& key, bool* out) {
   consumed_.insert(key);
   const auto node = find(key);
   if (!node) return Status::ok();
-  try {
-    if (!node->IsScalar()) throw YAML::Exception(YAML::Mark(), "");
-    *out = node->as<bool>();
-  } catch (const YAML::Exception&) {
-    return fail(key, fmt::format("expected true or false, got '{}'", scalar_text(*node)));
+  // Note [Boolean words]: the words every boolean in sparq accepts (yaml-cpp's own, and 1/0).
+  const std::optional<bool> value =
+      node->IsScalar() ? parse_bool_word(node->Scalar()) : std::nullopt;
+  if (!value) {
+    return fail(key,
+                fmt::format("expected a boolean ({}), got '{}'", kBoolWords, scalar_text(*node)));
   }
+  *out = *value;
   return Status::ok();
 }
 

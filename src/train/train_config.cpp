@@ -1,389 +1,17 @@
 #include "train/train_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <map>
+#include <array>
 #include <set>
-#include <tuple>
+#include <string_view>
 
-#include "compress/aggregation.h"
-#include "compress/registry.h"
-#include "data/image_dataset.h"
-#include "data/markov_source.h"
-#include "models/model_registry.h"
+#include "train/config_sections.h"
 #include "train/yaml_reader.h"
 
 namespace sparq::train {
-namespace {
-
-constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
-
-Status read_model(YamlReader& r, TrainConfig& c) {
-  std::string preset = "gpt2-tiny";
-  std::vector<std::string> presets = model_preset_names();
-  for (std::string& name : registered_model_names()) presets.push_back(std::move(name));
-  SPARQ_RETURN_IF_ERROR(r.get_choice("model.preset", &preset, presets));
-  std::vector<std::pair<std::string, std::string>> keys, overrides;
-  SPARQ_RETURN_IF_ERROR(r.take_section("model", &keys));
-  for (auto& [key, value] : keys) {
-    if (key != "preset") overrides.emplace_back(key, value);
-  }
-  auto model = make_model_config(preset, overrides);
-  if (!model.is_ok()) return model.status().with_context(r.origin() + ": model");
-  c.model = std::move(model).value();
-  return Status::ok();
-}
-
-Status read_data(YamlReader& r, TrainConfig& c) {
-  DataConfig& d = c.data;
-  SPARQ_RETURN_IF_ERROR(r.get_choice("data.source", &d.source,
-                                     {"markov", "shard", "cifar10", "synthetic_images"}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.train", &d.train_path));
-  SPARQ_RETURN_IF_ERROR(r.get("data.eval", &d.eval_path));
-  SPARQ_RETURN_IF_ERROR(r.get("data.seq_len", &d.seq_len, {.min = 1, .max = 1 << 20}));
-  std::int64_t vocab = d.markov.vocab_size, seed = static_cast<std::int64_t>(d.markov.seed);
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.vocab_size", &vocab, {.min = 2, .max = 1 << 24}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.order", &d.markov.order, {.min = 1, .max = 8}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.branching", &d.markov.branching, {.min = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.smoothing", &d.markov.smoothing, {.min = 1e-9, .max = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.markov.seed", &seed, {.min = 0}));
-  d.markov.vocab_size = static_cast<std::uint32_t>(vocab);
-  d.markov.seed = static_cast<std::uint64_t>(seed);
-  // Generated in memory as 32-bit tokens: 2^31 of them are 8 GiB (more died in bad_alloc).
-  SPARQ_RETURN_IF_ERROR(
-      r.get("data.markov.train_tokens", &d.markov_train_tokens, {.min = 2, .max = 1LL << 31}));
-  SPARQ_RETURN_IF_ERROR(
-      r.get("data.markov.eval_tokens", &d.markov_eval_tokens, {.min = 2, .max = 1LL << 31}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.mask_prob", &d.mask_prob, {.min = 1e-6, .max = 1}));
-  for (auto [key, out] : {std::pair{"data.cls_id", &d.cls_id}, {"data.sep_id", &d.sep_id},
-                          {"data.mask_id", &d.mask_id}, {"data.pad_id", &d.pad_id}}) {
-    // Below 2^31: they become 32-bit token ids (a larger one wrapped past the vocabulary check).
-    SPARQ_RETURN_IF_ERROR(r.get(key, out, {.min = 0, .max = INT32_MAX}));
-  }
-  SPARQ_RETURN_IF_ERROR(r.get("data.augment", &d.augment));
-  SPARQ_RETURN_IF_ERROR(r.get("data.synthetic.train_images", &d.synthetic_train_images, {.min = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("data.synthetic.eval_images", &d.synthetic_eval_images, {.min = 1}));
-
-  const bool lm = c.model.is_language_model();
-  const bool text = d.source == "markov" || d.source == "shard";
-  if (lm != text) {
-    return Status::error("{}: data.source: '{}' cannot feed model '{}' ({} data needed)",
-                         r.origin(), d.source, c.model.preset, lm ? "token" : "image");
-  }
-  if ((d.source == "shard" || d.source == "cifar10") && d.train_path.empty()) {
-    return Status::error("{}: data.train: required for data.source '{}'", r.origin(), d.source);
-  }
-  // A path the source never reads is a setting silently ignored: with the default source,
-  // "data: {train: wt2/train.bin}" trained on Markov text (review, 2026-12-05).
-  const bool reads_train = d.source == "shard" || d.source == "cifar10";
-  const bool reads_eval = d.source == "shard";  // CIFAR-10 evaluates on data.train's test batch
-  for (const auto& [key, path, read] : {std::tuple{"data.train", &d.train_path, reads_train},
-                                        std::tuple{"data.eval", &d.eval_path, reads_eval}}) {
-    if (!path->empty() && !read) {
-      return Status::error(
-          "{}: {}: '{}' is given, but data.source '{}' does not read it (set data.source, or "
-          "leave {} empty)",
-          r.origin(), key, *path, d.source, key);
-    }
-  }
-  if (lm && d.seq_len > c.model.n_ctx) {
-    return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.origin(),
-                         d.seq_len, c.model.n_ctx);
-  }
-  if (d.source == "markov" && d.markov.vocab_size > c.model.vocab_size) {
-    return Status::error("{}: data.markov.vocab_size: {} exceeds the model's vocab_size {}",
-                         r.origin(), d.markov.vocab_size, c.model.vocab_size);
-  }
-  if (d.source == "markov" && d.markov.branching > static_cast<int>(d.markov.vocab_size)) {
-    return Status::error(
-        "{}: data.markov.branching: {} exceeds data.markov.vocab_size {} (the "
-        "successors of a context are distinct tokens)",
-        r.origin(), d.markov.branching, d.markov.vocab_size);
-  }
-  if (d.source == "markov") {
-    // The chain's tables (data/markov_source.h's limits), said here with the keys, not at
-    // start-up without them.
-    if (const Status size = data::MarkovChain::check_size(d.markov); !size.is_ok()) {
-      return Status::error("{}: data.markov: {}", r.origin(), size.message());
-    }
-  }
-  if (c.model.arch == ModelArch::kBert && d.seq_len < 3) {
-    return Status::error(
-        "{}: data.seq_len: {} leaves no token between BERT's [CLS] and [SEP] "
-        "(at least 3)",
-        r.origin(), d.seq_len);
-  }
-  // Both image sources give 3 x 32 x 32 images with labels 0..9 (data/image_dataset.h);
-  // synthetic ones draw labels below model.num_classes.
-  if (!lm && (c.model.image_size != data::ImageDataset::kHeight ||
-              c.model.in_channels != data::ImageDataset::kChannels)) {
-    return Status::error(
-        "{}: model.image_size {} and model.in_channels {} do not fit "
-        "data.source '{}', whose images are {} x {} with {} channels",
-        r.origin(), c.model.image_size, c.model.in_channels, d.source, data::ImageDataset::kHeight,
-        data::ImageDataset::kWidth, data::ImageDataset::kChannels);
-  }
-  if (d.source == "cifar10" && c.model.num_classes < 10) {
-    return Status::error("{}: model.num_classes: {} is fewer than CIFAR-10's 10 classes",
-                         r.origin(), c.model.num_classes);
-  }
-  if (d.source == "synthetic_images" && c.model.num_classes > data::ImageDataset::kMaxClasses) {
-    return Status::error(
-        "{}: model.num_classes: {} exceeds {}, the most data.source 'synthetic_images' can "
-        "label (its labels are bytes)",
-        r.origin(), c.model.num_classes, data::ImageDataset::kMaxClasses);
-  }
-  return Status::ok();
-}
-
-Status read_optim(YamlReader& r, TrainConfig& c) {
-  optim::OptimConfig& o = c.optim;
-  optim::LrScheduleConfig& s = c.schedule;
-  SPARQ_RETURN_IF_ERROR(r.get_choice("optim.name", &o.name, {"sgd", "adam", "adamw"}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.lr", &s.lr, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.weight_decay", &o.weight_decay, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.momentum", &o.momentum, {.min = 0, .max = 0.999999}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.dampening", &o.dampening, {.min = 0, .max = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.nesterov", &o.nesterov));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.beta1", &o.beta1, {.min = 0, .max = optim::kMaxBeta}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.beta2", &o.beta2, {.min = 0, .max = optim::kMaxBeta}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.eps", &o.eps, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(
-      r.get_choice("optim.communicate", &o.communicate, {"gradient", "momentum", "update"}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.freeze_steps", &o.freeze_steps, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(
-      r.get("optim.frozen_variance_floor", &o.frozen_variance_floor, {.min = 0, .max = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.clip_norm", &c.clip_norm, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(
-      r.get_choice("optim.clip_scope", &c.clip_scope, {"auto", "aggregate", "local"}));
-  if (c.clip_scope == "aggregate" && o.communicate != "gradient") {
-    return Status::error("{}: optim.clip_scope: aggregate clips a gradient, but with "
-                         "optim.communicate: {} the aggregate is a {}; use local or auto",
-                         r.origin(), o.communicate, o.communicate);
-  }
-  SPARQ_RETURN_IF_ERROR(
-      r.get_choice("optim.schedule", &s.kind, {"constant", "step", "linear", "cosine"}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.warmup_steps", &s.warmup_steps, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.min_lr", &s.min_lr, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.step_size", &s.step_size, {.min = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("optim.gamma", &s.gamma, {.min = 0, .max = 1}));
-  s.total_steps = c.train.steps;  // decays end with the run
-  if ((s.kind == "cosine" || s.kind == "linear") && s.warmup_steps >= s.total_steps) {
-    return Status::error("{}: optim.warmup_steps: {} must be below train.steps ({}) for the {} "
-                         "schedule",
-                         r.origin(), s.warmup_steps, s.total_steps, s.kind);
-  }
-  SPARQ_RETURN_IF_ERROR(o.validate("optim.").with_context(r.origin()));
-  SPARQ_RETURN_IF_ERROR(s.validate("optim.").with_context(r.origin()));
-  return Status::ok();
-}
-
-Status read_compress(YamlReader& r, TrainConfig& c) {
-  compress::GradientExchangeConfig& x = c.compress;
-  x.compress.name = "none";
-  SPARQ_RETURN_IF_ERROR(r.get("compress.name", &x.compress.name));
-  SPARQ_RETURN_IF_ERROR(r.get("compress.error_feedback", &x.error_feedback));
-  // A registered strategy (built-in or an embedding program's, compress/aggregation.h).
-  x.aggregation = "auto";
-  SPARQ_RETURN_IF_ERROR(r.get("compress.aggregation", &x.aggregation));
-  SPARQ_RETURN_IF_ERROR(
-      compress::check_aggregation_name(x.aggregation, "compress.aggregation").with_context(r.origin()));
-  SPARQ_RETURN_IF_ERROR(r.get("compress.server_compression", &x.aggregator.server_compression));
-  SPARQ_RETURN_IF_ERROR(r.get("compress.dense_warmup_steps", &x.dense_warmup_steps, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("compress.density_warmup_steps", &x.density_warmup_steps,
-                              {.min = 0, .max = kMaxSteps}));
-  std::int64_t seed = 0;
-  SPARQ_RETURN_IF_ERROR(r.get("compress.seed", &seed, {.min = 0}));
-  x.seed = static_cast<std::uint64_t>(seed);
-  // Compressor settings live under compress.<compressor>.<key>, so that switching
-  // compress.name (for example --set compress.name=none) never leaves stray keys behind.
-  // Every listed compressor's section is validated, used or not: a typo is always an error.
-  std::vector<std::pair<std::string, std::string>> keys;
-  SPARQ_RETURN_IF_ERROR(r.take_section("compress", &keys));
-  std::map<std::string, compress::CompressConfig> sections;
-  const auto& names = compress::compressor_names();
-  for (auto& [key, value] : keys) {
-    if (compress::general_compress_keys().count(key)) continue;
-    const std::size_t dot = key.find('.');
-    const std::string head = key.substr(0, dot);
-    if (dot == std::string::npos || std::find(names.begin(), names.end(), head) == names.end()) {
-      return Status::error("{}: compress.{}: unknown key (compressor settings go under "
-                           "compress.<compressor>.<key>, e.g. compress.lbs.density)",
-                           r.origin(), key);
-    }
-    compress::CompressConfig& section = sections[head];
-    section.name = head;
-    section.prefix = "compress." + head;
-    section.params[key.substr(dot + 1)] = value;
-  }
-  for (const auto& [name, section] : sections) {
-    auto probe = compress::make_compressor(section);
-    if (!probe.is_ok()) return probe.status().with_context(r.origin());
-  }
-  // The key that names the compressor is compress.name (not compress.<name>.name).
-  if (auto found = compress::find_compressor(x.compress.name); !found.is_ok()) {
-    return found.status().with_context(r.origin() + ": compress.name");
-  }
-  x.compress.params = sections.count(x.compress.name) ? sections[x.compress.name].params
-                                                      : std::map<std::string, std::string>{};
-  x.compress.prefix = "compress." + x.compress.name;
-  auto probe = compress::make_compressor(x.compress);
-  if (!probe.is_ok()) return probe.status().with_context(r.origin());
-  SPARQ_RETURN_IF_ERROR(compress::check_density_warmup(**probe, x.density_warmup_steps,
-                                                       "compress.density_warmup_steps")
-                            .with_context(r.origin()));
-  // DGC applies the momentum itself (momentum correction before selection); a second
-  // momentum in SGD would apply it twice.
-  // A variance frozen after compressed steps has seen only what was sent: near zero for every
-  // coordinate not yet selected, so momentum / sqrt(v) explodes (issue 15: train loss 7.4 ->
-  // 4760 two steps after the freeze). The steps that estimate it must be dense.
-  if (c.optim.communicate == "momentum" && x.compress.name != "none" &&
-      x.dense_warmup_steps < c.optim.freeze_steps) {
-    return Status::error("{}: compress.dense_warmup_steps: {} is below optim.freeze_steps {}: the "
-                         "variance would be frozen after compressed steps, where it is near zero "
-                         "for every coordinate not yet sent, and momentum / sqrt(v) diverges; set "
-                         "compress.dense_warmup_steps >= optim.freeze_steps",
-                         r.origin(), x.dense_warmup_steps, c.optim.freeze_steps);
-  }
-  if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
-    return Status::error(
-        "{}: optim.momentum: must be 0 with compress.name dgc, which applies "
-        "momentum before compression (set compress.dgc.momentum instead)",
-        r.origin());
-  }
-  return Status::ok();
-}
-
-Status read_comm(YamlReader& r, TrainConfig& c) {
-  CommConfig& m = c.comm;
-  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.backend", &m.backend, {"auto", "mpi", "self"}));
-  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.allreduce", &m.allreduce, {"auto", "mpi", "ring"}));
-  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.mpi_wait", &m.mpi_wait, {"busy", "sleep"}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.first_bucket_mb", &m.plan.first_bucket_mb, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.bucket_mb", &m.plan.bucket_mb, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.min_compress_numel", &m.plan.min_compress_numel, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.dense_patterns", &m.plan.dense_patterns));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.overlap", &m.overlap));
-  // At most 1e9 s (about 31 years): a deadline of now + 1e19 s overflows the clocks' integer
-  // ticks, and the waits then returned at once and spun (comm/comm_engine.cpp).
-  SPARQ_RETURN_IF_ERROR(r.get("comm.timeout_s", &m.timeout_s, {.min = 0.001, .max = 1e9}));
-  // Bounded so that a message's emulated time fits the clock's int64 nanoseconds (1e300 us
-  // overflowed it, review 2026-12-05): at most 1000 s of latency, at least 1 kbit/s.
-  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.gbit_per_s", &m.emulate.gbit_per_s, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(
-      r.get("comm.emulate.latency_us", &m.emulate.latency_us, {.min = 0, .max = 1e9}));
-  if (m.emulate.gbit_per_s > 0 && m.emulate.gbit_per_s < 1e-6) {
-    return Status::error(
-        "{}: comm.emulate.gbit_per_s: {} is below 1 kbit/s (1e-6); 0 means no "
-        "bandwidth limit",
-        r.origin(), m.emulate.gbit_per_s);
-  }
-  SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.ranks", &m.emulate.ranks, {.min = 0, .max = 1 << 20}));
-  if (m.emulate.ranks == 1) {
-    return Status::error(
-        "{}: comm.emulate.ranks: 1 is the real one-rank world; use 0, or the "
-        "size of the cluster to stand in for (2 or more)",
-        r.origin());
-  }
-  // train is read first (parse_train_config).
-  if (m.emulate.ranks > 0 && c.train.device != Device::kCUDA) {
-    return Status::error(
-        "{}: comm.emulate.ranks lets one GPU stand in for a cluster "
-        "(train.device: cuda); on the CPU run that many ranks under mpirun",
-        r.origin());
-  }
-  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.split_tied_embedding", &m.split_tied_embedding,
-                                     {"auto", "always", "never"}));
-  SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.origin()));
-  SPARQ_RETURN_IF_ERROR(r.get_choice("comm.plan", &m.plan_mode, {"fixed", "auto"}));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_profile", &m.plan_profile));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_network", &m.plan_network));
-  SPARQ_RETURN_IF_ERROR(r.get("comm.plan_min_compression", &m.plan_min_compression,
-                              {.min = 1, .max = 1e9}));
-  if (m.plan_mode == "auto") {
-    if (c.compress.compress.name == "none") {
-      return Status::error("{}: comm.plan: auto chooses how compressed buckets travel; set "
-                           "compress.name to a compressor", r.origin());
-    }
-    for (auto [key, value] : {std::pair{"comm.plan_profile", &m.plan_profile},
-                              {"comm.plan_network", &m.plan_network}}) {
-      if (value->empty()) {
-        return Status::error("{}: {}: needed by comm.plan: auto (a machine profile from "
-                             "sim_profile and the name of its link; docs/simulate.md)",
-                             r.origin(), key);
-      }
-    }
-  }
-  return Status::ok();
-}
-
-Status read_loop(YamlReader& r, TrainConfig& c) {
-  LoopConfig& t = c.train;
-  SPARQ_RETURN_IF_ERROR(r.get("train.steps", &t.steps, {.min = 1, .max = kMaxSteps}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.micro_batch", &t.micro_batch, {.min = 1, .max = 1 << 20}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.accumulation", &t.accumulation, {.min = 1, .max = 1 << 16}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.eval_interval", &t.eval_interval, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.eval_batches", &t.eval_batches, {.min = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_interval", &t.checkpoint_interval, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.checkpoint_dir", &t.checkpoint_dir));
-  SPARQ_RETURN_IF_ERROR(r.get("train.keep_checkpoints", &t.keep_checkpoints, {.min = 0}));
-  if (t.checkpoint_interval > 0 && t.checkpoint_dir.empty()) {
-    return Status::error(
-        "{}: train.checkpoint_interval: {} needs train.checkpoint_dir (where "
-        "the checkpoints go); without one no checkpoint is written",
-        r.origin(), t.checkpoint_interval);
-  }
-  std::int64_t seed = static_cast<std::int64_t>(t.seed);
-  SPARQ_RETURN_IF_ERROR(r.get("train.seed", &seed, {.min = 0}));
-  t.seed = static_cast<std::uint64_t>(seed);
-  SPARQ_RETURN_IF_ERROR(r.get("train.max_nonfinite_in_a_row", &t.max_nonfinite_in_a_row, {.min = 1}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.threads", &t.threads, {.min = 0, .max = 1024}));
-  SPARQ_RETURN_IF_ERROR(r.get("train.init_from", &t.init_from));
-  SPARQ_RETURN_IF_ERROR(
-      r.get_choice("train.init_format", &t.init_format, {"auto", "sparq", "gpt2_hf"}));
-  std::string device = "cpu";
-  SPARQ_RETURN_IF_ERROR(r.get_choice("train.device", &device, {"cpu", "cuda"}));
-  t.device = device == "cuda" ? Device::kCUDA : Device::kCPU;
-  SPARQ_RETURN_IF_ERROR(r.get_choice("train.precision", &t.precision, {"fp32", "bf16"}));
-  // Note [bf16 GEMM operands] (core/cuda/mixed_gemm.h): bf16 exists on the GPU only.
-  if (t.precision == "bf16" && t.device != Device::kCUDA) {
-    return Status::error("{}: train.precision: bf16 needs train.device: cuda (the CPU "
-                         "multiplies in fp32); use precision fp32 on the CPU",
-                         r.origin());
-  }
-  return Status::ok();
-}
-
-Status read_log(YamlReader& r, TrainConfig& c) {
-  LogConfig& l = c.log;
-  SPARQ_RETURN_IF_ERROR(r.get("log.metrics", &l.metrics_path));
-  SPARQ_RETURN_IF_ERROR(r.get("log.progress_interval", &l.progress_interval, {.min = 0}));
-  SPARQ_RETURN_IF_ERROR(r.get("log.per_rank_timing", &l.per_rank_timing));
-  SPARQ_RETURN_IF_ERROR(r.get("log.trace", &l.trace_path));
-  // Bounded so that trace_start + trace_steps cannot overflow (review, 2026-12-05).
-  SPARQ_RETURN_IF_ERROR(r.get("log.trace_start", &l.trace_start, {.min = 0, .max = 1LL << 50}));
-  SPARQ_RETURN_IF_ERROR(r.get("log.trace_steps", &l.trace_steps, {.min = 0, .max = 1LL << 50}));
-  if (!l.trace_path.empty() && l.trace_steps == 0) l.trace_steps = 3;
-  if (!l.trace_path.empty() && l.trace_start + l.trace_steps > c.train.steps) {
-    return Status::error(
-        "{}: log.trace: the traced steps {}..{} (log.trace_start + 1 .. + "
-        "log.trace_steps) end after train.steps {}, so the trace would never "
-        "be written",
-        r.origin(), l.trace_start + 1, l.trace_start + l.trace_steps, c.train.steps);
-  }
-  SPARQ_RETURN_IF_ERROR(
-      r.get("log.never_sent_window", &l.never_sent_window, {.min = 0, .max = 1000000000}));
-  const bool compressed = c.compress.compress.name != "none";
-  if (l.never_sent_window > 0 && compressed && !c.compress.error_feedback) {
-    return Status::error("{}: log.never_sent_window: needs compress.error_feedback: true (what "
-                         "was sent is observed where error feedback encodes)", r.origin());
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::string& origin,
                                        const std::vector<std::string>& overrides,
@@ -392,14 +20,40 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   for (const std::string& o : overrides) SPARQ_RETURN_IF_ERROR(reader.set_override(o));
   TrainConfig c;
   c.origin = origin;
-  // train first: the LR schedule's total_steps comes from train.steps.
-  SPARQ_RETURN_IF_ERROR(read_loop(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_model(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_data(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_optim(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_compress(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_comm(reader, c));
-  SPARQ_RETURN_IF_ERROR(read_log(reader, c));
+  // train first: the LR schedule's total_steps comes from train.steps. Each reader reads its
+  // own top-level section only.
+  using SectionReader = Status (*)(YamlReader&, TrainConfig&);
+  static constexpr std::array<std::pair<std::string_view, SectionReader>, 7> kSections = {{
+      {"train", config_sections::read_loop},
+      {"model", config_sections::read_model},
+      {"data", config_sections::read_data},
+      {"optim", config_sections::read_optim},
+      {"compress", config_sections::read_compress},
+      {"comm", config_sections::read_comm},
+      {"log", config_sections::read_log},
+  }};
+  std::set<std::string_view> read_in_full;
+  for (const auto& [section, read] : kSections) {
+    const Status s = read(reader, c);
+    if (s.is_ok()) {
+      read_in_full.insert(section);
+      continue;
+    }
+    // Keys are known only once read, so unknown keys are listed after every section; when a
+    // section fails first, those of the sections read so far and of names that are no
+    // section are said beside its error: a misspelt key (data.sorce) is often what the
+    // error is about (review, 2026-12-05).
+    std::vector<std::string> unknown;
+    for (const std::string& key : reader.unknown_keys()) {
+      const std::string_view top = std::string_view(key).substr(0, key.find('.'));
+      const bool a_section = std::any_of(kSections.begin(), kSections.end(),
+                                         [&](const auto& entry) { return entry.first == top; });
+      if (!a_section || read_in_full.count(top)) unknown.push_back(key);
+    }
+    if (unknown.empty()) return s;
+    return Status::error("{} (also unknown key{} {}: a misspelt key may be the cause)", s.message(),
+                         unknown.size() > 1 ? "s" : "", fmt::join(unknown, ", "));
+  }
   SPARQ_RETURN_IF_ERROR(reader.check_no_unknown_keys());
   if (keys_read) *keys_read = reader.keys_read();
   c.resolved_yaml = effective_yaml(c);

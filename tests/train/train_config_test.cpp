@@ -103,6 +103,24 @@ TEST(TrainConfig, EveryBooleanTakesTheSameWords) {
             "'maybe'");
 }
 
+// Unknown keys are known only once every section is read; a section that fails first used
+// to hide the misspelt key that may have caused it. The sections read before it, and names
+// that are no section, are said beside the error (review, 2026-12-05).
+TEST(TrainConfig, AnErrorSaysTheUnknownKeysKnownSoFar) {
+  auto c = parse_train_config(
+      "train: {stpes: 10}\noptm: {lr: 0.1}\ndata: {train: x.bin, sorce: shard}\n",
+      "typo.yaml", {});
+  ASSERT_FALSE(c.is_ok());
+  const std::string& m = c.status().message();
+  EXPECT_NE(m.find("typo.yaml: data.train"), std::string::npos) << m;
+  EXPECT_NE(m.find("(also unknown keys train.stpes, optm.lr: a misspelt key may be the cause)"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("sorce"), std::string::npos) << "data failed part-way: its keys are not "
+                                                    "known to be unknown\n"
+                                                 << m;
+}
+
 TEST(TrainConfig, DefaultsFillEveryKey) {
   auto c = parse_train_config("{}", "empty.yaml", {});
   ASSERT_TRUE(c.is_ok()) << c.status().message();

@@ -63,6 +63,19 @@ void CUDART_CB sleep_ms(void* ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(*static_cast<const int*>(ms)));
 }
 int kStall = 100;
+
+// The one reason a multi-rank NCCL test skips once every rank has a device: this node runs
+// more ranks than it has GPUs (NCCL allows one rank per GPU: a one-GPU machine at np 2). Any
+// other failure to build the communicator fails the test (review, 2026-12-05: every error was a
+// skip, so a broken device mapping or init passed as skipped). Collective: call on every rank.
+bool fewer_gpus_than_ranks_on_this_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int ranks_here = 1;
+  MPI_Comm_size(node, &ranks_here);
+  MPI_Comm_free(&node);
+  return ranks_here > cuda::device_count();
+}
 #endif
 
 class StreamCommEngineTest : public ::testing::Test {
@@ -80,9 +93,10 @@ class StreamCommEngineTest : public ::testing::Test {
     auto bootstrap = make_mpi_communicator();
     ASSERT_TRUE(bootstrap.is_ok()) << bootstrap.status().message();
     bootstrap_ = std::move(bootstrap).value();
+    const bool too_few_gpus = fewer_gpus_than_ranks_on_this_node();
     auto made = make_nccl_communicator(*bootstrap_);
     if (!made.is_ok()) {
-      skip_ = made.status().message();
+      (too_few_gpus ? skip_ : failure_) = made.status().message();
       return;
     }
     nccl_ = std::move(made).value();
@@ -96,9 +110,10 @@ class StreamCommEngineTest : public ::testing::Test {
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (!failure_.empty()) FAIL() << "the NCCL communicator was not built: " << failure_;
   }
 
-  static inline std::string skip_;
+  static inline std::string skip_, failure_;
   static inline std::unique_ptr<Communicator> bootstrap_;
 #ifdef SPARQ_HAS_NCCL
   static inline std::unique_ptr<NcclCommunicator> nccl_;

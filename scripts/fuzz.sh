@@ -16,7 +16,8 @@ targets=(config shard checkpoint safetensors gpt2_tokenizer wordpiece_tokenizer 
 build=build-fuzz
 cxx="${CXX:-clang++-14}"
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+# The header above (lines 2-12); --help exits 0, a missing argument 2.
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 # Installs nothing: names the Debian package that is missing.
 check_tools() {
@@ -116,7 +117,8 @@ case "${1:-}" in
     for t in "${targets[@]}"; do run_target "$t" 20 -timeout=10 || failed=1; done
     exit $failed
     ;;
-  ""|-h|--help) usage ;;
+  -h|--help) usage 0 ;;
+  "") usage 2 ;;
   *)
     is_target "$1" || { echo "fuzz.sh: unknown target '$1' (scripts/fuzz.sh --list)" >&2; exit 2; }
     [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, got '${2:-}'" >&2; exit 2; }

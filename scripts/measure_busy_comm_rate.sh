@@ -7,7 +7,7 @@
 # to 0.1 us where bench_comm prints GB/s to three decimals, too coarse on a slow link).
 #
 #   scripts/measure_busy_comm_rate.sh N LINK [--mib 16] [--iters 6] [--rounds 3]
-#       [--bench build-cpu/bench/bench_comm]
+#       [--bench build/bench/bench_comm]
 #
 # Needs root and a cluster of at least N nodes with links of LINK
 # (scripts/cluster.sh up N --rate LINK); LINK only labels the output. Prints every round's line
@@ -18,7 +18,7 @@ die() { echo "measure_busy_comm_rate.sh: $*" >&2; exit 1; }
 
 [[ $# -ge 2 ]] || die "usage: $0 N LINK [--mib 16] [--iters 6] [--rounds 3] [--bench PATH]"
 world="$1"; link="$2"; shift 2
-mib=16; iters=6; rounds=3; bench="build-cpu/bench/bench_comm"
+mib=16; iters=6; rounds=3; bench="$HERE/../build/bench/bench_comm"  # scripts/build.sh's tree
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --mib) mib="$2"; shift 2 ;;
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ "$world" =~ ^[0-9]+$ && "$world" -ge 2 ]] || die "N must be an integer >= 2, got '$world'"
-[[ -x "$bench" ]] || die "$bench not found or not executable (ninja -C build-cpu bench/bench_comm)"
+[[ -x "$bench" ]] || die "$bench not found or not executable (cmake --build build --target bench_comm, or pass --bench)"
 MPI_ARGS="${MPI_ARGS:---mca btl_tcp_flags send,inplace,need-ack,need-csum}"
 
 busy_pids=()

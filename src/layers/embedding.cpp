@@ -7,6 +7,7 @@
 #include "layers/linear.h"
 
 #if SPARQ_HAS_CUDA
+#include "core/cuda/cuda_check.h"
 #include "core/cuda/device_resources.h"
 #include "layers/cuda/embedding_cuda.h"
 #include "layers/cuda/linear_cuda.h"
@@ -117,7 +118,12 @@ void Embedding::backward(const Tensor& ids, const Tensor& dy) const {
     // Sized for the largest batch seen: allocated at the first backward, reused after.
     // valid_ids() as the kernels' id bound, as in forward.
     const std::size_t need = cuda::embedding_backward_scratch_bytes(n, valid_ids());
-    if (backward_scratch_.size() < need) backward_scratch_ = Buffer::device(need);
+    if (backward_scratch_.size() < need) {
+      // The previous backward's kernels may still be queued on the stream and reading the old
+      // buffer (cudaFree happens to wait for the device; StreamScratch says so: review).
+      CUDA_CHECK(cudaStreamSynchronize(stream()));
+      backward_scratch_ = Buffer::device(need);
+    }
     cuda::embedding_backward(ids.data<std::int32_t>(), dy.data<float>(), dtable, n, valid_ids(),
                              config_.dim, backward_scratch_.data(), backward_scratch_.size(),
                              stream());

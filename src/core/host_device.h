@@ -6,8 +6,30 @@
 // floating-point environment (no -ffast-math anywhere; fma only where both sides use it).
 #pragma once
 
+#include <cmath>
+
 #ifdef __CUDACC__
 #define SPARQ_HOST_DEVICE __host__ __device__
 #else
 #define SPARQ_HOST_DEVICE
 #endif
+
+namespace sparq {
+
+// Note [Written-out multiply-adds]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// nvcc contracts a * b + c into one fused multiply-add, and so does g++ on a host that has
+// FMA (-march=native); in x * y + z * w each may fuse either product. Shared per-element math
+// that must give the device's bits on the host writes its multiply-adds out with mul_add():
+// rounded once (fmaf) on the device and on FMA hosts, where the forms chosen are those g++
+// picked before, so the CPU's results did not change. A host compiled without FMA has nothing
+// to contract and rounds twice, as it always did (its bits then differ from the device's).
+SPARQ_HOST_DEVICE inline float mul_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__) || defined(__FMA__)
+  return fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+}  // namespace sparq

@@ -26,10 +26,11 @@ struct SgdScalars {
   bool nesterov = false;
 };
 
-// Without momentum: p -= lr * (g + wd * p).
+// Without momentum: p -= lr * (g + wd * p). Every multiply-add below is written out (Note
+// [Written-out multiply-adds], core/host_device.h), so CPU and GPU steps agree bit for bit.
 SPARQ_HOST_DEVICE inline void sgd_plain_update(float g, float wd, const SgdScalars& s, float& p) {
-  const float d = g + wd * p;
-  p -= s.lr * d;
+  const float d = mul_add(wd, p, g);
+  p = mul_add(-s.lr, d, p);
 }
 
 // With momentum (buf is this element's slot of the momentum buffer):
@@ -37,10 +38,10 @@ SPARQ_HOST_DEVICE inline void sgd_plain_update(float g, float wd, const SgdScala
 //   p -= lr d
 SPARQ_HOST_DEVICE inline void sgd_momentum_update(float g, float wd, const SgdScalars& s, float& p,
                                                   float& buf) {
-  float d = g + wd * p;
-  buf = s.first ? d : s.momentum * buf + s.damp * d;
-  d = s.nesterov ? d + s.momentum * buf : buf;
-  p -= s.lr * d;
+  float d = mul_add(wd, p, g);
+  buf = s.first ? d : mul_add(s.momentum, buf, s.damp * d);
+  d = s.nesterov ? mul_add(s.momentum, buf, d) : buf;
+  p = mul_add(-s.lr, d, p);
 }
 
 // Adam's per-step scalars (adam_scalars() in adam.h builds them from the config and the step).
@@ -59,13 +60,13 @@ SPARQ_HOST_DEVICE inline void adam_update(float g, float wd, const AdamScalars& 
                                           float& m, float& v) {
   float gi = g;
   if (s.decoupled) {
-    p *= 1.0f - s.lr * wd;
+    p *= mul_add(-s.lr, wd, 1.0f);
   } else {
-    gi += wd * p;
+    gi = mul_add(wd, p, gi);
   }
-  m = s.beta1 * m + (1.0f - s.beta1) * gi;
-  v = s.beta2 * v + (1.0f - s.beta2) * gi * gi;
-  p -= s.step_size * m / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+  m = mul_add(s.beta1, m, (1.0f - s.beta1) * gi);
+  v = mul_add(s.beta2, v, (1.0f - s.beta2) * gi * gi);
+  p -= s.step_size * m / mul_add(std::sqrt(v), s.inv_sqrt_bc2, s.eps);
 }
 
 // communicate: momentum (adam.h): a step with the variance frozen. `momentum` is the
@@ -74,8 +75,8 @@ SPARQ_HOST_DEVICE inline void adam_update(float g, float wd, const AdamScalars& 
 // adam_local_momentum; AdamW decays the weight here.
 SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const AdamScalars& s,
                                                  float& p, float v) {
-  if (s.decoupled) p *= 1.0f - s.lr * wd;
-  p -= s.step_size * momentum / (std::sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+  if (s.decoupled) p *= mul_add(-s.lr, wd, 1.0f);
+  p -= s.step_size * momentum / mul_add(std::sqrt(v), s.inv_sqrt_bc2, s.eps);
 }
 
 // Note [Local state and non-finite gradients]
@@ -93,8 +94,8 @@ SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const
 // tensor's decay for adam, 0 for adamw) is kept as local state and is what travels.
 SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2, float beta1,
                                                    float& m) {
-  const float gi = g + wd_l2 * p;
-  const float m_new = beta1 * m + (1.0f - beta1) * gi;
+  const float gi = mul_add(wd_l2, p, g);
+  const float m_new = mul_add(beta1, m, (1.0f - beta1) * gi);
   m = std::isfinite(gi) ? m_new : m;  // Note [Local state and non-finite gradients]
   return m_new;
 }
@@ -104,25 +105,25 @@ SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2
 // bias correction 1 / (1 - b1^t)). The learning rate multiplies the averaged direction.
 SPARQ_HOST_DEVICE inline float adam_local_direction(float g, float p, float wd_l2,
                                                     const AdamScalars& s, float& m, float& v) {
-  const float gi = g + wd_l2 * p;
-  const float m_new = s.beta1 * m + (1.0f - s.beta1) * gi;
-  const float v_new = s.beta2 * v + (1.0f - s.beta2) * gi * gi;
+  const float gi = mul_add(wd_l2, p, g);
+  const float m_new = mul_add(s.beta1, m, (1.0f - s.beta1) * gi);
+  const float v_new = mul_add(s.beta2, v, (1.0f - s.beta2) * gi * gi);
   // Note [Local state and non-finite gradients]. A select, not a branch: the loops stay
   // vectorised, and finite inputs give the same bits as before.
   const bool finite = std::isfinite(gi);
   m = finite ? m_new : m;
   v = finite ? v_new : v;
-  return s.step_size * m_new / (std::sqrt(v_new) * s.inv_sqrt_bc2 + s.eps);
+  return s.step_size * m_new / mul_add(std::sqrt(v_new), s.inv_sqrt_bc2, s.eps);
 }
 
 // communicate: update: SGD's direction from this rank's gradient and momentum buffer, the
 // rule of sgd_momentum_update without the parameter step (buf unused without momentum).
 SPARQ_HOST_DEVICE inline float sgd_local_direction(float g, float p, float wd, const SgdScalars& s,
                                                    float& buf) {
-  float d = g + wd * p;
+  float d = mul_add(wd, p, g);
   if (s.momentum > 0.0f) {
-    const float buf_new = s.first ? d : s.momentum * buf + s.damp * d;
-    const float out = s.nesterov ? d + s.momentum * buf_new : buf_new;
+    const float buf_new = s.first ? d : mul_add(s.momentum, buf, s.damp * d);
+    const float out = s.nesterov ? mul_add(s.momentum, buf_new, d) : buf_new;
     buf = std::isfinite(d) ? buf_new : buf;  // Note [Local state and non-finite gradients]
     return out;
   }
@@ -131,11 +132,10 @@ SPARQ_HOST_DEVICE inline float sgd_local_direction(float g, float p, float wd, c
 
 // communicate: update: applies the averaged direction `u` with AdamW's decoupled decay
 // (decoupled_wd; 0 otherwise: L2 decay is inside the direction): p -= lr (u + wd p), which is
-// p (1 - lr wd) - lr u. Written as one product so that the compiler's multiply-add contraction
-// has a single candidate and every caller gets the same bits.
+// p (1 - lr wd) - lr u. Written as one product, its multiply-adds written out.
 SPARQ_HOST_DEVICE inline void apply_averaged_update(float u, float decoupled_wd, float lr,
                                                     float& p) {
-  p -= lr * (u + decoupled_wd * p);
+  p = mul_add(-lr, mul_add(decoupled_wd, p, u), p);
 }
 
 // The factor global-norm clipping multiplies every gradient by (clip.h, after

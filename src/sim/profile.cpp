@@ -52,6 +52,9 @@ class Fields {
     double x = 0;
     SPARQ_RETURN_IF_ERROR(number(k, &x, required, false));
     if (x != std::floor(x)) return Status::error("{}: {}: expected an integer", origin_, key(k));
+    if (x > 0x1p40) {  // a cast of 1e19 to int64 is undefined
+      return Status::error("{}: {}: {} is too large (at most 2^40)", origin_, key(k), x);
+    }
     if (node_[k]) *out = static_cast<std::int64_t>(x);
     return Status::ok();
   }

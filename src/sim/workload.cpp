@@ -100,6 +100,12 @@ Result<ComputeTimes> measured_times(const ModelLayout& layout, const MeasuredCom
   if (m.layers.size() != layout.layers.size())
     return Status::error("compute.measured.layers: {} layers, the model has {}", m.layers.size(),
                          layout.layers.size());
+  // A language model's time scales with its tokens: a seq_len of 0 was taken as 1 and scaled
+  // the compute by the config's whole sequence length (review, 2026-12-05).
+  if (layout.model.is_language_model() && m.seq_len < 1) {
+    return Status::error("compute.measured.seq_len: {} for a language model; it must be at least 1",
+                         m.seq_len);
+  }
   const double tokens = static_cast<double>(micro_batch) * std::max<std::int64_t>(seq_len, 1);
   const double measured_tokens =
       static_cast<double>(m.micro_batch) * std::max<std::int64_t>(m.seq_len, 1);

@@ -56,6 +56,9 @@ TEST(MachineProfile, ErrorsNameTheKey) {
   EXPECT_EQ(error(kProfile, "{name: 100mbit,", "{name: 10gbit,"),
             "t.yaml: networks[1].name: '10gbit' appears twice");
   EXPECT_EQ(error(kProfile, "source: \"a guess\"", "sauce: 1"), "t.yaml: networks[0].sauce: unknown key");
+  // Cast to int64 from a double past its range was undefined (review).
+  EXPECT_EQ(error(kProfile, "micro_batch: 8", "micro_batch: 1e19"),
+            "t.yaml: compute.measured.micro_batch: 1e+19 is too large (at most 2^40)");
   auto p = parse_profile(kProfile, "t.yaml");
   ASSERT_TRUE(p.is_ok());
   EXPECT_EQ(p->network("1gbit").status().message(),

@@ -256,6 +256,13 @@ TEST(Workload, ComputeFromFlopsAndErrors) {
   EXPECT_EQ(measured->source, "measured");
   EXPECT_NEAR(measured->forward_s, 0.020, 1e-12);
   EXPECT_NEAR(measured->backward_s[0], 0.002, 1e-12);
+  // A language model measured at seq_len 0 was scaled by the whole sequence: refused.
+  none.measured->seq_len = 0;
+  auto no_tokens = compute_times(**layout, none, 8, 64);
+  ASSERT_FALSE(no_tokens.is_ok());
+  EXPECT_EQ(no_tokens.status().message(),
+            "profile t: compute.measured.seq_len: 0 for a language model; it must be at least 1");
+  none.measured->seq_len = 64;
   // A measured profile of another model, with no FLOP model to fall back on, says so.
   none.measured->model = "gpt2-tiny n_layer=3";
   auto other = compute_times(**layout, none, 8, 64);

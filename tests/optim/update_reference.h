@@ -2,7 +2,10 @@
 // update_math_test.cpp: the expressions of the CPU loops before they were moved into
 // optim/update_math.h, in the same order and the same float/double mix, so that both the
 // optimizers and the shared functions must reproduce its bits. Independent of update_math.h
-// on purpose: it is the fixed point the shared math is checked against.
+// on purpose: it is the fixed point the shared math is checked against. Its multiply-adds are
+// written out with mul_add (Note [Written-out multiply-adds], core/host_device.h) in the forms
+// the compiler fused before: left to the compiler, an unoptimised (-O1 sanitizer) build fused
+// nothing here while update_math.h's explicit fmas fused.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.h"
 #include "core/param_store.h"
 #include "optim/optimizer.h"
 
@@ -41,7 +45,7 @@ struct Reference {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * (g + wd * store.params()[i]);
+        m[i] = mul_add(b1, m[i], (1.0f - b1) * mul_add(wd, store.params()[i], g));
         g = m[i];
       }
     }
@@ -53,10 +57,10 @@ struct Reference {
     for (const ParamEntry& e : store.entries()) {
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
-        float d = g + decay(e) * store.params()[i];
+        float d = mul_add(decay(e), store.params()[i], g);
         if (config.momentum > 0.0) {
-          m[i] = steps == 0 ? d : mu * m[i] + damp * d;
-          d = config.nesterov ? d + mu * m[i] : m[i];
+          m[i] = steps == 0 ? d : mul_add(mu, m[i], damp * d);
+          d = config.nesterov ? mul_add(mu, m[i], d) : m[i];
         }
         g = d;
       }
@@ -73,10 +77,10 @@ struct Reference {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
-        const float gi = g + wd * store.params()[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-        g = bc1 * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+        const float gi = mul_add(wd, store.params()[i], g);
+        m[i] = mul_add(b1, m[i], (1.0f - b1) * gi);
+        v[i] = mul_add(b2, v[i], (1.0f - b2) * gi * gi);
+        g = bc1 * m[i] / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
       }
     }
   }
@@ -88,7 +92,7 @@ struct Reference {
         const float wd = config.name == "adamw" ? decay(e) : 0.0f;
         for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
           float& p = store.params()[i];
-          p -= lr * (store.grads()[i] + wd * p);
+          p = mul_add(-lr, mul_add(wd, p, store.grads()[i]), p);
         }
       }
     } else if (config.name == "sgd") {
@@ -106,12 +110,12 @@ struct Reference {
       const float wd = decay(e);
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& p = store.params()[i];
-        float d = store.grads()[i] + wd * p;
+        float d = mul_add(wd, p, store.grads()[i]);
         if (config.momentum > 0.0) {
-          m[i] = steps == 0 ? d : mu * m[i] + damp * d;
-          d = config.nesterov ? d + mu * m[i] : m[i];
+          m[i] = steps == 0 ? d : mul_add(mu, m[i], damp * d);
+          d = config.nesterov ? mul_add(mu, m[i], d) : m[i];
         }
-        p -= lr * d;
+        p = mul_add(-lr, d, p);
       }
     }
   }
@@ -146,18 +150,18 @@ struct Reference {
         float& p = store.params()[i];
         float gi = store.grads()[i];
         if (decoupled) {
-          p *= 1.0f - lr * wd;
+          p *= mul_add(-lr, wd, 1.0f);
         } else if (!is_frozen) {
-          gi += wd * p;
+          gi = mul_add(wd, p, gi);
         }
         if (is_frozen) {
           // The buffer holds the aggregated momentum; this rank's m is not replaced by it.
-          p -= step_size * gi / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+          p -= step_size * gi / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
           continue;
         }
-        m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-        p -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+        m[i] = mul_add(b1, m[i], (1.0f - b1) * gi);
+        v[i] = mul_add(b2, v[i], (1.0f - b2) * gi * gi);
+        p -= step_size * m[i] / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
       }
     }
   }

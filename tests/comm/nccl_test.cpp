@@ -15,26 +15,13 @@
 #include "comm/byte_model.h"
 #include "comm/nccl_communicator.h"
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/cuda_handles.h"
+#include "nccl_skip.h"
 #endif
 
 namespace sparq::comm {
 namespace {
 
 #ifdef SPARQ_HAS_NCCL
-// The one reason a multi-rank NCCL test skips once every rank has a device: this node runs
-// more ranks than it has GPUs (NCCL allows one rank per GPU: a one-GPU machine at np 2). Any
-// other failure to build the communicator fails the test (review, 2026-12-05: every error was a
-// skip, so a broken device mapping or init passed as skipped). Collective: call on every rank.
-bool fewer_gpus_than_ranks_on_this_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int ranks_here = 1;
-  MPI_Comm_size(node, &ranks_here);
-  MPI_Comm_free(&node);
-  return ranks_here > cuda::device_count();
-}
-
 Buffer upload(const std::vector<char>& host) {
   Buffer b = Buffer::device(host.size() + 1);
   CUDA_CHECK(cudaMemcpy(b.data(), host.data(), host.size(), cudaMemcpyHostToDevice));
@@ -58,7 +45,7 @@ TEST(NcclCommunicator, ExactCollectivesOnDeviceBuffers) {
   if (!all_have) GTEST_SKIP() << "no CUDA device on some rank: NCCL test skipped";
   auto bootstrap = make_mpi_communicator();
   ASSERT_TRUE(bootstrap.is_ok()) << bootstrap.status().message();
-  const bool too_few_gpus = fewer_gpus_than_ranks_on_this_node();
+  const bool too_few_gpus = testing::fewer_gpus_than_ranks_on_this_node();
   auto made = make_nccl_communicator(*bootstrap.value());
   if (!made.is_ok() && too_few_gpus) GTEST_SKIP() << made.status().message();
   ASSERT_TRUE(made.is_ok()) << made.status().message();

@@ -24,9 +24,9 @@
 #include "comm/nccl_communicator.h"
 #include "comm/stream_engine.h"
 #include "core/cuda/cuda_check.h"
-#include "core/cuda/cuda_handles.h"
 #include "core/cuda/sync_copy.h"
 #include "core/trace.h"
+#include "nccl_skip.h"
 #endif
 
 namespace sparq::comm {
@@ -64,18 +64,6 @@ void CUDART_CB sleep_ms(void* ms) {
 }
 int kStall = 100;
 
-// The one reason a multi-rank NCCL test skips once every rank has a device: this node runs
-// more ranks than it has GPUs (NCCL allows one rank per GPU: a one-GPU machine at np 2). Any
-// other failure to build the communicator fails the test (review, 2026-12-05: every error was a
-// skip, so a broken device mapping or init passed as skipped). Collective: call on every rank.
-bool fewer_gpus_than_ranks_on_this_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int ranks_here = 1;
-  MPI_Comm_size(node, &ranks_here);
-  MPI_Comm_free(&node);
-  return ranks_here > cuda::device_count();
-}
 #endif
 
 class StreamCommEngineTest : public ::testing::Test {
@@ -93,7 +81,7 @@ class StreamCommEngineTest : public ::testing::Test {
     auto bootstrap = make_mpi_communicator();
     ASSERT_TRUE(bootstrap.is_ok()) << bootstrap.status().message();
     bootstrap_ = std::move(bootstrap).value();
-    const bool too_few_gpus = fewer_gpus_than_ranks_on_this_node();
+    const bool too_few_gpus = testing::fewer_gpus_than_ranks_on_this_node();
     auto made = make_nccl_communicator(*bootstrap_);
     if (!made.is_ok()) {
       (too_few_gpus ? skip_ : failure_) = made.status().message();

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -25,21 +24,12 @@ namespace sparq {
 namespace {
 
 using testing::random_vec;
+using testing::same_bits;
+using testing::tie_heavy;
 using testing::to_float;
 
 std::vector<float> rand_f(std::size_t n, std::uint64_t seed, double scale = 1.0) {
   return to_float(random_vec(n, seed, scale));
-}
-
-// Integers in [-3, 3]: many equal values, so max-pool windows have ties.
-std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v = rand_f(n, seed, 1.5);
-  for (float& f : v) f = std::round(f);
-  return v;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 #if SPARQ_HAS_CUDA

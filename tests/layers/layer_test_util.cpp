@@ -17,6 +17,16 @@ std::vector<double> random_vec(std::size_t n, std::uint64_t seed, double scale) 
 
 std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
+std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v = to_float(random_vec(n, seed, 1.5));
+  for (float& f : v) f = std::round(f);
+  return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
 double weighted_sum(const std::vector<double>& y, const std::vector<double>& w) {
   double s = 0;
   for (std::size_t i = 0; i < y.size(); ++i) s += y[i] * w[i];

@@ -19,6 +19,11 @@ namespace sparq::testing {
 // N(0, scale^2) values from the core Philox generator.
 std::vector<double> random_vec(std::size_t n, std::uint64_t seed, double scale = 1.0);
 std::vector<float> to_float(const std::vector<double>& v);
+// Integers in [-3, 3] as floats (rounded normal draws): many equal values, so max-pool
+// windows have ties.
+std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed);
+// Whether a and b hold the same floats bit for bit (same size too).
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b);
 double weighted_sum(const std::vector<double>& y, const std::vector<double>& w);
 
 // Compares analytic d f / d x[i] against (f(x + h e_i) - f(x - h e_i)) / 2h in float64, on

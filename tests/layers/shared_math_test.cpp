@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "layer_test_util.h"
@@ -23,21 +22,12 @@
 namespace sparq {
 namespace {
 
+using testing::same_bits;
+using testing::tie_heavy;
 using testing::view;
 
 std::vector<float> rand_f(std::size_t n, std::uint64_t seed, double scale = 1.0) {
   return testing::to_float(testing::random_vec(n, seed, scale));
-}
-
-// Integers in [-3, 3]: many equal values, so max-pool windows have ties.
-std::vector<float> tie_heavy(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v = rand_f(n, seed, 1.5);
-  for (float& f : v) f = std::round(f);
-  return v;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // The device gathers of pooling_windows.h give the CPU scatter's bits (runs everywhere, so

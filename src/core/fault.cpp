@@ -104,10 +104,8 @@ Result<Spec> parse_spec(const std::string& spec) {
       else if (value == "stall") s.action = Action::kStall;
       else if (value == "fail") s.action = Action::kFail;
       else
-        return Status::error(
-            "SPARQ_FAULT: unknown action '{}' in '{}' (exit, kill, stall, "
-            "fail)",
-            value, spec);
+        return Status::error("SPARQ_FAULT: unknown action '{}' in '{}' (exit, kill, stall, fail)",
+                             value, spec);
     } else {
       return Status::error("SPARQ_FAULT: unknown key '{}' in '{}' (rank, step, hit, action)", key,
                            spec);

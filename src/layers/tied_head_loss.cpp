@@ -25,8 +25,10 @@ RowResult softmax_row(float* z, std::int64_t valid, std::int32_t target, bool gr
   float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
   for (std::int64_t j = 0; j < valid; ++j) mx = std::max(mx, z[j]);
+  // Note [Prediction rule] (prediction_rule.h): the first maximum, NaN never it (std::max
+  // keeps mx when a NaN comes); a row of NaN finds none and predicts 0.
   std::int64_t arg = 0;
-  while (arg < valid && !(z[arg] == mx)) ++arg;  // the first maximum; a NaN row gives valid
+  while (arg < valid && !(z[arg] == mx)) ++arg;
   const float target_logit = z[target];
   float sum = 0;
   if (gradient) {
@@ -46,7 +48,7 @@ RowResult softmax_row(float* z, std::int64_t valid, std::int32_t target, bool gr
     for (std::int64_t j = 0; j < valid; ++j) z[j] *= k;
     z[target] -= grad_scale;
   }
-  return {loss, static_cast<std::int32_t>(std::min<std::int64_t>(arg, valid - 1))};
+  return {loss, static_cast<std::int32_t>(arg < valid ? arg : 0)};
 }
 
 }  // namespace

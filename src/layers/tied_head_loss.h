@@ -9,7 +9,7 @@
 //
 // Method: the counted rows (target != ignore_index) are processed in chunks of chunk_rows.
 // Per chunk: one GEMM gives its logits [chunk, valid]; one pass per row finds the maximum
-// and its first index (the prediction, ties to the lowest index as Model::score), one
+// and its first index (the prediction, Note [Prediction rule] in prediction_rule.h), one
 // vectorized pass sums the exponentials (vector_math.h) and, for a gradient, keeps them;
 // a third pass turns them into dlogits = dloss * (softmax - onehot) / count in place; then
 // dx_chunk = dlogits * table and dtable += dlogits^T * x_chunk (and dbias += column sums).

@@ -167,6 +167,10 @@ Tensor Bert::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
   SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
               "fused_head=0 to read them", config_.spec);
+  SPARQ_CHECK(!loss_gradient_taken_,
+              "{}: after forward_for_backward() the logits buffer holds "
+              "their gradient (Note [Eager head gradient]); read logits after a plain forward()",
+              config_.spec);
   return act(head_slot_->logits(), config_.padded_vocab());
 }
 
@@ -181,9 +185,15 @@ TiedHeadLoss::Operands Bert::head_operands() const {
 float Bert::head_forward(const Batch& batch) {
   const Tensor x = act(mlm_ln_out_, config_.n_embd);
   if (!fused_head_) {
-    word_->project(x, logits());
-    mlm_bias_->forward(logits());
-    return mlm_loss_->forward(logits(), batch.targets);
+    loss_gradient_taken_ = false;
+    const Tensor z = logits();
+    word_->project(x, z);
+    mlm_bias_->forward(z);
+    if (!backward_follows()) return mlm_loss_->forward(z, batch.targets);
+    // Note [Eager head gradient]: the logits' buffer receives their gradient now, seeded
+    // with the target scale (Note [Token-weighted micro-batches]) as in backward below.
+    loss_gradient_taken_ = true;
+    return mlm_loss_->forward_backward(z, batch.targets, z, target_grad_scale_);
   }
   if (!backward_follows())
     return head_slot_->fused_head()->forward(x, head_operands(), batch.targets);
@@ -197,8 +207,15 @@ float Bert::head_forward(const Batch& batch) {
 
 Tensor Bert::nsp_logits() const {
   SPARQ_CHECK(config_.nsp && b_ > 0, "{}: nsp_logits() needs nsp=1 and a forward()", config_.spec);
-  return arena_.view(nsp_logits_, {b_, 2});
+  SPARQ_CHECK(!nsp_gradient_taken_,
+              "{}: after forward_for_backward() the NSP logits buffer "
+              "holds their gradient (Note [Eager head gradient]); read them after a plain "
+              "forward()",
+              config_.spec);
+  return nsp_logits_buffer();
 }
+
+Tensor Bert::nsp_logits_buffer() const { return arena_.view(nsp_logits_, {b_, 2}); }
 
 float Bert::forward(const Batch& batch) {
   check_token_batch(batch, &b_, &t_);
@@ -246,10 +263,15 @@ float Bert::forward(const Batch& batch) {
   mlm_ln_->forward(act(mlm_gelu_out_, dim), act(mlm_ln_out_, dim));
   float loss = head_forward(batch);
   unscored_loss_ = 0;
+  nsp_gradient_taken_ = false;
   if (config_.nsp) {
     forward_nsp(hidden);
     // Trained on, but not over the MLM targets that score() counts (evaluation leaves it out).
-    unscored_loss_ = nsp_loss_->forward(nsp_logits(), batch.nsp_labels);
+    // A training forward takes the NSP logits' gradient too (Note [Eager head gradient]).
+    const Tensor z = nsp_logits_buffer();
+    nsp_gradient_taken_ = backward_follows();
+    unscored_loss_ = nsp_gradient_taken_ ? nsp_loss_->forward_backward(z, batch.nsp_labels, z)
+                                         : nsp_loss_->forward(z, batch.nsp_labels);
     loss += unscored_loss_;
   }
   has_forward_ = true;
@@ -265,14 +287,16 @@ void Bert::forward_nsp(const Tensor& hidden) {
   }
   pooler_->forward(first, pooled);
   tanh_.forward(pooled, pooled);
-  nsp_->forward(pooled, nsp_logits());
+  nsp_->forward(pooled, nsp_logits_buffer());
 }
 
 void Bert::backward_nsp() {
   const std::int64_t dim = config_.n_embd;
   const Tensor pooled = arena_.view(pooled_, {b_, dim}), dpooled = arena_.view(dpooled_, {b_, dim});
-  nsp_loss_->forward_backward(nsp_logits(), batch_.nsp_labels, nsp_logits());
-  nsp_->backward(pooled, nsp_logits(), dpooled);
+  const Tensor z = nsp_logits_buffer();  // their gradient, once the loss has run
+  if (!nsp_gradient_taken_) nsp_loss_->forward_backward(z, batch_.nsp_labels, z);
+  nsp_gradient_taken_ = false;
+  nsp_->backward(pooled, z, dpooled);
   ready(layer_nsp_);
   tanh_.backward(pooled, dpooled, dpooled);
   pooler_->backward(arena_.view(first_tokens_, {b_, dim}), dpooled,
@@ -297,9 +321,11 @@ void Bert::backward_layers() {
                                                  batch_.targets, dhead, target_grad_scale_);
     }
   } else {
-    mlm_loss_->forward_backward(logits(), batch_.targets, logits(), target_grad_scale_);
-    mlm_bias_->backward(logits());
-    word_->project_backward(act(mlm_ln_out_, dim), logits(), dmid);  // tied: adds into dword
+    const Tensor z = act(head_slot_->logits(), config_.padded_vocab());
+    if (!loss_gradient_taken_)
+      mlm_loss_->forward_backward(z, batch_.targets, z, target_grad_scale_);
+    mlm_bias_->backward(z);
+    word_->project_backward(act(mlm_ln_out_, dim), z, dmid);  // tied: adds into dword
   }
   ready(layer_mlm_bias_);
   mlm_ln_->backward(act(mlm_gelu_out_, dim), dhead, dbranch);

@@ -44,7 +44,7 @@ class Bert : public Model {
   void declare(ParamStore& store) const override;
   float forward(const Batch& batch) override;
   Tensor logits() const override;  // MLM logits [B, T, padded_vocab]
-  Tensor nsp_logits() const;       // [B, 2]; only with nsp
+  Tensor nsp_logits() const;       // [B, 2]; only with nsp, after a plain forward()
   std::size_t activation_bytes() const override;
   // The masked positions, whose number varies (Note [Token-weighted micro-batches],
   // train/data_parallel.h): the MLM term's gradient takes the target scale, NSP's does not.
@@ -66,6 +66,7 @@ class Bert : public Model {
   void backward_layers() override;
   Tensor act(int slot, std::int64_t width) const;
   void forward_nsp(const Tensor& hidden);
+  Tensor nsp_logits_buffer() const;  // the NSP logits, or their gradient once taken
   const std::vector<std::int32_t>* head_predictions() const override;
   float head_forward(const Batch& batch);  // mlm.ln's output -> MLM loss
   TiedHeadLoss::Operands head_operands() const;
@@ -94,6 +95,8 @@ class Bert : public Model {
   int mlm_dense_out_ = -1, mlm_gelu_out_ = -1, mlm_ln_out_ = -1;
   // NSP: each sequence's first token (the pooler's input), pooler out, logits, gradients.
   int first_tokens_ = -1, pooled_ = -1, nsp_logits_ = -1, dfirst_tokens_ = -1, dpooled_ = -1;
+  // Note [Eager head gradient] (model.h): the NSP loss has written its logits' gradient.
+  bool nsp_gradient_taken_ = false;
   // Gradient scratch: the stream at encoder boundaries (forward borrows it for a branch's
   // output), the stream between an encoder's two sublayers, a branch's gradient, a second
   // one (attention's input gradient: a layer's dx may not alias its dy), the MLP's wide one.

@@ -112,6 +112,10 @@ Tensor Gpt2::logits() const {
   SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
   SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
               "fused_head=0 to read them", config_.spec);
+  SPARQ_CHECK(!loss_gradient_taken_,
+              "{}: after forward_for_backward() the logits buffer holds "
+              "their gradient (Note [Eager head gradient]); read logits after a plain forward()",
+              config_.spec);
   return act(head_slot_->logits(), config_.padded_vocab());
 }
 
@@ -122,8 +126,13 @@ const std::vector<std::int32_t>* Gpt2::head_predictions() const {
 float Gpt2::head_forward(const Batch& batch) {
   const Tensor x = act(ln_f_out_, config_.n_embd);
   if (!fused_head_) {
-    wte_->project(x, logits());
-    return loss_->forward(logits(), batch.targets);
+    loss_gradient_taken_ = false;
+    const Tensor z = logits();
+    wte_->project(x, z);
+    if (!backward_follows()) return loss_->forward(z, batch.targets);
+    // Note [Eager head gradient]: the logits' buffer receives their gradient now.
+    loss_gradient_taken_ = true;
+    return loss_->forward_backward(z, batch.targets, z);
   }
   const TiedHeadLoss::Operands head{wte_->table(), wte_->table_grad(), {}, {}};
   if (!backward_follows()) return head_slot_->fused_head()->forward(x, head, batch.targets);
@@ -180,9 +189,10 @@ void Gpt2::backward_layers() {
       head_slot_->fused_head()->forward_backward(act(ln_f_out_, dim), head, batch_.targets, dhead);
     }
   } else {
-    // The logits' buffer receives their gradient: they are not needed any more.
-    loss_->forward_backward(logits(), batch_.targets, logits());
-    wte_->project_backward(act(ln_f_out_, dim), logits(), dbranch);  // tied: adds into dwte
+    // The logits' buffer receives their gradient (already, after forward_for_backward()).
+    const Tensor z = act(head_slot_->logits(), config_.padded_vocab());
+    if (!loss_gradient_taken_) loss_->forward_backward(z, batch_.targets, z);
+    wte_->project_backward(act(ln_f_out_, dim), z, dbranch);  // tied: adds into dwte
   }
   if (tied_split_) report_early(layer_wte_);  // Note [Tied embedding split], model.h
   ln_f_->backward(act(x_out_, dim), dhead, dres);

@@ -1,7 +1,5 @@
 #include "models/model.h"
 
-#include "models/model_registry.h"
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,8 +7,10 @@
 
 #include "core/check.h"
 #include "core/tensor_copy.h"
+#include "layers/row_predictions.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
+#include "models/model_registry.h"
 #include "models/vgg.h"
 
 namespace sparq {
@@ -56,6 +56,7 @@ void Model::backward(const GradReadyFn& on_ready) {
   on_ready_ = nullptr;
   has_forward_ = false;
   head_gradient_added_ = false;
+  loss_gradient_taken_ = false;
 }
 
 float Model::forward_for_backward(const Batch& batch) {
@@ -125,11 +126,10 @@ Tensor Model::dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& 
   return scratch;
 }
 
-// score() of the fused head: the head recorded each counted row's argmax over the real
-// columns (ties to the lowest index), so only the targets are read.
+// score() from each row's prediction (Note [Prediction rule]): the fused head's, recorded by
+// its forward, or those of the logits.
 Model::Score Model::score_predictions(const std::vector<std::int32_t>& predicted,
-                                      const Batch& batch) const {
-  const Tensor& targets = batch.targets;
+                                      const Tensor& targets) const {
   SPARQ_CHECK(targets.dtype() == DType::kI32, "{}: targets must be int32, got {}", config_.spec,
               targets.str());
   SPARQ_CHECK(static_cast<std::int64_t>(predicted.size()) == targets.numel(),
@@ -155,29 +155,20 @@ Model::Score Model::score(const Batch& batch) const {
 Model::Score Model::counted_targets(const Batch& batch) const {
   const bool lm = config_.is_language_model();
   if (const std::vector<std::int32_t>* predicted = head_predictions()) {
-    return score_predictions(*predicted, batch);
+    return score_predictions(*predicted, batch.targets);
   }
   const Tensor z = logits();
   const Tensor& targets = lm ? batch.targets : batch.labels;
   // LM logits are [B, T, padded_vocab] against targets [B, T]; VGG's [B, K] against [B].
   const Shape expected = lm ? Shape{z.dim(0), z.dim(1)} : Shape{z.dim(0)};
   check_batch_tensor(config_.spec, lm ? "targets" : "labels", targets, DType::kI32, expected);
-  const std::int64_t width = z.dim(-1), rows = z.numel() / width;
+  const std::int64_t width = z.dim(-1);
   const std::int64_t real = lm ? config_.vocab_size : width;  // columns that can be predicted
-  // Evaluation only: a device model's logits and targets are read on the host.
-  std::vector<float> logits_host;
-  const float* p = host_floats(z, logits_host);
-  std::vector<std::int32_t> targets_host(static_cast<std::size_t>(targets.numel()));
-  copy_to_host(targets, targets_host.data());
-  const std::int32_t* y = targets_host.data();
-  Score s;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    if (y[r] == kIgnoreIndex) continue;  // masked-LM positions, evaluation's padding rows
-    const float* row = p + r * width;
-    ++s.count;
-    s.correct += std::max_element(row, row + real) - row == y[r];
-  }
-  return s;
+  // Note [Prediction rule]: a device model's rows are reduced on the device, and only the
+  // predictions come to the host.
+  std::vector<std::int32_t> predicted(static_cast<std::size_t>(targets.numel()));
+  row_predictions(z, real, predicted.data(), store().context(), prediction_scratch_);
+  return score_predictions(predicted, targets);
 }
 
 std::int64_t count_counted_targets(const Tensor& targets) {

@@ -45,6 +45,13 @@
 // any other layer; a backward() after it runs the head's pass again, with its gradient (one
 // more GEMM of the head). The trainer and bench_models use forward_for_backward(). What the
 // scheduler sees is the same either way: the table's layer is reported in backward().
+// The unfused head (fused_head=0, every CUDA store) and VGG take the cross-entropy's gradient
+// in forward_for_backward() too: the loss layer's one fused pass gives the loss and the
+// logits' gradient together (CrossEntropy::forward_backward), where a plain forward()
+// followed by backward() runs it twice, and on the GPU waits for the loss twice per
+// micro-batch. Only the logits' gradient is taken early; the gradient buffer is untouched
+// until backward(). A language model's logits buffer then holds that gradient, so logits()
+// (and score()) are refused until the next plain forward(); VGG keeps a separate gradient.
 //
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A
@@ -163,8 +170,10 @@ class Model {
   // Counts of the last forward(batch), with the same batch; before backward(), which consumes
   // LM logits. LMs count targets != kIgnoreIndex (BERT: the MLM targets, not NSP) and take the
   // argmax over the vocab_size real columns, never the padded ones; VGG counts every image.
-  // Ties go to the lowest index. Written once here, not per architecture: the models differ
-  // only in where the targets are and how many logit columns are real, which config_ says.
+  // Ties go to the lowest index and NaN is never the argmax (Note [Prediction rule],
+  // layers/prediction_rule.h); a device model's argmax runs on the device. Written once
+  // here, not per architecture: the models differ only in where the targets are and how
+  // many logit columns are real, which config_ says.
   Score score(const Batch& batch) const;
 
   // Note [Token-weighted micro-batches] (train/data_parallel.h): whether the loss is a mean
@@ -245,7 +254,8 @@ class Model {
   void mark_head_gradient_added();
   // The fused head's per-row predictions of the last forward (score() uses them), or null.
   virtual const std::vector<std::int32_t>* head_predictions() const { return nullptr; }
-  Score score_predictions(const std::vector<std::int32_t>& predicted, const Batch& batch) const;
+  // Counts `targets` (LM targets, VGG labels) and the predictions that hit them.
+  Score score_predictions(const std::vector<std::int32_t>& predicted, const Tensor& targets) const;
   Score counted_targets(const Batch& batch) const;  // score() without unscored_loss
 
   ModelConfig config_;
@@ -258,6 +268,10 @@ class Model {
   bool fused_head_ = false;  // set by bind_layers
   bool head_gradient_added_ = false;
   bool backward_follows_ = false;  // inside forward_for_backward()
+  // Note [Eager head gradient]: the last forward was forward_for_backward() and the loss
+  // layer has written the logits' gradient; backward() starts from it. Set by each model's
+  // head (every forward), cleared by backward().
+  bool loss_gradient_taken_ = false;
   bool tied_split_ = false;
   RowSparseGrad tied_lookup_grad_;
 
@@ -268,6 +282,8 @@ class Model {
   const GradReadyFn* on_ready_ = nullptr;
   int next_ready_ = -1;
   int reported_early_ = -1;  // the layer report_early() reported in this backward
+  // score()'s per-row predictions on the device (row_predictions), kept between evaluations.
+  mutable Buffer prediction_scratch_;
 };
 
 // Builds the model a config describes, with activations for `shape`, and logs its

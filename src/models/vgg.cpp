@@ -127,14 +127,18 @@ float Vgg::forward(const Batch& batch) {
   }
   const Tensor flat = flatten(x);
   classifier_->forward(flat, logits());
-  const float loss = loss_->forward(logits(), batch.labels);
+  // Note [Eager head gradient] (model.h): a training forward takes the logits' gradient too.
+  loss_gradient_taken_ = backward_follows();
+  const Tensor dlogits = arena_.view(dlogits_, {b_, config_.num_classes});
+  const float loss = loss_gradient_taken_ ? loss_->forward_backward(logits(), batch.labels, dlogits)
+                                          : loss_->forward(logits(), batch.labels);
   has_forward_ = true;
   return loss;
 }
 
 void Vgg::backward_layers() {
   const Tensor dlogits = arena_.view(dlogits_, {b_, config_.num_classes});
-  loss_->forward_backward(logits(), batch_.labels, dlogits);
+  if (!loss_gradient_taken_) loss_->forward_backward(logits(), batch_.labels, dlogits);
   const Stage& last = stages_.back();
   classifier_->backward(flatten(image_view(last.out, last.out_c, last.out_hw)), dlogits,
                         flatten(image_view(dmap_a_, last.out_c, last.out_hw)));

@@ -1,15 +1,18 @@
 // CUDA LayerNorm, VocabBias and CrossEntropy against their CPU twins (the same layer in a CPU
 // context): odd shapes, forward and backward, guard bands on every device output, and the
-// parameter-gradient accumulation rule. Skipped without a GPU.
+// parameter-gradient accumulation rule; the rows' predictions (scoring) against the host's.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "cuda_layer_test_util.h"
 #include "layers/cross_entropy.h"
 #include "layers/layer_norm.h"
+#include "layers/row_predictions.h"
 #include "layers/vocab_bias.h"
 
 namespace sparq {
@@ -139,6 +142,44 @@ TEST(CudaCrossEntropy, FusedLossAndGradientMatchCpu) {
         EXPECT_EQ(glogits.download(), logits);
       }
     }
+  }
+}
+
+// Note [Prediction rule]: the device's block reduction names each row's prediction exactly
+// as the host's fold does, on rows full of ties, signed zeros, infinities and NaN (a whole
+// NaN row too), widths below and above one block's stride, and a padded tail never chosen.
+TEST(CudaRowPredictions, EqualTheHostsOnTiesAndNan) {
+  SPARQ_SKIP_WITHOUT_GPU();
+  auto ctx = testing::test_cuda_context();
+  ASSERT_NE(ctx, nullptr);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float pool[] = {0.0f, -0.0f, 1.0f, 1.0f, -1.0f, INFINITY, -INFINITY, nan};
+  struct Case {
+    std::int64_t rows, width, real;
+  };
+  for (const Case k :
+       {Case{37, 7, 7}, Case{5, 1000, 999}, Case{3, 50304, 50257}, Case{64, 257, 1}}) {
+    std::vector<float> logits(static_cast<std::size_t>(k.rows * k.width));
+    std::uint64_t state = static_cast<std::uint64_t>(k.width);
+    for (float& v : logits) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = pool[(state >> 33) % 8];
+    }
+    std::fill(logits.begin(), logits.begin() + k.width, nan);  // a row without a number
+    for (std::int64_t r = 0; r < k.rows; ++r) {                // the padded tail's values would win
+      for (std::int64_t j = k.real; j < k.width; ++j) logits[r * k.width + j] = 1e30f;
+    }
+    std::vector<std::int32_t> want(static_cast<std::size_t>(k.rows)), got(want.size(), -7);
+    Buffer scratch;
+    row_predictions(testing::view(logits, {k.rows, k.width}), k.real, want.data(),
+                    ExecContext::cpu(), scratch);
+    GuardedDeviceArray<float> glogits(logits);
+    testing::uploads_done();
+    row_predictions(glogits.view({k.rows, k.width}), k.real, got.data(), *ctx, scratch);
+    EXPECT_EQ(got, want) << k.rows << "x" << k.width;
+    EXPECT_EQ(want[0], 0);
+    EXPECT_EQ(glogits.download(), logits);  // read only
+    EXPECT_TRUE(glogits.guards_intact());
   }
 }
 

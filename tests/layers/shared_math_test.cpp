@@ -2,12 +2,14 @@
 // per-element work is a __host__ __device__ function), checked on the CPU so that every build
 // runs it, with or without CUDA: the pooling windows' gathers against the CPU scatter, the
 // attention kernels' dropout draw against cpu::dropout_scales, GELU's formulas against the
-// float layer. These lived in the gpu-labelled binaries, which a CPU-only build does not make.
+// float layer, the prediction keys against std::max_element. The first three lived in the
+// gpu-labelled binaries, which a CPU-only build does not make.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "layer_test_util.h"
@@ -18,6 +20,7 @@
 #include "layers/dropout.h"
 #include "layers/gelu_math.h"
 #include "layers/pooling.h"
+#include "layers/prediction_rule.h"
 
 namespace sparq {
 namespace {
@@ -114,6 +117,57 @@ TEST(GeluSharedMath, CpuLayerEvaluatesTheHostDeviceFormulas) {
       ASSERT_NEAR(dx[i], want_dx, 1e-6 * std::max(1.0, std::fabs(dyd[i]))) << i;
     }
   }
+}
+
+// Note [Prediction rule]: on rows without NaN the keys' maximum is std::max_element's first
+// maximum, on tie-heavy rows with signed zeros and infinities; any split of a row into parts
+// whose maxima are combined in any order gives the same key (what the device's block
+// reduction relies on).
+TEST(PredictionRule, KeysNameStdMaxElementsFirstMaximumInAnyOrder) {
+  std::uint64_t state = 12345;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(state >> 33);
+  };
+  const float pool[] = {-0.0f,  0.0f,    1.0f,    -1.0f,    2.5f,     -2.5f,
+                        1e-40f, -1e-40f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY};
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::int64_t n = 1 + next() % 97;
+    std::vector<float> row(static_cast<std::size_t>(n));
+    for (float& v : row) v = pool[next() % (trial % 3 == 0 ? 12 : 6)];
+    const auto expected = std::max_element(row.begin(), row.end()) - row.begin();
+    ASSERT_EQ(predicted_index(row.data(), n), expected) << "trial " << trial;
+    std::vector<std::uint64_t> parts;  // maxima of random runs, combined in reverse order
+    for (std::int64_t j = 0; j < n;) {
+      const std::int64_t len = 1 + next() % 9;
+      std::uint64_t best = 0;
+      for (std::int64_t i = j; i < std::min(n, j + len); ++i) {
+        best = std::max(best, prediction_key(row[i], static_cast<std::uint32_t>(i)));
+      }
+      parts.push_back(best);
+      j += len;
+    }
+    std::uint64_t combined = 0;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) combined = std::max(combined, *it);
+    ASSERT_EQ(prediction_of_key(combined), expected) << "trial " << trial;
+  }
+}
+
+// Where std::max_element lets a NaN decide (a NaN first: nothing compares greater), the rule
+// skips it; a row of NaN, or an empty one, predicts 0; the real columns end the row.
+TEST(PredictionRule, NanIsNeverTheMaximum) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> nan_first = {nan, 1.0f, 3.0f, nan, 3.0f};
+  EXPECT_EQ(predicted_index(nan_first.data(), 5), 2);
+  const std::vector<float> nan_between = {-INFINITY, nan, -INFINITY};
+  EXPECT_EQ(predicted_index(nan_between.data(), 3), 0);
+  const std::vector<float> all_nan = {nan, nan, nan};
+  EXPECT_EQ(predicted_index(all_nan.data(), 3), 0);
+  EXPECT_EQ(predicted_index(all_nan.data(), 0), 0);
+  const std::vector<float> padded = {1.0f, 2.0f, 9.0f};  // column 2 is padding
+  EXPECT_EQ(predicted_index(padded.data(), 2), 1);
+  EXPECT_EQ(prediction_key(nan, 0), 0u);
+  EXPECT_GT(prediction_key(-INFINITY, 0xffffffffu), 0u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The fused CPU head inside the language models (model key fused_head, Note [Eager head
 // gradient] in models/model.h): its two entry paths agree bit for bit, it agrees with the
 // materialized head up to rounding, and it keeps no logits; its slot is planned per device
-// (Note [Head slot], models/lm_head_slot.h).
+// (Note [Head slot], models/lm_head_slot.h). The materialized head and VGG take their loss's
+// gradient in forward_for_backward() too: the same bits, one cross-entropy pass.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/profile.h"
+#include "models/bert.h"
 #include "models/lm_head_slot.h"
 #include "models/model.h"
 #include "models/model_test_util.h"
@@ -47,6 +50,77 @@ TEST(FusedHead, ForwardForBackwardEqualsForwardThenBackward) {
     EXPECT_EQ(std::memcmp(eager.grads.data(), plain.grads.data(), eager.grads.size() * 4), 0)
         << spec;
   }
+}
+
+// Cross-entropy passes of one step, by entry: forward() (loss only) and forward_backward().
+struct LossCalls {
+  std::int64_t loss_only = 0, with_gradient = 0;
+};
+LossCalls loss_calls_of_one_step(const std::string& spec, bool eager) {
+  profile::set_enabled(true);
+  train_pass(spec, eager);
+  profile::set_enabled(false);
+  LossCalls c;
+  for (const profile::Row& row : profile::rows()) {
+    if (row.name == "cross_entropy.forward") c.loss_only = row.calls;
+    if (row.name == "cross_entropy.backward") c.with_gradient = row.calls;
+  }
+  profile::reset();
+  return c;
+}
+
+// Note [Eager head gradient]: the materialized head (BERT's NSP loss as well) and VGG give
+// forward_for_backward() + backward() the bits of forward() + backward(), with one
+// cross-entropy pass per loss instead of two (a loss-only pass, then one with the gradient).
+TEST(EagerLossGradient, MaterializedHeadsAndVggRunTheirLossOnce) {
+  struct Case {
+    const char* spec;
+    std::int64_t losses;  // cross-entropy layers in the model
+  };
+  for (const Case c :
+       {Case{"gpt2-tiny vocab_size=1000 fused_head=0", 1}, Case{"bert-tiny nsp=1 fused_head=0", 2},
+        Case{"bert-tiny nsp=1", 1}, Case{"vgg-tiny", 1}}) {
+    const Pass eager = train_pass(c.spec, true), plain = train_pass(c.spec, false);
+    EXPECT_EQ(eager.loss, plain.loss) << c.spec;
+    ASSERT_EQ(eager.grads.size(), plain.grads.size());
+    EXPECT_EQ(std::memcmp(eager.grads.data(), plain.grads.data(), eager.grads.size() * 4), 0)
+        << c.spec;
+    const LossCalls once = loss_calls_of_one_step(c.spec, true);
+    EXPECT_EQ(once.loss_only, 0) << c.spec;
+    EXPECT_EQ(once.with_gradient, c.losses) << c.spec;
+    const LossCalls twice = loss_calls_of_one_step(c.spec, false);
+    EXPECT_EQ(twice.loss_only, c.losses) << c.spec;
+    EXPECT_EQ(twice.with_gradient, c.losses) << c.spec;
+  }
+}
+
+// After forward_for_backward() a language model's logits buffers hold their gradient: reading
+// them is refused with the reason until a plain forward(); VGG keeps its logits.
+TEST(EagerLossGradient, LogitsHoldingTheirGradientAreRefused) {
+  ParamStore store;
+  auto bert = testing::bound_model("bert-tiny nsp=1 fused_head=0", {1, 8}, store);
+  testing::RandomBatch data(bert->config(), 1, 8, 7);
+  bert->forward_for_backward(data.batch);
+  EXPECT_DEATH(bert->logits(),
+               "bert-tiny nsp=1 fused_head=0: after forward_for_backward\\(\\) "
+               "the logits buffer holds their gradient");
+  EXPECT_DEATH(bert->score(data.batch), "the logits buffer holds their gradient");
+  EXPECT_DEATH(dynamic_cast<Bert&>(*bert).nsp_logits(),
+               "the NSP logits buffer holds their gradient");
+  bert->backward();
+  bert->forward(data.batch);
+  EXPECT_EQ(bert->logits().dim(0), 1);
+  EXPECT_EQ(dynamic_cast<Bert&>(*bert).nsp_logits().dim(0), 1);
+  bert->forward_for_backward(data.batch);  // a plain forward() in between took it back
+  bert->forward(data.batch);
+  bert->backward();
+
+  ParamStore vgg_store;
+  auto vgg = testing::bound_model("vgg-tiny", {2, 0}, vgg_store);
+  testing::RandomBatch images(vgg->config(), 2, 0, 7);
+  vgg->forward_for_backward(images.batch);
+  EXPECT_EQ(vgg->score(images.batch).count, 2);
+  vgg->backward();
 }
 
 TEST(FusedHead, AgreesWithTheMaterializedHead) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,6 +87,23 @@ TEST(ModelScore, VggCountsEveryImage) {
   f.set_row(2, {{2, 5.0f}});
   y[2] = 0;  // miss
   f.expect_score(3, 2);
+}
+
+// Note [Prediction rule] (layers/prediction_rule.h): a NaN is never the prediction, where
+// std::max_element, which the host scoring used, lets a leading NaN win.
+TEST(ModelScore, NanIsNeverPredicted) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const bool lm : {true, false}) {
+    // Two rows each: one sequence of two tokens, or two images.
+    Forwarded f(lm ? "gpt2-tiny vocab_size=1000 fused_head=0" : "vgg-tiny", lm ? 1 : 2, lm ? 2 : 0);
+    std::int32_t* y = f.targets();
+    f.set_row(0, {{0, nan}, {3, 2.0f}});
+    y[0] = 3;  // hit
+    const Tensor z = f.model->logits();
+    std::fill(z.data<float>() + z.dim(-1), z.data<float>() + 2 * z.dim(-1), nan);
+    y[1] = 0;  // hit: a row without a number predicts 0
+    f.expect_score(2, 2);
+  }
 }
 
 TEST(ModelScore, NeedsAForwardNotConsumedByBackward) {

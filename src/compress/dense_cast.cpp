@@ -5,6 +5,7 @@
 
 #include "compress/device_codec.h"
 #include "core/check.h"
+#include "core/host_device.h"
 #include "core/ops.h"
 
 namespace sparq::compress {
@@ -102,7 +103,8 @@ void DenseCastCompressor::decode(std::span<const std::uint8_t> msg, std::span<fl
     if (mode == DecodeMode::kSet) {
       for (std::size_t j = 0; j < len; ++j) y[j] = factor * wide[j];
     } else {
-      for (std::size_t j = 0; j < len; ++j) y[j] += factor * wide[j];
+      // Note [Written-out multiply-adds] (core/host_device.h): the device's bits.
+      for (std::size_t j = 0; j < len; ++j) y[j] = mul_add(factor, wide[j], y[j]);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include "compress/randomk_positions.h"
 #include "compress/sparse_format.h"
 #include "core/check.h"
+#include "core/host_device.h"
 #include "core/rng.h"
 
 namespace sparq::compress {
@@ -69,7 +70,8 @@ void RandomkCompressor::decode(std::span<const std::uint8_t> msg, std::span<floa
   const std::uint8_t* in = msg.data();
   // Strata are disjoint, so parallel writes never collide.
   for_each_position(out.size(), k, ctx, [&](std::size_t j, std::size_t pos) {
-    out[pos] += alpha * load_f32(in + 4 * j);
+    // Note [Written-out multiply-adds] (core/host_device.h): the device's bits.
+    out[pos] = mul_add(alpha, load_f32(in + 4 * j), out[pos]);
   });
 }
 

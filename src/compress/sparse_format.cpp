@@ -1,5 +1,6 @@
 #include "compress/sparse_format.h"
 
+#include "core/host_device.h"
 #include "core/ops.h"
 
 namespace sparq::compress {
@@ -195,7 +196,10 @@ void decode_sparse_f32(std::span<const std::uint8_t> msg, std::span<float> out, 
   const std::uint8_t* values = sparse_f32_values(msg, out.size(), who, h);
   prepare_output(out, mode);
   for_each_index(h, msg.data() + kSparseHeaderBytes, out.size(),
-                 [&](std::uint32_t j, std::uint32_t i) { out[i] += alpha * load_f32(values + 4 * j); });
+                 [&](std::uint32_t j, std::uint32_t i) {
+                   // Note [Written-out multiply-adds] (core/host_device.h): the device's bits.
+                   out[i] = mul_add(alpha, load_f32(values + 4 * j), out[i]);
+                 });
 }
 
 }  // namespace sparq::compress

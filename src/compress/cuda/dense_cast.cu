@@ -2,6 +2,7 @@
 #include "compress/cuda/grid.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/half_math.h"
+#include "core/host_device.h"
 
 namespace sparq::cuda {
 namespace {
@@ -24,7 +25,8 @@ __global__ void encode_feedback_kernel(bool half, const float* g, float* e, std:
     const std::uint16_t bits =
         half ? half_bits_of(clamp_to_half_range(scaled)) : bf16_bits_of(scaled);
     out[i] = bits;
-    e[i] = a + minus_p * (half ? float_of_half_bits(bits) : float_of_bf16_bits(bits));
+    // The CPU's decode into e with alpha -1 (Note [Written-out multiply-adds]).
+    e[i] = mul_add(minus_p, half ? float_of_half_bits(bits) : float_of_bf16_bits(bits), a);
   }
 }
 
@@ -33,7 +35,7 @@ __global__ void decode_kernel(bool half, const std::uint16_t* in, std::size_t n,
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const float wide = half ? float_of_half_bits(in[i]) : float_of_bf16_bits(in[i]);
     if (add) {
-      y[i] += factor * wide;
+      y[i] = mul_add(factor, wide, y[i]);  // Note [Written-out multiply-adds]
     } else {
       y[i] = factor * wide;
     }

@@ -11,6 +11,7 @@
 #include "compress/quant_math.h"
 #include "compress/sparse_bound.h"
 #include "core/cuda/cuda_check.h"
+#include "core/host_device.h"
 
 namespace sparq::cuda {
 namespace {
@@ -47,8 +48,8 @@ DecodeLayout decode_layout_for(std::size_t n, std::size_t k) {
   return l;
 }
 
-// out[idx[j]] += alpha * v_j: decode_sparse_f32's `out[i] += alpha * v`, which g++ contracts
-// into one fma where the CPU has FMA (-march=native), as here.
+// out[idx[j]] += alpha * v_j: decode_sparse_f32's mul_add (Note [Written-out multiply-adds],
+// core/host_device.h).
 __global__ void f32_scatter_kernel(const std::uint8_t* in, float alpha, const std::uint32_t* idx,
                                    float* out, const std::uint32_t* bad) {
   if (*bad != 0) return;  // a message that failed validation adds nothing
@@ -56,7 +57,7 @@ __global__ void f32_scatter_kernel(const std::uint8_t* in, float alpha, const st
   const std::size_t count = load_u32(in);
   for (std::size_t j = first_index(); j < count; j += stride()) {
     const float v = load_f32(section + 4 * j);
-    out[idx[j]] = __fmaf_rn(alpha, v, out[idx[j]]);
+    out[idx[j]] = mul_add(alpha, v, out[idx[j]]);
   }
 }
 

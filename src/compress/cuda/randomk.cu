@@ -4,6 +4,7 @@
 #include "compress/cuda/wire_bytes.cuh"
 #include "compress/randomk_positions.h"
 #include "core/cuda/cuda_check.h"
+#include "core/host_device.h"
 
 namespace sparq::cuda {
 namespace {
@@ -30,7 +31,7 @@ __global__ void decode_kernel(const std::uint8_t* msg, std::size_t n, RandomkArg
                               float* y) {
   for (std::size_t j = first_index(); j < a.k; j += stride()) {
     const std::size_t pos = randomk_position(n, a.k, j, a.key, a.stream);
-    y[pos] = y[pos] + alpha * load_f32(msg + 4 * j);
+    y[pos] = mul_add(alpha, load_f32(msg + 4 * j), y[pos]);  // Note [Written-out multiply-adds]
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/threading.h"
@@ -102,9 +103,14 @@ double sum_squares(const float* x, std::size_t n) { return dot(x, x, n); }
 
 float max_abs(const float* x, std::size_t n) {
   float m = 0.0f;
-#pragma omp parallel for simd reduction(max : m) if (n > kParallelThreshold)
-  for (std::size_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(x[i]));
-  return m;
+  int nan = 0;  // std::fmax drops a NaN: counted apart, so that one makes the result NaN
+#pragma omp parallel for simd reduction(max : m) reduction(| : nan) if (n > kParallelThreshold)
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    m = std::fmax(m, a);
+    nan |= static_cast<int>(a != a);
+  }
+  return nan != 0 ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
 bool all_finite(const float* x, std::size_t n) {

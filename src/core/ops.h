@@ -16,7 +16,7 @@ void add(const float* a, const float* b, float* out, std::size_t n);  // out = a
 double sum(const float* x, std::size_t n);
 double dot(const float* x, const float* y, std::size_t n);
 double sum_squares(const float* x, std::size_t n);
-float max_abs(const float* x, std::size_t n);
+float max_abs(const float* x, std::size_t n);  // NaN when any x is NaN; 0 when n == 0
 bool all_finite(const float* x, std::size_t n);
 
 }  // namespace sparq::ops

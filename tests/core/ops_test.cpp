@@ -30,6 +30,9 @@ TEST(Ops, ElementwiseAndReductions) {
   EXPECT_TRUE(ops::all_finite(x.data(), n));
   x[n - 1] = NAN;
   EXPECT_FALSE(ops::all_finite(x.data(), n));
+  EXPECT_TRUE(std::isnan(ops::max_abs(x.data(), n)));  // never dropped, as std::fmax would
+  EXPECT_TRUE(std::isnan(ops::max_abs(x.data() + n - 1, 1)));
+  EXPECT_EQ(ops::max_abs(x.data(), 0), 0.0f);
   x[n - 1] = INFINITY;
   EXPECT_FALSE(ops::all_finite(x.data(), n));
   ops::fill(x.data(), n, 0.25f);

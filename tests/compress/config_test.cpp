@@ -20,7 +20,7 @@ void expect_rejected(const std::string& name, std::map<std::string, std::string>
 }
 
 TEST(CompressConfig, EveryNameBuildsWithDefaults) {
-  for (const std::string& name : compressor_names()) {
+  for (const std::string& name : testing::builtin_compressor_names()) {
     auto c = testing::make(name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_EQ(c->name(), name);

@@ -20,6 +20,16 @@ inline std::vector<float> normal_vector(std::size_t n, std::uint64_t seed, float
   return v;
 }
 
+// The built-in compressors, in registration order. The registry tests register more (one of
+// them deliberately broken), so a test that walks every compressor takes this list, not
+// compressor_names(): its result must not depend on the order the tests run in.
+inline const std::vector<std::string>& builtin_compressor_names() {
+  static const std::vector<std::string> names = {
+      "none", "fp16",     "bf16",    "topk",   "topk_sampled", "randomk",  "threshold", "gtopk",
+      "qsgd", "terngrad", "signsgd", "onebit", "blockquant",   "powersgd", "dgc",       "lbs"};
+  return names;
+}
+
 inline std::unique_ptr<Compressor> make(const std::string& name,
                                         std::map<std::string, std::string> params = {}) {
   CompressConfig config;

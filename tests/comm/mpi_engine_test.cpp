@@ -1,6 +1,7 @@
 // CommEngine over the MPI backend under mpirun 1-4: many collectives in flight complete in
 // FIFO order with exact results, the engine works while the caller's thread computes, and a
-// task failing on one rank surfaces there without stalling later collectives.
+// task failing on one rank surfaces there without stalling later collectives; a traced
+// task's span carries the bytes its collectives put on the wire.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,11 +9,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "comm/byte_model.h"
 #include "comm/comm_engine.h"
 #include "comm/mpi_communicator.h"
 #include "comm_test_util.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "core/trace.h"
 
 namespace sparq::comm {
 namespace {
@@ -125,6 +128,44 @@ TEST(MpiCommEngine, FailureOnOneRankSurfacesThereAndLaterTasksStillRun) {
   ASSERT_TRUE(engine.wait(next).is_ok());
   EXPECT_EQ(value, size * (size + 1) / 2);
   EXPECT_EQ(second, size);
+}
+
+// The span of a traced task holds what its collectives sent from this rank: two ring
+// allreduces of different sizes in one task, by the ring model (byte_model.h), and 0 on a
+// world of one (the self-communicator test's only case).
+TEST(MpiCommEngine, TraceSpansCarryTheBytesSentOnTheWire) {
+  auto comm = make_comm();
+  TraceRecorder trace;
+  trace.enable(true);
+  CommEngine engine(*comm, {.timeout_s = 60, .name = "traced", .trace = &trace});
+  const int rank = comm->rank(), size = comm->size();
+  std::vector<float> a(1003, 1.0f), b(40, 2.0f);
+  ASSERT_TRUE(engine
+                  .run("allreduce buckets 0-1", 5,
+                       [&](Communicator& c) {
+                         c.allreduce(a.data(), a.data(), a.size(), DType::kF32, ReduceOp::kSum);
+                         c.allreduce(b.data(), b.data(), b.size(), DType::kF32, ReduceOp::kSum);
+                         return Status::ok();
+                       })
+                  .is_ok());
+  ASSERT_TRUE(engine
+                  .run("allreduce bucket 2", 6,
+                       [&](Communicator& c) {
+                         c.allreduce(b.data(), b.data(), b.size(), DType::kF32, ReduceOp::kSum);
+                         return Status::ok();
+                       })
+                  .is_ok());
+  const auto spans = trace.spans();
+  ASSERT_EQ(spans.size(), 2u);
+  const std::uint64_t want = ring_allreduce_bytes(a.size(), 4, rank, size).sent +
+                             ring_allreduce_bytes(b.size(), 4, rank, size).sent;
+  EXPECT_EQ(spans[0].bytes, static_cast<std::int64_t>(want));
+  EXPECT_EQ(spans[1].bytes,
+            static_cast<std::int64_t>(ring_allreduce_bytes(b.size(), 4, rank, size).sent));
+  if (size > 1) {
+    EXPECT_GT(spans[0].bytes, 0);
+  }
+  EXPECT_EQ(a[0], static_cast<float>(size));
 }
 
 }  // namespace

@@ -126,7 +126,8 @@ std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t
 // be read or holds no complete checkpoint (the message says which, and names `root`).
 Result<std::string> latest_checkpoint(const std::string& root);
 // What --resume PATH names: a step directory itself (an error when it does not exist or is
-// incomplete), or a checkpoint root's latest_checkpoint().
+// incomplete), a complete directory under another name (a step set aside as
+// "<step dir>.superseded"), or a checkpoint root's latest_checkpoint().
 Result<std::string> resolve_checkpoint_dir(const std::string& path);
 // Whether `a` and `b` name one existing directory (false when either does not exist).
 bool same_directory(const std::string& a, const std::string& b);

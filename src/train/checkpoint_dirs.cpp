@@ -187,7 +187,10 @@ Result<std::string> latest_checkpoint(const std::string& root) {
 }
 
 Result<std::string> resolve_checkpoint_dir(const std::string& path) {
-  if (!parse_step(path).is_ok()) return latest_checkpoint(path);
+  // A complete directory under another name is a step set aside by a branching run
+  // ("step-00000006.superseded", set_aside_newer_checkpoints): named by hand to go back to
+  // that history, it resumes like any step (the step comes from the file, not the name).
+  if (!parse_step(path).is_ok() && !is_complete(path)) return latest_checkpoint(path);
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
     // "step-100" for "step-00000100" is a typo, not an interrupted save (review).

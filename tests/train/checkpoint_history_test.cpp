@@ -1,7 +1,8 @@
 // Checkpoints of two histories in one train.checkpoint_dir, in one process (one rank):
 // a run resumed from an earlier step sets aside the later steps of the run it branched from,
 // so that --resume of the directory and train.keep_checkpoints see its own steps; a run
-// resumed from its final checkpoint leaves that checkpoint as it is.
+// resumed from its final checkpoint leaves that checkpoint as it is; a step set aside resumes
+// when named.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -72,6 +73,28 @@ TEST(CheckpointHistory, AResumeFromAnEarlierStepSetsAsideTheLaterSteps) {
   // The directory resumes this history, and retention kept its steps 4 and 5.
   EXPECT_EQ(*parse_step(*latest_checkpoint(root)), 5);
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
+}
+
+// The history set aside can be taken up again by naming its directory: it resumes bit for
+// bit (the checksum of an uninterrupted run), and its later saves set aside nothing of the
+// branch, whose steps are all earlier.
+TEST(CheckpointHistory, ASetAsideStepResumesByItsName) {
+  const std::string root = fresh_dir("back");
+  ASSERT_TRUE(train(root, 6, "").is_ok());
+  ASSERT_TRUE(train(root, 5, checkpoint_dir(root, 4)).is_ok());
+  const std::string set_aside = checkpoint_dir(root, 6) + ".superseded";
+  ASSERT_TRUE(is_complete(set_aside));
+  EXPECT_EQ(*resolve_checkpoint_dir(set_aside), set_aside);
+  auto resumed = train(root, 8, set_aside);
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_EQ(resumed->steps_run, 2);
+  auto straight = train(fresh_dir("back_straight"), 8, "");
+  ASSERT_TRUE(straight.is_ok());
+  EXPECT_EQ(resumed->param_checksum, straight->param_checksum);
+  EXPECT_EQ(*parse_step(*latest_checkpoint(root)), 8);
+  // A directory that is neither complete nor a root holding one is still refused.
+  fs::create_directories(root + "/empty.superseded");
+  EXPECT_FALSE(resolve_checkpoint_dir(root + "/empty.superseded").is_ok());
 }
 
 TEST(CheckpointHistory, AResumeFromTheFinalStepLeavesItsCheckpointAsItIs) {

@@ -18,12 +18,26 @@
 namespace sparq::fault {
 namespace {
 
-// Every name passed to point(), the table of docs/reliability.md ("Fault injection"). A spec
-// naming anything else would never fire and the trial would pass without its fault, so it
-// is refused; point() refuses a name missing here while faults are armed.
-constexpr std::array<std::string_view, 8> kPoints = {
-    "checkpoint.write",    "checkpoint.rename", "checkpoint.complete", "gradient.nonfinite",
-    "exchange.compressed", "shard.close",       "shard.rename",        "comm.collective"};
+// Every name passed to point(), the table of docs/reliability.md ("Fault injection"), with
+// what its callers pass: whether a step (the others pass -1), and whether only rank 0 ever
+// reaches it. A spec that cannot match would never fire and the trial would pass without its
+// fault, so it is refused: a name missing here, step= for a point without steps, rank= other
+// than 0 for a rank-0 point. point() refuses a name missing here while faults are armed.
+struct PointInfo {
+  std::string_view name;
+  bool has_step;
+  bool rank0_only;  // checkpoint.complete (rank 0 marks); prepare_data is one process
+};
+constexpr std::array<PointInfo, 8> kPoints = {{
+    {"checkpoint.write", true, false},
+    {"checkpoint.rename", true, false},
+    {"checkpoint.complete", true, true},
+    {"gradient.nonfinite", true, false},
+    {"exchange.compressed", true, false},
+    {"shard.close", false, true},
+    {"shard.rename", false, true},
+    {"comm.collective", false, false},
+}};
 
 enum class Action { kExit, kKill, kStall, kFail };
 
@@ -41,9 +55,21 @@ std::atomic<int> g_state{0};  // 0: not parsed, 1: no faults, 2: faults armed
 std::mutex g_mutex;
 std::vector<Spec> g_specs;
 std::string g_error;  // why SPARQ_FAULT was refused (state 1 then)
+// check_environment() returned g_error: its caller reports it (train agrees on it across
+// ranks through collectives that pass the comm.collective point), so point() stops there.
+std::atomic<bool> g_error_returned{false};
 
-bool is_known_point(std::string_view name) {
-  return std::find(kPoints.begin(), kPoints.end(), name) != kPoints.end();
+const PointInfo* find_point(std::string_view name) {
+  for (const PointInfo& p : kPoints) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string point_names() {
+  std::string names;
+  for (const PointInfo& p : kPoints) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
 }
 
 // `text` as an integer in [lo, hi], or an error naming `key` and the spec.
@@ -76,9 +102,9 @@ Result<Spec> parse_spec(const std::string& spec) {
     begin = end + 1;
     if (first) {
       if (field.empty()) return Status::error("SPARQ_FAULT: '{}' has no point name", spec);
-      if (!is_known_point(field)) {
+      if (find_point(field) == nullptr) {
         return Status::error("SPARQ_FAULT: unknown point '{}' in '{}' (points: {})", field, spec,
-                             fmt::join(kPoints, ", "));
+                             point_names());
       }
       s.point = field;
       first = false;
@@ -110,6 +136,19 @@ Result<Spec> parse_spec(const std::string& spec) {
       return Status::error("SPARQ_FAULT: unknown key '{}' in '{}' (rank, step, hit, action)", key,
                            spec);
     }
+  }
+  const PointInfo& info = *find_point(s.point);
+  if (s.step >= 0 && !info.has_step) {
+    return Status::error(
+        "SPARQ_FAULT: step={} in '{}': {} is reached without a step, so the "
+        "spec would never fire (use hit=N)",
+        s.step, spec, s.point);
+  }
+  if (s.rank > 0 && info.rank0_only) {
+    return Status::error(
+        "SPARQ_FAULT: rank={} in '{}': only rank 0 reaches {}, so the spec "
+        "would never fire",
+        s.rank, spec, s.point);
   }
   return s;
 }
@@ -149,7 +188,10 @@ Status check_spec(std::string_view text) { return parse_specs(text).status(); }
 Status check_environment() {
   if (g_state.load() == 0) parse_environment();
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_error.empty()) return Status::error("{}", g_error);
+  if (!g_error.empty()) {
+    g_error_returned.store(true);
+    return Status::error("{}", g_error);
+  }
   return Status::ok();
 }
 
@@ -158,16 +200,18 @@ void set_rank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }
 bool point(std::string_view name, std::int64_t step) {
   int state = g_state.load(std::memory_order_acquire);
   if (state == 1) {
-    // A refused SPARQ_FAULT that no caller checked must not let a trial pass unfaulted.
-    if (g_error.empty()) return false;
+    // A refused SPARQ_FAULT that no caller checked must not let a trial pass unfaulted; one
+    // that check_environment() returned is its caller's to report, after collectives that
+    // pass through here (train's start-up agreement, every rank together).
+    if (g_error.empty() || g_error_returned.load()) return false;
     SPARQ_FATAL("{}", g_error);
   }
   if (state == 0) {
     parse_environment();
     return point(name, step);
   }
-  SPARQ_CHECK(is_known_point(name), "fault point '{}' is not listed in core/fault.cpp's kPoints",
-              name);
+  SPARQ_CHECK(find_point(name) != nullptr,
+              "fault point '{}' is not listed in core/fault.cpp's kPoints", name);
   Action action;
   {
     std::lock_guard<std::mutex> lock(g_mutex);

@@ -16,9 +16,11 @@
 //           fail  : point() returns true, and the caller turns it into its ordinary error
 //                   path (a write that fails as if the disk were full, ...)
 //
-// Without SPARQ_FAULT every point() is one atomic load and a branch. A malformed SPARQ_FAULT
-// (an unknown point, key or action, a value out of range) is refused: check_environment()
-// says why (train and prepare_data call it at start-up, before any work), and a point()
+// Without SPARQ_FAULT every point() is one atomic load and a branch. A SPARQ_FAULT that is
+// malformed (an unknown point, key or action, a value out of range) or that could never
+// match (step= for a point reached without a step, rank= other than 0 for a point only rank
+// 0 reaches) is refused: check_environment() says why (train and prepare_data call it at
+// start-up, before any work, and report it; no point fires after that), and a point()
 // reached without that check is a fatal error naming the bad spec.
 #pragma once
 

@@ -72,6 +72,14 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
         << p.output;
     EXPECT_EQ(p.output.find("Segmentation"), std::string::npos) << p.output;
   }
+  // A refused SPARQ_FAULT under mpirun is reported like a config error, by every rank
+  // together; it aborted every rank at the start-up agreement's first collective (review).
+  for (const std::string fault : {"checkpoint.wrte", "comm.collective,step=2"}) {
+    const ProcessResult p = run_train(2, base + "--dry-run", {.fault = fault});
+    EXPECT_EQ(p.exit_code, 1) << fault << "\n" << p.output;
+    EXPECT_NE(p.output.find("SPARQ_FAULT: "), std::string::npos) << p.output;
+    EXPECT_EQ(p.output.find("FATAL"), std::string::npos) << p.output;
+  }
   // Bad command-line arguments exit with 2, as docs/config.md says, not CLI11's own codes
   // (105-114; found by a docs review); --help exits 0.
   for (const std::string args :

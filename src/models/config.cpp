@@ -1,5 +1,6 @@
 #include "models/config.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -84,7 +85,10 @@ Status parse_float(std::string_view key, std::string_view text, float* out) {
   const std::string s(text);
   char* end = nullptr;
   const float v = std::strtof(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) {
+  // strtof skips leading blanks; the value then went into the spec, which is split on blanks,
+  // and the spec no longer parsed ("dropout= 0.1": review, 2026-12-05).
+  const bool blank_first = !s.empty() && std::isspace(static_cast<unsigned char>(s.front()));
+  if (s.empty() || blank_first || end != s.c_str() + s.size() || !std::isfinite(v)) {
     return Status::error("model key '{}': '{}' is not a finite number", key, text);
   }
   *out = v;

@@ -51,7 +51,8 @@
 // followed by backward() runs it twice, and on the GPU waits for the loss twice per
 // micro-batch. Only the logits' gradient is taken early; the gradient buffer is untouched
 // until backward(). A language model's logits buffer then holds that gradient, so logits()
-// (and score()) are refused until the next plain forward(); VGG keeps a separate gradient.
+// (and score()) are refused until backward() (after which the buffer holds the gradient as
+// it always did) or a plain forward(); VGG keeps a separate gradient.
 //
 // Ownership: the model owns its activations (one arena sized for the configured micro-batch,
 // plus caches owned by the layers) and must not outlive the ParamStore it was bound to. A

@@ -41,8 +41,10 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
     }
     // Keys are known only once read, so unknown keys are listed after every section; when a
     // section fails first, those of the sections read so far and of names that are no
-    // section are said beside its error: a misspelt key (data.sorce) is often what the
-    // error is about (review, 2026-12-05).
+    // section are said beside its error: a misspelt key (optimm.lr, or train.stpes when a
+    // later section fails) is often what the error is about (review, 2026-12-05). The
+    // failing section's own keys are not listed: its reader stopped before reaching them
+    // all, so an unread key there is not known to be unknown.
     std::vector<std::string> unknown;
     for (const std::string& key : reader.unknown_keys()) {
       const std::string_view top = std::string_view(key).substr(0, key.find('.'));

@@ -372,8 +372,13 @@ Status Trainer::load_checkpoint(const std::string& dir) {
     loader.position = loader.step * static_cast<std::uint64_t>(config_.train.micro_batch) *
                       static_cast<std::uint64_t>(world);
   }
-  SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
-  if (is_root() && f.meta.count("data") && f.meta.at("data") != data_info_.description) {
+  // A dry run whose data files do not exist yet has no loader (Trainer::build): the
+  // checkpoint is checked, the data position cannot be (it crashed here: review, 2026-12-05).
+  if (train_data_ != nullptr) {
+    SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
+  }
+  if (train_data_ != nullptr && is_root() && f.meta.count("data") &&
+      f.meta.at("data") != data_info_.description) {
     // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
     // of the old data: said, where it used to continue silently (review, 2026-12-05).
     spdlog::warn(
@@ -404,7 +409,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
                    fmt::join(changed, "; "));
     }
   }
-  if (is_root() && elastic) {
+  if (is_root() && elastic && train_data_ != nullptr) {
     const data::LoaderState now = train_data_->state();
     spdlog::info(
         "resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "

@@ -94,6 +94,18 @@ void expect_resume_bit_identical(const fs::path& dir, const std::string& extra,
   ASSERT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_NE(checked.output.find("cut_ckpt at step 4, nothing trained"), std::string::npos)
       << checked.output;
+  if (extra.empty()) {
+    // Before the data exists (the case the dry run is for): the checkpoint is still checked;
+    // the data position cannot be. It dereferenced the missing loader (review, 2026-12-05).
+    const ProcessResult no_data = run_train(
+        2, small_run(dir, "cut") +
+               " --set data.source=shard --set data.train=" + (dir / "not_yet.bin").string() +
+               " --dry-run --resume " + (dir / "cut_ckpt").string());
+    ASSERT_EQ(no_data.exit_code, 0) << no_data.output;
+    EXPECT_NE(no_data.output.find("not_yet.bin not found"), std::string::npos) << no_data.output;
+    EXPECT_NE(no_data.output.find("cut_ckpt at step 4, nothing trained"), std::string::npos)
+        << no_data.output;
+  }
   const ProcessResult resumed =
       run_train(2, small_run(dir, "cut") + extra + " --resume " + (dir / "cut_ckpt").string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;

@@ -16,12 +16,17 @@
 namespace sparq::train {
 namespace {
 
+// Every part, empty ones included ("a..b", "a.", ".a"), for the callers to refuse:
+// std::getline dropped a trailing empty part, so "train.steps.=7" set train.steps (review).
 std::vector<std::string> split_key(const std::string& key) {
   std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(key);
-  while (std::getline(in, part, '.')) parts.push_back(part);
-  return parts;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t dot = key.find('.', begin);
+    parts.push_back(key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
+    if (dot == std::string::npos) return parts;
+    begin = dot + 1;
+  }
 }
 
 std::string scalar_text(const YAML::Node& n) {
@@ -280,7 +285,9 @@ Status YamlReader::take_section(const std::string& key,
   consumed_.insert(key + ".");
   out->clear();
   const auto node = find(key);
-  if (!node) return Status::ok();
+  // A header whose keys are all commented out is an empty section (docs/config.md), as get()
+  // reads it for the other sections; it was refused here (review, 2026-12-05).
+  if (!node || node->IsNull()) return Status::ok();
   if (!node->IsMap()) return fail(key, "expected a section (a mapping)");
   std::vector<std::string> leaves;
   collect_leaves(*node, "", &leaves);

@@ -118,6 +118,12 @@ TEST(YamlReader, ADottedKeyIsAnErrorNotASilentDefault) {
   EXPECT_FALSE(nested.is_ok());
   EXPECT_NE(nested.message().find("'compress.density.x'"), std::string::npos) << nested.message();
   EXPECT_FALSE(r->set_override("optim..lr=1").is_ok());
+  // A trailing or leading dot is an empty part too: "train.steps.=7" set train.steps.
+  for (const char* bad : {"train.steps.=7", ".train.steps=7", "train.=7"}) {
+    const Status s = r->set_override(bad);
+    EXPECT_FALSE(s.is_ok()) << bad;
+    EXPECT_NE(s.message().find("the key has an empty part"), std::string::npos) << s.message();
+  }
 }
 
 TEST(YamlReader, IntegersAreDecimal) {
@@ -157,6 +163,15 @@ TEST(YamlReader, AnEmptySectionHeaderIsAnEmptySection) {
   ASSERT_TRUE(r->set_override("log.metrics=m.jsonl").is_ok());
   ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());
   EXPECT_EQ(metrics, "m.jsonl");
+  // take_section() (model:, compress:) reads such a header as an empty section too.
+  auto sections = YamlReader::from_string("model:\n#  n_layer: 2\ncompress:\n", "s.yaml");
+  ASSERT_TRUE(sections.is_ok());
+  std::vector<std::pair<std::string, std::string>> keys = {{"stale", "entry"}};
+  EXPECT_TRUE(sections->take_section("model", &keys).is_ok());
+  EXPECT_TRUE(keys.empty());
+  EXPECT_TRUE(sections->take_section("compress", &keys).is_ok());
+  EXPECT_TRUE(sections->check_no_unknown_keys().is_ok())
+      << sections->check_no_unknown_keys().message();
   // A null key that no reader asks about as a section is still unknown.
   auto typo = YamlReader::from_string("lgo:\n", "t.yaml");
   ASSERT_TRUE(typo.is_ok());

@@ -82,6 +82,7 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
   // decided once, now, by the trainer's step, and step() applies exactly that.
   momentum_in_buffer_ = communicates_momentum(step);
   if (!momentum_in_buffer_) return;
+  frozen_step_ = step;
   if (step == config_.freeze_steps) {
     // Note [Frozen variance's bias correction]: every Adam step so far updated v once.
     variance_updates_at_freeze_ = steps_;
@@ -161,10 +162,16 @@ void Adam::step(double lr) {
     ++steps_;
     return;
   }
-  // Note [The trainer's step decides the freeze] (adam.h).
+  // Note [The trainer's step decides the freeze] (adam.h). After the freeze m advances in
+  // before_communication() on every trainer step, a skipped one too (Note [Local state and
+  // non-finite gradients], update_math.h), so its bias correction counts those updates, not
+  // steps_ (which skips them): the Adam steps before the freeze, then one per trainer step.
   const bool frozen = momentum_in_buffer_;
-  const AdamScalars s = adam_scalars(
-      config_, lr, steps_, frozen ? std::optional(frozen_variance_updates()) : std::nullopt);
+  const std::int64_t m_updates_before =
+      frozen ? frozen_variance_updates() + (frozen_step_ - config_.freeze_steps) : steps_;
+  const AdamScalars s =
+      adam_scalars(config_, lr, m_updates_before,
+                   frozen ? std::optional(frozen_variance_updates()) : std::nullopt);
   float* m = m_.as<float>();
   float* v = v_.as<float>();
   if (on_cuda()) {

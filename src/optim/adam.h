@@ -44,7 +44,11 @@
 // m's correction 1 - b1^t goes on after the freeze: the momenta are still every step's, built
 // from zero at step 0, so dropping it (1-bit Adam corrects neither moment in either phase)
 // shrank the first frozen step by 1 - b1^(F+1): 0.47x with b1 0.9 and F = 5, 0.64x with b1
-// 0.99 and F = 100, recovering only as b1^t decayed (review, 2026-12-05).
+// 0.99 and F = 100, recovering only as b1^t decayed (review, 2026-12-05). Its t counts m's
+// updates: the Adam steps taken before the freeze, then one per TRAINER step, because a
+// frozen step's momentum is advanced in before_communication() even when the step is then
+// skipped (steps_taken, which skips it, made every later step 1 - b1^(t+1) / (1 - b1^t) too
+// large per skip: 1.27x at t = 3; review, 2026-12-05).
 //
 // communicate: update: before_communication() runs Adam on this rank's gradient with this
 // rank's moments and writes the direction m_hat / (sqrt(v_hat) + eps); step() applies
@@ -94,6 +98,8 @@ class Adam final : public Optimizer {
   // Set by before_communication(): this step's buffer holds momentum (Note [The trainer's
   // step decides the freeze]).
   bool momentum_in_buffer_ = false;
+  // With it, the trainer's step (m's bias correction counts the momentum updates to it).
+  std::int64_t frozen_step_ = 0;
   // steps_taken at the freeze step; -1 before it (or from a checkpoint that predates it).
   std::int64_t variance_updates_at_freeze_ = -1;
 };

@@ -51,7 +51,9 @@ struct AdamScalars {
   float beta2 = 0.999f;
   float eps = 1e-8f;
   float step_size = 0.0f;     // lr / (1 - beta1^t), frozen variance or not (adam.h)
-  float inv_sqrt_bc2 = 1.0f;  // 1 / sqrt(1 - beta2^t), t frozen at freeze_steps
+  // 1 / sqrt(1 - beta2^t); when frozen, t is v's update count at the freeze
+  // (Note [Frozen variance's bias correction], adam.h).
+  float inv_sqrt_bc2 = 1.0f;
   bool decoupled = false;     // adamw: p *= 1 - lr wd; adam: g += wd p
 };
 

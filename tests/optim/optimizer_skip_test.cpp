@@ -70,6 +70,33 @@ TEST(OptimizerSkips, TheFrozenVarianceIsCorrectedForTheUpdatesItHad) {
   EXPECT_EQ(counters[0].second, 1);
 }
 
+TEST(OptimizerSkips, TheFrozenMomentumIsCorrectedForEveryStepItAdvanced) {
+  // freeze_steps = 2, no warm-up step skipped; frozen step 2 skipped after its
+  // before_communication, which advanced m. At step 3 a constant gradient's m has had four
+  // updates, g (1 - b1^4), and the step moves each parameter by lr m / (1 - b1^4) / |g|;
+  // counted by the optimizer's steps (three), it was 1.27x that (review, 2026-12-05).
+  ParamStore s = one_tensor();
+  auto opt = make_optimizer(adamw_with("momentum", 2), s);
+  ASSERT_TRUE(opt.is_ok());
+  const float g = 0.5f;
+  for (std::int64_t step = 0; step < 3; ++step) {
+    fill_grads(s, g);
+    ASSERT_TRUE((*opt)->check_step(step).is_ok());
+    (*opt)->before_communication(step, {0, s.flat_numel()});
+    if (step != 2) (*opt)->step(0.01);  // frozen step 2 skipped
+  }
+  fill_grads(s, g);
+  ASSERT_TRUE((*opt)->check_step(3).is_ok());
+  (*opt)->before_communication(3, {0, s.flat_numel()});
+  const float momentum = s.grads()[0];
+  EXPECT_NEAR(momentum, g * (1.0 - std::pow(0.9, 4)), 1e-6);
+  const float before = s.params()[0];
+  (*opt)->step(0.01);
+  // v froze after two updates of g^2, corrected for two: v_hat = g^2 (to f32's weights).
+  const double expected = 0.01 / (1.0 - std::pow(0.9, 4)) * momentum / (g + 1e-8);
+  EXPECT_NEAR(before - s.params()[0], expected, 1e-4 * expected);
+}
+
 TEST(OptimizerSkips, AResumedFrozenRunKeepsItsCorrection) {
   // A fresh optimizer given the state and the counter continues bit for bit; without the
   // counter (a checkpoint written before it existed) it keeps the old rule, freeze_steps.

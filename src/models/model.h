@@ -40,8 +40,9 @@
 // logits, adds the head's share to the tied table's (and BERT's decoder bias's) gradient
 // right away and keeps its input gradient [B*T, C] for backward(), which starts from it.
 // So until that backward the gradient buffer already holds the head's share: a second
-// forward_for_backward() before backward() is refused (it would add it twice), and an
-// optimizer must not read gradients in between. A plain forward() adds nothing, as with
+// forward_for_backward() before backward() is refused (it would add it twice), so is a
+// plain forward() (backward() would pair that share with the other batch's activations),
+// and an optimizer must not read gradients in between. A plain forward() adds nothing, as with
 // any other layer; a backward() after it runs the head's pass again, with its gradient (one
 // more GEMM of the head). The trainer and bench_models use forward_for_backward(). What the
 // scheduler sees is the same either way: the table's layer is reported in backward().
@@ -78,13 +79,13 @@ namespace sparq {
 // Targets equal to this are not counted in the loss (PyTorch's default ignore index).
 inline constexpr std::int32_t kIgnoreIndex = -100;
 
-// One micro-batch. Which fields are read depends on the architecture; B and T may be
-// smaller than the configured micro_batch and seq_len (a short last batch, a short eval
-// context) but not larger.
 // How many of `targets` (i32, on the host) are not kIgnoreIndex: the counted targets of a
 // batch (Model::counted_target_count, and BatchStager for the staged copy).
 std::int64_t count_counted_targets(const Tensor& targets);
 
+// One micro-batch. Which fields are read depends on the architecture; B and T may be
+// smaller than the configured micro_batch and seq_len (a short last batch, a short eval
+// context) but not larger.
 struct Batch {
   // GPT-2 and BERT.
   Tensor tokens;          // i32 [B, T], ids in [0, vocab_size)

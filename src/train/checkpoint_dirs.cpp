@@ -194,6 +194,9 @@ Result<std::string> resolve_checkpoint_dir(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
     // "step-100" for "step-00000100" is a typo, not an interrupted save (review).
+    if (std::filesystem::exists(path, ec)) {
+      return Status::error("checkpoint '{}' is not a directory", path);
+    }
     return Status::error("checkpoint '{}' does not exist", path);
   }
   if (!is_complete(path)) {

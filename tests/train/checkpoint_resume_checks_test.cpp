@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -92,6 +93,10 @@ TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
   // missing, not an interrupted save (review, 2026-12-05).
   expect_refused(make_trainer(root + "/typo", {}, *self)->resume(root + "/step-2"),
                  {"checkpoint '" + root + "/step-2' does not exist"});
+  // A file under a step directory's name exists: it was reported missing (review).
+  std::ofstream(root + "/step-00000003") << "not a checkpoint";
+  expect_refused(make_trainer(root + "/file", {}, *self)->resume(root + "/step-00000003"),
+                 {"checkpoint '" + root + "/step-00000003' is not a directory"});
 }
 
 TEST(ResumeChecks, AnotherBucketPlanWithPerBucketStateIsRefused) {

@@ -25,6 +25,36 @@ void fill_grads(ParamStore& s, float g) {
   for (std::int64_t i = 0; i < s.flat_numel(); ++i) s.grads()[i] = g;
 }
 
+// Trainer steps [0, steps) with the constant gradient g, as the trainer runs them; step
+// `skipped` has its before_communication() but no step() (a non-finite aggregate).
+void run_constant_steps(Optimizer& opt, ParamStore& s, float g, std::int64_t steps,
+                        std::int64_t skipped) {
+  for (std::int64_t step = 0; step < steps; ++step) {
+    fill_grads(s, g);
+    ASSERT_TRUE(opt.check_step(step).is_ok()) << "step " << step;
+    opt.before_communication(step, {0, s.flat_numel()});
+    if (step != skipped) opt.step(0.01);
+  }
+}
+
+// One more trainer step `step` with gradient g, applied: the momentum this rank sends (one
+// rank: the aggregate) and how far it moved the first parameter.
+struct FrozenStep {
+  float momentum = 0;
+  double move = 0;
+};
+FrozenStep applied_step(Optimizer& opt, ParamStore& s, float g, std::int64_t step) {
+  fill_grads(s, g);
+  EXPECT_TRUE(opt.check_step(step).is_ok()) << "step " << step;
+  opt.before_communication(step, {0, s.flat_numel()});
+  FrozenStep f;
+  f.momentum = s.grads()[0];
+  const float before = s.params()[0];
+  opt.step(0.01);
+  f.move = before - s.params()[0];
+  return f;
+}
+
 OptimConfig adamw_with(const char* communicate, std::int64_t freeze) {
   OptimConfig c;
   c.name = "adamw";
@@ -44,25 +74,15 @@ TEST(OptimizerSkips, TheFrozenVarianceIsCorrectedForTheUpdatesItHad) {
   auto opt = make_optimizer(adamw_with("momentum", 2), s);
   ASSERT_TRUE(opt.is_ok());
   const float g = 0.5f;
-  for (std::int64_t step = 0; step < 2; ++step) {
-    fill_grads(s, g);
-    ASSERT_TRUE((*opt)->check_step(step).is_ok());
-    (*opt)->before_communication(step, {0, s.flat_numel()});
-    if (step != 0) (*opt)->step(0.01);  // step 0 skipped
-  }
+  run_constant_steps(**opt, s, g, 2, /*skipped=*/0);
   ASSERT_EQ((*opt)->steps_taken(), 1);
-  fill_grads(s, g);
-  ASSERT_TRUE((*opt)->check_step(2).is_ok());
-  (*opt)->before_communication(2, {0, s.flat_numel()});
-  const float momentum = s.grads()[0];  // this rank's momentum, sent; one rank: the aggregate
-  const float before = s.params()[0];
-  (*opt)->step(0.01);
+  const FrozenStep frozen = applied_step(**opt, s, g, 2);
   const double v_hat = (1.0 - 0.999) * g * g / (1.0 - 0.999);  // one update, corrected for one
   // The second Adam step taken: m's correction 1 - b1^2 goes on through the freeze (adam.h).
-  const double expected = 0.01 / (1.0 - 0.9 * 0.9) * momentum / (std::sqrt(v_hat) + 1e-8);
+  const double expected = 0.01 / (1.0 - 0.9 * 0.9) * frozen.momentum / (std::sqrt(v_hat) + 1e-8);
   // 1e-4: v's f32 weight 1 - 0.999f differs from the double correction's 1 - 0.999 by 1.3e-5
   // relative (PyTorch's mix too); the defect was 41%.
-  EXPECT_NEAR(before - s.params()[0], expected, 1e-4 * expected);
+  EXPECT_NEAR(frozen.move, expected, 1e-4 * expected);
   // The count is state a resume needs: it is reported for the checkpoint and restored from it.
   const auto counters = (*opt)->counters();
   ASSERT_EQ(counters.size(), 1u);
@@ -79,22 +99,12 @@ TEST(OptimizerSkips, TheFrozenMomentumIsCorrectedForEveryStepItAdvanced) {
   auto opt = make_optimizer(adamw_with("momentum", 2), s);
   ASSERT_TRUE(opt.is_ok());
   const float g = 0.5f;
-  for (std::int64_t step = 0; step < 3; ++step) {
-    fill_grads(s, g);
-    ASSERT_TRUE((*opt)->check_step(step).is_ok());
-    (*opt)->before_communication(step, {0, s.flat_numel()});
-    if (step != 2) (*opt)->step(0.01);  // frozen step 2 skipped
-  }
-  fill_grads(s, g);
-  ASSERT_TRUE((*opt)->check_step(3).is_ok());
-  (*opt)->before_communication(3, {0, s.flat_numel()});
-  const float momentum = s.grads()[0];
-  EXPECT_NEAR(momentum, g * (1.0 - std::pow(0.9, 4)), 1e-6);
-  const float before = s.params()[0];
-  (*opt)->step(0.01);
+  run_constant_steps(**opt, s, g, 3, /*skipped=*/2);
+  const FrozenStep frozen = applied_step(**opt, s, g, 3);
+  EXPECT_NEAR(frozen.momentum, g * (1.0 - std::pow(0.9, 4)), 1e-6);
   // v froze after two updates of g^2, corrected for two: v_hat = g^2 (to f32's weights).
-  const double expected = 0.01 / (1.0 - std::pow(0.9, 4)) * momentum / (g + 1e-8);
-  EXPECT_NEAR(before - s.params()[0], expected, 1e-4 * expected);
+  const double expected = 0.01 / (1.0 - std::pow(0.9, 4)) * frozen.momentum / (g + 1e-8);
+  EXPECT_NEAR(frozen.move, expected, 1e-4 * expected);
 }
 
 TEST(OptimizerSkips, AResumedFrozenRunKeepsItsCorrection) {

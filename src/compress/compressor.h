@@ -111,6 +111,10 @@ struct CompressorCapabilities {
   // exchanged compressed: device_codec() returns it in a build with CUDA. powersgd's twin is
   // its whole low_rank exchange on the device instead (device_low_rank.h).
   bool device_twin = false;
+  // A zero entry decodes to zero. The sign codecs have no code for 0 and decode +scale there,
+  // so the exchange zeroes the alignment gaps of their buckets after decoding (Note [Padding
+  // stays zero], core/param_store.h).
+  bool zero_decodes_to_zero = true;
   // How many entries a message keeps depends on the data (sampled selection, threshold): a
   // device twin writes the count its decode reads from the message, within a bound, and the
   // device tree, which merges lists of one fixed size, does not take it.

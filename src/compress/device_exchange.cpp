@@ -47,6 +47,14 @@ Buffer exchange_buffer_zeroed(std::size_t bytes, void* stream) {
   return buffer;
 }
 
+void zero_device_ranges(float* base, std::span<const ParamRange> ranges, void* stream) {
+  for (const ParamRange& r : ranges) {
+    CUDA_CHECK(cudaMemsetAsync(base + r.offset, 0,
+                               static_cast<std::size_t>(r.count) * sizeof(float),
+                               static_cast<cudaStream_t>(stream)));
+  }
+}
+
 void reserve_exchange_buffer(Buffer& buffer, std::size_t bytes, comm::Communicator& comm,
                              void* stream) {
   if (buffer.size() >= bytes && buffer.size() > 0) return;
@@ -185,6 +193,9 @@ void reserve_exchange_buffer(Buffer&, std::size_t, comm::Communicator&, void*) {
   SPARQ_FATAL("built without CUDA");
 }
 Buffer exchange_buffer_zeroed(std::size_t, void*) { SPARQ_FATAL("built without CUDA"); }
+void zero_device_ranges(float*, std::span<const ParamRange>, void*) {
+  SPARQ_FATAL("built without CUDA");
+}
 struct DeviceBucketMetrics::Events {};
 DeviceBucketMetrics::DeviceBucketMetrics(std::size_t, std::size_t) {
   SPARQ_FATAL("built without CUDA");

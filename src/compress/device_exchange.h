@@ -33,6 +33,7 @@
 #include "compress/span_stats.h"
 #include "core/buffer.h"
 #include "core/exec_context.h"
+#include "core/param_store.h"
 #include "core/status.h"
 
 namespace sparq::compress {
@@ -74,6 +75,11 @@ void drain_exchange_stream(comm::Communicator& comm, void* stream, const std::st
 // `bytes` of device memory, zeroed on `stream` (no host wait): for buffers that only work
 // on `stream` touches.
 Buffer exchange_buffer_zeroed(std::size_t bytes, void* stream);
+
+// Zeroes the floats [r.offset, r.end()) of `base` (device memory) for each range, enqueued on
+// `stream` behind the bucket's decode: the alignment gaps of a sign codec's bucket (Note
+// [Padding stays zero], core/param_store.h).
+void zero_device_ranges(float* base, std::span<const ParamRange> ranges, void* stream);
 
 // Grows `buffer` to at least `bytes`, zeroed (the unused tail of a fixed-capacity block goes
 // on the wire too). A buffer that must be replaced is freed only after

@@ -116,6 +116,12 @@ Result<std::unique_ptr<GradientExchange>> GradientExchange::create(
                            make_aggregator(choice.empty() ? config.aggregation : choice,
                                            *slot.compressor, config.aggregator,
                                            config.aggregation_key));
+    if (!slot.compressor->capabilities().zero_decodes_to_zero) {
+      for (ParamRange gap : store.padding_in(bucket.range)) {
+        gap.offset -= bucket.range.offset;
+        slot.padding.push_back(gap);
+      }
+    }
     any_compressed = true;
   }
   const bool on_device = store.device() != Device::kCPU;
@@ -225,10 +231,17 @@ Status GradientExchange::average_bucket(comm::Communicator& comm, const comm::Bu
       } else {
         failure = bytes.status();
       }
+      if (!slot.padding.empty()) {  // Note [Padding stays zero], core/param_store.h
+        zero_device_ranges(grads.data(), slot.padding,
+                           device_exchange_stream(comm, store_.context()));
+      }
     } else {
       ErrorFeedback* ef = finite ? slot.error_feedback.get() : nullptr;
       failure = slot.aggregator->run(grads, *slot.compressor, ef, comm, ctx);
       stats.payload_bytes = slot.aggregator->last_payload_bytes();
+      for (const ParamRange& gap : slot.padding) {  // Note [Padding stays zero]
+        std::fill_n(grads.begin() + gap.offset, gap.count, 0.0f);
+      }
     }
     if (slot.error_feedback) {
       const std::span<float> e = slot.error_feedback->residual();

@@ -193,6 +193,9 @@ class GradientExchange final : public comm::BucketAverager {
     std::unique_ptr<SendHistory> send_history;       // never_sent_window > 0 only
     std::unique_ptr<DeviceCodec> device_codec;       // GPU stores (gradient_exchange_device.cpp)
     std::unique_ptr<DeviceLowRank> device_low_rank;  // GPU stores, powersgd (low_rank)
+    // The bucket's alignment gaps (offsets inside the bucket), zeroed after each compressed
+    // exchange when its compressor decodes a zero as non-zero (Note [Padding stays zero]).
+    std::vector<ParamRange> padding;
     // Exchanged on the device (a GPU store's compressed bucket).
     bool on_device() const { return device_codec != nullptr || device_low_rank != nullptr; }
   };

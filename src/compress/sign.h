@@ -23,7 +23,9 @@ class SignCompressor final : public Compressor {
   Aggregation aggregation() const override {
     return kind_ == Kind::kSignSgd ? Aggregation::kAllgather : Aggregation::kTwoPhase;
   }
-  CompressorCapabilities capabilities() const override { return {.device_twin = true}; }
+  CompressorCapabilities capabilities() const override {
+    return {.device_twin = true, .zero_decodes_to_zero = false};
+  }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;
   // Size, header and indices (compressor.h); see the layout above.

@@ -138,6 +138,25 @@ ParamRange ParamStore::range_of(const std::vector<std::string>& names) const {
   return {lo, hi - lo};
 }
 
+std::vector<ParamRange> ParamStore::padding_in(ParamRange range) const {
+  std::vector<ParamRange> covered;  // the tensors' parts inside `range`, then sorted
+  for (const ParamEntry& e : entries_) {
+    const std::int64_t lo = std::max(e.offset, range.offset);
+    const std::int64_t hi = std::min(e.offset + e.numel, range.end());
+    if (lo < hi) covered.push_back({lo, hi - lo});
+  }
+  std::sort(covered.begin(), covered.end(),
+            [](const ParamRange& a, const ParamRange& b) { return a.offset < b.offset; });
+  std::vector<ParamRange> gaps;
+  std::int64_t at = range.offset;
+  for (const ParamRange& c : covered) {
+    if (c.offset > at) gaps.push_back({at, c.offset - at});
+    at = std::max(at, c.end());
+  }
+  if (at < range.end()) gaps.push_back({at, range.end() - at});
+  return gaps;
+}
+
 std::int64_t ParamStore::param_count() const {
   std::int64_t n = 0;
   for (const auto& e : entries_) n += e.numel;

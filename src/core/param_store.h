@@ -1,8 +1,19 @@
 // ParamStore: every trainable tensor of a model lives in ONE contiguous f32 parameter buffer,
 // and its gradient in ONE gradient buffer with the identical layout. Each tensor starts on a
-// 256-byte boundary (64 floats); the gaps are zero and stay zero. Optimizer state, error-
-// feedback residuals and communication buckets are ranges (offset, count) of this same
-// layout, so no gradient is ever copied into a fusion buffer.
+// 256-byte boundary (64 floats); the gaps are zero and stay zero (Note [Padding stays zero]).
+// Optimizer state, error-feedback residuals and communication buckets are ranges (offset,
+// count) of this same layout, so no gradient is ever copied into a fusion buffer.
+//
+// Note [Padding stays zero]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// The alignment gaps between tensors are zero in the parameters, the gradients and the
+// optimizer state. The GPU optimizer kernels run over whole spans, gaps included, so they
+// keep them zero only if the gradient's gaps are; clipping measures the whole flat buffer.
+// A bucket is a range of the layout, gaps included, and every compressor but the sign ones
+// decodes a zero entry as zero; signsgd and onebit have no code for 0 and decode +scale
+// there, so the exchange zeroes the gaps of such a bucket after decoding it
+// (GradientExchange, padding_in()). Their error-feedback residual keeps its gaps' error, as
+// on the structurally zero rows (docs/compress.md, "Error feedback").
 //
 // Usage: add() specs in forward order, then allocate(), then initialize(seed); after that
 // the layout is frozen and views by name stay valid for the store's lifetime.
@@ -87,6 +98,9 @@ class ParamStore {
   Tensor grad_range(ParamRange range) const;
   // The smallest range covering the named tensors (which need not be adjacent in order).
   ParamRange range_of(const std::vector<std::string>& names) const;
+  // The alignment gaps inside `range` (Note [Padding stays zero]), ascending: the parts
+  // no tensor covers.
+  std::vector<ParamRange> padding_in(ParamRange range) const;
 
   // Offset where the tensors placed last begin (== flat_numel() when none were).
   std::int64_t place_last_offset() const { return place_last_offset_; }

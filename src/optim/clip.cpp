@@ -12,10 +12,8 @@ double clip_grad_norm(const ParamStore& store, double max_norm) {
   SPARQ_CHECK(store.device() == Device::kCPU,
               "clip_grad_norm(store) scales a host gradient buffer; a CUDA store is clipped by "
               "Optimizer::clip_grad_norm, which folds the scale into step()");
-  // The whole flat buffer, padding between tensors included: it holds zeros, except after a
-  // sign codec (signsgd, onebit: no code for 0), which decodes +scale there as on the
-  // structurally zero rows (docs/compress.md, "Error feedback"); those then count as such
-  // rows do, a share of about (padding floats / parameters) of the squared norm.
+  // The whole flat buffer: the padding between tensors holds zeros (Note [Padding stays
+  // zero], core/param_store.h), so it gives the tensors' sum.
   const auto n = static_cast<std::size_t>(store.flat_numel());
   const double norm = std::sqrt(ops::sum_squares(store.grads(), n));
   // A scale of exactly 1 (no clipping, or max_norm / (norm + 1e-6) rounding to 1) is skipped.

@@ -132,8 +132,8 @@ class Optimizer {
   StateTensor flat_state(std::string name, const Buffer& buffer) const;
   // The span [offset, end) of the tensors lying wholly inside `range`: they have nothing but
   // their alignment padding between them (tensors do not overlap), so one kernel launch over
-  // the span updates them; it also moves the padding, which nothing reads (a sign codec
-  // decodes +scale into its gradient, clip.cpp). Empty (count 0) when `range` holds no whole
+  // the span updates them, and leaves the padding zero as long as its gradient is (Note
+  // [Padding stays zero], core/param_store.h). Empty (count 0) when `range` holds no whole
   // tensor.
   ParamRange tensors_span(ParamRange range) const;
   // Calls fn(entry) for every parameter tensor lying inside `range`.

@@ -66,6 +66,51 @@ TEST(GradientExchange, ErrorFeedbackConservesMassInTheStoreLayout) {
   }
 }
 
+// Note [Padding stays zero] (core/param_store.h): the sign codecs decode +scale into a zero
+// entry, and so into the alignment gaps between tensors; the exchange zeroes the gaps of
+// their buckets again, so clipping's flat norm and the GPU optimizer's whole-span kernels see
+// zeros there. The tensors' own entries are what the codec decoded. lbs needs nothing.
+TEST(GradientExchange, SignCodecsLeaveThePaddingZero) {
+  for (const char* name : {"signsgd", "onebit", "lbs"}) {
+    Fixture f;
+    const ParamStore& s = f.stack.store;
+    const std::vector<ParamRange> gaps = s.padding_in({0, s.flat_numel()});
+    ASSERT_FALSE(gaps.empty()) << "the fixture's biases leave gaps";
+    GradientExchangeConfig c;
+    c.compress = {name, {}, "compress"};
+    auto x = f.make(c);
+    std::vector<bool> in_gap(static_cast<std::size_t>(s.flat_numel()), false);
+    for (const ParamRange& g : gaps) std::fill_n(in_gap.begin() + g.offset, g.count, true);
+    for (int step = 0; step < 2; ++step) {
+      f.fill_grads(40 + step);
+      for (std::size_t i = 0; i < in_gap.size(); ++i) {
+        if (in_gap[i]) s.grads()[i] = 0.0f;  // as backward leaves them
+      }
+      f.exchange_all(*x, step);
+      std::size_t nonzero_in_gaps = 0, nonzero_in_tensors = 0;
+      for (std::size_t i = 0; i < in_gap.size(); ++i) {
+        (in_gap[i] ? nonzero_in_gaps : nonzero_in_tensors) += s.grads()[i] != 0.0f;
+      }
+      EXPECT_EQ(nonzero_in_gaps, 0u) << name << ", step " << step;
+      EXPECT_GT(nonzero_in_tensors, 0u) << name;
+    }
+  }
+}
+
+TEST(ParamStore, PaddingInListsTheGapsOfARange) {
+  ParamStore s;
+  s.add({"a", {10}, Init::zeros(), false});
+  s.add({"b", {64}, Init::zeros(), false});
+  s.add({"c", {3}, Init::zeros(), false});
+  s.allocate();
+  // a at 0 (gap 10..64), b at 64 (no gap), c at 128 (gap 131..192, the end of the layout).
+  ASSERT_EQ(s.flat_numel(), 192);
+  EXPECT_EQ(s.padding_in({0, 192}), (std::vector<ParamRange>{{10, 54}, {131, 61}}));
+  EXPECT_EQ(s.padding_in({5, 60}), (std::vector<ParamRange>{{10, 54}}));
+  EXPECT_EQ(s.padding_in({64, 64}), std::vector<ParamRange>{});
+  EXPECT_EQ(s.padding_in({20, 10}), (std::vector<ParamRange>{{20, 10}}));
+}
+
 TEST(GradientExchange, DenseBucketsAndWarmupStepsAreSentExactly) {
   Fixture f({"*.bias", "*ln_*"});
   GradientExchangeConfig c = lbs_config();

@@ -109,13 +109,7 @@ void Gpt2::bind_layers(const ParamStore& store) {
 Tensor Gpt2::act(int slot, std::int64_t width) const { return arena_.view(slot, {b_, t_, width}); }
 
 Tensor Gpt2::logits() const {
-  SPARQ_CHECK(b_ > 0, "{}: logits() before forward()", config_.spec);
-  SPARQ_CHECK(!fused_head_, "{}: the fused head keeps no logits; build the model with "
-              "fused_head=0 to read them", config_.spec);
-  SPARQ_CHECK(!loss_gradient_taken_,
-              "{}: after forward_for_backward() the logits buffer holds "
-              "their gradient (Note [Eager head gradient]); read logits after a plain forward()",
-              config_.spec);
+  check_logits_readable(b_);
   return act(head_slot_->logits(), config_.padded_vocab());
 }
 

@@ -120,6 +120,18 @@ void Model::check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t*
   check_batch_tensor(config_.spec, "targets", batch.targets, DType::kI32, {*b, *t});
 }
 
+void Model::check_logits_readable(std::int64_t rows) const {
+  SPARQ_CHECK(rows > 0, "{}: logits() before forward()", config_.spec);
+  SPARQ_CHECK(!fused_head_,
+              "{}: the fused head keeps no logits; build the model with "
+              "fused_head=0 to read them",
+              config_.spec);
+  SPARQ_CHECK(!loss_gradient_taken_,
+              "{}: after forward_for_backward() the logits buffer holds their gradient (Note "
+              "[Eager head gradient]); read logits after a plain forward()",
+              config_.spec);
+}
+
 Tensor Model::dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& scratch) const {
   if (!step_.training || drop.p() == 0.0f) return dy;
   drop.backward(dy, scratch, step_);

@@ -247,6 +247,9 @@ class Model {
   // Language models: checks batch.tokens and batch.targets (i32 [B, T] within the run
   // shape) and returns B and T.
   void check_token_batch(const Batch& batch, std::int64_t* b, std::int64_t* t) const;
+  // A language model's logits() may be read: the model keeps them (fused_head=0) and they do
+  // not hold their gradient (Note [Eager head gradient]). `rows` is the last forward's B.
+  void check_logits_readable(std::int64_t rows) const;
   // Dropout's input gradient, or dy itself when dropout is the identity (eval mode or
   // p == 0), which saves a copy of the activation per dropout site.
   Tensor dropout_grad(const Dropout& drop, const Tensor& dy, const Tensor& scratch) const;

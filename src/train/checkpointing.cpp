@@ -193,63 +193,6 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   return write_checkpoint_file(checkpoint_rank_file(dir, comm_.rank()), f, step_);
 }
 
-// Which rule each float section follows on another world size (elastic_resume.h): the
-// parameters are replicated; the optimizer state too when gradients travel, else it is per
-// rank (momentum, update modes) and merged by the mean, like the residual and the model
-// state (BatchNorm statistics, accumulated by each rank from its own micro-batches).
-Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world) {
-  ElasticResumeInput in;
-  in.dir = dir;
-  in.old_world = old_world;
-  in.rank = comm_.rank();
-  in.world = comm_.size();
-  in.exchange = exchange_.get();
-  // The old world's bucket plan for checkpoints that do not record theirs (Note [Layouts in
-  // the checkpoint]), rebuilt from this config: whether the tied embedding gets a bucket of its
-  // own depends on the world size. Other comm.* bucket settings than the old run's are then
-  // caught by the merges' size checks.
-  const std::int64_t tied_rows =
-      model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
-  SPARQ_ASSIGN_OR_RETURN(const bool old_split, resolve_tied_split(config_, tied_rows, old_world));
-  comm::BucketPlanConfig old_plan_config = config_.comm.plan;
-  if (old_split) old_plan_config.isolated = {model_->tied_embedding()};
-  auto old_plan = comm::BucketPlan::build(store_, model_->layers(), old_plan_config);
-  if (!old_plan.is_ok()) return old_plan.status().with_context("the old world's bucket plan");
-  in.old_buckets.resize(old_plan->buckets().size());
-  for (const comm::Bucket& b : old_plan->buckets()) {
-    in.old_buckets.at(static_cast<std::size_t>(b.index)) = {
-        static_cast<std::size_t>(b.range.offset), static_cast<std::size_t>(b.range.count)};
-  }
-  in.sections.push_back({"params", store_.param_range({0, store_.flat_numel()}),
-                         MergeRule::kReplicated, "parameters"});
-  for (const StateTensor& s : model_->state()) {
-    in.sections.push_back({"model/" + s.name, s.tensor, MergeRule::kMean, "model state"});
-  }
-  const bool per_rank_optim = config_.optim.communicate != "gradient";
-  for (const StateTensor& s : optimizer_->state()) {
-    in.sections.push_back({"optim/" + s.name, s.tensor,
-                           per_rank_optim ? MergeRule::kMean : MergeRule::kReplicated,
-                           "optimizer state"});
-  }
-  const std::span<float> residual = exchange_->residual();
-  if (!residual.empty()) {
-    in.sections.push_back(
-        {"residual",
-         Tensor(residual.data(), DType::kF32, {static_cast<std::int64_t>(residual.size())}),
-         MergeRule::kMean, "residual mass"});
-  }
-  if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
-    // Momenta are linear in the gradients, so their mean is exact; second moments (update
-    // mode's Adam) are not, but zeroing them would make the next steps huge.
-    spdlog::warn(
-        "elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
-        "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
-        "exp_avg_sq)",
-        config_.optim.communicate, old_world);
-  }
-  return merge_elastic_checkpoint(in);
-}
-
 Status Trainer::resume(const std::string& path) {
   // Every rank resolves a checkpoint root itself; on a shared file system whose directory
   // listings lag (NFS attribute caches) two ranks could find different newest steps and

@@ -54,4 +54,12 @@ struct ExchangeFixture {
   }
 };
 
+// lbs at 5% and 4 bits with a fixed seed: the exchange most of these tests drive.
+inline GradientExchangeConfig lbs_exchange_config() {
+  GradientExchangeConfig c;
+  c.compress = {"lbs", {{"density", "0.05"}, {"bits", "4"}}, "compress"};
+  c.seed = 11;
+  return c;
+}
+
 }  // namespace sparq::compress::testing

@@ -131,13 +131,16 @@ Result<std::string> latest_checkpoint(const std::string& root);
 Result<std::string> resolve_checkpoint_dir(const std::string& path);
 // Whether `a` and `b` name one existing directory (false when either does not exist).
 bool same_directory(const std::string& a, const std::string& b);
-// Renames every complete step directory of `root` after `step` to "<name>.superseded"
-// (".superseded.2", ... when taken); incomplete ones are left to prune_checkpoints() or to
-// be rewritten. A run that resumed from an earlier step, or started afresh, in a `root`
-// holding a later step of another history calls it before its first save: otherwise
-// latest_checkpoint() would resume that other history and prune_checkpoints() would count
-// its steps as the newest and remove this run's. Nothing is deleted. Returns one message per
-// directory moved or not (for the caller to log); none when `root` does not exist yet.
-std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step);
+// Renames every complete step directory of `root` at or after `step` to "<name>.superseded"
+// (".superseded.2", ... when taken), except `resumed_from` (which a run saving `step` first
+// may have come from); incomplete ones are left to prune_checkpoints() or to be rewritten. A
+// run that resumed from an earlier step (or from a step set aside), or started afresh, in a
+// `root` holding a step of another history at or after its first save's calls it before that
+// save: otherwise the save would overwrite that history's step in place, latest_checkpoint()
+// would resume the other history and prune_checkpoints() would count its steps as the newest
+// and remove this run's. Nothing is deleted. Returns one message per directory moved or not
+// (for the caller to log); none when `root` does not exist yet.
+std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std::int64_t step,
+                                                    const std::string& resumed_from = "");
 
 }  // namespace sparq::train

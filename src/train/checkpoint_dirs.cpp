@@ -188,7 +188,7 @@ Result<std::string> latest_checkpoint(const std::string& root) {
 
 Result<std::string> resolve_checkpoint_dir(const std::string& path) {
   // A complete directory under another name is a step set aside by a branching run
-  // ("step-00000006.superseded", set_aside_newer_checkpoints): named by hand to go back to
+  // ("step-00000006.superseded", set_aside_checkpoints_from): named by hand to go back to
   // that history, it resumes like any step (the step comes from the file, not the name).
   if (!parse_step(path).is_ok() && !is_complete(path)) return latest_checkpoint(path);
   std::error_code ec;
@@ -263,7 +263,8 @@ bool same_directory(const std::string& a, const std::string& b) {
   return !ec && same;
 }
 
-std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, std::int64_t step) {
+std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std::int64_t step,
+                                                    const std::string& resumed_from) {
   std::vector<std::string> messages;
   std::error_code missing;
   // The first save into a new train.checkpoint_dir: nothing there yet, nothing to set aside.
@@ -275,7 +276,11 @@ std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, st
   }
   std::vector<std::filesystem::path> newer;
   for (const StepDir& d : *listed) {
-    if (d.complete && d.step > step) newer.push_back(d.dir);
+    // At `step` too: the save would overwrite another history's step in place (review,
+    // 2026-12-05), unless that step is where this run came from.
+    if (d.complete && d.step >= step && !same_directory(d.dir.string(), resumed_from)) {
+      newer.push_back(d.dir);
+    }
   }
   std::sort(newer.begin(), newer.end());
   std::error_code ec;
@@ -290,7 +295,7 @@ std::vector<std::string> set_aside_newer_checkpoints(const std::string& root, st
     std::filesystem::rename(dir, to, ec);
     if (ec) {
       messages.push_back(
-          fmt::format("cannot set aside '{}' (a step after {} from another run): "
+          fmt::format("cannot set aside '{}' (step {} or later, from another run): "
                       "{}; a later --resume of '{}' would pick it",
                       dir.string(), step, ec.message(), root));
     } else {

@@ -117,12 +117,13 @@ Status Trainer::save_checkpoint() {
   const std::string& root = config_.train.checkpoint_dir;
   const std::string dir = checkpoint_dir(root, step_);
   if (!newer_steps_checked_) {
-    // Complete steps after this one belong to another history (this run resumed from an
-    // earlier step, or started afresh in a used directory): set aside before this run's first
-    // save, so that neither --resume nor retention takes them for this run's newest.
+    // Complete steps from this one on belong to another history (this run resumed from an
+    // earlier step or a step set aside, or started afresh in a used directory): set aside
+    // before this run's first save, so that it overwrites none of them and neither --resume
+    // nor retention takes them for this run's newest.
     newer_steps_checked_ = true;
     if (is_root()) {
-      for (const std::string& m : set_aside_newer_checkpoints(root, step_)) {
+      for (const std::string& m : set_aside_checkpoints_from(root, step_, resumed_from_)) {
         spdlog::warn("train.checkpoint_dir: {}", m);
       }
     }

@@ -5,11 +5,14 @@
 // when named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/file_io.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -25,13 +28,13 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-TEST(CheckpointDirs, SetAsideMovesOnlyLaterCompleteSteps) {
+TEST(CheckpointDirs, SetAsideMovesCompleteStepsFromTheSavedOne) {
   const std::string root = fresh_dir("set_aside");
   for (const std::int64_t step : {2, 4, 6, 8}) fs::create_directories(checkpoint_dir(root, step));
   for (const std::int64_t step : {2, 4, 6})
     ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
   fs::create_directories(checkpoint_dir(root, 6) + ".superseded");  // an earlier set-aside
-  const std::vector<std::string> messages = set_aside_newer_checkpoints(root, 4);
+  const std::vector<std::string> messages = set_aside_checkpoints_from(root, 5);
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_NE(messages[0].find("step-00000006"), std::string::npos) << messages[0];
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
@@ -39,7 +42,11 @@ TEST(CheckpointDirs, SetAsideMovesOnlyLaterCompleteSteps) {
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 6) + ".superseded.2"));  // the first free name
   EXPECT_TRUE(fs::exists(checkpoint_dir(root, 8)));  // incomplete: not another history's state
   EXPECT_EQ(*parse_step(*latest_checkpoint(root)), 4);
-  EXPECT_TRUE(set_aside_newer_checkpoints(root, 4).empty());
+  EXPECT_TRUE(set_aside_checkpoints_from(root, 5).empty());
+  // The step a save would write is another history's too, unless the run came from it.
+  EXPECT_TRUE(set_aside_checkpoints_from(root, 4, checkpoint_dir(root, 4)).empty());
+  EXPECT_EQ(set_aside_checkpoints_from(root, 4).size(), 1u);
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));
 }
 
 constexpr char kConfig[] = R"(
@@ -50,10 +57,11 @@ train: {micro_batch: 2, eval_batches: 1, checkpoint_interval: 2, keep_checkpoint
 log: {progress_interval: 0}
 )";
 
-Result<TrainSummary> train(const std::string& root, std::int64_t steps, const std::string& resume) {
-  auto config =
-      parse_train_config(kConfig, "checkpoint_history_test",
-                         {"train.checkpoint_dir=" + root, "train.steps=" + std::to_string(steps)});
+Result<TrainSummary> train(const std::string& root, std::int64_t steps, const std::string& resume,
+                           std::vector<std::string> overrides = {}) {
+  overrides.push_back("train.checkpoint_dir=" + root);
+  overrides.push_back("train.steps=" + std::to_string(steps));
+  auto config = parse_train_config(kConfig, "checkpoint_history_test", overrides);
   SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
   std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
   auto trainer = Trainer::create(*config, *self);
@@ -112,6 +120,50 @@ TEST(CheckpointHistory, AResumeFromTheFinalStepLeavesItsCheckpointAsItIs) {
   EXPECT_EQ(fs::last_write_time(rank_file), written);
   EXPECT_EQ(fs::last_write_time(checkpoint_dir(root, 4) + "/" + kCheckpointCompleteMarker), marked);
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
+}
+
+// Found in review (2026-12-05): evaluating a step set aside (no step run) set aside the
+// directory's own later steps and overwrote its step of the same number with a copy; going on
+// from it overwrote the other history's next save in place. Now the evaluation writes nothing,
+// and a save moves the step it would replace.
+TEST(CheckpointHistory, ASetAsideStepTakenUpAgainMovesButNeverOverwritesTheOtherHistory) {
+  const std::string root = fresh_dir("two_histories");
+  const std::vector<std::string> b_lr = {"optim.lr=3.0e-3"};           // B: another history
+  ASSERT_TRUE(train(root, 6, "").is_ok());                             // A: steps 4 and 6
+  ASSERT_TRUE(train(root, 5, checkpoint_dir(root, 4), b_lr).is_ok());  // B sets aside A's 6
+  ASSERT_TRUE(train(root, 8, root, b_lr).is_ok());                     // B: steps 6 and 8
+  const std::string a6 = checkpoint_dir(root, 6) + ".superseded";
+  ASSERT_TRUE(is_complete(a6));
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(root)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  // The rank file's bytes, hashed (a failure prints the hash, not megabytes).
+  const auto bytes = [](const std::string& dir) {
+    return std::hash<std::string>{}(*read_file(checkpoint_rank_file(dir, 0)));
+  };
+  const std::vector<std::string> before = listing();
+  const std::size_t b6 = bytes(checkpoint_dir(root, 6));
+  const std::size_t b8 = bytes(checkpoint_dir(root, 8));
+
+  auto evaluated = train(root, 6, a6);  // A's step 6 evaluated: nothing run, nothing written
+  ASSERT_TRUE(evaluated.is_ok()) << evaluated.status().message();
+  EXPECT_EQ(evaluated->steps_run, 0);
+  EXPECT_EQ(listing(), before);
+  EXPECT_EQ(bytes(checkpoint_dir(root, 6)), b6);
+  EXPECT_EQ(bytes(checkpoint_dir(root, 8)), b8);
+
+  auto resumed = train(root, 8, a6);  // A goes on to 8: B's step 8 is moved, not overwritten
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_EQ(resumed->steps_run, 2);
+  ASSERT_TRUE(is_complete(checkpoint_dir(root, 8) + ".superseded"));
+  EXPECT_EQ(bytes(checkpoint_dir(root, 8) + ".superseded"), b8);
+  EXPECT_NE(bytes(checkpoint_dir(root, 8)), b8);
+  auto straight = train(fresh_dir("two_histories_straight"), 8, "");
+  ASSERT_TRUE(straight.is_ok());
+  EXPECT_EQ(resumed->param_checksum, straight->param_checksum);
 }
 
 // Found in review: integer metadata went through std::stoll, which read "4abc" as 4 and

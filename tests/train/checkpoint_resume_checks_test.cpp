@@ -4,7 +4,8 @@
 // and residual are flat arrays); another comm.bucket_mb moves the buckets that dgc's momentum
 // and two_phase's server residual belong to. Before these checks both resumed without a word
 // (or aborted at the first two_phase exchange). A stateless compressor still resumes under
-// another bucket plan. And the first save into a new train.checkpoint_dir warns of nothing.
+// another bucket plan. And the first save
+// into a new train.checkpoint_dir warns of nothing.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -149,7 +150,7 @@ class LogCapture {
 
 TEST(ResumeChecks, TheFirstSaveIntoANewCheckpointDirWarnsOfNothing) {
   const std::string root = fresh_dir("fresh") + "/new/ckpt";  // neither exists yet
-  EXPECT_TRUE(set_aside_newer_checkpoints(root, 0).empty());
+  EXPECT_TRUE(set_aside_checkpoints_from(root, 0).empty());
   LogCapture log;
   std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
   ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());

@@ -1,5 +1,7 @@
 #include "optim/adam.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -222,11 +224,31 @@ Status Adam::check_step(std::int64_t step) const {
 
 std::vector<std::pair<std::string, std::int64_t>> Adam::counters() const {
   if (config_.communicate != "momentum") return {};
-  return {{"variance_updates_at_freeze", variance_updates_at_freeze_}};
+  return {{"variance_updates_at_freeze", variance_updates_at_freeze_},
+          {"freeze_steps", config_.freeze_steps}};
 }
 
 void Adam::set_counter(const std::string& name, std::int64_t value) {
   if (name == "variance_updates_at_freeze") variance_updates_at_freeze_ = value;
+  if (name == "freeze_steps") resumed_freeze_steps_ = value;
+}
+
+// Another freeze_steps on resume is fine while neither run has frozen by `step`; across a
+// freeze the state means something else: v frozen (and floored) at the old step, m's bias
+// count measured from it (Note [Frozen variance's bias correction]), or a v never floored and
+// a count never taken for a freeze the new setting puts in the past (review, 2026-12-05).
+Status Adam::check_resume(std::int64_t step) const {
+  const std::int64_t saved = resumed_freeze_steps_;
+  if (saved < 0 || saved == config_.freeze_steps) return Status::ok();
+  const auto frozen_before = [step](std::int64_t freeze) { return freeze > 0 && step > freeze; };
+  if (!frozen_before(saved) && !frozen_before(config_.freeze_steps)) return Status::ok();
+  return Status::error(
+      "optim.freeze_steps is {} here but {} in the checkpoint of step {}: the variance {} "
+      "before it; resume with optim.freeze_steps: {}",
+      config_.freeze_steps, saved, step,
+      frozen_before(saved) ? fmt::format("froze at step {}", saved)
+                           : fmt::format("would have frozen at step {}", config_.freeze_steps),
+      saved);
 }
 
 std::vector<StateTensor> Adam::state() {

@@ -79,6 +79,7 @@ class Adam final : public Optimizer {
   Status check_step(std::int64_t step) const override;
   std::vector<std::pair<std::string, std::int64_t>> counters() const override;
   void set_counter(const std::string& name, std::int64_t value) override;
+  Status check_resume(std::int64_t step) const override;
 
   // True when the gradient buffer of step `step` carries momentum instead of a gradient.
   bool communicates_momentum(std::int64_t step) const {
@@ -102,6 +103,9 @@ class Adam final : public Optimizer {
   std::int64_t frozen_step_ = 0;
   // steps_taken at the freeze step; -1 before it (or from a checkpoint that predates it).
   std::int64_t variance_updates_at_freeze_ = -1;
+  // The freeze_steps of the run a checkpoint was written by; -1 when not resumed (or from a
+  // checkpoint that predates it).
+  std::int64_t resumed_freeze_steps_ = -1;
 };
 
 }  // namespace sparq::optim

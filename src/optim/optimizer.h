@@ -26,7 +26,7 @@
 // before_communication() is where a mode replaces the local gradient with what should travel.
 // It is called per tensor range, right before that range is reported ready to the WFBP
 // scheduler, so it composes with overlapping communication. The modes that do not send a
-// gradient clip the LOCAL gradient (train.clip_scope, data_parallel.h).
+// gradient clip the LOCAL gradient (optim.clip_scope, data_parallel.h).
 #pragma once
 
 #include <cstdint>
@@ -96,7 +96,7 @@ class Optimizer {
   // that norm is not finite (the device checks it); finish_guarded_step() then reads the norm
   // (blocking, behind the step) and returns it, uncounting a step the device skipped.
   void clip_grad_norm_on_device(double max_norm);
-  // Local clipping (train.clip_scope: local, data_parallel.h): THIS rank's gradient buffer is
+  // Local clipping (optim.clip_scope: local, data_parallel.h): THIS rank's gradient buffer is
   // scaled in place by optim/clip.h's rule, before before_communication() reads it; returns
   // the norm before clipping. CPU: clip.h's clip_grad_norm. CUDA: DeviceStep::clip_in_place
   // (the norm on the device, one 8-byte read-back, the buffer scaled on the compute stream).
@@ -116,6 +116,10 @@ class Optimizer {
   // before it existed) leaves the optimizer's default. Default: none.
   virtual std::vector<std::pair<std::string, std::int64_t>> counters() const { return {}; }
   virtual void set_counter(const std::string& name, std::int64_t value) {}
+  // Whether this config can go on from the restored state at the trainer's step `step` (set
+  // by a resume after the counters): an error names the setting that changed what the state
+  // means (Adam: optim.freeze_steps across its freeze). Default: ok.
+  virtual Status check_resume(std::int64_t step) const { return Status::ok(); }
   // Everything needed to resume bit-identically (the step counter travels separately): f32
   // views of the state buffers, each with the store's flat layout, on the store's device
   // (device views on CUDA: the caller stages them).

@@ -339,6 +339,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
     optimizer_->set_counter(name, saved);
   }
   SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
+  SPARQ_RETURN_IF_ERROR(optimizer_->check_resume(step_).with_context(file));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
   resumed_from_ = dir;

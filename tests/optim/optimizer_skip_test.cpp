@@ -85,9 +85,12 @@ TEST(OptimizerSkips, TheFrozenVarianceIsCorrectedForTheUpdatesItHad) {
   EXPECT_NEAR(frozen.move, expected, 1e-4 * expected);
   // The count is state a resume needs: it is reported for the checkpoint and restored from it.
   const auto counters = (*opt)->counters();
-  ASSERT_EQ(counters.size(), 1u);
+  ASSERT_EQ(counters.size(), 2u);
   EXPECT_EQ(counters[0].first, "variance_updates_at_freeze");
   EXPECT_EQ(counters[0].second, 1);
+  // So is the freeze step it was measured from: a resume refuses another one across it.
+  EXPECT_EQ(counters[1].first, "freeze_steps");
+  EXPECT_EQ(counters[1].second, 2);
 }
 
 TEST(OptimizerSkips, TheFrozenMomentumIsCorrectedForEveryStepItAdvanced) {

@@ -4,7 +4,7 @@
 // and residual are flat arrays); another comm.bucket_mb moves the buckets that dgc's momentum
 // and two_phase's server residual belong to. Before these checks both resumed without a word
 // (or aborted at the first two_phase exchange). A stateless compressor still resumes under
-// another bucket plan. And the first save
+// another bucket plan; another optim.freeze_steps is refused across the freeze. And the first save
 // into a new train.checkpoint_dir warns of nothing.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -147,6 +147,27 @@ class LogCapture {
   std::ostringstream out_;
   std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
 };
+
+// Found in review (2026-12-05): a resume with another optim.freeze_steps was accepted with an
+// info line, though across the freeze it changes what the saved state means (Adam::
+// check_resume). Before either freeze it is fine.
+TEST(ResumeChecks, AnotherFreezeStepAcrossTheFreezeIsRefused) {
+  const std::vector<std::string> momentum = {"optim.communicate=momentum"};
+  const auto with_freeze = [&](int f) {
+    std::vector<std::string> set = momentum;
+    set.push_back("optim.freeze_steps=" + std::to_string(f));
+    return set;
+  };
+  expect_refused(train_then_resume(fresh_dir("froze"), with_freeze(1), {"optim.freeze_steps=3"}),
+                 {"optim.freeze_steps is 3 here but 1 in the checkpoint of step 2",
+                  "froze at step 1", "resume with optim.freeze_steps: 1"});
+  expect_refused(
+      train_then_resume(fresh_dir("would_have"), with_freeze(4), {"optim.freeze_steps=1"}),
+      {"would have frozen at step 1"});
+  EXPECT_TRUE(
+      train_then_resume(fresh_dir("later"), with_freeze(4), {"optim.freeze_steps=3"}).is_ok());
+  EXPECT_TRUE(train_then_resume(fresh_dir("same"), with_freeze(1), {}).is_ok());
+}
 
 TEST(ResumeChecks, TheFirstSaveIntoANewCheckpointDirWarnsOfNothing) {
   const std::string root = fresh_dir("fresh") + "/new/ckpt";  // neither exists yet

@@ -81,13 +81,14 @@ SPARQ_HOST_DEVICE inline std::uint8_t quantize_nearest(float x, float inv, float
   return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + (levels + 0.5f)));
 }
 
-// Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased. At y = L the float sum (y + L) + u
-// rounds up to 2L + 1 when u is within half an ulp of 1, a code outside 0..2L: it is capped.
+// Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased. y + u is formed first: at y = 0 it
+// is u exactly, so a zero is always code L and decodes to zero (Note [Padding stays zero],
+// core/param_store.h), where (y + L) + u rounded up to L + 1 when u was within half an ulp of
+// 1 (review, 2026-12-05). At y = L the sum can round up to L + 1: the level is capped.
 SPARQ_HOST_DEVICE inline std::uint8_t quantize_stochastic(float x, float inv, float levels,
                                                           float u) {
-  const float code = clamp_to_levels(x, inv, levels) + levels + u;
-  const float top = 2.0f * levels;
-  return static_cast<std::uint8_t>(static_cast<int>(code < top ? code : top));
+  const float level = floorf(clamp_to_levels(x, inv, levels) + u);
+  return static_cast<std::uint8_t>(static_cast<int>((level < levels ? level : levels) + levels));
 }
 
 // The rounding draw of the value at `position` (block_codec.h, RoundingRng).

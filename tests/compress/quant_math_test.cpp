@@ -55,10 +55,16 @@ TEST(QuantMath, StochasticRoundsDownOrUpByTheDraw) {
   EXPECT_EQ(quantize_stochastic(2.25f, 1.0f, levels, 0.76f), 3 + 7);
   EXPECT_EQ(quantize_stochastic(-2.25f, 1.0f, levels, 0.2f), -3 + 7);
   EXPECT_EQ(quantize_stochastic(-2.25f, 1.0f, levels, 0.8f), -2 + 7);
-  // At y = L, (y + L) + u rounds up to 2L + 1 for u within half an ulp of 1: capped at 2L.
+  // At y = L, y + u rounds up to L + 1 for u within half an ulp of 1: capped at 2L. A zero
+  // (padding, structurally zero rows) is code L for every draw: (0 + L) + u used to round up
+  // to L + 1 there, decoding a zero as +scale (review, 2026-12-05).
   for (const float top_level : {1.0f, 3.0f, 7.0f, 127.0f}) {
     EXPECT_EQ(quantize_stochastic(top_level, 1.0f, top_level, 1.0f - 0x1p-24f), 2 * top_level)
         << top_level;
+    for (const float u : {0.0f, 0.5f, 1.0f - 0x1p-23f, 1.0f - 0x1p-24f}) {
+      EXPECT_EQ(quantize_stochastic(0.0f, 1.0f, top_level, u), top_level) << top_level << " " << u;
+      EXPECT_EQ(quantize_stochastic(-0.0f, 1.0f, top_level, u), top_level) << top_level << " " << u;
+    }
   }
 }
 
@@ -175,7 +181,9 @@ TEST(SpanStats, FollowTheFixedPartitionOnAnyThreadCount) {
       EXPECT_EQ(got.sum_b, want_b) << n << " threads " << threads;
       EXPECT_EQ(got.max_abs, want_max) << n << " threads " << threads;
       const SpanStats nan_got = span_stats(with_nan.data(), n, StatTerm::kValue, StatTerm::kSquare);
-      if (n > 20) EXPECT_TRUE(std::isnan(nan_got.sum_a)) << n << " threads " << threads;
+      if (n > 20) {
+        EXPECT_TRUE(std::isnan(nan_got.sum_a)) << n << " threads " << threads;
+      }
       EXPECT_EQ(nan_got.max_abs, want_max_without_20) << n << " threads " << threads;
     }
     set_num_threads(1);

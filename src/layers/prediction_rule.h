@@ -36,8 +36,9 @@ SPARQ_HOST_DEVICE inline std::int32_t prediction_of_key(std::uint64_t key) {
   return static_cast<std::int32_t>(~static_cast<std::uint32_t>(key));
 }
 
-// The host's fold over one row of `real` values.
-inline std::int32_t predicted_index(const float* row, std::int64_t real) {
+// The rule as the fold of the keys over one row of `real` values: the statement the tests
+// hold the host's form (predicted_index, row_predictions.h) and the device's to.
+inline std::int32_t predicted_index_by_keys(const float* row, std::int64_t real) {
   std::uint64_t best = 0;
   for (std::int64_t j = 0; j < real; ++j) {
     const std::uint64_t key = prediction_key(row[j], static_cast<std::uint32_t>(j));

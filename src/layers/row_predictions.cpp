@@ -1,5 +1,8 @@
 #include "layers/row_predictions.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "core/check.h"
 #include "core/tensor_copy.h"
 #include "layers/prediction_rule.h"
@@ -10,6 +13,18 @@
 #endif
 
 namespace sparq {
+
+// std::max(mx, NaN) keeps mx, in every lane of the reduction; -0 == +0 in the second pass; a
+// row of NaN (or -inf and NaN only: then -inf is the maximum) ends as the rule says.
+std::int32_t predicted_index(const float* row, std::int64_t real) {
+  float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (std::int64_t j = 0; j < real; ++j) mx = std::max(mx, row[j]);
+  for (std::int64_t j = 0; j < real; ++j) {
+    if (row[j] == mx) return static_cast<std::int32_t>(j);
+  }
+  return 0;
+}
 
 void row_predictions(const Tensor& logits, std::int64_t real, std::int32_t* out,
                      const ExecContext& context, Buffer& scratch) {

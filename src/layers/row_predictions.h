@@ -19,4 +19,10 @@ namespace sparq {
 void row_predictions(const Tensor& logits, std::int64_t real, std::int32_t* out,
                      const ExecContext& context, Buffer& scratch);
 
+// One host row of `real` values, in the fused CPU head's two passes: a maximum that skips NaN,
+// then the first index equal to it; the same answer as predicted_index_by_keys
+// (prediction_rule.h), which the tests hold it to, in a form that vectorizes (the key fold's
+// 64-bit compares took about 7x as long on rows of 50257: review, 2026-12-05).
+std::int32_t predicted_index(const float* row, std::int64_t real);
+
 }  // namespace sparq

@@ -21,6 +21,7 @@
 #include "layers/gelu_math.h"
 #include "layers/pooling.h"
 #include "layers/prediction_rule.h"
+#include "layers/row_predictions.h"
 
 namespace sparq {
 namespace {
@@ -120,36 +121,26 @@ TEST(GeluSharedMath, CpuLayerEvaluatesTheHostDeviceFormulas) {
 }
 
 // Note [Prediction rule]: on rows without NaN the keys' maximum is std::max_element's first
-// maximum, on tie-heavy rows with signed zeros and infinities; any split of a row into parts
-// whose maxima are combined in any order gives the same key (what the device's block
-// reduction relies on).
-TEST(PredictionRule, KeysNameStdMaxElementsFirstMaximumInAnyOrder) {
+// maximum, on tie-heavy rows with signed zeros and infinities; the host's two-pass form gives
+// the keys' answer on those rows and on rows with NaN too. (The device's block reduction is
+// held to the keys by the gpu-labelled CudaRowPredictions test.)
+TEST(PredictionRule, KeysNameStdMaxElementsFirstMaximumAndTheHostFormFollows) {
   std::uint64_t state = 12345;
   const auto next = [&state] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<std::uint32_t>(state >> 33);
   };
-  const float pool[] = {-0.0f,  0.0f,    1.0f,    -1.0f,    2.5f,     -2.5f,
-                        1e-40f, -1e-40f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY};
-  for (int trial = 0; trial < 2000; ++trial) {
+  const float pool[] = {-0.0f,   0.0f,    1.0f,     -1.0f,    2.5f,      -2.5f,        1e-40f,
+                        -1e-40f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY, std::nanf("")};
+  for (int trial = 0; trial < 3000; ++trial) {
     const std::int64_t n = 1 + next() % 97;
+    const std::uint32_t choices = trial % 3 == 0 ? 12 : trial % 3 == 1 ? 6 : 13;  // 13: NaN
     std::vector<float> row(static_cast<std::size_t>(n));
-    for (float& v : row) v = pool[next() % (trial % 3 == 0 ? 12 : 6)];
-    const auto expected = std::max_element(row.begin(), row.end()) - row.begin();
-    ASSERT_EQ(predicted_index(row.data(), n), expected) << "trial " << trial;
-    std::vector<std::uint64_t> parts;  // maxima of random runs, combined in reverse order
-    for (std::int64_t j = 0; j < n;) {
-      const std::int64_t len = 1 + next() % 9;
-      std::uint64_t best = 0;
-      for (std::int64_t i = j; i < std::min(n, j + len); ++i) {
-        best = std::max(best, prediction_key(row[i], static_cast<std::uint32_t>(i)));
-      }
-      parts.push_back(best);
-      j += len;
-    }
-    std::uint64_t combined = 0;
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) combined = std::max(combined, *it);
-    ASSERT_EQ(prediction_of_key(combined), expected) << "trial " << trial;
+    for (float& v : row) v = pool[next() % choices];
+    const std::int32_t by_keys = predicted_index_by_keys(row.data(), n);
+    ASSERT_EQ(predicted_index(row.data(), n), by_keys) << "trial " << trial;
+    if (choices == 13) continue;
+    ASSERT_EQ(by_keys, std::max_element(row.begin(), row.end()) - row.begin()) << "trial " << trial;
   }
 }
 
@@ -166,6 +157,10 @@ TEST(PredictionRule, NanIsNeverTheMaximum) {
   EXPECT_EQ(predicted_index(all_nan.data(), 0), 0);
   const std::vector<float> padded = {1.0f, 2.0f, 9.0f};  // column 2 is padding
   EXPECT_EQ(predicted_index(padded.data(), 2), 1);
+  for (const auto* row : {&nan_first, &nan_between, &all_nan}) {
+    EXPECT_EQ(predicted_index_by_keys(row->data(), static_cast<std::int64_t>(row->size())),
+              predicted_index(row->data(), static_cast<std::int64_t>(row->size())));
+  }
   EXPECT_EQ(prediction_key(nan, 0), 0u);
   EXPECT_GT(prediction_key(-INFINITY, 0xffffffffu), 0u);
 }

@@ -65,7 +65,8 @@ HeadResult reference(const HeadCase& h, bool with_bias, const std::vector<float>
     for (const double zj : z) sum += std::exp(zj - mx);
     r.loss += (std::log(sum) + mx - z[h.targets[i]]) / static_cast<double>(count);
     for (std::int64_t j = 0; j < h.valid; ++j) {
-      const double g = (std::exp(z[j] - mx) / sum - (j == h.targets[i])) / static_cast<double>(count);
+      const double g =
+          (std::exp(z[j] - mx) / sum - (j == h.targets[i])) / static_cast<double>(count);
       for (std::int64_t k = 0; k < h.c; ++k) {
         r.dx[i * h.c + k] += static_cast<float>(g * h.table[j * h.c + k]);
         dtable[j * h.c + k] += g * h.x[i * h.c + k];
@@ -88,8 +89,8 @@ HeadResult fused(HeadCase h, bool with_bias, std::int64_t chunk_rows, int thread
   r.dx.assign(h.n * h.c, 123.0f);  // overwritten, ignored rows included
   r.dtable = dtable0;
   r.dbias = dbias0;
-  TiedHeadLoss::Operands ops{testing::view(h.table, {h.v, h.c}), testing::view(r.dtable, {h.v, h.c}),
-                             {}, {}};
+  TiedHeadLoss::Operands ops{
+      testing::view(h.table, {h.v, h.c}), testing::view(r.dtable, {h.v, h.c}), {}, {}};
   if (with_bias) {
     ops.bias = testing::view(h.bias, {h.v});
     ops.dbias = testing::view(r.dbias, {h.v});
@@ -112,7 +113,8 @@ TEST(TiedHeadLoss, MatchesTheUnfusedMathInFloat64) {
     // Chunks of 3 counted rows (gathered: ignored rows break contiguity), and one chunk.
     for (const std::int64_t chunk : {3, 0}) {
       const HeadResult got = fused(h, with_bias, chunk, 1, dtable0, dbias0);
-      const std::string what = "bias " + std::to_string(with_bias) + " chunk " + std::to_string(chunk);
+      const std::string what =
+          "bias " + std::to_string(with_bias) + " chunk " + std::to_string(chunk);
       EXPECT_NEAR(got.loss, want.loss, 1e-5 * want.loss) << what;
       testing::expect_close(got.dx.data(), want.dx, what + " dx");
       testing::expect_close(got.dtable.data(), want.dtable, what + " dtable");
@@ -165,8 +167,8 @@ TEST(TiedHeadLoss, ForwardGivesTheLossAndPredictionsOfForwardBackward) {
   HeadCase h;
   TiedHeadLoss head("head", {h.v, h.valid, h.c, -100, h.n, 4});
   std::vector<float> dtable(h.v * h.c, 0.0f), dx(h.n * h.c);
-  const TiedHeadLoss::Operands ops{testing::view(h.table, {h.v, h.c}),
-                                   testing::view(dtable, {h.v, h.c}), {}, {}};
+  const TiedHeadLoss::Operands ops{
+      testing::view(h.table, {h.v, h.c}), testing::view(dtable, {h.v, h.c}), {}, {}};
   const Tensor targets(h.targets.data(), DType::kI32, {h.n});
   const float loss = head.forward(testing::view(h.x, {h.n, h.c}), ops, targets);
   const auto predictions = head.predictions();
@@ -175,13 +177,36 @@ TEST(TiedHeadLoss, ForwardGivesTheLossAndPredictionsOfForwardBackward) {
   EXPECT_EQ(predictions, head.predictions());
 }
 
+// Note [Prediction rule]: a NaN logit is never the prediction, and a row of NaN predicts 0
+// (it predicted the last valid column until 2026-12-05; the review found no test of it).
+TEST(TiedHeadLoss, PredictionsSkipNanAndARowOfNanPredictsZero) {
+  const auto predictions_with_first_bias = [](float first_bias) {
+    HeadCase h;
+    for (std::int64_t k = 0; k < h.c; ++k) h.x[k] = std::nanf("");  // row 0 (counted): all NaN
+    h.bias[0] = first_bias;                                         // column 0 of every row
+    TiedHeadLoss head("head", {h.v, h.valid, h.c, -100, h.n, 4});
+    std::vector<float> dtable(h.v * h.c, 0.0f), dbias(h.v, 0.0f);
+    const TiedHeadLoss::Operands ops{testing::view(h.table, {h.v, h.c}),
+                                     testing::view(dtable, {h.v, h.c}),
+                                     testing::view(h.bias, {h.v}), testing::view(dbias, {h.v})};
+    const Tensor targets(h.targets.data(), DType::kI32, {h.n});
+    head.forward(testing::view(h.x, {h.n, h.c}), ops, targets);
+    return head.predictions();
+  };
+  const std::vector<std::int32_t> nan_first = predictions_with_first_bias(std::nanf(""));
+  EXPECT_EQ(nan_first[0], 0);
+  // Column 0 NaN predicts as column 0 at -infinity: the first real maximum among the others.
+  EXPECT_EQ(nan_first, predictions_with_first_bias(-INFINITY));
+  for (std::size_t i = 1; i < nan_first.size(); ++i) EXPECT_NE(nan_first[i], 0) << "row " << i;
+}
+
 TEST(TiedHeadLoss, NoCountedRowGivesZeroLossAndGradient) {
   HeadCase h;
   std::fill(h.targets.begin(), h.targets.end(), -100);
   TiedHeadLoss head("head", {h.v, h.valid, h.c, -100, h.n, 0});
   std::vector<float> dtable(h.v * h.c, 0.5f), dx(h.n * h.c, 9.0f);
-  const TiedHeadLoss::Operands ops{testing::view(h.table, {h.v, h.c}),
-                                   testing::view(dtable, {h.v, h.c}), {}, {}};
+  const TiedHeadLoss::Operands ops{
+      testing::view(h.table, {h.v, h.c}), testing::view(dtable, {h.v, h.c}), {}, {}};
   const Tensor targets(h.targets.data(), DType::kI32, {h.n});
   EXPECT_EQ(head.forward_backward(testing::view(h.x, {h.n, h.c}), ops, targets,
                                   testing::view(dx, {h.n, h.c})),
@@ -195,8 +220,8 @@ TEST(TiedHeadLoss, RefusesATargetOutsideTheValidColumns) {
   h.targets[5] = static_cast<std::int32_t>(h.valid);  // a padded column
   TiedHeadLoss head("lm_head", {h.v, h.valid, h.c, -100, h.n, 0});
   std::vector<float> dtable(h.v * h.c, 0.0f);
-  const TiedHeadLoss::Operands ops{testing::view(h.table, {h.v, h.c}),
-                                   testing::view(dtable, {h.v, h.c}), {}, {}};
+  const TiedHeadLoss::Operands ops{
+      testing::view(h.table, {h.v, h.c}), testing::view(dtable, {h.v, h.c}), {}, {}};
   const Tensor targets(h.targets.data(), DType::kI32, {h.n});
   EXPECT_DEATH(head.forward(testing::view(h.x, {h.n, h.c}), ops, targets),
                "lm_head: target 21 at row 5 is outside \\[0, 21\\)");

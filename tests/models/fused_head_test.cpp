@@ -111,9 +111,20 @@ TEST(EagerLossGradient, LogitsHoldingTheirGradientAreRefused) {
   bert->forward(data.batch);
   EXPECT_EQ(bert->logits().dim(0), 1);
   EXPECT_EQ(dynamic_cast<Bert&>(*bert).nsp_logits().dim(0), 1);
-  bert->forward_for_backward(data.batch);  // a plain forward() in between took it back
-  bert->forward(data.batch);
-  bert->backward();
+  // A plain forward() after the eager one takes the buffers back: readable, and its
+  // backward() gives a fresh forward() + backward()'s gradient.
+  const auto gradient_after = [&](bool eager_first) {
+    store.zero_grads();
+    if (eager_first) bert->forward_for_backward(data.batch);
+    bert->forward(data.batch);
+    EXPECT_EQ(bert->logits().dim(0), 1);
+    EXPECT_EQ(dynamic_cast<Bert&>(*bert).nsp_logits().dim(0), 1);
+    bert->backward();
+    return std::vector<float>(store.grads(), store.grads() + store.flat_numel());
+  };
+  const std::vector<float> taken_back = gradient_after(true);
+  const std::vector<float> fresh = gradient_after(false);
+  EXPECT_EQ(std::memcmp(taken_back.data(), fresh.data(), fresh.size() * 4), 0);
 
   ParamStore vgg_store;
   auto vgg = testing::bound_model("vgg-tiny", {2, 0}, vgg_store);

@@ -32,7 +32,8 @@
 namespace sparq::compress {
 
 // One key a compressor reads under compress.<name>.<key>, with a one-line meaning for
-// sparq_info and docs ("fraction of entries kept, (0, 1], default 0.01").
+// embedders that list keys ("fraction of entries kept, (0, 1], default 0.01"; sparq_info
+// prints the names only).
 struct ConfigKey {
   std::string name;
   std::string help;

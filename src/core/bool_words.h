@@ -27,6 +27,6 @@ inline std::optional<bool> parse_bool_word(std::string_view text) {
 }
 
 // For error messages: the words, briefly.
-inline constexpr std::string_view kBoolWords = "true/false, yes/no, on/off, 1/0";
+inline constexpr std::string_view kBoolWords = "true/false, yes/no, y/n, on/off, 1/0";
 
 }  // namespace sparq

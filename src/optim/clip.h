@@ -1,6 +1,7 @@
 // Global-norm gradient clipping on the AGGREGATED gradient buffer, so every rank computes the
-// same norm and applies the same scale (train.clip_scope: aggregate), or on each rank's LOCAL
-// gradient before it is communicated (clip_scope: local, data_parallel.h). Matches torch.nn.utils.clip_grad_norm_:
+// same norm and applies the same scale (optim.clip_scope: aggregate), or on each rank's LOCAL
+// gradient before it is communicated (clip_scope: local, data_parallel.h). Matches
+// torch.nn.utils.clip_grad_norm_:
 //   norm = sqrt(sum g^2) over all tensors; if norm > max_norm: g *= max_norm / (norm + 1e-6)
 #pragma once
 

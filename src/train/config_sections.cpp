@@ -168,8 +168,8 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
   if (c.clip_scope == "aggregate" && o.communicate != "gradient") {
     return Status::error(
         "{}: optim.clip_scope: aggregate clips a gradient, but with "
-        "optim.communicate: {} the aggregate is a {}; use local or auto",
-        r.origin(), o.communicate, o.communicate);
+        "optim.communicate: {} the aggregate is {}; use local or auto",
+        r.origin(), o.communicate, o.communicate == "update" ? "an update" : "momentum");
   }
   SPARQ_RETURN_IF_ERROR(
       r.get_choice("optim.schedule", &s.kind, {"constant", "step", "linear", "cosine"}));

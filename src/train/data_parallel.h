@@ -5,7 +5,7 @@
 //   -> wait_all (every bucket averaged in place across ranks)
 //   -> global-norm clipping on the aggregated gradient -> optimizer step -> zero gradients
 //
-// Local clipping (Options::clip_local, train.clip_scope: local; what the optimizer modes that
+// Local clipping (Options::clip_local, optim.clip_scope: local; what the optimizer modes that
 // send a momentum or an update use): the norm of THIS rank's gradient is only known once
 // backward ends, so readiness is held back: the last micro-batch's ranges are reported to the
 // scheduler, in backward order, after the gradient has been clipped. Communication then does not

@@ -30,11 +30,14 @@ Status check_device_support(const TrainConfig& c) {
                                  ? aggregation_name(compressor->aggregation())
                                  : std::string_view(c.compress.aggregation));
   if (!compress::device_strategy_built(strategy, compressor->capabilities())) {
+    // The tree is refused for topk_sampled alone (its lists' length varies): not offered back.
     return Status::error(
-        "{}: compress.aggregation: {} is not built on the GPU yet (issue 17); "
-        "use allgather, two_phase or tree (allreduce for fp16 and bf16, low_rank for "
-        "powersgd) with train.device: cuda",
-        c.origin, strategy);
+        "{}: compress.aggregation: {} is not built on the GPU yet for {} (issue 17); use {} "
+        "with train.device: cuda",
+        c.origin, strategy, c.compress.compress.name,
+        strategy == "tree" ? "allgather or two_phase"
+                           : "allgather, two_phase or tree (allreduce for fp16 and bf16, "
+                             "low_rank for powersgd)");
   }
   if (c.comm.plan_mode != "fixed") {
     return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "

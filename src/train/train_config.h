@@ -134,10 +134,10 @@ std::string effective_yaml(const TrainConfig& config);
 // them against the config its checkpoint was written with.
 std::vector<std::string> config_differences(const std::string& before, const std::string& after);
 
-// What the chosen train.device cannot run yet (on cuda: a compressor without a GPU twin, a
-// strategy other than allgather, comm.plan: auto, log.never_sent_window), as an error naming
-// the key to change. The trainer refuses to train such a config; --dry-run still
-// validates it and prints the plan, with this message as a note.
+// What the chosen train.device and precision cannot run yet (bf16 with vgg; on cuda: a
+// compressor without a GPU twin, a strategy not built there (the tree with topk_sampled),
+// comm.plan: auto), as an error naming the key to change. The trainer refuses to train such a
+// config; --dry-run still validates it and prints the plan, with this message as a note.
 Status check_device_support(const TrainConfig& config);
 
 // Reads and validates a config; `overrides` are "a.b=value" strings from --set.

@@ -22,6 +22,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "train/run.h"
+#include "train/yaml_reader.h"
 
 namespace {
 
@@ -84,8 +85,8 @@ int train_main(int argc, char** argv) {
     return 2;
   }
   for (const std::string& o : overrides) {  // the shape of an argument: bad arguments, 2
-    if (o.find('=') == std::string::npos || o.front() == '=') {
-      fmt::print(stderr, "train: error: --set '{}': expected key=value\n", o);
+    if (const auto shape = parse_set_argument(o); !shape.is_ok()) {
+      fmt::print(stderr, "train: error: {}\n", shape.status().message());
       return 2;
     }
   }

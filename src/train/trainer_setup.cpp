@@ -260,6 +260,14 @@ std::string Trainer::describe() const {
     s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
                      data_info_.entropy_rate);
   }
+  if (!c.train.init_from.empty()) {
+    // A dry run does not read the weights (they may be large); a missing file is said, as a
+    // missing data file is (review, 2026-12-05: it passed as valid without a word).
+    std::error_code ec;
+    const bool found = std::filesystem::is_regular_file(c.train.init_from, ec);
+    s += fmt::format("init:      weights from {} (train.init_format {}){}\n", c.train.init_from,
+                     c.train.init_format, found ? "" : ": not found, needed before training");
+  }
   if (c.train.device == Device::kCUDA) {
     s += fmt::format("device:    {}; local rank {} of {} ({})\n",
                      context_ ? context_->describe()

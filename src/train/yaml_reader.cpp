@@ -36,6 +36,13 @@ std::string scalar_text(const YAML::Node& n) {
   return e.c_str();
 }
 
+// What a value error quotes: the value's text, or "no value" for an empty one ("steps:" or
+// --set train.steps=), which yaml-cpp reads as null and writes as '~'.
+std::string quoted_value(const YAML::Node& n) {
+  if (n.IsNull()) return "no value";
+  return "'" + scalar_text(n) + "'";
+}
+
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>* out) {
   if (node.IsMap()) {
     for (const auto& kv : node) {
@@ -84,17 +91,24 @@ Status check_keys(const YAML::Node& node, const std::string& prefix, const std::
 // A decimal integer, as YAML 1.2's core schema reads one: optional sign, digits, leading
 // zeros allowed ("0100" is 100). yaml-cpp's own conversion guesses the base, so "0100" was 64
 // and "08" an error (review, 2026-12-05); hex, octal and exponents are refused.
-std::optional<std::int64_t> parse_decimal(const std::string& text) {
+// An integer key's text: a decimal integer that fits int64 (kOutOfRange: one that does not).
+struct Decimal {
+  enum { kOk, kNotAnInteger, kOutOfRange } kind = kNotAnInteger;
+  std::int64_t value = 0;
+};
+Decimal parse_decimal(const std::string& text) {
   const char* first = text.data();
   const char* last = text.data() + text.size();
   if (first != last && *first == '+') {
     ++first;
-    if (first != last && *first == '-') return std::nullopt;
+    if (first != last && *first == '-') return {};
   }
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(first, last, value);
-  if (error != std::errc() || end != last) return std::nullopt;
-  return value;
+  Decimal d;
+  const auto [end, error] = std::from_chars(first, last, d.value);
+  if (end != last) return {};
+  if (error == std::errc::result_out_of_range) d.kind = Decimal::kOutOfRange;
+  if (error == std::errc()) d.kind = Decimal::kOk;
+  return d;
 }
 
 }  // namespace
@@ -144,23 +158,31 @@ std::optional<YAML::Node> YamlReader::find(const std::string& key) const {
   return walk;
 }
 
-Status YamlReader::set_override(const std::string& assignment) {
+Result<SetArgument> parse_set_argument(const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     return Status::error("--set '{}': expected key=value", assignment);
   }
-  const std::string key = assignment.substr(0, eq);
-  YAML::Node value;
-  try {
-    value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    return Status::error("--set {}: cannot parse the value: {}", key, e.what());
-  }
-  SPARQ_RETURN_IF_ERROR(check_keys(value, key, "--set"));
-  const auto parts = split_key(key);
-  if (std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.empty(); })) {
+  SetArgument a;
+  a.key = assignment.substr(0, eq);
+  a.parts = split_key(a.key);
+  if (std::any_of(a.parts.begin(), a.parts.end(), [](const auto& p) { return p.empty(); })) {
     return Status::error("--set '{}': the key has an empty part", assignment);
   }
+  try {
+    a.value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    return Status::error("--set {}: cannot parse the value: {}", a.key, e.what());
+  }
+  SPARQ_RETURN_IF_ERROR(check_keys(a.value, a.key, "--set"));
+  return a;
+}
+
+Status YamlReader::set_override(const std::string& assignment) {
+  SPARQ_ASSIGN_OR_RETURN(const SetArgument argument, parse_set_argument(assignment));
+  const std::string& key = argument.key;
+  const std::vector<std::string>& parts = argument.parts;
+  const YAML::Node& value = argument.value;
   YAML::Node walk = root_;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     // A section header with every key commented out ("log:") is an empty section.
@@ -182,12 +204,18 @@ Status YamlReader::get_number(const std::string& key, T* out, Bounds<T> bounds, 
   consumed_.insert(key);
   const auto node = find(key);
   if (!node) return Status::ok();
-  if (!node->IsScalar()) return fail(key, fmt::format("expected {}, got '{}'", kind, scalar_text(*node)));
+  if (!node->IsScalar())
+    return fail(key, fmt::format("expected {}, got {}", kind, quoted_value(*node)));
   T value;
   if constexpr (std::is_integral_v<T>) {
-    const std::optional<std::int64_t> parsed = parse_decimal(node->Scalar());
-    if (!parsed) return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
-    value = *parsed;
+    const Decimal parsed = parse_decimal(node->Scalar());
+    if (parsed.kind == Decimal::kOutOfRange) {
+      return fail(key, fmt::format("{} is beyond the range of a 64-bit integer", node->Scalar()));
+    }
+    if (parsed.kind != Decimal::kOk) {
+      return fail(key, fmt::format("expected {}, got '{}'", kind, node->Scalar()));
+    }
+    value = parsed.value;
   } else {
     try {
       value = node->as<T>();
@@ -234,7 +262,7 @@ Status YamlReader::get(const std::string& key, bool* out) {
       node->IsScalar() ? parse_bool_word(node->Scalar()) : std::nullopt;
   if (!value) {
     return fail(key,
-                fmt::format("expected a boolean ({}), got '{}'", kBoolWords, scalar_text(*node)));
+                fmt::format("expected a boolean ({}), got {}", kBoolWords, quoted_value(*node)));
   }
   *out = *value;
   return Status::ok();
@@ -248,7 +276,8 @@ Status YamlReader::get(const std::string& key, std::string* out) {
     out->clear();
     return Status::ok();
   }
-  if (!node->IsScalar()) return fail(key, fmt::format("expected a string, got '{}'", scalar_text(*node)));
+  if (!node->IsScalar())
+    return fail(key, fmt::format("expected a string, got {}", quoted_value(*node)));
   *out = node->Scalar();
   return Status::ok();
 }
@@ -270,7 +299,8 @@ Status YamlReader::get(const std::string& key, std::vector<std::string>* out) {
   consumed_.insert(key);
   const auto node = find(key);
   if (!node) return Status::ok();
-  if (!node->IsSequence()) return fail(key, fmt::format("expected a list, got '{}'", scalar_text(*node)));
+  if (!node->IsSequence())
+    return fail(key, fmt::format("expected a list, got {}", quoted_value(*node)));
   std::vector<std::string> values;
   for (const auto& item : *node) {
     if (!item.IsScalar()) return fail(key, "list items must be strings");
@@ -323,6 +353,17 @@ std::vector<std::string> YamlReader::unknown_keys() const {
 Status YamlReader::check_no_unknown_keys() const {
   const auto unknown = unknown_keys();
   if (unknown.empty()) return Status::ok();
+  // A known section written as a value ("optim: 3", --set data.markov=3) is not an unknown
+  // key: it was reported as one, which sent the user looking for a misspelling (review,
+  // 2026-12-05).
+  for (const std::string& leaf : unknown) {
+    const bool section = std::any_of(consumed_.begin(), consumed_.end(),
+                                     [&](const auto& c) { return c.rfind(leaf + ".", 0) == 0; });
+    const auto node = find(leaf);
+    if (section && node) {
+      return fail(leaf, "expected a section (a mapping), got " + quoted_value(*node));
+    }
+  }
   return Status::error("{}: unknown key{} {}", origin_, unknown.size() > 1 ? "s" : "",
                        fmt::join(unknown, ", "));
 }

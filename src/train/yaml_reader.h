@@ -33,6 +33,17 @@ struct Bounds {
   std::optional<T> max = std::nullopt;  // inclusive
 };
 
+// A --set argument, split and parsed: "a.b.c=value" with no empty key part and a value that
+// parses as YAML. Its shape alone is checked (whether the key exists is the config's
+// business): the train command refuses a malformed one as a bad argument before reading the
+// config, and set_override() applies the same rule.
+struct SetArgument {
+  std::string key;
+  std::vector<std::string> parts;
+  YAML::Node value;
+};
+Result<SetArgument> parse_set_argument(const std::string& assignment);
+
 class YamlReader {
  public:
   static Result<YamlReader> from_file(const std::string& path);

@@ -84,7 +84,7 @@ struct Trajectory {
 // then use their gradients unscaled, not a stale scale).
 // Clips at every step, or only at the steps in `clip_steps` when it is given.
 // `local_clip`: clip each step's gradient in place BEFORE before_communication, as the
-// trainer does with train.clip_scope: local (the modes that send momentum or updates), then
+// trainer does with optim.clip_scope: local (the modes that send momentum or updates), then
 // only measure the "aggregate"; the norms recorded are the local ones.
 Trajectory run(const OptimConfig& config, const ExecContext& ctx,
                const std::vector<int>* clip_steps = nullptr, bool local_clip = false) {

@@ -50,7 +50,8 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       // Refused before any device is opened, so on every machine, GPU or not.
       {base + "--set train.device=cuda --set compress.name=topk_sampled "
               "--set compress.aggregation=tree",
-       "compress\\.aggregation: tree is not built on the GPU yet"},
+       "compress\\.aggregation: tree is not built on the GPU yet for topk_sampled \\(issue 17\\); "
+       "use allgather or two_phase with train\\.device: cuda"},
       // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
       {base + "--set comm.emulate.ranks=4",
        "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},
@@ -87,6 +88,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
         "--config configs/default.yaml --stop-at 12abc",
         "--config configs/default.yaml --stop-at 99999999999999999999",
         "--config configs/default.yaml --set optim.lr",
+        // Malformed --set arguments beyond a missing '=' exited 1 (review, 2026-12-05).
+        "--config configs/default.yaml --set data..x=1",
+        "--config configs/default.yaml --set optim.lr=[0.1",
         // A dry run dropped these without a word (review, 2026-12-05).
         "--config configs/default.yaml --dry-run --stop-at 3",
         "--config configs/default.yaml --dry-run --export-safetensors /tmp/x.safetensors"}) {
@@ -98,6 +102,9 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
             std::string::npos);
   EXPECT_NE(run_train(0, "--config configs/default.yaml --set optim.lr")
                 .output.find("--set 'optim.lr': expected key=value"),
+            std::string::npos);
+  EXPECT_NE(run_train(0, "--config configs/default.yaml --set data..x=1")
+                .output.find("--set 'data..x=1': the key has an empty part"),
             std::string::npos);
   EXPECT_NE(run_train(0, "--config configs/default.yaml --dry-run --stop-at 3")
                 .output.find("--dry-run trains and writes nothing: --stop-at does not apply"),
@@ -152,6 +159,16 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
     EXPECT_NE(p.output.find(shown), std::string::npos) << p.output;
     EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
   }
+  // Initial weights that are not there yet are said, as missing data files are.
+  const ProcessResult init = run_train(
+      0,
+      "--config configs/default.yaml --set train.init_from=/nonexistent/w.safetensors --dry-run");
+  EXPECT_EQ(init.exit_code, 0) << init.output;
+  EXPECT_NE(
+      init.output.find("init:      weights from /nonexistent/w.safetensors (train.init_format "
+                       "auto): not found, needed before training"),
+      std::string::npos)
+      << init.output;
   // bf16 GEMM operands are a GPU setting the dry run validates and shows.
   const ProcessResult bf16 = run_train(0,
                                        "--config configs/gpt2_wikitext_tiny.yaml --set "

@@ -98,9 +98,10 @@ TEST(TrainConfig, EveryBooleanTakesTheSameWords) {
   }
   auto bad = parse_train_config("comm: {overlap: maybe}\n", "bools.yaml", {});
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_EQ(bad.status().message(),
-            "bools.yaml: comm.overlap: expected a boolean (true/false, yes/no, on/off, 1/0), got "
-            "'maybe'");
+  EXPECT_EQ(
+      bad.status().message(),
+      "bools.yaml: comm.overlap: expected a boolean (true/false, yes/no, y/n, on/off, 1/0), got "
+      "'maybe'");
 }
 
 // Unknown keys are known only once every section is read; a section that fails first used
@@ -253,7 +254,9 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {communicate: momentum}", "x.yaml: optim.freeze_steps: communicate: momentum needs"},
       {"optim: {name: sgd, communicate: momentum, freeze_steps: 5}", "x.yaml: optim.communicate"},
       {"optim: {communicate: updates}", "x.yaml: optim.communicate"},
-      {"optim: {communicate: update, clip_scope: aggregate}", "x.yaml: optim.clip_scope"},
+      {"optim: {communicate: update, clip_scope: aggregate}",
+       "x.yaml: optim.clip_scope: aggregate clips a gradient, but with optim.communicate: update "
+       "the aggregate is an update; use local or auto"},
       {"log: {tracee: a.json}", "unknown key log.tracee"},
       // Keys that used to be accepted and then ignored, or to fail inside a layer at step 1.
       {"train: {checkpoint_interval: 10}",

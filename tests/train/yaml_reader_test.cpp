@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "train/yaml_reader.h"
+
+#include <gtest/gtest.h>
 
 namespace sparq::train {
 namespace {
@@ -147,7 +147,30 @@ TEST(YamlReader, IntegersAreDecimal) {
   EXPECT_EQ(r->get("e", &e).message(), "int.yaml: e: expected an integer, got '0x10'");
   EXPECT_EQ(r->get("f", &f).message(), "int.yaml: f: expected an integer, got '1e3'");
   EXPECT_FALSE(r->get("h", &h).is_ok());
-  EXPECT_FALSE(r->get("i", &i).is_ok());  // past int64
+  // Past int64 is said as such, not as a type error; an empty value is named as none, not
+  // as yaml-cpp's '~' (review, 2026-12-05).
+  EXPECT_EQ(r->get("i", &i).message(),
+            "int.yaml: i: 9223372036854775808 is beyond the range of a 64-bit integer");
+  auto empty = YamlReader::from_string("steps:\nflag:\n", "empty.yaml");
+  ASSERT_TRUE(empty.is_ok());
+  bool flag = false;
+  EXPECT_EQ(empty->get("steps", &i).message(),
+            "empty.yaml: steps: expected an integer, got no value");
+  EXPECT_NE(empty->get("flag", &flag).message().find("expected a boolean"), std::string::npos);
+  EXPECT_NE(empty->get("flag", &flag).message().find("got no value"), std::string::npos);
+}
+
+// A known section written as a value was reported as an unknown key (review, 2026-12-05).
+TEST(YamlReader, ASectionWrittenAsAValueIsSaidToBeOne) {
+  for (const char* text : {"optim: 3\n", "optim: [1, 2]\n"}) {
+    auto r = YamlReader::from_string(text, "s.yaml");
+    ASSERT_TRUE(r.is_ok());
+    double lr = 0;
+    ASSERT_TRUE(r->get("optim.lr", &lr).is_ok());  // absent: the default stays
+    const std::string message = r->check_no_unknown_keys().message();
+    EXPECT_EQ(message.rfind("s.yaml: optim: expected a section (a mapping), got '", 0), 0u)
+        << message;
+  }
 }
 
 TEST(YamlReader, AnEmptySectionHeaderIsAnEmptySection) {

@@ -116,8 +116,10 @@ def substitute(text, values):
 
 
 def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
-    """The trainer's argument list. dry_check: one process with --dry-run, to validate a cell."""
-    launcher = [] if dry_check or study.launcher is None else shlex.split(
+    """The trainer's argument list. dry_check: with --dry-run, to validate a cell; under the
+    launcher too, since some checks depend on the number of ranks (one process refused
+    comm.split_tied_embedding: always, which the study's two ranks accept)."""
+    launcher = [] if study.launcher is None else shlex.split(
         substitute(study.launcher, {"world_size": study.world_size}))
     cmd = launcher + [binary, "--config", study.base]
     for override in study.common + cell.overrides:

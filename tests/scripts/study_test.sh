@@ -78,6 +78,14 @@ expect "unknown --seeds seed" 2 "--seeds: '3' names no seed" -- "$T/tiny.yaml" -
 expect "list" 0 "seed2: missing" -- "$T/tiny.yaml" --out "$OUT" --list
 expect "check" 0 "lbs: ok" -- "$T/tiny.yaml" --out "$OUT" --check
 expect "check refuses a bad key" 1 "typo: REFUSED.*densty" -- "$T/bad.yaml" --out "$OUT" --check
+# --check runs each cell under the study's launcher: a check that depends on the number of
+# ranks was made for one process (review, 2026-12-05). The launcher here records its call.
+printf '#!/bin/sh\necho "$1" >>"%s/launched.txt"\nshift\nexec "$@"\n' "$T" >"$T/launch.sh"
+chmod +x "$T/launch.sh"
+sed -e 's/^world_size: 1/world_size: 2/' -e "s|^launcher:.*|launcher: $T/launch.sh {world_size}|" \
+  "$T/tiny.yaml" >"$T/launched.yaml"
+expect "check under the launcher" 0 "lbs: ok" -- "$T/launched.yaml" --out "$T/out_launched" --check
+check "check used the launcher" test "$(cat "$T/launched.txt")" == "$(printf '2\n2')"
 
 expect "first run" 0 "summary:" -- "$T/tiny.yaml" --out "$OUT"
 check "prepare ran once" test "$(cat "$T/prepared.txt")" == "$(dirname "$TRAIN") 1"

@@ -65,6 +65,32 @@ Status OptimConfig::validate(const std::string& prefix) const {
     return Status::error("{}frozen_variance_floor: must be in [0, 1], got {}", prefix,
                          frozen_variance_floor);
   }
+  // A setting the chosen optimizer never reads, changed from its default, is refused: it was
+  // ignored without a word (audit, 2026-12-05), where a data path the source never reads is
+  // refused too. A study cell that switches optim.name resets it in the same cell.
+  const OptimConfig defaults;
+  const bool sgd = name == "sgd";
+  const struct {
+    const char* key;
+    bool changed, read;
+    const char* reader;
+  } settings[] = {
+      {"momentum", momentum != defaults.momentum, sgd, "sgd reads it"},
+      {"dampening", dampening != defaults.dampening, sgd, "sgd reads it"},
+      {"nesterov", nesterov != defaults.nesterov, sgd, "sgd reads it"},
+      {"beta1", beta1 != defaults.beta1, !sgd, "adam and adamw read it"},
+      {"beta2", beta2 != defaults.beta2, !sgd, "adam and adamw read it"},
+      {"eps", eps != defaults.eps, !sgd, "adam and adamw read it"},
+      {"frozen_variance_floor", frozen_variance_floor != defaults.frozen_variance_floor,
+       communicate == "momentum", "communicate: momentum reads it"},
+  };
+  for (const auto& setting : settings) {
+    if (setting.changed && !setting.read) {
+      return Status::error("{}{}: only {}, and this config has name {}, communicate "
+                           "{}; remove it or set it back to its default",
+                           prefix, setting.key, setting.reader, name, communicate);
+    }
+  }
   return Status::ok();
 }
 

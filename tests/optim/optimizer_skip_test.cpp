@@ -61,7 +61,8 @@ OptimConfig adamw_with(const char* communicate, std::int64_t freeze) {
   c.beta2 = 0.999;
   c.communicate = communicate;
   c.freeze_steps = freeze;
-  c.frozen_variance_floor = 0.0;  // the floor is another test's subject
+  // The floor is another test's subject (and read only when the variance freezes).
+  if (freeze > 0) c.frozen_variance_floor = 0.0;
   return c;
 }
 

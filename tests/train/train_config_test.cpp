@@ -254,6 +254,13 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {communicate: momentum}", "x.yaml: optim.freeze_steps: communicate: momentum needs"},
       {"optim: {name: sgd, communicate: momentum, freeze_steps: 5}", "x.yaml: optim.communicate"},
       {"optim: {communicate: updates}", "x.yaml: optim.communicate"},
+      // Settings the optimizer never reads were accepted and ignored (audit, 2026-12-05).
+      {"optim: {name: adamw, momentum: 0.9}",
+       "x.yaml: optim.momentum: only sgd reads it, and this config has name adamw, communicate "
+       "gradient; remove it or set it back to its default"},
+      {"optim: {name: sgd, beta1: 0.5}", "x.yaml: optim.beta1: only adam and adamw read it"},
+      {"optim: {name: adamw, frozen_variance_floor: 0.5}",
+       "x.yaml: optim.frozen_variance_floor: only communicate: momentum reads it"},
       {"optim: {communicate: update, clip_scope: aggregate}",
        "x.yaml: optim.clip_scope: aggregate clips a gradient, but with optim.communicate: update "
        "the aggregate is an update; use local or auto"},

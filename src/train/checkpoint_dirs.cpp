@@ -300,8 +300,8 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
                       dir.string(), step, ec.message(), root));
     } else {
       messages.push_back(
-          fmt::format("'{}' is a later step of another history (this run "
-                      "resumed at an earlier step, or started afresh, here): "
+          fmt::format("'{}' is a step of another history (this run resumed "
+                      "from an earlier step or from elsewhere, or started afresh, here): "
                       "moved to '{}', so that resuming '{}' and keep_checkpoints "
                       "find this run's steps",
                       dir.string(), to.string(), root));

@@ -117,16 +117,19 @@ Status Trainer::save_checkpoint() {
   const std::string& root = config_.train.checkpoint_dir;
   const std::string dir = checkpoint_dir(root, step_);
   if (!newer_steps_checked_) {
-    // Complete steps from this one on belong to another history (this run resumed from an
-    // earlier step or a step set aside, or started afresh in a used directory): set aside
-    // before this run's first save, so that it overwrites none of them and neither --resume
-    // nor retention takes them for this run's newest.
+    // Complete steps from the one this run started at on (but the one it resumed from)
+    // belong to another history (this run resumed from an earlier step, a step set aside or
+    // another directory, or started afresh in a used one): set aside before this run's first
+    // save, so that it overwrites none of them and neither --resume nor retention takes them
+    // for this run's own. Every rank waits for rank 0's renames: the others wrote their files
+    // into a step directory being moved (review, 2026-12-05).
     newer_steps_checked_ = true;
     if (is_root()) {
-      for (const std::string& m : set_aside_checkpoints_from(root, step_, resumed_from_)) {
+      for (const std::string& m : set_aside_checkpoints_from(root, start_step_, resumed_from_)) {
         spdlog::warn("train.checkpoint_dir: {}", m);
       }
     }
+    SPARQ_RETURN_IF_ERROR(agree(Status::ok(), "setting aside other histories' steps"));
   }
   // Every rank writes its own file; COMPLETE is written only once all of them succeeded, so
   // a save that fails or dies on any rank leaves no directory that passes for complete.
@@ -343,6 +346,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
   resumed_from_ = dir;
+  start_step_ = step_;
   if (is_root() && !elastic) spdlog::info("resumed from {} at step {}", dir, step_);
   if (is_root() && f.meta.count("config")) {
     // Changing settings on resume is allowed (more steps, another lr); it is said, so that a

@@ -159,6 +159,11 @@ TEST(CheckpointHistory, ASetAsideStepTakenUpAgainMovesButNeverOverwritesTheOther
   ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
   EXPECT_EQ(resumed->steps_run, 2);
   ASSERT_TRUE(is_complete(checkpoint_dir(root, 8) + ".superseded"));
+  // B's step 6, below A's first save, is B's too: set aside as well, where it stayed in the
+  // root for retention to remove as A's (review, 2026-12-05).
+  EXPECT_FALSE(fs::exists(checkpoint_dir(root, 6)));
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 6) + ".superseded.2"));
+  EXPECT_EQ(bytes(checkpoint_dir(root, 6) + ".superseded.2"), b6);
   EXPECT_EQ(bytes(checkpoint_dir(root, 8) + ".superseded"), b8);
   EXPECT_NE(bytes(checkpoint_dir(root, 8)), b8);
   auto straight = train(fresh_dir("two_histories_straight"), 8, "");

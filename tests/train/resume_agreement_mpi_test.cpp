@@ -1,7 +1,8 @@
 // Every rank resumes the same checkpoint step or none does (Trainer::resume): ranks that
 // resolve a checkpoint root on their own could otherwise continue from different steps (a
 // shared file system whose listings lag) as silently diverged replicas. Here the ranks are
-// handed different step directories of one run, which is what such a listing looks like.
+// handed different step directories of one run, which is what such a listing looks like. And
+// a save that sets another history's step aside lets rank 0 move it before any rank writes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
 #include "core/check.h"
+#include "core/file_io.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -58,6 +60,45 @@ TEST(ResumeAgreementMpi, RanksThatFindDifferentStepsAreRefusedTogether) {
   // The same step on every rank resumes.
   const Status same = make_trainer(root + "/same", comm)->resume(checkpoint_dir(root, 2));
   EXPECT_TRUE(same.is_ok()) << same.message();
+}
+
+// Found in review (2026-12-05): rank 0 set another history's steps aside while the other ranks
+// already wrote their files of the first save into the step directory being moved (about one
+// trial in five overwrote that history's step in place, or left its set-aside copy without
+// COMPLETE). Now every rank waits for the set-aside. A resumes nothing: it trains steps 1..4;
+// B resumes A's step 2 with another lr and saves its own step 4 at the same number.
+TEST(ResumeAgreementMpi, AnotherHistorysStepIsSetAsideWholeBeforeAnyRankWrites) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& comm = **world;
+  const auto trainer = [&](const std::string& root, const std::vector<std::string>& set) {
+    std::vector<std::string> overrides = {"train.checkpoint_dir=" + root, "train.steps=4",
+                                          "train.checkpoint_interval=2"};
+    overrides.insert(overrides.end(), set.begin(), set.end());
+    auto config = parse_train_config(kConfig, "resume_agreement_mpi_test", overrides);
+    SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+    auto t = Trainer::create(*config, comm);
+    SPARQ_CHECK(t.is_ok(), "{}", t.status().message());
+    return std::move(t).value();
+  };
+  for (int trial = 0; trial < 4; ++trial) {
+    const std::string root = ::testing::TempDir() + "/set_aside_mpi";
+    if (comm.rank() == 0) std::filesystem::remove_all(root);
+    comm.barrier();
+    ASSERT_TRUE(trainer(root, {})->run().is_ok());
+    const std::string a4 = checkpoint_dir(root, 4);
+    const std::string a4_file = *read_file(checkpoint_rank_file(a4, comm.rank()));
+    comm.barrier();
+    auto b = trainer(root, {"optim.lr=3.0e-3"});
+    ASSERT_TRUE(b->resume(checkpoint_dir(root, 2)).is_ok());
+    ASSERT_TRUE(b->run().is_ok());
+    comm.barrier();
+    ASSERT_TRUE(is_complete(a4 + ".superseded")) << "trial " << trial;
+    EXPECT_TRUE(*read_file(checkpoint_rank_file(a4 + ".superseded", comm.rank())) == a4_file)
+        << "trial " << trial << ": A's step 4 was overwritten";
+    EXPECT_TRUE(is_complete(a4));
+    EXPECT_TRUE(*read_file(checkpoint_rank_file(a4, comm.rank())) != a4_file) << "trial " << trial;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "optim/optimizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -65,9 +67,13 @@ Status OptimConfig::validate(const std::string& prefix) const {
     return Status::error("{}frozen_variance_floor: must be in [0, 1], got {}", prefix,
                          frozen_variance_floor);
   }
-  // A setting the chosen optimizer never reads, changed from its default, is refused: it was
-  // ignored without a word (audit, 2026-12-05), where a data path the source never reads is
-  // refused too. A study cell that switches optim.name resets it in the same cell.
+  return Status::ok();
+}
+
+// A setting the chosen optimizer never reads, changed from its default, was ignored without a
+// word (audit, 2026-12-05). It is said, not refused: a study cell that switches optim.name
+// keeps the base config's other optimizer's settings, and that is no error.
+std::vector<std::string> OptimConfig::unread_settings(const std::string& prefix) const {
   const OptimConfig defaults;
   const bool sgd = name == "sgd";
   const struct {
@@ -84,14 +90,16 @@ Status OptimConfig::validate(const std::string& prefix) const {
       {"frozen_variance_floor", frozen_variance_floor != defaults.frozen_variance_floor,
        communicate == "momentum", "communicate: momentum reads it"},
   };
+  std::vector<std::string> unread;
   for (const auto& setting : settings) {
     if (setting.changed && !setting.read) {
-      return Status::error("{}{}: only {}, and this config has name {}, communicate "
-                           "{}; remove it or set it back to its default",
-                           prefix, setting.key, setting.reader, name, communicate);
+      unread.push_back(
+          fmt::format("{}{} is ignored: only {}, and this run has name {}, "
+                      "communicate {}",
+                      prefix, setting.key, setting.reader, name, communicate));
     }
   }
-  return Status::ok();
+  return unread;
 }
 
 Optimizer::Optimizer(const ParamStore& store, std::string communicate)

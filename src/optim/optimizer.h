@@ -65,6 +65,10 @@ struct OptimConfig {
   double frozen_variance_floor = 0.1;
 
   Status validate(const std::string& prefix = "optim.") const;
+  // One line per setting changed from its default that this optimizer and mode never read
+  // (momentum with adamw, beta1 with sgd, frozen_variance_floor without a freeze): the
+  // trainer logs them as warnings and the dry run prints them.
+  std::vector<std::string> unread_settings(const std::string& prefix = "optim.") const;
 };
 
 class DeviceStep;
@@ -76,7 +80,7 @@ class Optimizer {
 
   // Hook before `range` (one or more whole tensors) of step `step` (0-based) is
   // communicated. Default: nothing.
-  virtual void before_communication(std::int64_t step, ParamRange range) {}
+  virtual void before_communication(std::int64_t /*step*/, ParamRange /*range*/) {}
   // True when the gradient buffer holds an update direction, not a gradient, after
   // before_communication() of step `step`.
   bool sends_update() const { return communicate_ == "update"; }
@@ -110,16 +114,16 @@ class Optimizer {
   std::int64_t steps_taken() const { return steps_; }
   // Whether step `step` (the trainer's, 0-based) can run from this state; an error names the
   // setting that led here (Adam: a frozen variance that was never estimated). Default: ok.
-  virtual Status check_step(std::int64_t step) const { return Status::ok(); }
+  virtual Status check_step(std::int64_t /*step*/) const { return Status::ok(); }
   // Integer state beyond steps_taken() that a resume needs, by name: the checkpoint keeps each
   // as metadata "optimizer.<name>" (checkpointing.cpp), and a checkpoint without one (written
   // before it existed) leaves the optimizer's default. Default: none.
   virtual std::vector<std::pair<std::string, std::int64_t>> counters() const { return {}; }
-  virtual void set_counter(const std::string& name, std::int64_t value) {}
+  virtual void set_counter(const std::string& /*name*/, std::int64_t /*value*/) {}
   // Whether this config can go on from the restored state at the trainer's step `step` (set
   // by a resume after the counters): an error names the setting that changed what the state
   // means (Adam: optim.freeze_steps across its freeze). Default: ok.
-  virtual Status check_resume(std::int64_t step) const { return Status::ok(); }
+  virtual Status check_resume(std::int64_t /*step*/) const { return Status::ok(); }
   // Everything needed to resume bit-identically (the step counter travels separately): f32
   // views of the state buffers, each with the store's flat layout, on the store's device
   // (device views on CUDA: the caller stages them).

@@ -298,6 +298,8 @@ std::string Trainer::describe() const {
                    c.optim.communicate == "momentum"
                        ? fmt::format(" (variance frozen after {} steps)", c.optim.freeze_steps)
                        : "");
+  for (const std::string& unread : c.optim.unread_settings())
+    s += "           note: " + unread + "\n";
   std::string params;
   for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
   s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",

@@ -162,12 +162,17 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   // Initial weights that are not there yet are said, as missing data files are.
   const ProcessResult init = run_train(
       0,
-      "--config configs/default.yaml --set train.init_from=/nonexistent/w.safetensors --dry-run");
+      "--config configs/default.yaml --set train.init_from=/nonexistent/w.safetensors --set "
+      "optim.momentum=0.9 --dry-run");
   EXPECT_EQ(init.exit_code, 0) << init.output;
   EXPECT_NE(
       init.output.find("init:      weights from /nonexistent/w.safetensors (train.init_format "
                        "auto): not found, needed before training"),
       std::string::npos)
+      << init.output;
+  // So are settings the optimizer never reads (default.yaml trains with adamw).
+  EXPECT_NE(init.output.find("note: optim.momentum is ignored: only sgd reads it"),
+            std::string::npos)
       << init.output;
   // bf16 GEMM operands are a GPU setting the dry run validates and shows.
   const ProcessResult bf16 = run_train(0,

@@ -254,13 +254,6 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"optim: {communicate: momentum}", "x.yaml: optim.freeze_steps: communicate: momentum needs"},
       {"optim: {name: sgd, communicate: momentum, freeze_steps: 5}", "x.yaml: optim.communicate"},
       {"optim: {communicate: updates}", "x.yaml: optim.communicate"},
-      // Settings the optimizer never reads were accepted and ignored (audit, 2026-12-05).
-      {"optim: {name: adamw, momentum: 0.9}",
-       "x.yaml: optim.momentum: only sgd reads it, and this config has name adamw, communicate "
-       "gradient; remove it or set it back to its default"},
-      {"optim: {name: sgd, beta1: 0.5}", "x.yaml: optim.beta1: only adam and adamw read it"},
-      {"optim: {name: adamw, frozen_variance_floor: 0.5}",
-       "x.yaml: optim.frozen_variance_floor: only communicate: momentum reads it"},
       {"optim: {communicate: update, clip_scope: aggregate}",
        "x.yaml: optim.clip_scope: aggregate clips a gradient, but with optim.communicate: update "
        "the aggregate is an update; use local or auto"},
@@ -316,6 +309,23 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
     EXPECT_NE(c.status().message().find(message), std::string::npos)
         << yaml << "\n  got: " << c.status().message() << "\n  want: " << message;
   }
+}
+
+// Settings the chosen optimizer never reads were accepted and ignored without a word (audit,
+// 2026-12-05): they are accepted (a study cell may switch optim.name) and named.
+TEST(TrainConfig, SettingsTheOptimizerNeverReadsAreNamed) {
+  const auto unread = [](const std::string& optim) {
+    auto c = parse_train_config("optim: " + optim + "\n", "u.yaml", {});
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+    return c.is_ok() ? c->optim.unread_settings() : std::vector<std::string>{"not parsed"};
+  };
+  EXPECT_EQ(unread("{name: adamw, momentum: 0.9}"),
+            std::vector<std::string>{"optim.momentum is ignored: only sgd reads it, and this run "
+                                     "has name adamw, communicate gradient"});
+  EXPECT_EQ(unread("{name: sgd, beta2: 0.99, eps: 1.0e-6}").size(), 2u);
+  EXPECT_EQ(unread("{name: adamw, frozen_variance_floor: 0.5}").size(), 1u);
+  EXPECT_TRUE(unread("{name: sgd, momentum: 0.9, nesterov: true}").empty());
+  EXPECT_TRUE(unread("{name: adamw, beta2: 0.99, momentum: 0}").empty());
 }
 
 }  // namespace

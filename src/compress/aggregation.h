@@ -64,7 +64,7 @@ class Aggregator {
                      comm::Communicator& comm, const EncodeContext& ctx) = 0;
   // What the registration's accepts() cannot judge because it depends on this strategy's
   // options (two_phase's server compression); make_aggregator() calls it. Default: nothing.
-  virtual Status check_compressor(const Compressor& c) const { return Status::ok(); }
+  virtual Status check_compressor(const Compressor& /*c*/) const { return Status::ok(); }
 
   // Bytes of the compressed payload this rank put into its messages during the last run
   // (all phases), the numerator of the compression ratio against 4 n.

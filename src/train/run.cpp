@@ -8,6 +8,7 @@
 
 #include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
+#include "core/fault.h"
 #include "sim/auto_plan.h"
 #include "train/safetensors.h"
 
@@ -121,6 +122,14 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
                                   const RunOptions& options_in) {
   RunOptions options = options_in;
   if (!options.trainer.plan_buckets) options.trainer.plan_buckets = plan_with_simulator;
+  // What the train command refuses before it gets here, an embedder's call is refused too
+  // (review, 2026-12-05): a malformed SPARQ_FAULT aborted the first step, and a dry run
+  // dropped stop_at and the export without a word.
+  SPARQ_RETURN_IF_ERROR(fault::check_environment());
+  if (options.trainer.dry_run && (options.stop_at >= 0 || !options.export_safetensors.empty())) {
+    return Status::error("a dry run trains and writes nothing: {} does not apply",
+                         options.stop_at >= 0 ? "stop_at" : "export_safetensors");
+  }
   // A config built or edited in code since it was read or validated no longer matches its
   // resolved_yaml: it gets the YAML checks now (the same on every rank, so agreed as is).
   TrainConfig config = config_in;

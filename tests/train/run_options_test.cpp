@@ -1,0 +1,55 @@
+// run_training() refuses what the train command refuses before it calls it (review,
+// 2026-12-05): a dry run with stop_at or an export (dropped without a word), and a malformed
+// SPARQ_FAULT (which aborted the process at the first step of an embedder's run).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "train/run.h"
+
+namespace sparq {
+namespace {
+
+train::TrainConfig tiny_config() {
+  train::TrainConfig c = train::default_train_config().value();
+  c.train.steps = 2;
+  c.train.eval_batches = 1;
+  return train::validate_train_config(c).value();
+}
+
+TEST(RunOptions, ADryRunRefusesStopAtAndAnExport) {
+  const train::TrainConfig config = tiny_config();
+  auto comm = train::make_communicator(config.comm).value();
+  train::RunOptions options;
+  options.trainer.dry_run = true;
+  options.stop_at = 1;
+  auto refused = train::run_training(config, *comm, options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message(),
+            "a dry run trains and writes nothing: stop_at does not apply");
+  options.stop_at = -1;
+  options.export_safetensors = ::testing::TempDir() + "/never.safetensors";
+  refused = train::run_training(config, *comm, options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("export_safetensors does not apply"),
+            std::string::npos);
+}
+
+// In a child process: SPARQ_FAULT is read once per process.
+TEST(RunOptions, AMalformedFaultSpecIsAStatusNotAnAbort) {
+  EXPECT_EXIT(
+      {
+        ::setenv("SPARQ_FAULT", "gradient.nonfinit", 1);
+        const train::TrainConfig config = tiny_config();
+        auto comm = train::make_communicator(config.comm).value();
+        auto refused = train::run_training(config, *comm, {});
+        const bool named = !refused.is_ok() && refused.status().message().find(
+                                                   "gradient.nonfinit") != std::string::npos;
+        std::exit(named ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace sparq

@@ -218,6 +218,13 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
   }
   SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));
+  // The checkpoint directory is made now, not at the first save: one that cannot be made
+  // was found after the whole run, whose weights were then lost (review, 2026-12-05).
+  Status made;
+  if (is_root() && !c.train.checkpoint_dir.empty()) {
+    made = create_directories_durably(c.train.checkpoint_dir).with_context("train.checkpoint_dir");
+  }
+  SPARQ_RETURN_IF_ERROR(agree(made, "making train.checkpoint_dir"));
   TrainSummary summary;
   const std::int64_t first_step = step_;
   const std::int64_t trace_end = c.log.trace_start + c.log.trace_steps;

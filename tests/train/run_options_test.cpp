@@ -1,6 +1,7 @@
-// run_training() refuses what the train command refuses before it calls it (review,
-// 2026-12-05): a dry run with stop_at or an export (dropped without a word), and a malformed
-// SPARQ_FAULT (which aborted the process at the first step of an embedder's run).
+// run_training() refuses before any step what used to fail later or not at all (review,
+// 2026-12-05): a dry run with stop_at or an export (dropped without a word), a malformed
+// SPARQ_FAULT (which aborted the process at the first step of an embedder's run), and a
+// checkpoint directory that cannot be made (found at the final save).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -49,6 +50,25 @@ TEST(RunOptions, AMalformedFaultSpecIsAStatusNotAnAbort) {
         std::exit(named ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// A checkpoint directory that cannot be made was found at the end of the run, whose trained
+// weights were then lost with the trainer (review, 2026-12-05): now before the first step.
+TEST(RunOptions, ACheckpointDirThatCannotBeMadeIsRefusedBeforeAnyStep) {
+  train::TrainConfig config = tiny_config();
+  config.train.checkpoint_dir = "/proc/sparq_cannot_be_made/checkpoints";
+  config = train::validate_train_config(config).value();
+  auto comm = train::make_communicator(config.comm).value();
+  int steps = 0;
+  train::RunOptions options;
+  options.trainer.on_step = [&](const train::StepMetrics&) { ++steps; };
+  auto refused = train::run_training(config, *comm, options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(steps, 0);
+  EXPECT_NE(refused.status().message().find("train.checkpoint_dir: cannot create "
+                                            "'/proc/sparq_cannot_be_made/checkpoints'"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

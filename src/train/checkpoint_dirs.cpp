@@ -1,5 +1,5 @@
 // Checkpoint directories (train/checkpoint.h): step directory names, the COMPLETE marker,
-// the latest complete step, retention, and setting aside another history's newer steps.
+// the latest complete step, retention, and setting aside another history's steps.
 #include <unistd.h>
 
 #include <algorithm>
@@ -271,20 +271,21 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
   if (!std::filesystem::exists(root, missing) && !missing) return messages;
   auto listed = list_step_dirs(root);
   if (!listed.is_ok()) {
-    messages.push_back(listed.status().message() + "; newer steps were not set aside");
+    messages.push_back(listed.status().message() + "; other histories' steps were not set aside");
     return messages;
   }
-  std::vector<std::filesystem::path> newer;
+  std::vector<std::filesystem::path> others;
   for (const StepDir& d : *listed) {
-    // At `step` too: the save would overwrite another history's step in place (review,
-    // 2026-12-05), unless that step is where this run came from.
+    // From `step` on, the step the run started at included (a save would overwrite another
+    // history's step of its own number in place: review, 2026-12-05), unless it is the
+    // directory the run came from.
     if (d.complete && d.step >= step && !same_directory(d.dir.string(), resumed_from)) {
-      newer.push_back(d.dir);
+      others.push_back(d.dir);
     }
   }
-  std::sort(newer.begin(), newer.end());
+  std::sort(others.begin(), others.end());
   std::error_code ec;
-  for (const std::filesystem::path& dir : newer) {
+  for (const std::filesystem::path& dir : others) {
     // The first free name of "<step dir>.superseded[.N]": never a step directory (parse_step).
     std::filesystem::path to = dir;
     to += ".superseded";
@@ -307,7 +308,7 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
                       dir.string(), to.string(), root));
     }
   }
-  if (!newer.empty()) {
+  if (!others.empty()) {
     if (Status s = sync_directory(root); !s.is_ok()) messages.push_back(s.message());
   }
   return messages;

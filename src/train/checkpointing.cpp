@@ -116,14 +116,14 @@ std::uint64_t Trainer::param_checksum() {
 Status Trainer::save_checkpoint() {
   const std::string& root = config_.train.checkpoint_dir;
   const std::string dir = checkpoint_dir(root, step_);
-  if (!newer_steps_checked_) {
+  if (!other_histories_checked_) {
     // Complete steps from the one this run started at on (but the one it resumed from)
     // belong to another history (this run resumed from an earlier step, a step set aside or
     // another directory, or started afresh in a used one): set aside before this run's first
     // save, so that it overwrites none of them and neither --resume nor retention takes them
     // for this run's own. Every rank waits for rank 0's renames: the others wrote their files
     // into a step directory being moved (review, 2026-12-05).
-    newer_steps_checked_ = true;
+    other_histories_checked_ = true;
     if (is_root()) {
       for (const std::string& m : set_aside_checkpoints_from(root, start_step_, resumed_from_)) {
         spdlog::warn("train.checkpoint_dir: {}", m);

@@ -139,6 +139,7 @@ std::string parent_directory(const std::string& dir) {
   const std::filesystem::path resolved = std::filesystem::canonical(dir, ec);
   return ec ? std::string() : resolved.parent_path().string();
 }
+
 std::span<const std::int32_t> ids_of(const Tensor& t) {
   return {t.data<std::int32_t>(), static_cast<std::size_t>(t.numel())};
 }

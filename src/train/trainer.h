@@ -187,7 +187,7 @@ class Trainer {
   std::int64_t skipped_total_ = 0;
   std::string resumed_from_;          // the step directory resume() loaded, if any
   std::int64_t start_step_ = 0;       // its step (0: a fresh start)
-  bool newer_steps_checked_ = false;  // set_aside_checkpoints_from() ran before the first save
+  bool other_histories_checked_ = false;  // set_aside_checkpoints_from() ran before the first save
   // The caller's OpenMP thread count before train.threads changed it; restored on destruction
   // (0: unchanged), so that an embedder's count and the next Trainer's default are its own.
   int caller_threads_ = 0;

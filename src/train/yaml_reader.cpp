@@ -331,6 +331,11 @@ Status YamlReader::take_section(const std::string& key,
   return Status::ok();
 }
 
+bool YamlReader::is_section_read(const std::string& key) const {
+  return std::any_of(consumed_.begin(), consumed_.end(),
+                     [&](const std::string& c) { return c.rfind(key + ".", 0) == 0; });
+}
+
 std::vector<std::string> YamlReader::unknown_keys() const {
   std::vector<std::string> leaves, unknown;
   collect_leaves(root_, "", &leaves);
@@ -338,9 +343,7 @@ std::vector<std::string> YamlReader::unknown_keys() const {
     if (consumed_.count(leaf)) continue;
     // A section header with every key commented out ("log:") is an empty section, not a key.
     const auto node = find(leaf);
-    const bool section = std::any_of(consumed_.begin(), consumed_.end(),
-                                     [&](const auto& c) { return c.rfind(leaf + ".", 0) == 0; });
-    if (node && node->IsNull() && section) continue;
+    if (node && node->IsNull() && is_section_read(leaf)) continue;
     bool in_section = false;
     for (const auto& c : consumed_) {
       if (!c.empty() && c.back() == '.' && leaf.rfind(c, 0) == 0) in_section = true;
@@ -357,10 +360,8 @@ Status YamlReader::check_no_unknown_keys() const {
   // key: it was reported as one, which sent the user looking for a misspelling (review,
   // 2026-12-05).
   for (const std::string& leaf : unknown) {
-    const bool section = std::any_of(consumed_.begin(), consumed_.end(),
-                                     [&](const auto& c) { return c.rfind(leaf + ".", 0) == 0; });
     const auto node = find(leaf);
-    if (section && node) {
+    if (node && is_section_read(leaf)) {
       return fail(leaf, "expected a section (a mapping), got " + quoted_value(*node));
     }
   }

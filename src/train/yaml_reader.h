@@ -88,6 +88,8 @@ class YamlReader {
 
   YAML::Node root_;
   std::string origin_;
+  // Whether some key read lies under `key` ("optim" when optim.lr was read): a section.
+  bool is_section_read(const std::string& key) const;
   std::set<std::string> consumed_;  // keys read, and prefixes of taken sections ("a.b.")
 };
 

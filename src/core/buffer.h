@@ -3,7 +3,9 @@
 //   pinned: page-locked host memory for fast device copies (plain aligned memory when sparq
 //           is built without CUDA, so callers need no #ifdefs)
 //   device: CUDA device memory (a build without CUDA fails the check with a clear message)
-// Contents are NOT initialised unless `zeroed` is requested.
+// Contents are NOT initialised unless `zeroed` is requested. A large zeroed host buffer is
+// mapped from the kernel's zero pages instead of written (Note [Zeroed host buffers are
+// mapped], buffer.cpp).
 #pragma once
 
 #include <cstddef>
@@ -47,6 +49,7 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Kind kind_ = Kind::kHost;
+  bool mapped_ = false;  // host memory from mmap (released with munmap), not aligned_alloc
 };
 
 // True when sparq was built with CUDA and at least one device is visible.

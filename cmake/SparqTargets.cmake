@@ -112,7 +112,17 @@ if(SPARQ_PCH AND SPARQ_BUILD_TESTS)
 endif()
 
 # Tests run with one OpenMP thread so several ctest jobs or MPI ranks share 2 cores fairly.
-set(SPARQ_TEST_ENV "OMP_NUM_THREADS=1;OMPI_MCA_mpi_yield_when_idle=1")
+# Two Open MPI launcher settings (ignored by other MPIs) keep the suite inside CI's 30 minutes
+# without changing what runs:
+#   odls_base_sigkill_timeout=0  a job whose ranks exit non-zero (every refusal, every fault
+#       trial) ended 1-2 s after its ranks did, mpirun waiting to escalate SIGTERM to SIGKILL
+#       for processes already gone (2 s of a 2.2 s refusal; 80 s of test_train_app's 130 s);
+#   pml=ob1  the point-to-point layer Open MPI picks here anyway, named so that MPI_Init does
+#       not first try UCX and the other network layers (0.2-0.3 s per process).
+# test_fault_injection keeps the launcher's defaults: its table measures how a failed job
+# ends under them (docs/reliability.md, "Fault injection").
+set(SPARQ_TEST_ENV OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+                   OMPI_MCA_odls_base_sigkill_timeout=0 OMPI_MCA_pml=ob1)
 
 # sparq_add_test(NAME SOURCES ... DEPS ...): one GoogleTest binary, registered with ctest.
 function(sparq_add_test name)

@@ -23,7 +23,7 @@
 namespace sparq::compress {
 namespace {
 
-using testing::GuardedDeviceArray;
+using sparq::testing::GuardedDeviceArray;
 
 std::vector<float> gradient_like(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);

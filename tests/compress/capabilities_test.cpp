@@ -14,13 +14,12 @@
 #include "compress/gradient_exchange.h"
 #include "compress/registry.h"
 #include "core/ops.h"
+#include "test_util.h"
 
 namespace sparq::compress {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 std::string describe(const CompressorCapabilities& c) {
   std::string out;
@@ -41,8 +40,9 @@ std::string describe(const CompressorCapabilities& c) {
   return out;
 }
 
-std::unique_ptr<Compressor> make(const std::string& name,
-                                 std::map<std::string, std::string> params = {}) {
+// testing::make with the keys named as in their own section (compress.<name>.*).
+std::unique_ptr<Compressor> make_in_section(const std::string& name,
+                                            std::map<std::string, std::string> params = {}) {
   auto made = make_compressor({name, std::move(params), "compress." + name});
   EXPECT_TRUE(made.is_ok()) << made.status().message();
   return std::move(made).value();
@@ -86,7 +86,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"powersgd", "needs_matrix_layout device_twin", "low_rank"},
   };
   for (const Want& want : wants) {
-    auto c = make(want.name);
+    auto c = make_in_section(want.name);
     EXPECT_EQ(describe(c->capabilities()), want.capabilities) << want.name;
     EXPECT_EQ(accepted_by(*c), want.strategies) << want.name;
     // Its own strategy always accepts it.
@@ -94,9 +94,9 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
         << want.name;
   }
   // dgc declares its own sparsity warm-up only when it has one.
-  EXPECT_TRUE(make("dgc", {{"warmup_steps", "3"}})->capabilities().own_density_warmup);
+  EXPECT_TRUE(make_in_section("dgc", {{"warmup_steps", "3"}})->capabilities().own_density_warmup);
   // lbs's sampled selection has a twin too; its count varies.
-  auto sampled = make("lbs", {{"selection", "sampled"}});
+  auto sampled = make_in_section("lbs", {{"selection", "sampled"}});
   EXPECT_TRUE(sampled->capabilities().device_twin);
   EXPECT_TRUE(sampled->capabilities().count_varies);
 #if SPARQ_HAS_CUDA
@@ -107,7 +107,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
 TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
   for (const char* name : {"lbs", "blockquant", "topk", "randomk", "qsgd", "terngrad", "signsgd",
                            "onebit", "fp16", "bf16", "dgc", "topk_sampled", "threshold"}) {
-    auto c = make(name);
+    auto c = make_in_section(name);
 #if SPARQ_HAS_CUDA
     EXPECT_NE(c->device_codec(), nullptr) << name;
 #else
@@ -116,7 +116,7 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
   }
   // powersgd's twin is its whole exchange (device_low_rank.h), not a message codec.
   for (const char* name : {"none", "powersgd"}) {
-    EXPECT_EQ(make(name)->device_codec(), nullptr) << name;
+    EXPECT_EQ(make_in_section(name)->device_codec(), nullptr) << name;
   }
 }
 
@@ -125,7 +125,7 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
 // sum, low_rank for powersgd; nothing for a compressor without a twin.
 TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   const auto built = [](const char* name, Aggregation a) {
-    return device_strategy_built(aggregation_name(a), make(name)->capabilities());
+    return device_strategy_built(aggregation_name(a), make_in_section(name)->capabilities());
   };
   EXPECT_TRUE(built("lbs", Aggregation::kAllgather));
   EXPECT_TRUE(built("lbs", Aggregation::kTwoPhase));
@@ -151,7 +151,7 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
 // (and masked it at the server's picks). A compressor with position_state is refused there
 // while server compression is on, and accepted without it.
 TEST(Capabilities, PositionStateIsRefusedByTwoPhaseServerCompression) {
-  auto dgc = make("dgc");
+  auto dgc = make_in_section("dgc");
   auto server = make_aggregator("two_phase", *dgc, {.server_compression = true}, "compress");
   ASSERT_FALSE(server.is_ok());
   EXPECT_EQ(server.status().message(),
@@ -162,11 +162,11 @@ TEST(Capabilities, PositionStateIsRefusedByTwoPhaseServerCompression) {
   EXPECT_TRUE(
       make_aggregator("two_phase", *dgc, {.server_compression = false}, "compress").is_ok());
   // Compressors without such state keep server compression.
-  EXPECT_TRUE(make_aggregator("two_phase", *make("topk"), {}, "compress").is_ok());
+  EXPECT_TRUE(make_aggregator("two_phase", *make_in_section("topk"), {}, "compress").is_ok());
 }
 
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {
-  auto psgd = make("powersgd");
+  auto psgd = make_in_section("powersgd");
   EXPECT_EQ(psgd->aggregation(), Aggregation::kLowRank);
   auto automatic = make_aggregator("auto", *psgd, {}, "compress.aggregation");
   ASSERT_TRUE(automatic.is_ok()) << automatic.status().message();
@@ -176,7 +176,7 @@ TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {
   EXPECT_EQ(allreduce.status().message(),
             "compress.aggregation: powersgd cannot aggregate by allreduce (its messages do not "
             "sum; its own strategy is low_rank)");
-  auto topk = make("topk");
+  auto topk = make_in_section("topk");
   auto low_rank = make_aggregator("low_rank", *topk, {}, "compress.aggregation");
   ASSERT_FALSE(low_rank.is_ok());
   EXPECT_TRUE(contains(low_rank.status().message(),
@@ -233,7 +233,7 @@ std::unique_ptr<Compressor> make_external(const std::string& name, Aggregation o
          }});
     EXPECT_TRUE(s.is_ok()) << s.message();
   }
-  return make(name);
+  return make_in_section(name);
 }
 
 TEST(Capabilities, ExternalCompressorsAreJudgedByWhatTheyDeclare) {
@@ -287,7 +287,7 @@ TEST(Capabilities, SetLayoutDefaultsToIgnoringALayoutNobodyNeeds) {
   EXPECT_EQ(s.message(),
             "test_declared: declares needs_matrix_layout but does not override set_layout");
   // powersgd's own set_layout, reached through the base class.
-  auto psgd = make("powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}});
+  auto psgd = make_in_section("powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}});
   EXPECT_TRUE(psgd->set_layout(100, {{"w", 0, 10, 10}}).is_ok());
   EXPECT_EQ(psgd->fixed_message_bytes(100), 4u * (10 * 2 + 10 * 2));
 }

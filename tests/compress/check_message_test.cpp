@@ -18,9 +18,7 @@ using testing::normal_vector;
 
 using Case = testing::CompressorCase;
 
-std::vector<Case> all_cases() { return testing::all_compressor_cases(); }
-
-EncodeContext context(std::int64_t step, double density = 0) {
+EncodeContext check_context(std::int64_t step, double density = 0) {
   EncodeContext ctx;
   ctx.seed = 5;
   ctx.step = step;
@@ -32,12 +30,12 @@ EncodeContext context(std::int64_t step, double density = 0) {
 }
 
 TEST(CheckMessage, EncodedMessagesAlwaysPass) {
-  for (const Case& cs : all_cases()) {
+  for (const Case& cs : testing::all_compressor_cases()) {
     for (std::size_t n : {1u, 9u, 1000u, 5000u}) {
       auto c = make(cs.name, cs.params);
       for (int step = 0; step < 3; ++step) {
         // Step 2 runs at a warm-up density for the compressors that have one.
-        const EncodeContext ctx = context(step, step == 2 && c->density() ? 0.3 : 0.0);
+        const EncodeContext ctx = check_context(step, step == 2 && c->density() ? 0.3 : 0.0);
         auto a = normal_vector(n, 10 + step, 2.0f);
         if (step == 1) std::fill(a.begin(), a.begin() + n / 2, 0.0f);  // many exact zeros
         Message msg;
@@ -58,17 +56,17 @@ Message encoded(Compressor& c, std::size_t n, const EncodeContext& ctx) {
 
 void expect_rejected(const Compressor& c, const Message& msg, std::size_t n,
                      const std::string& fragment) {
-  const Status s = c.check_message(msg, n, context(0));
+  const Status s = c.check_message(msg, n, check_context(0));
   ASSERT_FALSE(s.is_ok()) << c.name() << ": accepted a bad message (" << fragment << ")";
   EXPECT_EQ(s.message().rfind(std::string(c.name()) + ": ", 0), 0u) << s.message();
   EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
 }
 
 TEST(CheckMessage, WrongSizesAreRejectedByEveryCompressor) {
-  for (const Case& cs : all_cases()) {
+  for (const Case& cs : testing::all_compressor_cases()) {
     auto c = make(cs.name, cs.params);
     const std::size_t n = 1000;
-    Message msg = encoded(*c, n, context(0));
+    Message msg = encoded(*c, n, check_context(0));
     Message longer = msg;
     longer.push_back(0);
     expect_rejected(*c, longer, n, "bytes");
@@ -94,7 +92,7 @@ Message sparse_one(std::uint32_t index) {
 TEST(CheckMessage, SparseHeadersAndIndicesAreChecked) {
   for (const char* name : {"topk", "topk_sampled", "gtopk", "threshold", "dgc"}) {
     auto c = make(name);
-    EXPECT_TRUE(c->check_message(sparse_one(999), 1000, context(0)).is_ok()) << name;
+    EXPECT_TRUE(c->check_message(sparse_one(999), 1000, check_context(0)).is_ok()) << name;
     expect_rejected(*c, sparse_one(70000), 1000, "index 70000 out of range for 1000 floats");
     Message bad_format = sparse_one(5);
     bad_format[8] = 7;
@@ -114,7 +112,7 @@ TEST(CheckMessage, SparseHeadersAndIndicesAreChecked) {
 TEST(CheckMessage, BitmapsMayNotMarkPaddingOrDisagreeWithTheCount) {
   auto c = make("topk", {{"density", "0.9"}});
   const std::size_t n = 13;  // 2 bitmap bytes, 3 padding bits
-  Message msg = encoded(*c, n, context(0));
+  Message msg = encoded(*c, n, check_context(0));
   ASSERT_EQ(msg[8], 1) << "expected a bitmap message";
   Message padding = msg;
   padding[kSparseHeaderBytes + 1] |= 0x80;  // index 15 >= 13
@@ -128,24 +126,24 @@ TEST(CheckMessage, BitmapsMayNotMarkPaddingOrDisagreeWithTheCount) {
 TEST(CheckMessage, ScalesAndNormsAreChecked) {
   const std::size_t n = 1000;
   auto bq = make("blockquant", {{"bits", "4"}});
-  Message msg = encoded(*bq, n, context(0));
+  Message msg = encoded(*bq, n, check_context(0));
   store_u16(msg.data() + 2, 0x7c00);  // +inf as the second block's f16 scale
   expect_rejected(*bq, msg, n, "block 1");
 
   auto lbs = make("lbs");
-  msg = encoded(*lbs, n, context(0));
+  msg = encoded(*lbs, n, check_context(0));
   const std::uint32_t index_bytes = load_u32(msg.data() + 4);
   store_u16(msg.data() + kSparseHeaderBytes + index_bytes, 0xfc00);  // -inf
   expect_rejected(*lbs, msg, n, "block 0");
 
   auto qsgd = make("qsgd", {{"chunk", "128"}});
-  msg = encoded(*qsgd, n, context(0));
+  msg = encoded(*qsgd, n, check_context(0));
   store_f32(msg.data() + 4, -1.0f);
   expect_rejected(*qsgd, msg, n, "chunk 1 has a negative norm");
 
   for (const char* name : {"signsgd", "onebit", "terngrad"}) {
     auto c = make(name);
-    msg = encoded(*c, n, context(0));
+    msg = encoded(*c, n, check_context(0));
     store_f32(msg.data(), -2.0f);
     expect_rejected(*c, msg, n, "negative scale");
   }
@@ -153,13 +151,13 @@ TEST(CheckMessage, ScalesAndNormsAreChecked) {
 
 TEST(CheckMessage, PowerSgdNeedsItsLayout) {
   auto c = make("powersgd", {{"rank", "2"}, {"min_compress_numel", "16"}});
-  const Message msg = encoded(*c, 1000, context(0));
+  const Message msg = encoded(*c, 1000, check_context(0));
   expect_rejected(*c, msg, 999, "no matrix layout for 999 floats");
 }
 
 TEST(CheckMessage, StrategiesNameTheBucketCompressorAndSender) {
   auto c = make("topk");
-  EncodeContext from = context(0);
+  EncodeContext from = check_context(0);
   from.rank = 1;
   const Status s = check_received(*c, sparse_one(70000), 1000, from, "rank 1");
   ASSERT_FALSE(s.is_ok());

@@ -20,7 +20,7 @@
 namespace sparq::compress {
 namespace {
 
-using testing::GuardedDeviceArray;
+using sparq::testing::GuardedDeviceArray;
 
 TEST(CudaDenseCast, EncodesAndDecodesLikeTheCpu) {
   SPARQ_SKIP_WITHOUT_GPU();

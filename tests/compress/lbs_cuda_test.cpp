@@ -28,7 +28,7 @@
 namespace sparq::compress {
 namespace {
 
-using testing::GuardedDeviceArray;
+using sparq::testing::GuardedDeviceArray;
 
 TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
   SPARQ_SKIP_WITHOUT_GPU();

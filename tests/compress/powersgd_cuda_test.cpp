@@ -88,7 +88,7 @@ void check_exchange(comm::Communicator& comm, const ExecContext& exec, bool alte
   }
 }
 
-void check_all(comm::Communicator& comm, const ExecContext& exec) {
+void check_powersgd(comm::Communicator& comm, const ExecContext& exec) {
   for (bool alternate : {false, true}) {
     for (bool feedback : {true, false}) check_exchange(comm, exec, alternate, feedback);
   }
@@ -153,7 +153,7 @@ TEST(CudaPowerSgd, KernelsEqualTheCpuBitForBit) {
 TEST(CudaPowerSgd, OneRankMatchesTheCpuStrategy) {
   SPARQ_SKIP_WITHOUT_GPU();
 #if SPARQ_HAS_CUDA
-  testing::on_one_rank_communicators(check_all);
+  testing::on_one_rank_communicators(check_powersgd);
 #endif
 }
 

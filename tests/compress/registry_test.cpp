@@ -15,9 +15,7 @@
 namespace sparq::compress {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Walks take testing::builtin_compressor_names(), never compressor_names(): the tests below
 // register more compressors, one of them deliberately broken.

@@ -20,7 +20,7 @@
 namespace sparq::compress {
 namespace {
 
-using testing::GuardedDeviceArray;
+using sparq::testing::GuardedDeviceArray;
 
 TEST(CudaSendHistory, StampsAndCountsLikeTheCpu) {
   SPARQ_SKIP_WITHOUT_GPU();

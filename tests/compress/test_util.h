@@ -23,6 +23,10 @@ inline std::vector<float> normal_vector(std::size_t n, std::uint64_t seed, float
 // The built-in compressors, in registration order. The registry tests register more (one of
 // them deliberately broken), so a test that walks every compressor takes this list, not
 // compressor_names(): its result must not depend on the order the tests run in.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 inline const std::vector<std::string>& builtin_compressor_names() {
   static const std::vector<std::string> names = {
       "none", "fp16",     "bf16",    "topk",   "topk_sampled", "randomk",  "threshold", "gtopk",

@@ -19,7 +19,7 @@
 namespace sparq::compress {
 namespace {
 
-using testing::GuardedDeviceArray;
+using sparq::testing::GuardedDeviceArray;
 
 TEST(CudaTopk, SelectsTheCpuIndicesAndValues) {
   SPARQ_SKIP_WITHOUT_GPU();

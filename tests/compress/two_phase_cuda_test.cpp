@@ -90,7 +90,7 @@ void check_two_phase(comm::Communicator& comm, const ExecContext& exec, const st
   EXPECT_EQ(reloaded, saved);
 }
 
-void check_all(comm::Communicator& comm, const ExecContext& exec) {
+void check_every_two_phase_case(comm::Communicator& comm, const ExecContext& exec) {
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> codecs = {
       {"lbs", {}},
       {"topk", {{"density", "0.05"}}},
@@ -110,7 +110,7 @@ void check_all(comm::Communicator& comm, const ExecContext& exec) {
 TEST(CudaTwoPhase, OneRankMatchesTheCpuStrategy) {
   SPARQ_SKIP_WITHOUT_GPU();
 #if SPARQ_HAS_CUDA
-  testing::on_one_rank_communicators(check_all);
+  testing::on_one_rank_communicators(check_every_two_phase_case);
 #endif
 }
 

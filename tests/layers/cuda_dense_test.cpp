@@ -37,15 +37,10 @@ using testing::GuardedDeviceArray;
 #endif
 using testing::view;
 
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double scale = 1.0) {
-  return testing::to_float(testing::random_vec(n, seed, scale));
-}
-
 #if SPARQ_HAS_CUDA
 
-// FP32 cuBLAS and the CPU's Eigen GEMM differ only in summation order; with K <= 103 the
-// relative error is ~1e-7, so 1e-5 leaves a wide margin and still catches a wrong operand.
-constexpr double kGemmBound = 1e-5;
+using testing::kGemmBound;
+using testing::random_floats;
 // A sum over a few dozen rows in another order: ~1e-7 relative in the norm.
 constexpr double kReductionBound = 1e-6;
 // Device expf/erff/tanhf are within 2 ulp of the host's libm and nvcc fuses multiply-adds:
@@ -61,7 +56,7 @@ using testing::expect_device;
 using testing::nans;
 using testing::upload;
 // GuardedDeviceArray fills device memory on the legacy default stream (cuda_layer_test_util.h).
-void settle() { testing::uploads_done(); }
+using testing::uploads_done;
 
 class CudaDense : public testing::CudaLayerTest {};
 
@@ -80,7 +75,7 @@ TEST_F(CudaDense, LinearMatchesTheCpuAndAccumulatesItsGradients) {
     auto x = random_floats(rows * in, 1), dy = random_floats(rows * out, 2);
     std::vector<float> y(rows * out), dx(rows * in);
     GuardedDeviceArray<float> x_d(x), dy_d(dy), y_d(nans(y.size())), dx_d(nans(dx.size()));
-    settle();
+    uploads_done();
     // x with a leading batch dim, as the models pass it.
     cpu_fc.forward(view(x, {1, rows, in}), view(y, {1, rows, out}));
     gpu_fc.forward(x_d.view({1, rows, in}), y_d.view({1, rows, out}));
@@ -136,7 +131,7 @@ TEST_F(CudaDense, LinearInABf16ContextMultipliesRoundedOperands) {
   auto x_r = round(x), dy_r = round(dy);
   std::vector<float> y(rows * out), y_exact(rows * out), dx(rows * in);
   GuardedDeviceArray<float> x_d(x), dy_d(dy), y_d(nans(y.size())), dx_d(nans(dx.size()));
-  settle();
+  uploads_done();
   cpu_fc.forward(view(x_r, {rows, in}), view(y, {rows, out}));
   gpu_fc.forward(x_d.view({rows, in}), y_d.view({rows, out}));
   expect_device(y_d, y, kGemmBound, "y");
@@ -180,7 +175,7 @@ void expect_activation_matches_cpu(Layer& layer, const ExecContext& gpu, bool re
 
   layer.bind_context(gpu);
   GuardedDeviceArray<float> x_d(x), y_d(nans(n)), saved_d(saved), dy_d(dy), dx_d(nans(n));
-  settle();
+  uploads_done();
   layer.forward(x_d.view({n}), y_d.view({n}));
   expect_device(y_d, y, bound, "forward");
   layer.backward(saved_d.view({n}), dy_d.view({n}), dx_d.view({n}));
@@ -218,7 +213,7 @@ TEST_F(CudaDense, ResidualMatchesTheCpuInPlaceToo) {
   res.forward(view(a, {n}), view(b, {n}), view(y, {n}));
   res.bind_context(*ctx_);
   GuardedDeviceArray<float> a_d(a), b_d(b), y_d(nans(n));
-  settle();
+  uploads_done();
   // One IEEE add per element on both sides: the same bits.
   res.forward(a_d.view({n}), b_d.view({n}), y_d.view({n}));
   expect_device(y_d, y, 0.0, "y");
@@ -239,7 +234,7 @@ TEST_F(CudaDense, DropoutDrawsTheCpuMaskBitForBit) {
   gpu_drop.bind_context(*ctx_);
   GuardedDeviceArray<float> ones_d(ones), x_d(x), dy_d(dy), mask_d(nans(n)), y_d(nans(n)),
       dx_d(nans(n));
-  settle();
+  uploads_done();
   gpu_drop.forward(ones_d.view({n}), mask_d.view({n}), step);
   expect_device(mask_d, mask, 0.0, "mask (the scales)");
   gpu_drop.forward(x_d.view({n}), y_d.view({n}), step);
@@ -250,7 +245,7 @@ TEST_F(CudaDense, DropoutDrawsTheCpuMaskBitForBit) {
   expect_device(x_d, y, 0.0, "y in place");
   // Eval mode copies on the device.
   GuardedDeviceArray<float> copy_d(nans(n));
-  settle();
+  uploads_done();
   gpu_drop.forward(dy_d.view({n}), copy_d.view({n}), {11, 0, 5, false});
   expect_device(copy_d, dy, 0.0, "eval mode");
 
@@ -260,7 +255,7 @@ TEST_F(CudaDense, DropoutDrawsTheCpuMaskBitForBit) {
   std::vector<float> want(n);
   cpu::dropout_apply<float>(key, p, x.data(), want.data(), n);
   GuardedDeviceArray<float> x2_d(x), got_d(nans(n));
-  settle();
+  uploads_done();
   cuda::dropout_apply(key, p, x2_d.data(), got_d.data(), n, ctx_->cuda().stream.get());
   expect_device(got_d, want, 0.0, "mid-block start");
 }

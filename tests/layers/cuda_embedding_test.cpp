@@ -27,11 +27,10 @@ using testing::expect_device;
 using testing::GuardedDeviceArray;
 using testing::nans;
 using testing::random_floats;
+using testing::uploads_done;
 using testing::view;
-void settle() { testing::uploads_done(); }
-
-// FP32 cuBLAS against the CPU's Eigen GEMM (the tied head): summation order only, ~1e-7.
-constexpr double kGemmBound = 1e-5;
+// FP32 cuBLAS against the CPU's Eigen GEMM (the tied head): summation order only.
+using testing::kGemmBound;
 
 class CudaEmbedding : public testing::CudaLayerTest {};
 
@@ -54,12 +53,12 @@ TEST_F(CudaEmbedding, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
   std::vector<std::int32_t> ids = repeated_ids(n, num);
   const Tensor ids_h(ids.data(), DType::kI32, {batch, seq});
   GuardedDeviceArray<std::int32_t> ids_d(ids);
-  settle();
+  uploads_done();
 
   // Lookup, then positions added on top: copies and one add each, the CPU's bits.
   std::vector<float> y(n * dim);
   GuardedDeviceArray<float> y_d(nans(y.size()));
-  settle();
+  uploads_done();
   cpu_emb.forward(ids_h, view(y, {batch, seq, dim}));
   gpu_emb.forward(ids_d.view({batch, seq}), y_d.view({batch, seq, dim}));
   expect_device(y_d, y, 0.0, "lookup");
@@ -77,7 +76,7 @@ TEST_F(CudaEmbedding, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
   // so the device gradient is the CPU's bit for bit, after one call and after two.
   auto dy = random_floats(n * dim, 31);
   GuardedDeviceArray<float> dy_d(dy);
-  settle();
+  uploads_done();
   for (int call = 1; call <= 2; ++call) {
     SCOPED_TRACE("backward call " + std::to_string(call));
     cpu_emb.backward(ids_h, view(dy, {batch, seq, dim}));
@@ -96,7 +95,7 @@ TEST_F(CudaEmbedding, EmbeddingLookupsAndTiedHeadMatchTheCpu) {
   std::vector<float> logits(n * num), dx(n * dim);
   GuardedDeviceArray<float> x_d(x), dlogits_d(dlogits), logits_d(nans(logits.size())),
       dx_d(nans(dx.size()));
-  settle();
+  uploads_done();
   cpu_emb.project(view(x, {n, dim}), view(logits, {n, num}));
   gpu_emb.project(x_d.view({n, dim}), logits_d.view({n, num}));
   expect_device(logits_d, logits, kGemmBound, "logits");
@@ -120,7 +119,7 @@ TEST_F(CudaEmbedding, EmbeddingIdsInThePaddedRowsReadZerosAndAddNothing) {
   GuardedDeviceArray<float> y_d(nans(n * dim));
   auto dy = random_floats(n * dim, 41);
   GuardedDeviceArray<float> dy_d(dy);
-  settle();
+  uploads_done();
   emb.forward(ids_d.view({n}), y_d.view({n, dim}));
   emb.backward(ids_d.view({n}), dy_d.view({n, dim}));
   const std::vector<float> y = download(y_d.view({n, dim}));
@@ -140,7 +139,7 @@ TEST_F(CudaEmbedding, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable)
   ids[9] = -1;
   ids[5] = static_cast<std::int32_t>(num);  // the first bad position
   GuardedDeviceArray<std::int32_t> ids_d(ids);
-  settle();
+  uploads_done();
   const cudaStream_t stream = ctx_->cuda().stream.get();
   const cuda::InvalidId bad = cuda::first_invalid_id(ids_d.data(), n, num, stream);
   EXPECT_EQ(bad.position, 5);
@@ -150,7 +149,7 @@ TEST_F(CudaEmbedding, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable)
   // The raw kernels (the layer only checks ids in debug builds): a bad id reads as a zero
   // row and its gradient row is dropped, with the table and the outputs untouched around.
   GuardedDeviceArray<float> table(random_floats(num * dim, 41)), y(nans(n * dim));
-  settle();
+  uploads_done();
   cuda::embedding_forward(ids_d.data(), table.data(), y.data(), n, num, dim, false, stream);
   const auto got = y.download(), rows = table.download();
   for (std::int64_t i = 0; i < n; ++i) {
@@ -162,7 +161,7 @@ TEST_F(CudaEmbedding, EmbeddingBadIdsAreFoundAndNeverTouchMemoryOutsideTheTable)
   EXPECT_TRUE(y.guards_intact());
   auto dy = random_floats(n * dim, 42);
   GuardedDeviceArray<float> dy_d(dy), dtable(std::vector<float>(num * dim, 0.0f));
-  settle();
+  uploads_done();
   // Guarded scratch of exactly the size the launcher asks for: it must write nowhere else.
   GuardedDeviceArray<std::uint8_t> scratch(cuda::embedding_backward_scratch_bytes(n, num));
   cuda::embedding_backward(ids_d.data(), dy_d.data(), dtable.data(), n, num, dim, scratch.data(),

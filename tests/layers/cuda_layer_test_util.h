@@ -27,6 +27,10 @@ namespace sparq::testing {
 // after uploading and before the layer under test enqueues its kernels.
 inline void uploads_done() { CUDA_CHECK(cudaDeviceSynchronize()); }
 
+// FP32 cuBLAS against the CPU's Eigen GEMM differ only in summation order; with K <= 103 the
+// relative error is ~1e-7, so 1e-5 leaves a wide margin and still catches a wrong operand.
+inline constexpr double kGemmBound = 1e-5;
+
 // Declares `layers` into a fresh store in `context`, allocates, initialises (seed 1: the
 // initialisers are seeded per name, so a device store's weights equal a CPU store's), binds,
 // and waits for the store's fills (uploads_done).

@@ -30,7 +30,7 @@ namespace {
 using testing::GuardedDeviceArray;
 
 constexpr double kUpdateBound = 1e-6;  // shared math; fused multiply-adds may differ (above)
-constexpr double kNormBound = 1e-10;   // double sums in two orders
+constexpr double kKernelNormBound = 1e-10;  // double sums in two orders
 
 std::vector<float> uniform(std::size_t n, float lo, float hi, std::uint64_t stream) {
   std::vector<float> v(n);
@@ -65,7 +65,7 @@ TEST(CudaGlobalNorm, MatchesTheHostSumAndIsDeterministic) {
     cuda::global_norm(dx.data(), static_cast<std::int64_t>(n), max_norm, partials.data(),
                       norm.data(), scale.data(), nullptr);
     const double got = norm.download()[0];
-    EXPECT_LE(std::fabs(got - want), kNormBound * want) << n;
+    EXPECT_LE(std::fabs(got - want), kKernelNormBound * want) << n;
     EXPECT_EQ(scale.download()[0], clip_scale(got, max_norm)) << n;  // same double expression
     // Same input, same bits: the partition and the summation order are fixed.
     cuda::global_norm(dx.data(), static_cast<std::int64_t>(n), max_norm, partials.data(),

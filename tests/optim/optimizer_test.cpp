@@ -13,9 +13,9 @@
 namespace sparq::optim {
 namespace {
 
-constexpr int kSteps = 5;
+constexpr int kTrajectorySteps = 5;
 
-ParamStore make_store() {
+ParamStore make_weight_bias_store() {
   ParamStore s;
   s.add({"weight", {7, 5}, Init::zeros(), true});
   s.add({"bias", {11}, Init::zeros(), false});
@@ -34,7 +34,7 @@ void set_initial(ParamStore& s) {
   }
 }
 
-void set_grads(ParamStore& s, int step) {
+void set_trajectory_grads(ParamStore& s, int step) {
   for (const auto& e : s.entries()) {
     float* g = s.grad(e.spec.name).data<float>();
     for (std::int64_t i = 0; i < e.numel; ++i) {
@@ -43,12 +43,12 @@ void set_grads(ParamStore& s, int step) {
   }
 }
 
-using Reference = std::map<std::string, std::map<std::string, std::vector<float>>>;
+using ReferenceTrajectories = std::map<std::string, std::map<std::string, std::vector<float>>>;
 
-Reference load_reference() {
+ReferenceTrajectories load_reference() {
   std::ifstream in(std::string(SPARQ_SOURCE_DIR) + "/tests/reference/optim/optim_reference.txt");
   EXPECT_TRUE(in.good()) << "missing tests/reference/optim/optim_reference.txt";
-  Reference ref;
+  ReferenceTrajectories ref;
   std::string line, current;
   while (std::getline(in, line)) {
     std::istringstream ls(line);
@@ -90,7 +90,7 @@ OptimConfig adam(const char* name, double beta2, double wd) {
 }
 
 TEST(Optimizers, MatchPyTorchOverFiveSteps) {
-  const Reference ref = load_reference();
+  const ReferenceTrajectories ref = load_reference();
   const Case cases[] = {
       {"sgd_plain", sgd(0, 0, false, 0.01), 0.1},
       {"sgd_momentum", sgd(0.9, 0.1, false, 0.01), 0.1},
@@ -99,12 +99,12 @@ TEST(Optimizers, MatchPyTorchOverFiveSteps) {
       {"adamw", adam("adamw", 0.95, 0.1), 0.01},
   };
   for (const Case& c : cases) {
-    ParamStore s = make_store();
+    ParamStore s = make_weight_bias_store();
     set_initial(s);
     auto opt = make_optimizer(c.config, s);
     ASSERT_TRUE(opt.is_ok()) << opt.status().message();
-    for (int step = 0; step < kSteps; ++step) {
-      set_grads(s, step);
+    for (int step = 0; step < kTrajectorySteps; ++step) {
+      set_trajectory_grads(s, step);
       (*opt)->before_communication(step, {0, s.flat_numel()});
       (*opt)->step(c.lr);
     }
@@ -123,10 +123,10 @@ TEST(Optimizers, MatchPyTorchOverFiveSteps) {
 
 TEST(Optimizers, ClosedFormFirstSteps) {
   // SGD without momentum: p1 = p0 - lr (g + wd p0) on decayed tensors, p0 - lr g otherwise.
-  ParamStore s = make_store();
+  ParamStore s = make_weight_bias_store();
   set_initial(s);
   const float w0 = s.param("weight").data<float>()[3], b0 = s.param("bias").data<float>()[3];
-  set_grads(s, 0);
+  set_trajectory_grads(s, 0);
   const float gw = s.grad("weight").data<float>()[3], gb = s.grad("bias").data<float>()[3];
   auto opt = make_optimizer(sgd(0, 0, false, 0.5), s);
   (*opt)->step(0.1);
@@ -134,9 +134,9 @@ TEST(Optimizers, ClosedFormFirstSteps) {
   EXPECT_FLOAT_EQ(s.param("bias").data<float>()[3], b0 - 0.1f * gb);
 
   // Adam's first step moves every parameter by lr * g / (|g| + eps') = lr * sign(g).
-  ParamStore a = make_store();
+  ParamStore a = make_weight_bias_store();
   set_initial(a);
-  set_grads(a, 0);
+  set_trajectory_grads(a, 0);
   const float a0 = a.param("weight").data<float>()[2], ga = a.grad("weight").data<float>()[2];
   auto adam_opt = make_optimizer(adam("adam", 0.999, 0.0), a);
   (*adam_opt)->step(0.01);
@@ -144,11 +144,11 @@ TEST(Optimizers, ClosedFormFirstSteps) {
 }
 
 TEST(Optimizers, StateRestoreContinuesIdentically) {
-  ParamStore a = make_store(), b = make_store();
+  ParamStore a = make_weight_bias_store(), b = make_weight_bias_store();
   set_initial(a);
   auto oa = make_optimizer(adam("adamw", 0.95, 0.1), a);
   for (int step = 0; step < 3; ++step) {
-    set_grads(a, step);
+    set_trajectory_grads(a, step);
     (*oa)->step(0.01);
   }
   // Copy parameters and state into a fresh optimizer, as a checkpoint would.
@@ -163,8 +163,8 @@ TEST(Optimizers, StateRestoreContinuesIdentically) {
   }
   (*ob)->set_steps_taken((*oa)->steps_taken());
   for (int step = 3; step < 5; ++step) {
-    set_grads(a, step);
-    set_grads(b, step);
+    set_trajectory_grads(a, step);
+    set_trajectory_grads(b, step);
     (*oa)->step(0.01);
     (*ob)->step(0.01);
   }
@@ -175,7 +175,7 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   // With freeze_steps = 2: steps 0 and 1 are plain Adam; from step 2 the gradient buffer is
   // replaced by the local momentum, which stays this rank's m (Note [Sparse momentum rule]),
   // and v stops changing (no floor here: frozen_variance_floor = 0).
-  ParamStore s = make_store();
+  ParamStore s = make_weight_bias_store();
   set_initial(s);
   OptimConfig c = adam("adam", 0.999, 0.0);
   c.communicate = "momentum";
@@ -185,7 +185,7 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   auto* adam_opt = dynamic_cast<Adam*>(opt->get());
   ASSERT_NE(adam_opt, nullptr);
   for (int step = 0; step < 2; ++step) {
-    set_grads(s, step);
+    set_trajectory_grads(s, step);
     adam_opt->before_communication(step, {0, s.flat_numel()});
     adam_opt->step(0.01);
   }
@@ -194,7 +194,7 @@ TEST(Optimizers, FrozenVarianceAdamCommunicatesMomentum) {
   const float* v = state[1].tensor.data<float>();
   const std::vector<float> m_before(m, m + state[0].tensor.numel());
   const std::vector<float> v_before(v, v + state[1].tensor.numel());
-  set_grads(s, 2);
+  set_trajectory_grads(s, 2);
   const std::int64_t off = s.entry("weight").offset + 4;
   const float g = s.grads()[off];
   EXPECT_FALSE(adam_opt->communicates_momentum(1));
@@ -239,13 +239,13 @@ TEST(Optimizers, FrozenVarianceIsFlooredOnceAtTheFreeze) {
   // A coordinate whose gradient was zero through the warm-up has v = 0; frozen as it is, any
   // momentum it gets later would be divided by eps. The floor raises it to floor x its
   // tensor's mean v at the freeze, and only then (resume at a later step must not re-floor).
-  ParamStore s = make_store();
+  ParamStore s = make_weight_bias_store();
   set_initial(s);
   auto opt = make_optimizer(momentum_adamw(2, 0.1), s);
   ASSERT_TRUE(opt.is_ok());
   const ParamEntry& w = s.entry("weight");
   for (int step = 0; step < 2; ++step) {
-    set_grads(s, step);
+    set_trajectory_grads(s, step);
     s.grads()[w.offset] = 0.0f;  // never seen during the warm-up
     (*opt)->step(0.01);
   }
@@ -253,7 +253,7 @@ TEST(Optimizers, FrozenVarianceIsFlooredOnceAtTheFreeze) {
   ASSERT_EQ(v[w.offset], 0.0f);
   const float low = variance_floor(v, w, 0.1);
   const std::vector<float> before(v + w.offset, v + w.offset + w.numel);
-  set_grads(s, 2);
+  set_trajectory_grads(s, 2);
   (*opt)->before_communication(2, {0, s.flat_numel()});
   (*opt)->step(0.01);
   for (std::int64_t i = 0; i < w.numel; ++i) {
@@ -261,7 +261,7 @@ TEST(Optimizers, FrozenVarianceIsFlooredOnceAtTheFreeze) {
   }
   EXPECT_GT(v[w.offset], 0.0f);
   const std::vector<float> floored(v + w.offset, v + w.offset + w.numel);
-  set_grads(s, 3);
+  set_trajectory_grads(s, 3);
   (*opt)->before_communication(3, {0, s.flat_numel()});
   (*opt)->step(0.01);
   for (std::int64_t i = 0; i < w.numel; ++i) ASSERT_EQ(v[w.offset + i], floored[static_cast<std::size_t>(i)]);
@@ -272,12 +272,12 @@ TEST(Optimizers, ASkippedStepBeforeTheFreezeDoesNotMoveIt) {
   // before_communication ran, step() did not), so the optimizer has taken 2 steps when the
   // trainer reaches step 3 = freeze_steps. The buffer then holds momentum, and step() must
   // apply it frozen: v as floored at the freeze, m this rank's local momentum.
-  ParamStore s = make_store();
+  ParamStore s = make_weight_bias_store();
   set_initial(s);
   auto opt = make_optimizer(momentum_adamw(3, 0.1), s);
   ASSERT_TRUE(opt.is_ok());
   for (int step = 0; step < 3; ++step) {
-    set_grads(s, step);
+    set_trajectory_grads(s, step);
     (*opt)->before_communication(step, {0, s.flat_numel()});
     if (step != 1) (*opt)->step(0.01);
     s.zero_grads();
@@ -290,7 +290,7 @@ TEST(Optimizers, ASkippedStepBeforeTheFreezeDoesNotMoveIt) {
   const float low = variance_floor(v, w, 0.1);
   const std::vector<float> v_before(v + w.offset, v + w.offset + w.numel);
 
-  set_grads(s, 3);
+  set_trajectory_grads(s, 3);
   (*opt)->before_communication(3, {0, s.flat_numel()});
   for (std::int64_t i = 0; i < w.numel; ++i) {
     ASSERT_EQ(v[w.offset + i], std::max(v_before[static_cast<std::size_t>(i)], low)) << i;
@@ -321,7 +321,7 @@ TEST(Optimizers, UpdateModeOnOneRankEqualsThePlainOptimizer) {
   // own direction, so the parameters follow the plain optimizer (to float rounding: the
   // learning rate multiplies the direction instead of the moment).
   for (const char* name : {"adamw", "adam", "sgd"}) {
-    ParamStore a = make_store(), b = make_store();
+    ParamStore a = make_weight_bias_store(), b = make_weight_bias_store();
     set_initial(a);
     set_initial(b);
     OptimConfig plain = std::string(name) == "sgd" ? sgd(0.9, 0.0, true, 0.01) : adam(name, 0.99, 0.05);
@@ -333,8 +333,8 @@ TEST(Optimizers, UpdateModeOnOneRankEqualsThePlainOptimizer) {
     EXPECT_FALSE((*oa)->sends_update());
     EXPECT_TRUE((*ob)->sends_update());
     for (int step = 0; step < 6; ++step) {
-      set_grads(a, step);
-      set_grads(b, step);
+      set_trajectory_grads(a, step);
+      set_trajectory_grads(b, step);
       for (const ParamEntry& e : b.entries()) (*ob)->before_communication(step, e.range());
       (*oa)->step(0.01);
       (*ob)->step(0.01);
@@ -347,7 +347,7 @@ TEST(Optimizers, UpdateModeOnOneRankEqualsThePlainOptimizer) {
 }
 
 TEST(Optimizers, BadConfigsNameTheKey) {
-  ParamStore s = make_store();
+  ParamStore s = make_weight_bias_store();
   OptimConfig c;
   c.name = "lamb";
   EXPECT_NE(make_optimizer(c, s).status().message().find("optim.name"), std::string::npos);

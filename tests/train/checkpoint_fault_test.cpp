@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/fresh_dir.h"
 #include "core/file_io.h"
 #include "train/checkpoint.h"
 #include "train/train_config.h"
@@ -18,12 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ckpt_fault_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using sparq::testing::fresh_dir;
 
 AtomicWrite in_chunks_of(std::size_t bytes) {
   AtomicWrite how;

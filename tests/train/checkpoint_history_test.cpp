@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/fresh_dir.h"
 #include "core/file_io.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -21,12 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ckpt_history_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using sparq::testing::fresh_dir;
 
 TEST(CheckpointDirs, SetAsideMovesCompleteStepsFromTheSavedOne) {
   const std::string root = fresh_dir("set_aside");
@@ -49,7 +45,7 @@ TEST(CheckpointDirs, SetAsideMovesCompleteStepsFromTheSavedOne) {
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));
 }
 
-constexpr char kConfig[] = R"(
+constexpr char kHistoryConfig[] = R"(
 model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1}
 data: {source: markov, seq_len: 16, markov: {vocab_size: 64, train_tokens: 8192, eval_tokens: 1024}}
 optim: {name: adamw, lr: 1.0e-3}
@@ -61,7 +57,7 @@ Result<TrainSummary> train(const std::string& root, std::int64_t steps, const st
                            std::vector<std::string> overrides = {}) {
   overrides.push_back("train.checkpoint_dir=" + root);
   overrides.push_back("train.steps=" + std::to_string(steps));
-  auto config = parse_train_config(kConfig, "checkpoint_history_test", overrides);
+  auto config = parse_train_config(kHistoryConfig, "checkpoint_history_test", overrides);
   SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
   std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
   auto trainer = Trainer::create(*config, *self);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/fresh_dir.h"
 #include "core/check.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -28,15 +29,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ckpt_resume_checks_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using sparq::testing::fresh_dir;
 
 // GPT-2 tiny with one layer: about 200k floats in several buckets of at most 64k floats.
-constexpr char kConfig[] = R"(
+constexpr char kResumeChecksConfig[] = R"(
 model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1}
 data: {source: markov, seq_len: 16, markov: {vocab_size: 64, train_tokens: 8192, eval_tokens: 1024}}
 optim: {name: adamw, lr: 1.0e-3}
@@ -49,7 +45,7 @@ std::unique_ptr<Trainer> make_trainer(const std::string& root, const std::vector
                                       comm::Communicator& self) {
   std::vector<std::string> overrides = {"train.checkpoint_dir=" + root, "train.steps=2"};
   overrides.insert(overrides.end(), set.begin(), set.end());
-  auto config = parse_train_config(kConfig, "checkpoint_resume_checks_test", overrides);
+  auto config = parse_train_config(kResumeChecksConfig, "checkpoint_resume_checks_test", overrides);
   SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
   auto trainer = Trainer::create(*config, self);
   SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "common/fresh_dir.h"
 #include "core/checksum.h"
 #include "core/file_io.h"
 
@@ -16,12 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh, empty directory per test.
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ckpt_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using sparq::testing::fresh_dir;
 
 // Plain (not atomic, not fsynced) writes: corrupting hundreds of copies must stay fast.
 void put_file(const std::string& path, std::string_view bytes) {

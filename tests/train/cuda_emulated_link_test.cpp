@@ -26,7 +26,7 @@ optim: {name: adamw, lr: 3.0e-3, clip_norm: 1.0}
 comm: {first_bucket_mb: 0.1, bucket_mb: 0.25}
 train: {device: cuda, steps: 20, micro_batch: 4, eval_batches: 2, seed: 3}
 log: {progress_interval: 0})";
-constexpr int kSteps = 6;
+constexpr int kLinkSteps = 6;
 const comm::EmulatedLink kLink{.gbit_per_s = 1.0, .ranks = 4};
 
 std::vector<StepMetrics> run(comm::Communicator& comm, std::vector<std::string> set) {
@@ -37,7 +37,7 @@ std::vector<StepMetrics> run(comm::Communicator& comm, std::vector<std::string> 
   EXPECT_TRUE(trainer.is_ok()) << trainer.status().message();
   if (!trainer.is_ok()) return {};
   std::vector<StepMetrics> out;
-  for (int s = 0; s < kSteps; ++s) out.push_back((*trainer)->train_step());
+  for (int s = 0; s < kLinkSteps; ++s) out.push_back((*trainer)->train_step());
   return out;
 }
 
@@ -51,12 +51,12 @@ TEST(CudaEmulatedLink, OneGpuStandsInForAClusterOnTheNcclStream) {
   const auto plain = run(*comm, {});
   const auto overlapped = run(*comm, link);
   const auto baseline = run(*comm, after_backward);
-  ASSERT_EQ(plain.size(), static_cast<std::size_t>(kSteps));
+  ASSERT_EQ(plain.size(), static_cast<std::size_t>(kLinkSteps));
   ASSERT_EQ(overlapped.size(), plain.size());
   ASSERT_EQ(baseline.size(), plain.size());
 
   bool some_hidden = false;
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < kLinkSteps; ++s) {
     // Time only: a one-rank NCCL average is the identity whatever the link.
     EXPECT_EQ(overlapped[s].result.loss, plain[s].result.loss) << "step " << s;
     EXPECT_EQ(baseline[s].result.loss, plain[s].result.loss) << "step " << s;

@@ -54,6 +54,10 @@ check_tools() {
 }
 
 ensure_built() {
+  if ! [[ ${FUZZ_JOBS:-2} =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz.sh: FUZZ_JOBS must be a whole number above 0, got '${FUZZ_JOBS}'" >&2
+    exit 2
+  fi
   check_tools
   if [[ ! -f $build/CMakeCache.txt ]]; then
     local gen=()
@@ -118,18 +122,23 @@ case "${1:-}" in
     # would take CI past its 30 minutes without saying which input).
     at_once="${FUZZ_JOBS:-2}"
     mkdir -p $build/runs
+    pids=()
+    # An interrupted smoke leaves no fuzzer running: each job's fuzzer, then the job.
+    trap 'for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done; true' EXIT
     for ((first = 0; first < ${#targets[@]}; first += at_once)); do
       batch=("${targets[@]:first:at_once}")
       pids=()
       for t in "${batch[@]}"; do
-        run_target "$t" 20 -timeout=10 >"$build/runs/$t.report" 2>&1 &
+        run_target "$t" 20 -timeout=10 >"$build/runs/$t.report" 2>"$build/runs/$t.errors" &
         pids+=($!)
       done
       for i in "${!batch[@]}"; do
         wait "${pids[$i]}" || failed=1
         cat "$build/runs/${batch[$i]}.report"
+        cat "$build/runs/${batch[$i]}.errors" >&2
       done
     done
+    pids=()
     exit $failed
     ;;
   -h|--help) usage 0 ;;

@@ -125,17 +125,24 @@ if(SPARQ_PCH AND SPARQ_BUILD_TESTS)
 endif()
 
 # Tests run with one OpenMP thread so several ctest jobs or MPI ranks share 2 cores fairly.
-# Two Open MPI launcher settings (ignored by other MPIs) keep the suite inside CI's 30 minutes
-# without changing what runs:
+# Two Open MPI launcher settings (ignored by other MPIs) keep the suite inside CI's 30 minutes:
 #   odls_base_sigkill_timeout=0  a job whose ranks exit non-zero (every refusal, every fault
 #       trial) ended 1-2 s after its ranks did, mpirun waiting to escalate SIGTERM to SIGKILL
 #       for processes already gone (2 s of a 2.2 s refusal; 80 s of test_train_app's 130 s);
-#   pml=ob1  the point-to-point layer Open MPI picks here anyway, named so that MPI_Init does
-#       not first try UCX and the other network layers (0.2-0.3 s per process).
+#   pml=ob1 (SPARQ_TEST_PML)  the point-to-point layer Open MPI picks on a machine without a
+#       fast network (CI's), named so that MPI_Init does not first try UCX and the other
+#       network layers (0.2-0.3 s per process). Where Open MPI would pick UCX (InfiniBand
+#       hosts), the suite then runs on ob1: configure with -DSPARQ_TEST_PML= (empty) to let
+#       Open MPI choose, or =ucx to test that one.
 # test_fault_injection keeps the launcher's defaults: its table measures how a failed job
 # ends under them (docs/reliability.md, "Fault injection").
+set(SPARQ_TEST_PML "ob1" CACHE STRING
+    "Open MPI point-to-point layer for the tests (OMPI_MCA_pml); empty: Open MPI chooses")
 set(SPARQ_TEST_ENV OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
-                   OMPI_MCA_odls_base_sigkill_timeout=0 OMPI_MCA_pml=ob1)
+                   OMPI_MCA_odls_base_sigkill_timeout=0)
+if(SPARQ_TEST_PML)
+  list(APPEND SPARQ_TEST_ENV OMPI_MCA_pml=${SPARQ_TEST_PML})
+endif()
 
 # sparq_add_test(NAME SOURCES ... DEPS ...): one GoogleTest binary, registered with ctest.
 function(sparq_add_test name)

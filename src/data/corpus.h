@@ -4,7 +4,8 @@
 // kText otherwise):
 //   kWikiText  WikiText files: an article starts at a line " = Title = " (one '=' level);
 //              "= = Section = =" headings and all other lines stay in the article as text.
-//   kLines     one document per line (empty lines skipped; the line end is not included).
+//   kLines     one document per line (empty lines skipped; a line of spaces is a document;
+//              the line end is not included).
 //   kText      the whole file is one document.
 // Lines end at "\n" or "\r\n": one '\r' before the '\n' is not part of a kLines document
 // nor of a heading (files checked out with CRLF endings split like LF ones). Documents

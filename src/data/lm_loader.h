@@ -1,8 +1,9 @@
 // Causal language-model batches from a token stream.
 //
 // The stream is cut into N = (size - 1) / T windows of T + 1 tokens; window w covers tokens
-// [w*T, w*T + T], so consecutive windows share one boundary token and every token but the
-// last is a target exactly once per epoch. Windows are distributed by EpochSampler
+// [w*T, w*T + T], so consecutive windows share one boundary token and every token of
+// [1, N*T] is a target at most once per epoch (exactly once unless its window falls in the
+// incomplete last global batch, which the sampler drops). Windows are distributed by EpochSampler
 // (sampler.h): shuffled per epoch, a disjoint share for each rank, none reused within an
 // epoch. For window w: inputs = tokens [w*T, w*T + T), targets = tokens [w*T + 1, w*T + T].
 #pragma once

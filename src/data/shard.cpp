@@ -257,13 +257,27 @@ Status write_shard(const std::string& path, const std::string& tokenizer, std::u
 // ---- reader ---------------------------------------------------------------------------
 
 Result<ShardReader> ShardReader::open(const std::string& path, bool verify_payload) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: a FIFO given as a shard is refused below instead of blocking the open until
+  // a writer appears (it changes nothing for a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
   if (fd < 0) return Status::error("cannot open shard '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
     return Status::error("cannot stat shard '{}': {}", path, std::strerror(err));
+  }
+  // A directory opened and then failed to mmap ("No such device"), or read as a truncated
+  // shard on tmpfs (review, 2026-12-06): say what it is, and where the shards usually are.
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (S_ISDIR(st.st_mode)) {
+      return Status::error(
+          "shard '{}' is a directory, not a token shard (prepare_data --out DIR writes "
+          "DIR/<name>.bin and DIR/val.bin)",
+          path);
+    }
+    return Status::error("shard '{}' is not a regular file", path);
   }
   const auto file_bytes = static_cast<std::size_t>(st.st_size);
   if (file_bytes < kShardHeaderBytes) {

@@ -185,6 +185,22 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
         "wordpiece",
         c.origin, key, path, tokenizer);
   }
+  // prepare_data starts every document with the tokenizer's separator, so a WordPiece shard's
+  // first token is the [SEP] of the vocabulary it was made with. Another vocabulary's ids in
+  // data.sep_id (cls_id, mask_id, pad_id are set with it) split documents at an ordinary
+  // word and made [MASK] one, with no error (review, 2026-12-06).
+  if (c.model.arch == ModelArch::kBert && (*shard)->size() > 0) {
+    std::uint32_t first = 0;
+    (*shard)->read(0, 1, &first);
+    if (static_cast<std::int64_t>(first) != d.sep_id) {
+      return Status::error(
+          "{}: {}: shard '{}' starts with token {}, the [SEP] of the vocabulary it was made "
+          "with (prepare_data starts every document with it), but data.sep_id is {}: set "
+          "data.sep_id, data.cls_id, data.mask_id and data.pad_id to that vocabulary's [SEP], "
+          "[CLS], [MASK] and [PAD] ids",
+          c.origin, key, path, first, d.sep_id);
+    }
+  }
   if (!train && path != d.train_path) {
     // Scores on another tokenizer's ids would mean nothing.
     // Its header only: the training loader verifies the payload once (a second full pass

@@ -3,7 +3,11 @@
 #include "train/batch_source.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -13,10 +17,13 @@
 namespace sparq::train {
 namespace {
 
+// Tokens i * 7 % vocab after a first `separator` (prepare_data starts every document with
+// the tokenizer's: [SEP], 102 in the default BERT vocabulary).
 std::string shard(const std::string& name, const std::string& tokenizer, std::uint32_t vocab,
-                  std::size_t tokens) {
+                  std::size_t tokens, std::uint32_t separator = 102) {
   std::vector<std::uint32_t> t(tokens);
   for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<std::uint32_t>(i * 7 % vocab);
+  t[0] = separator;
   const std::string path = ::testing::TempDir() + "/batch_source_" + name + ".bin";
   SPARQ_CHECK(data::write_shard(path, tokenizer, vocab, t, 1).is_ok(), "cannot write {}", path);
   return path;
@@ -44,6 +51,36 @@ TEST(BatchSource, ABertModelNeedsAWordPieceShard) {
                      "BERT model needs a 'bert-uncased' (WordPiece) shard");
   EXPECT_TRUE(
       make(model + "data: {source: shard, seq_len: 32, train: " + bert + "}", true).is_ok());
+}
+
+// A WordPiece shard made with a vocabulary whose [SEP] is not data.sep_id trained with its
+// documents split at an ordinary word and [MASK] an ordinary word (review, 2026-12-06).
+TEST(BatchSource, ABertShardsSeparatorMustBeDataSepId) {
+  const std::string own_vocab = shard("bert_own_vocab", "bert-uncased", 1000, 4096, 3);
+  const std::string model = "model: {preset: bert-tiny, vocab_size: 1000, n_ctx: 64}\n";
+  const std::string data = "data: {source: shard, seq_len: 32, train: " + own_vocab;
+  expect_refused(make(model + data + "}", true),
+                 "x.yaml: data.train: shard '" + own_vocab +
+                     "' starts with token 3, the [SEP] of the vocabulary it was made with "
+                     "(prepare_data starts every document with it), but data.sep_id is 102");
+  EXPECT_TRUE(make(model + data + ", sep_id: 3, cls_id: 2, mask_id: 4}", true).is_ok());
+}
+
+TEST(BatchSource, ADirectoryOrFifoIsNotAShard) {
+  const std::string dir = ::testing::TempDir() + "/batch_source_a_directory";
+  std::filesystem::create_directories(dir);
+  const std::string model = "model: {preset: gpt2-tiny, vocab_size: 1000, n_ctx: 64}\n";
+  expect_refused(make(model + "data: {source: shard, seq_len: 32, train: " + dir + "}", true),
+                 "x.yaml: data.train: shard '" + dir +
+                     "' is a directory, not a token shard (prepare_data --out DIR writes "
+                     "DIR/<name>.bin and DIR/val.bin)");
+  // A FIFO blocked the open until a writer came.
+  const std::string fifo = ::testing::TempDir() + "/batch_source_a_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  expect_refused(make(model + "data: {source: shard, seq_len: 32, train: " + fifo + "}", true),
+                 "shard '" + fifo + "' is not a regular file");
+  std::filesystem::remove(fifo);
 }
 
 TEST(BatchSource, TheEvalShardMustMatchTheTrainingShard) {

@@ -104,7 +104,7 @@ double alltoall_s(const std::string& algorithm, double block, int p, const Link&
 
 double two_phase_s(double region_message, double region_result, int p, const Link& link,
                    const std::string& algorithm) {
-  return alltoall_s(algorithm, region_message, p, link) +
+  return pairwise_alltoall_s(region_message, p, link) +
          allgather_s(algorithm, region_result, p, link);
 }
 

@@ -89,9 +89,13 @@ double bruck_alltoall_s(double block, int p, const Link& link);
 // "ring": ring allgather / pairwise alltoall; "best": the cheaper of the two algorithms (what
 // an MPI library choosing by message size approaches).
 double allgather_s(const std::string& algorithm, double m, int p, const Link& link);
+// MPI_Alltoall of fixed-size blocks (two_phase's size exchange). Payloads of per-rank sizes go
+// through MPI_Alltoallv, which MPI libraries run pairwise or as P-1 posted messages, never
+// by Bruck (Open MPI's tuned alltoallv: linear or pairwise; Bruck is short MPI_Alltoall's):
+// they are pairwise_alltoall_s whatever the algorithm (review, 2026-12-06).
 double alltoall_s(const std::string& algorithm, double block, int p, const Link& link);
-// Region messages of `region_message` bytes each to P-1 owners, then P region results of
-// `region_result` bytes each gathered by everyone.
+// Region messages of `region_message` bytes each to P-1 owners (an alltoallv: pairwise),
+// then P region results of `region_result` bytes each gathered by everyone.
 double two_phase_s(double region_message, double region_result, int p, const Link& link,
                    const std::string& algorithm = "ring");
 // Algorithm names for the simulator: ring (sparq's own ring allreduce, what its byte model

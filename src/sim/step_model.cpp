@@ -113,7 +113,7 @@ double payload_cost_s(const SimBucket& b, const StepOptions& o) {
       const double message = b.message_bytes(region);
       const double r = static_cast<double>(region);
       const double phase1 =
-          encode_s(b, n) + alltoall_s(o.gather, message, p, o.link) + p * decode_s(b, r);
+          encode_s(b, n) + pairwise_alltoall_s(message, p, o.link) + p * decode_s(b, r);
       if (!b.server_compression) return phase1 + allgather_s(o.gather, 4.0 * r, p, o.link);
       return phase1 + encode_s(b, r) + allgather_s(o.gather, message, p, o.link) +
              p * decode_s(b, r);

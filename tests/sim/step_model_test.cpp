@@ -176,6 +176,13 @@ TEST(StepModel, ControlMessagesAreLatencies) {
   EXPECT_NEAR(bucket_cost_s(b, eight), (14 + 14) * a, 1e-15);
   b.server_compression = false;  // dense region results: their sizes still travel
   EXPECT_NEAR(bucket_cost_s(b, eight), (14 + 14) * a, 1e-15);
+  // Under --gather best at P = 1024 the fixed-size alltoall of the sizes and both allgathers
+  // may take log2 P steps (Bruck, recursive doubling), but the region messages are an
+  // MPI_Alltoallv, run pairwise: 1023 steps. They were priced as Bruck's 10 (review,
+  // 2026-12-06), which made two_phase look 25x cheaper in latency at P = 1024.
+  b.server_compression = true;
+  const StepOptions wide{.world_size = 1024, .link = {a, 0}, .gather = "best"};
+  EXPECT_NEAR(bucket_cost_s(b, wide), (1023 + 10 + 10 + 10) * a, 1e-12);
   // allgather: the sizes first only when the messages have no fixed size.
   b.kind = CommKind::kAllgather;
   EXPECT_NEAR(bucket_cost_s(b, eight), 7 * a, 1e-15);

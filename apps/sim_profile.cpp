@@ -210,11 +210,16 @@ int main(int argc, char** argv) {
     if (writer) fmt::print(stderr, "sim_profile: {}\n", message);
     return 1;
   };
+  // A bad argument exits 2 (Note [App exit codes]; these exited 1: review, 2026-12-06).
+  const auto bad_argument = [&](const std::string& message) {
+    if (writer) fmt::print(stderr, "sim_profile: {}\n", message);
+    return 2;
+  };
 
   std::set<std::string> parts;
   for (const std::string& part : split_list(only)) {
     if (part != "compute" && part != "codecs" && part != "link") {
-      return fail(fmt::format("--only: unknown part '{}' (compute, codecs, link)", part));
+      return bad_argument(fmt::format("--only: unknown part '{}' (compute, codecs, link)", part));
     }
     parts.insert(part);
   }
@@ -222,7 +227,9 @@ int main(int argc, char** argv) {
     parts = {"compute", "codecs"};
     if (comm) parts.insert("link");
   }
-  if (parts.count("compute") && model.empty()) return fail("--model: needed to measure compute");
+  if (parts.count("compute") && model.empty()) {
+    return bad_argument("--model: needed to measure compute");
+  }
   if (parts.count("link") && (!comm || comm->size() != 2)) {
     return fail("link: run under mpirun -np 2 (one rank per end of the link)");
   }

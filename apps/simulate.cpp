@@ -51,6 +51,62 @@ Result<std::vector<int>> parse_world(const std::string& text) {
   return out;
 }
 
+// The command line's values that need no config or profile, checked before any file is read
+// so that a bad one exits 2 (Note [App exit codes]; they exited 1 after the work had begun:
+// review, 2026-12-06).
+struct Arguments {
+  std::vector<int> worlds;
+  std::vector<sim::Cell> cells;
+  std::string allreduce;  // config | ring | best | auto
+  std::string gather;     // collectives.h: ring | best
+  int timeline_world = 0;
+  // --compute-ms FORWARD,BACKWARD[,OPTIMIZER], when given.
+  std::vector<double> compute_ms;
+};
+
+Result<Arguments> check_arguments(const std::string& world_text, const std::string& cells_text,
+                                  const std::string& allreduce, const std::string& gather,
+                                  int timeline_world, const std::string& compute_ms) {
+  Arguments a;
+  SPARQ_ASSIGN_OR_RETURN(a.worlds, parse_world(world_text));
+  if (timeline_world != 0 &&
+      std::find(a.worlds.begin(), a.worlds.end(), timeline_world) == a.worlds.end()) {
+    return Status::error("--buckets {}: not one of the --world sizes ({})", timeline_world,
+                         fmt::join(a.worlds, ","));
+  }
+  a.timeline_world = timeline_world;
+  for (const std::string& name : split_commas(cells_text)) {
+    SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));
+    a.cells.push_back(cell);
+  }
+  if (a.cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
+  if (allreduce != "config" && allreduce != "ring" && allreduce != "best" && allreduce != "auto")
+    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best, auto)",
+                         allreduce);
+  a.allreduce = allreduce;
+  SPARQ_ASSIGN_OR_RETURN(a.gather, sim::parse_algorithm(gather, "--gather"));
+  if (!compute_ms.empty()) {
+    // Each part whole, positive and finite: sscanf took "12abc" as 12 and "1e400" as inf.
+    for (const std::string& part : split_commas(compute_ms)) {
+      double value = 0;
+      const char* end = part.data() + part.size();
+      const auto [ptr, ec] = std::from_chars(part.data(), end, value);
+      if (ec != std::errc() || ptr != end || !std::isfinite(value) || value <= 0) {
+        a.compute_ms.clear();
+        break;
+      }
+      a.compute_ms.push_back(value);
+    }
+    if (a.compute_ms.size() != 2 && a.compute_ms.size() != 3) {
+      return Status::error(
+          "--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (two or "
+          "three positive numbers), got '{}'",
+          compute_ms);
+    }
+  }
+  return a;
+}
+
 // --buckets P: when each bucket became ready, started and ended, and what it sent.
 void print_timeline(const sim::StepResult& step) {
   fmt::print("         bucket  ready_ms  start_ms    end_ms   MB_sent   (backward ends at {:.3f})\n",
@@ -70,22 +126,10 @@ struct Row {
 
 Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
-           const std::string& world_text, const std::string& cells_text,
-           const std::string& csv_path, const std::string& allreduce, const std::string& gather,
-           int timeline_world, const std::string& compute_ms, double busy_comm_rate) {
+           const Arguments& args, const std::string& csv_path, double busy_comm_rate) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
-  SPARQ_ASSIGN_OR_RETURN(auto worlds, parse_world(world_text));
-  if (timeline_world != 0 &&
-      std::find(worlds.begin(), worlds.end(), timeline_world) == worlds.end()) {
-    return Status::error("--buckets {}: not one of the --world sizes ({})", timeline_world,
-                         fmt::join(worlds, ","));
-  }
-  std::vector<sim::Cell> cells;
-  for (const std::string& name : split_commas(cells_text)) {
-    SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));
-    cells.push_back(cell);
-  }
-  if (cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
+  const std::vector<int>& worlds = args.worlds;
+  const int timeline_world = args.timeline_world;
   std::vector<sim::NetworkLink> links;
   for (const std::string& name : networks) {
     SPARQ_ASSIGN_OR_RETURN(auto link, profile.network(name));
@@ -93,37 +137,22 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   }
 
   SPARQ_ASSIGN_OR_RETURN(auto base, train::load_train_config(config_path, sets));
-  if (allreduce != "config" && allreduce != "ring" && allreduce != "best" && allreduce != "auto")
-    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best, auto)",
-                         allreduce);
   // config: what the training's MPI backend runs for comm.allreduce (ring: sparq's ring; auto:
   // the ring from comm's size threshold, MPI's own below it; mpi: MPI's own, approximated by
   // the cheapest algorithm).
-  const std::string algorithm =
-      allreduce == "config" ? sim::config_allreduce_algorithm(base.comm.allreduce) : allreduce;
-  SPARQ_ASSIGN_OR_RETURN(auto gather_algorithm, sim::parse_algorithm(gather, "--gather"));
+  const std::string algorithm = args.allreduce == "config"
+                                    ? sim::config_allreduce_algorithm(base.comm.allreduce)
+                                    : args.allreduce;
+  const std::string& gather_algorithm = args.gather;
   SPARQ_ASSIGN_OR_RETURN(auto layout, sim::build_layout(base));
   const std::int64_t seq_len = base.model.is_language_model() ? base.data.seq_len : 0;
   SPARQ_ASSIGN_OR_RETURN(auto compute,
                          sim::compute_times(*layout, profile, base.train.micro_batch, seq_len));
-  if (!compute_ms.empty()) {
+  if (!args.compute_ms.empty()) {
     // Measured totals of the run being predicted (its ranks may share cores, which the
     // profile's single-process timings do not see); the profile's per-layer split is kept.
     // The optimizer runs on the same cores, so a measured time replaces the profile's too.
-    const std::vector<std::string> parts = split_commas(compute_ms);
-    // Each part whole, positive and finite: sscanf took "12abc" as 12 and "1e400" as inf.
-    const auto positive = [](const std::string& text, double* out) {
-      const char* end = text.data() + text.size();
-      const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-      return ec == std::errc() && ptr == end && std::isfinite(*out) && *out > 0;
-    };
-    double fwd = 0, bwd = 0, opt = 0;
-    const bool parsed = (parts.size() == 2 || parts.size() == 3) && positive(parts[0], &fwd) &&
-                        positive(parts[1], &bwd) && (parts.size() == 2 || positive(parts[2], &opt));
-    if (!parsed) {
-      return Status::error("--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (two or "
-                           "three positive numbers), got '{}'", compute_ms);
-    }
+    const double fwd = args.compute_ms[0], bwd = args.compute_ms[1];
     double total = 0;
     for (double t : compute.backward_s) total += t;
     if (!(total > 0)) {
@@ -135,7 +164,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     }
     for (double& t : compute.backward_s) t *= bwd / 1e3 / total;
     compute.forward_s = fwd / 1e3;
-    if (parts.size() == 3) compute.optimizer_s = opt / 1e3;
+    if (args.compute_ms.size() == 3) compute.optimizer_s = args.compute_ms[2] / 1e3;
     compute.source += " (totals from --compute-ms)";
   }
   fmt::print("{}: {} parameters, {} buckets, micro_batch {} seq_len {}; compute from {} of "
@@ -155,7 +184,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     sim::StepInput plain, split;
   };
   std::vector<CellInput> inputs;
-  for (const sim::Cell& cell : cells) {
+  for (const sim::Cell& cell : args.cells) {
     std::vector<std::string> overrides = cell.overrides;
     overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
     auto config = train::load_train_config(config_path, overrides);
@@ -216,6 +245,9 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
                          r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
                          r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms, r.efficiency,
                          r.tied_split ? 1 : 0);
+    // The tables above leave stdio's buffer first: write_output_file writes with write(2), so
+    // `--csv /dev/stdout | ...` printed the CSV before them (review, 2026-12-06).
+    std::fflush(stdout);
     SPARQ_RETURN_IF_ERROR(
         sim::write_output_file(csv_path, csv)
             .with_context(
@@ -271,9 +303,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
     return 2;
   }
+  auto args = check_arguments(world, cell_names, allreduce, gather, timeline_world, compute_ms);
+  if (!args.is_ok()) {
+    fmt::print(stderr, "simulate: {}\n", args.status().message());
+    return 2;
+  }
   const sparq::Status status =
-      run(config_path, sets, profile_path, networks, world, cell_names, csv_path, allreduce,
-          gather, timeline_world, compute_ms, busy_comm_rate);
+      run(config_path, sets, profile_path, networks, *args, csv_path, busy_comm_rate);
   if (!status.is_ok()) {
     std::fprintf(stderr, "simulate: %s\n", status.message().c_str());
     return 1;

@@ -52,6 +52,15 @@ rc=$?
 "$PROFILE_BIN" "${quick[@]}" --codec-floats 12abc --out "$T/q.yaml" >/dev/null 2>&1
 rc=$?
 [[ $rc -eq 2 ]] || fail "--codec-floats 12abc exited $rc, want 2"
+# These exited 1 (review, 2026-12-06).
+"$PROFILE_BIN" --only bogus --out "$T/q.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--only bogus exited $rc, want 2"
+grep -q -- "--only: unknown part 'bogus'" "$T/bad.txt" || fail "no message for --only: $(cat "$T/bad.txt")"
+"$PROFILE_BIN" --only compute --out "$T/q.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--only compute without --model exited $rc, want 2"
+grep -q -- "--model: needed to measure compute" "$T/bad.txt" || fail "no message for --model: $(cat "$T/bad.txt")"
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"

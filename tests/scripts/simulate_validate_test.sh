@@ -23,17 +23,31 @@ common=(--config configs/bench/gpt2_tiny.yaml --set train.micro_batch=8 --set da
 grep -q "optimizer 123.50 ms" "$work/three.txt" || fail "--compute-ms F,B,O did not set the optimizer: $(grep optimizer "$work/three.txt")"
 "$sim" "${common[@]}" --compute-ms 300,30 > "$work/two.txt"
 grep -q "optimizer 123.50 ms" "$work/two.txt" && fail "--compute-ms F,B changed the optimizer"
+# Bad arguments exit 2 (Note [App exit codes]), naming the option; they exited 1 after the
+# profile and config were read (review, 2026-12-06).
 for bad in "300" "300,30,0" "300,x" "1,2,3,4" "12abc,5" "300,5xyz" "1e400,5"; do
-  if "$sim" "${common[@]}" --compute-ms "$bad" > "$work/bad.txt" 2>&1; then
-    fail "--compute-ms '$bad' was accepted"
-  fi
+  rc=0
+  "$sim" "${common[@]}" --compute-ms "$bad" > "$work/bad.txt" 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "--compute-ms '$bad' exited $rc, want 2"
   grep -q -- "--compute-ms" "$work/bad.txt" || fail "the error for --compute-ms '$bad' does not name it"
+done
+for bad in "--cells bogus" "--allreduce fastest" "--gather tree" "--world 0"; do
+  rc=0
+  # shellcheck disable=SC2086  # the option and its value, split on purpose
+  "$sim" --config configs/bench/gpt2_tiny.yaml --profile profiles/this_machine_gpt2-tiny.yaml \
+      --network 1gbit $bad > "$work/bad.txt" 2>&1 || rc=$?
+  [[ $rc -eq 2 ]] || fail "$bad exited $rc, want 2: $(cat "$work/bad.txt")"
+  grep -q -- "${bad%% *}" "$work/bad.txt" || fail "the error for $bad does not name it: $(cat "$work/bad.txt")"
 done
 # --buckets P printed nothing when P was not one of the --world sizes (review).
 rc=0
 "$sim" "${common[@]}" --buckets 3 > "$work/bad.txt" 2>&1 || rc=$?
-[[ $rc -eq 1 ]] || fail "--buckets 3 with --world 2 exited $rc, want 1"
+[[ $rc -eq 2 ]] || fail "--buckets 3 with --world 2 exited $rc, want 2"
 grep -q -- "--buckets 3: not one of the --world sizes (2)" "$work/bad.txt" || fail "no message for --buckets 3: $(cat "$work/bad.txt")"
+# The tables come before a CSV written to standard output (it came first through a pipe).
+"$sim" "${common[@]}" --csv /dev/stdout 2>/dev/null | cat > "$work/piped.txt"
+first=$(head -1 "$work/piped.txt")
+[[ $first != model,* ]] || fail "the CSV came before the tables: $first"
 # NaN passed CLI11's range check and ended in the step model's fatal check (review).
 for bad in nan 0 1.5 -1; do
   rc=0

@@ -22,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -100,36 +99,6 @@ Result<MachineProfile> load_existing(const std::string& path) {
   return p;
 }
 
-// yaml-cpp writes doubles with 17 digits; the figures are medians of noisy timings, so four
-// significant digits are kept ("0.12297250000000001" -> "0.123"). Only outside double quotes:
-// the free-text fields (source, model) are written quoted (profile_yaml), and a version or an
-// address in them is not a timing (review: "v2.0.123456" became "v2.0.1235").
-std::string shorten_numbers(const std::string& yaml) {
-  static const std::regex kLong(R"(-?[0-9]+\.[0-9]{5,}(e[-+]?[0-9]+)?)");
-  const auto shorten = [](const std::string& plain, std::string& out) {
-    auto last = plain.cbegin();
-    for (std::sregex_iterator it(plain.begin(), plain.end(), kLong), end; it != end; ++it) {
-      out.append(last, plain.cbegin() + it->position());
-      out += fmt::format("{:.4g}", std::stod(it->str()));
-      last = plain.cbegin() + it->position() + it->length();
-    }
-    out.append(last, plain.cend());
-  };
-  std::string out;
-  std::size_t i = 0;
-  while (i < yaml.size()) {
-    const std::size_t quote = yaml.find('"', i);
-    shorten(yaml.substr(i, quote == std::string::npos ? std::string::npos : quote - i), out);
-    if (quote == std::string::npos) break;
-    std::size_t close = quote + 1;  // the closing quote, past escaped ones
-    while (close < yaml.size() && yaml[close] != '"') close += yaml[close] == '\\' ? 2 : 1;
-    close = std::min(close, yaml.size() - 1);
-    out.append(yaml, quote, close - quote + 1);
-    i = close + 1;
-  }
-  return out;
-}
-
 // Before anything is measured: a path that cannot take the profile, or an existing profile
 // that cannot be read, fails now instead of after minutes of timings.
 Result<MachineProfile> prepare_out(const std::string& path) {
@@ -155,7 +124,11 @@ Result<MachineProfile> prepare_out(const std::string& path) {
 // reported, never leave a truncated profile behind (found in review: an ofstream truncated
 // the old file first and checked the stream before its last flush).
 Status write_profile(const std::string& path, const MachineProfile& p) {
-  return sparq::sim::write_output_file(path, shorten_numbers(sparq::sim::profile_yaml(p)))
+  // yaml-cpp writes doubles with 17 digits; the figures are medians of noisy timings, so four
+  // significant digits are kept ("0.12297250000000001" -> "0.123"), by the emitter: a regex
+  // over the text also shortened decimals in names ("--link-name 1gbit-0.100000ms" became
+  // 1gbit-0.1ms, which simulate --network then did not find: review, 2026-12-06).
+  return sparq::sim::write_output_file(path, sparq::sim::profile_yaml(p, 4))
       .with_context(
           fmt::format("--out {}: the profile was not written (the file is unchanged)", path));
 }

@@ -205,8 +205,9 @@ Result<MachineProfile> load_profile(const std::string& path) {
   return parse_profile(text.str(), path);
 }
 
-std::string profile_yaml(const MachineProfile& p) {
+std::string profile_yaml(const MachineProfile& p, int significant_digits) {
   YAML::Emitter y;
+  if (significant_digits > 0) y.SetDoublePrecision(static_cast<std::size_t>(significant_digits));
   y << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << p.name;
   y << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << p.source;

@@ -85,7 +85,9 @@ struct MachineProfile {
 
 Result<MachineProfile> parse_profile(const std::string& yaml_text, const std::string& origin);
 Result<MachineProfile> load_profile(const std::string& path);
-// YAML that parse_profile() reads back to the same profile.
-std::string profile_yaml(const MachineProfile& profile);
+// YAML that parse_profile() reads back to the same profile; with `significant_digits` > 0
+// every number is written with that many significant digits (measured timings are noisy
+// medians: sim_profile keeps 4), names and free text as they are.
+std::string profile_yaml(const MachineProfile& profile, int significant_digits = 0);
 
 }  // namespace sparq::sim

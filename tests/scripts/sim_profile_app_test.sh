@@ -25,6 +25,12 @@ grep -qF 'source: "commit v2.0.123456 on host 10.0.0.12345"' "$T/s.yaml" ||
 grep -qE '[0-9]\.[0-9]{8,}' <(grep -v 'source:' "$T/s.yaml") &&
   fail "a timing was not shortened: $(cat "$T/s.yaml")"
 
+# A name with decimals stays as given (a regex shortening timings made a --link-name
+# 1gbit-0.100000ms into 1gbit-0.1ms: review, 2026-12-06).
+"$PROFILE_BIN" "${quick[@]}" --codecs topk --name box-0.100000 --out "$T/n.yaml" >"$T/name.txt" 2>&1 ||
+  fail "--name run: $(cat "$T/name.txt")"
+grep -q "^name: box-0.100000$" "$T/n.yaml" || fail "the name was changed: $(grep name: "$T/n.yaml")"
+
 touch "$T/afile"
 "$PROFILE_BIN" "${quick[@]}" --codecs topk --out "$T/afile/p.yaml" >"$T/bad.txt" 2>&1
 rc=$?

@@ -184,9 +184,21 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     sim::StepInput plain, split;
   };
   std::vector<CellInput> inputs;
+  // Each cell is priced with its fixed plan. comm.plan: auto (a choice per bucket, made by
+  // the trainer at start-up from these same costs and logged there) is not simulated, and
+  // would refuse the dense cell outright ("comm.plan: auto ... set compress.name"): the run
+  // ended with that error (review, 2026-12-06).
+  const bool auto_plan = base.comm.plan_mode == "auto";
+  if (auto_plan) {
+    fmt::print(
+        "note: comm.plan: auto is not simulated: every cell is priced with its fixed plan "
+        "(train logs the automatic plan's choices and predicted steps at start-up; "
+        "docs/simulate.md, \"The automatic plan\")\n");
+  }
   for (const sim::Cell& cell : args.cells) {
     std::vector<std::string> overrides = cell.overrides;
     overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
+    if (auto_plan) overrides.push_back("comm.plan=fixed");
     auto config = train::load_train_config(config_path, overrides);
     if (!config.is_ok()) return config.status().with_context("cell " + cell.name);
     CellInput in{cell.name, std::move(config).value(), {}, {}};

@@ -115,6 +115,13 @@ Result<BucketChoice> plan_with_simulator(const TrainConfig& c, const comm::Bucke
       "(the fixed plan: {:.1f} ms, {:.1f} ms exposed) on {} ranks over {} of profile {}",
       chosen.predicted_step_ms, chosen.predicted_exposed_ms, chosen.compression_ratio,
       chosen.fixed_step_ms, chosen.fixed_exposed_ms, world_size, link->name, profile.name));
+  if (world_size == 1) {
+    // One rank sends nothing, so every option costs the same and the fixed plan stays: a
+    // dry run started without the launcher showed that as the plan (review, 2026-12-06).
+    out.report.push_back(
+        "one rank communicates nothing, so this is the fixed plan; start the run (or the dry "
+        "run) under the launcher with its ranks to see theirs: mpirun -np N ... --dry-run");
+  }
   return out;
 }
 

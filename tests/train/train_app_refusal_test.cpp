@@ -205,4 +205,20 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   }
 }
 
+// comm.plan: auto on one process prices a world that sends nothing: the dry run said "the
+// plan" without saying that N ranks choose differently (review, 2026-12-06).
+TEST(TrainApp, DryRunOfAnAutomaticPlanOnOneRankSaysItIsTheFixedPlan) {
+  const ProcessResult p = run_train(
+      0,
+      "--config configs/gpt2_wikitext_tiny.yaml --set comm.plan=auto --set "
+      "comm.plan_profile=profiles/h100_node.yaml --set comm.plan_network=10gbit --dry-run");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_NE(p.output.find("on 1 ranks over 10gbit of profile h100-node"), std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("one rank communicates nothing, so this is the fixed plan; start the "
+                          "run (or the dry run) under the launcher with its ranks"),
+            std::string::npos)
+      << p.output;
+}
+
 }  // namespace

@@ -21,8 +21,8 @@ namespace sparq::testing {
 // How run_train starts the job, beyond its ranks and arguments.
 struct TrainLaunch {
   int timeout_s = 600;       // `timeout` bounds the job, so a hang fails instead of blocking
-  std::string fault;         // SPARQ_FAULT for every rank (core/fault.h), when not empty
-  std::string rank_wrapper;  // a shell prefix run before each rank (a ulimit), when not empty
+  std::string fault{};       // SPARQ_FAULT for every rank (core/fault.h), when not empty
+  std::string rank_wrapper{};  // a shell prefix run before each rank (a ulimit), when not empty
 };
 
 // Runs `train` with `args` from the source directory, under mpirun with `ranks` processes

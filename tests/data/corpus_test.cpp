@@ -288,5 +288,36 @@ TEST(PrepareShardsGpt2, WikiTextValidRoundTrips) {
   EXPECT_EQ(tok->decode(content), *read_file(raw));
 }
 
+// A tokenizer that runs out of memory on the document holding "huge" (a 2 GB single-document
+// file needs about 30 GB to encode).
+class ExhaustedTokenizer : public Tokenizer {
+ public:
+  std::string name() const override { return "exhausted"; }
+  std::uint32_t vocab_size() const override { return 10; }
+  void encode(std::string_view text, std::vector<std::uint32_t>* out) const override {
+    if (text.find("huge") != std::string_view::npos) throw std::bad_alloc();
+    out->push_back(1);
+  }
+  std::string decode(std::span<const std::uint32_t>) const override { return {}; }
+  std::uint32_t document_separator() const override { return 0; }
+};
+
+// The bad_alloc of an encoder thread called std::terminate: prepare_data ended without a
+// word about the input (review, 2026-12-06). It is an error naming the file and document.
+TEST_F(PrepareShards, ATokenizerOutOfMemoryIsAnErrorNamingTheInput) {
+  ASSERT_TRUE(write_file_atomic(dir_ + "/in/sub/a.txt", "one\ntwo\nthe huge one\nfour\n").is_ok());
+  const ExhaustedTokenizer exhausted;
+  for (int threads : {1, 3}) {
+    auto r = prepare_shards(exhausted, options("oom" + std::to_string(threads), threads, 0));
+    ASSERT_FALSE(r.is_ok()) << threads;
+    EXPECT_NE(r.status().message().find("input '" + dir_ + "/in/sub/a.txt'"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("encoding document 3 (12 bytes) failed"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("out of memory"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace sparq::data

@@ -47,7 +47,7 @@ Status encode_parallel(const Tokenizer& tok, const std::vector<std::string_view>
   std::mutex failure_mutex;
   std::optional<Status> failure;
   const auto work = [&] {
-    std::size_t i = 0;
+    std::size_t i = docs.size();  // no document yet: new_cache() can throw too
     try {
       const std::unique_ptr<EncodeCache> cache = tok.new_cache();  // private: no contention
       while ((i = next.fetch_add(1)) < docs.size()) {
@@ -57,10 +57,11 @@ Status encode_parallel(const Tokenizer& tok, const std::vector<std::string_view>
       next = docs.size();  // the other threads stop at their next document
       const std::lock_guard lock(failure_mutex);
       if (!failure) {
-        const std::string_view doc = i < docs.size() ? docs[i] : std::string_view();
+        const std::string what = i < docs.size() ? fmt::format("encoding document {} ({} bytes)",
+                                                               first_index + i + 1, docs[i].size())
+                                                 : std::string("preparing the encoder");
         failure = Status::error(
-            "encoding document {} ({} bytes) failed: {}{}", first_index + i + 1, doc.size(),
-            e.what(),
+            "{} failed: {}{}", what, e.what(),
             dynamic_cast<const std::bad_alloc*>(&e) != nullptr
                 ? " (out of memory: split the input into smaller documents, e.g. --format "
                   "lines, or give it more memory)"

@@ -176,8 +176,7 @@ Status CommEngine::wait_all() {
     tasks.swap(unreported_);
   }
   // FIFO: once the last one is done, all are; waiting in order keeps the timeout per task.
-  Status first_failure;
-  std::exception_ptr first_exception;
+  detail::UnreportedFailures failures;
   for (const auto& task : tasks) {
     CommHandle handle(task);
     bool fresh = false;
@@ -185,19 +184,16 @@ Status CommEngine::wait_all() {
       std::lock_guard<std::mutex> lock(mutex_);
       fresh = !task->reported;
     }
+    Status status;
+    std::exception_ptr exception;
     try {
-      Status status = wait(handle);
-      if (fresh && !status.is_ok() && first_failure.is_ok() && !first_exception) {
-        first_failure = status;
-      }
+      status = wait(handle);
     } catch (...) {
-      if (fresh && first_failure.is_ok() && !first_exception) {
-        first_exception = std::current_exception();
-      }
+      exception = std::current_exception();
     }
+    if (fresh) failures.add(*task, status, exception);
   }
-  if (first_exception) std::rethrow_exception(first_exception);
-  return first_failure;
+  return failures.report(options_.name);  // Note [What wait_all reports] (comm_queue.h)
 }
 
 Status CommEngine::report(TaskState& task) {

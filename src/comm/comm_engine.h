@@ -76,8 +76,8 @@ class CommEngine final : public CommQueue {
   // Blocks until the task is done (bounded, see above). Returns its Status or rethrows its
   // exception. Precondition: the handle came from this engine.
   Status wait(const CommHandle& handle) override;
-  // Waits for every task submitted so far; returns the first failure not yet reported by
-  // wait() (rethrowing an exception), after all of them are done.
+  // Waits for every task submitted so far, then reports the failures wait() did not (Note
+  // [What wait_all reports], comm_queue.h).
   Status wait_all() override;
 
   std::size_t in_flight() const override;  // submitted and not yet done

@@ -21,11 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "comm/byte_model.h"
 #include "comm/communicator.h"
@@ -59,6 +61,31 @@ class QueuedTask {
   std::string name;
   std::int64_t step = 0;
   std::uint64_t sequence = 0;  // 0, 1, 2, ... in submission order
+};
+
+// Note [What wait_all reports]
+// wait_all() may find several failed tasks that no wait() reported. It rethrows the first
+// task's exception if any task threw (an exception is a bug or an error that could not be a
+// Status, so it outranks a Status), else returns the first failed Status; every other
+// failure is logged as a warning naming its task, so that none is swallowed. (Both engines
+// returned the first failure of either kind and marked the rest reported: a Status failure
+// followed by an exception returned the Status and the exception was never seen; review,
+// 2026-12-06.)
+class UnreportedFailures {
+ public:
+  // A finished task's outcome; successes are ignored.
+  void add(const QueuedTask& task, const Status& status, std::exception_ptr exception);
+  // Logs every failure but the one reported, then rethrows it or returns it (ok if none).
+  Status report(const std::string& queue_name);
+
+ private:
+  struct Failure {
+    std::string task;
+    std::int64_t step = 0;
+    Status status;
+    std::exception_ptr exception;
+  };
+  std::vector<Failure> failures_;
 };
 
 }  // namespace detail
@@ -112,8 +139,8 @@ class CommQueue {
   // Blocks until the task is done (bounded). Returns its Status or rethrows its exception.
   // Precondition: the handle came from this queue.
   virtual Status wait(const CommHandle& handle) = 0;
-  // Waits for every task submitted so far; returns the first failure not yet reported by
-  // wait() (rethrowing an exception), after all of them are done.
+  // Waits for every task submitted so far, then reports the failures not yet reported by
+  // wait() as Note [What wait_all reports] says.
   virtual Status wait_all() = 0;
   // submit + wait: a synchronous call run by the queue.
   Status run(std::string name, std::int64_t step, Task task) {

@@ -214,24 +214,16 @@ Status StreamCommEngine::wait_all() {
   std::vector<std::shared_ptr<StreamTask>> tasks;
   tasks.swap(outstanding_);
   // FIFO: waiting in order bounds each task by its own timeout and names the oldest stall.
-  Status first_failure;
-  std::exception_ptr first_exception;
+  detail::UnreportedFailures failures;
   for (const auto& task : tasks) {
     complete(*task);
     if (task->reported) continue;
     task->reported = true;
-    if (first_failure.is_ok() && !first_exception) {
-      if (task->exception) {
-        first_exception = task->exception;
-      } else if (!task->status.is_ok()) {
-        first_failure = task->status;
-      }
-    }
+    failures.add(*task, task->status, task->exception);
   }
   // Idle now: a fresh anchor keeps the next tasks' float elapsed times short and precise.
   if (!tasks.empty()) anchor_ = make_anchor();
-  if (first_exception) std::rethrow_exception(first_exception);
-  return first_failure;
+  return failures.report(options_.name);  // Note [What wait_all reports] (comm_queue.h)
 }
 
 void StreamCommEngine::wait_on_stream(const CommHandle& handle, cudaStream_t consumer) const {

@@ -25,7 +25,8 @@
 // returns that Status or rethrows the exception (same object, original message) once the
 // task's stream work is done. The end event is recorded even then, so later tasks and gated
 // streams never wait forever on this rank; what the body had enqueued before failing still
-// runs. wait_all() reports the first failure not already reported by wait().
+// runs. wait_all() reports the failures wait() did not (Note [What wait_all reports],
+// comm_queue.h).
 //
 // Timeouts: every wait is bounded by Options::timeout_s and polls NCCL's asynchronous error
 // state (NcclCommunicator::wait_event). On expiry or an asynchronous NCCL error the NCCL

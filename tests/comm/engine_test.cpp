@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/comm_engine.h"
+#include "common/log_capture.h"
 #include "core/threading.h"
 
 namespace sparq::comm {
@@ -109,6 +110,60 @@ TEST(CommEngine, FailedStatusAndExceptionsReachTheWaiterWithTheirMessage) {
   engine.submit("unwaited failure", 6, [](Communicator&) { return Status::error("lost bucket"); });
   const Status all = engine.wait_all();
   EXPECT_EQ(all.message(), "lost bucket");
+}
+
+// Note [What wait_all reports] (comm_queue.h). Found in review (2026-12-06): a failed Status
+// followed by an exception returned the Status, and the exception was never seen again, nor
+// warned about.
+TEST(CommEngine, WaitAllRethrowsAnExceptionAfterAFailedStatusAndLogsTheRest) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm, {.name = "gradients"});
+  engine.submit("bucket 0", 7, [](Communicator&) { return Status::error("bucket 0 refused"); });
+  engine.submit("bucket 1", 7,
+                [](Communicator&) -> Status { throw std::runtime_error("bucket 1 threw"); });
+  engine.submit("bucket 2", 7, [](Communicator&) { return Status::error("bucket 2 refused"); });
+  ::sparq::testing::LogCapture log;
+  try {
+    (void)engine.wait_all();
+    ADD_FAILURE() << "wait_all() did not rethrow the exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bucket 1 threw");
+  }
+  EXPECT_NE(log.text().find("comm queue 'gradients': task 'bucket 0' (step 7) also failed: "
+                            "bucket 0 refused"),
+            std::string::npos)
+      << log.text();
+  EXPECT_NE(log.text().find("task 'bucket 2' (step 7) also failed: bucket 2 refused"),
+            std::string::npos)
+      << log.text();
+  EXPECT_TRUE(engine.wait_all().is_ok()) << "each failure is reported once";
+}
+
+TEST(CommEngine, WaitAllReturnsTheFirstFailedStatusAndLogsTheOthers) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm, {.name = "control"});
+  engine.submit("a", 1, [](Communicator&) { return Status::ok(); });
+  engine.submit("b", 2, [](Communicator&) { return Status::error("b failed"); });
+  engine.submit("c", 3, [](Communicator&) -> Status {
+    throw 42;  // not a std::exception
+  });
+  ::sparq::testing::LogCapture log;
+  try {
+    (void)engine.wait_all();
+    ADD_FAILURE() << "wait_all() did not rethrow";
+  } catch (int value) {
+    EXPECT_EQ(value, 42);
+  }
+  EXPECT_NE(log.text().find("task 'b' (step 2) also failed: b failed"), std::string::npos)
+      << log.text();
+  EXPECT_EQ(log.text().find("task 'a'"), std::string::npos) << log.text();
+
+  engine.submit("d", 4, [](Communicator&) { return Status::error("d failed"); });
+  engine.submit("e", 5, [](Communicator&) { return Status::error("e failed"); });
+  ::sparq::testing::LogCapture second;
+  EXPECT_EQ(engine.wait_all().message(), "d failed");
+  EXPECT_NE(second.text().find("task 'e' (step 5) also failed: e failed"), std::string::npos)
+      << second.text();
 }
 
 TEST(CommEngine, RecordsTraceSpansWithBytes) {

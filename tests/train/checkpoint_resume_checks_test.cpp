@@ -7,7 +7,6 @@
 // another bucket plan; another optim.freeze_steps is refused across the freeze. And the first save
 // into a new train.checkpoint_dir warns of nothing.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 
 #include "comm/communicator.h"
 #include "common/fresh_dir.h"
+#include "common/log_capture.h"
 #include "core/check.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -127,22 +127,7 @@ TEST(ResumeChecks, AnotherBucketPlanWithoutPerBucketStateResumes) {
   EXPECT_TRUE(s.is_ok()) << s.message();
 }
 
-// Everything logged while it lives.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
+using sparq::testing::LogCapture;
 
 // Found in review (2026-12-05): a resume with another optim.freeze_steps was accepted with an
 // info line, though across the freeze it changes what the saved state means (Adam::

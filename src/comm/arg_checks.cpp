@@ -21,6 +21,10 @@ void check_rank_arg(const char* op, const char* what, int value, int size) {
               value, size);
 }
 
+void check_tag(const char* op, int tag) {
+  SPARQ_CHECK(tag >= 0, "{}: tag {} is negative", op, tag);
+}
+
 void check_buffer(const char* op, const char* what, const void* buffer, std::size_t bytes) {
   SPARQ_CHECK(buffer != nullptr || bytes == 0, "{}: {} is null but {} bytes were requested", op,
               what, bytes);

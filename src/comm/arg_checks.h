@@ -17,6 +17,9 @@ void check_per_rank(const char* op, const char* what, std::span<const std::size_
 // ReduceOp::kAvg needs a floating-point dtype (an integer mean would silently truncate).
 void check_reduce(const char* op, DType dtype, ReduceOp reduce);
 void check_rank_arg(const char* op, const char* what, int value, int size);
+// Point-to-point tags are >= 0 (MPI's rule; the other backends keep it so that code passing
+// with one rank or on NCCL does not fail under mpirun: review, 2026-12-06).
+void check_tag(const char* op, int tag);
 // Non-null unless the byte count is zero.
 void check_buffer(const char* op, const char* what, const void* buffer, std::size_t bytes);
 

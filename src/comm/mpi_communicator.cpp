@@ -254,7 +254,7 @@ class MpiCommunicator final : public Communicator {
 
   void send(const void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
     check_rank_arg("send", "peer", peer, size_);
-    SPARQ_CHECK(tag >= 0, "send: tag {} is negative", tag);
+    check_tag("send", tag);
     const std::size_t es = dtype_size(dtype);
     check_buffer("send", "buffer", buffer, count * es);
     {
@@ -271,7 +271,7 @@ class MpiCommunicator final : public Communicator {
 
   void recv(void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
     check_rank_arg("recv", "peer", peer, size_);
-    SPARQ_CHECK(tag >= 0, "recv: tag {} is negative", tag);
+    check_tag("recv", tag);
     const std::size_t es = dtype_size(dtype);
     check_buffer("recv", "buffer", buffer, count * es);
     {

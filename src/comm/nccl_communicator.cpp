@@ -327,16 +327,20 @@ void NcclCommunicator::barrier() {
   count(0, 0);
 }
 
-void NcclCommunicator::send(const void* buffer, std::size_t count, DType dtype, int peer, int) {
+void NcclCommunicator::send(const void* buffer, std::size_t count, DType dtype, int peer, int tag) {
   check_rank_arg("send", "peer", peer, size_);
+  check_tag("send", tag);  // NCCL has no tags; the rule is every backend's (arg_checks.h)
   const std::size_t bytes = count * dtype_size(dtype);
+  check_buffer("send", "buffer", buffer, bytes);
   NCCL_CHECK(ncclSend(buffer, bytes, ncclUint8, peer, comm_.get(), stream_.get()));
   finish("send", {.sent = bytes});
 }
 
-void NcclCommunicator::recv(void* buffer, std::size_t count, DType dtype, int peer, int) {
+void NcclCommunicator::recv(void* buffer, std::size_t count, DType dtype, int peer, int tag) {
   check_rank_arg("recv", "peer", peer, size_);
+  check_tag("recv", tag);
   const std::size_t bytes = count * dtype_size(dtype);
+  check_buffer("recv", "buffer", buffer, bytes);
   NCCL_CHECK(ncclRecv(buffer, bytes, ncclUint8, peer, comm_.get(), stream_.get()));
   finish("recv", {.received = bytes});
 }

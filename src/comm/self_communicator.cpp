@@ -91,6 +91,7 @@ class SelfCommunicator final : public Communicator {
   // written for P ranks also runs with P == 1.
   void send(const void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
     check_rank_arg("send", "peer", peer, 1);
+    check_tag("send", tag);
     const std::size_t bytes = count * dtype_size(dtype);
     check_buffer("send", "buffer", buffer, bytes);
     std::vector<char> message(bytes);
@@ -101,6 +102,7 @@ class SelfCommunicator final : public Communicator {
 
   void recv(void* buffer, std::size_t count, DType dtype, int peer, int tag) override {
     check_rank_arg("recv", "peer", peer, 1);
+    check_tag("recv", tag);
     auto it = mailbox_.find(tag);
     SPARQ_CHECK(it != mailbox_.end() && !it->second.empty(),
                 "recv: no message with tag {} was sent to self; this receive would block forever",
@@ -108,6 +110,7 @@ class SelfCommunicator final : public Communicator {
     std::vector<char> message = std::move(it->second.front());
     it->second.pop_front();
     const std::size_t bytes = count * dtype_size(dtype);
+    check_buffer("recv", "buffer", buffer, bytes);
     SPARQ_CHECK(message.size() == bytes, "recv: message with tag {} has {} bytes, expected {}", tag,
                 message.size(), bytes);
     copy_raw(buffer, message.data(), bytes);

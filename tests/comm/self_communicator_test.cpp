@@ -80,6 +80,11 @@ TEST_F(SelfCommunicatorDeathTest, BadArgumentsNameTheCallAndValue) {
   EXPECT_DEATH(comm->recv(x.data(), 4, DType::kI32, 0, 5), "no message with tag 5");
   EXPECT_DEATH(comm->allgather(nullptr, x.data(), 4, DType::kI32),
                "allgather: input is null but 16 bytes");
+  // As MPI refuses them (arg_checks.h; review, 2026-12-06: one rank accepted both).
+  EXPECT_DEATH(comm->send(x.data(), 4, DType::kI32, 0, -1), "send: tag -1 is negative");
+  comm->send(x.data(), 4, DType::kI32, 0, 2);
+  EXPECT_DEATH(comm->recv(x.data(), 4, DType::kI32, 0, -2), "recv: tag -2 is negative");
+  EXPECT_DEATH(comm->recv(nullptr, 4, DType::kI32, 0, 2), "recv: buffer is null but 16 bytes");
 }
 
 }  // namespace

@@ -172,6 +172,11 @@ Result<BucketPlan> BucketPlan::build(const ParamStore& store,
     RegionCutter cutter(&plan.buckets_, region == 1, first_cap, cap);
     int previous_layer = -1;
     for (const ParamEntry* e : tensors) {
+      // An empty tensor holds no gradient and belongs to no bucket, so it must not count as
+      // the layer seen last either: per layer, the next tensor's boundary is judged against
+      // the previous tensor that has elements (a zero-size tensor between two layers merged
+      // them: review, 2026-12-06).
+      if (e->numel == 0) continue;
       const int layer = layer_of.count(e->spec.name) ? layer_of.at(e->spec.name) : -1;
       const bool alone = isolated(*e);
       cutter.add(*e, alone || (per_layer && previous_layer != -1 && layer != previous_layer));

@@ -9,6 +9,13 @@
 // store must have been allocated with is_dense() as its place_last predicate, so that those
 // tensors sit after all others and every bucket is one contiguous range.
 //
+// The caps count parameters, not the store's alignment padding (up to 63 floats after each
+// tensor, param_store.h) that a bucket's range carries too: a bucket of many small tensors
+// sends more than its cap (5000 one-float tensors under a cap of 2621 floats make a first
+// bucket of 167,744 floats; review, 2026-12-06). Counting the padding would move the
+// boundaries of every existing plan, which checkpoints with per-bucket state record, so the
+// caps stay a count of parameters; the real models' tensors are large next to their padding.
+//
 // Bucket ranges tile [0, flat_numel) exactly, padding included, in layout order reversed:
 // bucket 0 is the highest compressed range, and the dense buckets come last. Buckets launch in
 // the order they become ready (Note [Readiness launch order], wfbp_scheduler.h), which is

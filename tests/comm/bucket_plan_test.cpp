@@ -134,6 +134,29 @@ TEST(BucketPlan, ZeroBucketMbMeansOneBucketPerLayer) {
   }
 }
 
+// Review, 2026-12-06: an empty tensor was skipped by the cutter but still counted as the layer
+// seen last, so with bucket_mb 0 the next tensor of its layer joined the layer before it.
+TEST(BucketPlan, AnEmptyTensorDoesNotMergeTwoLayers) {
+  BucketPlanConfig cfg;
+  cfg.bucket_mb = 0;
+  ParamStore store;
+  // The empty z shares n's offset; where the sort puts it before n (as it does here), the
+  // old code met u (L2), z (L1, empty), n (L1) and judged n to be of the layer seen last.
+  for (const auto& [name, shape] :
+       std::vector<std::pair<std::string, Shape>>{{"p", {8}}, {"z", {0}}, {"n", {8}}, {"u", {8}}}) {
+    store.add({name, shape, Init::zeros(), false});
+  }
+  store.allocate(ExecContext::cpu(), [&](const ParamSpec& spec) { return cfg.is_dense(spec); });
+  const std::vector<LayerParams> layers = {{"L0", {"p"}}, {"L1", {"z", "n"}}, {"L2", {"u"}}};
+  auto plan = BucketPlan::build(store, layers, cfg);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  expect_tiles(*plan, store);
+  ASSERT_EQ(plan->size(), 3u) << plan->describe({});
+  EXPECT_EQ(plan->buckets()[0].tensors, std::vector<std::string>{"u"});
+  EXPECT_EQ(plan->buckets()[1].tensors, std::vector<std::string>{"n"});
+  EXPECT_EQ(plan->buckets()[2].tensors, std::vector<std::string>{"p"});
+}
+
 TEST(BucketPlan, RefusesBadInput) {
   BucketPlanConfig cfg;
   Stack s = make_stack(1, 16, cfg);

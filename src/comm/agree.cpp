@@ -137,6 +137,14 @@ std::pair<std::string, std::string> first_yaml_difference(std::string_view mine,
     if (i < a.size() && i < b.size() && a[i] == b[i]) continue;
     return {describe_yaml_line(a, i), describe_yaml_line(b, i)};
   }
+  // Equal lines, unequal texts: they differ only in a final newline, which split_lines does
+  // not keep (the message read "rank 1 has  where rank 0 has ": review, 2026-12-06).
+  if (mine != reference) {
+    const auto ending = [](std::string_view t) {
+      return t.ends_with('\n') ? "a final newline" : "no final newline";
+    };
+    return {ending(mine), ending(reference)};
+  }
   return {};
 }
 

@@ -49,7 +49,8 @@ Status agree_on_errors(Communicator& comm, const Status& local);
 
 // The first line where `mine` and `reference` differ, each described with its YAML key path
 // ("optim.lr: 0.002" for the line "  lr: 0.002" under "optim:"), as {mine, reference}; an
-// absent line is "(nothing)". Both empty when the texts are equal.
+// absent line is "(nothing)"; texts that differ only there are "a final newline" and "no
+// final newline". Both empty when the texts are equal.
 std::pair<std::string, std::string> first_yaml_difference(std::string_view mine,
                                                           std::string_view reference);
 

@@ -49,6 +49,11 @@ TEST(FirstYamlDifference, NamesTheKeyPathOfTheFirstDifferingLine) {
       (std::pair<std::string, std::string>{"data.markov.seed: 7", "data.markov.seed: 8"}));
   EXPECT_EQ(first_yaml_difference("a: 1\n", "a: 1\nb: 2\n"),
             (std::pair<std::string, std::string>{"(nothing)", "b: 2"}));
+  // Review, 2026-12-06: both were empty, and the mismatch message named nothing.
+  EXPECT_EQ(first_yaml_difference("a: 1", "a: 1\n"),
+            (std::pair<std::string, std::string>{"no final newline", "a final newline"}));
+  EXPECT_EQ(first_yaml_difference("a: 1\n\n", "a: 1\n"),
+            (std::pair<std::string, std::string>{"(an empty line)", "(nothing)"}));
 }
 
 TEST(AgreeOnErrors, EveryRankLearnsTheSameReport) {

@@ -8,6 +8,17 @@
 // only the calling thread, the CommEngine's, so compute keeps running meanwhile, as it
 // would beside a real NIC.
 //
+// Ranks that arrive apart: the time counts from each rank's own call, and a rank that arrives
+// early waits for its peers inside the wrapped call, so that wait counts as link time. The
+// last rank to arrive is charged in full (its call ends a whole link time after it began, as
+// on a real link, where the transfer starts when the last rank joins); an early rank may
+// leave up to one link time before that. The pace of a job, set by its last rank, is
+// therefore priced right, while an early rank's exposed communication can read low by up to
+// one link time per call (review, 2026-12-06; the GPU flavour below charges after the call,
+// so it does not have this property). Counting from the wrapped call's return instead would
+// add the fast link's own time to every call, and change every measurement docs/comm.md
+// reports.
+//
 // Ownership: owns the wrapped communicator. Thread-compatible like every Communicator.
 //
 // The GPU flavour is NcclOptions::emulate (nccl_communicator.h): the same time, spent by a

@@ -13,11 +13,9 @@
 // The contexts, selections and sums are the CPU's, so the result is the CPU's bytes and
 // floats, with two exceptions, stated. Step 4's allreduce sums in NCCL's order, which from 3
 // ranks on may round differently from MPI's (as in every NCCL allreduce; with 2 ranks both
-// add the same two values). And the CPU re-selects among the union of the two lists and
-// the dense scratch among all n entries, so the two differ when the top-k has to take exact
-// zeros (fewer than k non-zero values in the union, or a value that cancels exactly), where
-// ties go to the lowest index of the union on the CPU and of the bucket here. A world of one
-// on a host communicator skips the collectives (Note [A world of one on NCCL]).
+// add the same two values). The re-selection over the dense scratch is the CPU's too (Note
+// [The tree re-selects from the dense sum], gtopk_aggregator.h). A world of one on a host
+// communicator skips the collectives (Note [A world of one on NCCL]).
 #pragma once
 
 #include <cstddef>

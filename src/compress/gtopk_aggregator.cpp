@@ -1,5 +1,7 @@
 #include "compress/gtopk_aggregator.h"
 
+#include <algorithm>
+
 #include "compress/sparse_format.h"
 #include "core/check.h"
 #include "core/ops.h"
@@ -22,12 +24,38 @@ void GtopkAggregator::merge_and_reselect(std::size_t n, std::size_t k) {
     merged_indices_.push_back(i);
     merged_values_.push_back(v);
   }
-  selector_.exact(merged_values_, std::min(k, merged_values_.size()), selected_);
-  indices_.resize(selected_.size());
-  values_.resize(selected_.size());
-  for (std::size_t j = 0; j < selected_.size(); ++j) {
-    indices_[j] = merged_indices_[selected_[j]];
-    values_[j] = merged_values_[selected_[j]];
+  // Note [The tree re-selects from the dense sum] (gtopk_aggregator.h).
+  k = std::min(k, n);
+  const std::size_t nonzero = static_cast<std::size_t>(
+      std::count_if(merged_values_.begin(), merged_values_.end(), [](float v) { return v != 0; }));
+  if (nonzero >= k) {
+    // The k-th magnitude is above zero, so the union holds every entry the dense sum's top-k
+    // takes, and ties among them go to the lowest index in both.
+    selector_.exact(merged_values_, k, selected_);
+    indices_.resize(selected_.size());
+    values_.resize(selected_.size());
+    for (std::size_t j = 0; j < selected_.size(); ++j) {
+      indices_[j] = merged_indices_[selected_[j]];
+      values_[j] = merged_values_[selected_[j]];
+    }
+  } else {
+    // Every non-zero sum, and the lowest-index zeros of the BUCKET (a zero sum in the union or
+    // an index in neither list) up to k, ascending: at most 2k + k indices are walked.
+    indices_.clear();
+    values_.clear();
+    std::size_t zeros = k - nonzero, m = 0;
+    for (std::uint32_t i = 0; zeros > 0; ++i) {
+      const bool listed = m < merged_indices_.size() && merged_indices_[m] == i;
+      const float v = listed ? merged_values_[m++] : 0.0f;
+      if (v == 0) --zeros;
+      indices_.push_back(i);
+      values_.push_back(v);
+    }
+    for (; m < merged_indices_.size(); ++m) {
+      if (merged_values_[m] == 0) continue;
+      indices_.push_back(merged_indices_[m]);
+      values_.push_back(merged_values_[m]);
+    }
   }
   encode_sparse_pairs(indices_, values_, n, msg_);
 }

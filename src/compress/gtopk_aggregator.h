@@ -4,7 +4,8 @@
 //   2. Binomial-tree reduction to rank 0 over ceil(log2 P) rounds (any P): in round s, rank
 //      r with r mod 2^(s+1) == 2^s sends its current list to r - 2^s (size as one i64, then
 //      the message bytes, tag s); the receiver merges the two lists (values summed on common
-//      indices) and re-selects the k largest |value|.
+//      indices) and re-selects the k largest |value| (Note [The tree re-selects from the
+//      dense sum]).
 //   3. Rank 0 broadcasts the k global indices (an i64 count, then u32 indices).
 //   4. Every rank contributes a[G] (k f32) to one allreduce; bucket = sum / P on G, 0 off G.
 //   5. Error feedback: e = a with e[G] = 0. What a rank selected locally but the tree
@@ -12,6 +13,15 @@
 //      not in the local top-k), so D(m_r) = a_r restricted to G and mass is conserved exactly.
 // Works with any compressor producing sparse f32 messages (gtopk, topk, topk_sampled); k is
 // the size of rank 0's local list.
+//
+// Note [The tree re-selects from the dense sum]
+// A receiver keeps the top-k of the two lists' sum as a dense vector over the bucket (zero off
+// the lists), with ties to the lowest index: the local encode's rule, and what the device tree
+// computes (device_tree.h: it decodes both lists into a dense scratch and encodes its top-k).
+// While the lists' sum has k non-zero values this is the top-k of the union; with fewer (sums
+// that cancel, or lists of zeros) the remaining places go to the bucket's lowest-index zeros,
+// which may lie outside both lists. Selecting among the union only (before 2026-12-06) gave
+// the lowest zeros of the union there, so the CPU and the GPU agreed on different sets G.
 #pragma once
 
 #include "compress/aggregation.h"

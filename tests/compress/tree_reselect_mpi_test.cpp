@@ -1,0 +1,114 @@
+// The tree strategy's re-selection (Note [The tree re-selects from the dense sum],
+// gtopk_aggregator.h) on 2, 3 and 4 ranks: the global set G equals a simulation of the
+// binomial tree in which every receiver keeps the top-k of the two lists' sum as a dense
+// vector, on buckets whose sums cancel and whose lists hold zeros, where selecting among the
+// union only (the code before 2026-12-06) chose other indices than the device tree does.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/mpi_communicator.h"
+#include "compress/gtopk_aggregator.h"
+#include "compress/sparse_format.h"
+#include "compress/topk_select.h"
+#include "test_util.h"
+
+namespace sparq::compress {
+namespace {
+
+// Rank r's bucket in three flavours. kCancelling: +base on even ranks, -base on odd ones, so a
+// pair's lists name the same indices and sum to zero (the union holds only zeros, and the
+// dense sum's top-k takes the bucket's lowest indices). kSparse: two non-zeros per rank, so
+// each list is padded with zeros. kNormal: no zero anywhere.
+enum class Flavour { kCancelling, kSparse, kNormal };
+
+std::vector<float> bucket_for(Flavour flavour, int rank, std::size_t n) {
+  if (flavour == Flavour::kNormal) return testing::normal_vector(n, 300 + rank);
+  if (flavour == Flavour::kCancelling) {
+    std::vector<float> a = testing::normal_vector(n, 299);
+    if (rank % 2 == 1) {
+      for (float& v : a) v = -v;
+    }
+    return a;
+  }
+  std::vector<float> a(n, 0.0f);
+  a[(11 * rank + 40) % n] = 1.0f + static_cast<float>(rank);
+  a[(11 * rank + 45) % n] = -2.0f - static_cast<float>(rank);
+  return a;
+}
+
+// The tree of gtopk_aggregator.h, step 2, over dense vectors: each rank's local list (the
+// compressor's own message), then per round the receiver's list becomes the top-k of the
+// dense sum (ties to the lowest index). Returns rank 0's list, ascending.
+std::vector<std::uint32_t> simulated_global_set(const std::vector<std::vector<float>>& a,
+                                                Compressor& c, const EncodeContext& ctx) {
+  const int p = static_cast<int>(a.size());
+  const std::size_t n = a[0].size();
+  std::vector<std::vector<float>> dense(p, std::vector<float>(n, 0.0f));
+  std::size_t k = 0;
+  for (int r = 0; r < p; ++r) {
+    Message msg;
+    EncodeContext own = ctx;
+    own.rank = r;
+    c.encode(a[r], own, msg);
+    std::vector<std::uint32_t> indices;
+    std::vector<float> values;
+    parse_sparse_f32(msg, n, indices, values, "simulation");
+    if (r == 0) k = indices.size();
+    for (std::size_t j = 0; j < indices.size(); ++j) dense[r][indices[j]] = 0.0f + values[j];
+  }
+  TopkSelector selector;
+  std::vector<std::uint32_t> kept;
+  for (int dist = 1; dist < p; dist <<= 1) {
+    for (int r = 0; r + dist < p; r += 2 * dist) {
+      std::vector<float> sum(n);
+      for (std::size_t i = 0; i < n; ++i) sum[i] = dense[r][i] + dense[r + dist][i];
+      selector.exact(sum, k, kept);
+      std::fill(dense[r].begin(), dense[r].end(), 0.0f);
+      for (std::uint32_t i : kept) dense[r][i] = sum[i];
+    }
+  }
+  if (p == 1) selector.exact(dense[0], k, kept);
+  return kept;
+}
+
+TEST(TreeReselection, TheGlobalSetIsTheTopKOfTheDenseSums) {
+  auto made = comm::make_mpi_communicator();
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  comm::Communicator& comm = **made;
+  const int p = comm.size(), me = comm.rank();
+  for (const char* name : {"gtopk", "topk"}) {
+    for (Flavour flavour : {Flavour::kCancelling, Flavour::kSparse, Flavour::kNormal}) {
+      SCOPED_TRACE(std::string(name) + ", flavour " + std::to_string(static_cast<int>(flavour)));
+      const std::size_t n = 64;  // at density 1/8, lists of 8
+      auto c = testing::make(name, {{"density", "0.125"}});
+      EncodeContext ctx;
+      ctx.seed = 5;
+      ctx.world_size = p;
+      std::vector<std::vector<float>> a(p);
+      for (int r = 0; r < p; ++r) a[r] = bucket_for(flavour, r, n);
+      std::vector<float> bucket = a[me];
+      GtopkAggregator tree;
+      EncodeContext mine = ctx;
+      mine.rank = me;
+      ASSERT_TRUE(tree.run(bucket, *c, nullptr, comm, mine).is_ok());
+      EXPECT_EQ(tree.global_indices(), simulated_global_set(a, *c, ctx));
+    }
+  }
+  // The review's case (2 ranks, k = 1): lists {3: 1} and {3: -1} sum to zero, so the dense
+  // sum's top-1 is index 0, not the union's 3.
+  if (p == 2) {
+    auto c = testing::make("topk", {{"density", "0.25"}});
+    std::vector<float> bucket = {0, 0, 0, me == 0 ? 1.0f : -1.0f};
+    GtopkAggregator tree;
+    EncodeContext ctx;
+    ctx.rank = me;
+    ctx.world_size = p;
+    ASSERT_TRUE(tree.run(bucket, *c, nullptr, comm, ctx).is_ok());
+    EXPECT_EQ(tree.global_indices(), std::vector<std::uint32_t>{0});
+  }
+}
+
+}  // namespace
+}  // namespace sparq::compress

@@ -29,6 +29,17 @@ std::uint32_t* verdict_scratch(void* scratch, std::size_t scratch_size, std::uin
   return static_cast<std::uint32_t*>(scratch);
 }
 
+// The span-wide sums' scratch of an encode: checked as lbs and topk check theirs, so that a
+// short scratch ends the job naming the codec instead of being written past (review,
+// 2026-12-06; every caller sizes it with scratch_bytes() today).
+void* sums_scratch(void* scratch, std::size_t scratch_size, std::size_t n, const char* codec) {
+  const std::size_t need = cuda::scaled_codes_scratch_bytes(n);
+  SPARQ_CHECK(scratch != nullptr && scratch_size >= need,
+              "{} device encode: scratch of {} bytes for a bucket of {} needs {}", codec,
+              scratch_size, n, need);
+  return scratch;
+}
+
 // fp16 / bf16: the message is u16[n] of a / P (dense_cast.h).
 class DenseCastDeviceCodec final : public DeviceCodec {
  public:
@@ -134,12 +145,12 @@ class TernGradDeviceCodec final : public DeviceCodec {
     return cuda::scaled_codes_scratch_bytes(n);
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext& ctx, std::uint8_t* msg,
-              void* scratch, std::size_t, void* stream) override {
+              void* scratch, std::size_t scratch_size, void* stream) override {
     // terngrad.cpp's rounding draws: the sender's stream, addressed by bucket position.
     const cuda::TernGradArgs args{clip_sigma_, step_key(ctx.seed, ctx.step),
                                   compression_stream(ctx, ctx.rank), ctx.offset};
-    cuda::terngrad_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args, msg, scratch,
-                          as_stream(stream));
+    cuda::terngrad_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, args, msg,
+                          sums_scratch(scratch, scratch_size, n, "terngrad"), as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
               float* out, void* scratch, std::size_t scratch_size, void* stream,
@@ -163,9 +174,9 @@ class SignDeviceCodec final : public DeviceCodec {
     return cuda::scaled_codes_scratch_bytes(n);
   }
   void encode(const float* g, float* e, std::size_t n, const EncodeContext&, std::uint8_t* msg,
-              void* scratch, std::size_t, void* stream) override {
-    cuda::sign_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, rms_, msg, scratch,
-                      as_stream(stream));
+              void* scratch, std::size_t scratch_size, void* stream) override {
+    cuda::sign_encode(e ? g : nullptr, e ? e : const_cast<float*>(g), n, rms_, msg,
+                      sums_scratch(scratch, scratch_size, n, "sign"), as_stream(stream));
   }
   void decode(const std::uint8_t* msg, std::size_t n, const EncodeContext&, float alpha, bool add,
               float* out, void* scratch, std::size_t scratch_size, void* stream,

@@ -128,9 +128,19 @@ void Buffer::release() {
 }
 
 Tensor Buffer::view(DType dtype, Shape shape, std::size_t byte_offset) const {
-  const std::size_t need = byte_offset + static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  SPARQ_CHECK(need <= bytes_, "view {}{} at offset {} needs {} bytes, buffer has {}",
-              dtype_name(dtype), shape.str(), byte_offset, need, bytes_);
+  // Checked without sums or products that can wrap (an offset near SIZE_MAX passed and gave a
+  // pointer before the buffer), and element-aligned, as the vectorised loops assume (review,
+  // 2026-12-06).
+  const std::size_t element = dtype_size(dtype);
+  std::size_t data_bytes = 0;
+  const bool fits =
+      !__builtin_mul_overflow(static_cast<std::size_t>(shape.numel()), element, &data_bytes) &&
+      byte_offset <= bytes_ && data_bytes <= bytes_ - byte_offset;
+  SPARQ_CHECK(fits, "view {}{} at offset {} does not fit a buffer of {} bytes", dtype_name(dtype),
+              shape.str(), byte_offset, bytes_);
+  SPARQ_CHECK(byte_offset % element == 0,
+              "view {}{} at offset {}: not a multiple of the element size {}", dtype_name(dtype),
+              shape.str(), byte_offset, element);
   return Tensor(static_cast<char*>(data_) + byte_offset, dtype, shape, device());
 }
 

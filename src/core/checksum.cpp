@@ -39,6 +39,9 @@ std::uint64_t checksum64(const void* data, std::size_t bytes) {
 }
 
 void Checksum64::update(const void* data, std::size_t bytes) {
+  // An empty span's data() may be null, and memcpy from null is undefined even for 0 bytes
+  // (UBSan, review 2026-12-06).
+  if (bytes == 0) return;
   const auto* p = static_cast<const std::uint8_t*>(data);
   if (pending_bytes_ > 0) {  // complete the pending word first
     const std::size_t take = std::min(bytes, 8 - pending_bytes_);

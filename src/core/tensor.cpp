@@ -7,9 +7,18 @@ namespace sparq {
 Shape::Shape(std::initializer_list<std::int64_t> dims) {
   SPARQ_CHECK(dims.size() <= kMaxDims, "shape has {} dims, at most {} supported", dims.size(),
               kMaxDims);
+  bool empty = false;
   for (std::int64_t d : dims) {
     SPARQ_CHECK(d >= 0, "negative dimension {}", d);
     dims_[ndim_++] = d;
+    empty = empty || d == 0;
+  }
+  // numel() must be exact: every size check is built on it ({2^32, 2^32} wrapped to 0 and
+  // passed them all: review, 2026-12-06). A shape with a zero dimension holds nothing.
+  std::int64_t n = 1;
+  for (int i = 0; i < ndim_ && !empty; ++i) {
+    SPARQ_CHECK(!__builtin_mul_overflow(n, dims_[i], &n), "shape {} has more than 2^63 elements",
+                str());
   }
 }
 
@@ -60,8 +69,9 @@ Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
 }
 
 Tensor Tensor::flat_range(std::int64_t offset, std::int64_t count) const {
-  SPARQ_CHECK(offset >= 0 && count >= 0 && offset + count <= numel(),
-              "flat range [{}, {}) out of range for {}", offset, offset + count, shape_.str());
+  // Compared without forming offset + count, which may overflow (review, 2026-12-06).
+  SPARQ_CHECK(offset >= 0 && count >= 0 && offset <= numel() && count <= numel() - offset,
+              "flat range of {} at {} out of range for {}", count, offset, shape_.str());
   auto* base = static_cast<char*>(data_) + offset * dtype_size(dtype_);
   return Tensor(base, dtype_, Shape{count}, device_);
 }

@@ -56,6 +56,15 @@ TEST(Fault, SpecsThatCouldNeverFireAreRefused) {
   expect_refused("comm.collective,hit=0", "hit=0");
   expect_refused("comm.collective,hit=2x", "is not an integer");
   expect_refused("comm.collective,hit=", "is not an integer");
+  // Review, 2026-12-06: these were taken (stoll skips blanks and takes a '+'), a repeated key
+  // kept its last value, and a huge hit was "not an integer".
+  expect_refused("comm.collective,step= 3",
+                 "step=' 3' in 'comm.collective,step= 3' is not an integer");
+  expect_refused("comm.collective,rank=+1", "is not an integer");
+  expect_refused("comm.collective,action=fail,action=exit", "action is given twice");
+  expect_refused("comm.collective,rank=1,rank=2", "rank is given twice");
+  expect_refused("comm.collective,hit=99999999999999999999", "hit=99999999999999999999 in");
+  expect_refused("comm.collective,hit=99999999999999999999", "is outside [1,");
   expect_refused("comm.collective,after=3", "unknown key 'after'");
   expect_refused("comm.collective,hit", "is not key=value");
   expect_refused("comm.collective,action=crash", "unknown action 'crash'");

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "core/buffer.h"
@@ -89,7 +90,24 @@ TEST(TensorDeathTest, WrongTypeAndBadShapesAbort) {
   Tensor t = b.view(DType::kF32, {4});
   EXPECT_DEATH(t.data<std::int32_t>(), "tensor holds f32, read as i32");
   EXPECT_DEATH(t.reshape({5}), "cannot reshape");
-  EXPECT_DEATH(b.view(DType::kF32, {5}), "needs 20 bytes");
+  EXPECT_DEATH(b.view(DType::kF32, {5}), "view f32\\[5\\] at offset 0 does not fit a buffer of 16");
+}
+
+// Review, 2026-12-06: each of these wrapped and passed its check.
+TEST(TensorDeathTest, SizesThatWouldWrapAreRefused) {
+  const std::int64_t big = std::int64_t{1} << 32;
+  EXPECT_DEATH(Shape({big, big}), "has more than 2\\^63 elements");
+  EXPECT_EQ(Shape({big, big, 0}).numel(), 0) << "a zero dimension holds nothing, whatever else";
+  EXPECT_EQ(Shape({std::int64_t{1} << 31, std::int64_t{1} << 31}).numel(), std::int64_t{1} << 62);
+  Buffer b = Buffer::host(64, true);
+  EXPECT_DEATH(b.view(DType::kF32, {4}, SIZE_MAX - 3), "does not fit a buffer of 64 bytes");
+  EXPECT_DEATH(b.view(DType::kF32, {std::int64_t{1} << 62}), "does not fit");
+  EXPECT_DEATH(b.view(DType::kF32, {4}, 2), "offset 2: not a multiple of the element size 4");
+  EXPECT_EQ(b.view(DType::kU8, {4}, 3).raw(), static_cast<char*>(b.data()) + 3);
+  const Tensor t = b.view(DType::kF32, {16});
+  EXPECT_DEATH(t.flat_range(INT64_MAX, 1), "flat range of 1 at 9223372036854775807 out of range");
+  EXPECT_DEATH(t.flat_range(4, INT64_MAX), "out of range");
+  EXPECT_EQ(t.flat_range(12, 4).numel(), 4);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #include "core/file_io.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -98,18 +100,24 @@ bool fault_at(const AtomicWrite& how, std::string_view what) {
   return fault::point(std::string(how.fault_prefix) + "." + std::string(what), how.fault_step);
 }
 
-// Writes all of `bytes` to a new file `tmp`, fsyncs and closes it; the caller removes it on
-// failure.
-Status write_and_sync(const std::string& tmp, std::string_view bytes, const AtomicWrite& how) {
-  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(tmp));
+// A name for the new file that no other writer of `path` uses: this process's id and a count.
+std::string private_temp_name(const std::string& path) {
+  static std::atomic<std::uint64_t> count{0};
+  return fmt::format("{}.tmp.{}.{}", path, ::getpid(), count.fetch_add(1));
+}
+
+// Writes all of `bytes` to `fd` in chunks and fsyncs it; `shown` names the file in errors. The
+// caller closes fd.
+Status write_and_sync(int fd, const std::string& shown, std::string_view bytes,
+                      const AtomicWrite& how) {
   const std::size_t chunk = std::max<std::size_t>(how.chunk_bytes, 1);
   std::size_t done = 0;
   while (done < bytes.size()) {
     if (fault_at(how, "write")) {
-      ::close(fd);
-      return Status::error("write to '{}' failed after {} of {} bytes: injected fault "
-                           "(SPARQ_FAULT {}.write)",
-                           tmp, done, bytes.size(), how.fault_prefix);
+      return Status::error(
+          "write to {} failed after {} of {} bytes: injected fault "
+          "(SPARQ_FAULT {}.write)",
+          shown, done, bytes.size(), how.fault_prefix);
     }
     const std::size_t want = std::min(chunk, bytes.size() - done);
     const ssize_t n = ::write(fd, bytes.data() + done, want);
@@ -118,40 +126,81 @@ Status write_and_sync(const std::string& tmp, std::string_view bytes, const Atom
       // write() returns 0 only for a zero-length request; treat it as "no space" rather
       // than spinning.
       const int err = n == 0 ? ENOSPC : errno;
-      ::close(fd);
-      return Status::error("write to '{}' failed after {} of {} bytes: {}", tmp, done,
-                           bytes.size(), std::strerror(err));
+      return Status::error("write to {} failed after {} of {} bytes: {}", shown, done, bytes.size(),
+                           std::strerror(err));
     }
     done += static_cast<std::size_t>(n);
   }
   // Without fsync a crash after the rename could leave an empty or partial file in place;
   // on some filesystems (NFS, delayed allocation) this is also where a full disk shows.
   if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::error("fsync of '{}' failed ({} bytes written): {}", tmp, bytes.size(),
-                         std::strerror(err));
+    return Status::error("fsync of {} failed ({} bytes written): {}", shown, bytes.size(),
+                         std::strerror(errno));
   }
+  if (fault_at(how, "rename")) {
+    return Status::error("rename of {} failed: injected fault (SPARQ_FAULT {}.rename)", shown,
+                         how.fault_prefix);
+  }
+  return Status::ok();
+}
+
+Status close_checked(int fd, const std::string& shown, std::size_t bytes) {
   if (::close(fd) != 0) {
-    return Status::error("close of '{}' failed ({} bytes written): {}", tmp, bytes.size(),
+    return Status::error("close of {} failed ({} bytes written): {}", shown, bytes,
                          std::strerror(errno));
   }
   return Status::ok();
 }
 
+// Gives the unnamed file `fd` the name `name`: through its /proc/self/fd entry (any user), or
+// AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH) where /proc is not mounted.
+bool link_unnamed(int fd, const std::string& name) {
+  const std::string proc = fmt::format("/proc/self/fd/{}", fd);
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
+  return ::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0;
+}
+
+// The new file, complete and fsynced, under a private name (the caller renames it): an unnamed
+// file given its name only once complete, or, where the filesystem has no unnamed files (or
+// one cannot be named), a private name from the start.
+Result<std::string> write_private_file(const std::string& path, std::string_view bytes,
+                                       const AtomicWrite& how) {
+  const std::string shown = fmt::format("'{}' (its new contents, not yet in place)", path);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const int unnamed = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (unnamed < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    return Status::error("cannot create '{}' in '{}': {}", path, dir, std::strerror(errno));
+  }
+  const std::string name = private_temp_name(path);
+  if (unnamed >= 0) {
+    Status written = write_and_sync(unnamed, shown, bytes, how);
+    const bool named = written.is_ok() && link_unnamed(unnamed, name);
+    const Status closed = close_checked(unnamed, shown, bytes.size());
+    if (!written.is_ok()) return written;
+    if (named && !closed.is_ok()) std::remove(name.c_str());
+    if (!closed.is_ok()) return closed;
+    if (named) return name;
+    // No way to name it here: write the bytes again under the private name.
+  }
+  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(name));
+  Status written = write_and_sync(fd, shown, bytes, how);
+  const Status closed = close_checked(fd, shown, bytes.size());
+  if (written.is_ok()) written = closed;
+  if (!written.is_ok()) {
+    std::remove(name.c_str());
+    return written;
+  }
+  return name;
+}
+
 }  // namespace
 
 Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
-  const std::string tmp = path + ".tmp";
-  Status written = write_and_sync(tmp, bytes, how);
-  if (written.is_ok() && fault_at(how, "rename")) {
-    written = Status::error("rename of '{}' failed: injected fault (SPARQ_FAULT {}.rename)", tmp,
-                            how.fault_prefix);
-  }
-  if (!written) {
-    std::remove(tmp.c_str());
-    return written;
-  }
+  // Note [Atomic writes without a shared temporary name] (file_io.h). The leftover of a write
+  // by an earlier version, killed part-way, goes first (nothing writes that name now).
+  std::remove((path + ".tmp").c_str());
+  SPARQ_ASSIGN_OR_RETURN(const std::string tmp, write_private_file(path, bytes, how));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
@@ -160,7 +209,9 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, const 
   // Persist the rename itself: until the directory is synced, a power cut may bring back
   // the old file (or none) even though this call reported success.
   return sync_directory(std::filesystem::path(path).parent_path().string())
-      .with_context("after writing '" + path + "'");
+      .with_context(fmt::format("'{}' holds the new contents, but its directory was not synced, "
+                                "so a power cut may undo that",
+                                path));
 }
 
 }  // namespace sparq

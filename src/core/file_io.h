@@ -26,19 +26,32 @@ struct AtomicWrite {
   std::int64_t fault_step = -1;
 };
 
-// Writes `bytes` to path + ".tmp" in chunks, fsyncs and closes it, renames it over `path`,
-// then fsyncs the parent directory, so a reader (or a crash, or a power cut) sees either the
-// old file or the complete new one, never a partial file. Every write, fsync and close is
-// checked: an error names the file, how many of how many bytes were written and the OS error
-// ("No space left on device", "File too large"). On failure the temporary file is removed
-// and `path` is left untouched. A stale path + ".tmp" from an interrupted earlier write is
-// replaced. The parent directory must exist.
+// Writes `bytes` to a new file in path's directory in chunks, fsyncs and closes it, renames
+// it over `path`, then fsyncs the directory, so a reader (or a crash, or a power cut) sees
+// either the old file or the complete new one, never a partial file. Every write, fsync and
+// close is checked: an error names the file, how many of how many bytes were written and the
+// OS error ("No space left on device", "File too large"). On failure the new file is removed
+// and `path` is left untouched, with one exception: when only the final fsync of the
+// directory fails, `path` already holds the new contents and the error says so. The parent
+// directory must exist.
+//
+// Note [Atomic writes without a shared temporary name]
+// The new file is unnamed (O_TMPFILE) until it is complete, then linked as
+// path + ".tmp.<pid>.<n>" and renamed over `path` at once; where the filesystem has no
+// unnamed files it has that private name from the start. Two writers of one path (two jobs
+// given one output folder) therefore never touch each other's file, and the last rename wins
+// with a complete file: with the one shared path + ".tmp" of before (review, 2026-12-06), a
+// writer unlinked the other's file part-way and one renamed the other's half-written file
+// into place while reporting success. A crash mid-write leaves nothing behind (an unnamed
+// file vanishes), but for the instant between the link and the rename. A path + ".tmp" left by
+// an earlier version is removed.
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
 
 // Creates `path` anew for writing (a file descriptor, O_CLOEXEC): a stale file there is
 // unlinked first, never truncated in place (it may be read-only, or a hard link to something
-// else). The temporary files of write_file_atomic and of the shard writer are made by it.
+// else). The shard writer's temporary file is made by it, and write_file_atomic's private
+// one where the filesystem has no unnamed files.
 Result<int> create_fresh_file(const std::string& path);
 
 // fsyncs a directory, making the creation, rename or removal of its entries durable.

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/fresh_dir.h"
 #include "core/file_io.h"
@@ -42,6 +44,33 @@ TEST(AtomicWrite, ChunkedWriteIsExact) {
   EXPECT_EQ(*read_file(path), "");
 }
 
+// Note [Atomic writes without a shared temporary name] (core/file_io.h). Found in review
+// (2026-12-06): with one shared path + ".tmp", a writer unlinked the other's file part-way,
+// and one renamed the other's half-written file into place while reporting success.
+TEST(AtomicWrite, TwoWritersOfOnePathNeverLeaveAPartialFile) {
+  const std::string dir = fresh_dir("two_writers");
+  const std::string path = dir + "/shared.bin";
+  const std::string a(1 << 16, 'a'), b(1 << 16, 'b');
+  std::atomic<int> partial{0}, failed{0};
+  const auto writer = [&](const std::string& bytes) {
+    for (int i = 0; i < 200; ++i) {
+      if (!write_file_atomic(path, bytes, in_chunks_of(4096)).is_ok()) {
+        ++failed;
+        continue;
+      }
+      auto now = read_file(path);
+      if (!now.is_ok() || (*now != a && *now != b)) ++partial;
+    }
+  };
+  std::thread first(writer, a), second(writer, b);
+  first.join();
+  second.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(partial.load(), 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1)
+      << "no temporary file is left";
+}
+
 TEST(AtomicWrite, StaleTemporaryFileIsReplacedNotReused) {
   const std::string dir = fresh_dir("stale");
   const std::string path = dir + "/x.ckpt";
@@ -72,7 +101,9 @@ TEST(AtomicWrite, FileTooLargeNamesPathBytesAndOsErrorAndKeepsTheOldFile) {
   setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, old_handler);
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find(path + ".tmp"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("'" + path + "' (its new contents, not yet in place)"),
+            std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("after 1048576 of 3145728 bytes"), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("File too large"), std::string::npos) << s.message();

@@ -3,7 +3,10 @@
 //   build/apps/simulate --config configs/gpt2_wikitext.yaml --profile profiles/h100_node.yaml
 //       --network 10gbit --network 100gbit [--world 2,4,...,1024] [--cells topk,lbs_allgather]
 //       [--csv out.csv] [--allreduce config|ring|best|auto] [--gather best|ring] [--buckets P]
-//       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--set key=value ...]
+//       [--compute-ms FORWARD,BACKWARD[,OPTIMIZER]] [--busy-comm-rate R] [--plan config|fixed|auto]
+//       [--set key=value ...]
+// With --plan auto (or comm.plan: auto in the config), each compressed cell also gets a
+// "<cell>+auto" row: the automatic plan.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,9 +15,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "core/cli_args.h"
+#include "sim/auto_plan.h"
 #include "sim/output_file.h"
 #include "sim/profile.h"
 #include "sim/step_model.h"
@@ -60,14 +65,19 @@ struct Arguments {
   std::string allreduce;  // config | ring | best | auto
   std::string gather;     // collectives.h: ring | best
   int timeline_world = 0;
+  std::string plan;  // config | fixed | auto
   // --compute-ms FORWARD,BACKWARD[,OPTIMIZER], when given.
   std::vector<double> compute_ms;
 };
 
 Result<Arguments> check_arguments(const std::string& world_text, const std::string& cells_text,
                                   const std::string& allreduce, const std::string& gather,
-                                  int timeline_world, const std::string& compute_ms) {
+                                  int timeline_world, const std::string& compute_ms,
+                                  const std::string& plan) {
   Arguments a;
+  if (plan != "config" && plan != "fixed" && plan != "auto")
+    return Status::error("--plan: unknown plan '{}' (config, fixed, auto)", plan);
+  a.plan = plan;
   SPARQ_ASSIGN_OR_RETURN(a.worlds, parse_world(world_text));
   if (timeline_world != 0 &&
       std::find(a.worlds.begin(), a.worlds.end(), timeline_world) == a.worlds.end()) {
@@ -114,6 +124,19 @@ void print_timeline(const sim::StepResult& step) {
   for (const sim::BucketTiming& b : step.buckets)
     fmt::print("         {:>6} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n", b.index, b.ready_ms,
                b.start_ms, b.end_ms, b.bytes_sent / 1e6);
+}
+
+// "allgather x3, dense x1": how many compressed buckets the automatic plan sends each way.
+std::string choice_summary(const sim::AutoPlan& plan) {
+  std::map<std::string, int> counts;
+  for (const std::string& choice : plan.bucket_choice) {
+    if (!choice.empty()) ++counts[choice];
+  }
+  std::string out;
+  for (const auto& [choice, count] : counts) {
+    out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", choice, count);
+  }
+  return out;
 }
 
 struct Row {
@@ -184,16 +207,19 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     sim::StepInput plain, split;
   };
   std::vector<CellInput> inputs;
-  // Each cell is priced with its fixed plan. comm.plan: auto (a choice per bucket, made by
-  // the trainer at start-up from these same costs and logged there) is not simulated, and
-  // would refuse the dense cell outright ("comm.plan: auto ... set compress.name"): the run
-  // ended with that error (review, 2026-12-06).
-  const bool auto_plan = base.comm.plan_mode == "auto";
+  // Each cell is priced with its fixed plan (its config loaded with comm.plan: fixed, which
+  // the dense cell needs: comm.plan: auto refuses compress.name: none). With comm.plan: auto,
+  // every compressed cell also gets a "<cell>+auto" row: the plan choose_auto_plan() picks
+  // for that world size and link, what train would choose at start-up, priced with this
+  // command line's options (docs/simulate.md, "The automatic plan").
+  const bool auto_plan =
+      args.plan == "auto" || (args.plan == "config" && base.comm.plan_mode == "auto");
   if (auto_plan) {
     fmt::print(
-        "note: comm.plan: auto is not simulated: every cell is priced with its fixed plan "
-        "(train logs the automatic plan's choices and predicted steps at start-up; "
-        "docs/simulate.md, \"The automatic plan\")\n");
+        "comm.plan: auto: each compressed cell also gets a row <cell>+auto, the automatic "
+        "plan for that world size and network (comm.plan_min_compression {}), with its "
+        "buckets' strategies\n",
+        base.comm.plan_min_compression);
   }
   for (const sim::Cell& cell : args.cells) {
     std::vector<std::string> overrides = cell.overrides;
@@ -219,8 +245,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
                busy_comm_rate < 1 ? fmt::format(", communication at {} of its rate while "
                                                 "backward computes", busy_comm_rate)
                                   : std::string());
-    fmt::print("{:>6} {:<14} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms",
-               "exposed_ms", "MB_sent", "eff");
+    fmt::print("{:>6} {:<20} {:>10} {:>12} {:>12} {:>8}\n", "P", "cell", "step_ms", "exposed_ms",
+               "MB_sent", "eff");
     for (int p : worlds) {
       for (const CellInput& cell : inputs) {
         SPARQ_ASSIGN_OR_RETURN(bool split, sim::uses_tied_split(*layout, cell.config, p));
@@ -235,11 +261,38 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
         Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);
         row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)
-        fmt::print("{:>6} {:<14} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}{}\n", p, cell.name,
+        fmt::print("{:>6} {:<20} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}{}\n", p, cell.name,
                    row.step.step_ms, row.step.exposed_comm_ms, row.step.bytes_sent / 1e6,
                    row.efficiency, split ? "  tied split" : "");
         if (p == timeline_world) print_timeline(row.step);
+        const double single_ms = row.single_ms;
         rows.push_back(std::move(row));
+        if (auto_plan && !cell.config.compress.compress.compression_off()) {
+          const sim::AutoPlanPricing pricing{.compute = compute,
+                                             .allreduce = algorithm,
+                                             .gather = gather_algorithm,
+                                             .busy_comm_rate = busy_comm_rate};
+          auto plan = sim::choose_auto_plan(*layout, cell.config, profile, link, p,
+                                            base.comm.plan_min_compression, pricing);
+          const std::string name = cell.name + "+auto";
+          if (!plan.is_ok()) {
+            fmt::print("{:>6} {:<20} no plan: {}\n", p, name, plan.status().message());
+            continue;
+          }
+          Row chosen{link.name,
+                     name,
+                     p,
+                     plan->tied_split,
+                     plan->predicted,
+                     single_ms,
+                     single_ms / plan->predicted.step_ms};
+          fmt::print("{:>6} {:<20} {:>10.2f} {:>12.2f} {:>12.2f} {:>8.3f}{}  {}\n", p, name,
+                     chosen.step.step_ms, chosen.step.exposed_comm_ms, chosen.step.bytes_sent / 1e6,
+                     chosen.efficiency, chosen.tied_split ? "  tied split" : "",
+                     choice_summary(*plan));
+          if (p == timeline_world) print_timeline(chosen.step);
+          rows.push_back(std::move(chosen));
+        }
       }
     }
   }
@@ -302,6 +355,11 @@ int main(int argc, char** argv) {
                  "FORWARD,BACKWARD[,OPTIMIZER]: use these measured totals (ms per micro-batch; "
                  "the optimizer's per step) instead of the profile's, keeping its per-layer "
                  "split (validation against runs whose ranks share cores)");
+  std::string plan = "config";
+  app.add_option("--plan", plan,
+                 "config (comm.plan's) | fixed | auto: auto adds a <cell>+auto row per compressed "
+                 "cell, the automatic plan (docs/simulate.md)")
+      ->capture_default_str();
   double busy_comm_rate = 1.0;
   app.add_option("--busy-comm-rate", busy_comm_rate,
                  "communication's rate while backward computes, relative to after it "
@@ -315,7 +373,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
     return 2;
   }
-  auto args = check_arguments(world, cell_names, allreduce, gather, timeline_world, compute_ms);
+  auto args =
+      check_arguments(world, cell_names, allreduce, gather, timeline_world, compute_ms, plan);
   if (!args.is_ok()) {
     fmt::print(stderr, "simulate: {}\n", args.status().message());
     return 2;

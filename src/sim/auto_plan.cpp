@@ -72,7 +72,8 @@ std::vector<std::string> plan_strategies(const train::TrainConfig& config,
 
 Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainConfig& config,
                                   const MachineProfile& profile, const NetworkLink& link,
-                                  int world_size, double min_compression) {
+                                  int world_size, double min_compression,
+                                  const AutoPlanPricing& pricing) {
   const compress::CompressConfig& cc = config.compress.compress;
   if (cc.compression_off()) {
     return Status::error("comm.plan: auto chooses how compressed buckets travel; compress.name "
@@ -80,9 +81,14 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   }
   AutoPlan out;
   SPARQ_ASSIGN_OR_RETURN(out.tied_split, uses_tied_split(layout, config, world_size));
-  SPARQ_ASSIGN_OR_RETURN(auto compute,
-                         compute_times(layout, profile, config.train.micro_batch,
-                                       config.model.is_language_model() ? config.data.seq_len : 0));
+  ComputeTimes compute;
+  if (pricing.compute) {
+    compute = *pricing.compute;
+  } else {
+    SPARQ_ASSIGN_OR_RETURN(
+        compute, compute_times(layout, profile, config.train.micro_batch,
+                               config.model.is_language_model() ? config.data.seq_len : 0));
+  }
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(cc));
 
   // Every option's buckets; the fixed plan is "auto" (the configured strategy).
@@ -106,13 +112,16 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   }
 
   const std::size_t n = options[0].buckets.size();
-  const StepOptions step_options{.world_size = world_size,
-                                 .link = {link.alpha_s(), link.beta_s_per_byte()},
-                                 .allreduce = config_allreduce_algorithm(config.comm.allreduce),
-                                 .gather = "best",
-                                 // Local clipping holds every bucket until backward ends
-                                 // (data_parallel.h): nothing overlaps then.
-                                 .overlap = config.comm.overlap && !train::clips_locally(config)};
+  const StepOptions step_options{
+      .world_size = world_size,
+      .link = {link.alpha_s(), link.beta_s_per_byte()},
+      .allreduce = pricing.allreduce.empty() ? config_allreduce_algorithm(config.comm.allreduce)
+                                             : pricing.allreduce,
+      .gather = pricing.gather,
+      // Local clipping holds every bucket until backward ends
+      // (data_parallel.h): nothing overlaps then.
+      .overlap = config.comm.overlap && !train::clips_locally(config),
+      .busy_comm_rate = pricing.busy_comm_rate};
   // choice[b]: index into options; plan-dense buckets are the same under every option.
   std::vector<std::size_t> choice(n, 0);
   std::vector<bool> compressed(n, false);
@@ -185,6 +194,7 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
   const StepResult chosen = evaluate(choice);
   out.predicted_step_ms = chosen.step_ms;
   out.predicted_exposed_ms = chosen.exposed_comm_ms;
+  out.predicted = chosen;
   out.compression_ratio = ratio(choice);
   for (std::size_t b = 0; b < n; ++b) {
     // The split tied table's rows are a tail job after the plan's buckets, not a bucket.

@@ -13,6 +13,7 @@
 // profile and world size give the same choice on every rank (the trainer checks that they agree).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,17 @@
 
 namespace sparq::sim {
 
+// How choose_auto_plan prices a step. The defaults are the trainer's at start-up: compute from
+// the profile, comm.allreduce as the backend runs it, MPI's choice for gathers, communication
+// at full rate under backward. simulate passes its own command line's, so that its "+auto"
+// rows are priced as its fixed rows are.
+struct AutoPlanPricing {
+  std::optional<ComputeTimes> compute;  // else compute_times() from the profile
+  std::string allreduce;                // else config_allreduce_algorithm(comm.allreduce)
+  std::string gather = "best";
+  double busy_comm_rate = 1.0;
+};
+
 struct AutoPlan {
   // One entry per plan bucket, the GradientExchangeConfig::bucket_choice form: "" for dense
   // buckets of the plan, else "dense" or the chosen strategy.
@@ -30,6 +42,7 @@ struct AutoPlan {
   double predicted_step_ms = 0;  // with the choice
   double fixed_step_ms = 0;      // the fixed plan (every bucket by the configured strategy)
   double predicted_exposed_ms = 0, fixed_exposed_ms = 0;
+  StepResult predicted;  // the chosen plan's step, its buckets' timings and bytes included
   // Dense f32 bytes / rank 0's message bytes over the step's buckets, with the choice: the
   // trainer's compression ratio (train/metrics.h). two_phase and tree payloads depend on the
   // world size (each region's message and the region result; the root's agreed values).
@@ -55,6 +68,7 @@ std::vector<std::string> plan_strategies(const train::TrainConfig& config,
 // codec rates, a config whose compressor is none.
 Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainConfig& config,
                                   const MachineProfile& profile, const NetworkLink& link,
-                                  int world_size, double min_compression);
+                                  int world_size, double min_compression,
+                                  const AutoPlanPricing& pricing = {});
 
 }  // namespace sparq::sim

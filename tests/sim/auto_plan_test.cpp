@@ -245,5 +245,39 @@ TEST(AutoPlan, RefusesAnUncompressedConfig) {
   EXPECT_NE(plan.status().message().find("compress.name is none"), std::string::npos);
 }
 
+// simulate's "+auto" rows (apps/simulate.cpp) are priced with its own options: the fixed
+// plan under AutoPlanPricing is the step simulate_step gives the configured buckets under the
+// same options, and the predicted step is the returned StepResult's.
+TEST(AutoPlan, PricingOptionsAreThoseOfTheStepModel) {
+  const train::TrainConfig c = config("lbs");
+  auto layout = build_layout(c).value();
+  const MachineProfile p = profile(2.0);
+  const NetworkLink slow = p.network("slow").value();
+  ComputeTimes compute = compute_times(*layout, p, c.train.micro_batch, c.data.seq_len).value();
+  for (double& t : compute.backward_s) t *= 3;  // as --compute-ms would scale them
+  const AutoPlanPricing pricing{
+      .compute = compute, .allreduce = "ring", .gather = "ring", .busy_comm_rate = 0.5};
+  auto plan = choose_auto_plan(*layout, c, p, slow, 8, 1.0, pricing);
+  ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+  const StepOptions options{.world_size = 8,
+                            .link = {slow.alpha_s(), slow.beta_s_per_byte()},
+                            .allreduce = "ring",
+                            .gather = "ring",
+                            .overlap = c.comm.overlap,
+                            .busy_comm_rate = 0.5};
+  const StepInput fixed{compute.forward_s, compute.backward_s, compute.optimizer_s,
+                        simulate_buckets(*layout, c, p, plan->tied_split).value()};
+  const StepResult expected = simulate_step(fixed, options);
+  EXPECT_DOUBLE_EQ(plan->fixed_step_ms, expected.step_ms);
+  EXPECT_DOUBLE_EQ(plan->fixed_exposed_ms, expected.exposed_comm_ms);
+  EXPECT_DOUBLE_EQ(plan->predicted.step_ms, plan->predicted_step_ms);
+  EXPECT_DOUBLE_EQ(plan->predicted.exposed_comm_ms, plan->predicted_exposed_ms);
+  EXPECT_GT(plan->predicted.bytes_sent, 0);
+  // The defaults price as the trainer does, which here is another step.
+  auto trainer = choose_auto_plan(*layout, c, p, slow, 8, 1.0);
+  ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
+  EXPECT_NE(trainer->fixed_step_ms, plan->fixed_step_ms);
+}
+
 }  // namespace
 }  // namespace sparq::sim

@@ -96,7 +96,16 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
     auto w = sparq::data::ShardWriter::create(path, "markov", config.vocab_size);
     if (!w.is_ok()) return fail(w.status().message());
     writers.push_back(std::move(*w));
-    sparq::Status st = writers.back().append(chain->generate(count, stream));
+    // A million tokens at a time, so memory does not grow with the shard (the whole split was
+    // one vector: 4 bytes a token, 2 GB of RAM for --markov-tokens 500000000).
+    sparq::data::MarkovSampler sampler(*chain, stream);
+    std::vector<std::uint32_t> piece;
+    sparq::Status st;
+    for (std::uint64_t done = 0; done < count && st; done += piece.size()) {
+      piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(count - done, 1 << 20)));
+      sampler.fill(piece);
+      st = writers.back().append(piece);
+    }
     if (st) st = writers.back().add_documents(1);
     if (!st) return fail(st.message());
   }

@@ -162,39 +162,49 @@ std::uint64_t MarkovChain::advance(std::uint64_t context, std::uint32_t token) c
 }
 
 std::vector<std::uint32_t> MarkovChain::generate(std::uint64_t count, std::uint32_t stream) const {
-  Rng rng(config_.seed, data_stream(DataStream::kMarkov, stream));
-  // 53-bit uniforms, so sampling follows p to double precision.
-  const auto unit = [&rng] { return static_cast<double>(rng.next_u64() >> 11) * 0x1p-53; };
+  std::vector<std::uint32_t> out(count);
+  MarkovSampler(*this, stream).fill(out);
+  return out;
+}
+
+MarkovSampler::MarkovSampler(const MarkovChain& chain, std::uint32_t stream)
+    : chain_(&chain), rng_(chain.config_.seed, data_stream(DataStream::kMarkov, stream)) {
   // Initial context from the stationary distribution, by inversion.
-  double u = unit(), acc = 0;
-  std::uint64_t context = num_contexts_ - 1;
-  for (std::uint64_t c = 0; c < num_contexts_; ++c) {
-    acc += pi_[c];
+  const double u = unit();
+  double acc = 0;
+  context_ = chain.num_contexts_ - 1;
+  for (std::uint64_t c = 0; c < chain.num_contexts_; ++c) {
+    acc += chain.pi_[c];
     if (u < acc) {
-      context = c;
+      context_ = c;
       break;
     }
   }
-  const std::size_t b = static_cast<std::size_t>(config_.branching);
-  std::vector<std::uint32_t> out(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
+}
+
+// 53-bit uniforms, so sampling follows p to double precision.
+double MarkovSampler::unit() { return static_cast<double>(rng_.next_u64() >> 11) * 0x1p-53; }
+
+void MarkovSampler::fill(std::span<std::uint32_t> out) {
+  const MarkovChain& m = *chain_;
+  const std::size_t b = static_cast<std::size_t>(m.config_.branching);
+  for (std::uint32_t& token : out) {
     std::uint32_t y;
-    if (unit() < config_.smoothing) {
-      y = static_cast<std::uint32_t>(rng.below(config_.vocab_size));
+    if (unit() < m.config_.smoothing) {
+      y = static_cast<std::uint32_t>(rng_.below(m.config_.vocab_size));
     } else {
       const double r = unit();
       double cum = 0;
       std::size_t k = 0;
       for (; k + 1 < b; ++k) {
-        cum += q_[context * b + k];
+        cum += m.q_[context_ * b + k];
         if (r < cum) break;
       }
-      y = succ_[context * b + k];
+      y = m.succ_[context_ * b + k];
     }
-    out[i] = y;
-    context = advance(context, y);
+    token = y;
+    context_ = m.advance(context_, y);
   }
-  return out;
 }
 
 }  // namespace sparq::data

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "core/status.h"
 
 namespace sparq::data {
@@ -71,6 +72,7 @@ class MarkovChain {
   std::vector<std::uint32_t> generate(std::uint64_t count, std::uint32_t stream) const;
 
  private:
+  friend class MarkovSampler;
   MarkovChain() = default;
   void compute_stationary();
 
@@ -81,6 +83,22 @@ class MarkovChain {
   std::vector<double> pi_;
   double entropy_rate_ = 0;
   double residual_ = 0;
+};
+
+// The tokens of generate(count, stream) a piece at a time, in constant memory: fill() calls
+// of any sizes adding up to count give exactly generate(count, stream) (prepare_data
+// --markov-tokens streams shards of any size through it). Borrows the chain.
+class MarkovSampler {
+ public:
+  MarkovSampler(const MarkovChain& chain, std::uint32_t stream);
+  void fill(std::span<std::uint32_t> out);
+
+ private:
+  double unit();  // a 53-bit uniform in [0, 1)
+
+  const MarkovChain* chain_;
+  Rng rng_;
+  std::uint64_t context_ = 0;
 };
 
 }  // namespace sparq::data

@@ -59,6 +59,25 @@ TEST(MarkovChain, SampledTextHasTheComputedEntropyRate) {
   EXPECT_EQ(m.generate(100, 0), std::vector<std::uint32_t>(tokens.begin(), tokens.begin() + 100));
 }
 
+// prepare_data --markov-tokens streams shards through MarkovSampler: pieces of any sizes give
+// exactly generate()'s tokens.
+TEST(MarkovChain, TheSamplerInPiecesGivesGeneratesTokens) {
+  MarkovConfig config;
+  config.vocab_size = 40, config.order = 2, config.branching = 3, config.seed = 9;
+  auto m = MarkovChain::create(config).value();
+  for (std::uint32_t stream : {0u, 1u}) {
+    const std::vector<std::uint32_t> whole = m.generate(10007, stream);
+    MarkovSampler sampler(m, stream);
+    std::vector<std::uint32_t> pieces;
+    for (std::size_t size : {0u, 1u, 7u, 4096u, 5903u}) {
+      std::vector<std::uint32_t> piece(size);
+      sampler.fill(piece);
+      pieces.insert(pieces.end(), piece.begin(), piece.end());
+    }
+    EXPECT_EQ(pieces, whole) << "stream " << stream;
+  }
+}
+
 TEST(MarkovChain, UniformChainHasLogVEntropy) {
   MarkovConfig config;
   config.vocab_size = 10, config.smoothing = 1.0;  // every transition uniform

@@ -2,15 +2,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/fault.h"
 
@@ -100,10 +103,18 @@ bool fault_at(const AtomicWrite& how, std::string_view what) {
   return fault::point(std::string(how.fault_prefix) + "." + std::string(what), how.fault_step);
 }
 
-// A name for the new file that no other writer of `path` uses: this process's id and a count.
+// A name for the new file that no other writer of `path` uses: 64 random bits (a process id
+// and a count were not enough: two containers' writers are both pid 1, two hosts' writers of
+// one NFS folder may share a pid; review, 2026-12-06). Never unlinked before use: it is made
+// with O_EXCL, or linked, and a collision draws another.
 std::string private_temp_name(const std::string& path) {
-  static std::atomic<std::uint64_t> count{0};
-  return fmt::format("{}.tmp.{}.{}", path, ::getpid(), count.fetch_add(1));
+  std::uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof(bits), 0) != static_cast<ssize_t>(sizeof(bits))) {
+    static std::atomic<std::uint64_t> count{0};  // no entropy source: time, pid and a count
+    bits = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           (static_cast<std::uint64_t>(::getpid()) << 40) ^ count.fetch_add(1);
+  }
+  return fmt::format("{}.tmp.{:016x}", path, bits);
 }
 
 // Writes all of `bytes` to `fd` in chunks and fsyncs it; `shown` names the file in errors. The
@@ -152,39 +163,76 @@ Status close_checked(int fd, const std::string& shown, std::size_t bytes) {
   return Status::ok();
 }
 
-// Gives the unnamed file `fd` the name `name`: through its /proc/self/fd entry (any user), or
-// AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH) where /proc is not mounted.
-bool link_unnamed(int fd, const std::string& name) {
+// Gives the unnamed file `fd` a fresh private name: through its /proc/self/fd entry (any user),
+// or AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH) where /proc is not mounted. Empty when neither
+// can name it here (ENOENT, EPERM: the caller writes a named file instead); an error for any
+// other failure (a full disk, a quota), naming it.
+Result<std::string> link_unnamed(int fd, const std::string& path) {
   const std::string proc = fmt::format("/proc/self/fd/{}", fd);
-  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) return true;
-  return ::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const std::string name = private_temp_name(path);
+    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+        ::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) {
+      return name;
+    }
+    if (errno == EEXIST) continue;
+    if (errno == ENOENT || errno == EPERM || errno == EACCES) return std::string();
+    return Status::error("cannot name the new contents of '{}' as '{}': {}", path, name,
+                         std::strerror(errno));
+  }
+  return Status::error("cannot name the new contents of '{}': 8 random names were taken", path);
+}
+
+// A new file under a fresh private name, created exclusively (never over another's).
+Result<std::pair<int, std::string>> create_private_file(const std::string& path) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string name = private_temp_name(path);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return std::pair{fd, std::move(name)};
+    if (errno != EEXIST) {
+      return Status::error("cannot create '{}': {}", name, std::strerror(errno));
+    }
+  }
+  return Status::error("cannot create a file beside '{}': 8 random names were taken", path);
 }
 
 // The new file, complete and fsynced, under a private name (the caller renames it): an unnamed
 // file given its name only once complete, or, where the filesystem has no unnamed files (or
-// one cannot be named), a private name from the start.
+// one cannot be named), a private name from the start. Each fault point is met once a call.
 Result<std::string> write_private_file(const std::string& path, std::string_view bytes,
                                        const AtomicWrite& how) {
   const std::string shown = fmt::format("'{}' (its new contents, not yet in place)", path);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  const int unnamed = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-  if (unnamed < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-    return Status::error("cannot create '{}' in '{}': {}", path, dir, std::strerror(errno));
+  AtomicWrite again = how;
+  if (how.unnamed_file) {
+    const int unnamed = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (unnamed < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+      return Status::error("cannot create '{}' in '{}': {}", path, dir, std::strerror(errno));
+    }
+    if (unnamed >= 0) {
+      Status written = write_and_sync(unnamed, shown, bytes, how);
+      std::string name;
+      if (written.is_ok()) {
+        auto linked = link_unnamed(unnamed, path);
+        if (linked.is_ok())
+          name = std::move(linked).value();
+        else
+          written = linked.status();
+      }
+      const Status closed = close_checked(unnamed, shown, bytes.size());
+      if (!written.is_ok()) return written;
+      if (!name.empty() && !closed.is_ok()) std::remove(name.c_str());
+      if (!closed.is_ok()) return closed;
+      if (!name.empty()) return name;
+      // No way to name it here: the bytes again, under a private name, past the fault points
+      // this call has met already.
+      again.fault_prefix = {};
+    }
   }
-  const std::string name = private_temp_name(path);
-  if (unnamed >= 0) {
-    Status written = write_and_sync(unnamed, shown, bytes, how);
-    const bool named = written.is_ok() && link_unnamed(unnamed, name);
-    const Status closed = close_checked(unnamed, shown, bytes.size());
-    if (!written.is_ok()) return written;
-    if (named && !closed.is_ok()) std::remove(name.c_str());
-    if (!closed.is_ok()) return closed;
-    if (named) return name;
-    // No way to name it here: write the bytes again under the private name.
-  }
-  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(name));
-  Status written = write_and_sync(fd, shown, bytes, how);
+  SPARQ_ASSIGN_OR_RETURN(auto created, create_private_file(path));
+  const auto& [fd, name] = created;
+  Status written = write_and_sync(fd, shown, bytes, again);
   const Status closed = close_checked(fd, shown, bytes.size());
   if (written.is_ok()) written = closed;
   if (!written.is_ok()) {

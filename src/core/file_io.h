@@ -24,6 +24,9 @@ struct AtomicWrite {
   // `fault_step` is the step they report. action=fail there behaves like a failed write.
   std::string_view fault_prefix;
   std::int64_t fault_step = -1;
+  // false: a named private file from the start, as on a filesystem without unnamed files (for
+  // tests of that path; Note [Atomic writes without a shared temporary name]).
+  bool unnamed_file = true;
 };
 
 // Writes `bytes` to a new file in path's directory in chunks, fsyncs and closes it, renames
@@ -36,15 +39,18 @@ struct AtomicWrite {
 // directory must exist.
 //
 // Note [Atomic writes without a shared temporary name]
-// The new file is unnamed (O_TMPFILE) until it is complete, then linked as
-// path + ".tmp.<pid>.<n>" and renamed over `path` at once; where the filesystem has no
-// unnamed files it has that private name from the start. Two writers of one path (two jobs
-// given one output folder) therefore never touch each other's file, and the last rename wins
-// with a complete file: with the one shared path + ".tmp" of before (review, 2026-12-06), a
-// writer unlinked the other's file part-way and one renamed the other's half-written file
-// into place while reporting success. A crash mid-write leaves nothing behind (an unnamed
-// file vanishes), but for the instant between the link and the rename. A path + ".tmp" left by
-// an earlier version is removed.
+// The new file is unnamed (O_TMPFILE) until it is complete, then linked under a private name,
+// path + ".tmp." + 16 random hex digits, and renamed over `path` at once; where the filesystem
+// has no unnamed files (NFS, some FUSE) it has that private name from the start, created with
+// O_EXCL. Two writers of one path (two jobs given one output folder, on one host or several)
+// therefore never touch each other's file, and the last rename wins with a complete file:
+// with the one shared path + ".tmp" of before (review, 2026-12-06), a writer unlinked the
+// other's file part-way and one renamed the other's half-written file into place while
+// reporting success. A crash mid-write leaves nothing behind on a filesystem with unnamed
+// files (but for the instant between the link and the rename); without them it leaves its
+// path.tmp.<hex> file, which nothing removes (no writer can tell another's live file from a
+// dead one's; a checkpoint's retention removes it with its step directory). A path + ".tmp"
+// left by a version before 2026-12-06 is removed.
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
 

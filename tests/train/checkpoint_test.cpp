@@ -10,11 +10,14 @@
 #include <numeric>
 
 #include "common/fresh_dir.h"
+#include "common/temp_files.h"
 #include "core/checksum.h"
 #include "core/file_io.h"
 
 namespace sparq::train {
 namespace {
+
+using sparq::testing::temporaries_beside;
 
 namespace fs = std::filesystem;
 
@@ -89,7 +92,7 @@ TEST(FileIo, AtomicWriteReplacesAndCleansUp) {
   ASSERT_TRUE(write_file_atomic(path, "first").is_ok());
   ASSERT_TRUE(write_file_atomic(path, std::string("sec\0nd", 6)).is_ok());
   EXPECT_EQ(*read_file(path), std::string("sec\0nd", 6));
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_TRUE(temporaries_beside(path).empty());
   const Status missing = write_file_atomic(dir + "/no/such/dir/a.bin", "x");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.message().find(dir + "/no/such/dir/a.bin"), std::string::npos)
@@ -288,7 +291,7 @@ TEST(CheckpointDirs, LatestIgnoresIncompleteAndForeignDirectories) {
   ASSERT_TRUE(latest.is_ok()) << latest.status().message();
   EXPECT_EQ(*parse_step(*latest), 20);
   EXPECT_EQ(fs::path(*latest), fs::path(checkpoint_dir(root, 20)));
-  EXPECT_FALSE(fs::exists(checkpoint_dir(root, 20) + "/COMPLETE.tmp"));
+  EXPECT_TRUE(temporaries_beside(checkpoint_dir(root, 20) + "/COMPLETE").empty());
 }
 
 }  // namespace

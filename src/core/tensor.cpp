@@ -29,6 +29,11 @@ std::int64_t Shape::operator[](int i) const {
 }
 
 std::int64_t Shape::numel() const {
+  // A zero dimension first: {2^32, 2^32, 0} is a valid empty shape whose leading product
+  // would overflow (UBSan; review, 2026-12-06). Otherwise the constructor checked the product.
+  for (int i = 0; i < ndim_; ++i) {
+    if (dims_[i] == 0) return 0;
+  }
   std::int64_t n = 1;
   for (int i = 0; i < ndim_; ++i) n *= dims_[i];
   return n;

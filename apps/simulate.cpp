@@ -224,7 +224,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
   for (const sim::Cell& cell : args.cells) {
     std::vector<std::string> overrides = cell.overrides;
     overrides.insert(overrides.end(), sets.begin(), sets.end());  // the user's keys win
-    if (auto_plan) overrides.push_back("comm.plan=fixed");
+    // Also under --plan fixed: a config's comm.plan: auto refuses the dense cell (review).
+    if (base.comm.plan_mode == "auto") overrides.push_back("comm.plan=fixed");
     auto config = train::load_train_config(config_path, overrides);
     if (!config.is_ok()) return config.status().with_context("cell " + cell.name);
     CellInput in{cell.name, std::move(config).value(), {}, {}};

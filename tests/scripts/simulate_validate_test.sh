@@ -44,12 +44,14 @@ rc=0
 "$sim" "${common[@]}" --buckets 3 > "$work/bad.txt" 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "--buckets 3 with --world 2 exited $rc, want 2"
 grep -q -- "--buckets 3: not one of the --world sizes (2)" "$work/bad.txt" || fail "no message for --buckets 3: $(cat "$work/bad.txt")"
-# A config with comm.plan: auto is priced with each cell's fixed plan, said in a note; the dense
-# cell refused the automatic plan and ended the run (review, 2026-12-06).
+# A config with comm.plan: auto prices each cell's fixed plan and, beside each compressed
+# cell, its automatic plan (simulate_auto_plan_test.sh has the details); the dense cell
+# refused the automatic plan and ended the run (review, 2026-12-06).
 "$sim" --config configs/gpt2_wikitext_tiny.yaml --profile profiles/h100_node.yaml --network 10gbit \
     --world 2 --set comm.plan=auto --set comm.plan_profile=profiles/h100_node.yaml \
     --set comm.plan_network=10gbit > "$work/auto.txt" 2>&1 || fail "comm.plan: auto: $(cat "$work/auto.txt")"
-grep -q "note: comm.plan: auto is not simulated" "$work/auto.txt" || fail "no note for comm.plan: auto"
+grep -q "comm.plan: auto: each compressed cell also gets a row <cell>+auto" "$work/auto.txt" ||
+  fail "no note for comm.plan: auto: $(cat "$work/auto.txt")"
 grep -q " dense_f32 " "$work/auto.txt" || fail "no dense_f32 row with comm.plan: auto"
 # The tables come before a CSV written to standard output (it came first through a pipe).
 "$sim" "${common[@]}" --csv /dev/stdout 2>/dev/null | cat > "$work/piped.txt"

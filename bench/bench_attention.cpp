@@ -23,9 +23,11 @@ namespace {
 
 using namespace sparq;
 
+// The middle value, or the mean of the two middle ones (an even count took the upper one).
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 struct BenchShape {
@@ -91,6 +93,12 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "usage: bench_attention [--threads N] [--reps R]\n");
       return 2;
     }
+  }
+  // 0 reps read an empty vector's median, 0 threads sized the scratch for none: both crashed
+  // (review, 2026-12-06).
+  if (threads < 1 || reps < 1) {
+    fmt::print(stderr, "bench_attention: --threads and --reps must be 1 or more\n");
+    return 2;
   }
   set_num_threads(threads);
   fmt::print("attention core, forward+backward, median of {} interleaved reps, {} threads\n",

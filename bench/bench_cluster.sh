@@ -216,12 +216,14 @@ run_cell() {  # model world link cell
         --metrics "$dir/metrics.jsonl" > "$dir/log.txt" 2>&1 || rc=$? ;;
   esac
   local seconds=$(($(date +%s) - started))
-  [[ "$rc" == 0 ]] || say "  $cell FAILED (exit $rc); see $dir/log.txt"
+  [[ "$rc" == 0 ]] || { say "  $cell FAILED (exit $rc); see $dir/log.txt"; FAILED_CELLS=$((FAILED_CELLS + 1)); }
   "$PYTHON" bench/cluster_report.py cell --dir "$dir" --results "$RESULTS" --run "$RUN_ID" \
     --model "$model" --world "$world" --link "$link" --cell "$cell" --batch "$b" --seq "$t" \
     --steps "$STEPS" --warmup "$WARMUP" --exit-code "$rc" --seconds "$seconds" \
     --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" || say "  summary of $cell failed"
 }
+
+FAILED_CELLS=0
 
 main() {
   check_setup
@@ -246,6 +248,12 @@ main() {
   done
   "$CLUSTER" down
   "$PYTHON" bench/cluster_report.py report --results "$RESULTS" --run "$RUN_ID"
+  # A run whose cells failed is a failed run, though its report prints (it exited 0 even
+  # when every cell failed: review, 2026-12-06).
+  if ((FAILED_CELLS > 0)); then
+    say "$FAILED_CELLS cell(s) failed; their records say so"
+    exit 1
+  fi
 }
 
 main "$@"

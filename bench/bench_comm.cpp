@@ -2,7 +2,8 @@
 // allreduce, allgather, reduce_scatter and alltoall from 4 KiB up to max_mib (default 256),
 // each measured through the sparq path (CommEngine task -> MpiCommunicator) and, in the same
 // run and on the same buffers, through the MPI library directly. The ratio column is
-// engine time / direct time: the overhead of the engine path. Nothing is asserted.
+// engine time / direct time: the overhead of the engine path (both run MPI's own allreduce).
+// Nothing is asserted.
 //
 //   mpirun -np 2 bench_comm [max_mib] [--min-mib M] [--ops allreduce,allgather,...] [--iters K]
 //
@@ -135,6 +136,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<Communicator> comm = std::move(made).value();
+  // The engine path runs MPI's own allreduce, as the direct column does: with the default
+  // (auto) large buffers took sparq's ring, and the ratio mixed the algorithm with the engine's
+  // overhead (0.54 at 16 MiB on 2 ranks: review, 2026-12-06). --allreduce-algorithms compares
+  // the algorithms.
+  comm->settle_options({.allreduce = "mpi"});
   std::size_t max_bytes = std::size_t{256} << 20, min_bytes = 4096;
   int fixed_iters = 0;  // 0: by size
   std::string ops = "allreduce,allgather,reduce_scatter,alltoall";
@@ -193,7 +199,10 @@ int main(int argc, char** argv) {
                 "GB/s", "", "GB/s", "GB/s", "");
   }
   for (Op op : selected) {
-    for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    // x4 steps, and max_bytes itself when the steps pass it (review: a max of 2 MiB stopped
+    // at 1 MiB).
+    for (std::size_t bytes = min_bytes; bytes <= max_bytes;
+         bytes = bytes < max_bytes && bytes * 4 > max_bytes ? max_bytes : bytes * 4) {
       const std::size_t n = bytes / 4;  // elements in the full buffer
       const std::size_t block = n / p;  // per-rank block for gather/scatter/alltoall
       std::vector<float> in(n, 1.0f), out(n, 0.0f);
@@ -251,12 +260,13 @@ int main(int argc, char** argv) {
       });
       const double mpi_s = time_loop(iters, mpi_call);
       if (rank == 0) {
-        const double sz = static_cast<double>(block * p * 4);
+        // The bytes the op moved: the allreduce's whole vector, the others' P blocks.
+        const std::size_t moved = op == Op::kAllreduce ? n * 4 : block * p * 4;
+        const double sz = static_cast<double>(moved);
         const double alg_sparq = sz / sparq_s * 1e-9, alg_mpi = sz / mpi_s * 1e-9;
-        std::printf("%-15s %10zu | %11.1f %9.3f %9.3f | %11.1f %9.3f %9.3f | %6.3f\n",
-                    op_name(op), block * p * 4, sparq_s * 1e6, alg_sparq,
-                    alg_sparq * bus_factor(op, p), mpi_s * 1e6, alg_mpi,
-                    alg_mpi * bus_factor(op, p), sparq_s / mpi_s);
+        std::printf("%-15s %10zu | %11.1f %9.3f %9.3f | %11.1f %9.3f %9.3f | %6.3f\n", op_name(op),
+                    moved, sparq_s * 1e6, alg_sparq, alg_sparq * bus_factor(op, p), mpi_s * 1e6,
+                    alg_mpi, alg_mpi * bus_factor(op, p), sparq_s / mpi_s);
         std::fflush(stdout);
       }
     }

@@ -73,23 +73,43 @@ int main(int argc, char** argv) {
   double seconds = 0.3;
   std::vector<std::size_t> sizes_mi = {1, 16, 64};
   std::string device = "cpu";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) {
-      device = argv[i + 1];
-    } else if (!std::strcmp(argv[i], "--threads")) {
-      threads = std::atoi(argv[i + 1]);
-    } else if (!std::strcmp(argv[i], "--seconds")) {
-      seconds = std::atof(argv[i + 1]);
-    } else if (!std::strcmp(argv[i], "--sizes")) {
+  // Every option takes a value, and every value is checked: a trailing option was dropped,
+  // "--sizes 1,x" looped forever and a size of 0 printed NaN rows (review, 2026-12-06).
+  const auto usage = [](const std::string& why) {
+    fmt::print(stderr,
+               "bench_compress: {}\nusage: bench_compress [--device cpu|cuda] [--threads N] "
+               "[--seconds S] [--sizes 1,16,64]\n",
+               why);
+    return 2;
+  };
+  for (int i = 1; i < argc; i += 2) {
+    const std::string option = argv[i];
+    if (i + 1 >= argc) return usage(option + " needs a value");
+    const char* value = argv[i + 1];
+    char* end = nullptr;
+    if (option == "--device") {
+      device = value;
+      if (device != "cpu" && device != "cuda") return usage("--device is cpu or cuda");
+    } else if (option == "--threads") {
+      const long t = std::strtol(value, &end, 10);
+      if (end == value || *end != '\0' || t < 1 || t > 4096) return usage("--threads: 1 or more");
+      threads = static_cast<int>(t);
+    } else if (option == "--seconds") {
+      seconds = std::strtod(value, &end);
+      if (end == value || *end != '\0' || !(seconds > 0 && seconds < 1e6))
+        return usage("--seconds: a positive number");
+    } else if (option == "--sizes") {
       sizes_mi.clear();
-      for (const char* p = argv[i + 1]; *p;) {
-        sizes_mi.push_back(std::strtoul(p, const_cast<char**>(&p), 10));
-        if (*p == ',') ++p;
+      for (const char* p = value; *p;) {
+        const unsigned long mi = std::strtoul(p, &end, 10);
+        if (end == p || mi == 0 || mi > (1ul << 20) || (*end != ',' && *end != '\0'))
+          return usage(fmt::format("--sizes: '{}' is not a list of MiB counts >= 1", value));
+        sizes_mi.push_back(mi);
+        p = *end == ',' ? end + 1 : end;
       }
+      if (sizes_mi.empty()) return usage("--sizes: no size");
     } else {
-      fmt::print(stderr, "unknown option {}\nusage: bench_compress [--device cpu|cuda] "
-                 "[--threads N] [--seconds S] [--sizes 1,16,64]\n", argv[i]);
-      return 2;
+      return usage("unknown option " + option);
     }
   }
   if (device == "cuda") {

@@ -100,10 +100,10 @@ bool listed(const std::string& list, const std::string& key) {
 // Runs a command, passes its stderr through, and parses the RESULT line of its stdout.
 Measurement run_measured(const std::string& command) {
   Measurement m;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return m;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return m;
   char line[512];
-  while (std::fgets(line, sizeof(line), pipe.get()) != nullptr) {
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
     std::istringstream in(line);
     std::string tag;
     in >> tag;
@@ -117,6 +117,9 @@ Measurement run_measured(const std::string& command) {
       std::fputs(line, stderr);  // the child's log (e.g. the model summary)
     }
   }
+  // A child that printed its RESULT and then failed (exit status not 0) measured nothing
+  // trustworthy (its status went unread: review, 2026-12-06).
+  if (pclose(pipe) != 0) m.ok = false;
   return m;
 }
 
@@ -128,6 +131,7 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
              "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
              warmup, steps, peak_fp32, peak_bf16);
   // Rows print as they are measured, so a run cut short by a timeout keeps its finished rows.
+  bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
   fmt::print("|      | sparq fp32 |    MFU | torch fp32 |    MFU |    vs | sparq bf16 |    MFU | "
              "torch bf16 |    MFU |    vs | MiB s32 | MiB s16 | MiB t32 | MiB t16 |\n");
   fmt::print("|------|------------|--------|------------|--------|-------|------------|--------|"
@@ -170,7 +174,10 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
                                num(ours, ours.peak_rss_mib), num(ours16, ours16.peak_rss_mib),
                                num(fp32, fp32.peak_rss_mib), num(bf16, bf16.peak_rss_mib));
     std::fflush(stdout);
-    if (!ours.ok) fmt::print(stderr, "sparq run of {} failed\n", w.key);
+    if (!ours.ok || (std::string(w.key) != "vgg" && !ours16.ok)) {
+      fmt::print(stderr, "sparq run of {} failed\n", w.key);
+      failed = true;
+    }
   }
   fmt::print(
       "items/s (tokens, or images for vgg); vs = sparq / PyTorch at the same precision; "
@@ -179,7 +186,7 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
       "if it fell back); MiB = device memory held at the peak by sparq (s: device-wide use "
       "above its baseline) or torch (t: the caching allocator's peak reservation) in fp32 "
       "(32) or bf16 (16)\n");
-  return 0;
+  return failed ? 1 : 0;
 }
 
 // The --profile table of one model: self time per layer kind and phase, per timed step.
@@ -257,6 +264,20 @@ int main(int argc, char** argv) {
     return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16, no_torch);
   }
 
+  // An unknown key printed an empty table and exited 0 (review, 2026-12-06).
+  {
+    std::stringstream keys(models);
+    for (std::string key; std::getline(keys, key, ',');) {
+      bool known = false;
+      for (const Workload& w : device == "cuda" ? bench::gpu_workloads() : bench::cpu_workloads())
+        known = known || key == w.key;
+      if (!known) {
+        fmt::print(stderr,
+                   "bench_models: --models: unknown model '{}' (gpt2, bert, vgg, gpt2tiny)\n", key);
+        return 2;
+      }
+    }
+  }
   torch_core = torch_core_type(torch_core);
   const char* inherited = std::getenv("OPENBLAS_CORETYPE");
   fmt::print(
@@ -267,6 +288,7 @@ int main(int argc, char** argv) {
       : inherited != nullptr ? std::string(inherited) + " (inherited)"
                              : std::string("OpenBLAS's own choice"));
   std::vector<std::string> rows;
+  bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
   std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
   for (const Workload& w : bench::cpu_workloads()) {
     if (!listed(models, w.key)) continue;
@@ -293,14 +315,17 @@ int main(int argc, char** argv) {
       return torch.ok && ours.ok ? fmt::format("{:.2f}", a / b) : std::string("n/a");
     };
     rows.push_back(fmt::format(
-        "| {:<10} | {:<11} | {:>9} | {:>10.1f} | {:>10} | {:>6} | {:>6} | {:>10.0f} | {:>10} |",
+        "| {:<10} | {:<11} | {:>9} | {:>10} | {:>10} | {:>6} | {:>6} | {:>10} | {:>10} |",
         std::string(w.spec).substr(0, std::string(w.spec).find(' ')), shape, unit,
-        ours.ok ? ours.items_per_s : 0.0,
+        ours.ok ? fmt::format("{:.1f}", ours.items_per_s) : std::string("n/a"),
         torch.ok ? fmt::format("{:.1f}", torch.items_per_s) : std::string("n/a"),
         ratio(ours.items_per_s, torch.items_per_s), ratio(torch.best_step_s, ours.best_step_s),
-        ours.ok ? ours.peak_rss_mib : 0.0,
+        ours.ok ? fmt::format("{:.0f}", ours.peak_rss_mib) : std::string("n/a"),
         torch.ok ? fmt::format("{:.0f}", torch.peak_rss_mib) : std::string("n/a")));
-    if (!ours.ok) fmt::print(stderr, "sparq run of {} failed\n", w.key);
+    if (!ours.ok) {
+      fmt::print(stderr, "sparq run of {} failed\n", w.key);
+      failed = true;
+    }
   }
   fmt::print("| model      | shape       | unit      |      sparq |    PyTorch |  ratio |   best | sparq MiB  | torch MiB  |\n");
   fmt::print("|------------|-------------|-----------|------------|------------|--------|--------|------------|------------|\n");
@@ -323,5 +348,5 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& [key, m] : profiles) print_profile(key, m, steps);
-  return 0;
+  return failed ? 1 : 0;
 }

@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
   app.add_option("--text", text_path, "UTF-8 text to encode")->capture_default_str();
   app.add_option("--gpt2-dir", gpt2_dir, "encoder.json + vocab.bpe")->capture_default_str();
   app.add_option("--bert-dir", bert_dir, "WordPiece vocab.txt")->capture_default_str();
-  app.add_option("--threads", threads, "threads for the parallel row")->capture_default_str();
+  app.add_option("--threads", threads, "threads for the parallel row")
+      ->check(CLI::PositiveNumber)  // 0 or fewer crashed (review, 2026-12-06)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto text = sparq::read_file(text_path);
@@ -78,7 +80,9 @@ int main(int argc, char** argv) {
   const std::string& s = text.value();
   std::vector<std::string_view> lines;
   for (std::size_t pos = 0; pos < s.size();) {
-    const std::size_t end = std::min(s.size(), s.find('\n', pos) + 1);
+    // A last line without '\n': npos + 1 wrapped to 0, and the loop never ended (review).
+    const std::size_t newline = s.find('\n', pos);
+    const std::size_t end = newline == std::string::npos ? s.size() : newline + 1;
     lines.emplace_back(s.data() + pos, end - pos);
     pos = end;
   }

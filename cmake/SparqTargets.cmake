@@ -110,6 +110,23 @@ function(sparq_library name)
   set_property(GLOBAL APPEND PROPERTY SPARQ_LIBRARIES ${name})
 endfunction()
 
+# Note [Kernels that round as written]
+# nvcc contracts a * b + c into one fused multiply-add wherever it finds one (its --fmad
+# default), and the host does not (-std=c++20 is ISO mode, where g++ uses -ffp-contract=off),
+# so shared per-element math that is not written with mul_add() (core/host_device.h) rounds
+# once on the device and twice on the host. The codecs promise the CPU's message bytes and the
+# optimizers the CPU's parameters, so their kernels compile with --fmad=false: every product
+# and sum rounds as written, and only mul_add()'s explicit fmaf fuses, on both sides. Measured
+# in PTX (2026-12-06, a static review): 16 fused multiply-adds that the source does not write
+# in scaled_codes.cu, 8 in block_codec.cu and 16 in qsgd.cu, and 80 products in
+# optimizer_kernels.cu that ptxas may fuse; none with the flag. Layers match the CPU within a
+# tolerance and keep nvcc's default. test_cuda_round_as_written checks the flag is on.
+function(sparq_round_as_written target)
+  if(SPARQ_HAS_CUDA)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
+  endif()
+endfunction()
+
 function(sparq_executable name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})

@@ -35,6 +35,13 @@ Tensor BatchStager::stage_field(const Tensor& host, Field& field) {
               device_name(host.device()));
   const std::size_t bytes = host.nbytes();
   if (field.device.size() < bytes) {
+    // The old buffers may still be read: the device one by kernels of earlier steps, the
+    // pinned one by its copy (the slot's event covers the copy only). Drain the stream before
+    // freeing them, as every growing scratch does (static review, 2026-12-06; the trainer's
+    // per-step read-backs drain it today).
+#if SPARQ_HAS_CUDA
+    CUDA_CHECK(cudaStreamSynchronize(context_.cuda().stream.get()));
+#endif
     field.pinned = Buffer::pinned(bytes);
     field.device = Buffer::device(bytes);
   }

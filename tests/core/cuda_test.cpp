@@ -60,6 +60,18 @@ TEST(CudaCore, GemmMatchesCpuForEveryTranspose) {
       for (std::size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(got[i], c[i], 1e-3f) << ta << tb;
     }
   }
+  // Empty products as the CPU's (static review, 2026-12-06: a zero leading dimension was
+  // CUBLAS_STATUS_INVALID_VALUE): k = 0 scales C by beta, m = 0 touches nothing.
+  for (const GemmShape& s : {GemmShape{false, false, 3, 4, 0}, GemmShape{true, false, 3, 4, 0},
+                             GemmShape{false, true, 0, 4, 5}}) {
+    std::vector<float> c(std::max<std::int64_t>(s.m, 1) * s.n, 2.0f);
+    Buffer dc = Buffer::device(c.size() * 4), dummy = Buffer::device(64 * 4);
+    upload(c, dc);
+    cuda::gemm(handle, s, 1.5f, dummy.as<float>(), dummy.as<float>(), 0.5f, dc.as<float>());
+    stream.synchronize();
+    gemm(s, 1.5f, nullptr, nullptr, 0.5f, c.data());
+    EXPECT_EQ(download(dc, c.size()), c) << s.m << "x" << s.n << "x" << s.k;
+  }
 #endif
 }
 

@@ -1,5 +1,7 @@
 #include "core/cuda/cuda_gemm.h"
 
+#include <algorithm>
+
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -13,10 +15,14 @@ struct ColMajorCall {
   int m, n, k, ld_first, ld_second, ldc;
 };
 
+// Leading dimensions are at least 1, as cuBLAS requires even of an empty matrix: a zero m, n
+// or k then gives the row-major semantics of core/gemm.h (nothing for m or n == 0, C = beta C
+// for k == 0) instead of CUBLAS_STATUS_INVALID_VALUE, which ended the job (static review,
+// 2026-12-06; no caller passes one today).
 ColMajorCall to_col_major(const GemmShape& s) {
-  const long long lda = s.lda ? s.lda : (s.trans_a ? s.m : s.k);
-  const long long ldb = s.ldb ? s.ldb : (s.trans_b ? s.k : s.n);
-  const long long ldc = s.ldc ? s.ldc : s.n;
+  const long long lda = s.lda ? s.lda : std::max<long long>(1, s.trans_a ? s.m : s.k);
+  const long long ldb = s.ldb ? s.ldb : std::max<long long>(1, s.trans_b ? s.k : s.n);
+  const long long ldc = s.ldc ? s.ldc : std::max<long long>(1, s.n);
   return {s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
           s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
           static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),

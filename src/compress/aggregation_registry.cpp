@@ -25,9 +25,11 @@ Status needs_self_contained(const Compressor& c, std::string_view strategy) {
 }
 Status needs_reselectable_sparse(const Compressor& c) {
   const CompressorCapabilities caps = c.capabilities();
-  if (caps.sparse_f32 && caps.reselectable) return Status::ok();
-  return refuse(c, "tree", caps.sparse_f32 ? "its sparse lists cannot be re-selected"
-                                           : "its messages are not sparse f32 lists");
+  if ((caps.sparse_f32 && caps.reselectable) || caps.merges_by_encode) return Status::ok();
+  return refuse(c, "tree",
+                caps.sparse_f32 ? "its sparse lists cannot be re-selected"
+                                : "its messages are neither sparse f32 lists nor lists of a fixed "
+                                  "k that merge by encode");
 }
 
 AggregationRegistration builtin(Aggregation kind, std::string summary,
@@ -44,7 +46,9 @@ void register_builtins() {
       builtin(Aggregation::kTwoPhase,
               "per-region messages to region owners, re-compressed average, allgatherv",
               [](const Compressor& c) { return needs_self_contained(c, "two_phase"); }),
-      builtin(Aggregation::kTree, "gtopk's pairwise sparse merge over log2(P) rounds",
+      builtin(Aggregation::kTree,
+              "gtopk's pairwise sparse merge over log2(P) rounds (lbs: "
+              "merged by encode)",
               needs_reselectable_sparse),
       builtin(Aggregation::kLowRank,
               "powersgd's factors: allreduce of P, orthogonalisation, allreduce of Q",

@@ -115,6 +115,12 @@ struct CompressorCapabilities {
   // so the exchange zeroes the alignment gaps of their buckets after decoding (Note [Padding
   // stays zero], core/param_store.h).
   bool zero_decodes_to_zero = true;
+  // Not sparse f32, but the tree may merge its lists all the same: messages in
+  // sparse_format.h's layout whose k is fixed by a shared density, merged by decoding both
+  // into a dense sum and encoding that again (its top-k, the merge of Note [The tree re-selects
+  // from the dense sum], gtopk_aggregator.h; lbs with exact selection: low-bit lists up the
+  // tree, re-quantized at each merge).
+  bool merges_by_encode = false;
   // How many entries a message keeps depends on the data (sampled selection, threshold): a
   // device twin writes the count its decode reads from the message, within a bound, and the
   // device tree, which merges lists of one fixed size, does not take it.

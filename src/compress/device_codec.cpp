@@ -26,9 +26,9 @@ bool device_strategy_built(std::string_view strategy, const CompressorCapabiliti
   if (strategy == aggregation_name(Aggregation::kAllgather)) return true;
   // two_phase re-encodes region averages, which needs self-contained messages, as on the CPU.
   if (strategy == aggregation_name(Aggregation::kTwoPhase)) return caps.self_contained;
-  // The tree merges and re-selects sparse f32 lists (device_tree.h), as on the CPU.
+  // The tree merges lists of one fixed k by decode and encode (device_tree.h), as on the CPU.
   if (strategy == aggregation_name(Aggregation::kTree)) {
-    return caps.sparse_f32 && caps.reselectable && !caps.count_varies;
+    return ((caps.sparse_f32 && caps.reselectable) || caps.merges_by_encode) && !caps.count_varies;
   }
   return strategy == aggregation_name(Aggregation::kAllreduce) && caps.summable;
 }

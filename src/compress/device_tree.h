@@ -1,5 +1,6 @@
 // DeviceTree: the tree strategy (gtopk_aggregator.h: gTop-k) for a compressed bucket of a store
-// on a CUDA device, through the topk twin's fixed-capacity messages, with no host round trip:
+// on a CUDA device, through the codec's fixed-capacity messages (topk's f32 lists, or lbs's
+// 4-bit ones), with no host round trip:
 //   1. a = g + e formed in the residual (a copy of g without error feedback); the rank's
 //      local top-k list, encoded from a (read only);
 //   2. binomial-tree rounds to rank 0 (NCCL send/recv of capacity-sized messages, k the same

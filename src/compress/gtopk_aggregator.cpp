@@ -60,6 +60,28 @@ void GtopkAggregator::merge_and_reselect(std::size_t n, std::size_t k) {
   encode_sparse_pairs(indices_, values_, n, msg_);
 }
 
+void GtopkAggregator::merge_by_encode(Compressor& c, std::size_t n, const EncodeContext& own,
+                                      const EncodeContext& from) {
+  // As the device tree: both lists decoded into one dense sum (0 + own + peer, in that
+  // order), whose top-k is encoded again under this rank's context.
+  dense_.assign(n, 0.0f);
+  c.decode(msg_, dense_, 1.0f, DecodeMode::kAdd, own);
+  c.decode(peer_msg_, dense_, 1.0f, DecodeMode::kAdd, from);
+  c.encode(dense_, own, msg_);
+  list_indices(msg_, n, indices_);
+}
+
+void GtopkAggregator::list_indices(std::span<const std::uint8_t> msg, std::size_t n,
+                                   std::vector<std::uint32_t>& out) {
+  // Trusted lists only (this rank's own encode): the value width is read from the header.
+  SPARQ_CHECK(msg.size() >= kSparseHeaderBytes, "tree: a list of {} bytes has no header",
+              msg.size());
+  const SparseHeader h = read_sparse_header(msg, n, msg[9], "tree");
+  out.resize(h.count);
+  for_each_index(h, msg.data() + kSparseHeaderBytes, n,
+                 [&](std::uint32_t j, std::uint32_t i) { out[j] = i; });
+}
+
 Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
                             comm::Communicator& comm, const EncodeContext& ctx_in) {
   const std::size_t n = bucket.size();
@@ -81,7 +103,14 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
   }
   c.encode(a, ctx, msg_);
   payload_bytes_ = msg_.size();
-  parse_sparse_f32(msg_, n, indices_, values_, c.name());
+  // sparse f32 lists merge as (index, value) pairs; lbs's by decode and encode (Note [The
+  // tree re-selects from the dense sum]).
+  const bool by_encode = !c.capabilities().sparse_f32;
+  if (by_encode) {
+    list_indices(msg_, n, indices_);
+  } else {
+    parse_sparse_f32(msg_, n, indices_, values_, c.name());
+  }
   std::int64_t k = static_cast<std::int64_t>(indices_.size());
   Status failure;
   comm.broadcast(&k, 1, DType::kI64, 0);  // rank 0's k rules (equal for topk-style configs)
@@ -108,8 +137,12 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
         if (failure.is_ok()) failure = s;
         continue;
       }
-      parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
-      merge_and_reselect(n, static_cast<std::size_t>(k));
+      if (by_encode) {
+        merge_by_encode(c, n, ctx, from);
+      } else {
+        parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
+        merge_and_reselect(n, static_cast<std::size_t>(k));
+      }
     }
   }
 

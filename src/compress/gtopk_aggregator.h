@@ -11,8 +11,11 @@
 //   5. Error feedback: e = a with e[G] = 0. What a rank selected locally but the tree
 //      dropped was never applied and stays in e; a[G] was applied in full (also where it was
 //      not in the local top-k), so D(m_r) = a_r restricted to G and mass is conserved exactly.
-// Works with any compressor producing sparse f32 messages (gtopk, topk, topk_sampled); k is
-// the size of rank 0's local list.
+// Works with any compressor producing sparse f32 messages (gtopk, topk, topk_sampled), whose
+// lists merge as (index, value) pairs, and with those that merge by encode
+// (CompressorCapabilities::merges_by_encode: lbs with exact selection), whose lists are
+// decoded into a dense sum and encoded again, re-quantized at each merge; their values only
+// choose G, and step 4 sends a[G] exactly either way. k is the size of rank 0's local list.
 //
 // Note [The tree re-selects from the dense sum]
 // A receiver keeps the top-k of the two lists' sum as a dense vector over the bucket (zero off
@@ -40,10 +43,15 @@ class GtopkAggregator final : public Aggregator {
 
  private:
   void merge_and_reselect(std::size_t n, std::size_t k);
+  // msg_ := the encode of D(msg_) + D(peer_msg_); indices_ := its kept indices.
+  void merge_by_encode(Compressor& c, std::size_t n, const EncodeContext& own,
+                       const EncodeContext& from);
+  static void list_indices(std::span<const std::uint8_t> msg, std::size_t n,
+                           std::vector<std::uint32_t>& out);
 
   TopkSelector selector_;
   Message msg_, peer_msg_;
-  std::vector<float> scratch_, values_, peer_values_, merged_values_;
+  std::vector<float> scratch_, values_, peer_values_, merged_values_, dense_;
   std::vector<std::uint32_t> indices_, peer_indices_, merged_indices_, selected_, global_;
 };
 

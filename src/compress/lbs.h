@@ -15,8 +15,9 @@
 // k follows EncodeContext::density when it is set (the density warm-up).
 // Config keys: density (0, 1] = 0.01, bits {2, 3, 4, 8} = 4, block = 256,
 //              rounding {nearest, stochastic} = nearest, selection {exact, sampled} = exact.
-// Aggregation: allgather; two_phase through compress.aggregation (the former key
-// compress.lbs.exchange is refused with that hint).
+// Aggregation: allgather; two_phase, and with exact selection tree (lists merged by decode and
+// encode: Note [The tree re-selects from the dense sum]), through compress.aggregation (the
+// former key compress.lbs.exchange is refused with that hint).
 // Contraction (nearest rounding, exact selection): ||a - D(C(a))||^2 =
 //   ||dropped||^2 + ||quantization error||^2 <= ||a||^2 - delta_bq ||kept||^2 and
 //   ||kept||^2 >= (k / n) ||a||^2, so delta = delta_bq * k / n (blockquant_delta, options.h).
@@ -41,9 +42,12 @@ class LbsCompressor final : public Compressor {
 
   std::string_view name() const override { return "lbs"; }
   Aggregation aggregation() const override { return Aggregation::kAllgather; }
-  // Both selections have a CUDA twin (device_codec.h); the sampled one's count varies.
+  // Both selections have a CUDA twin (device_codec.h); the sampled one's count varies. The
+  // exact one's lists merge by encode in the tree (its k is the density's).
   CompressorCapabilities capabilities() const override {
-    return {.device_twin = true, .count_varies = options_.sampled};
+    return {.device_twin = true,
+            .merges_by_encode = !options_.sampled,
+            .count_varies = options_.sampled};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;
   void encode(std::span<const float> a, const EncodeContext& ctx, Message& msg) override;

@@ -32,6 +32,7 @@
 //   two_phase              encode(n) + alltoallv(region messages) + P decode(n/P)
 //                          + encode(n/P) + allgatherv(region results) + P decode(n/P)
 //   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
+//                          [+ ceil(log2 P) (decode(n) + encode(n)): lists merged by encode]
 //   tied rows              allgather(8) + allgatherv(4 rows) + allgatherv(4 rows dim): counts,
 //                          row ids, values (comm/sparse_rows.h); the adds are not costed
 // with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats,
@@ -91,6 +92,10 @@ struct SimBucket {
   // kAllgather: the messages have no fixed size, so their sizes are allgathered first (Note
   // [Control messages]).
   bool sizes_exchanged = false;
+  // kTree: lists merge by encode (CompressorCapabilities::merges_by_encode, lbs): a merge
+  // decodes both lists into a dense sum and encodes it again, where sparse f32 lists merge
+  // as pairs at no codec cost.
+  bool merges_by_encode = false;
   std::int64_t rows = 0, dim = 0;  // kTiedRows: rows sent per rank, floats per row
 };
 

@@ -37,6 +37,10 @@ const std::vector<Cell>& cells() {
        {"compress.name=lbs", "compress.lbs.density=0.01", "compress.lbs.bits=4",
         "compress.aggregation=two_phase", "compress.server_compression=true"},
        "lbs 1% 4-bit, two_phase (server re-compression)"},
+      {"lbs_tree",
+       {"compress.name=lbs", "compress.lbs.density=0.01", "compress.lbs.bits=4",
+        "compress.aggregation=tree"},
+       "lbs 1% 4-bit, tree (lists merged by encode)"},
       {"gtopk",
        {"compress.name=gtopk", "compress.gtopk.density=0.01", "compress.aggregation=auto"},
        "global top-k 1%, tree"},
@@ -379,6 +383,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
              : aggregation == compress::Aggregation::kTwoPhase ? CommKind::kTwoPhase
                                                                : CommKind::kTree;
     b.server_compression = config.compress.aggregator.server_compression;
+    b.merges_by_encode = caps.merges_by_encode;
     // Steady state: the density warm-up, which sends sizes even for fixed ones, is not priced.
     b.sizes_exchanged = !probe->fixed_message_bytes(static_cast<std::size_t>(b.numel));
     out.push_back(std::move(b));

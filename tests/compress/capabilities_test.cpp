@@ -32,6 +32,7 @@ std::string describe(const CompressorCapabilities& c) {
                           {"own_density_warmup", c.own_density_warmup},
                           {"position_state", c.position_state},
                           {"device_twin", c.device_twin},
+                          {"merges_by_encode", c.merges_by_encode},
                           {"count_varies", c.count_varies}}) {
     if (!on) continue;
     if (!out.empty()) out += ' ';
@@ -82,7 +83,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
       {"onebit", messages + " device_twin", anywhere},
       {"blockquant", messages + " device_twin", anywhere},
       {"dgc", "self_contained sparse_f32 position_state device_twin", "allgather"},
-      {"lbs", messages + " device_twin", anywhere},
+      {"lbs", messages + " device_twin merges_by_encode", anywhere + " tree"},
       {"powersgd", "needs_matrix_layout device_twin", "low_rank"},
   };
   for (const Want& want : wants) {
@@ -99,6 +100,7 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
   auto sampled = make_in_section("lbs", {{"selection", "sampled"}});
   EXPECT_TRUE(sampled->capabilities().device_twin);
   EXPECT_TRUE(sampled->capabilities().count_varies);
+  EXPECT_FALSE(accepted_by(*sampled).ends_with("tree")) << "its k varies: no tree";
 #if SPARQ_HAS_CUDA
   EXPECT_NE(sampled->device_codec(), nullptr);
 #endif
@@ -121,7 +123,8 @@ TEST(Capabilities, DeviceTwinsExistExactlyInACudaBuild) {
 }
 
 // The device exchange's strategies (device_exchange.h, device_two_phase.h): allgather and
-// two_phase for every twin, tree for reselectable sparse lists, allreduce only where messages
+// two_phase for every twin, tree for reselectable sparse lists and lists that merge by encode
+// (lbs with exact selection), allreduce only where messages
 // sum, low_rank for powersgd; nothing for a compressor without a twin.
 TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   const auto built = [](const char* name, Aggregation a) {
@@ -139,7 +142,12 @@ TEST(Capabilities, DeviceStrategiesFollowTheCapabilities) {
   EXPECT_FALSE(built("powersgd", Aggregation::kAllgather));  // factors only sum in low_rank
   EXPECT_TRUE(built("gtopk", Aggregation::kTree));
   EXPECT_TRUE(built("topk", Aggregation::kTree));
-  EXPECT_FALSE(built("lbs", Aggregation::kTree));  // not a reselectable f32 list
+  EXPECT_TRUE(built("lbs", Aggregation::kTree));  // merged by encode, k fixed
+  // Sampled lbs: its count varies, so neither tree takes it.
+  const CompressorCapabilities sampled_lbs =
+      make_in_section("lbs", {{"selection", "sampled"}})->capabilities();
+  EXPECT_FALSE(sampled_lbs.merges_by_encode);
+  EXPECT_FALSE(device_strategy_built(aggregation_name(Aggregation::kTree), sampled_lbs));
   // Counts chosen on the device: allgathered and by two_phase, not merged by the tree.
   EXPECT_TRUE(built("topk_sampled", Aggregation::kAllgather));
   EXPECT_TRUE(built("threshold", Aggregation::kTwoPhase));

@@ -1,5 +1,5 @@
 // The device tree strategy (compress/device_tree.h) against GtopkAggregator on one rank, over
-// several steps (each starting from the CPU's residual): gtopk and topk, with and without
+// several steps (each starting from the CPU's residual): gtopk, topk and lbs, with and without
 // error feedback, on the self communicator and, with NCCL built, a one-rank NCCL communicator
 // (its broadcast and allreduce run: Note [A world of one on NCCL]); the bucket (the average
 // on the global set, 0 elsewhere), the residual (0 on the set) and the payload (but for the
@@ -76,7 +76,7 @@ void check_tree(comm::Communicator& comm, const ExecContext& exec, const std::st
 }
 
 void check_all(comm::Communicator& comm, const ExecContext& exec) {
-  for (const char* name : {"gtopk", "topk"}) {
+  for (const char* name : {"gtopk", "topk", "lbs"}) {  // lbs: merged by encode
     for (bool feedback : {true, false}) check_tree(comm, exec, name, feedback);
   }
 }

@@ -2,13 +2,15 @@
 // gtopk_aggregator.h) on 2, 3 and 4 ranks: the global set G equals a simulation of the
 // binomial tree in which every receiver keeps the top-k of the two lists' sum as a dense
 // vector, on buckets whose sums cancel and whose lists hold zeros, where selecting among the
-// union only (the code before 2026-12-06) chose other indices than the device tree does.
+// union only (the code before 2026-12-06) chose other indices than the device tree does; and
+// lbs's lists, which merge by decode and encode.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "comm/mpi_communicator.h"
+#include "compress/error_feedback.h"
 #include "compress/gtopk_aggregator.h"
 #include "compress/sparse_format.h"
 #include "compress/topk_select.h"
@@ -107,6 +109,71 @@ TEST(TreeReselection, TheGlobalSetIsTheTopKOfTheDenseSums) {
     ctx.world_size = p;
     ASSERT_TRUE(tree.run(bucket, *c, nullptr, comm, ctx).is_ok());
     EXPECT_EQ(tree.global_indices(), std::vector<std::uint32_t>{0});
+  }
+}
+
+// The kept indices of a list in sparse_format.h's layout (any value section).
+std::vector<std::uint32_t> kept_indices(const Message& msg, std::size_t n) {
+  const SparseHeader h = read_sparse_header(msg, n, msg[9], "test");
+  std::vector<std::uint32_t> out(h.count);
+  for_each_index(h, msg.data() + kSparseHeaderBytes, n,
+                 [&](std::uint32_t j, std::uint32_t i) { out[j] = i; });
+  return out;
+}
+
+// lbs through the tree (CompressorCapabilities::merges_by_encode): low-bit lists merged by
+// decoding both into a dense sum and encoding it again. G is the simulated tree's, the same on
+// every rank, and the step is gtopk_aggregator.h's: the exact average of every rank's a on G,
+// and a residual that keeps a off G.
+TEST(TreeReselection, LbsListsMergeByEncode) {
+  auto made = comm::make_mpi_communicator();
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  comm::Communicator& comm = **made;
+  const int p = comm.size(), me = comm.rank();
+  const std::size_t n = 4099;
+  auto c = testing::make("lbs", {{"density", "0.01"}, {"bits", "4"}});
+  EncodeContext ctx;
+  ctx.seed = 3;
+  ctx.world_size = p;
+  std::vector<std::vector<float>> a(p);
+  for (int r = 0; r < p; ++r) a[r] = testing::normal_vector(n, 500 + r);
+  // The simulated tree, with the compressor's own encode and decode.
+  std::vector<Message> lists(p);
+  for (int r = 0; r < p; ++r) {
+    EncodeContext own = ctx;
+    own.rank = r;
+    c->encode(a[r], own, lists[r]);
+  }
+  for (int dist = 1; dist < p; dist <<= 1) {
+    for (int r = 0; r + dist < p; r += 2 * dist) {
+      EncodeContext own = ctx, from = ctx;
+      own.rank = r;
+      from.rank = r + dist;
+      std::vector<float> dense(n, 0.0f);
+      c->decode(lists[r], dense, 1.0f, DecodeMode::kAdd, own);
+      c->decode(lists[r + dist], dense, 1.0f, DecodeMode::kAdd, from);
+      c->encode(dense, own, lists[r]);
+    }
+  }
+  const std::vector<std::uint32_t> want = kept_indices(lists[0], n);
+  ASSERT_EQ(want.size(), 41u);  // round(0.01 * 4099)
+
+  std::vector<float> bucket(n, 0.0f), residual(n, 0.0f);
+  ErrorFeedback ef(residual);
+  GtopkAggregator tree;
+  EncodeContext mine = ctx;
+  mine.rank = me;
+  std::vector<float> g = a[me];
+  ASSERT_TRUE(tree.run(g, *c, &ef, comm, mine).is_ok());
+  EXPECT_EQ(tree.global_indices(), want);
+  std::vector<bool> in_g(n, false);
+  for (std::uint32_t i : want) in_g[i] = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    float sum = 0.0f;
+    for (int r = 0; r < p; ++r) sum += a[r][i];
+    const float expected = in_g[i] ? sum / static_cast<float>(p) : 0.0f;
+    ASSERT_NEAR(g[i], expected, 1e-6f) << i;
+    ASSERT_EQ(residual[i], in_g[i] ? 0.0f : a[me][i]) << i;
   }
 }
 

@@ -41,11 +41,13 @@ check_refused sim_profile $? "$T/p.yaml" "$T/p.orig" "$T/profile_err.txt"
 grep -q "layers:" "$T/p.yaml" && grep -q "none:" "$T/p.yaml" ||
   fail "sim_profile without the limit did not update the profile: $(cat "$T/p.yaml")"
 
-# simulate --csv: 70 rows (10 world sizes, 7 cells) over an earlier CSV.
+# simulate --csv: 70 rows (10 world sizes, 7 cells named, so that a new default cell does not
+# change the count) over an earlier CSV.
 printf 'an earlier csv\n' >"$T/s.csv"
 cp "$T/s.csv" "$T/s.orig"
 sim_args=(--config "$src/configs/default.yaml" --profile "$src/profiles/h100_node.yaml"
-          --network 10gbit)
+          --network 10gbit
+          --cells dense_f32,dense_bf16,powersgd,topk,lbs_allgather,lbs_two_phase,gtopk)
 run=("${sim_args[@]}" --csv "$T/s.csv")
 limited "$sim" "${run[@]}" >/dev/null 2>"$T/sim_err.txt"
 check_refused simulate $? "$T/s.csv" "$T/s.orig" "$T/sim_err.txt"

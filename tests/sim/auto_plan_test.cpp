@@ -136,9 +136,9 @@ TEST(AutoPlan, SendsDenseWhenCodingCostsMoreThanTheBytesSave) {
 TEST(AutoPlan, TheFixedPlanIsTheConfiguredStrategy) {
   train::TrainConfig c = config("lbs");
   auto lbs = compress::make_compressor(c.compress.compress).value();
-  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"allgather", "two_phase"}));
+  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"allgather", "two_phase", "tree"}));
   c.compress.aggregation = "two_phase";
-  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"two_phase", "allgather"}));
+  EXPECT_EQ(plan_strategies(c, *lbs), (std::vector<std::string>{"two_phase", "allgather", "tree"}));
   // dgc through two_phase only without server compression (CompressorCapabilities::
   // position_state).
   c.compress.compress = {"dgc", {}, "compress.dgc"};

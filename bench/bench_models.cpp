@@ -251,20 +251,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // The children are this same binary: find it through /proc.
-  char exe[4096];
-  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (len <= 0) {
-    fmt::print(stderr, "cannot locate this executable\n");
-    return 1;
-  }
-  exe[len] = '\0';
-  const std::string script = std::string(SPARQ_BENCH_SOURCE_DIR) + "/bench/bench_models_torch.py";
-  if (device == "cuda") {
-    return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16, no_torch);
-  }
-
-  // An unknown key printed an empty table and exited 0 (review, 2026-12-06).
+  // An unknown key printed an empty table and exited 0 (review, 2026-12-06; checked
+  // before either table).
   {
     std::stringstream keys(models);
     for (std::string key; std::getline(keys, key, ',');) {
@@ -278,6 +266,20 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // The children are this same binary: find it through /proc.
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) {
+    fmt::print(stderr, "cannot locate this executable\n");
+    return 1;
+  }
+  exe[len] = '\0';
+  const std::string script = std::string(SPARQ_BENCH_SOURCE_DIR) + "/bench/bench_models_torch.py";
+  if (device == "cuda") {
+    return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16,
+                         no_torch);
+  }
+
   torch_core = torch_core_type(torch_core);
   const char* inherited = std::getenv("OPENBLAS_CORETYPE");
   fmt::print(

@@ -112,19 +112,23 @@ endfunction()
 
 # Note [Kernels that round as written]
 # nvcc contracts a * b + c into one fused multiply-add wherever it finds one (its --fmad
-# default), and the host does not (-std=c++20 is ISO mode, where g++ uses -ffp-contract=off),
-# so shared per-element math that is not written with mul_add() (core/host_device.h) rounds
-# once on the device and twice on the host. The codecs promise the CPU's message bytes and the
-# optimizers the CPU's parameters, so their kernels compile with --fmad=false: every product
-# and sum rounds as written, and only mul_add()'s explicit fmaf fuses, on both sides. Measured
+# default), and so does g++ (-ffp-contract=fast is its C++ default, -std=c++20 included), each
+# where its own optimizer sees fit, so shared per-element math that is not written with
+# mul_add() (core/host_device.h) may round once on one side and twice on the other. The codecs
+# promise the CPU's message bytes and the optimizers the CPU's parameters, so both libraries
+# compile with contraction off, their .cu with --fmad=false and their .cpp with
+# -ffp-contract=off: every product and sum rounds as written, and only mul_add()'s explicit
+# fmaf fuses, on both sides. (The host side changed no bits when it was added: of its implicit
+# contractions, terngrad.cpp's multiplied by an exact factor; review, 2026-12-06.) Measured
 # in PTX (2026-12-06, a static review): 16 fused multiply-adds that the source does not write
 # in scaled_codes.cu, 8 in block_codec.cu and 16 in qsgd.cu, and 80 products in
 # optimizer_kernels.cu that ptxas may fuse; none with the flag. Layers match the CPU within a
-# tolerance and keep nvcc's default. test_cuda_round_as_written checks the flag is on.
+# tolerance and keep the compilers' defaults. test_round_as_written checks both flags.
 function(sparq_round_as_written target)
   if(SPARQ_HAS_CUDA)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
   endif()
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:$<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>>)
 endfunction()
 
 function(sparq_executable name)

@@ -25,7 +25,14 @@ Status needs_self_contained(const Compressor& c, std::string_view strategy) {
 }
 Status needs_reselectable_sparse(const Compressor& c) {
   const CompressorCapabilities caps = c.capabilities();
-  if ((caps.sparse_f32 && caps.reselectable) || caps.merges_by_encode) return Status::ok();
+  if (caps.sparse_f32 && caps.reselectable) return Status::ok();
+  // A merge by encode keeps k, which must be the same list size on every rank.
+  if (caps.merges_by_encode && !caps.count_varies) return Status::ok();
+  if (caps.count_varies) {
+    return refuse(c, "tree",
+                  "its lists keep a data-dependent count (sampled selection, a threshold) and the "
+                  "tree merges lists of one k (lbs: compress.lbs.selection: exact)");
+  }
   return refuse(c, "tree",
                 caps.sparse_f32 ? "its sparse lists cannot be re-selected"
                                 : "its messages are neither sparse f32 lists nor lists of a fixed "

@@ -101,6 +101,10 @@ TEST(Capabilities, EachBuiltinDeclaresItsOwnAndGetsItsStrategies) {
   EXPECT_TRUE(sampled->capabilities().device_twin);
   EXPECT_TRUE(sampled->capabilities().count_varies);
   EXPECT_FALSE(accepted_by(*sampled).ends_with("tree")) << "its k varies: no tree";
+  const auto refused = make_aggregator("tree", *sampled, {}, "compress.aggregation");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("compress.lbs.selection: exact"), std::string::npos)
+      << refused.status().message();
 #if SPARQ_HAS_CUDA
   EXPECT_NE(sampled->device_codec(), nullptr);
 #endif

@@ -16,9 +16,10 @@
 namespace sparq::compress {
 
 #if SPARQ_HAS_CUDA
-Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double density, float* residual,
-                       comm::Communicator& comm, const EncodeContext& ctx_in,
-                       const ExecContext& exec, std::uint32_t* invalid, float* own_decoded) {
+Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double density,
+                       bool merges_by_encode, float* residual, comm::Communicator& comm,
+                       const EncodeContext& ctx_in, const ExecContext& exec, std::uint32_t* invalid,
+                       float* own_decoded) {
   SPARQ_RETURN_IF_ERROR(check_device_communicator(comm, ctx_in));
   const std::size_t n = bucket.size();
   const int p = comm.size(), rank = comm.rank();
@@ -66,8 +67,16 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
       from.rank = rank + dist;
       codec.decode(message, n, ctx, 1.0f, /*add=*/false, dense, scratch_.data(), scratch_.size(),
                    stream, nullptr);
+      // Note [Listed zeros]: each list marked right after its decode (the scratch then holds
+      // its indices), as the CPU's merge by encode does.
+      if (merges_by_encode) {
+        cuda::mark_listed_zeros(dense, n, cuda::sparse_decoded(scratch_.data(), n, k), k, s);
+      }
       codec.decode(peer_.as<std::uint8_t>(), n, from, 1.0f, /*add=*/true, dense, scratch_.data(),
                    scratch_.size(), stream, invalid != nullptr ? invalid + rank + dist : nullptr);
+      if (merges_by_encode) {
+        cuda::mark_listed_zeros(dense, n, cuda::sparse_decoded(scratch_.data(), n, k), k, s);
+      }
       codec.encode(dense, nullptr, n, ctx, message, scratch_.data(), scratch_.size(), stream);
     }
   }
@@ -92,7 +101,7 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
 }
 #else
 // Without CUDA no store lives on a device, so none of this is reached.
-Status DeviceTree::run(std::span<float>, DeviceCodec&, double, float*, comm::Communicator&,
+Status DeviceTree::run(std::span<float>, DeviceCodec&, double, bool, float*, comm::Communicator&,
                        const EncodeContext& ctx, const ExecContext&, std::uint32_t*, float*) {
   return Status::error("bucket {}: exchanging a GPU store needs sparq built with CUDA",
                        ctx.bucket_id);

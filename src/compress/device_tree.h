@@ -37,9 +37,11 @@ class DeviceTree {
   // Replaces the device bucket by the average of every rank's a on the global set G.
   // `density`: the compressor's (Compressor::density), for k; `invalid` and `own_decoded` as
   // DeviceAllgather::run's (own_decoded: a on G, this rank's applied contribution).
-  Status run(std::span<float> bucket, DeviceCodec& codec, double density, float* residual,
-             comm::Communicator& comm, const EncodeContext& ctx, const ExecContext& exec,
-             std::uint32_t* invalid, float* own_decoded = nullptr);
+  // `merges_by_encode`: the compressor's capability (lbs): listed zeros are marked in each
+  // merge (Note [Listed zeros], compress/quant_math.h).
+  Status run(std::span<float> bucket, DeviceCodec& codec, double density, bool merges_by_encode,
+             float* residual, comm::Communicator& comm, const EncodeContext& ctx,
+             const ExecContext& exec, std::uint32_t* invalid, float* own_decoded = nullptr);
   // Bytes this rank sent in the last run: its list (once, if it sent one in the tree) and
   // its k values of the allreduce.
   std::size_t last_payload_bytes() const { return payload_bytes_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compress/quant_math.h"
 #include "compress/sparse_format.h"
 #include "core/check.h"
 #include "core/ops.h"
@@ -64,11 +65,23 @@ void GtopkAggregator::merge_by_encode(Compressor& c, std::size_t n, const Encode
                                       const EncodeContext& from) {
   // As the device tree: both lists decoded into one dense sum (0 + own + peer, in that
   // order), whose top-k is encoded again under this rank's context.
+  // Each list's positions that decode to 0 are marked after its decode (Note [Listed zeros],
+  // quant_math.h; without it G filled with the bucket's lowest indices at low bits: review,
+  // 2026-12-06). A later add of a real value to the mark rounds to that value exactly.
   dense_.assign(n, 0.0f);
   c.decode(msg_, dense_, 1.0f, DecodeMode::kAdd, own);
+  mark_listed_zeros(msg_, n);
   c.decode(peer_msg_, dense_, 1.0f, DecodeMode::kAdd, from);
+  mark_listed_zeros(peer_msg_, n);
   c.encode(dense_, own, msg_);
   list_indices(msg_, n, indices_);
+}
+
+void GtopkAggregator::mark_listed_zeros(std::span<const std::uint8_t> msg, std::size_t n) {
+  list_indices(msg, n, listed_);
+  for (std::uint32_t i : listed_) {
+    if (dense_[i] == 0.0f) dense_[i] = kListedZero;
+  }
 }
 
 void GtopkAggregator::list_indices(std::span<const std::uint8_t> msg, std::size_t n,
@@ -105,7 +118,8 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
   payload_bytes_ = msg_.size();
   // sparse f32 lists merge as (index, value) pairs; lbs's by decode and encode (Note [The
   // tree re-selects from the dense sum]).
-  const bool by_encode = !c.capabilities().sparse_f32;
+  const CompressorCapabilities caps = c.capabilities();
+  const bool by_encode = caps.merges_by_encode && !(caps.sparse_f32 && caps.reselectable);
   if (by_encode) {
     list_indices(msg_, n, indices_);
   } else {

@@ -25,6 +25,15 @@
 // that cancel, or lists of zeros) the remaining places go to the bucket's lowest-index zeros,
 // which may lie outside both lists. Selecting among the union only (before 2026-12-06) gave
 // the lowest zeros of the union there, so the CPU and the GPU agreed on different sets G.
+// For lists that merge by encode (lbs), a kept value below half a code step of its block's
+// largest (1/14 of it at 4 bits, 1/2 at 2 bits) decodes to 0, and would then tie with the
+// positions no rank listed: with heavy-tailed gradients the sums held fewer than k non-zeros
+// and G filled with the bucket's lowest indices (a review measured 593 of 655 at 2 bits on
+// Student-t gradients). Listed positions that decode to 0 are therefore marked (Note [Listed
+// zeros], quant_math.h) on the CPU and the device alike, and rank above unlisted ones. Still
+// open: the merges re-encode under the rank's own context, so stochastic rounding reuses the
+// leaf's draws at a position (Note [Server draws], random_streams.h, avoids that for
+// two_phase); only the choice of G is affected.
 #pragma once
 
 #include "compress/aggregation.h"
@@ -48,11 +57,13 @@ class GtopkAggregator final : public Aggregator {
                        const EncodeContext& from);
   static void list_indices(std::span<const std::uint8_t> msg, std::size_t n,
                            std::vector<std::uint32_t>& out);
+  // dense_[i] := kListedZero where msg lists i and dense_[i] is 0 (Note [Listed zeros]).
+  void mark_listed_zeros(std::span<const std::uint8_t> msg, std::size_t n);
 
   TopkSelector selector_;
   Message msg_, peer_msg_;
   std::vector<float> scratch_, values_, peer_values_, merged_values_, dense_;
-  std::vector<std::uint32_t> indices_, peer_indices_, merged_indices_, selected_, global_;
+  std::vector<std::uint32_t> indices_, peer_indices_, merged_indices_, selected_, global_, listed_;
 };
 
 }  // namespace sparq::compress

@@ -63,6 +63,13 @@ SPARQ_HOST_DEVICE inline float absmax_step(float m, float x) {
   return m < a ? a : m;
 }
 
+// Note [Listed zeros]: in the tree's merge by encode (gtopk_aggregator.h), a position some
+// rank listed whose sum decodes to 0 (a kept value that quantized to zero, or sums that
+// cancel) is given this value, so that the re-selection ranks it above every position no rank
+// listed (exact zeros) and below every real value (lbs's smallest nonzero decode is an f16
+// subnormal scale over L, above 1e-8). It quantizes to code L, which decodes to 0 again.
+inline constexpr float kListedZero = 1.17549435e-38f;  // FLT_MIN
+
 // The scale of a block whose largest |value| is absmax (0 for an all-zero block).
 SPARQ_HOST_DEVICE inline std::uint16_t block_scale_bits(float absmax, float levels) {
   return absmax > 0.0f ? half_bits_round_up(absmax / levels) : static_cast<std::uint16_t>(0);

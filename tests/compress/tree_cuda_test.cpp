@@ -63,7 +63,8 @@ void check_tree(comm::Communicator& comm, const ExecContext& exec, const std::st
     GuardedDeviceArray<float> dg(g);
     ASSERT_TRUE(device_strategy
                     .run(std::span<float>(dg.data(), n), *codec, *cpu->density(),
-                         feedback ? de.data() : nullptr, comm, ctx, exec, nullptr)
+                         cpu->capabilities().merges_by_encode, feedback ? de.data() : nullptr, comm,
+                         ctx, exec, nullptr)
                     .is_ok());
     EXPECT_EQ(dg.download(), bucket) << "the average on the global set";
     EXPECT_EQ(device_strategy.last_payload_bytes() - codec->capacity(n, own),

@@ -1,5 +1,6 @@
 #include "compress/cuda/grid.cuh"
 #include "compress/cuda/tree_cuda.h"
+#include "compress/quant_math.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -14,6 +15,13 @@ __global__ void add_into_kernel(float* e, const float* g, std::size_t n) {
 // Indices are bounds-checked as well: a message that failed validation leaves them unset.
 __device__ bool usable(SparseDecoded global, std::size_t j, std::size_t n) {
   return *global.verdict == kSparseValid && global.idx[j] < n;
+}
+
+__global__ void mark_kernel(float* dense, std::size_t n, SparseDecoded list, std::size_t k) {
+  for (std::size_t j = first_index(); j < k; j += stride()) {
+    if (usable(list, j, n) && dense[list.idx[j]] == 0.0f)
+      dense[list.idx[j]] = compress::kListedZero;
+  }
 }
 
 __global__ void gather_kernel(const float* a, std::size_t n, SparseDecoded global,
@@ -40,6 +48,13 @@ __global__ void apply_kernel(float* bucket, std::size_t n, SparseDecoded global,
 void add_into(float* e, const float* g, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
   add_into_kernel<<<grid_for(n), kThreads, 0, stream>>>(e, g, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void mark_listed_zeros(float* dense, std::size_t n, SparseDecoded list, std::size_t k,
+                       cudaStream_t stream) {
+  if (k == 0) return;
+  mark_kernel<<<grid_for(k), kThreads, 0, stream>>>(dense, n, list, k);
   CUDA_CHECK(cudaGetLastError());
 }
 

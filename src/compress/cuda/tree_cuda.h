@@ -15,6 +15,11 @@ namespace sparq::cuda {
 // e[i] = e[i] + g[i] (ErrorFeedback::accumulate's a = g + e, formed in the residual).
 void add_into(float* e, const float* g, std::size_t n, cudaStream_t stream);
 
+// dense[list.idx[j]] = kListedZero where it is 0, for j < k (Note [Listed zeros],
+// compress/quant_math.h); nothing when the list failed validation.
+void mark_listed_zeros(float* dense, std::size_t n, SparseDecoded list, std::size_t k,
+                       cudaStream_t stream);
+
 // values[j] = a[G.idx[j]] for j < k (0 when the message of G failed validation).
 void gather_global(const float* a, std::size_t n, SparseDecoded global, std::size_t k,
                    float* values, cudaStream_t stream);

@@ -237,8 +237,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!std::strcmp(argv[i], "--threads")) thread_list = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--backends")) backend_list = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--seconds")) {
+      char* end = nullptr;
+      seconds = std::strtod(argv[i + 1], &end);
+      if (end == argv[i + 1] || *end != '\0') seconds = -1;  // refused below
+    } else if (!std::strcmp(argv[i], "--backends"))
+      backend_list = argv[i + 1];
     else if (!std::strcmp(argv[i], "--models")) model_list = argv[i + 1];
     else {
       fmt::print(stderr,
@@ -261,11 +265,25 @@ int main(int argc, char** argv) {
     fmt::print("bench_gemm: {} from {}\n", name, sparq::gemm_backend_library(b));
     backends.push_back(b);
   }
+  // Thread counts and --seconds checked whole: "1,x" ran the 1-thread table twice and
+  // "--seconds abc" timed for 0 s (review, 2026-12-06).
+  std::vector<int> thread_counts;
+  for (const std::string& t : split(thread_list)) {
+    char* end = nullptr;
+    const long count = std::strtol(t.c_str(), &end, 10);
+    if (end == t.c_str() || *end != '\0' || count < 1 || count > 4096) {
+      fmt::print(stderr, "bench_gemm: --threads: '{}' is not a list of counts >= 1\n", thread_list);
+      return 2;
+    }
+    thread_counts.push_back(static_cast<int>(count));
+  }
+  if (thread_counts.empty() || !(seconds > 0 && seconds < 1e6)) {
+    fmt::print(stderr, "bench_gemm: --threads needs a count and --seconds a positive time\n");
+    return 2;
+  }
   const GemmBackend active = sparq::gemm_backend();
   const std::vector<Case> cases = all_cases(split(model_list));
-  for (const std::string& t : split(thread_list)) {
-    bench_threads(std::max(std::atoi(t.c_str()), 1), cases, backends, seconds);
-  }
+  for (const int threads : thread_counts) bench_threads(threads, cases, backends, seconds);
   sparq::set_gemm_backend(active);
   return 0;
 }

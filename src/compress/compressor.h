@@ -127,6 +127,12 @@ struct CompressorCapabilities {
   bool count_varies = false;
 };
 
+// Whether the tree merges this compressor's lists by decode and encode rather than as
+// (index, f32 value) pairs: one rule for the CPU tree and the device tree.
+inline bool tree_merges_by_encode(const CompressorCapabilities& caps) {
+  return caps.merges_by_encode && !(caps.sparse_f32 && caps.reselectable);
+}
+
 // One weight matrix of a bucket, for compressors with needs_matrix_layout: [rows, cols]
 // row-major floats at `offset` inside the bucket (a linear weight [out, in], a conv weight
 // [out, in*kh*kw]).

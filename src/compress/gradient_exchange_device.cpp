@@ -143,8 +143,7 @@ Result<std::size_t> GradientExchange::average_on_device(PerBucket& slot,
       return Status::error("bucket {} ({}): the tree strategy needs a compressor with a density",
                            bucket.index, slot.compressor->name());
     }
-    const CompressorCapabilities caps = slot.compressor->capabilities();
-    const bool by_encode = caps.merges_by_encode && !(caps.sparse_f32 && caps.reselectable);
+    const bool by_encode = tree_merges_by_encode(slot.compressor->capabilities());
     SPARQ_RETURN_IF_ERROR(device_tree_->run(grads, *slot.device_codec, *density, by_encode,
                                             residual, comm, ctx, store_.context(), invalid,
                                             own_decoded));

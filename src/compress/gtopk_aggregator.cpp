@@ -118,8 +118,7 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
   payload_bytes_ = msg_.size();
   // sparse f32 lists merge as (index, value) pairs; lbs's by decode and encode (Note [The
   // tree re-selects from the dense sum]).
-  const CompressorCapabilities caps = c.capabilities();
-  const bool by_encode = caps.merges_by_encode && !(caps.sparse_f32 && caps.reselectable);
+  const bool by_encode = tree_merges_by_encode(c.capabilities());
   if (by_encode) {
     list_indices(msg_, n, indices_);
   } else {

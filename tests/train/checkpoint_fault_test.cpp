@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/file_size_limit.h"
 #include "common/fresh_dir.h"
 #include "common/temp_files.h"
 #include "core/file_io.h"
@@ -23,6 +24,7 @@ namespace sparq::train {
 namespace {
 
 using sparq::testing::temporaries_beside;
+using sparq::testing::under_file_size_limit;
 
 namespace fs = std::filesystem;
 
@@ -112,15 +114,8 @@ TEST(AtomicWrite, WithoutUnnamedFilesTwoProcessesStillNeverMeet) {
   fs::remove(others);
   EXPECT_TRUE(temporaries_beside(path).empty());
   // A failed write on this path removes its own file too.
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = saved;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  const Status s = write_file_atomic(path, pattern(1 << 16), named);
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
+  const Status s =
+      under_file_size_limit(4096, [&] { return write_file_atomic(path, pattern(1 << 16), named); });
   EXPECT_FALSE(s.is_ok());
   EXPECT_TRUE(temporaries_beside(path).empty());
 }
@@ -145,15 +140,8 @@ TEST(AtomicWrite, StaleTemporaryFileIsReplacedNotReused) {
 TEST(AtomicWrite, FileTooLargeNamesPathBytesAndOsErrorAndKeepsTheOldFile) {
   const std::string path = fresh_dir("efbig") + "/rank-00000.ckpt";
   ASSERT_TRUE(write_file_atomic(path, "old").is_ok());
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = saved;
-  small.rlim_cur = 1 << 20;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  const Status s = write_file_atomic(path, pattern(3 << 20), in_chunks_of(1 << 20));
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
+  const Status s = under_file_size_limit(
+      1 << 20, [&] { return write_file_atomic(path, pattern(3 << 20), in_chunks_of(1 << 20)); });
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("'" + path + "' (its new contents, not yet in place)"),
             std::string::npos)

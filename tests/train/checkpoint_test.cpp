@@ -1,14 +1,13 @@
 #include "train/checkpoint.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 
+#include "common/file_size_limit.h"
 #include "common/fresh_dir.h"
 #include "common/temp_files.h"
 #include "core/checksum.h"
@@ -232,15 +231,8 @@ TEST(CheckpointFile, FailedWriteLeavesTheTargetUnchanged) {
   // this process and only during the write.
   CheckpointFile other = sample();
   other.meta["step"] = "43";
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = saved;
-  small.rlim_cur = 64;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  const Status s = write_checkpoint_file(path, other);
-  setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, old_handler);
+  const Status s =
+      sparq::testing::under_file_size_limit(64, [&] { return write_checkpoint_file(path, other); });
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
   EXPECT_EQ(*read_file(path), before);

@@ -4,6 +4,7 @@
 
 #include "compress/device_exchange.h"
 #include "compress/options.h"
+#include "compress/random_streams.h"
 
 #if SPARQ_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -63,9 +64,11 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
     }
     if (rank % (2 * dist) == 0 && rank + dist < p) {
       comm.recv(peer_.data(), capacity, DType::kU8, rank + dist, round);
-      EncodeContext from = ctx;
-      from.rank = rank + dist;
-      codec.decode(message, n, ctx, 1.0f, /*add=*/false, dense, scratch_.data(), scratch_.size(),
+      // Each list decoded under the context it was last encoded with, the sum encoded under
+      // this round's (Note [Tree merge draws], random_streams.h), as on the CPU.
+      const EncodeContext own = tree_list_context(ctx, rank, round);
+      const EncodeContext from = tree_list_context(ctx, rank + dist, round);
+      codec.decode(message, n, own, 1.0f, /*add=*/false, dense, scratch_.data(), scratch_.size(),
                    stream, nullptr);
       // Note [Listed zeros]: each list marked right after its decode (the scratch then holds
       // its indices), as the CPU's merge by encode does.
@@ -77,14 +80,16 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
       if (merges_by_encode) {
         cuda::mark_listed_zeros(dense, n, cuda::sparse_decoded(scratch_.data(), n, k), k, s);
       }
-      codec.encode(dense, nullptr, n, ctx, message, scratch_.data(), scratch_.size(), stream);
+      codec.encode(dense, nullptr, n, tree_merge_context(ctx, round), message, scratch_.data(),
+                   scratch_.size(), stream);
     }
   }
 
   // 3. Rank 0's list is G, on every rank.
   if (collective) comm.broadcast(message, capacity, DType::kU8, 0);
-  EncodeContext root = ctx;
-  root.rank = 0;
+  int rounds = 0;
+  while ((1 << rounds) < p) ++rounds;
+  const EncodeContext root = tree_list_context(ctx, 0, rounds);
   codec.decode(message, n, root, 1.0f, /*add=*/false, dense, scratch_.data(), scratch_.size(),
                stream, invalid);
   const cuda::SparseDecoded global = cuda::sparse_decoded(scratch_.data(), n, k);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "compress/quant_math.h"
+#include "compress/random_streams.h"
 #include "compress/sparse_format.h"
 #include "core/check.h"
 #include "core/ops.h"
@@ -62,18 +63,21 @@ void GtopkAggregator::merge_and_reselect(std::size_t n, std::size_t k) {
 }
 
 void GtopkAggregator::merge_by_encode(Compressor& c, std::size_t n, const EncodeContext& own,
-                                      const EncodeContext& from) {
+                                      const EncodeContext* from, const EncodeContext& merged) {
   // As the device tree: both lists decoded into one dense sum (0 + own + peer, in that
-  // order), whose top-k is encoded again under this rank's context.
+  // order), whose top-k is encoded again under the round's merge context (Note [Tree merge
+  // draws]); a refused peer list (from == nullptr) adds nothing.
   // Each list's positions that decode to 0 are marked after its decode (Note [Listed zeros],
   // quant_math.h; without it G filled with the bucket's lowest indices at low bits: review,
   // 2026-12-06). A later add of a real value to the mark rounds to that value exactly.
   dense_.assign(n, 0.0f);
   c.decode(msg_, dense_, 1.0f, DecodeMode::kAdd, own);
   mark_listed_zeros(msg_, n);
-  c.decode(peer_msg_, dense_, 1.0f, DecodeMode::kAdd, from);
-  mark_listed_zeros(peer_msg_, n);
-  c.encode(dense_, own, msg_);
+  if (from != nullptr) {
+    c.decode(peer_msg_, dense_, 1.0f, DecodeMode::kAdd, *from);
+    mark_listed_zeros(peer_msg_, n);
+  }
+  c.encode(dense_, merged, msg_);
   list_indices(msg_, n, indices_);
 }
 
@@ -143,16 +147,15 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
       comm.recv(peer_msg_.data(), peer_msg_.size(), DType::kU8, rank + dist, round);
       // A bad list is skipped (the tree and the agreed exchange still complete on every
       // rank) and reported at the end.
-      EncodeContext from = ctx;
-      from.rank = rank + dist;
+      const EncodeContext from = tree_list_context(ctx, rank + dist, round);
       const Status s = check_received(c, peer_msg_, n, from, fmt::format("rank {}", rank + dist));
-      if (!s.is_ok()) {
-        if (failure.is_ok()) failure = s;
-        continue;
-      }
+      if (!s.is_ok() && failure.is_ok()) failure = s;
       if (by_encode) {
-        merge_by_encode(c, n, ctx, from);
-      } else {
+        // Re-encoded even without the peer's list, so that what this rank sends next was
+        // encoded under the context its receiver expects (Note [Tree merge draws]).
+        merge_by_encode(c, n, tree_list_context(ctx, rank, round), s.is_ok() ? &from : nullptr,
+                        tree_merge_context(ctx, round));
+      } else if (s.is_ok()) {
         parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
         merge_and_reselect(n, static_cast<std::size_t>(k));
       }

@@ -30,10 +30,8 @@
 // positions no rank listed: with heavy-tailed gradients the sums held fewer than k non-zeros
 // and G filled with the bucket's lowest indices (a review measured 593 of 655 at 2 bits on
 // Student-t gradients). Listed positions that decode to 0 are therefore marked (Note [Listed
-// zeros], quant_math.h) on the CPU and the device alike, and rank above unlisted ones. Still
-// open: the merges re-encode under the rank's own context, so stochastic rounding reuses the
-// leaf's draws at a position (Note [Server draws], random_streams.h, avoids that for
-// two_phase); only the choice of G is affected.
+// zeros], quant_math.h) on the CPU and the device alike, and rank above unlisted ones. Each
+// merge encodes under its own round's stream (Note [Tree merge draws], random_streams.h).
 #pragma once
 
 #include "compress/aggregation.h"
@@ -52,9 +50,10 @@ class GtopkAggregator final : public Aggregator {
 
  private:
   void merge_and_reselect(std::size_t n, std::size_t k);
-  // msg_ := the encode of D(msg_) + D(peer_msg_); indices_ := its kept indices.
+  // msg_ := the encode under `merged` of D(msg_) + D(peer_msg_) (the peer's list left out
+  // when from is null); indices_ := its kept indices.
   void merge_by_encode(Compressor& c, std::size_t n, const EncodeContext& own,
-                       const EncodeContext& from);
+                       const EncodeContext* from, const EncodeContext& merged);
   static void list_indices(std::span<const std::uint8_t> msg, std::size_t n,
                            std::vector<std::uint32_t>& out);
   // dense_[i] := kListedZero where msg lists i and dense_[i] is 0 (Note [Listed zeros]).

@@ -1,5 +1,8 @@
 #include "compress/random_streams.h"
 
+#include <limits>
+
+#include "core/check.h"
 #include "core/rng.h"
 
 namespace sparq::compress {
@@ -20,6 +23,28 @@ std::uint64_t compression_stream(const EncodeContext& ctx, int rank) {
 
 EncodeContext server_encode_context(EncodeContext ctx) {
   ctx.rank += ctx.world_size;  // Note [Server draws]
+  return ctx;
+}
+
+EncodeContext tree_merge_context(EncodeContext ctx, int round) {
+  SPARQ_CHECK(round >= 0 && round < 31, "tree merge round {} out of range", round);
+  const std::int64_t rank = static_cast<std::int64_t>(ctx.world_size) * (round + 2) + ctx.rank;
+  SPARQ_CHECK(rank <= std::numeric_limits<int>::max(),
+              "tree merge stream of rank {} at round {} of {} ranks", ctx.rank, round,
+              ctx.world_size);
+  ctx.rank = static_cast<int>(rank);  // Note [Tree merge draws]
+  return ctx;
+}
+
+EncodeContext tree_list_context(EncodeContext ctx, int node, int round) {
+  ctx.rank = node;
+  // node receives in round s when it is a multiple of 2^(s+1) with a peer node + 2^s.
+  for (int s = round - 1; s >= 0; --s) {
+    const std::int64_t dist = std::int64_t{1} << s;
+    if (node % (2 * dist) == 0 && node + dist < ctx.world_size) {
+      return tree_merge_context(ctx, s);
+    }
+  }
   return ctx;
 }
 

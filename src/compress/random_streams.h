@@ -28,4 +28,23 @@ std::uint64_t compression_stream(const EncodeContext& ctx, int rank);
 // server keeps phase 1's positions, where the average is nonzero.
 EncodeContext server_encode_context(EncodeContext ctx);
 
+// Note [Tree merge draws]
+// The tree (gtopk_aggregator.h, device_tree.h) merges lists that merge by encode (lbs) by
+// encoding the sum of two lists again at every round a rank receives. Under the rank's own
+// context each of those encodes would round stochastically with the same uniforms as the
+// rank's leaf message and its earlier merges, position by position, so the rounding errors
+// of one path up the tree would be correlated (as Note [Server draws] says of two_phase) and
+// bias which positions reach G. The merge of round s runs as rank world_size * (s + 2) + rank:
+// no leaf (ranks 0..P-1), no two_phase server (P..2P-1) and no other (round, rank) shares it.
+// A receiver decodes its peer's list under the context the peer last encoded it with
+// (tree_list_context), and re-encodes at every round it has a peer, even one whose list was
+// refused, so that context follows from the tree's shape alone. Rank-shared draws (rank 0)
+// are not tree merges' concern: a merge by encode keeps a fixed k chosen exactly.
+EncodeContext tree_merge_context(EncodeContext ctx, int round);
+
+// The context `node`'s list was last encoded under before round `round` of a binomial tree
+// of ctx.world_size ranks (Note [Tree merge draws]): the merge context of the latest earlier
+// round in which it received a list, or its leaf context (rank = node) if none.
+EncodeContext tree_list_context(EncodeContext ctx, int node, int round);
+
 }  // namespace sparq::compress

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
@@ -26,6 +27,38 @@ TEST(RandomStreams, ServerDrawsAreTheOwnersOnlyForRankSharedDraws) {
     EXPECT_NE(compression_stream(server, server.rank), compression_stream(owner, r)) << r;
   }
   EXPECT_EQ(compression_stream(server, 0), compression_stream(owner, 0));
+}
+
+// Note [Tree merge draws]: every tree merge of a step and bucket draws from its own stream,
+// apart from every leaf, every two_phase server and every other (round, rank); and a node's
+// list context is the merge of the last round in which it received.
+TEST(TreeMergeDraws, EveryMergeHasItsOwnStreamAndListsKnowTheirs) {
+  for (int p = 1; p <= 40; ++p) {
+    EncodeContext leaf{.seed = 7, .step = 3, .bucket_id = 2, .rank = 0, .world_size = p};
+    std::set<std::uint64_t> streams;
+    for (int r = 0; r < 2 * p; ++r) streams.insert(compression_stream(leaf, r));
+    std::size_t merges = 0;
+    for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
+      for (int r = 0; r + dist < p; r += 2 * dist) {
+        EncodeContext own = leaf;
+        own.rank = r;
+        const EncodeContext merged = tree_merge_context(own, round);
+        EXPECT_EQ(merged.rank, p * (round + 2) + r);
+        streams.insert(compression_stream(merged, merged.rank));
+        ++merges;
+        // What r sends on (or keeps, at rank 0) is the list of its last merge so far.
+        EXPECT_EQ(tree_list_context(leaf, r, round + 1).rank, merged.rank) << p << " " << r;
+      }
+    }
+    EXPECT_EQ(streams.size(), static_cast<std::size_t>(2 * p) + merges) << p;
+  }
+  // 6 ranks: rank 4 received from 5 in round 0 and had no peer (6) in round 1, so in round 2
+  // it sends its round-0 merge; rank 1 never received and sends its leaf list.
+  EncodeContext six{.seed = 1, .world_size = 6};
+  EXPECT_EQ(tree_list_context(six, 4, 2).rank, 6 * 2 + 4);
+  EXPECT_EQ(tree_list_context(six, 1, 0).rank, 1);
+  EXPECT_EQ(tree_list_context(six, 0, 0).rank, 0);
+  EXPECT_EQ(tree_list_context(six, 0, 3).rank, 6 * 4 + 0);
 }
 
 TEST(ByteIo, VarintRoundTripsAndHasTheDocumentedSize) {

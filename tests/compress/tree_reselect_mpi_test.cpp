@@ -125,42 +125,44 @@ std::vector<std::uint32_t> kept_indices(const Message& msg, std::size_t n) {
 // lbs through the tree (CompressorCapabilities::merges_by_encode): low-bit lists merged by
 // decoding both into a dense sum and encoding it again. G is the simulated tree's, the same on
 // every rank, and the step is gtopk_aggregator.h's: the exact average of every rank's a on G,
-// and a residual that keeps a off G.
-TEST(TreeReselection, LbsListsMergeByEncode) {
+// and a residual that keeps a off G. With stochastic rounding each merge draws from its own
+// stream, rank p * (round + 2) + receiver (Note [Tree merge draws], spelled out here, not
+// taken from the helper): re-encoding under the receiver's leaf stream, as the code did before
+// 2026-12-06, chooses another G on 3 and 4 ranks.
+void check_lbs_merges_by_encode(const std::string& rounding) {
   auto made = comm::make_mpi_communicator();
   ASSERT_TRUE(made.is_ok()) << made.status().message();
   comm::Communicator& comm = **made;
   const int p = comm.size(), me = comm.rank();
   const std::size_t n = 4099;
-  auto c = testing::make("lbs", {{"density", "0.01"}, {"bits", "4"}});
+  auto c = testing::make("lbs", {{"density", "0.01"}, {"bits", "4"}, {"rounding", rounding}});
   EncodeContext ctx;
   ctx.seed = 3;
   ctx.world_size = p;
   std::vector<std::vector<float>> a(p);
   for (int r = 0; r < p; ++r) a[r] = testing::normal_vector(n, 500 + r);
-  // The simulated tree, with the compressor's own encode and decode.
+  // The simulated tree, with the compressor's own encode and decode; each list keeps the
+  // context it was encoded under.
   std::vector<Message> lists(p);
+  std::vector<EncodeContext> encoded_as(p, ctx);
   for (int r = 0; r < p; ++r) {
-    EncodeContext own = ctx;
-    own.rank = r;
-    c->encode(a[r], own, lists[r]);
+    encoded_as[r].rank = r;
+    c->encode(a[r], encoded_as[r], lists[r]);
   }
-  for (int dist = 1; dist < p; dist <<= 1) {
+  for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
     for (int r = 0; r + dist < p; r += 2 * dist) {
-      EncodeContext own = ctx, from = ctx;
-      own.rank = r;
-      from.rank = r + dist;
       std::vector<float> dense(n, 0.0f);
       const auto mark = [&](const Message& list) {  // Note [Listed zeros]
         for (std::uint32_t i : kept_indices(list, n)) {
           if (dense[i] == 0.0f) dense[i] = kListedZero;
         }
       };
-      c->decode(lists[r], dense, 1.0f, DecodeMode::kAdd, own);
+      c->decode(lists[r], dense, 1.0f, DecodeMode::kAdd, encoded_as[r]);
       mark(lists[r]);
-      c->decode(lists[r + dist], dense, 1.0f, DecodeMode::kAdd, from);
+      c->decode(lists[r + dist], dense, 1.0f, DecodeMode::kAdd, encoded_as[r + dist]);
       mark(lists[r + dist]);
-      c->encode(dense, own, lists[r]);
+      encoded_as[r].rank = p * (round + 2) + r;
+      c->encode(dense, encoded_as[r], lists[r]);
     }
   }
   const std::vector<std::uint32_t> want = kept_indices(lists[0], n);
@@ -183,6 +185,12 @@ TEST(TreeReselection, LbsListsMergeByEncode) {
     ASSERT_NEAR(g[i], expected, 1e-6f) << i;
     ASSERT_EQ(residual[i], in_g[i] ? 0.0f : a[me][i]) << i;
   }
+}
+
+TEST(TreeReselection, LbsListsMergeByEncode) { check_lbs_merges_by_encode("nearest"); }
+
+TEST(TreeReselection, LbsStochasticMergesDrawTheirOwnStreams) {
+  check_lbs_merges_by_encode("stochastic");
 }
 
 // Note [Listed zeros]: at 2 bits on heavy-tailed gradients most kept values decode to 0; G is

@@ -78,7 +78,10 @@ class AllgatherAggregator final : public Aggregator {
 
 Status Aggregator::load_state(std::span<const std::uint8_t> in) {
   if (!in.empty()) {
-    return Status::error("{} aggregation: unexpected saved state", name());
+    return Status::error(
+        "{} aggregation keeps no state, but {} bytes of it were saved (by another "
+        "compress.aggregation, e.g. two_phase's server residual?)",
+        name(), in.size());
   }
   return Status::ok();
 }

@@ -383,4 +383,12 @@ std::string GradientExchange::compressor_name(int bucket) const {
                      has_error_feedback(static_cast<std::size_t>(bucket)) ? "+ef" : "");
 }
 
+std::vector<std::string> GradientExchange::aggregation_names() const {
+  std::vector<std::string> out;
+  for (const PerBucket& slot : buckets_) {
+    out.emplace_back(slot.compressor ? slot.aggregator->name() : "none");
+  }
+  return out;
+}
+
 }  // namespace sparq::compress

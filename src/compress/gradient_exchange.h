@@ -176,7 +176,13 @@ class GradientExchange final : public comm::BucketAverager {
   // one float per bucket position, two_phase's server residual one per position of this
   // rank's region): a state of another bucket plan or world size is an error naming the
   // bucket, never applied to other positions.
-  Status load_state(const std::vector<StateTensor>& state, int rank, int world);
+  // `saved_aggregations` (aggregation_names() of the saving run; empty when unknown) names the
+  // strategy whose state a bucket holds when this run aggregates it otherwise.
+  Status load_state(const std::vector<StateTensor>& state, int rank, int world,
+                    const std::vector<std::string>& saved_aggregations = {});
+  // Each bucket's aggregation strategy, in plan order ("none" for a dense bucket): what a
+  // checkpoint records so that a resume can name the strategy its state belongs to.
+  std::vector<std::string> aggregation_names() const;
   // Elastic resume: for each entry save_state() would return (same names, same order), the
   // owner's merge of what `old_world` ranks saved into this process's state as rank
   // `new_rank` of `new_world` (state_merge.h), with the bucket's flat range. Feed each the

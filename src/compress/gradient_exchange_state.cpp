@@ -65,7 +65,8 @@ std::vector<StateTensor> GradientExchange::save_state() {
   return out;
 }
 
-Status GradientExchange::load_state(const std::vector<StateTensor>& state, int rank, int world) {
+Status GradientExchange::load_state(const std::vector<StateTensor>& state, int rank, int world,
+                                    const std::vector<std::string>& saved_aggregations) {
   std::size_t next = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     PerBucket& slot = buckets_[b];
@@ -82,6 +83,16 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state, int r
       const Tensor& t = state[next].tensor;
       const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());
       const bool compressor = std::string_view(part) == "compressor";
+      // State of another strategy means nothing to this one (two_phase's server residual to
+      // the tree): name both, rather than the loader's "unexpected saved state".
+      if (!compressor && !bytes.empty() && b < saved_aggregations.size() &&
+          saved_aggregations[b] != slot.aggregator->name()) {
+        return Status::error(
+            "{}: {} bytes of state saved by the {} aggregation, which this run's {} "
+            "cannot take (resume with the strategy it was saved with: compress.aggregation, "
+            "or comm.plan as it was)",
+            want, bytes.size(), saved_aggregations[b], slot.aggregator->name());
+      }
       const std::unique_ptr<StateMerge> merge =
           compressor ? slot.compressor->state_merge(shape) : slot.aggregator->state_merge(shape);
       SPARQ_RETURN_IF_ERROR(check_fits(*merge, bucket, rank, world, bytes).with_context(want));

@@ -28,6 +28,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <sstream>
 
 #include "core/checksum.h"
 #include "core/file_io.h"
@@ -170,6 +171,8 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["layout"] = layout_text(store_);
   f.meta["buckets"] = format_bucket_ranges(bucket_ranges(*plan_));
   f.meta["compressor"] = config_.compress.compress.name;
+  // Which strategy each bucket's aggregator state belongs to (resume names it on a change).
+  f.meta["aggregations"] = fmt::format("{}", fmt::join(exchange_->aggregation_names(), ","));
   f.meta["optimizer"] = optimizer_->name();
   f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
   f.meta["optimizer.communicate"] = config_.optim.communicate;
@@ -288,9 +291,18 @@ Status Trainer::load_checkpoint(const std::string& dir) {
     // index, it would expect the other plan's buckets; left out, every owner starts empty,
     // which is what it saved.
     if (!f.meta.count("buckets") || f.meta.at("buckets") == format_bucket_ranges(buckets)) {
-      SPARQ_RETURN_IF_ERROR(
-          exchange_->load_state(byte_sections(f, "exchange/"), comm_.rank(), comm_.size())
-              .with_context(file));
+      // Checkpoints before 2026-12-06 have no "aggregations": their loader says less.
+      std::vector<std::string> saved_aggregations;
+      if (f.meta.count("aggregations")) {
+        std::istringstream names(f.meta.at("aggregations"));
+        for (std::string name; std::getline(names, name, ',');) {
+          saved_aggregations.push_back(name);
+        }
+      }
+      SPARQ_RETURN_IF_ERROR(exchange_
+                                ->load_state(byte_sections(f, "exchange/"), comm_.rank(),
+                                             comm_.size(), saved_aggregations)
+                                .with_context(file));
     }
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));

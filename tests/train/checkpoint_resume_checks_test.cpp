@@ -127,6 +127,22 @@ TEST(ResumeChecks, AnotherBucketPlanWithoutPerBucketStateResumes) {
   EXPECT_TRUE(s.is_ok()) << s.message();
 }
 
+// Another aggregation strategy cannot take two_phase's server residual: the refusal names the
+// strategy that saved it, not just "tree aggregation: unexpected saved state" (before
+// 2026-12-06). Strategies that keep nothing change freely.
+TEST(ResumeChecks, AnotherAggregationNamesTheStrategyThatSavedItsState) {
+  const std::vector<std::string> topk = {"compress.name=topk", "compress.topk.density=0.1"};
+  std::vector<std::string> two_phase = topk;
+  two_phase.push_back("compress.aggregation=two_phase");
+  const std::string root = fresh_dir("aggregation_changed");
+  expect_refused(train_then_resume(root, two_phase, {"compress.aggregation=tree"}),
+                 {"bucket", ".aggregator", "saved by the two_phase aggregation",
+                  "this run's tree cannot take", "compress.aggregation"});
+  const std::string stateless = fresh_dir("aggregation_changed_stateless");
+  const Status s = train_then_resume(stateless, topk, {"compress.aggregation=tree"});
+  EXPECT_TRUE(s.is_ok()) << s.message();
+}
+
 using sparq::testing::LogCapture;
 
 // Found in review (2026-12-05): a resume with another optim.freeze_steps was accepted with an

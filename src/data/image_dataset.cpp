@@ -63,7 +63,10 @@ Result<ImageDataset> make_synthetic_images(const SyntheticImageConfig& config) {
     return Status::error("synthetic images: num_classes {} exceeds {} (labels are stored as bytes)",
                          config.num_classes, ImageDataset::kMaxClasses);
   }
-  const int classes = std::max(1, config.num_classes);
+  if (config.num_classes < 1) {
+    return Status::error("synthetic images: num_classes {} must be at least 1", config.num_classes);
+  }
+  const int classes = config.num_classes;
   // Prototype parameters per class: colour (3), stripe frequency, angle, phase, amplitude.
   std::vector<std::array<float, 7>> proto(static_cast<std::size_t>(classes));
   const std::uint64_t proto_stream = data_stream(DataStream::kSyntheticImages, 0);

@@ -64,8 +64,8 @@ class EpochSampler {
   // pad_last_batch); then advances (rolling into the next epoch when this one is exhausted).
   void next(std::vector<std::uint64_t>* items);
   // Index, within the whole epoch, of this rank's first item of the current step. Loaders
-  // use (epoch, global position) to address per-item random numbers, so that masks and
-  // augmentations do not depend on the world size.
+  // address per-item random numbers by the item's own index (and the epoch), not by this
+  // position, so that masks and augmentations depend on neither the world size nor the order.
   std::uint64_t global_position() const;
   std::uint64_t global_batch() const;  // G = micro_batch * world_size
 

@@ -281,7 +281,16 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   }
   const auto file_bytes = static_cast<std::size_t>(st.st_size);
   if (file_bytes < kShardHeaderBytes) {
+    // A short file is a truncated shard only if it starts like one: a text file or a file of
+    // another kind is named as such (review, 2026-12-06: a 26-byte text file was "truncated").
+    std::uint8_t head[8] = {};
+    const ssize_t got = file_bytes == 0 ? 0 : ::pread(fd, head, sizeof head, 0);
     ::close(fd);
+    if (file_bytes == 0) return Status::error("shard '{}' is empty", path);
+    const auto have = static_cast<std::size_t>(got < 0 ? 0 : got);
+    if (std::memcmp(head, kShardMagic, have) != 0) {
+      return Status::error("'{}' is not a sparq token shard (bad magic bytes)", path);
+    }
     return Status::error("shard '{}' is truncated: {} bytes, smaller than the {}-byte header", path,
                          file_bytes, kShardHeaderBytes);
   }
@@ -300,11 +309,19 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
   }
   ShardHeader& hd = r.header_;
   hd.version = get<std::uint32_t>(h, 8);
+  const bool header_sums =
+      get<std::uint64_t>(h, kHeaderChecksumOffset) == shard_checksum(h, kHeaderChecksumOffset);
+  // A flipped bit in the version field reads as another version: with a header whose checksum
+  // fails too, corruption is as likely as a newer format, and the message says both (review,
+  // 2026-12-06: it said only "format version 65537").
   if (hd.version != kShardVersion) {
-    return Status::error("shard '{}' has format version {}; this build reads version {}", path,
-                         hd.version, kShardVersion);
+    return Status::error("shard '{}' has format version {}; this build reads version {}{}", path,
+                         hd.version, kShardVersion,
+                         header_sums ? ""
+                                     : " (or its header is corrupt: the header checksum does not "
+                                       "match either)");
   }
-  if (get<std::uint64_t>(h, kHeaderChecksumOffset) != shard_checksum(h, kHeaderChecksumOffset)) {
+  if (!header_sums) {
     return Status::error("shard '{}' is corrupt: header checksum mismatch", path);
   }
   hd.token_width = get<std::uint32_t>(h, 12);

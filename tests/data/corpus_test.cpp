@@ -80,6 +80,21 @@ class PrepareShards : public ::testing::Test {
   std::unique_ptr<WordPieceTokenizer> tok_;
 };
 
+TEST_F(PrepareShards, NameValWithAValidationSplitIsRefusedBeforeWriting) {
+  // Both splits would be val.bin: the second writer unlinked the first's file, the training
+  // split was lost and only the validation tokens were left in val.bin (review).
+  PrepareOptions o = options("named_val", 1, 0.25);
+  o.name = "val";
+  auto summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(summary.status().message().find("--name val"), std::string::npos)
+      << summary.status().message();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/named_val/val.bin"));
+  o.val_fraction = 0;  // no validation split: "val" is just a name
+  ASSERT_TRUE(prepare_shards(*tok_, o).is_ok());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/named_val/val.bin"));
+}
+
 TEST_F(PrepareShards, SeparatorsCountsAndValidationSplit) {
   auto summary = prepare_shards(*tok_, options("out", 1, 0.25));
   ASSERT_TRUE(summary.is_ok()) << summary.status().message();

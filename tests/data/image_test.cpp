@@ -235,6 +235,12 @@ TEST(SyntheticImages, RefusesMoreClassesThanALabelByteHolds) {
       << made.status().message();
   config.num_classes = 256;
   EXPECT_TRUE(make_synthetic_images(config).is_ok());
+  // Too few is refused too, not quietly made one class (review).
+  config.num_classes = 0;
+  const auto none = make_synthetic_images(config);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("num_classes 0 must be at least 1"), std::string::npos)
+      << none.status().message();
 }
 
 }  // namespace

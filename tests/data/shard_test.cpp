@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/file_io.h"
 #include "core/rng.h"
@@ -204,11 +206,36 @@ TEST_F(CorruptShard, Truncated) {
 TEST_F(CorruptShard, NotAShard) {
   ASSERT_TRUE(write_file_atomic(path_, std::string(200, 'x')).is_ok());
   EXPECT_NE(error().find("bad magic"), std::string::npos);
+  // Shorter than a header: not a shard either, rather than a "truncated" one (review).
+  ASSERT_TRUE(write_file_atomic(path_, "just some text, 26 bytes\n").is_ok());
+  const std::string msg = error();
+  EXPECT_NE(msg.find("bad magic"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("truncated"), std::string::npos) << msg;
+  ASSERT_TRUE(write_file_atomic(path_, "").is_ok());
+  EXPECT_NE(error().find("is empty"), std::string::npos) << error();
 }
 
-TEST_F(CorruptShard, FutureVersion) {
+TEST_F(CorruptShard, FlippedVersionByteMayBeCorruption) {
   flip_byte(path_, 8);
-  EXPECT_NE(error().find("format version"), std::string::npos);
+  const std::string msg = error();
+  EXPECT_NE(msg.find("format version"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("header checksum does not match"), std::string::npos) << msg;
+}
+
+TEST_F(CorruptShard, FutureVersionWithAnIntactHeader) {
+  // A header of version 2 whose checksum is right: a newer format, said plainly.
+  std::string bytes;
+  {
+    std::ifstream in(path_, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[8] = 2;
+  const std::uint64_t sum = shard_checksum(bytes.data(), 120);
+  std::memcpy(bytes.data() + 120, &sum, sizeof sum);
+  ASSERT_TRUE(write_file_atomic(path_, bytes).is_ok());
+  const std::string msg = error();
+  EXPECT_NE(msg.find("format version 2; this build reads version 1"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("header is corrupt"), std::string::npos) << msg;
 }
 
 TEST(Shard, MissingFileNamesThePath) {

@@ -1,6 +1,7 @@
 // Building blocks of the CPU flash-attention kernel (attention_flash.cpp): a register-blocked
 // tile product and a vectorized exp, on GCC/Clang vector extensions (64-byte vectors, which
-// -march=native maps to AVX-512 registers, or to pairs of AVX2 ones), so no intrinsics and
+// -march=native maps to AVX-512 registers, or to pairs or quadruples of AVX2 or SSE ones;
+// test_portable_kernels builds them for the latter), so no intrinsics and
 // no -ffast-math are needed and the same source serves float (production) and double (the
 // finite-difference tests). Internal to the attention kernels; not a general GEMM.
 //
@@ -41,13 +42,28 @@ inline void store(T* p, const Vec<T>& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// The widest vector register the target has: a 64-byte Vec fits one only with AVX-512.
+#if defined(__AVX512F__)
+constexpr std::size_t kWidestRegisterBytes = 64;
+#elif defined(__AVX__)
+constexpr std::size_t kWidestRegisterBytes = 32;
+#else
+constexpr std::size_t kWidestRegisterBytes = 16;
+#endif
+
 // An empty asm that claims to modify v: the compiler must hold v in a vector register
 // instead of folding a fresh load of it into every FMA that uses it (which would make the
-// block product load-bound: 16 loads per 16 FMAs instead of 4).
+// block product load-bound: 16 loads per 16 FMAs instead of 4). A v wider than any register
+// (a 64-byte Vec without AVX-512) has no "v" operand, and the asm would not compile (review,
+// 2026-12-06: AVX2 machines could not build sparq), so there it is left to the compiler.
 template <typename V>
 inline void keep_in_register(V& v) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  asm("" : "+v"(v));
+  if constexpr (sizeof(V) <= kWidestRegisterBytes) {
+    asm("" : "+v"(v));
+  } else {
+    (void)v;
+  }
 #else
   (void)v;
 #endif

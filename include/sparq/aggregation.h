@@ -20,6 +20,11 @@
 // issue the same collectives in the same order on every rank (Note [Rank-identical collective
 // order], comm/communicator.h) and leave every rank with identical floats.
 //
+// Threads: accepts and the factory run on the thread that builds the trainer, run() on its
+// communication thread while backward goes on (docs/embedding.md, "Which thread runs extension
+// code"). The step simulator (simulate, comm.plan: auto) and the GPU path take built-in
+// strategies only.
+//
 // Stable: register_aggregation, AggregationRegistration, aggregation_names, the Aggregator
 // interface, AggregatorOptions, encode_maybe_ef, check_received, and the Communicator
 // collectives (comm/communicator.h).

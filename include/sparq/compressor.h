@@ -26,6 +26,10 @@
 // which it then receives once before its first encode. compress/compressor.h documents every
 // field (docs/embedding.md, "Capabilities").
 //
+// Threads: the factory runs on the thread that builds the trainer; accumulate, encode,
+// check_message and decode run on the trainer's communication thread while backward goes on,
+// one call at a time per instance (docs/embedding.md, "Which thread runs extension code").
+//
 // Stable (docs/embedding.md, "Stability"): register_compressor, CompressorRegistration,
 // ConfigKey, ConfigReader's getters, make_compressor, compressor_names, and the Compressor
 // interface with EncodeContext, DecodeMode, Message, Aggregation, CompressorCapabilities and

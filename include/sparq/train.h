@@ -4,7 +4,7 @@
 //   config.train.steps = 100;
 //   config.compress.compress.name = "topk";
 //   config.compress.compress.params = {{"density", "0.01"}};
-//   auto comm = sparq::train::make_communicator(config.comm).value();  // once per process
+//   auto comm = sparq::train::make_communicator(config.comm).value();  // reuse it across runs
 //   sparq::train::RunOptions options;
 //   options.trainer.on_step = [](const sparq::train::StepMetrics& m) { ... };
 //   auto summary = sparq::train::run_training(config, *comm, options);

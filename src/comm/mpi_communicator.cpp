@@ -27,7 +27,6 @@ namespace {
 using mpi_support::extent;
 using mpi_support::for_each_chunk;
 using mpi_support::mpi_alive;
-using mpi_support::MpiFinalizer;
 using mpi_support::overlaps;
 using mpi_support::OwnedComm;
 using mpi_support::thread_level_name;
@@ -43,9 +42,8 @@ std::mutex& serial_mutex() {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(bool owns_mpi, int thread_level, MpiOptions options)
-      : finalizer_(owns_mpi),
-        comm_(MPI_COMM_WORLD),
+  MpiCommunicator(int thread_level, MpiOptions options)
+      : comm_(MPI_COMM_WORLD),
         ring_comm_(MPI_COMM_WORLD),
         options_(options),
         settled_(!options.settle_later),
@@ -329,7 +327,6 @@ class MpiCommunicator final : public Communicator {
     return storage.data();
   }
 
-  MpiFinalizer finalizer_;  // first member: destroyed last
   OwnedComm comm_;
   OwnedComm ring_comm_;             // the ring's own tag space, apart from send()/recv()
   std::vector<char> ring_scratch_;  // the ring's staging buffers, kept between calls
@@ -352,6 +349,18 @@ void abort_all_ranks(int exit_code) {
 // (btl_tcp_flags send,inplace,need-ack,need-csum) it runs at the link rate: a gpt2-tiny dense
 // step went from 5.0 s to 3.9 s. A btl_tcp_flags the user chose (mpirun --mca, which reaches
 // the ranks as this variable, or the environment) is kept. Shared memory is unaffected.
+// Note [MPI lives until exit]
+// MPI is initialised at most once per process, and once finalised it cannot be used again.
+// When sparq initialises it (no host program did), it finalises it at process exit, not when
+// the communicator that initialised it is destroyed: an embedder may make communicators one
+// after another (one per emulated link, one per run) or call train_main() twice, and the
+// second found MPI finalised (review, 2026-12-06). MPI initialised by the host is the host's
+// to finalise. Every MPI handle a communicator owns is freed only while MPI is alive
+// (mpi_alive()), so a communicator still alive at exit is harmless.
+void finalize_mpi_at_exit() {
+  if (mpi_alive()) MPI_Finalize();
+}
+
 void prefer_full_duplex_tcp() {
 #ifdef OMPI_MAJOR_VERSION
   setenv("OMPI_MCA_btl_tcp_flags", "send,inplace,need-ack,need-csum", /*overwrite=*/0);
@@ -367,26 +376,24 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** a
   MPI_Finalized(&finalized);
   if (finalized) return Status::error("make_mpi_communicator: MPI has already been finalised");
   int provided = MPI_THREAD_SINGLE;
-  bool owns = false;
   if (!initialized) {
     prefer_full_duplex_tcp();
     const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) {
       return Status::error("make_mpi_communicator: MPI_Init_thread failed with code {}", rc);
     }
-    owns = true;
+    std::atexit(finalize_mpi_at_exit);  // Note [MPI lives until exit]
   } else {
     MPI_Query_thread(&provided);
   }
   if (provided < MPI_THREAD_SERIALIZED) {
-    if (owns) MPI_Finalize();
     return Status::error(
         "make_mpi_communicator: MPI provides {}, but sparq's communication thread needs at "
         "least MPI_THREAD_SERIALIZED (initialise MPI with MPI_THREAD_MULTIPLE)",
         thread_level_name(provided));
   }
   set_fatal_handler(&abort_all_ranks);
-  auto comm = std::make_unique<MpiCommunicator>(owns, provided, options);
+  auto comm = std::make_unique<MpiCommunicator>(provided, options);
   fault::set_rank(comm->rank());
   const auto level = spdlog::default_logger()->level();
   log::init({.rank = comm->rank(),

@@ -3,9 +3,10 @@
 //
 // Initialisation: make_mpi_communicator() initialises MPI with MPI_THREAD_MULTIPLE unless it
 // is already initialised (for example by tests/common/mpi_test_main.cpp or by an
-// application). The communicator that initialised MPI finalises it when destroyed, so it
-// must be destroyed after every other MPI object; one that found MPI initialised never
-// finalises it. The factory also
+// application). MPI that the factory initialised is finalised at process exit, not with the
+// communicator, so communicators may be made one after another (Note [MPI lives until exit],
+// mpi_communicator.cpp); MPI the application initialised is the application's to finalise.
+// The factory also
 //   - installs a fatal handler that calls MPI_Abort(MPI_COMM_WORLD), so a failed
 //     SPARQ_CHECK/MPI_CHECK/CommEngine timeout on any rank ends every rank, and
 //   - re-initialises the logger with this process's rank and world size.

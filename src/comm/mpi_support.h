@@ -85,21 +85,6 @@ inline std::size_t extent(std::span<const std::size_t> counts,
   return end;
 }
 
-// Finalises MPI on destruction when this process's sparq initialised it. Declared as the
-// communicator's first member so that it runs after every other MPI handle is freed.
-class MpiFinalizer {
- public:
-  explicit MpiFinalizer(bool owns) : owns_(owns) {}
-  ~MpiFinalizer() {
-    if (owns_ && mpi_alive()) MPI_Finalize();
-  }
-  MpiFinalizer(const MpiFinalizer&) = delete;
-  MpiFinalizer& operator=(const MpiFinalizer&) = delete;
-
- private:
-  bool owns_;
-};
-
 // Owns a duplicate of a parent communicator, with errors returned to MPI_CHECK.
 class OwnedComm {
  public:

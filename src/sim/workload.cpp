@@ -2,9 +2,12 @@
 // and each bucket's messages for the cell's compressor.
 #include "sim/workload.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <ranges>
 
 #include "compress/aggregation.h"
 #include "compress/powersgd.h"
@@ -296,9 +299,20 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
                               .status());
   }
   if (config.compress.aggregation != "auto") {
-    SPARQ_ASSIGN_OR_RETURN(aggregation, compress::parse_aggregation(
-                                            config.compress.aggregation,
-                                            config.compress.aggregation_key));
+    auto built_in =
+        compress::parse_aggregation(config.compress.aggregation, config.compress.aggregation_key);
+    if (!built_in.is_ok()) {
+      // A registered strategy passed make_aggregator above, but the simulator's cost model
+      // knows only the built-in collectives (and so does comm.plan: auto, which uses it).
+      return Status::error(
+          "{}: '{}' is a registered aggregation strategy, which the step simulator cannot "
+          "price: it models the built-in ones only ({}); simulate and comm.plan: auto need one "
+          "of them",
+          config.compress.aggregation_key, config.compress.aggregation,
+          fmt::join(compress::kAggregations | std::views::transform(compress::aggregation_name),
+                    ", "));
+    }
+    aggregation = *built_in;
   }
   CodecRate codec;
   if (compressing) {

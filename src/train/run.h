@@ -42,8 +42,9 @@ Result<TrainConfig> default_train_config();
 Result<TrainConfig> validate_train_config(const TrainConfig& config);
 
 // The communicator config.backend selects: MPI when it is mpi, or auto under mpirun (MPI is
-// initialised here when nobody has yet, and finalised when the communicator is destroyed, so
-// make it ONCE per process), else a single-process one; wrapped in the emulated slow link when
+// initialised here when nobody has yet, and then finalised at process exit: communicators may
+// be made one after another, and train_main() called again), else a single-process one;
+// wrapped in the emulated slow link when
 // comm.emulate is set. argc/argv go to MPI_Init (may be null).
 // An MPI communicator made here runs with fixed control settings until the Trainer has agreed
 // the ranks' configs (Note [Control settings until the config agrees], comm/communicator.h),

@@ -187,6 +187,29 @@ TEST(Workload, PricesByTheStrategyTheCompressorAccepts) {
 // GradientExchange builds no compressor for the plan's dense buckets and averages them as
 // f32 (gradient_exchange.cpp), so the bf16 cell sends 2 bytes a float only for the others.
 // Found in review: its dense buckets were priced at 2.
+// A strategy registered through the public API is accepted by the trainer, but the cost
+// model knows only the built-in collectives: simulate (and comm.plan: auto) says so by name,
+// instead of calling a registered strategy "unknown" (review, 2026-12-06).
+TEST(Workload, RegisteredStrategyIsNamedAsOneTheSimulatorCannotPrice) {
+  static const Status registered = compress::register_aggregation(
+      {"test_unpriced", "allgather under another name", {}, [](const compress::AggregatorOptions&) {
+         return compress::make_aggregator(compress::Aggregation::kAllgather);
+       }});
+  ASSERT_TRUE(registered.is_ok()) << registered.message();
+  auto profile = parse_profile(kProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  const train::TrainConfig c = tiny_config(
+      {"compress.name=topk", "compress.topk.density=0.01", "compress.aggregation=test_unpriced"});
+  auto layout = build_layout(c);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  auto buckets = simulate_buckets(**layout, c, *profile);
+  ASSERT_FALSE(buckets.is_ok());
+  const std::string& msg = buckets.status().message();
+  EXPECT_NE(msg.find("'test_unpriced' is a registered aggregation strategy"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("allreduce, allgather, two_phase, tree, low_rank"), std::string::npos) << msg;
+}
+
 TEST(Workload, Bf16CellSendsPlanDenseBucketsAsF32) {
   auto profile = parse_profile(kProfile, "t.yaml");
   ASSERT_TRUE(profile.is_ok()) << profile.status().message();

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from study import runs  # noqa: E402
+from study import runs, settings  # noqa: E402
 from study.spec import StudyError, load_study  # noqa: E402
 
 
@@ -78,8 +78,8 @@ def selected_seeds(study, seeds):
     return [x for x in study.seeds if x in wanted]
 
 
-def list_study(study, out, cells):
-    launcher = runs.substitute(study.launcher, {"world_size": study.world_size}) \
+def list_study(study, out, cells, resolver):
+    launcher = settings.substitute(study.launcher, {"world_size": study.world_size}) \
         if study.launcher else "none: the binary runs directly"
     target = f", target eval loss {study.target:g}" if study.target is not None else ""
     say(f"study {study.name}: base {study.base}, {study.world_size} rank(s) (launcher: {launcher}), "
@@ -89,17 +89,19 @@ def list_study(study, out, cells):
         say(f"prepare: {step.run}" + (f"  (skipped when present: {', '.join(step.creates)})"
                                       if step.creates else ""))
     say(f"common: {' '.join(study.common) or '-'}")
-    base_text = runs.read_base(ROOT, study.base)
+    base_text = settings.read_base(ROOT, study.base)
     for cell in cells:
         say(f"{cell.name}  [{cell.label}]  {' '.join(cell.overrides) or '(no overrides)'}")
         for seed in study.seeds:
             path = runs.run_dir(out, cell.name, seed)
             files = runs.read_run(path)
-            changed = runs.changed_settings(files, runs.train_command(
-                study, cell, seed, path / runs.METRICS_FILE, study.binary), base_text)
+            changed = settings.run_changes(study, cell, files, settings.train_command(
+                study, cell, seed, path / runs.METRICS_FILE, study.binary), base_text, resolver)
             state = files.describe() if not files.finished else (
                 f"finished with other settings ({changed}): rerun by the next study run"
                 if changed else "finished")
+            if runs.is_locked(path):
+                state = f"being run by another study.py process (it holds {runs.lock_path(path).name}); now {state}"
             say(f"    seed{seed}: {state}")
 
 
@@ -109,7 +111,7 @@ def check_cells(study, binary, cells, out):
     refused = 0
     for cell in cells:
         metrics = runs.display_path(runs.run_dir(out, cell.name, study.seeds[0]) / runs.METRICS_FILE, ROOT)
-        cmd = runs.train_command(study, cell, study.seeds[0], metrics, binary, dry_check=True)
+        cmd = settings.train_command(study, cell, study.seeds[0], metrics, binary, dry_check=True)
         try:
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             rc, text = done.returncode, (done.stderr + done.stdout).strip()
@@ -130,8 +132,10 @@ def prepare(study, binary, dry_run):
     """The study's prepare: steps, once, before any cell; a failure stops the study."""
     values = {"bin_dir": str(Path(binary).parent), "world_size": study.world_size}
     for i, step in enumerate(study.prepare, 1):
-        command = runs.substitute(step.run, values)
-        creates = [runs.substitute(c, values) for c in step.creates]
+        # Quoted for the shell where they stand: a folder with spaces or shell characters is
+        # one word, and none of it runs.
+        command = settings.substitute_shell(step.run, values)
+        creates = [settings.substitute(c, values) for c in step.creates]
         tag = f"prepare {i}/{len(study.prepare)}"
         if creates and all((ROOT / c).exists() for c in creates):
             say(f"{tag}: skip (present: {', '.join(creates)})")
@@ -148,13 +152,29 @@ def prepare(study, binary, dry_run):
     return True
 
 
-def write_report(study, out):
-    from study.plots import write_plots  # matplotlib is only needed here
-    from study.report import collect, write_reports
-    cells = collect(study, out, ROOT)
-    write_reports(study, out, cells, runs.display_path(out, ROOT))
-    write_plots(study, out, cells)
-    return cells
+REPORT_FAILED = 4  # exit status: summary.md/summary.json could not be written
+_warned = set()
+
+
+def write_report(study, out, resolver):
+    """summary.md and summary.json first, then the plots, so that a plotting problem (no
+    matplotlib, a bad figure) costs only the plots: it is a warning (said once per process).
+    Returns (cells, None), or (None, why) when the summary could not be written."""
+    try:
+        from study.report import collect, write_reports
+        cells = collect(study, out, ROOT, resolver)
+        write_reports(study, out, cells, runs.display_path(out, ROOT))
+    except Exception as e:  # noqa: BLE001  said, and the exit status says so (REPORT_FAILED)
+        return None, f"{type(e).__name__}: {e}"
+    try:
+        from study.plots import write_plots  # matplotlib is only needed here
+        write_plots(study, out, cells)
+    except Exception as e:  # noqa: BLE001
+        text = f"warning: plots not written ({type(e).__name__}: {e}); summary.md and summary.json are"
+        if text not in _warned:
+            _warned.add(text)
+            say(text)
+    return cells, None
 
 
 def final_text(study, path):
@@ -164,7 +184,18 @@ def final_text(study, path):
     return f", final eval {study.metric} {value:.4g}" if isinstance(value, (int, float)) else ""
 
 
-def run_study(study, out, binary, cells, seeds, dry_run):
+def aside_text(path, dry_run):
+    """Where the run folder at path goes before its rerun, in words."""
+    target, kept = runs.aside_target(path)
+    text = f"{'would move' if dry_run else 'moved'} to {target.name}"
+    if target.exists():
+        text += ", replacing the unfinished run there"
+    if kept:
+        text += f"; {', '.join(k.name for k in kept)} kept (finished)"
+    return text
+
+
+def run_study(study, out, binary, cells, seeds, dry_run, resolver):
     if not prepare(study, binary, dry_run):
         return 1
     jobs = [(cell, seed) for cell in cells for seed in seeds]
@@ -173,56 +204,95 @@ def run_study(study, out, binary, cells, seeds, dry_run):
     failed, busy = [], []
     for i, (cell, seed) in enumerate(jobs, 1):
         path = runs.run_dir(out, cell.name, seed)
-        files = runs.read_run(path)
         tag = f"[{i}/{len(jobs)}] {cell.name} seed{seed}"
-        metrics = runs.display_path(path / runs.METRICS_FILE, ROOT)
-        cmd = runs.train_command(study, cell, seed, metrics, binary)
-        base_text = runs.read_base(ROOT, study.base)  # per run: an edit mid-study counts
-        changed = runs.changed_settings(files, cmd, base_text) if files.finished else None
-        if files.finished and not changed:
-            say(f"{tag}: skip (finished)")
-            continue
-        if files.busy():
-            age = time.time() - (path / runs.METRICS_FILE).stat().st_mtime
-            say(f"{tag}: skip: its metrics.jsonl changed {age:.0f} s ago, another process may be "
-                "writing it; rerun the study later")
+        # Held while this process decides and runs: a second study.py skips the run as busy,
+        # even before the trainer has written anything (a dry run only looks).
+        lock = None
+        if dry_run:
+            locked = runs.is_locked(path)
+        else:
+            lock = runs.try_lock(path)
+            locked = lock is None
+        if locked:
+            say(f"{tag}: skip: another study.py process is running it (it holds "
+                f"{runs.display_path(runs.lock_path(path), ROOT)}); rerun the study later")
             busy.append(f"{cell.name} seed{seed}")
             continue
-        restart = f" (unfinished run moved to seed{seed}.prev)" if path.exists() and not dry_run else ""
-        if changed:  # the study file now defines this run otherwise: it is rerun
-            restart = (f" (its settings changed since it ran: {changed}; the old run "
-                       f"{'would move' if dry_run else 'moved'} to seed{seed}.prev)")
-        say(f"{tag}: {'would run' if dry_run else 'running'}{restart}")
-        say(f"  command: {shlex.join(cmd)}")
-        say(f"  log:     {runs.display_path(path / runs.LOG_FILE, ROOT)}")
-        if dry_run:
-            continue
-        runs.move_aside(path)
-        rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name, "seed": seed,
-                                                  "base_config": base_text})
-        if rc == 0 and runs.read_run(path).finished:
-            say(f"  done in {wall:.1f} s{final_text(study, path)}")
-        else:
-            why = f"exit status {rc}" if rc else "exit status 0, but metrics.jsonl has no finished end record"
-            say(f"  FAILED ({why}); last lines of its train.log:")
-            for line in runs.log_tail(path):
-                say(f"    | {line}")
+        try:
+            outcome = run_one(study, cell, seed, path, tag, binary, dry_run, resolver)
+        finally:
+            if lock is not None:
+                lock.close()
+        if outcome == "failed":
             failed.append(f"{cell.name} seed{seed}")
-        try:  # partial results are visible while a long study runs
-            write_report(study, out)
-        except Exception as e:  # noqa: BLE001  a report problem must not stop the runs
-            say(f"  (summary not updated: {e})")
+        elif outcome == "busy":
+            busy.append(f"{cell.name} seed{seed}")
+        if outcome in ("failed", "done"):
+            _, error = write_report(study, out, resolver)  # partial results while a study runs
+            if error:  # a report problem must not stop the runs
+                say(f"  (summary not updated: {error})")
     if dry_run:
         return 0
-    write_report(study, out)
-    say(f"summary: {runs.display_path(Path(out) / 'summary.md', ROOT)}")
+    _, error = write_report(study, out, resolver)
+    if error:
+        say(f"REPORT FAILED: summary.md/summary.json not written: {error}")
+    else:
+        say(f"summary: {runs.display_path(Path(out) / 'summary.md', ROOT)}")
     if busy:
         say(f"skipped as busy: {', '.join(busy)}")
     if failed:
         say(f"FAILED runs ({len(failed)}): {', '.join(failed)}")
         return 1
+    if error:
+        return REPORT_FAILED
     # Not a failure, but not a finished study either: `study.py && publish` must not go on.
     return 3 if busy else 0
+
+
+def run_one(study, cell, seed, path, tag, binary, dry_run, resolver):
+    """One (cell, seed) of run_study, under its lock: "skipped", "busy", "planned" (dry
+    run), "done" or "failed"."""
+    files = runs.read_run(path)
+    metrics = runs.display_path(path / runs.METRICS_FILE, ROOT)
+    cmd = settings.train_command(study, cell, seed, metrics, binary)
+    base_text = settings.read_base(ROOT, study.base)  # per run: an edit mid-study counts
+    changed = settings.run_changes(study, cell, files, cmd, base_text, resolver)
+    if files.finished and not changed:
+        say(f"{tag}: skip (finished)")
+        return "skipped"
+    if files.busy():
+        age = time.time() - (path / runs.METRICS_FILE).stat().st_mtime
+        say(f"{tag}: skip: its metrics.jsonl changed {age:.0f} s ago, another process may be "
+            "writing it; rerun the study later")
+        return "busy"
+    restart = ""
+    if changed:  # the study file now defines this run otherwise: it is rerun
+        restart = (f" (its settings changed since it ran: {changed}; the old run "
+                   f"{aside_text(path, dry_run)})")
+    elif path.exists():
+        restart = f" (unfinished run {aside_text(path, dry_run)})"
+    say(f"{tag}: {'would run' if dry_run else 'running'}{restart}")
+    say(f"  command: {shlex.join(cmd)}")
+    say(f"  log:     {runs.display_path(path / runs.LOG_FILE, ROOT)}")
+    if dry_run:
+        return "planned"
+    runs.move_aside(path)
+    # What the trainer resolves this command to (its --dry-run), kept in study.json: a later
+    # edit of the base config reruns the run only if it changes this.
+    resolved = settings.resolve_config(cmd, ROOT)
+    rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name, "seed": seed,
+                                              "base_config": base_text,
+                                              "resolved_config": resolved})
+    if rc == 0 and runs.read_run(path).finished:
+        say(f"  done in {wall:.1f} s{final_text(study, path)}")
+        return "done"
+    why = (f"exit status {rc}" if rc else
+           f"exit status 0, but metrics.jsonl does not end with a complete, finished run "
+           f"({runs.read_run(path).describe()})")
+    say(f"  FAILED ({why}); last lines of its train.log:")
+    for line in runs.log_tail(path):
+        say(f"    | {line}")
+    return "failed"
 
 
 def main(argv=None):
@@ -237,14 +307,20 @@ def main(argv=None):
         return 2
     out = Path(args.out).resolve() if args.out else ROOT / "runs" / "studies" / study.name
     binary = str(Path(args.binary).resolve()) if args.binary else study.binary
+    resolver = settings.Resolver(study, ROOT, binary, out)
     if args.list:
-        list_study(study, out, cells)
+        list_study(study, out, cells, resolver)
         return 0
     if args.report_only:
-        reported = write_report(study, out)
+        reported, error = write_report(study, out, resolver)
+        if error:
+            say(f"REPORT FAILED: summary.md/summary.json not written: {error}")
+            return REPORT_FAILED
         for cell in reported:
             for seed, what in cell.problems:
                 say(f"{cell.name} seed{seed}: {what}")
+            for note in cell.notes:
+                say(f"{cell.name}: {note}")
         say(f"summary: {runs.display_path(out / 'summary.md', ROOT)}")
         return 0
     if not args.dry_run and not (ROOT / binary).exists():
@@ -253,7 +329,7 @@ def main(argv=None):
         return 2
     if args.check:
         return check_cells(study, binary, cells, out)
-    return run_study(study, out, binary, cells, seeds, args.dry_run)
+    return run_study(study, out, binary, cells, seeds, args.dry_run, resolver)
 
 
 if __name__ == "__main__":

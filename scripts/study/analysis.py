@@ -50,6 +50,7 @@ class RunStats:
     bytes_per_step: float | None  # mean bytes_sent per step record
     wall_s: float | None
     wall_source: str          # "measured" or "step_ms"
+    end_step: int | None = None   # the step of the end record: the run's horizon
     target_step: int | None = None
     target_time: float | None = None
     tail_loss: float | None = None  # mean train loss of the last 10% of steps
@@ -90,7 +91,8 @@ def run_stats(seed, files, metric, target):
         final_loss=_num(evals[-1].get("loss")) if evals else None,
         bytes_per_step=mean([_num(r.get("bytes_sent")) for r in steps]),
         wall_s=_num(measured) if _num(measured) is not None else total_ms / 1000.0,
-        wall_source="measured" if _num(measured) is not None else "step_ms")
+        wall_source="measured" if _num(measured) is not None else "step_ms",
+        end_step=files.end_step)
     if target is not None:
         for step, loss, t in zip(stats.eval_steps, stats.eval_loss, stats.eval_time):
             if loss is not None and loss <= target:
@@ -124,6 +126,17 @@ class CellStats:
     label: str
     runs: list                       # RunStats of the finished seeds
     problems: list = field(default_factory=list)  # (seed, description) of the others
+    notes: list = field(default_factory=list)     # what is wrong with the cell as a whole
+
+    @property
+    def end_steps(self):
+        """The distinct end steps of the finished seeds, sorted."""
+        return sorted({r.end_step for r in self.runs if r.end_step is not None})
+
+    @property
+    def mixed_steps(self):
+        """The finished seeds end at different steps: their mean mixes horizons."""
+        return len(self.end_steps) > 1
 
     def spread(self, attribute):
         return Spread.of([getattr(r, attribute) for r in self.runs])

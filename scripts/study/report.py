@@ -3,16 +3,18 @@ import json
 from pathlib import Path
 
 from .analysis import MIB, CellStats, Spread, relative_pct, run_stats
-from .runs import METRICS_FILE, changed_settings, read_base, read_run, run_dir, train_command
+from .runs import METRICS_FILE, read_run, run_dir
+from .settings import read_base, run_changes, train_command
 
 WORSE_WHEN_HIGHER = {"perplexity": True, "loss": True, "accuracy": False}
 DIGITS = {"perplexity": 2, "loss": 4, "accuracy": 4}
 WALL_MARK = {"measured": "m", "step_ms": "Σ", "mixed": "m/Σ"}
 
 
-def collect(study, out, root):
+def collect(study, out, root, resolver=None):
     """Reads every run of the study (commands run from `root`); returns CellStats in study
-    order."""
+    order. resolver (settings.Resolver): asked for a cell's resolved config when the base
+    config's text changed since a run was made."""
     base_text = read_base(root, study.base)
     cells = []
     for cell in study.cells:
@@ -20,9 +22,8 @@ def collect(study, out, root):
         for seed in study.seeds:
             path = run_dir(out, cell.name, seed)
             files = read_run(path)
-            changed = changed_settings(files, train_command(
-                study, cell, seed, path / METRICS_FILE, study.binary),
-                base_text) if files.finished else None
+            changed = run_changes(study, cell, files, train_command(
+                study, cell, seed, path / METRICS_FILE, study.binary), base_text, resolver)
             if files.finished and not changed:
                 run = run_stats(seed, files, study.metric, study.target)
                 stats.runs.append(run)
@@ -34,6 +35,10 @@ def collect(study, out, root):
                 stats.problems.append((seed, f"finished with other settings ({changed})"))
             else:
                 stats.problems.append((seed, files.describe()))
+        if stats.mixed_steps:
+            ends = ", ".join(f"seed {r.seed}: {r.end_step}" for r in stats.runs)
+            stats.notes.append(f"its finished seeds end at different steps ({ends}): its means "
+                               f"mix horizons, and it is compared with no cell")
         cells.append(stats)
     return cells
 
@@ -67,14 +72,32 @@ def paired_means(cell, reference, attribute):
     return mine, ref, shared
 
 
+def refusal(cell, reference):
+    """Why `cell` is not compared with `reference`, or None: seeds ending at different steps
+    in either (a run made by hand at another horizon) would make the paired means wrong."""
+    if cell.mixed_steps:
+        return f"its seeds end at different steps ({', '.join(map(str, cell.end_steps))})"
+    if reference.mixed_steps:
+        return (f"the seeds of {reference.name} end at different steps "
+                f"({', '.join(map(str, reference.end_steps))})")
+    return None
+
+
 def cell_numbers(cell, reference, study):
     """One row of the summary, as plain numbers (summary.json; the table formats these)."""
-    metric, ref_metric, shared = paired_means(cell, reference, "final_metric")
-    bytes_mean, ref_bytes, _ = paired_means(cell, reference, "bytes_per_step")
+    refused = refusal(cell, reference)
+    if refused:
+        metric = ref_metric = bytes_mean = ref_bytes = None
+        shared = []
+    else:
+        metric, ref_metric, shared = paired_means(cell, reference, "final_metric")
+        bytes_mean, ref_bytes, _ = paired_means(cell, reference, "bytes_per_step")
     reached = cell.target_reached
     return {
         "name": cell.name, "label": cell.label,
         "seeds_finished": [r.seed for r in cell.runs],
+        "end_steps": cell.end_steps,
+        "vs_reference_refused": refused,
         "final_metric": cell.spread("final_metric").as_dict(),
         "final_loss": cell.spread("final_loss").as_dict(),
         # Over the seeds both finished, so a cell with fewer seeds meets the same ones.
@@ -96,6 +119,7 @@ def cell_numbers(cell, reference, study):
         "rel_compression_error": cell.spread("rel_error_mean").as_dict(),
         "train_loss_last10pct": cell.spread("tail_loss").as_dict(),
         "problems": [{"seed": s, "status": d} for s, d in cell.problems],
+        "notes": list(cell.notes),
     }
 
 
@@ -145,7 +169,10 @@ def _markdown(study, cells, rows, display_out):
         paired = row["vs_reference_seeds"]
         some = (f" (seeds {', '.join(map(str, paired))})"
                 if paired and len(paired) < max(len(cell.runs), len(reference.runs)) else "")
-        values += ["–" if pct is None else f"{pct:+.2f}{some}"]
+        if row["vs_reference_refused"]:
+            values += ["– (not compared: seeds end at different steps)"]
+        else:
+            values += ["–" if pct is None else f"{pct:+.2f}{some}"]
         if points:
             pts = row["vs_reference_points"]
             values += ["–" if pts is None else f"{pts:+.2f}"]
@@ -163,6 +190,13 @@ def _markdown(study, cells, rows, display_out):
               "Σ = sum of `step_ms` of the step records (training steps only: a run made "
               "without study.py). Time to target and the time axis of eval_vs_time.png: "
               "cumulative `step_ms` up to the first eval whose loss reached the target."]
+    notes = [(c.name, n) for c in cells for n in c.notes]
+    if notes:
+        lines += ["", "## Cells not compared", ""]
+        lines += [f"- `{name}`: {note}" for name, note in notes]
+        if reference.mixed_steps:
+            lines += [f"- every cell: the reference `{study.reference}` mixes horizons, so no "
+                      "vs or bytes × figure is given"]
     problems = [(c.name, s, d) for c in cells for s, d in c.problems]
     lines += ["", "## Missing or failed runs", ""]
     lines += [f"- `{name}` seed {seed}: {what}" for name, seed, what in problems] or ["none"]

@@ -2,9 +2,11 @@
 
 Layout (fixed; runs are also made by hand in it): <out>/<cell>/seed<s>/metrics.jsonl, the
 trainer's stdout+stderr in train.log next to it, and study.json (what this tool measured).
+A study.py process running a run holds <out>/<cell>/.seed<s>.lock (flock) meanwhile.
 """
+import fcntl
 import json
-import re
+import os
 import shlex
 import shutil
 import subprocess
@@ -32,18 +34,44 @@ class RunFiles:
     bad_lines: int = 0                           # lines that were not JSON (e.g. a cut-off write)
     record: dict | None = None                   # study.json, when study.py made the run
     exists: bool = False
+    stale_record: bool = False                   # a study.json older than metrics.jsonl, ignored
 
     @property
     def returncode(self):
         return (self.record or {}).get("returncode")
 
     @property
+    def end_step(self):
+        """The step of the end record that closes metrics.jsonl, or None."""
+        last = self.records[-1] if self.records else {}
+        return last.get("step") if last.get("event") == "end" else None
+
+    @property
+    def final_eval_step(self):
+        """The step of the last eval record in the file, or None."""
+        evals = [r for r in self.records if r.get("event") == "eval"]
+        return evals[-1].get("step") if evals else None
+
+    @property
+    def ended(self):
+        """metrics.jsonl closes with an end record of a run that was not stopped early."""
+        last = self.records[-1] if self.records else {}
+        return last.get("event") == "end" and last.get("stopped_early") is False
+
+    @property
+    def complete(self):
+        """The file holds the whole run: every line readable, and the final evaluation (the
+        trainer evaluates at the last step of every run not stopped early) at the end
+        record's step. A cut-off or missing final eval line would make an earlier eval look
+        final."""
+        return (self.bad_lines == 0 and self.end_step is not None
+                and self.final_eval_step == self.end_step)
+
+    @property
     def finished(self):
         # A run study.py made counts only if it also exited 0: rank 0 may write its end record
         # and the job still fail (another rank at teardown, the export after training).
-        last = self.records[-1] if self.records else {}
-        return (last.get("event") == "end" and last.get("stopped_early") is False
-                and self.returncode in (None, 0))
+        return self.ended and self.complete and self.returncode in (None, 0)
 
     def busy(self, now=None):
         metrics = self.path / METRICS_FILE
@@ -66,10 +94,17 @@ class RunFiles:
             "no step record" if self.exists else "no metrics.jsonl")
         last = self.records[-1] if self.records else {}
         if last.get("event") == "end":
-            where += ", stopped early" if last.get("stopped_early") is not False else \
-                ", after its end record"
+            if last.get("stopped_early") is not False:
+                where += ", stopped early"
+            elif rc not in (None, 0):
+                where += ", after its end record"
+            elif self.final_eval_step != self.end_step:
+                where += (f", but no eval record at its end step {self.end_step} (last eval: "
+                          f"{'none' if self.final_eval_step is None else 'step ' + str(self.final_eval_step)})")
         if self.bad_lines:
             where += f", {self.bad_lines} unreadable line(s) in metrics.jsonl"
+        if self.stale_record:
+            where += ", study.json older than metrics.jsonl (ignored)"
         if rc not in (None, 0):
             return f"failed (exit status {rc}), {where}"
         return f"unfinished, {where}"
@@ -86,6 +121,14 @@ def read_run(path):
     if not metrics.exists():
         return files
     files.exists = True
+    # study.py writes study.json when its run has ended, so a study.json older than the
+    # metrics describes an earlier attempt (the run was redone by hand since): not this run.
+    try:
+        if files.record is not None and (
+                (path / RECORD_FILE).stat().st_mtime < metrics.stat().st_mtime):
+            files.record, files.stale_record = None, True
+    except OSError:
+        pass
     for line in metrics.read_text(errors="replace").splitlines():
         if not line.strip():
             continue
@@ -108,104 +151,78 @@ def display_path(path, root):
         return str(path)
 
 
-def substitute(text, values):
-    """{name} placeholders by plain replacement, so shell text like ${HOME} passes through."""
-    for name, value in values.items():
-        text = text.replace("{" + name + "}", str(value))
-    return text
+def _aside_names(path):
+    path = Path(path)
+    n = 1
+    while True:
+        yield path.with_name(path.name + (".prev" if n == 1 else f".prev{n}"))
+        n += 1
 
 
-def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
-    """The trainer's argument list. dry_check: with --dry-run, to validate a cell; under the
-    launcher too, since some checks depend on the number of ranks (one process refused
-    comm.split_tied_embedding: always, which the study's two ranks accept)."""
-    launcher = [] if study.launcher is None else shlex.split(
-        substitute(study.launcher, {"world_size": study.world_size}))
-    cmd = launcher + [binary, "--config", study.base]
-    for override in study.common + cell.overrides:
-        cmd += ["--set", override]
-    for key in study.seed_keys:  # in order; the default (train.seed alone) is what runs always had
-        cmd += ["--set", f"{key}={seed}"]
-    cmd += ["--set", f"log.metrics={metrics_path}"]
-    return cmd + (["--dry-run"] if dry_check else [])
-
-
-def run_definition(cmd):
-    """What defines a run in its command: the arguments from --config on, without the
-    log.metrics override (where it is written, not what it trains), then the launcher (the
-    words before the binary, with its -np: a run on another world size is another run; the
-    binary's own path is left out, so a --binary copy does not rerun a study)."""
-    args = list(cmd)
-    if "--config" not in args:
-        return None
-    start = args.index("--config")
-    launcher = args[:max(start - 1, 0)]
-    args = args[start:]
-    out, i = [], 0
-    while i < len(args):
-        if args[i] == "--set" and i + 1 < len(args) and args[i + 1].startswith("log.metrics="):
-            i += 2
-            continue
-        out.append(args[i])
-        i += 1
-    return out + (["--launcher", " ".join(launcher)] if launcher else [])
-
-
-def read_base(root, base):
-    """The base config's text as the trainer reads it (from the repository root), or None."""
-    try:
-        return (Path(root) / base).read_text(errors="replace")
-    except OSError:
-        return None
-
-
-def config_lines(text):
-    """The lines of a YAML config that can change what it configures: comments (from a '#' at
-    the start of a line or after whitespace) and blank lines dropped, so a comment edit does not
-    rerun a study."""
-    out = []
-    for line in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", line).rstrip()
-        if line.strip():
-            out.append(line)
-    return out
-
-
-def changed_settings(files, cmd, base_text=None):
-    """How the run on disk was made differently from `cmd` (the study's command for it now)
-    and `base_text` (its base config now), as a short text; None when the same or unknown (a
-    run made by hand has no study.json; one made before study.json kept the base config is
-    compared by its command alone)."""
-    record = files.record or {}
-    recorded = record.get("command")
-    if not recorded:
-        return None
-    parts = []
-    before, now = run_definition(shlex.split(recorded)), run_definition(cmd)
-    if before is not None and now is not None and before != now:
-        flags = ("--set", "--launcher")
-        gone = [a for a in before if a not in now and a not in flags]
-        added = [a for a in now if a not in before and a not in flags]
-        parts += [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
-        parts = [p for p in parts if p] or ["the same settings in another order"]
-    recorded_base = record.get("base_config")
-    if (base_text is not None and recorded_base is not None
-            and config_lines(base_text) != config_lines(recorded_base)):
-        base = now[1] if now and len(now) > 1 else "the base config"
-        parts.append(f"{base} edited since it ran")
-    return "; ".join(parts) or None
+def aside_target(path):
+    """Where move_aside would put the run folder `path`: the first of seed<s>.prev,
+    seed<s>.prev2, ... that is missing or holds an unfinished run (which it replaces); a
+    finished run there is never replaced. Returns (target, [finished ones passed over])."""
+    kept = []
+    for candidate in _aside_names(path):
+        if not candidate.exists():
+            return candidate, kept
+        if not read_run(candidate).finished:
+            return candidate, kept
+        kept.append(candidate)
 
 
 def move_aside(path):
-    """An unfinished run restarts from scratch; its files go to seed<s>.prev (one kept)."""
+    """A run restarts from scratch (the trainer appends to an existing metrics file); its
+    folder goes to aside_target(path), replacing an unfinished run there, never a finished
+    one. Returns (target or None when there was nothing, [finished ones kept])."""
     path = Path(path)
     if not path.exists():
-        return None
-    prev = path.with_name(path.name + ".prev")
-    if prev.exists():
-        shutil.rmtree(prev)
-    path.rename(prev)
-    return prev
+        return None, []
+    target, kept = aside_target(path)
+    if target.exists():
+        shutil.rmtree(target)
+    path.rename(target)
+    return target, kept
+
+
+def lock_path(path):
+    """The lock file of the run folder `path`: next to it (<cell>/.seed<s>.lock), so that it
+    survives move_aside and does not make a missing run folder exist."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+def try_lock(path):
+    """Takes the run's lock (an exclusive flock, held while this process decides and runs
+    it); returns the open lock file, to close when done, or None when another process holds
+    it. The lock ends with the process, however it ends."""
+    lock = lock_path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock, "a")
+    for attempt in range(3):  # a moment's shared lock of is_locked (a --list) is not a run
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except OSError:
+            time.sleep(0.05)
+    handle.close()
+    return None
+
+
+def is_locked(path):
+    """Whether another process holds the run's lock now (creates nothing)."""
+    try:
+        fd = os.open(lock_path(path), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def execute(cmd, path, root, meta):

@@ -3,10 +3,13 @@
 # a tiny study of 2 cells x 2 seeds runs, reports (summary.md/.json, 4 PNGs), resumes without
 # rerunning finished runs, reruns an unfinished one (unless it looks busy), regenerates the
 # report with --report-only, and carries on past a failing cell with a nonzero exit status.
+# Also: what counts as finished (a complete metrics file at the study's horizon), the run
+# lock, the .prev folders, report failures, quoting in prepare lines, base-config edits.
 #   study_test.sh STUDY_PY TRAIN_BINARY
 set -uo pipefail
 STUDY_PY=$1
-TRAIN=$2
+# study.py resolves --binary (so {bin_dir} is absolute); the expected texts below do too.
+TRAIN=$(realpath "$2")
 
 # Debian's python3 has python3-yaml and python3-matplotlib; a python3 earlier in PATH may not.
 PY=""
@@ -46,6 +49,22 @@ check() {  # check NAME CONDITION...
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
 }
 count() { grep -cE -- "$1" <<<"$last"; }
+set_rc() {  # set_rc STUDY_JSON RC: what study.py recorded as the run's exit status
+  "$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1])); r["returncode"] = int(sys.argv[2]); json.dump(r, open(sys.argv[1], "w"))
+PYEOF
+}
+truncate_run() {  # truncate_run METRICS STEP: the run as if it had trained STEP steps
+  "$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+path, step = sys.argv[1], int(sys.argv[2])
+records = [json.loads(l) for l in open(path) if l.strip()]
+end = dict(records[-1], step=step)
+kept = [r for r in records if r["event"] != "end" and r["step"] <= step] + [end]
+open(path, "w").write("".join(json.dumps(r) + "\n" for r in kept))
+PYEOF
+}
 
 # $T is expanded here; {bin_dir} and {world_size} are study.py's placeholders.
 cat >"$T/tiny.yaml" <<EOF
@@ -134,6 +153,46 @@ check "prepare skipped" test "$(count 'prepare 1/1: skip')" -eq 1
 check "nothing rerun" test "$(count 'running')" -eq 0
 check "metrics unchanged" test "$sums" == "$(md5sum "$OUT"/*/seed*/metrics.jsonl)"
 
+# A run redone by hand after a failed study attempt counts: its study.json, older than its
+# metrics.jsonl, describes the attempt, not the run (review, 2026-12-06).
+cp -rp "$OUT" "$T/out_h"
+set_rc "$T/out_h/dense/seed1/study.json" 1
+touch -d '1 minute ago' "$T/out_h/dense/seed1/study.json"
+touch "$T/out_h/dense/seed1/metrics.jsonl"
+expect "a run redone by hand is listed" 0 "dense " -- "$T/tiny.yaml" --out "$T/out_h" --list
+check "a run redone by hand counts" test "$(count 'seed[12]: finished$')" -eq 4
+# A run made by hand at another horizon is not this study's run: a 6-step run in a cell of
+# 12-step runs would enter its mean and its "vs" (review).
+rm "$T/out_h/dense/seed2/study.json"
+truncate_run "$T/out_h/dense/seed2/metrics.jsonl" 6
+expect "another horizon reported" 0 "summary" -- "$T/tiny.yaml" --out "$T/out_h" --report-only
+check "another horizon left out" "$PY" -c "
+import json, sys
+cells = {c['name']: c for c in json.load(open(sys.argv[1]))['cells']}
+assert cells['dense']['seeds_finished'] == [1], cells['dense']
+" "$T/out_h/summary.json"
+check "another horizon said" grep -q "dense\` seed 2: finished with other settings (it ended at step 6; this study's runs train 12 steps" "$T/out_h/summary.md"
+# Finished means complete: a cut-off final eval line, or none, would make step 6's eval final.
+sed -i 's/^\({"event":"eval","step":12,"loss":[0-9]\).*/\1/' "$T/out_h/lbs/seed1/metrics.jsonl"
+sed -i '/^{"event":"eval","step":12,/d' "$T/out_h/lbs/seed2/metrics.jsonl"
+expect "a cut-off final eval is unfinished" 0 "seed1: unfinished, .*1 unreadable line" -- "$T/tiny.yaml" --out "$T/out_h" --list
+check "a missing final eval is unfinished" grep -qE "seed2: unfinished, last step 12, but no eval record at its end step 12 \(last eval: step 6\)" <<<"$last"
+# Where the study does not say its horizon, a cell whose seeds end at different steps is
+# flagged and compared with nothing.
+grep -v '^  steps:' "$(dirname "$STUDY_PY")/../configs/default.yaml" >"$T/nosteps_base.yaml"
+sed -e "s|^base: .*|base: $T/nosteps_base.yaml|" -e 's/train.steps=12, //' "$T/tiny.yaml" >"$T/nosteps.yaml"
+cp -rp "$OUT" "$T/out_m"
+rm "$T"/out_m/*/seed*/study.json
+truncate_run "$T/out_m/dense/seed2/metrics.jsonl" 6
+expect "mixed horizons reported" 0 "dense: its finished seeds end at different steps" -- "$T/nosteps.yaml" --out "$T/out_m" --report-only
+check "mixed horizons not compared" "$PY" -c "
+import json, sys
+cells = {c['name']: c for c in json.load(open(sys.argv[1]))['cells']}
+assert cells['dense']['end_steps'] == [6, 12], cells['dense']
+assert cells['lbs']['vs_reference_pct'] is None and cells['lbs']['vs_reference_refused'], cells['lbs']
+" "$T/out_m/summary.json"
+check "mixed horizons said in summary.md" grep -q "^## Cells not compared" "$T/out_m/summary.md"
+
 # An interrupted run: no end record. Freshly written, it may belong to a live run: left alone.
 sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
 expect "recent unfinished run is busy" 3 "lbs seed2: skip: .*another process" -- "$T/tiny.yaml" --out "$OUT"
@@ -154,12 +213,6 @@ expect "an ended run is not busy" 0 "lbs seed2: running \(unfinished run moved" 
 
 # An end record does not make a run finished when the job exited nonzero (another rank, the
 # export after training).
-set_rc() {
-  "$PY" - "$1" "$2" <<'PYEOF'
-import json, sys
-r = json.load(open(sys.argv[1])); r["returncode"] = int(sys.argv[2]); json.dump(r, open(sys.argv[1], "w"))
-PYEOF
-}
 set_rc "$OUT/lbs/seed1/study.json" 1
 expect "nonzero exit is not finished" 0 "seed1: failed \(exit status 1\), last step [0-9]+, after its end record" -- "$T/tiny.yaml" --out "$OUT" --list
 set_rc "$OUT/lbs/seed1/study.json" 0
@@ -188,6 +241,43 @@ expect "failing cell" 1 "FAILED runs \(1\): typo seed1" -- "$T/bad.yaml" --out "
 check "its log tail is shown" grep -q "| train: error: .*densty" <<<"$last"
 check "failure in summary" grep -q "typo\` seed 1: failed (exit status 1)" "$OUT/summary.md"
 
+# A report problem loses nothing: summary.md/summary.json are written before the plots, a
+# plotting failure is a warning, and the FAILED line and exit status stay (review).
+mkdir -p "$T/nompl/matplotlib"
+echo 'raise ImportError("matplotlib broken for the test")' >"$T/nompl/matplotlib/__init__.py"
+rm -f "$OUT/summary.md" "$OUT/summary.json"
+PYTHONPATH="$T/nompl" expect "plots fail, runs still listed" 1 "FAILED runs \(1\): typo seed1" -- "$T/bad.yaml" --out "$OUT"
+check "a plot failure is a warning" grep -q "warning: plots not written (ImportError" <<<"$last"
+check "summary written without plots" grep -q "typo\` seed 1: failed (exit status 1)" "$OUT/summary.md"
+rm -f "$OUT/summary.md"
+mkdir "$OUT/summary.md"  # cannot be written
+expect "a summary failure has its exit status" 4 "REPORT FAILED: summary.md/summary.json not written" -- "$T/tiny.yaml" --out "$OUT"
+check "no traceback" test "$(count Traceback)" -eq 0
+rmdir "$OUT/summary.md"
+
+# {bin_dir} is quoted for where it stands in a prepare line: a folder with spaces and shell
+# characters is one word, unquoted and inside '...' or "...", and none of it runs (review).
+ODD="$T/bin dir;touch $T/injected;echo 'q' \"\$HOME\" #"
+mkdir -p "$ODD"
+printf '#!/bin/sh\nexit 9\n' >"$ODD/train"
+chmod +x "$ODD/train"
+cat >"$T/odd.yaml" <<YAML
+name: odd
+base: configs/default.yaml
+launcher:
+prepare:
+  - creates: $T/never-made
+    run: printf '%s\n' {bin_dir} "{bin_dir}" '{bin_dir}' >"$T/odd.txt"; exit 3
+cells:
+  dense: [compress.name=none]
+YAML
+SAVED_TRAIN=$TRAIN
+TRAIN=$ODD/train
+expect "odd binary folder" 1 "prepare 1/1: FAILED \(exit status 3\)" -- "$T/odd.yaml" --out "$T/out_odd"
+TRAIN=$SAVED_TRAIN
+check "odd folder passed as it is" test "$(cat "$T/odd.txt" 2>/dev/null)" == "$(printf '%s\n' "$ODD" "$ODD" "$ODD")"
+check "nothing of it ran" test ! -e "$T/injected"
+
 sed -e "s|creates: .*|creates: $T/never-made|" -e 's|run: .*|run: exit 3|' "$T/tiny.yaml" >"$T/noprep.yaml"
 expect "failing prepare stops the study" 1 "prepare 1/1: FAILED \(exit status 3\); no cell was run" \
   -- "$T/noprep.yaml" --out "$T/out3"
@@ -199,6 +289,14 @@ expect "changed settings listed" 0 "seed1: finished with other settings \(now co
 expect "changed settings rerun" 0 "lbs seed1: running \(its settings changed since it ran" -- "$T/changed.yaml" --out "$OUT" --only lbs --seeds 1
 check "the rerun used the new setting" grep -q "compress.lbs.density=0.02" "$OUT/lbs/seed1/study.json"
 expect "unchanged cells still skipped" 0 "dense seed1: skip \(finished\)" -- "$T/changed.yaml" --out "$OUT" --only dense --seeds 1
+# A finished run moved aside (its settings changed) survives the next failed or interrupted
+# rerun: the unfinished one goes to seed1.prev2 instead of replacing it (review).
+sed -i '$d' "$OUT/lbs/seed1/metrics.jsonl"
+touch -d '10 minutes ago' "$OUT/lbs/seed1/metrics.jsonl"
+expect "a finished .prev is kept" 0 "lbs seed1: running \(unfinished run moved to seed1.prev2; seed1.prev kept \(finished\)\)" -- "$T/changed.yaml" --out "$OUT" --only lbs --seeds 1
+check "the finished .prev is intact" grep -q "compress.lbs.density=0.01" "$OUT/lbs/seed1.prev/study.json"
+check "the finished .prev still ends" grep -q '"stopped_early":false' "$OUT/lbs/seed1.prev/metrics.jsonl"
+check "the unfinished run is in .prev2" test -s "$OUT/lbs/seed1.prev2/metrics.jsonl"
 
 # seed_keys: a seed can set the compressor's seed too; a cell may then not set it itself.
 sed 's/^seeds: \[1, 2\]$/seeds: [1, 2]\nseed_keys: [train.seed, compress.seed]/' "$T/tiny.yaml" >"$T/seedkeys.yaml"
@@ -218,9 +316,31 @@ echo "# a comment only" >>"$T/base.yaml"
 expect "comment edit skipped" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
 sed -i 's/^\(\s*lr:\).*/\1 0.002/' "$T/base.yaml"
 check "the base config has an lr to edit" grep -q "lr: 0.002" "$T/base.yaml"
-expect "base edit listed" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
+expect "base edit listed" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran: optim.lr 0.003 -> 0.002\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
 expect "base edit rerun" 0 "dense seed1: running \(its settings changed since it ran: .*base.yaml edited" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
 expect "the rerun is then finished" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+# What counts is the config the trainer resolves (study.json keeps it): an edit of a key
+# that the study's common overrides (train.steps) reruns nothing (review).
+sed -i 's/^\(\s*steps:\).*/\1 77/' "$T/base.yaml"
+check "the base config has steps to edit" grep -q "steps: 77" "$T/base.yaml"
+expect "an overridden key's edit reruns nothing" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+
+# A run being started by another study.py (no metrics.jsonl yet: its launcher waits) is
+# busy: that process holds the run's lock, so a second one neither moves nor reruns it.
+printf '#!/bin/sh\nshift\nfor i in $(seq 300); do [ -e "%s/go" ] && break; sleep 0.1; done\nexec "$@"\n' "$T" >"$T/wait.sh"
+chmod +x "$T/wait.sh"
+sed "s|^launcher:.*|launcher: $T/wait.sh {world_size}|" "$T/tiny.yaml" >"$T/waiting.yaml"
+"$PY" "$STUDY_PY" "$T/waiting.yaml" --out "$T/out_lock" --only dense --seeds 1 --binary "$TRAIN" >"$T/first.txt" 2>&1 &
+first=$!
+for i in $(seq 100); do [[ -e "$T/out_lock/dense/seed1/train.log" ]] && break; sleep 0.1; done
+expect "a starting run is listed as running" 0 "seed1: being run by another study.py process" -- "$T/waiting.yaml" --out "$T/out_lock" --list
+expect "a starting run is busy" 3 "dense seed1: skip: another study.py process is running it" -- "$T/waiting.yaml" --out "$T/out_lock" --only dense --seeds 1
+touch "$T/go"
+wait $first
+check "the first process finished its run" grep -q "done in" "$T/first.txt"
+check "nothing was moved aside" test ! -e "$T/out_lock/dense/seed1.prev"
+rm -rf "$T/out_lock/dense/seed1"
+expect "a lock file alone is no run" 0 "seed1: missing" -- "$T/waiting.yaml" --out "$T/out_lock" --list
 
 expect "bad study file" 2 "cells.lbs.labl: unknown key" -- <(sed 's/label: dense f32/label: x/; s/  lbs: \[.*\]/  lbs: {labl: y}/' "$T/tiny.yaml")
 expect "unknown --only cell" 2 "--only: unknown cell" -- "$T/tiny.yaml" --out "$OUT" --only nope

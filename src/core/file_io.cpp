@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/random.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,15 @@ Result<std::string> read_stream(const std::string& path) {
   return bytes;
 }
 
+// Pseudo-files whose stat size is not their content's: procfs reports 0 (read as an empty
+// file before), sysfs a page (a "short read" error). They are read as streams, to EOF.
+bool reports_no_true_size(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;  // open() reports the real problem
+  constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+  return fs.f_type == kProcMagic || fs.f_type == kSysfsMagic;
+}
+
 }  // namespace
 
 Result<std::string> read_file(const std::string& path) {
@@ -54,6 +64,7 @@ Result<std::string> read_file(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, ec) && std::filesystem::exists(path, ec)) {
     return read_stream(path);
   }
+  if (reports_no_true_size(path)) return read_stream(path);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Status::error("cannot open '{}': {}", path, std::strerror(errno));
   const std::streamoff size = in.tellg();

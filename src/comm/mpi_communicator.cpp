@@ -369,6 +369,8 @@ void prefer_full_duplex_tcp() {
 
 }  // namespace
 
+bool mpi_in_use() { return mpi_alive(); }
+
 Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** argv,
                                                             MpiOptions options) {
   int initialized = 0, finalized = 0;

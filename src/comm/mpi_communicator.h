@@ -84,4 +84,8 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc = nullptr,
                                                             char*** argv = nullptr,
                                                             MpiOptions options = {});
 
+// Whether MPI is initialised and not yet finalised in this process (by sparq or by the
+// program); false in a build without MPI.
+bool mpi_in_use();
+
 }  // namespace sparq::comm

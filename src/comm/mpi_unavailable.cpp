@@ -9,4 +9,6 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int*, char***, MpiOp
       "make_mpi_communicator: sparq was built without MPI (configure with -DSPARQ_MPI=ON)");
 }
 
+bool mpi_in_use() { return false; }
+
 }  // namespace sparq::comm

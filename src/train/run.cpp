@@ -65,7 +65,10 @@ int launched_world_size() {
 Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config, int* argc,
                                                               char*** argv) {
   std::unique_ptr<comm::Communicator> comm;
-  if (config.backend == "mpi" || (config.backend == "auto" && launched_by_mpi())) {
+  // auto: MPI under a launcher, or when the program has initialised MPI itself (a host whose
+  // launcher sparq does not recognise; review, 2026-12-06).
+  if (config.backend == "mpi" ||
+      (config.backend == "auto" && (launched_by_mpi() || comm::mpi_in_use()))) {
     comm::MpiOptions options;
     options.allreduce = comm::allreduce_algorithm_from_name(config.allreduce)
                             .value_or(comm::AllreduceAlgorithm::kAuto);

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/check.h"
+#include "core/element_blocks.h"
 #include "core/profile.h"
 #include "layers/vector_math.h"
 
@@ -14,19 +15,25 @@
 namespace sparq {
 namespace cpu {
 
-// Elementwise loops only pay for a parallel region on large tensors.
+// Elementwise loops only pay for a parallel region on large tensors; they run in fixed blocks
+// so that no result depends on the thread count (Note [Elementwise loops in fixed blocks],
+// core/element_blocks.h).
 constexpr std::int64_t kParallelMin = 1 << 15;
 
 template <typename T>
 void relu_forward(const T* x, T* y, std::int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+    for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  });
 }
 
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+    for (std::int64_t i = begin; i < end; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  });
 }
 
 // GELU on float CPU data: gelu_math.h's formulas with vector_math.h's tanh/erf/exp, so the
@@ -54,18 +61,24 @@ template <typename T>
 void gelu_forward(GeluKind kind, const T* x, T* y, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     if (kind == GeluKind::kTanh) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_vec(x[i]);
+      for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+        for (std::int64_t i = begin; i < end; ++i) y[i] = gelu_tanh_vec(x[i]);
+      });
     } else {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_erf_vec(x[i]);
+      for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+        for (std::int64_t i = begin; i < end; ++i) y[i] = gelu_erf_vec(x[i]);
+      });
     }
   } else if (kind == GeluKind::kTanh) {
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
+    for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) y[i] = gelu_tanh(x[i]);
+    });
   } else {
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_erf(x[i]);
+    for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) y[i] = gelu_erf(x[i]);
+    });
   }
 }
 
@@ -73,31 +86,40 @@ template <typename T>
 void gelu_backward(GeluKind kind, const T* x, const T* dy, T* dx, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     if (kind == GeluKind::kTanh) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_tanh_grad_vec(x[i], dy[i]);
+      for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = gelu_tanh_grad_vec(x[i], dy[i]);
+      });
     } else {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_erf_grad_vec(x[i], dy[i]);
+      for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = gelu_erf_grad_vec(x[i], dy[i]);
+      });
     }
   } else if (kind == GeluKind::kTanh) {
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_tanh_grad(x[i], dy[i]);
+    for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) dx[i] = gelu_tanh_grad(x[i], dy[i]);
+    });
   } else {
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) dx[i] = gelu_erf_grad(x[i], dy[i]);
+    for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) dx[i] = gelu_erf_grad(x[i], dy[i]);
+    });
   }
 }
 
 template <typename T>
 void tanh_forward(const T* x, T* y, std::int64_t n) {
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+  });
 }
 
 template <typename T>
 void tanh_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+  for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
+#pragma omp simd
+    for (std::int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+  });
 }
 
 #define SPARQ_INSTANTIATE_ACTIVATIONS(T)                                        \

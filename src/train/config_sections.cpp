@@ -258,6 +258,15 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
         "compress.dense_warmup_steps >= optim.freeze_steps",
         r.origin(), x.dense_warmup_steps, c.optim.freeze_steps);
   }
+  // dgc's momentum and local clipping run in its error-feedback accumulation (dgc.h): without
+  // it dgc was plain top-k, its momentum and clip_norm silently unread (review, 2026-12-06).
+  if (x.compress.name == "dgc" && !x.error_feedback) {
+    return Status::error(
+        "{}: compress.error_feedback: false with compress.name dgc: dgc's momentum and "
+        "clipping run in its error-feedback accumulation, so without it dgc would be plain "
+        "top-k (for that, compress.name: topk)",
+        r.origin());
+  }
   if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
     return Status::error(
         "{}: optim.momentum: must be 0 with compress.name dgc, which applies "

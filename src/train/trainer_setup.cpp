@@ -310,6 +310,16 @@ std::string Trainer::describe() const {
     // compress trains by plain SGD: say so rather than leave it to be found in the losses.
     s += "           dgc applies momentum only where it compresses: dense buckets (below) and "
          "the dense warm-up steps train without momentum\n";
+    if (c.optim.name != "sgd") {
+      // DGC's momentum correction is SGD's momentum moved before compression; under Adam it
+      // is a second momentum on top of Adam's (docs/compress.md).
+      s += fmt::format(
+          "           note: dgc's momentum ({}) stacks under {}'s own first moment; DGC is "
+          "defined for SGD (optim.name: sgd)\n",
+          c.compress.compress.params.count("momentum") ? c.compress.compress.params.at("momentum")
+                                                        : "0.9",
+          c.optim.name);
+    }
   }
   if (!model_->tied_embedding().empty()) {
     s += fmt::format("tied:      {} {}\n", model_->tied_embedding(),

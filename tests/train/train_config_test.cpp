@@ -237,6 +237,10 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"data: {source: cifar10}", "x.yaml: data.source: 'cifar10' cannot feed model"},
       {"data: {seq_len: 4096}", "x.yaml: data.seq_len: 4096 exceeds the model's n_ctx"},
       {"optim: {name: sgd, momentum: 0.9}\ncompress: {name: dgc}", "x.yaml: optim.momentum"},
+      // dgc's momentum lives in its error-feedback accumulation: without it, plain top-k
+      // (review, 2026-12-06).
+      {"optim: {name: sgd}\ncompress: {name: dgc, error_feedback: false}",
+       "x.yaml: compress.error_feedback: false with compress.name dgc"},
       {"comm: {bucket_mb: -1}", "x.yaml: comm.bucket_mb"},
       {"comm: {split_tied_embedding: on}", "x.yaml: comm.split_tied_embedding"},
       {"comm: {allreduce: tree}", "x.yaml: comm.allreduce: 'tree' is not one of auto, mpi, ring"},

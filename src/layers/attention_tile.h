@@ -1,8 +1,7 @@
 // Building blocks of the CPU flash-attention kernel (attention_flash.cpp): a register-blocked
-// tile product and a vectorized exp, on GCC/Clang vector extensions (64-byte vectors, which
-// -march=native maps to AVX-512 registers, or to pairs or quadruples of AVX2 or SSE ones;
-// test_portable_kernels builds them for the latter), so no intrinsics and
-// no -ffast-math are needed and the same source serves float (production) and double (the
+// tile product and a vectorized exp, on GCC/Clang vector extensions (one register wide:
+// kVecBytes; test_portable_kernels builds the AVX2 and SSE widths), so no intrinsics and no
+// -ffast-math are needed and the same source serves float (production) and double (the
 // finite-difference tests). Internal to the attention kernels; not a general GEMM.
 //
 // Every routine has a fixed evaluation order that depends only on its arguments, never on the
@@ -18,7 +17,18 @@
 
 namespace sparq::cpu::attn_tile {
 
+// One vector is one register of the target: 64 bytes with AVX-512, 32 with AVX2, 16 below.
+// (A 64-byte vector without AVX-512 lives in memory: the kernel ran 13-16x slower than the
+// materialized one on an AVX2 build, bench_attention, 2026-12-06.) The lane count changes
+// the order of row_max/row_sum's partials, so results differ between such builds, as every
+// vectorized reduction's do; within one build they depend on nothing else.
+#if defined(__AVX512F__)
 constexpr int kVecBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+#else
+constexpr int kVecBytes = 16;
+#endif
 
 template <typename T>
 struct VecOf {
@@ -27,7 +37,7 @@ struct VecOf {
 template <typename T>
 using Vec = typename VecOf<T>::type;
 
-// Elements per vector: 16 floats or 8 doubles.
+// Elements per vector: 16 floats or 8 doubles with AVX-512.
 template <typename T>
 constexpr int kLanes = kVecBytes / static_cast<int>(sizeof(T));
 
@@ -42,28 +52,16 @@ inline void store(T* p, const Vec<T>& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// The widest vector register the target has: a 64-byte Vec fits one only with AVX-512.
-#if defined(__AVX512F__)
-constexpr std::size_t kWidestRegisterBytes = 64;
-#elif defined(__AVX__)
-constexpr std::size_t kWidestRegisterBytes = 32;
-#else
-constexpr std::size_t kWidestRegisterBytes = 16;
-#endif
-
 // An empty asm that claims to modify v: the compiler must hold v in a vector register
 // instead of folding a fresh load of it into every FMA that uses it (which would make the
-// block product load-bound: 16 loads per 16 FMAs instead of 4). A v wider than any register
-// (a 64-byte Vec without AVX-512) has no "v" operand, and the asm would not compile (review,
-// 2026-12-06: AVX2 machines could not build sparq), so there it is left to the compiler.
+// block product load-bound: 16 loads per 16 FMAs instead of 4). v is one register wide
+// (kVecBytes): a wider one has no "v" operand, and the asm did not compile on AVX2 machines
+// while vectors were 64 bytes everywhere (review, 2026-12-06).
 template <typename V>
 inline void keep_in_register(V& v) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if constexpr (sizeof(V) <= kWidestRegisterBytes) {
-    asm("" : "+v"(v));
-  } else {
-    (void)v;
-  }
+  static_assert(sizeof(V) == kVecBytes, "one register per vector");
+  asm("" : "+v"(v));
 #else
   (void)v;
 #endif
@@ -99,14 +97,20 @@ inline void product_block(std::int64_t depth, const T* a, std::ptrdiff_t a_row,
   }
 }
 
+// Vectors per block row: 4 rows x 4 accumulators + 4 operands fit AVX-512's 32 registers;
+// AVX2's 16 take 4 x 2 + 2 (bench_attention on an x86-64-v3 build, 2 threads, 2026-12-06:
+// flash/materialized 1.09-1.42 with 4 x 4, which spills, 0.86-1.13 with 4 x 2 or 4 x 3).
+constexpr int kBlockVecs = kVecBytes >= 64 ? 4 : 2;
+
 template <typename T, int kRows>
 inline void product_rows(std::int64_t cols, std::int64_t depth, const T* a, std::ptrdiff_t a_row,
                          std::ptrdiff_t a_col, const T* b, std::ptrdiff_t ldb, T* c,
                          std::ptrdiff_t ldc, bool accumulate) {
   constexpr int w = kLanes<T>;
   std::int64_t col = 0;
-  for (; col + 4 * w <= cols; col += 4 * w) {
-    product_block<T, kRows, 4>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate);
+  for (; col + kBlockVecs * w <= cols; col += kBlockVecs * w) {
+    product_block<T, kRows, kBlockVecs>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc,
+                                        accumulate);
   }
   switch ((cols - col) / w) {
     case 3: product_block<T, kRows, 3>(depth, a, a_row, a_col, b + col, ldb, c + col, ldc, accumulate); break;

@@ -12,6 +12,7 @@
 #include "comm/arg_checks.h"
 #include "comm/byte_model.h"
 #include "comm/mpi_check.h"
+#include "comm/mpi_communicator_on.h"
 #include "comm/mpi_ring.h"
 #include "comm/mpi_support.h"
 #include "comm/mpi_types.h"
@@ -42,9 +43,9 @@ std::mutex& serial_mutex() {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(int thread_level, MpiOptions options)
-      : comm_(MPI_COMM_WORLD),
-        ring_comm_(MPI_COMM_WORLD),
+  MpiCommunicator(MPI_Comm parent, int thread_level, MpiOptions options)
+      : comm_(parent),
+        ring_comm_(parent),
         options_(options),
         settled_(!options.settle_later),
         thread_level_(thread_level) {
@@ -367,6 +368,32 @@ void prefer_full_duplex_tcp() {
 #endif
 }
 
+// The communicator on a duplicate of `parent`, once MPI's thread level is known to do.
+Result<std::unique_ptr<Communicator>> communicator_on(MPI_Comm parent, int provided,
+                                                      MpiOptions options, const char* caller) {
+  if (provided < MPI_THREAD_SERIALIZED) {
+    return Status::error(
+        "{}: MPI provides {}, but sparq's communication thread needs at "
+        "least MPI_THREAD_SERIALIZED (initialise MPI with MPI_THREAD_MULTIPLE)",
+        caller, thread_level_name(provided));
+  }
+  set_fatal_handler(&abort_all_ranks);
+  auto comm = std::make_unique<MpiCommunicator>(parent, provided, options);
+  fault::set_rank(comm->rank());
+  const auto level = spdlog::default_logger()->level();
+  log::init({.rank = comm->rank(),
+             .world_size = comm->size(),
+             .level = std::string(spdlog::level::to_string_view(level).data(),
+                                  spdlog::level::to_string_view(level).size())});
+  if (provided < MPI_THREAD_MULTIPLE) {
+    spdlog::warn(
+        "MPI provides {} only: every MPI call is serialised; route all communication "
+        "through one CommEngine",
+        thread_level_name(provided));
+  }
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
 }  // namespace
 
 bool mpi_in_use() { return mpi_alive(); }
@@ -388,27 +415,22 @@ Result<std::unique_ptr<Communicator>> make_mpi_communicator(int* argc, char*** a
   } else {
     MPI_Query_thread(&provided);
   }
-  if (provided < MPI_THREAD_SERIALIZED) {
+  return communicator_on(MPI_COMM_WORLD, provided, options, "make_mpi_communicator");
+}
+
+Result<std::unique_ptr<Communicator>> make_mpi_communicator_on(MPI_Comm parent,
+                                                               MpiOptions options) {
+  if (!mpi_alive()) {
     return Status::error(
-        "make_mpi_communicator: MPI provides {}, but sparq's communication thread needs at "
-        "least MPI_THREAD_SERIALIZED (initialise MPI with MPI_THREAD_MULTIPLE)",
-        thread_level_name(provided));
+        "make_mpi_communicator_on: MPI is not initialised (or already finalised): the program "
+        "that made the parent communicator initialises MPI");
   }
-  set_fatal_handler(&abort_all_ranks);
-  auto comm = std::make_unique<MpiCommunicator>(provided, options);
-  fault::set_rank(comm->rank());
-  const auto level = spdlog::default_logger()->level();
-  log::init({.rank = comm->rank(),
-             .world_size = comm->size(),
-             .level = std::string(spdlog::level::to_string_view(level).data(),
-                                  spdlog::level::to_string_view(level).size())});
-  if (provided < MPI_THREAD_MULTIPLE) {
-    spdlog::warn(
-        "MPI provides {} only: every MPI call is serialised; route all communication "
-        "through one CommEngine",
-        thread_level_name(provided));
+  if (parent == MPI_COMM_NULL) {
+    return Status::error("make_mpi_communicator_on: the parent communicator is MPI_COMM_NULL");
   }
-  return std::unique_ptr<Communicator>(std::move(comm));
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return communicator_on(parent, provided, options, "make_mpi_communicator_on");
 }
 
 }  // namespace sparq::comm

@@ -1,5 +1,6 @@
-// The MPI backend: collectives on HOST buffers over a private duplicate of MPI_COMM_WORLD
-// (so sparq's traffic never matches anyone else's messages).
+// The MPI backend: collectives on HOST buffers over a private duplicate of MPI_COMM_WORLD, or
+// of a communicator the program made (mpi_communicator_on.h), so sparq's traffic never
+// matches anyone else's messages.
 //
 // Initialisation: make_mpi_communicator() initialises MPI with MPI_THREAD_MULTIPLE unless it
 // is already initialised (for example by tests/common/mpi_test_main.cpp or by an

@@ -1,12 +1,16 @@
 // comm.backend: auto in a program that initialised MPI itself (mpi_test_main.cpp does) but
 // whose launcher sparq does not recognise: MPI is chosen, not a single process per rank
-// (before 2026-12-06 only the launchers' environment variables counted; review).
+// (before 2026-12-06 only the launchers' environment variables counted; review). And two
+// trainers side by side in one MPI job, one per half of the world
+// (comm/mpi_communicator_on.h).
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "comm/mpi_communicator_on.h"
 #include "train/run.h"
 
 namespace sparq::train {
@@ -26,6 +30,37 @@ TEST(CommunicatorChoice, AutoTakesMpiThatTheProgramInitialised) {
   ASSERT_TRUE(comm.is_ok()) << comm.status().message();
   EXPECT_EQ((*comm)->backend(), "mpi");
   EXPECT_EQ((*comm)->size(), 2);
+}
+
+// Each of the 2 ranks trains alone on its half of MPI_COMM_WORLD, at the same time: both
+// finish, with the parameters a single process trains from the same config.
+TEST(CommunicatorChoice, TwoTrainersOnTheHalvesOfOneJob) {
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm half = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &half), MPI_SUCCESS);
+  TrainConfig c = default_train_config().value();
+  c.model = make_model_config("gpt2-tiny", {{"vocab_size", "256"}, {"n_ctx", "64"}}).value();
+  c.data.markov.vocab_size = 256;
+  c.train.steps = 3;
+  c.schedule.warmup_steps = 1;
+  c.train.eval_batches = 1;
+  c.log.progress_interval = 0;
+  std::uint64_t on_half = 0;
+  {
+    auto comm = comm::make_mpi_communicator_on(half).value();
+    ASSERT_EQ(comm->size(), 1);
+    auto summary = run_training(c, *comm);
+    ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+    EXPECT_EQ(summary->steps, 3);
+    on_half = summary->param_checksum;
+  }
+  MPI_Comm_free(&half);
+  c.comm.backend = "self";
+  auto self = make_communicator(c.comm).value();
+  auto alone = run_training(c, *self);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  EXPECT_EQ(on_half, alone->param_checksum);
 }
 
 }  // namespace

@@ -35,9 +35,14 @@ Result<LocalRank> local_rank_from_environment(int world_size) {
     local.source = "single process";
     return local;
   }
+  // The node's rank count from the same launcher as the rank: an Open MPI job inside a
+  // Slurm allocation has SLURM_NTASKS_PER_NODE of the allocation, not of this job (review).
+  const char* size_name = local.source == "OMPI_COMM_WORLD_LOCAL_RANK"
+                              ? "OMPI_COMM_WORLD_LOCAL_SIZE"
+                          : local.source == "MPI_LOCALRANKID" ? "MPI_LOCALNRANKS"
+                                                              : "SLURM_NTASKS_PER_NODE";
   local.size = local.rank + 1;
-  env_int({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}, &local.size,
-          nullptr);
+  env_int({size_name}, &local.size, nullptr);
   return local;
 }
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/device_identity.h"
@@ -34,6 +37,35 @@ TEST(RankDevice, TooFewGpusAreRefusedNamingTheCounts) {
   ASSERT_FALSE(none.is_ok());
   EXPECT_NE(none.message().find("sees no GPU (CUDA_VISIBLE_DEVICES=unset)"), std::string::npos)
       << none.message();
+}
+
+// The node's size comes from the launcher that gave the rank: Open MPI's local rank inside a
+// Slurm allocation took SLURM_NTASKS_PER_NODE (the allocation's) when Open MPI's local size
+// was missing (review, 2026-12-06).
+TEST(RankDevice, TheLocalSizeComesFromTheRanksLauncher) {
+  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                         "MPI_LOCALRANKID",
+                         "MPI_LOCALNRANKS",
+                         "SLURM_LOCALID",
+                         "SLURM_NTASKS_PER_NODE"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* n : names) {
+    if (const char* v = std::getenv(n)) saved.emplace_back(n, v);
+    ::unsetenv(n);
+  }
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  ::setenv("SLURM_NTASKS_PER_NODE", "8", 1);
+  auto alone = local_rank_from_environment(2);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  auto paired = local_rank_from_environment(2);
+  for (const char* n : names) ::unsetenv(n);
+  for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
+  ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+  EXPECT_EQ(alone->rank, 1);
+  EXPECT_EQ(alone->size, 2);  // rank + 1, not Slurm's 8
+  ASSERT_TRUE(paired.is_ok()) << paired.status().message();
+  EXPECT_EQ(paired->size, 2);
 }
 
 TEST(DeviceIdentity, TheFirstPairOnOneHostAndOneGpuIsFound) {

@@ -1,7 +1,10 @@
 #include "core/cuda/cuda_gemm.h"
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 
+#include "core/check.h"
 #include "core/cuda/cuda_check.h"
 
 namespace sparq::cuda {
@@ -23,6 +26,18 @@ ColMajorCall to_col_major(const GemmShape& s) {
   const long long lda = s.lda ? s.lda : std::max<long long>(1, s.trans_a ? s.m : s.k);
   const long long ldb = s.ldb ? s.ldb : std::max<long long>(1, s.trans_b ? s.k : s.n);
   const long long ldc = s.ldc ? s.ldc : std::max<long long>(1, s.n);
+  // cuBLAS takes int dimensions: one beyond INT_MAX would wrap into another shape (static
+  // review, 2026-12-06), so it is an error naming the product instead.
+  for (const auto& [name, value] : {std::pair{"m", static_cast<long long>(s.m)},
+                                    {"n", static_cast<long long>(s.n)},
+                                    {"k", static_cast<long long>(s.k)},
+                                    {"lda", lda},
+                                    {"ldb", ldb},
+                                    {"ldc", ldc}}) {
+    SPARQ_CHECK(value <= std::numeric_limits<int>::max(),
+                "cuBLAS GEMM [{} x {} x {}]: {} = {} exceeds the int cuBLAS takes", s.m, s.n, s.k,
+                name, value);
+  }
   return {s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
           s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
           static_cast<int>(s.n), static_cast<int>(s.m), static_cast<int>(s.k),

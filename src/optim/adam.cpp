@@ -11,6 +11,9 @@
 #include "core/tensor_copy.h"
 
 #if SPARQ_HAS_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_check.h"
 #include "core/cuda/device_resources.h"
 #include "optim/cuda/optimizer_cuda.h"
 #include "optim/device_step.h"
@@ -116,15 +119,21 @@ void Adam::floor_frozen_variance(ParamRange range) {
   const double floor = config_.frozen_variance_floor;
   if (floor <= 0.0 || range.count <= 0) return;
   // v of `range` (on CUDA a host copy of that span only: this runs during backward, range by
-  // range, at the freeze step).
+  // range, at the freeze step). The copies are ordered on the compute stream, v's only user,
+  // not copy_to_host's device-wide drain, which would wait for the step's collectives already
+  // in flight, without comm.timeout_s (Note [Synchronous copies and non-blocking streams],
+  // core/cuda/sync_copy.h; static review, 2026-12-06).
   std::vector<float> staging;
   float* v = v_.as<float>() + range.offset;
-  const Tensor span =
-      v_.view(DType::kF32, {range.count}, static_cast<std::size_t>(range.offset) * sizeof(float));
+  [[maybe_unused]] const std::size_t bytes = static_cast<std::size_t>(range.count) * sizeof(float);
   if (on_cuda()) {
+#if SPARQ_HAS_CUDA
     staging.resize(static_cast<std::size_t>(range.count));
-    copy_to_host(span, staging.data());
+    const cudaStream_t stream = store_.context().cuda().stream.get();
+    CUDA_CHECK(cudaMemcpyAsync(staging.data(), v, bytes, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
     v = staging.data();
+#endif
   }
   // Per tensor, in double and in element order: the same bits on every rank (v is replicated).
   for_each_in(range, [&](const ParamEntry& e) {
@@ -134,7 +143,14 @@ void Adam::floor_frozen_variance(ParamRange range) {
     const auto low = static_cast<float>(floor * sum / static_cast<double>(e.numel));
     for (std::int64_t i = 0; i < e.numel; ++i) vv[i] = std::max(vv[i], low);
   });
-  if (on_cuda()) copy_from_host(staging.data(), span);
+  if (on_cuda()) {
+#if SPARQ_HAS_CUDA
+    const cudaStream_t stream = store_.context().cuda().stream.get();
+    CUDA_CHECK(cudaMemcpyAsync(v_.as<float>() + range.offset, staging.data(), bytes,
+                               cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // staging is freed on return
+#endif
+  }
 }
 
 void Adam::step(double lr) {

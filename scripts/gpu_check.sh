@@ -4,7 +4,8 @@
 # gpu-labelled test binary, the GPU benchmarks and compute-sanitizer's memcheck, all within
 # one time budget, in ONE device call.
 #
-#   device run:  scripts/gpu_check.sh      (carry: [".device-deps"], timeout_s: 500)
+#   device run:  bash scripts/gpu_check.sh (carry: [".device-deps"], timeout_s: 500; exec bits
+#                may not survive the copy, hence bash)
 #   here:        scripts/prepare_device_deps.sh first (makes .device-deps)
 #
 # What must travel with the working tree: .device-deps (scripts/prepare_device_deps.sh: Eigen,
@@ -34,7 +35,9 @@
 #   details.tgz        each test's and benchmark's full output, re-packed after every stage
 # Without $OUT everything goes to ./gpu_check_out.
 # Exit status: 0 only when every stage asked for built and passed; else 1, after the report
-# (its last line names what failed, was cut short or was not built).
+# (its last line names what failed, was cut short or was not built). With all the stages the
+# budget rarely covers the last ones, which are then reported cut short (124) and make the
+# status 1 although everything that ran passed: read the result lines, not the status.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 all_stages=(tests compress step models wfbp bert_vgg memcheck)
@@ -81,7 +84,9 @@ say "$(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --form
 say "nvcc: $(nvcc --version 2>&1 | tail -1)"
 say "g++: $(g++ --version 2>&1 | head -1); cmake: $(cmake --version 2>&1 | head -1);" \
   "ninja: $(ninja --version 2>&1); python3: $(python3 --version 2>&1)"
-say "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); budget ${budget} s;" \
+# .git may not travel to the device: prepare_device_deps.sh records the commit it ran at.
+commit=$(git rev-parse --short HEAD 2>/dev/null || cat .device-deps/commit 2>/dev/null || echo unknown)
+say "commit: $commit; budget ${budget} s;" \
   "stages: ${stages[*]}"
 
 deps=$PWD/.device-deps/root/usr
@@ -111,7 +116,9 @@ PY
 library_args=()
 find_cuda_library() {
   local inc lib
-  if [[ -f /usr/local/cuda/include/$3 ]]; then
+  # The toolkit's only with its unversioned library too, which find_library needs (a header
+  # alone would leave the library quietly off).
+  if [[ -f /usr/local/cuda/include/$3 ]] && compgen -G "/usr/local/cuda/lib*/$4.so" >/dev/null; then
     say "$1: the CUDA toolkit's"
   elif read -r inc lib < <(wheel_library "$3" "$4") && [[ -n $lib ]]; then
     library_args+=(-DSPARQ_$2_INCLUDE="$inc" -DSPARQ_$2_LIBRARY="$lib")
@@ -135,8 +142,14 @@ fi
 grep -E "^-- sparq:" "$log" | tail -1 | tee -a "$results"
 # Only what the stages run: the gpu-labelled tests that run without mpirun, and three apps.
 # (A plain gpu test's name is its target's; the mpi-labelled ones need mpirun.)
-gpu_tests=$(cd build-gpu && ctest -L gpu -LE mpi -N 2>/dev/null | sed -n 's/.*Test *#[0-9]*: *//p')
-[[ -n $gpu_tests ]] || say "ctest lists no gpu-labelled test that runs without mpirun"
+# ctest beside the cmake that configured (a pip cmake puts both in one bin/, maybe off PATH).
+ctest_bin=$(dirname "$(command -v cmake)")/ctest
+[[ -x $ctest_bin ]] || ctest_bin=ctest
+gpu_tests=$(cd build-gpu && "$ctest_bin" -L gpu -LE mpi -N 2>>"$log" | sed -n 's/.*Test *#[0-9]*: *//p')
+if [[ -z $gpu_tests ]]; then
+  say "ctest ($ctest_bin) lists no gpu-labelled test that runs without mpirun"
+  failed+=("no gpu tests listed")
+fi
 targets=($gpu_tests train bench_compress bench_models)
 say "targets: ${targets[*]}"
 # -k 0: a target that fails to compile does not keep the others from being built and run.
@@ -181,7 +194,7 @@ fi
 
 if wants step; then
   section "compression's share of a GPT-2 124M bf16 step"
-  capped 150 bench/gpu_step_share.sh build-gpu "$work/step_share" 2>&1 | tee -a "$results"
+  capped 150 bash bench/gpu_step_share.sh build-gpu "$work/step_share" 2>&1 | tee -a "$results"
   rc=${PIPESTATUS[0]}
   say "gpu_step_share: exit $rc"
   fail_unless_zero gpu_step_share "$rc"
@@ -210,7 +223,7 @@ fi
 
 if wants wfbp; then
   section "WFBP on the GPU, emulated 8-rank link"
-  capped 150 bench/gpu_wfbp.sh build-gpu "$work/wfbp" 2>&1 | tee -a "$results"
+  capped 150 bash bench/gpu_wfbp.sh build-gpu "$work/wfbp" 2>&1 | tee -a "$results"
   rc=${PIPESTATUS[0]}
   say "gpu_wfbp: exit $rc"
   fail_unless_zero gpu_wfbp "$rc"
@@ -224,7 +237,10 @@ fi
 
 if wants memcheck; then
   section "compute-sanitizer memcheck"
-  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  # PATH, the toolkit's bin/ link, the toolkit's own folder, or an NVIDIA tools install.
+  sanitizer=$(command -v compute-sanitizer ||
+    ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer \
+      /opt/nvidia/*/compute-sanitizer/compute-sanitizer 2>/dev/null | head -1)
   probe=build-gpu/tests/core/test_core_cuda
   probe_rc=1
   if [[ -n $sanitizer && -x $probe ]]; then

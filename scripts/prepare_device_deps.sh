@@ -20,10 +20,15 @@ trap 'rm -rf "$debs"' EXIT
 # The .debs go to a temporary folder: only what they unpack travels (the carry is limited).
 (cd "$debs" && apt-get download "${packages[@]}" 2>&1 | grep -v "unsandboxed") || true
 for p in "${packages[@]}"; do
-  ls "$debs/${p}"_*.deb >/dev/null 2>&1 ||
-    { echo "prepare_device_deps.sh: apt-get download of $p failed" >&2; exit 1; }
+  ls "$debs/${p}"_*.deb >/dev/null 2>&1 || {
+    echo "prepare_device_deps.sh: apt-get download of $p failed (Debian 12's package names;" \
+      "on a machine without package lists run apt-get update first)" >&2
+    exit 1
+  }
 done
 rm -rf "$dest"
 mkdir -p "$dest/root"
 for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/root"; done
+# The commit the deps were made at, for gpu_check.sh's report (.git may not travel).
+git rev-parse --short HEAD >"$dest/commit" 2>/dev/null || true
 echo "prepare_device_deps.sh: ${#packages[@]} packages unpacked into $dest/root ($(du -sh "$dest/root" | cut -f1))"

@@ -135,11 +135,14 @@ Status Trainer::connect_buckets() {
       return Status::ok();
     }));
     buckets = bucket_queue_.get();
-  } else if (c.comm.emulate.ranks > 0) {
+  } else if (c.comm.emulate.ranks > 0 &&
+             !(options_.dry_run && c.train.device == Device::kCUDA && comm::nccl_queue_built())) {
+    // A dry run builds on the CPU (it opens no device), so a GPU config with NCCL built is
+    // what the real run accepts (review, 2026-12-06: the wfbp configs were refused here).
     return Status::error(
         "{}: comm.emulate.ranks prices the GPU bucket queue's NCCL calls, and "
         "this run has none (train.device: {}, sparq built {} NCCL)",
-        c.origin, device_name(context().device()), comm::nccl_queue_built() ? "with" : "without");
+        c.origin, device_name(c.train.device), comm::nccl_queue_built() ? "with" : "without");
   }
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
       *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});

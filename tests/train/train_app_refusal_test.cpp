@@ -159,6 +159,19 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
     EXPECT_NE(p.output.find(shown), std::string::npos) << p.output;
     EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
   }
+  // comm.emulate.ranks prices the GPU bucket queue's NCCL calls: a dry run of a GPU config
+  // with it (bench/gpu_wfbp.sh's runs) was refused as having no NCCL queue, because a dry run
+  // builds on the CPU (review, 2026-12-06). A build without NCCL still refuses it, naming that.
+  const ProcessResult wfbp = run_train(
+      0,
+      "--config configs/bench/gpt2_124m_gpu.yaml --set compress.name=lbs --set "
+      "comm.emulate.gbit_per_s=1 --set comm.emulate.ranks=8 --set train.steps=12 --dry-run");
+  if (wfbp.output.find("sparq built without NCCL") != std::string::npos) {
+    EXPECT_NE(wfbp.exit_code, 0) << wfbp.output;
+  } else {
+    EXPECT_EQ(wfbp.exit_code, 0) << wfbp.output;
+    EXPECT_NE(wfbp.output.find("dry run: configuration valid"), std::string::npos) << wfbp.output;
+  }
   // Initial weights that are not there yet are said, as missing data files are.
   const ProcessResult init = run_train(
       0,

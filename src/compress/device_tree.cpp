@@ -87,9 +87,7 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
 
   // 3. Rank 0's list is G, on every rank.
   if (collective) comm.broadcast(message, capacity, DType::kU8, 0);
-  int rounds = 0;
-  while ((1 << rounds) < p) ++rounds;
-  const EncodeContext root = tree_list_context(ctx, 0, rounds);
+  const EncodeContext root = tree_root_context(ctx);
   codec.decode(message, n, root, 1.0f, /*add=*/false, dense, scratch_.data(), scratch_.size(),
                stream, invalid);
   const cuda::SparseDecoded global = cuda::sparse_decoded(scratch_.data(), n, k);

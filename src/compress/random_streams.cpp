@@ -1,5 +1,6 @@
 #include "compress/random_streams.h"
 
+#include <bit>
 #include <limits>
 
 #include "core/check.h"
@@ -46,6 +47,12 @@ EncodeContext tree_list_context(EncodeContext ctx, int node, int round) {
     }
   }
   return ctx;
+}
+
+EncodeContext tree_root_context(EncodeContext ctx) {
+  // ceil(log2 P) rounds: bit_width(P - 1).
+  const int rounds = static_cast<int>(std::bit_width(static_cast<unsigned>(ctx.world_size - 1)));
+  return tree_list_context(ctx, 0, rounds);
 }
 
 }  // namespace sparq::compress

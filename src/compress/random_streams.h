@@ -46,5 +46,7 @@ EncodeContext tree_merge_context(EncodeContext ctx, int round);
 // of ctx.world_size ranks (Note [Tree merge draws]): the merge context of the latest earlier
 // round in which it received a list, or its leaf context (rank = node) if none.
 EncodeContext tree_list_context(EncodeContext ctx, int node, int round);
+// The context of rank 0's list once the tree has run all its rounds: the one G is read from.
+EncodeContext tree_root_context(EncodeContext ctx);
 
 }  // namespace sparq::compress

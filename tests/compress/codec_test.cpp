@@ -59,6 +59,11 @@ TEST(TreeMergeDraws, EveryMergeHasItsOwnStreamAndListsKnowTheirs) {
   EXPECT_EQ(tree_list_context(six, 1, 0).rank, 1);
   EXPECT_EQ(tree_list_context(six, 0, 0).rank, 0);
   EXPECT_EQ(tree_list_context(six, 0, 3).rank, 6 * 4 + 0);
+  EXPECT_EQ(tree_root_context(six).rank, 6 * 4 + 0);  // 3 rounds; the last merged into rank 0
+  EncodeContext one{.seed = 1, .world_size = 1};
+  EXPECT_EQ(tree_root_context(one).rank, 0);  // no round: the leaf list
+  EncodeContext five{.seed = 1, .world_size = 5};
+  EXPECT_EQ(tree_root_context(five).rank, 5 * 4 + 0);  // 3 rounds (1, 2, 4 apart)
 }
 
 TEST(ByteIo, VarintRoundTripsAndHasTheDocumentedSize) {

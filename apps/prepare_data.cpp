@@ -168,15 +168,8 @@ int main(int argc, char** argv) {
   if (!verify.empty()) return verify_shards(verify);
   // Checked here for both paths (text and --markov-tokens): a fraction of 1 or more made the
   // Markov path's train count wrap around into a huge allocation.
-  if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
-    fmt::print(stderr, "prepare_data: --val-fraction must be in [0, 1), got {}\n",
-               options.val_fraction);
-    return 2;
-  }
-  if (options.val_fraction > 0 && options.name == "val") {
-    fmt::print(stderr,
-               "prepare_data: --name val: the validation split is val.bin too; choose "
-               "another --name, or --val-fraction 0\n");
+  if (const sparq::Status split = sparq::data::check_split_options(options); !split.is_ok()) {
+    fmt::print(stderr, "prepare_data: {}\n", split.message());
     return 2;
   }
   // Flags the chosen mode never reads are refused, not dropped (review, 2026-12-05).

@@ -352,17 +352,22 @@ class Preparer {
 
 }  // namespace
 
-Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
+Status check_split_options(const PrepareOptions& options) {
   if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
     return Status::error("--val-fraction must be in [0, 1), got {}", options.val_fraction);
   }
   // Two writers of one val.bin: the second would unlink the first's file and the training
-  // split would be lost (prepare_data refuses it too; the library did not: review).
+  // split would be lost (the app refused it, the library did not: review, 2026-12-06).
   if (options.val_fraction > 0 && options.name == "val") {
     return Status::error(
         "--name val: the validation split is val.bin too; choose another --name, or "
         "--val-fraction 0");
   }
+  return Status::ok();
+}
+
+Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
+  SPARQ_RETURN_IF_ERROR(check_split_options(options));
   SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files,
                          expand_inputs(options.inputs, options.out_dir));
   std::error_code ec;

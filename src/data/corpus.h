@@ -85,4 +85,8 @@ struct PrepareSummary {
 // is an error rather than an empty val.bin.
 Result<PrepareSummary> prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options);
 
+// The checks of `options` that every way of writing shards shares (prepare_shards, and
+// prepare_data's Markov path): val_fraction in [0, 1), and no split named like val.bin.
+Status check_split_options(const PrepareOptions& options);
+
 }  // namespace sparq::data

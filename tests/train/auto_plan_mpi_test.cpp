@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "comm/mpi_communicator.h"
+#include "small_run_config.h"
 #include "train/run.h"
 
 namespace sparq::train {
@@ -30,12 +31,7 @@ TEST(AutoPlanMpi, ChoosesPerBucketThroughRunTraining) {
            "decode_gbps: 0.001}\nnetworks:\n  - {name: lan, alpha_us: 50, gbps: 10}\n";
   }
   comm->barrier();
-  TrainConfig c = default_train_config().value();
-  c.model = make_model_config("gpt2-tiny", {{"vocab_size", "256"}, {"n_ctx", "64"}}).value();
-  c.data.markov.vocab_size = 256;
-  c.train.steps = 2;
-  c.train.eval_batches = 1;
-  c.log.progress_interval = 0;
+  TrainConfig c = testing::small_markov_run(2);
   c.compress.compress = {"lbs", {{"density", "0.01"}}, "compress.lbs"};
   c.comm.plan.first_bucket_mb = 0.25;
   c.comm.plan.bucket_mb = 1;

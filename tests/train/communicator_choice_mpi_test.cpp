@@ -11,6 +11,7 @@
 #include <string>
 
 #include "comm/mpi_communicator_on.h"
+#include "small_run_config.h"
 #include "train/run.h"
 
 namespace sparq::train {
@@ -39,13 +40,8 @@ TEST(CommunicatorChoice, TwoTrainersOnTheHalvesOfOneJob) {
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm half = MPI_COMM_NULL;
   ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank, 0, &half), MPI_SUCCESS);
-  TrainConfig c = default_train_config().value();
-  c.model = make_model_config("gpt2-tiny", {{"vocab_size", "256"}, {"n_ctx", "64"}}).value();
-  c.data.markov.vocab_size = 256;
-  c.train.steps = 3;
+  TrainConfig c = testing::small_markov_run(3);
   c.schedule.warmup_steps = 1;
-  c.train.eval_batches = 1;
-  c.log.progress_interval = 0;
   std::uint64_t on_half = 0;
   {
     auto comm = comm::make_mpi_communicator_on(half).value();

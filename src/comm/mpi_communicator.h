@@ -6,7 +6,7 @@
 // is already initialised (for example by tests/common/mpi_test_main.cpp or by an
 // application). MPI that the factory initialised is finalised at process exit, not with the
 // communicator, so communicators may be made one after another (Note [MPI lives until exit],
-// mpi_communicator.cpp); MPI the application initialised is the application's to finalise.
+// mpi_startup.cpp); MPI the application initialised is the application's to finalise.
 // The factory also
 //   - installs a fatal handler that calls MPI_Abort(MPI_COMM_WORLD), so a failed
 //     SPARQ_CHECK/MPI_CHECK/CommEngine timeout on any rank ends every rank, and

@@ -1,6 +1,6 @@
-// Small pieces of the MPI backend (comm/mpi_communicator.cpp, comm/mpi_ring.cpp): MPI's int
-// counts and how larger transfers are cut, buffer-overlap and layout checks, and the RAII
-// owners of MPI's lifetime and of a duplicated communicator. Internal to src/comm;
+// Small pieces of the MPI backend (comm/mpi_communicator.cpp, mpi_ring.cpp, mpi_startup.cpp):
+// MPI's int counts and how larger transfers are cut, buffer-overlap and layout checks, and the
+// RAII owners of MPI's lifetime and of a duplicated communicator. Internal to src/comm;
 // applications use mpi_communicator.h.
 #pragma once
 
@@ -10,10 +10,12 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "comm/mpi_check.h"
+#include "comm/mpi_communicator.h"
 #include "core/check.h"
 
 namespace sparq::comm::mpi_support {
@@ -102,5 +104,10 @@ class OwnedComm {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
 };
+
+// The MPI communicator (comm/mpi_communicator.cpp) on a duplicate of `parent`, for
+// comm/mpi_startup.cpp, which has checked MPI's thread level.
+std::unique_ptr<Communicator> new_mpi_communicator(MPI_Comm parent, int thread_level,
+                                                   MpiOptions options);
 
 }  // namespace sparq::comm::mpi_support

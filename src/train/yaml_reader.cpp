@@ -12,6 +12,7 @@
 
 #include "core/bool_words.h"
 #include "core/file_io.h"
+#include "train/yaml_document.h"
 
 namespace sparq::train {
 namespace {
@@ -40,7 +41,7 @@ std::string scalar_text(const YAML::Node& n) {
 // --set train.steps=), which yaml-cpp reads as null and writes as '~'.
 std::string quoted_value(const YAML::Node& n) {
   if (n.IsNull()) return "no value";
-  return "'" + scalar_text(n) + "'";
+  return fmt::format("'{}'", scalar_text(n));
 }
 
 void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vector<std::string>* out) {
@@ -128,15 +129,11 @@ Result<YamlReader> YamlReader::from_file(const std::string& path) {
 }
 
 Result<YamlReader> YamlReader::from_string(const std::string& text, const std::string& origin) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    if (!root.IsMap()) return Status::error("{}: a config must be a YAML mapping", origin);
-    SPARQ_RETURN_IF_ERROR(check_keys(root, "", origin));
-    return YamlReader(root, origin);
-  } catch (const YAML::Exception& e) {
-    return Status::error("{}: invalid YAML: {}", origin, e.what());
-  }
+  SPARQ_ASSIGN_OR_RETURN(const YAML::Node parsed, load_one_document_with_marks(text, origin));
+  if (parsed.IsNull()) return YamlReader(YAML::Node(YAML::NodeType::Map), origin);
+  if (!parsed.IsMap()) return Status::error("{}: a config must be a YAML mapping", origin);
+  SPARQ_RETURN_IF_ERROR(check_keys(parsed, "", origin));  // before the copy: it quotes lines
+  return YamlReader(unshared_copy(parsed), origin);
 }
 
 Status YamlReader::fail(const std::string& key, const std::string& what) const {
@@ -169,11 +166,9 @@ Result<SetArgument> parse_set_argument(const std::string& assignment) {
   if (std::any_of(a.parts.begin(), a.parts.end(), [](const auto& p) { return p.empty(); })) {
     return Status::error("--set '{}': the key has an empty part", assignment);
   }
-  try {
-    a.value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    return Status::error("--set {}: cannot parse the value: {}", a.key, e.what());
-  }
+  const std::string text = assignment.substr(eq + 1);
+  SPARQ_RETURN_IF_ERROR(check_set_value_text(a.key, text));
+  SPARQ_ASSIGN_OR_RETURN(a.value, load_one_document(text, "--set " + a.key + " (the value)"));
   SPARQ_RETURN_IF_ERROR(check_keys(a.value, a.key, "--set"));
   return a;
 }

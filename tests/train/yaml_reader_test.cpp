@@ -203,3 +203,72 @@ TEST(YamlReader, AnEmptySectionHeaderIsAnEmptySection) {
 
 }  // namespace
 }  // namespace sparq::train
+
+namespace sparq::train {
+namespace {
+
+// An alias is a value of its own once read: --set on one key never changes another.
+TEST(YamlReader, SettingAKeyLeavesItsAliasesAlone) {
+  auto r = YamlReader::from_string(
+      "optim: {lr: &x 0.25}\ncomm: {timeout_s: *x}\ntrain: &t {steps: 200}\nother: *t\n",
+      "aliases.yaml");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_TRUE(r->set_override("comm.timeout_s=600").is_ok());
+  ASSERT_TRUE(r->set_override("train.steps=50").is_ok());
+  double lr = 0, timeout = 0;
+  int steps = 0, other_steps = 0;
+  ASSERT_TRUE(r->get("optim.lr", &lr).is_ok());
+  ASSERT_TRUE(r->get("comm.timeout_s", &timeout).is_ok());
+  ASSERT_TRUE(r->get("train.steps", &steps).is_ok());
+  ASSERT_TRUE(r->get("other.steps", &other_steps).is_ok());
+  EXPECT_DOUBLE_EQ(lr, 0.25);
+  EXPECT_DOUBLE_EQ(timeout, 600);
+  EXPECT_EQ(steps, 50);
+  EXPECT_EQ(other_steps, 200);
+}
+
+TEST(YamlReader, AConfigIsOneDocument) {
+  // Two files joined with cat: the second one's settings were dropped unread.
+  auto joined =
+      YamlReader::from_string("---\noptim: {lr: 0.001}\n---\noptim: {lr: 0.5}\n", "joined.yaml");
+  ASSERT_FALSE(joined.is_ok());
+  EXPECT_NE(joined.status().message().find("joined.yaml: holds 2 YAML documents"),
+            std::string::npos)
+      << joined.status().message();
+  EXPECT_NE(joined.status().message().find("content begins at line 4"), std::string::npos)
+      << joined.status().message();
+  // One document, with or without its markers, still reads; quoted strings keep their type.
+  auto one = YamlReader::from_string("---\nlog: {metrics: \"~\"}\n...\n", "one.yaml");
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  std::string metrics;
+  ASSERT_TRUE(one->get("log.metrics", &metrics).is_ok());
+  EXPECT_EQ(metrics, "~");
+  EXPECT_TRUE(YamlReader::from_string("", "empty.yaml").is_ok());
+}
+
+TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
+  auto r = YamlReader::from_string(kConfig, "test.yaml");
+  ASSERT_TRUE(r.is_ok());
+  for (const char* bad : {"log.metrics=run #1.jsonl", "log.metrics=#x", "log.metrics=---",
+                          "log.metrics=...", "optim.lr=0.1\n---\n0.2"}) {
+    const Status s = r->set_override(bad);
+    EXPECT_FALSE(s.is_ok()) << bad;
+    EXPECT_NE(s.message().find("--set log.metrics") == std::string::npos
+                  ? s.message().find("--set optim.lr")
+                  : 0,
+              std::string::npos)
+        << s.message();
+  }
+  // A '#' inside a word or inside quotes, and text that merely starts with dashes, are values.
+  for (const char* good : {"log.metrics=run#1.jsonl", "log.metrics=\"run #1.jsonl\"",
+                           "log.metrics='a #b'", "log.metrics=---x", "optim.lr=-0.5"}) {
+    EXPECT_TRUE(r->set_override(good).is_ok()) << good;
+  }
+  ASSERT_TRUE(r->set_override("log.metrics=\"run #1.jsonl\"").is_ok());
+  std::string metrics;
+  ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());
+  EXPECT_EQ(metrics, "run #1.jsonl");
+}
+
+}  // namespace
+}  // namespace sparq::train

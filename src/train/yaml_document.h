@@ -1,0 +1,40 @@
+// Loading the text of a config (or of a --set value) as exactly one YAML document whose nodes
+// are all its own, and the check of a --set value's text for what YAML would cut from it.
+// Internal to the config reader (train/yaml_reader.cpp).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace sparq::train {
+
+// The one document of `text`, with every alias (*name) replaced by a copy of what its anchor
+// holds. `origin` names the text in errors (a config path, "--set train.steps").
+//   * One document: yaml-cpp's Load reads the first and drops the rest unparsed, so two
+//     configs joined with `cat` (each opening with ---) trained on the first one's settings
+//     alone, and anything after a second --- was never checked (review, 2026-12-06).
+//   * No shared nodes: an alias is the anchored node itself in yaml-cpp, so --set on a key
+//     that an alias also named changed both ("lr: &x 0.25", "timeout_s: *x", then --set
+//     comm.timeout_s=600 trained at lr 600; review, 2026-12-06). A config is a tree of values:
+//     anchors are a way of writing it, and each key is set on its own.
+// Line numbers (Mark()) do not survive the copy: callers that quote a line check the document
+// returned by load_one_document_with_marks() first.
+Result<YAML::Node> load_one_document(const std::string& text, const std::string& origin);
+
+// The one document of `text` as yaml-cpp parsed it (aliases still shared, line numbers kept),
+// for checks that quote lines before the copy; load_one_document() is this, then the copy.
+Result<YAML::Node> load_one_document_with_marks(const std::string& text, const std::string& origin);
+
+// A copy of `node` whose every node is new: aliases become values of their own.
+YAML::Node unshared_copy(const YAML::Node& node);
+
+// What YAML would silently cut from a --set value: a comment ("run #1.jsonl" read as "run")
+// or a document marker ("---" read as no value, which turned log.metrics off); the shell has
+// already removed the user's own quotes, so a '#' the user meant is never a comment here
+// unless quoted again (review, 2026-12-06).
+Status check_set_value_text(const std::string& key, const std::string& text);
+
+}  // namespace sparq::train

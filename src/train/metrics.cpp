@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -28,6 +31,49 @@ std::string si(double v) {
   if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
   if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
   return fmt::format("{:.1f}", v);
+}
+
+// An interrupted run can leave its last record half written (killed mid-write, disk full).
+// Appending after it would glue the next record onto it and spoil both lines (review,
+// 2026-12-06), so the incomplete tail is cut at the last newline before appending.
+Status drop_incomplete_last_line(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Status::ok();  // new, or /dev/...
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return Status::ok();  // open() itself reports what is wrong with the file
+  // Read backwards from the end to the last newline; `keep` is the length up to it.
+  long end = -1;
+  if (std::fseek(f, 0, SEEK_END) == 0) end = std::ftell(f);
+  long keep = end;
+  std::string chunk;
+  for (long pos = end; pos > 0;) {
+    const long start = std::max(0L, pos - 65536);
+    chunk.resize(static_cast<std::size_t>(pos - start));
+    if (std::fseek(f, start, SEEK_SET) != 0 ||
+        std::fread(chunk.data(), 1, chunk.size(), f) != chunk.size()) {
+      keep = end;  // unreadable: leave the file as it is
+      break;
+    }
+    if (pos == end && chunk.back() == '\n') break;  // complete: nothing to drop
+    const std::size_t newline = chunk.rfind('\n');
+    if (newline != std::string::npos) {
+      keep = start + static_cast<long>(newline) + 1;
+      break;
+    }
+    keep = pos = start;
+  }
+  std::fclose(f);
+  if (end <= 0 || keep == end) return Status::ok();
+  std::filesystem::resize_file(path, static_cast<std::uintmax_t>(keep), ec);
+  if (ec) {
+    return Status::error("log.metrics: cannot drop the incomplete last record of '{}': {}", path,
+                         ec.message());
+  }
+  spdlog::warn(
+      "log.metrics: '{}' ended in an incomplete record ({} bytes, left by the interrupted "
+      "run); it was dropped before appending",
+      path, end - keep);
+  return Status::ok();
 }
 
 }  // namespace
@@ -101,16 +147,27 @@ Status JsonlWriter::open(const std::string& path, bool append) {
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  if (append) SPARQ_RETURN_IF_ERROR(drop_incomplete_last_line(path));
   file_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!file_) return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
+  path_ = path;
+  lost_records_ = 0;
   return Status::ok();
 }
 
 void JsonlWriter::write(const std::string& line) {
   if (!file_) return;
-  std::fputs(line.c_str(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+  errno = 0;
+  const bool written = std::fputs(line.c_str(), file_) != EOF && std::fputc('\n', file_) != EOF &&
+                       std::fflush(file_) == 0;
+  if (written) return;
+  if (lost_records_++ == 0) {
+    spdlog::warn(
+        "log.metrics: cannot write to '{}': {}; training goes on, and the records "
+        "that cannot be written are counted at the end",
+        path_, errno ? std::strerror(errno) : "write error");
+  }
+  std::clearerr(file_);
 }
 
 }  // namespace sparq::train

@@ -57,19 +57,28 @@ std::string format_bytes(double bytes);
 std::string format_duration(double seconds);
 
 // Appends lines to a file and flushes each, so a crashed run keeps every finished step.
+// A record that cannot be written (disk full, /dev/full, a vanished mount) is a warning the
+// first time and is counted, never the end of the run: the metrics are a diagnostic, and the
+// run may be hours from its last checkpoint (as log.trace's writes, trainer.cpp).
 class JsonlWriter {
  public:
   JsonlWriter() = default;
   ~JsonlWriter();
   JsonlWriter(const JsonlWriter&) = delete;
   JsonlWriter& operator=(const JsonlWriter&) = delete;
-  // Creates parent directories. `append` keeps earlier records (resumed runs).
+  // Creates parent directories. `append` keeps earlier records (resumed runs) and drops an
+  // incomplete last line, the record an interrupted run was writing, so that the first new
+  // record starts a line of its own and every line of the file is one JSON record.
   Status open(const std::string& path, bool append);
   void write(const std::string& line);
   bool is_open() const { return file_ != nullptr; }
+  // Records that write() could not write since open().
+  std::int64_t lost_records() const { return lost_records_; }
 
  private:
   std::FILE* file_ = nullptr;
+  std::string path_;
+  std::int64_t lost_records_ = 0;
 };
 
 }  // namespace sparq::train

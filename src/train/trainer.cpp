@@ -344,6 +344,10 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         "\"stopped_early\":{}}}",
         summary.steps, summary.skipped, summary.param_checksum,
         summary.stopped_early ? "true" : "false"));
+    if (metrics_.lost_records() > 0) {
+      spdlog::warn("log.metrics: {} records of this run could not be written to '{}'",
+                   metrics_.lost_records(), c.log.metrics_path);
+    }
   }
   return summary;
 }

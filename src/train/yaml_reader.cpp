@@ -194,6 +194,11 @@ Status YamlReader::set_override(const std::string& assignment) {
 
 bool YamlReader::has(const std::string& key) const { return find(key).has_value(); }
 
+bool YamlReader::is_empty(const std::string& key) const {
+  const auto node = find(key);
+  return node && node->IsNull();
+}
+
 template <typename T>
 Status YamlReader::get_number(const std::string& key, T* out, Bounds<T> bounds, const char* kind) {
   consumed_.insert(key);

@@ -53,6 +53,8 @@ class YamlReader {
   Status set_override(const std::string& assignment);
 
   bool has(const std::string& key) const;
+  // Present with no value ("lbs:" with every key below it commented out, or --set key=).
+  bool is_empty(const std::string& key) const;
   // Reads key into *out when present (leaves the default otherwise).
   Status get(const std::string& key, double* out, Bounds<double> bounds = {});
   Status get(const std::string& key, std::int64_t* out, Bounds<std::int64_t> bounds = {});

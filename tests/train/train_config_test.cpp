@@ -152,6 +152,21 @@ TEST(TrainConfig, CompressorSettingsLiveUnderTheirOwnSection) {
   ASSERT_FALSE(c.is_ok());
   EXPECT_NE(c.status().message().find("c.yaml: compress.density: unknown key"), std::string::npos)
       << c.status().message();
+  // A compressor's header with every key commented out is an empty section (its defaults),
+  // and --set adds to it.
+  c = parse_train_config("compress:\n  name: topk\n  topk:\n    # density: 0.05\n", "c.yaml", {});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->compress.compress.name, "topk");
+  EXPECT_TRUE(c->compress.compress.params.empty());
+  c = parse_train_config("compress:\n  name: topk\n  topk:\n", "c.yaml",
+                         {"compress.topk.density=0.05"});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->compress.compress.params.at("density"), "0.05");
+  // A bare key that is not a compressor's name is still refused, with a value or without.
+  c = parse_train_config("compress: {name: topk, densty: }", "c.yaml", {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("compress.densty: unknown key"), std::string::npos)
+      << c.status().message();
 }
 
 TEST(TrainConfig, ClipScopeFollowsWhatIsCommunicated) {

@@ -132,6 +132,7 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
                                   const RunOptions& options_in) {
   RunOptions options = options_in;
   if (!options.trainer.plan_buckets) options.trainer.plan_buckets = plan_with_simulator;
+  options.trainer.resuming = !options.resume.empty();
   // What the train command refuses before it gets here, an embedder's call is refused too
   // (review, 2026-12-05): a malformed SPARQ_FAULT aborted the first step, and a dry run
   // dropped stop_at and the export without a word.

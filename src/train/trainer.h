@@ -87,6 +87,10 @@ class Trainer {
     std::function<Result<BucketChoice>(const TrainConfig&, const comm::BucketPlan& plan,
                                        int world_size)>
         plan_buckets;
+    // The caller resumes a checkpoint next (run_training() sets it for --resume): every
+    // parameter comes from the checkpoint, so train.init_from is not read. It was, and a
+    // resume failed once the pretrained file had moved (review, 2026-12-06).
+    bool resuming = false;
   };
   static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
                                                  comm::Communicator& comm, Options options);

@@ -52,7 +52,9 @@ Status Trainer::build(const Options& options) {
   // Identical on every rank: no broadcast needed.
   if (!options.dry_run) {
     store_.initialize(c.train.seed);
-    if (!c.train.init_from.empty()) SPARQ_RETURN_IF_ERROR(load_initial_weights());
+    if (!c.train.init_from.empty() && !options.resuming) {
+      SPARQ_RETURN_IF_ERROR(load_initial_weights());
+    }
   }
   model_->bind(store_);
   model_->set_dropout_seed(c.train.seed, static_cast<std::uint32_t>(comm_.rank()));
@@ -161,7 +163,9 @@ Status Trainer::load_initial_weights() {
   std::string format = config_.train.init_format;
   if (format == "auto") {
     // Hugging Face GPT-2 files are recognised by their fused attention projection.
-    SPARQ_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::read(path));
+    auto read = SafetensorsFile::read(path);
+    if (!read.is_ok()) return read.status().with_context(config_.origin + ": train.init_from");
+    const SafetensorsFile& file = *read;
     const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
                     file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
     format = hf ? "gpt2_hf" : "sparq";
@@ -263,7 +267,10 @@ std::string Trainer::describe() const {
     s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
                      data_info_.entropy_rate);
   }
-  if (!c.train.init_from.empty()) {
+  if (!c.train.init_from.empty() && options_.resuming) {
+    s += fmt::format("init:      weights from the checkpoint (train.init_from {} not read)\n",
+                     c.train.init_from);
+  } else if (!c.train.init_from.empty()) {
     // A dry run does not read the weights (they may be large); a missing file is said, as a
     // missing data file is (review, 2026-12-05: it passed as valid without a word).
     std::error_code ec;

@@ -234,6 +234,21 @@ TEST(TrainApp, SafetensorsExportAndImport) {
             std::string::npos)
       << checksum << "\n" << loaded.output;
 
+  // A resume takes every parameter from its checkpoint and does not read the initial
+  // weights again: it failed once the file had moved (review, 2026-12-06).
+  const std::string from_export = " --set train.init_from=" + exported.string();
+  const ProcessResult started = run_train(2, small_run(dir, "c") + from_export + " --stop-at 6");
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  const fs::path moved = dir / "moved.safetensors";
+  fs::rename(exported, moved);
+  const ProcessResult resumed =
+      run_train(2, small_run(dir, "c") + from_export + " --resume " + (dir / "c_ckpt").string());
+  fs::rename(moved, exported);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("weights from the checkpoint (train.init_from"), std::string::npos)
+      << resumed.output;
+
   // Hugging Face GPT-2 names (a tiny HF-layout fixture: 2 layers, 2 heads, width 16).
   const ProcessResult hf = run_train(
       0, "--config configs/default.yaml --set model.n_layer=2 --set model.n_head=2 "

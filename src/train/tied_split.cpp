@@ -40,7 +40,7 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   const std::string& mode = c.comm.split_tied_embedding;
   if (mode == "never") return false;
   // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
-  const std::int64_t step_tokens = c.train.micro_batch * c.data.seq_len * world_size;
+  const std::int64_t step_tokens = std::int64_t{c.train.micro_batch} * c.data.seq_len * world_size;
   std::string why;
   if (tied_rows == 0) {
     why = "the model has no tied embedding (GPT-2 has one)";

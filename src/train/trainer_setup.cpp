@@ -290,7 +290,7 @@ std::string Trainer::describe() const {
   }
   s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
                    comm_.size(), c.train.micro_batch, c.train.accumulation,
-                   c.train.micro_batch * c.train.accumulation * comm_.size());
+                   std::int64_t{c.train.micro_batch} * c.train.accumulation * comm_.size());
   if (c.comm.emulate.enabled()) {
     s += fmt::format(
         "link:      emulated, {} Gbit/s, {} us per call{}\n", c.comm.emulate.gbit_per_s,

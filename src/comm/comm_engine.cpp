@@ -63,11 +63,19 @@ CommEngine::~CommEngine() {
     std::unique_lock<std::mutex> lock(mutex_);
     stop_ = true;
     queue_cv_.notify_all();
-    // Draining is bounded like any wait: a task stuck in a collective must not hang exit.
-    const auto deadline = deadline_after(options_.timeout_s);
+    // Draining is bounded like any wait: a task stuck in a collective must not hang exit. The
+    // bound is per task, as wait()'s is: several slow tasks that each progress (over an
+    // emulated slow link) tripped one deadline for all of them and were blamed on a peer
+    // that never joined (review, 2026-12-06).
+    auto deadline = deadline_after(options_.timeout_s);
+    std::size_t left = in_flight_;
     while (in_flight_ > 0) {
-      if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout && in_flight_ > 0) {
+      if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout && in_flight_ == left) {
         timed_out(running_ ? *running_ : *queue_.front(), lock);
+      }
+      if (in_flight_ < left) {
+        left = in_flight_;
+        deadline = deadline_after(options_.timeout_s);
       }
     }
     for (const auto& task : unreported_) {

@@ -31,7 +31,14 @@ std::string exception_text(const std::exception_ptr& exception) {
 
 void UnreportedFailures::add(const QueuedTask& task, const Status& status,
                              std::exception_ptr exception) {
-  if (exception || !status.is_ok()) failures_.push_back({task.name, task.step, status, exception});
+  add(task.name, task.step, status, std::move(exception));
+}
+
+void UnreportedFailures::add(std::string task, std::int64_t step, const Status& status,
+                             std::exception_ptr exception) {
+  if (exception || !status.is_ok()) {
+    failures_.push_back({std::move(task), step, status, std::move(exception)});
+  }
 }
 
 Status UnreportedFailures::report(const std::string& queue_name) {

@@ -75,6 +75,8 @@ class UnreportedFailures {
  public:
   // A finished task's outcome; successes are ignored.
   void add(const QueuedTask& task, const Status& status, std::exception_ptr exception);
+  // The same, for an outcome known by the task's name and step (a caller of wait()).
+  void add(std::string task, std::int64_t step, const Status& status, std::exception_ptr exception);
   // Logs every failure but the one reported, then rethrows it or returns it (ok if none).
   Status report(const std::string& queue_name);
 

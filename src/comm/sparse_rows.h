@@ -10,8 +10,9 @@
 // rank order, rows in each message's order, to a table gradient that is identical on all
 // ranks, so all ranks compute the same bits.
 //
-// Bytes on the wire per rank: 8 + rows * (4 + 4 * dim) sent, the sum over the others received
-// (the ring's volume), against 4 * num * dim for the table sent dense.
+// Payload per rank (last_payload_bytes): 8 + rows * (4 + 4 * dim), against 4 * num * dim for
+// the table sent dense. On the wire each allgatherv moves, as a ring, every rank's message
+// but one neighbour's through each rank (comm/byte_model.h counts it so).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,24 @@
 #include "core/timer.h"
 
 namespace sparq::comm {
+namespace {
+
+// What a misuse error says of a bucket: its tensors (the scheduler counts elements, not which
+// tensor they came from, so it cannot say which one is short; naming only the first tensor
+// pointed at one that had been reported, review 2026-12-06).
+std::string tensor_list(const Bucket& bucket) {
+  constexpr std::size_t kShown = 4;
+  std::string list = "tensors ";
+  for (std::size_t i = 0; i < bucket.tensors.size() && i < kShown; ++i) {
+    list += fmt::format("{}'{}'", i ? ", " : "", bucket.tensors[i]);
+  }
+  if (bucket.tensors.size() > kShown) {
+    list += fmt::format(" and {} more", bucket.tensors.size() - kShown);
+  }
+  return list;
+}
+
+}  // namespace
 
 WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommQueue& queue, BucketAverager& averager,
                              Options options)
@@ -22,8 +40,12 @@ WfbpScheduler::WfbpScheduler(const BucketPlan& plan, CommQueue& queue, BucketAve
 void WfbpScheduler::begin_step(std::int64_t step, bool communicate) {
   SPARQ_CHECK(launched_ == 0 || launched_ == static_cast<int>(plan_.size()),
               "begin_step({}) while step {} still has unlaunched buckets", step, step_);
+  // Its buckets may still be averaging the gradients this step's backward is about to
+  // overwrite, and their failures would surface in another step's wait_all() (review).
+  SPARQ_CHECK(waited_, "begin_step({}) before wait_all() of step {}", step, step_);
   step_ = step;
   communicate_ = communicate;
+  waited_ = !communicate;
   backward_done_ = false;
   launched_ = 0;
   held_.clear();
@@ -46,8 +68,9 @@ void WfbpScheduler::on_grads_ready(ParamRange tensor_range) {
     ready_[b] += count;
     const Bucket& bucket = plan_.buckets()[b];
     SPARQ_CHECK(ready_[b] <= bucket.ready_count,
-                "bucket {} got {} of {} gradient elements in step {}: a tensor was reported twice",
-                b, ready_[b], bucket.ready_count, step_);
+                "bucket {} ({}) got {} of {} gradient elements in step {}: a tensor was "
+                "reported twice",
+                b, tensor_list(bucket), ready_[b], bucket.ready_count, step_);
     if (ready_[b] != bucket.ready_count) continue;
     // Complete: submitted now, in readiness order (Note [Readiness launch order]).
     stats_.buckets[b].ready_us = now;
@@ -78,9 +101,9 @@ void WfbpScheduler::on_backward_done() {
   for (std::size_t b = 0; b < plan_.size(); ++b) {
     const Bucket& bucket = plan_.buckets()[b];
     SPARQ_CHECK(ready_[b] == bucket.ready_count,
-                "backward of step {} ended but bucket {} has {} of {} gradient elements (first "
-                "tensor '{}'): the model did not report every parameter",
-                step_, b, ready_[b], bucket.ready_count, bucket.tensors.front());
+                "backward of step {} ended but bucket {} ({}) has {} of {} gradient elements: "
+                "the model did not report every parameter",
+                step_, b, tensor_list(bucket), ready_[b], bucket.ready_count);
   }
   for (int b : held_) launch(b);
   held_.clear();
@@ -105,18 +128,22 @@ bool WfbpScheduler::gate(void* consumer) {
 Status WfbpScheduler::wait_all() {
   SPARQ_CHECK(backward_done_, "wait_all() before on_backward_done() in step {}", step_);
   if (!communicate_) return Status::ok();
-  Status first_error;
   // A task that threw (the engine rethrows it here) must not leave its successors running
-  // while the caller unwinds past state they use: every task is waited for, then the first
-  // exception is rethrown.
-  std::exception_ptr thrown;
+  // while the caller unwinds past state they use: every task is waited for first. Then every
+  // failure is reported as the engines' wait_all() reports them (Note [What wait_all
+  // reports], comm_queue.h): each wait() marks its task reported, so a failure kept here
+  // only as "the first" was lost for good (review, 2026-12-06: a bucket's "corrupt message"
+  // vanished behind a later bucket's exception).
+  detail::UnreportedFailures failures;
   const auto wait_for = [&](const auto& wait, const std::string& what) {
+    Status status;
+    std::exception_ptr thrown;
     try {
-      Status s = wait();
-      if (!s.is_ok() && first_error.is_ok()) first_error = s.with_context(what);
+      status = wait();
     } catch (...) {
-      if (!thrown) thrown = std::current_exception();
+      thrown = std::current_exception();
     }
+    failures.add(what, step_, status.is_ok() ? status : status.with_context(what), thrown);
   };
   for (int b : stats_.launch_order) {
     wait_for([&] { return queue_.wait(handles_[b]); },
@@ -132,7 +159,8 @@ Status WfbpScheduler::wait_all() {
   // would otherwise grow coarse over a long run).
   stats_.wait_end_us = now_us();
   wait_for([&] { return queue_.wait_all(); }, fmt::format("step {}", step_));
-  if (thrown) std::rethrow_exception(thrown);
+  waited_ = true;
+  const Status first_error = failures.report("backprop scheduler");  // rethrows an exception
   stats_.backward_end_us = backward_mark_();
   std::int64_t last_end = stats_.backward_end_us;
   for (std::size_t i = 0; i <= plan_.size(); ++i) {

@@ -115,6 +115,7 @@ class WfbpScheduler {
   std::int64_t step_ = 0;
   bool communicate_ = true;
   bool backward_done_ = false;
+  bool waited_ = true;  // the last communicating step's wait_all() has run
   int launched_ = 0;
   std::vector<int> held_;            // complete buckets not yet submitted (overlap: false)
   std::vector<std::int64_t> ready_;  // reported elements per bucket

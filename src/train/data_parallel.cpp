@@ -199,7 +199,17 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
 }
 
 void DataParallelStepper::finish_communication(StepResult& r) {
-  const Status comm_status = scheduler_.wait_all();
+  // A task that threw ends the job as a failed one does, through the fatal handler (which
+  // aborts every rank under MPI). Unwinding out of the trainer ended this rank alone, by
+  // std::terminate, and its peers waited in the step's last collective (review, 2026-12-06).
+  Status comm_status;
+  try {
+    comm_status = scheduler_.wait_all();
+  } catch (const std::exception& e) {
+    SPARQ_FATAL("communication failed: {}", e.what());
+  } catch (...) {
+    SPARQ_FATAL("communication failed: a task threw something that is not a std::exception");
+  }
   SPARQ_CHECK(comm_status.is_ok(), "communication failed: {}", comm_status.message());
   r.comm = scheduler_.step_stats();
   if (r.comm.tail) r.tied_rows_bytes = tied_rows_.last_payload_bytes();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <stdexcept>
 #include <thread>
@@ -249,6 +250,26 @@ TEST_F(CommEngineDeathTest, TimeoutOfAQueuedTaskNamesTheTaskAhead) {
     (void)engine.wait(second);
   };
   EXPECT_DEATH(queued(), "task 'second' \\(step 2, #1\\).*queued behind task 'stuck head'");
+}
+
+// Destruction drains the queue under the same per-task bound as wait(): four tasks of 0.5 s
+// each, queued behind each other (a slow link), all progress, and take 2 s against a 1 s
+// timeout. One deadline for the whole drain ended the process, blaming a peer that never
+// joined (review, 2026-12-06).
+TEST_F(CommEngineDeathTest, DrainingAtDestructionBoundsEachTaskNotTheWholeQueue) {
+  auto drain = [] {
+    auto comm = make_self_communicator();
+    {
+      CommEngine engine(*comm, {.timeout_s = 1.0, .name = "slow link"});
+      for (int i = 0; i < 4; ++i) {
+        engine.submit(fmt::format("bucket {}", i), 1, [](Communicator&) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        });
+      }
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(drain(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
 // WFBP scheduler in one process (Self communicator): launch order, readiness order,
 // the non-overlapping baseline, gradient accumulation, and misuse.
+#include "comm/wfbp_scheduler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 
 #include "comm/comm_engine.h"
 #include "comm/stack_fixture.h"
-#include "comm/wfbp_scheduler.h"
+#include "common/log_capture.h"
 
 namespace sparq::comm {
 namespace {
@@ -177,6 +180,50 @@ TEST(WfbpScheduler, ExchangeErrorsSurfaceWithTheBucket) {
   EXPECT_EQ(st.message(), "bucket 1 of step 4: decode failed");
 }
 
+// Note [What wait_all reports] (comm_queue.h), through the scheduler: each bucket's wait()
+// marks its task reported, so a failure the scheduler kept only as "the first" was lost for
+// good (review, 2026-12-06: bucket 0's error vanished behind bucket 1's exception).
+TEST(WfbpScheduler, WaitAllReportsEveryFailedBucket) {
+  SchedulerEnv env(3);
+  ASSERT_GT(env.plan.size(), 3u);
+  FunctionAverager failing([](Communicator&, const Bucket& b, std::int64_t) -> Status {
+    if (b.index == 0) return Status::error("corrupt message");
+    if (b.index == 1) throw std::runtime_error("decoder threw");
+    if (b.index == 2) return Status::error("short payload");
+    return Status::ok();
+  });
+  WfbpScheduler sched(env.plan, env.engine, failing);
+  sched.begin_step(4);
+  report_backward(env.stack, sched);
+  sched.on_backward_done();
+  ::sparq::testing::LogCapture log;
+  try {
+    (void)sched.wait_all();
+    ADD_FAILURE() << "wait_all() did not rethrow the exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "decoder threw");
+  }
+  EXPECT_NE(log.text().find("bucket 0 of step 4: corrupt message"), std::string::npos)
+      << log.text();
+  EXPECT_NE(log.text().find("bucket 2 of step 4: short payload"), std::string::npos) << log.text();
+  EXPECT_TRUE(env.engine.wait_all().is_ok()) << "each failure is reported once";
+  // Without an exception the first failure is returned and the others are logged.
+  FunctionAverager refusing([](Communicator&, const Bucket& b, std::int64_t) {
+    return b.index <= 1 ? Status::error("bucket {} refused", b.index) : Status::ok();
+  });
+  WfbpScheduler second(env.plan, env.engine, refusing);
+  second.begin_step(5);
+  report_backward(env.stack, second);
+  second.on_backward_done();
+  ::sparq::testing::LogCapture second_log;
+  const Status st = second.wait_all();
+  const bool zero_first = st.message() == "bucket 0 of step 5: bucket 0 refused";
+  EXPECT_TRUE(zero_first || st.message() == "bucket 1 of step 5: bucket 1 refused") << st.message();
+  EXPECT_NE(second_log.text().find(zero_first ? "bucket 1 refused" : "bucket 0 refused"),
+            std::string::npos)
+      << second_log.text();
+}
+
 TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
   SchedulerEnv env(1);
   Stack& s = env.stack;
@@ -199,6 +246,16 @@ TEST(WfbpSchedulerDeathTest, MissingOrDuplicateGradientsAbort) {
         sched.on_grads_ready(s.store.entry("ln_f.bias").range());
       },
       "reported twice");
+  // A step begun before the last one's buckets were waited for: they may still be averaging
+  // the gradients its backward overwrites.
+  EXPECT_DEATH(
+      {
+        sched.begin_step(1);
+        report_backward(s, sched);
+        sched.on_backward_done();
+        sched.begin_step(2);
+      },
+      "begin_step\\(2\\) before wait_all\\(\\) of step 1");
 }
 
 }  // namespace

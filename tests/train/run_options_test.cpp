@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
+#include "compress/aggregation.h"
 #include "train/run.h"
 
 namespace sparq {
@@ -69,6 +71,40 @@ TEST(RunOptions, ACheckpointDirThatCannotBeMadeIsRefusedBeforeAnyStep) {
                                             "'/proc/sparq_cannot_be_made/checkpoints'"),
             std::string::npos)
       << refused.status().message();
+}
+
+// A communication task that throws ends the job through the fatal handler (MPI_Abort under
+// MPI), as a failed Status does. It unwound out of the trainer instead: this rank died alone
+// by std::terminate, and its peers waited in the step's last collective until comm.timeout_s
+// (review, 2026-12-06).
+class ThrowingAggregator final : public compress::Aggregator {
+ public:
+  std::string_view name() const override { return "test_throwing"; }
+  Status run(std::span<float>, compress::Compressor&, compress::ErrorFeedback*, comm::Communicator&,
+             const compress::EncodeContext&) override {
+    throw std::runtime_error("the aggregator threw");
+  }
+};
+
+TEST(RunOptionsDeathTest, ACommunicationTaskThatThrowsEndsTheJob) {
+  static const Status registered = compress::register_aggregation(
+      {"test_throwing", "throws from run()", {}, [](const compress::AggregatorOptions&) {
+         return std::unique_ptr<compress::Aggregator>(std::make_unique<ThrowingAggregator>());
+       }});
+  ASSERT_TRUE(registered.is_ok()) << registered.message();
+  train::TrainConfig config = train::default_train_config().value();
+  config.train.steps = 2;
+  config.compress.compress.name = "topk";
+  config.compress.compress.params = {{"density", "0.1"}};
+  config.compress.aggregation = "test_throwing";
+  config = train::validate_train_config(config).value();
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_DEATH(
+      {
+        auto comm = train::make_communicator(config.comm).value();
+        (void)train::run_training(config, *comm);
+      },
+      "communication failed: .*the aggregator threw");
 }
 
 }  // namespace

@@ -22,14 +22,18 @@ constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
 
 // ---- header validation -------------------------------------------------------------------
 
-// Bytes per element of the safetensors dtypes; 0 for an unknown one.
-std::size_t safetensors_dtype_size(std::string_view dtype) {
-  static const std::map<std::string_view, std::size_t> kSizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
-      {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
-      {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
-  const auto it = kSizes.find(dtype);
-  return it == kSizes.end() ? 0 : it->second;
+// Bits per element of the safetensors dtypes (the format's list, sub-byte floats included,
+// whose tensors are packed); 0 for an unknown one. A file that holds a dtype this reader
+// cannot convert is still read: only its f32-convertible tensors can be loaded, and a model
+// file with an extra F8_E8M0 or C64 tensor was refused whole (review, 2026-12-06).
+std::size_t safetensors_dtype_bits(std::string_view dtype) {
+  static const std::map<std::string_view, std::size_t> kBits = {
+      {"F64", 64},    {"F32", 32}, {"F16", 16},    {"BF16", 16},   {"I64", 64},
+      {"I32", 32},    {"I16", 16}, {"I8", 8},      {"U64", 64},    {"U32", 32},
+      {"U16", 16},    {"U8", 8},   {"BOOL", 8},    {"F8_E4M3", 8}, {"F8_E5M2", 8},
+      {"F8_E8M0", 8}, {"C64", 64}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"F4", 4}};
+  const auto it = kBits.find(dtype);
+  return it == kBits.end() ? 0 : it->second;
 }
 
 const Json* member(const Json& obj, std::string_view key) {
@@ -53,16 +57,18 @@ Status parse_entry(const Json& value, std::uint64_t data_bytes, SafetensorsEntry
     return Status::error("'data_offsets' must be an array [begin, end]");
   }
   e->dtype = dtype->str;
-  const std::size_t elem = safetensors_dtype_size(e->dtype);
-  if (elem == 0) return Status::error("unknown dtype '{}'", e->dtype);
+  const std::size_t bits = safetensors_dtype_bits(e->dtype);
+  if (bits == 0) return Status::error("unknown dtype '{}'", e->dtype);
+  // The most elements the data could hold (two per byte for F4); a file holds < 2^61 bytes.
+  const std::uint64_t limit = data_bytes * 8 / bits;
   std::uint64_t numel = 1;
   for (const Json& d : shape->items) {
     if (d.kind != Json::Kind::kInt || d.num < 0) {
       return Status::error("shape entries must be non-negative integers");
     }
     e->shape.push_back(d.num);
-    if (d.num != 0 && numel > (data_bytes + 1) / static_cast<std::uint64_t>(d.num)) {
-      numel = data_bytes + 1;  // certainly too large for the data; avoids overflow
+    if (d.num != 0 && numel > (limit + 1) / static_cast<std::uint64_t>(d.num)) {
+      numel = limit + 1;  // certainly too large for the data; avoids overflow
     } else {
       numel *= static_cast<std::uint64_t>(d.num);
     }
@@ -78,11 +84,13 @@ Status parse_entry(const Json& value, std::uint64_t data_bytes, SafetensorsEntry
     return Status::error("data_offsets [{}, {}) lie outside the {} data bytes", e->begin, e->end,
                          data_bytes);
   }
-  if (numel > data_bytes || numel * elem != e->end - e->begin) {
+  // numel <= limit + 1 (above), so numel * bits cannot overflow.
+  if (numel > limit || numel * bits != (e->end - e->begin) * 8) {
     return Status::error("data_offsets [{}, {}) hold {} bytes but shape x {} needs {}", e->begin,
                          e->end, e->end - e->begin, e->dtype,
-                         numel > data_bytes ? std::string("more than the file holds")
-                                            : std::to_string(numel * elem));
+                         numel > limit      ? std::string("more than the file holds")
+                         : numel * bits % 8 ? fmt::format("{} bits, not whole bytes", numel * bits)
+                                            : std::to_string(numel * bits / 8));
   }
   return Status::ok();
 }

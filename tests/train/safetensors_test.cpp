@@ -349,6 +349,16 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   EXPECT_TRUE(contains(s, "tensor 'a'") && contains(s, "needs 6")) << s.message();
   s = with_header(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1);
   EXPECT_TRUE(contains(s, "unknown dtype 'Q4'")) << s.message();
+  // The format's newer dtypes are read (and cannot be loaded): a file with one is not refused
+  // whole. Sub-byte floats are packed, and must fill whole bytes.
+  s = with_header(R"({"a":{"dtype":"F8_E8M0","shape":[3],"data_offsets":[0,3]},)"
+                  R"("b":{"dtype":"C64","shape":[1],"data_offsets":[3,11]},)"
+                  R"("c":{"dtype":"F4","shape":[6],"data_offsets":[11,14]},)"
+                  R"("d":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[14,17]}})",
+                  17);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  s = with_header(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2);
+  EXPECT_TRUE(contains(s, "needs 12 bits, not whole bytes")) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4);
   EXPECT_TRUE(contains(s, "only integers")) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})", 4);

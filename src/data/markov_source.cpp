@@ -129,6 +129,50 @@ std::string MarkovChain::describe() const {
 
 double MarkovChain::entropy_rate_bits() const { return entropy_rate_ / std::numbers::ln2; }
 
+double MarkovChain::entropy_given_last_nats(int tokens) const {
+  SPARQ_CHECK(tokens >= 0, "entropy_given_last_nats({}): a count of tokens", tokens);
+  if (tokens >= config_.order) return entropy_rate_;
+  // The contexts that share their last `tokens` tokens g are g + m * V^tokens (the newest
+  // token is the lowest digit, as probability() encodes contexts); their joint with the next token
+  // y is sum_m pi(c) p(y | c), gathered one group at a time in a vector of V.
+  const std::uint64_t v = config_.vocab_size;
+  std::uint64_t groups = 1;
+  for (int i = 0; i < tokens; ++i) groups *= v;
+  const std::size_t b = static_cast<std::size_t>(config_.branching);
+  const double eps = config_.smoothing;
+  std::vector<double> joint(v);
+  double h = 0;
+  for (std::uint64_t g = 0; g < groups; ++g) {
+    std::fill(joint.begin(), joint.end(), 0.0);
+    double mass = 0;
+    for (std::uint64_t c = g; c < num_contexts_; c += groups) {
+      mass += pi_[c];
+      for (std::size_t k = 0; k < b; ++k)
+        joint[succ_[c * b + k]] += pi_[c] * (1 - eps) * q_[c * b + k];
+    }
+    if (mass <= 0) continue;
+    for (std::uint64_t y = 0; y < v; ++y) {
+      const double p = joint[y] + mass * eps / static_cast<double>(v);
+      h -= p * std::log(p / mass);
+    }
+  }
+  return h;
+}
+
+double MarkovChain::row_loss_bound_nats(std::int64_t seq_len) const {
+  SPARQ_CHECK(seq_len >= 1, "row_loss_bound_nats({}): rows hold at least one target", seq_len);
+  // Note [A row's achievable loss] (markov_source.h).
+  double sum = 0;
+  for (std::int64_t i = 0; i < seq_len; ++i) {
+    if (i + 1 >= config_.order) {
+      sum += static_cast<double>(seq_len - i) * entropy_rate_;
+      break;
+    }
+    sum += entropy_given_last_nats(static_cast<int>(i + 1));
+  }
+  return sum / static_cast<double>(seq_len);
+}
+
 double MarkovChain::probability(std::uint64_t context, std::uint32_t token) const {
   const std::size_t b = static_cast<std::size_t>(config_.branching);
   double p = config_.smoothing / config_.vocab_size;

@@ -41,6 +41,19 @@ class MarkovChain {
 
   double entropy_rate_nats() const { return entropy_rate_; }
   double entropy_rate_bits() const;
+  // H(next token | the last `tokens` tokens) in nats, for a stationary stream: the entropy
+  // rate for tokens >= order, more below it (the older context is unknown and averaged
+  // over). Costs one pass over the successor table per call below the order.
+  double entropy_given_last_nats(int tokens) const;
+  // Note [A row's achievable loss]
+  // The lowest expected loss of a causal model that reads rows of `seq_len` tokens cut from
+  // the stream at arbitrary positions (the LM loader's windows): target i of a row has the
+  // i + 1 tokens before it as context, so for order k the first k - 1 targets see fewer than
+  // k tokens and cannot reach the entropy rate. The mean over the row of
+  // entropy_given_last_nats(min(i + 1, k)); the entropy rate itself for order 1. It was
+  // reported as the entropy rate for every order, so a perfect order-2 model read as some
+  // percent "above the optimum" (review, 2026-12-06).
+  double row_loss_bound_nats(std::int64_t seq_len) const;
   // Limits of create(): contexts (vocab_size^order) and table entries (contexts * branching,
   // 12 bytes each: 768 MiB at the limit).
   static constexpr std::uint64_t kMaxContexts = std::uint64_t{1} << 24;

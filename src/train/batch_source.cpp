@@ -160,6 +160,8 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
       // "the model -32.6% above it"), so a masked LM reports neither.
       if (c.model.arch != ModelArch::kBert) {
         info->entropy_rate = chain.entropy_rate_nats();
+        info->loss_bound = chain.row_loss_bound_nats(c.data.seq_len);
+        info->source_order = d.markov.order;
         if (d.markov.order == 1) info->source = std::make_shared<const data::MarkovChain>(chain);
       }
     }

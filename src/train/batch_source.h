@@ -36,6 +36,11 @@ class BatchSource {
 struct DataInfo {
   std::string description;      // one line for the start-up log
   double entropy_rate = -1;     // nats per token for the Markov source and a causal LM, else -1
+  // The lowest expected loss on the loader's rows (Note [A row's achievable loss],
+  // data/markov_source.h): the entropy rate for order 1, above it for higher orders; -1 as
+  // entropy_rate.
+  double loss_bound = -1;
+  int source_order = 0;  // the Markov source's order, when entropy_rate is set
   // The Markov source itself when its order is 1, so that evaluation can score the very
   // targets it evaluates under the true model (EvalMetrics::source_loss); else (and for BERT,
   // whose targets are masked tokens, not next tokens) null.

@@ -145,7 +145,14 @@ int train_main(int argc, char** argv) {
     std::string result = fmt::format("loss {:.4f}", s.eval.loss);
     if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
     if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);
-    if (s.data.entropy_rate >= 0 && !s.stopped_early) {
+    if (s.data.entropy_rate >= 0 && !s.stopped_early && s.data.loss_bound > s.data.entropy_rate) {
+      // Note [A row's achievable loss] (data/markov_source.h): the optimum is the bound.
+      result += fmt::format(
+          " (lowest achievable loss {:.4f}, the order-{} source's entropy rate {:.4f} on rows "
+          "cut from its stream: {:.1f}% above the optimum)",
+          s.data.loss_bound, s.data.source_order, s.data.entropy_rate,
+          100.0 * (s.eval.loss / s.data.loss_bound - 1.0));
+    } else if (s.data.entropy_rate >= 0 && !s.stopped_early) {
       result += fmt::format(" (entropy rate {:.4f}: {:.1f}% above the optimum",
                             s.data.entropy_rate,
                             100.0 * (s.eval.loss / s.data.entropy_rate - 1.0));

@@ -263,7 +263,18 @@ std::string Trainer::describe() const {
   s += fmt::format("model:     {}{}\n", model_->summary(),
                    activation_scale_ != 1 ? " (dry run: built for one row)" : "");
   s += fmt::format("data:      {}\n", data_info_.description);
-  if (data_info_.entropy_rate >= 0) {
+  if (data_info_.entropy_rate >= 0 && data_info_.loss_bound > data_info_.entropy_rate) {
+    // Note [A row's achievable loss] (data/markov_source.h).
+    const std::int64_t short_targets =
+        std::min<std::int64_t>(data_info_.source_order - 1, c.data.seq_len);
+    s += fmt::format(
+        "           entropy rate {:.4f} nats/token; the lowest achievable loss on rows of {} "
+        "tokens is {:.4f}: {} of a row see{} fewer than the order-{} source's {} tokens\n",
+        data_info_.entropy_rate, c.data.seq_len, data_info_.loss_bound,
+        short_targets == 1 ? std::string("the first target")
+                           : fmt::format("the first {} targets", short_targets),
+        short_targets == 1 ? "s" : "", data_info_.source_order, data_info_.source_order);
+  } else if (data_info_.entropy_rate >= 0) {
     s += fmt::format("           entropy rate {:.4f} nats/token: the lowest achievable loss\n",
                      data_info_.entropy_rate);
   }

@@ -59,6 +59,59 @@ TEST(MarkovChain, SampledTextHasTheComputedEntropyRate) {
   EXPECT_EQ(m.generate(100, 0), std::vector<std::uint32_t>(tokens.begin(), tokens.begin() + 100));
 }
 
+// Note [A row's achievable loss]: H(next | the last j tokens), recomputed from the public
+// probabilities and the stationary distribution, and the row bound built from it.
+TEST(MarkovChain, ShorterContextsCostMoreAndBoundTheRow) {
+  MarkovConfig config;
+  config.vocab_size = 6, config.order = 3, config.branching = 2, config.smoothing = 0.05,
+  config.seed = 3;
+  auto m = MarkovChain::create(config).value();
+  std::vector<double> h(4);
+  for (int j = 0; j <= 3; ++j) {
+    std::uint64_t groups = 1;
+    for (int i = 0; i < j; ++i) groups *= 6;
+    double hj = 0;
+    for (std::uint64_t g = 0; g < groups; ++g) {
+      double mass = 0;
+      std::vector<double> joint(6, 0.0);
+      for (std::uint64_t c = 0; c < m.num_contexts(); ++c) {
+        if (c % groups != g) continue;
+        mass += m.stationary()[c];
+        for (std::uint32_t y = 0; y < 6; ++y) joint[y] += m.stationary()[c] * m.probability(c, y);
+      }
+      for (double p : joint) hj -= p * std::log(p / mass);
+    }
+    h[j] = hj;
+    EXPECT_NEAR(m.entropy_given_last_nats(j), hj, 1e-12) << j << " tokens";
+  }
+  EXPECT_NEAR(h[3], m.entropy_rate_nats(), 1e-12);
+  EXPECT_EQ(m.entropy_given_last_nats(7), m.entropy_rate_nats());
+  for (int j = 0; j < 3; ++j) EXPECT_GT(h[j], h[j + 1]) << "less context, no lower entropy";
+  // Rows of T tokens: targets 0 and 1 see 1 and 2 tokens, the rest the source's 3.
+  EXPECT_NEAR(m.row_loss_bound_nats(10), (h[1] + h[2] + 8 * h[3]) / 10, 1e-12);
+  EXPECT_NEAR(m.row_loss_bound_nats(1), h[1], 1e-12);
+  EXPECT_GT(m.row_loss_bound_nats(64), m.entropy_rate_nats());
+  // Order 1: every target has its whole context, and the bound is the rate.
+  config.order = 1;
+  auto first = MarkovChain::create(config).value();
+  EXPECT_EQ(first.row_loss_bound_nats(64), first.entropy_rate_nats());
+  // Sampled text scored with the last token only reaches H(next | 1 token), not the rate.
+  const auto tokens = m.generate(300000, 0);
+  std::vector<double> pair(36, 0.0), last(6, 0.0);
+  for (std::uint64_t c = 0; c < m.num_contexts(); ++c) {
+    for (std::uint32_t y = 0; y < 6; ++y) {
+      pair[(c % 6) * 6 + y] += m.stationary()[c] * m.probability(c, y);
+      last[c % 6] += m.stationary()[c] * m.probability(c, y);
+    }
+  }
+  double nll = 0;
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    nll -= std::log(pair[tokens[i - 1] * 6 + tokens[i]] / last[tokens[i - 1]]);
+  }
+  nll /= static_cast<double>(tokens.size() - 1);
+  EXPECT_NEAR(nll, h[1], 0.02);
+}
+
 // prepare_data --markov-tokens streams shards through MarkovSampler: pieces of any sizes give
 // exactly generate()'s tokens.
 TEST(MarkovChain, TheSamplerInPiecesGivesGeneratesTokens) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <new>
 #include <numeric>
@@ -205,6 +206,22 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& i
     }
   }
   if (files.empty()) return Status::error("no input files given");
+  // A file read twice (a folder and a file in it, or a folder named twice) has its documents
+  // twice, under other numbers, so the split can put one copy in train.bin and the other in
+  // val.bin: validation text trained on, without a word (review, 2026-12-06).
+  std::map<std::string, const std::string*> seen;  // canonical path -> the file as listed
+  for (const std::string& file : files) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(file, ec);
+    const auto [it, fresh] = seen.emplace(ec ? file : canonical.string(), &file);
+    if (!fresh) {
+      return Status::error(
+          "input file '{}' is read twice (also as '{}'): the inputs name it twice, directly or "
+          "through a directory, and its documents could land in both train.bin and val.bin; "
+          "name each file once",
+          file, *it->second);
+    }
+  }
   return files;
 }
 

@@ -186,6 +186,22 @@ TEST_F(InputTree, FolderInputSkipsHiddenEntriesShardsAndTheOutput) {
       << shard.status().message();
 }
 
+// A file read twice could put its two copies on both sides of the validation split.
+TEST_F(InputTree, AFileNamedTwiceIsRefused) {
+  write("/in/a.txt", "a");
+  write("/in/sub/b.txt", "b");
+  for (const std::vector<std::string>& inputs :
+       {std::vector<std::string>{dir_ + "/in", dir_ + "/in/sub/b.txt"},
+        std::vector<std::string>{dir_ + "/in/sub", dir_ + "/in/sub/../sub"},
+        std::vector<std::string>{dir_ + "/in/a.txt", dir_ + "/in/./a.txt"}}) {
+    auto twice = expand_inputs(inputs);
+    ASSERT_FALSE(twice.is_ok()) << inputs[1];
+    EXPECT_NE(twice.status().message().find("is read twice"), std::string::npos)
+        << twice.status().message();
+  }
+  EXPECT_TRUE(expand_inputs({dir_ + "/in/a.txt", dir_ + "/in/sub"}).is_ok());
+}
+
 TEST_F(InputTree, TheOutputDirectoryIsNoInput) {
   // An interrupted run's half-written shard has no magic yet: it would be read as text.
   write("/in/out/a.txt", "a");

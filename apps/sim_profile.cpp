@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -135,6 +136,32 @@ Status write_profile(const std::string& path, const MachineProfile& p) {
 
 void progress(const std::string& line) { fmt::print(stderr, "sim_profile: {}\n", line); }
 
+// The start of every source line this program generates, then "; "-separated parts.
+constexpr std::string_view kGeneratedSource = "measured on this machine by sim_profile";
+
+// The source line after this run, when no --source is given: what this run measured (its
+// compute and codecs parts, each "" when not measured now) and, from a line this program
+// generated before, the part it did not measure. Written only once at first, the line went on
+// describing an earlier run ("codecs: 100000 floats" above rates from 7: review, 2026-12-06);
+// a hand-written line is replaced too, as it no longer describes the figures it stands above.
+// A run that measures neither (a link: each has its own source) keeps the line.
+std::string updated_source(const std::string& old, std::string compute, std::string codecs) {
+  if (compute.empty() && codecs.empty()) return old.empty() ? std::string(kGeneratedSource) : old;
+  if (old.starts_with(kGeneratedSource)) {
+    std::stringstream parts(old.substr(kGeneratedSource.size()));
+    for (std::string part; std::getline(parts, part, ';');) {
+      part.erase(0, part.find_first_not_of(' '));
+      if (compute.empty() && part.starts_with("compute: ")) compute = part;
+      if (codecs.empty() && part.starts_with("codecs: ")) codecs = part;
+    }
+  }
+  std::string out(kGeneratedSource);
+  for (const std::string& part : {compute, codecs}) {
+    if (!part.empty()) out += "; " + part;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,7 +186,9 @@ int main(int argc, char** argv) {
   app.add_option("--codec-floats", codec_floats, "floats per codec timing")
       ->check(CLI::PositiveNumber);
   app.add_option("--name", name, "the profile's name (default: the file's, else this-machine)");
-  app.add_option("--source", source, "the profile's source line (default: what was measured)");
+  app.add_option("--source", source,
+                 "the profile's source line (default: what was measured; a run that measures "
+                 "compute or codecs rewrites the line, a hand-written one included)");
   app.add_option("--link-name", link_name,
                  "name of the measured link (default: mpi-<size> ranks); needs mpirun -np 2");
   app.add_option("--link-source", link_source,
@@ -259,10 +288,15 @@ int main(int argc, char** argv) {
     }
     if (!source.empty()) {
       p.source = source;
-    } else if (p.source.empty()) {
-      p.source = fmt::format("measured on this machine by sim_profile ({} thread(s)); compute: "
-                             "median of {} runs after a warm-up; codecs: {} floats",
-                             threads, repeats, codec_floats);
+    } else {
+      p.source = updated_source(
+          p.source,
+          compute ? fmt::format("compute: {}, median of {} runs after a warm-up, {} thread(s)",
+                                model, repeats, threads)
+                  : "",
+          rates.empty() ? ""
+                        : fmt::format("codecs: {} floats, median of {} runs, {} thread(s)",
+                                      codec_floats, repeats, threads));
     }
     if (auto s = write_profile(path, p); !s.is_ok()) return fail(s.message());
     progress(fmt::format("wrote {}{}", path,

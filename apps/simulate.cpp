@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "core/cli_args.h"
 #include "sim/auto_plan.h"
@@ -54,6 +55,29 @@ Result<std::vector<int>> parse_world(const std::string& text) {
   }
   if (out.empty()) return Status::error("--world: no world size in '{}'", text);
   return out;
+}
+
+// --compute-ms F,B[,O]: every part present, whole and finite (sscanf took "12abc" as 12 and
+// "1e400" as inf; split_commas dropped the empty parts of "1,,2": review, 2026-12-06); F and
+// B > 0, O >= 0 (0 is a measurement: a step may do no optimizer work worth timing).
+Result<std::vector<double>> parse_compute_ms(const std::string& text) {
+  std::vector<double> out;
+  bool valid = true;
+  for (std::size_t begin = 0; valid && begin <= text.size();) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view part(text.data() + begin, end - begin);
+    double v = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    valid = !part.empty() && ec == std::errc() && ptr == part.data() + part.size() &&
+            std::isfinite(v) && (out.size() == 2 ? v >= 0 : v > 0);
+    out.push_back(v);
+    begin = end + 1;
+  }
+  if (valid && (out.size() == 2 || out.size() == 3)) return out;
+  return Status::error(
+      "--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (forward and backward "
+      "positive, the optimizer zero or more), got '{}'",
+      text);
 }
 
 // The command line's values that need no config or profile, checked before any file is read
@@ -96,23 +120,7 @@ Result<Arguments> check_arguments(const std::string& world_text, const std::stri
   a.allreduce = allreduce;
   SPARQ_ASSIGN_OR_RETURN(a.gather, sim::parse_algorithm(gather, "--gather"));
   if (!compute_ms.empty()) {
-    // Each part whole, positive and finite: sscanf took "12abc" as 12 and "1e400" as inf.
-    for (const std::string& part : split_commas(compute_ms)) {
-      double value = 0;
-      const char* end = part.data() + part.size();
-      const auto [ptr, ec] = std::from_chars(part.data(), end, value);
-      if (ec != std::errc() || ptr != end || !std::isfinite(value) || value <= 0) {
-        a.compute_ms.clear();
-        break;
-      }
-      a.compute_ms.push_back(value);
-    }
-    if (a.compute_ms.size() != 2 && a.compute_ms.size() != 3) {
-      return Status::error(
-          "--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (two or "
-          "three positive numbers), got '{}'",
-          compute_ms);
-    }
+    SPARQ_ASSIGN_OR_RETURN(a.compute_ms, parse_compute_ms(compute_ms));
   }
   return a;
 }
@@ -354,8 +362,9 @@ int main(int argc, char** argv) {
   std::string compute_ms;
   app.add_option("--compute-ms", compute_ms,
                  "FORWARD,BACKWARD[,OPTIMIZER]: use these measured totals (ms per micro-batch; "
-                 "the optimizer's per step) instead of the profile's, keeping its per-layer "
-                 "split (validation against runs whose ranks share cores)");
+                 "the optimizer's per step; forward and backward > 0, optimizer >= 0) instead "
+                 "of the profile's, keeping its per-layer split (validation against runs whose "
+                 "ranks share cores)");
   std::string plan = "config";
   app.add_option("--plan", plan,
                  "config (comm.plan's) | fixed | auto: auto adds a <cell>+auto row per compressed "

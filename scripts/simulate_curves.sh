@@ -4,7 +4,9 @@
 # docs/simulate/. Runs in seconds (the slowest part is allocating each model's ParamStore once).
 #   scripts/simulate_curves.sh            # needs build/apps/simulate (cmake --build build --target simulate)
 # Environment: PROFILE (default profiles/h100_node.yaml), OUT (default docs/simulate),
-# SIMULATE (default build/apps/simulate), PYTHON (a python3 with matplotlib).
+# SIMULATE (default build/apps/simulate), PYTHON (a python3 with matplotlib), MODELS (default
+# "gpt2_124M bert_base": the curves to regenerate, so a fix that moves one model's leaves the
+# other's files untouched).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=${PROFILE:-profiles/h100_node.yaml}
@@ -19,11 +21,14 @@ fi
 [[ -f "$PROFILE" ]] || { echo "profile $PROFILE not found" >&2; exit 1; }
 mkdir -p "$OUT"
 WORLD=2,4,8,16,32,64,128,256,512,1024
-for pair in gpt2_124M:configs/gpt2_wikitext.yaml bert_base:configs/bert_wikitext.yaml; do
-  name=${pair%%:*}
-  config=${pair#*:}
+declare -A CONFIGS=([gpt2_124M]=configs/gpt2_wikitext.yaml [bert_base]=configs/bert_wikitext.yaml)
+csvs=()
+for name in ${MODELS:-gpt2_124M bert_base}; do
+  config=${CONFIGS[$name]:-}
+  [[ -n $config ]] || { echo "MODELS: unknown '$name' (${!CONFIGS[*]})" >&2; exit 1; }
   "$SIMULATE" --config "$config" --profile "$PROFILE" --network 10gbit --network 100gbit \
       --world "$WORLD" --csv "$OUT/$name.csv" | grep -v "\[info\]" > "$OUT/$name.txt"
   echo "wrote $OUT/$name.csv and $OUT/$name.txt"
+  csvs+=("$OUT/$name.csv")
 done
-"$PYTHON" scripts/plot_scaling.py "$OUT" "$OUT/gpt2_124M.csv" "$OUT/bert_base.csv"
+"$PYTHON" scripts/plot_scaling.py "$OUT" "${csvs[@]}"

@@ -66,7 +66,7 @@ def simulate(binary, record, profile, measured_compute, busy_rate):
            "--world", str(record["world"]), "--cells", CELLS[record["cell"]], "--csv", "/dev/stdout"]
     if measured_compute:
         measured = f"{record['forward_ms']},{record['backward_ms']}"
-        if record.get("optimizer_ms"):  # recorded by cluster_report.py since 2026-12-03
+        if record.get("optimizer_ms") is not None:  # recorded by cluster_report.py since 12-03
             measured += f",{record['optimizer_ms']}"
         cmd += ["--compute-ms", measured]
     cmd += ["--busy-comm-rate", str(busy_rate)]

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <utility>
 
 #include "core/fault.h"
@@ -207,11 +209,22 @@ Result<std::pair<int, std::string>> create_private_file(const std::string& path)
   return Status::error("cannot create a file beside '{}': 8 random names were taken", path);
 }
 
+// Gives the new file the replaced file's permission bits (`mode`; none for a new path, which
+// keeps the 0644 & ~umask it was created with). A filesystem without Unix modes (EPERM,
+// EOPNOTSUPP: vfat, some FUSE) cannot keep them and keeps none anyway: not an error there.
+Status keep_mode(int fd, const std::string& shown, std::optional<mode_t> mode) {
+  if (!mode || ::fchmod(fd, *mode) == 0 || errno == EPERM || errno == EOPNOTSUPP) {
+    return Status::ok();
+  }
+  return Status::error("cannot give {} the mode {:o} of the file it replaces: {}", shown, *mode,
+                       std::strerror(errno));
+}
+
 // The new file, complete and fsynced, under a private name (the caller renames it): an unnamed
 // file given its name only once complete, or, where the filesystem has no unnamed files (or
 // one cannot be named), a private name from the start. Each fault point is met once a call.
 Result<std::string> write_private_file(const std::string& path, std::string_view bytes,
-                                       const AtomicWrite& how) {
+                                       const AtomicWrite& how, std::optional<mode_t> mode) {
   const std::string shown = fmt::format("'{}' (its new contents, not yet in place)", path);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
@@ -222,7 +235,8 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
       return Status::error("cannot create '{}' in '{}': {}", path, dir, std::strerror(errno));
     }
     if (unnamed >= 0) {
-      Status written = write_and_sync(unnamed, shown, bytes, how);
+      Status written = keep_mode(unnamed, shown, mode);
+      if (written.is_ok()) written = write_and_sync(unnamed, shown, bytes, how);
       std::string name;
       if (written.is_ok()) {
         auto linked = link_unnamed(unnamed, path);
@@ -243,7 +257,8 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
   }
   SPARQ_ASSIGN_OR_RETURN(auto created, create_private_file(path));
   const auto& [fd, name] = created;
-  Status written = write_and_sync(fd, shown, bytes, again);
+  Status written = keep_mode(fd, shown, mode);
+  if (written.is_ok()) written = write_and_sync(fd, shown, bytes, again);
   const Status closed = close_checked(fd, shown, bytes.size());
   if (written.is_ok()) written = closed;
   if (!written.is_ok()) {
@@ -256,10 +271,16 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
 }  // namespace
 
 Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
-  // Note [Atomic writes without a shared temporary name] (file_io.h). The leftover of a write
-  // by an earlier version, killed part-way, goes first (nothing writes that name now).
-  std::remove((path + ".tmp").c_str());
-  SPARQ_ASSIGN_OR_RETURN(const std::string tmp, write_private_file(path, bytes, how));
+  // Note [Atomic writes without a shared temporary name] (file_io.h). path + ".tmp" is not
+  // touched: it may be another writer's (the shard writer's, data/shard.h) or the user's own
+  // file; it used to be removed as an earlier version's leftover (review, 2026-12-06).
+  // Replacing a file keeps its permission bits (a shared 0664 file used to become 0644).
+  std::optional<mode_t> mode;
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
+    mode = existing.st_mode & 0777;  // not set-id bits: the new file is the writer's
+  }
+  SPARQ_ASSIGN_OR_RETURN(const std::string tmp, write_private_file(path, bytes, how, mode));
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());

@@ -50,7 +50,9 @@ struct AtomicWrite {
 // files (but for the instant between the link and the rename); without them it leaves its
 // path.tmp.<hex> file, which nothing removes (no writer can tell another's live file from a
 // dead one's; a checkpoint's retention removes it with its step directory). A path + ".tmp"
-// left by a version before 2026-12-06 is removed.
+// is never touched (another writer's, such as the shard writer's, or the user's; one left by a
+// version before 2026-12-06 stays). Replacing a regular file keeps its permission bits; a new
+// file is 0644 less the umask.
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
 

@@ -76,8 +76,8 @@ double best_allreduce_s(double n, int p, const Link& link);
 // What the MPI backend runs under comm.allreduce: auto: ring from the threshold, best below.
 double auto_allreduce_s(double n, int p, const Link& link);
 
-// Every rank contributes one message; `sizes[r]` its bytes. The time of the rank that
-// receives the most (the others' sizes summed over the smallest own block).
+// Every rank contributes one message; `sizes[r]` its bytes. P-1 ring steps, in each of which
+// some rank forwards the largest block: (P-1)(alpha + largest block beta).
 double ring_allgatherv_s(const std::vector<double>& sizes, const Link& link);
 // P equal messages of m bytes: (P-1)(alpha + m beta).
 double ring_allgather_s(double m, int p, const Link& link);

@@ -1,63 +1,161 @@
 #include "sim/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include "core/file_io.h"
 
 namespace sparq::sim {
 namespace {
 
-// Every byte to an existing special file, each write and the close checked.
-Status write_through(const std::string& path, std::string_view text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return Status::error("cannot open '{}': {}", path, std::strerror(errno));
+// Every byte of `text` to `fd`, each write checked; `path` names it in errors.
+Status write_all(int fd, const std::string& path, std::string_view text) {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int err = n == 0 ? ENOSPC : errno;
-      ::close(fd);
       return Status::error("write to '{}' failed after {} of {} bytes: {}", path, done, text.size(),
                            std::strerror(err));
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::close(fd) != 0) {
-    return Status::error("close of '{}' failed ({} bytes written): {}", path, text.size(),
-                         std::strerror(errno));
-  }
   return Status::ok();
 }
 
-}  // namespace
-
-bool is_special_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);  // follows symbolic links
-  return !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
+// Opens `path` (O_WRONLY | `flags`) and writes every byte, the close checked too.
+Status write_through(const std::string& path, std::string_view text, int flags) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | flags);
+  if (fd < 0) return Status::error("cannot open '{}': {}", path, std::strerror(errno));
+  const Status written = write_all(fd, path, text);
+  if (::close(fd) != 0 && written.is_ok()) {
+    return Status::error("close of '{}' failed ({} bytes written): {}", path, text.size(),
+                         std::strerror(errno));
+  }
+  return written;
 }
 
-Status write_output_file(const std::string& path, std::string_view text) {
-  if (is_special_file(path)) return write_through(path, text);
+// To a descriptor of this process, where it stands (the end, under >>). What stdio holds (the
+// tables, log lines) goes first, so the file keeps the order they were printed in.
+Status write_to_descriptor(int fd, const std::string& path, std::string_view text) {
+  std::fflush(nullptr);
+  return write_all(fd, path, text);
+}
+
+std::optional<int> whole_number(std::string_view text) {
+  int value = -1;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0)
+    return std::nullopt;
+  return value;
+}
+
+struct Descriptor {
+  bool own = true;  // of this process (else of the process /proc/<pid> names)
+  int fd = -1;
+};
+
+// The descriptor `path` names by its spelling: /dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/{self,thread-self,PID}[/task/TID]/fd/N. Lexical, so a descriptor that is not open is
+// the write's error, not a new file beside /proc/self/fd.
+std::optional<Descriptor> named_descriptor(const std::filesystem::path& path) {
   std::error_code ec;
-  std::string target = path;
-  // Replace the file the link names, not the link (which would become a regular file). Link
-  // by link, so that a link to a file not written yet works too (canonical() refuses one).
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return std::nullopt;
+  const std::string normal = absolute.lexically_normal().string();
+  if (normal == "/dev/stdout") return Descriptor{true, 1};
+  if (normal == "/dev/stderr") return Descriptor{true, 2};
+  std::string_view rest = normal;
+  if (rest.starts_with("/dev/fd/")) {
+    const auto fd = whole_number(rest.substr(8));
+    return fd ? std::optional(Descriptor{true, *fd}) : std::nullopt;
+  }
+  if (!rest.starts_with("/proc/")) return std::nullopt;
+  rest.remove_prefix(6);
+  const std::string_view who = rest.substr(0, rest.find('/'));
+  rest.remove_prefix(who.size());
+  if (rest.starts_with("/task/")) {  // a thread's table: its process's
+    rest.remove_prefix(6);
+    rest.remove_prefix(std::min(rest.size(), rest.find('/')));
+  }
+  if (!rest.starts_with("/fd/")) return std::nullopt;
+  const auto fd = whole_number(rest.substr(4));
+  if (!fd) return std::nullopt;
+  if (who == "self" || who == "thread-self") return Descriptor{true, *fd};
+  const auto pid = whole_number(who);
+  if (!pid) return std::nullopt;
+  return Descriptor{*pid == static_cast<int>(::getpid()), *fd};
+}
+
+// `path` with its symbolic links followed link by link (canonical() refuses a link to a file
+// not written yet), stopping at the first name of a descriptor.
+struct Resolved {
+  std::string path;
+  std::optional<Descriptor> descriptor;
+};
+Result<Resolved> resolve(const std::string& path) {
+  std::error_code ec;
   std::filesystem::path resolved = path;
-  for (int hops = 0; std::filesystem::is_symlink(resolved, ec); ++hops) {
+  for (int hops = 0;; ++hops) {
+    if (auto d = named_descriptor(resolved)) return Resolved{resolved.string(), d};
+    if (!std::filesystem::is_symlink(resolved, ec)) return Resolved{resolved.string(), {}};
     if (hops == 40) return Status::error("cannot resolve the link '{}': too many levels", path);
     const std::filesystem::path next = std::filesystem::read_symlink(resolved, ec);
     if (ec) return Status::error("cannot resolve the link '{}': {}", path, ec.message());
     resolved = next.is_absolute() ? next : resolved.parent_path() / next;
   }
-  target = resolved.string();
-  return write_file_atomic(target, text);
+}
+
+// 1 or 2 when `path` (links followed) is the file standard output or error writes to, else -1.
+int standard_stream_of(const std::string& path) {
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0) return -1;
+  for (const int fd : {1, 2}) {
+    struct stat stream {};
+    if (::fstat(fd, &stream) == 0 && stream.st_dev == target.st_dev &&
+        stream.st_ino == target.st_ino)
+      return fd;
+  }
+  return -1;
+}
+
+// Exists and, following links, is not a regular file: a device, pipe or socket.
+bool is_device_or_pipe(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  return !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
+}
+
+}  // namespace
+
+bool is_special_file(const std::string& path) {
+  auto resolved = resolve(path);
+  if (resolved.is_ok() && resolved->descriptor) return true;
+  return standard_stream_of(path) >= 0 || is_device_or_pipe(path);
+}
+
+Status write_output_file(const std::string& path, std::string_view text) {
+  SPARQ_ASSIGN_OR_RETURN(Resolved resolved, resolve(path));
+  if (resolved.descriptor) {
+    if (resolved.descriptor->own) return write_to_descriptor(resolved.descriptor->fd, path, text);
+    // Another process's: its own offset is out of reach, so appended to, never truncated.
+    return write_through(resolved.path, text, O_APPEND);
+  }
+  if (const int fd = standard_stream_of(path); fd >= 0) return write_to_descriptor(fd, path, text);
+  if (is_device_or_pipe(path)) return write_through(path, text, 0);
+  // Replace the file the link names, not the link (which would become a regular file).
+  return write_file_atomic(resolved.path, text);
 }
 
 }  // namespace sparq::sim

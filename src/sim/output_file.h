@@ -9,16 +9,24 @@
 namespace sparq::sim {
 
 // Writes `text` as the whole content of `path`, checking every write:
+//   - a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N,
+//     /proc/<its pid>/fd/N), or a path that is the same file as its standard output or error
+//     (`--csv log.txt >> log.txt`): written through that descriptor, at its offset (the end,
+//     under >>), after stdio's buffers. Following /dev/stdout to the file the shell opened
+//     and renaming a new file over it lost what was written there before and the tables
+//     printed after it (review, 2026-12-06);
+//   - another process's descriptor (/proc/<pid>/fd/N): opened and appended to, never replaced;
 //   - a regular file, or a path that does not exist yet: atomically (write_file_atomic,
 //     core/file_io.h), so a failed write (a full disk, a file size limit) leaves an earlier file
 //     as it was; through a symbolic link, the file it names is replaced and the link kept;
-//   - anything else that exists (/dev/stdout, a pipe, a terminal, /dev/null): written through
-//     in place. It has no earlier content to keep, and the atomic rename would put a regular
-//     file in its place (as root, even over /dev/stdout).
+//   - anything else that exists (a pipe, a terminal, /dev/null): written through in place. It
+//     has no earlier content to keep, and the atomic rename would put a regular file in its
+//     place (as root, even over /dev/stdout).
 // Errors name the path and the OS error.
 Status write_output_file(const std::string& path, std::string_view text);
 
-// Whether `path`, following symbolic links, exists and is not a regular file.
+// Whether `path` is not a file to replace: it exists and, following symbolic links, is not a
+// regular file, or it names a descriptor or the file of standard output or error (above).
 bool is_special_file(const std::string& path);
 
 }  // namespace sparq::sim

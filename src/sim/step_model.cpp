@@ -200,13 +200,16 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
   StepResult r;
   r.forward_ms = in.forward_s * 1e3;
   r.backward_ms = (backward_end - in.forward_s) * 1e3;
-  std::vector<std::pair<double, int>> order;  // (ready time, position in in.buckets)
+  // (readiness during backward, position in in.buckets): the launch order, by when each bucket
+  // completes, also with comm.overlap: false, whose scheduler holds the buckets until backward
+  // ends and then submits them in that same readiness order (Note [Readiness launch order]);
+  // ordering them by index there showed a wrong --buckets timeline (review, 2026-12-06).
+  std::vector<std::pair<double, int>> order;
   for (std::size_t b = 0; b < in.buckets.size(); ++b) {
     const SimBucket& bucket = in.buckets[b];
     SPARQ_CHECK(bucket.ready_layer >= 0 && static_cast<std::size_t>(bucket.ready_layer) < layers,
                 "bucket {}: ready layer {} out of range", bucket.index, bucket.ready_layer);
-    order.emplace_back(o.overlap ? ready[bucket.ready_layer] : backward_end,
-                       static_cast<int>(b));
+    order.emplace_back(ready[bucket.ready_layer], static_cast<int>(b));
   }
   std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
     if (x.first != y.first) return x.first < y.first;
@@ -221,7 +224,8 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
   double comm_free = 0;
   double comm_end = backward_end;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const auto [ready_s, pos] = order[i];
+    const auto [complete_s, pos] = order[i];
+    const double ready_s = o.overlap ? complete_s : backward_end;  // held until B without overlap
     const SimBucket& bucket = in.buckets[pos];
     const bool agreement = o.world_size > 1 && i == last_exchange;
     const double start = std::max(ready_s, comm_free);

@@ -7,7 +7,8 @@
 //   ready time of its lowest-indexed layer.
 //   ONE comm thread takes the ready buckets in readiness order (Note [Readiness launch
 //   order], comm/wfbp_scheduler.h; ties by bucket index): start = max(ready, previous end),
-//   end = start + cost(bucket). With comm.overlap = false every bucket is ready at B.
+//   end = start + cost(bucket). With comm.overlap = false every bucket is ready at B, and they
+//   launch in the same readiness order (the order their gradients completed in).
 //   Then the optimizer: step = max(B, last end) + optimizer.
 //
 // Note [Communication under compute]
@@ -39,9 +40,9 @@
 // plus the bucket's control messages (Note [Control messages]).
 // Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per
 // rank: comm/byte_model.h's ring model (rank 0) for allreduce and allgather, its alltoallv
-// model for two_phase, and for the tree the mean over ranks (every rank but the root sends
-// one tree message; the broadcast chain); control messages included, as the communicator
-// counts every message.
+// model for two_phase, and for the tree rank 0's too, the root (it receives every round's
+// message and sends none, and starts the index set's chain broadcast; the other ranks send
+// more); control messages included, as the communicator counts every message.
 //
 // Note [Control messages]
 // ~~~~~~~~~~~~~~~~~~~~~~~

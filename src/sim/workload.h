@@ -18,8 +18,10 @@
 //                 profile.compute.flops (transformers only):
 //                   linear layers       forward 2 * params * tokens FLOPs, backward twice that
 //                   attention layers    + scores and mixing 4 T^2 C B forward, twice backward
-//                   tied LM head        2 * padded_vocab * C * tokens forward, twice backward,
-//                                       in the first backward interval (the last layer's)
+//                   vocabulary head     2 * padded_vocab * C * tokens forward, twice backward,
+//                                       in the interval of ModelLayout::head_layer: GPT-2's LM
+//                                       head and BERT's MLM decoder, both tied to the word
+//                                       embedding and over every token
 //                   embeddings, norms   memory traffic: 8 * tokens * C bytes forward (read and
 //                                       write one f32 activation), twice backward
 //                 at matmul_tflops and memory_gbps; optimizer_ns_per_param * params.
@@ -63,8 +65,14 @@ Result<Cell> find_cell(const std::string& name);
 struct ModelLayout {
   ModelConfig model;
   std::vector<LayerParams> layers;
+  // The table the trainer may split (Model::tied_embedding(): GPT-2's wte; BERT's decoder is
+  // tied too, but its table is not split), and its shape (0 without one).
   std::string tied_embedding;
-  std::int64_t tied_rows = 0, tied_dim = 0;  // the tied table's shape (0 without one)
+  std::int64_t tied_rows = 0, tied_dim = 0;
+  // The layer whose backward interval holds the vocabulary head's backward (the layer reported
+  // right after it: GPT-2's ln_f, BERT's mlm.decoder), -1 for a model without one (VGG). Not
+  // tied_embedding, which only GPT-2 names: BERT's head was left out of the FLOP model.
+  int head_layer = -1;
   ParamStore store;
   std::unique_ptr<comm::BucketPlan> plan;
   std::unique_ptr<comm::BucketPlan> split_plan;  // the tied table isolated; null without one

@@ -1,11 +1,17 @@
 // read_file on files whose stat size is not their content's (core/file_io.cpp): procfs says 0
 // bytes (read as an empty file before 2026-12-06) and sysfs a page (a "short read" error).
+// write_file_atomic leaves path + ".tmp" alone and keeps a replaced file's permission bits.
+#include "core/file_io.h"
+
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
-#include "core/file_io.h"
+#include "common/fresh_dir.h"
 
 namespace sparq {
 namespace {
@@ -23,6 +29,64 @@ TEST(ReadFile, SysfsFilesAreReadWhole) {
   auto text = read_file(path);
   ASSERT_TRUE(text.is_ok()) << text.status().message();
   EXPECT_NE(text->find('['), std::string::npos) << *text;  // "always [madvise] never"
+}
+
+namespace fs = std::filesystem;
+
+// Both ways the new file is made: unnamed, then linked (the default), and named from the start.
+std::vector<AtomicWrite> both_ways() {
+  AtomicWrite named;
+  named.unnamed_file = false;
+  return {AtomicWrite{}, named};
+}
+
+// path + ".tmp" is not a temporary of write_file_atomic (Note [Atomic writes without a shared
+// temporary name]): here it stands for another writer's file, as the shard writer's
+// in-progress shard is (data/shard.h); it used to be removed (review, 2026-12-06).
+TEST(AtomicWrite, LeavesAnotherFileNamedPathTmpAlone) {
+  const std::string dir = testing::fresh_dir("tmp_kept");
+  const std::string path = dir + "/out.csv";
+  for (const AtomicWrite& how : both_ways()) {
+    std::ofstream(path + ".tmp") << "another writer's";
+    ASSERT_TRUE(write_file_atomic(path, "new", how).is_ok());
+    EXPECT_EQ(*read_file(path), "new");
+    ASSERT_TRUE(fs::exists(path + ".tmp"));
+    EXPECT_EQ(*read_file(path + ".tmp"), "another writer's");
+  }
+}
+
+mode_t written_mode(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// A shared file's 0664 (or a private 0600) is kept, not reset to 0644 & ~umask (review,
+// 2026-12-06); set-id bits are not copied to the writer's new file.
+TEST(AtomicWrite, ReplacedFileKeepsItsPermissionBits) {
+  const std::string dir = testing::fresh_dir("mode_kept");
+  const std::string path = dir + "/out.csv";
+  for (const AtomicWrite& how : both_ways()) {
+    for (const mode_t mode : {mode_t{0664}, mode_t{0600}, mode_t{0444}, mode_t{0755}}) {
+      fs::remove(path);
+      std::ofstream(path) << "old";
+      ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+      ASSERT_TRUE(write_file_atomic(path, "new", how).is_ok());
+      EXPECT_EQ(*read_file(path), "new");
+      EXPECT_EQ(written_mode(path), mode) << std::oct << "want " << mode;
+    }
+    fs::remove(path);
+    std::ofstream(path) << "old";
+    ASSERT_EQ(::chmod(path.c_str(), 04755), 0);
+    ASSERT_TRUE(write_file_atomic(path, "new", how).is_ok());
+    EXPECT_EQ(written_mode(path), mode_t{0755});
+  }
+  // A new path gets the default, whatever an earlier file elsewhere had.
+  const mode_t mask = ::umask(0022);
+  ::umask(mask);
+  const std::string fresh = dir + "/fresh.csv";
+  ASSERT_TRUE(write_file_atomic(fresh, "new").is_ok());
+  EXPECT_EQ(written_mode(fresh), mode_t{0644} & ~mask);
 }
 
 }  // namespace

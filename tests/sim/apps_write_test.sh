@@ -4,7 +4,10 @@
 #    core/cli_args.h) naming the file, and leaves the earlier file exactly as it was; without
 #    the limit the same runs succeed, so the limit is what failed them;
 #  - a FIFO (as /dev/stdout under a pipe) is written through, not replaced by a regular file;
-#    a symbolic link keeps pointing at its file; sim_profile refuses a FIFO --out.
+#    a symbolic link keeps pointing at its file; sim_profile refuses a FIFO --out;
+#  - /dev/stdout, /dev/fd/N, /proc/self/fd/N, or the file standard output goes to, when that is
+#    a file (`--csv /dev/stdout >> log.txt`): written through the descriptor after the tables,
+#    the file's earlier content kept; sim_profile refuses such an --out.
 #   apps_write_test.sh SOURCE_DIR SIMULATE_BINARY SIM_PROFILE_BINARY
 set -uo pipefail
 src=$1
@@ -90,6 +93,45 @@ rc=$?
 grep -q "backward times sum to 0" "$T/zero_out.txt" ||
   fail "simulate --compute-ms over zero backward times: $(cat "$T/zero_out.txt")"
 grep -q "nan" "$T/zero_out.txt" && fail "simulate printed NaN: $(cat "$T/zero_out.txt")"
+# Standard output redirected to a file: the atomic rename followed /dev/stdout to the file and
+# replaced it, losing the earlier content and the tables (review, 2026-12-06).
+# check_log NAME FILE: the earlier line first, then the tables, the 70 rows, the summary.
+check_log() {
+  local name=$1 log=$2
+  [[ $(head -1 "$log") == "an earlier log line" ]] || fail "$name: the earlier content is gone: $(head -3 "$log")"
+  [[ $(grep -c "^gpt2-tiny,10gbit," "$log") -eq 70 ]] ||
+    fail "$name: $(grep -c "^gpt2-tiny,10gbit," "$log") CSV rows, want 70: $(cat "$log")"
+  local table csv
+  table=$(grep -n "^ *P cell" "$log" | head -1 | cut -d: -f1)
+  csv=$(grep -n "^model,network," "$log" | head -1 | cut -d: -f1)
+  [[ -n $table && -n $csv && $table -lt $csv ]] || fail "$name: the table (line $table) is not before the CSV (line $csv)"
+  tail -1 "$log" | grep -q "^wrote 70 rows to" || fail "$name: the summary is not last: $(tail -1 "$log")"
+}
+for target in /dev/stdout /proc/self/fd/1 "$T/log_same.txt"; do
+  log=$T/log_same.txt
+  printf 'an earlier log line\n' >"$log"
+  "$sim" "${sim_args[@]}" --csv "$target" >>"$log" 2>"$T/log_err.txt" ||
+    fail "simulate --csv $target >> log: $(cat "$T/log_err.txt")"
+  check_log "--csv $target >> log" "$log"
+done
+printf 'an earlier log line\n' >"$T/log_fd3.txt"
+"$sim" "${sim_args[@]}" --csv /dev/fd/3 3>>"$T/log_fd3.txt" >>"$T/log_fd3.txt" 2>"$T/log_err.txt" ||
+  fail "simulate --csv /dev/fd/3: $(cat "$T/log_err.txt")"
+check_log "--csv /dev/fd/3 3>> log" "$T/log_fd3.txt"
+ln -s /dev/stdout "$T/to_stdout.csv"
+printf 'an earlier log line\n' >"$T/log_link.txt"
+"$sim" "${sim_args[@]}" --csv "$T/to_stdout.csv" >>"$T/log_link.txt" 2>"$T/log_err.txt" ||
+  fail "simulate --csv LINK-TO-STDOUT: $(cat "$T/log_err.txt")"
+check_log "--csv link-to-/dev/stdout >> log" "$T/log_link.txt"
+printf 'an earlier log line\n' >"$T/log_profile.txt"
+cp "$T/log_profile.txt" "$T/log_profile.orig"
+"$profile_bin" "${measure[@]}" --out /dev/stdout >>"$T/log_profile.txt" 2>"$T/profile_stdout.txt"
+rc=$?
+[[ $rc -eq 1 ]] || fail "sim_profile --out /dev/stdout >> file exited $rc, want 1"
+grep -q "is not a regular file" "$T/profile_stdout.txt" ||
+  fail "sim_profile --out /dev/stdout >> file: $(cat "$T/profile_stdout.txt")"
+cmp -s "$T/log_profile.txt" "$T/log_profile.orig" || fail "sim_profile --out /dev/stdout changed the file"
+
 timeout 60 "$profile_bin" "${measure[@]}" --out "$T/fifo" >/dev/null 2>"$T/profile_fifo.txt"
 rc=$?
 [[ $rc -eq 1 ]] || fail "sim_profile --out FIFO exited $rc, want 1"

@@ -105,6 +105,27 @@ TEST(StepModel, ReadinessOrderNotIndexOrder) {
   EXPECT_NEAR(r.buckets[1].start_ms, 19, 1e-9);
 }
 
+TEST(StepModel, HeldBucketsLaunchInReadinessOrder) {
+  // comm.overlap: false holds both until backward's end (19), then submits them in the order
+  // they became ready (Note [Readiness launch order]): bucket 1 (its layer ready at 12) first,
+  // 19..22, then bucket 0, 22..24 with the agreement. By index, bucket 0 went first.
+  StepInput in = three_layers(2, 3);
+  in.buckets[0].ready_layer = 0;
+  in.buckets[1].ready_layer = 2;
+  StepOptions no_overlap = kTwo;
+  no_overlap.overlap = false;
+  const StepResult r = simulate_step(in, no_overlap);
+  ASSERT_EQ(r.buckets.size(), 2u);
+  EXPECT_EQ(r.buckets[0].index, 1);
+  EXPECT_NEAR(r.buckets[0].ready_ms, 19, 1e-9);
+  EXPECT_NEAR(r.buckets[0].start_ms, 19, 1e-9);
+  EXPECT_NEAR(r.buckets[0].end_ms, 22, 1e-9);
+  EXPECT_EQ(r.buckets[1].index, 0);
+  EXPECT_NEAR(r.buckets[1].start_ms, 22, 1e-9);
+  EXPECT_NEAR(r.buckets[1].end_ms, 24 + kAgreeMs, 1e-9);
+  EXPECT_NEAR(r.step_ms, 25 + kAgreeMs, 1e-9);
+}
+
 TEST(StepModel, OneWorkerSendsNothing) {
   const StepResult r = simulate_step(three_layers(5, 4), {.world_size = 1, .link = {0, 1e-9}});
   EXPECT_NEAR(r.exposed_comm_ms, 0, 1e-9);

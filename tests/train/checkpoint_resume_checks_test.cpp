@@ -152,7 +152,7 @@ TEST(ResumeChecks, AnotherFreezeStepAcrossTheFreezeIsRefused) {
   const std::vector<std::string> momentum = {"optim.communicate=momentum"};
   const auto with_freeze = [&](int f) {
     std::vector<std::string> set = momentum;
-    set.push_back("optim.freeze_steps=" + std::to_string(f));
+    set.push_back(fmt::format("optim.freeze_steps={}", f));
     return set;
   };
   expect_refused(train_then_resume(fresh_dir("froze"), with_freeze(1), {"optim.freeze_steps=3"}),

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# simulate --compute-ms FORWARD,BACKWARD[,OPTIMIZER] (docs/simulate.md, "The app"): every part
+# present (no empty part, as "1,,2" or ",1,2,"), forward and backward > 0, the optimizer >= 0;
+# a malformed value exits 2 naming the option (Note [App exit codes], core/cli_args.h), a good
+# one is used as given.
+#   simulate_args_test.sh SOURCE_DIR SIMULATE_BINARY
+set -uo pipefail
+src=$1
+sim=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+common=(--config "$src/configs/default.yaml" --profile "$src/profiles/h100_node.yaml"
+        --network 10gbit --world 2 --cells dense_f32)
+
+for bad in "1,,2" ",1,2" "1,2," ",1,2," "1,2,,3" "1,,2,3" "0,2" "1,0" "1,2,-1" "1,2,3,4" "1" \
+           "1,2,x" "1,2,nan" "1,2,inf" "1e400,2"; do
+  "$sim" "${common[@]}" --compute-ms "$bad" >"$T/out.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "--compute-ms '$bad' exited $rc, want 2: $(cat "$T/out.txt")"
+  grep -q -- "--compute-ms: expected" "$T/out.txt" ||
+    fail "--compute-ms '$bad': no message naming the option: $(cat "$T/out.txt")"
+done
+
+# A measured optimizer time of 0 is a measurement: used, not refused.
+"$sim" "${common[@]}" --compute-ms 3,6,0 >"$T/zero.txt" 2>&1 ||
+  fail "--compute-ms 3,6,0 exited $?: $(cat "$T/zero.txt")"
+grep -q "forward 3.00 ms, backward 6.00 ms, optimizer 0.00 ms" "$T/zero.txt" ||
+  fail "--compute-ms 3,6,0: $(cat "$T/zero.txt")"
+"$sim" "${common[@]}" --compute-ms 3,6 >"$T/two.txt" 2>&1 ||
+  fail "--compute-ms 3,6 exited $?: $(cat "$T/two.txt")"
+grep -q "forward 3.00 ms, backward 6.00 ms" "$T/two.txt" || fail "--compute-ms 3,6: $(cat "$T/two.txt")"
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "simulate_args_test: all checks passed"

@@ -1,6 +1,7 @@
 #include "train/batch_source.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -277,7 +278,24 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
     auto loaded = data::load_cifar10_dir(d.train_path, train);
     if (!loaded.is_ok()) return loaded.status().with_context(c.origin + ": data.train");
     images = std::make_shared<data::ImageDataset>(std::move(loaded).value());
-    if (info) info->description = fmt::format("CIFAR-10 {} ({} images)", d.train_path, images->size());
+    if (info) {
+      // A partial download trains on what is there (load_cifar10_dir); the start-up line says
+      // which batches are missing, which was easy to miss (review, 2026-12-06).
+      std::vector<std::string> missing;
+      for (int i = 1; train && i <= 5; ++i) {
+        const std::string name = fmt::format("data_batch_{}.bin", i);
+        std::error_code ec;
+        if (!std::filesystem::exists(std::filesystem::path(d.train_path) / name, ec)) {
+          missing.push_back(name);
+        }
+      }
+      info->description =
+          fmt::format("CIFAR-10 {} ({} images{})", d.train_path, images->size(),
+                      missing.empty() ? std::string()
+                                      : fmt::format("; {} of the 5 training batches "
+                                                    "missing: {}",
+                                                    missing.size(), fmt::join(missing, ", ")));
+    }
   } else {
     data::SyntheticImageConfig s;
     s.count = static_cast<std::size_t>(d.synthetic_train_images);

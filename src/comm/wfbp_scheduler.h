@@ -24,6 +24,12 @@
 // rank submits the same buckets in the same order (Note [Rank-identical collective order],
 // communicator.h). The baseline mode (overlap: false) holds the buckets until backward ends
 // and then submits them in that same readiness order.
+// This departs from DESIGN.md's step 4, which launches a complete bucket only once every
+// earlier-index bucket has launched: the buckets that complete early out of index order
+// (dense buckets of parameters placed last, the split tied embedding's LM-head share, which
+// is ready right after the head's backward) would wait for the whole backward there, and
+// their overlap is the reason they exist. The invariant DESIGN.md draws from the rule, the
+// same buckets in the same order on every rank, holds as argued above.
 //
 // The scheduler does not know how a bucket is averaged: its BucketAverager (in the trainer,
 // compress::GradientExchange: error feedback, compression, the aggregation strategy,

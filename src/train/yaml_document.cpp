@@ -1,25 +1,64 @@
 #include "train/yaml_document.h"
 
-#include <vector>
+#include <algorithm>
+#include <string_view>
 
 namespace sparq::train {
 
+namespace {
+
+// Whether `line` holds content: not blank, not only a comment, not a directive (%YAML).
+bool holds_content(std::string_view line) {
+  const std::size_t first = line.find_first_not_of(" \t\r");
+  return first != std::string_view::npos && line[first] != '#' && line[0] != '%';
+}
+
+// A document marker: "---" or "..." at column 0, then the line's end or a space or tab.
+bool is_document_marker(std::string_view line, std::string_view marker) {
+  return line.starts_with(marker) &&
+         (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+}
+
+// The line (1-based) where a second document's content begins, or 0 for one document.
+// Found in the text, not by yaml-cpp's LoadAll: 0.7 loops forever on some inputs (a config
+// that is just "," grew to gigabytes; jbeder/yaml-cpp#1040, found by fuzzing). A marker at
+// column 0 is always a marker (no scalar's content can begin there), so the split is exact.
+int second_document_line(const std::string& text) {
+  bool content = false;   // the current document has content
+  bool finished = false;  // a document with content has ended at a marker
+  int number = 0;
+  for (std::size_t begin = 0; begin <= text.size();) {
+    const std::size_t end = std::min(text.find('\n', begin), text.size());
+    const std::string_view line(text.data() + begin, end - begin);
+    ++number;
+    begin = end + 1;
+    std::string_view rest = line;
+    if (is_document_marker(line, "---") || is_document_marker(line, "...")) {
+      if (content) finished = true;
+      content = false;
+      rest = is_document_marker(line, "...") ? std::string_view() : line.substr(3);
+    }
+    if (holds_content(rest)) {
+      if (finished) return number;
+      content = true;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 Result<YAML::Node> load_one_document_with_marks(const std::string& text,
                                                 const std::string& origin) {
+  if (const int line = second_document_line(text); line > 0) {
+    return Status::error(
+        "{}: holds more than one YAML document (the second one's content begins at line {}); "
+        "a config is one document: merge the files into one, or give the second one's keys "
+        "as --set key=value",
+        origin, line);
+  }
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.empty()) return YAML::Node(YAML::NodeType::Null);
-    if (documents.size() > 1) {
-      // Mark() of an empty document is unknown (-1): name its position among the documents.
-      const YAML::Mark second = documents[1].Mark();
-      const std::string where =
-          second.line >= 0 ? fmt::format("line {}", second.line + 1) : "its end";
-      return Status::error(
-          "{}: holds {} YAML documents (the second one's content begins at {}); a config is one document: "
-          "merge the files into one, or give the second one's keys as --set key=value",
-          origin, documents.size(), where);
-    }
-    return documents.front();
+    return YAML::Load(text);  // the first document, the only one with content
   } catch (const YAML::Exception& e) {
     return Status::error("{}: invalid YAML: {}", origin, e.what());
   }

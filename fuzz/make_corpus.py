@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora fuzz/corpus/<target>/ (small valid inputs, a few KB each).
+"""Writes the seed corpora fuzz/corpus/<target>/ (small valid inputs, at most 16 KB each).
 
     python3 fuzz/make_corpus.py            # from the repository root
 
@@ -7,7 +7,8 @@ Shards, checkpoints and safetensors are built here after the layouts in src/data
 src/train/checkpoint.h and src/train/safetensors.h (with core/checksum.h's checksum64), so a
 format change shows up as a seed the reader rejects. compressor_decode's seeds are real
 encoder output: the target writes them itself when SPARQ_FUZZ_WRITE_SEEDS names a directory
-(done here when build-fuzz/ has the binary).
+(done here when the fuzz build, $FUZZ_BUILD_DIR or build-fuzz/ as for scripts/fuzz.sh, has
+the binary), at n = 7, 64, 1000 and 4099 (up to 16 KB each).
 """
 import glob
 import json
@@ -85,7 +86,8 @@ def safetensors(tensors, metadata=None):
 
 
 def main():
-    binary = os.path.join(ROOT, "build-fuzz", "fuzz", "compressor_decode_fuzz")
+    build = os.path.join(ROOT, os.environ.get("FUZZ_BUILD_DIR") or "build-fuzz")
+    binary = os.path.join(build, "fuzz", "compressor_decode_fuzz")
     for target in glob.glob(os.path.join(CORPUS, "*")):
         if os.path.basename(target) != "compressor_decode" or os.path.exists(binary):
             shutil.rmtree(target)
@@ -113,6 +115,10 @@ def main():
     write("safetensors", "bf16_f64_i64_empty",
           safetensors([("x", "BF16", [1], b"\x80\x3f"), ("y", "F64", [1], struct.pack("<d", 2.5)),
                        ("i", "I64", [1], struct.pack("<q", 7)), ("z", "F32", [0], b"")]))
+    # The newer dtypes: packed F4 (two per byte) and F6 (four in three bytes), F8_E8M0, C64.
+    write("safetensors", "packed_f4_f6_e8m0_c64",
+          safetensors([("p", "F4", [2, 2], b"\x12\x34"), ("s", "F6_E2M3", [4], b"\x01\x02\x03"),
+                       ("e", "F8_E8M0", [2], b"\x7f\x80"), ("c", "C64", [1], floats[:8])]))
 
     for name, text in [("english.txt", "Hello world! The international station's 2026 test..."),
                        ("spaces.txt", "  a\n\n\tb  c   "),
@@ -129,7 +135,7 @@ def main():
         subprocess.run([binary, "-runs=0"], check=True, stderr=subprocess.DEVNULL,
                        env=dict(os.environ, SPARQ_FUZZ_WRITE_SEEDS=out))
     else:
-        print("build-fuzz/fuzz/compressor_decode_fuzz not built: compressor_decode seeds skipped")
+        print(binary + " not built: compressor_decode seeds skipped")
 
 
 if __name__ == "__main__":

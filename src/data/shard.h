@@ -34,6 +34,7 @@ inline constexpr char kShardMagic[8] = {'S', 'P', 'A', 'R', 'Q', 'T', 'O', 'K'};
 inline constexpr std::uint32_t kShardVersion = 1;
 inline constexpr std::size_t kShardHeaderBytes = 128;
 inline constexpr std::size_t kShardNameBytes = 32;
+inline constexpr std::size_t kShardHeaderChecksumOffset = 120;
 
 struct ShardHeader {
   std::uint32_t version = kShardVersion;
@@ -107,12 +108,20 @@ class ShardWriter {
 // error of a failed step says which files are now from which run.
 Status finish_together(std::span<ShardWriter* const> writers);
 
-// A read-only memory map of a shard. Move-only; token reads are thread-safe.
+// A read-only view of a shard: a memory map of its file (open), or a buffer it owns
+// (from_bytes). Move-only; token reads are thread-safe.
 class ShardReader {
  public:
   // Validates magic, version, width, header checksum, exact file size, and (unless
-  // verify_payload is false) the payload checksum. Errors name the file and the problem.
+  // verify_payload is false) the payload checksum and every id < vocab_size. Errors name the
+  // file and the problem.
   static Result<ShardReader> open(const std::string& path, bool verify_payload = true);
+  // The same checks, by the same code, on a whole shard held in memory; `name` stands for
+  // the path in errors and path(). The reader keeps `bytes` (moving a vector keeps its
+  // buffer), so a buffer of exactly the shard's size lets AddressSanitizer see any read past
+  // its end, which a memory map hides up to the end of its last page (fuzz/shard_fuzz.cpp).
+  static Result<ShardReader> from_bytes(std::vector<std::uint8_t> bytes, std::string name,
+                                        bool verify_payload = true);
   ShardReader(ShardReader&& other) noexcept;
   ShardReader& operator=(ShardReader&& other) noexcept;
   ShardReader(const ShardReader&) = delete;
@@ -127,11 +136,15 @@ class ShardReader {
 
  private:
   ShardReader() = default;
+  // Checks the shard bytes[0, size) (the size at least the header's) and takes its header;
+  // payload_ then points into `bytes`, which the caller has made this reader's.
+  Status parse(const std::uint8_t* bytes, std::size_t size, bool verify_payload);
   void release();
   std::string path_;
   ShardHeader header_;
-  void* map_ = nullptr;
+  void* map_ = nullptr;  // open(): the mapping
   std::size_t map_bytes_ = 0;
+  std::vector<std::uint8_t> owned_;  // from_bytes(): the shard
   const std::uint8_t* payload_ = nullptr;
 };
 

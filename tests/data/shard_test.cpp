@@ -22,6 +22,11 @@ std::vector<std::uint32_t> random_tokens(std::size_t n, std::uint32_t vocab, std
   return t;
 }
 
+std::vector<std::uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
 void flip_byte(const std::string& path, std::size_t offset) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(static_cast<std::streamoff>(offset));
@@ -158,6 +163,33 @@ TEST_F(ShardPair, OldCompanionThatCannotBeRemovedLeavesBothOldFiles) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/val.bin.tmp"));
 }
 
+TEST(Shard, FromBytesReadsWhatOpenReads) {
+  for (const std::uint32_t vocab : {50257u, 1u << 20}) {
+    const auto tokens = random_tokens(333, vocab, vocab + 1);
+    const std::string path = temp_path("mem_" + std::to_string(vocab) + ".bin");
+    ASSERT_TRUE(write_shard(path, "gpt2", vocab, tokens, 3).is_ok());
+    auto reader = ShardReader::from_bytes(file_bytes(path), "in memory");
+    ASSERT_TRUE(reader.is_ok()) << reader.status().message();
+    EXPECT_EQ(reader->path(), "in memory");
+    EXPECT_EQ(reader->header().vocab_size, vocab);
+    EXPECT_EQ(reader->header().document_count, 3u);
+    EXPECT_EQ(reader->header().tokenizer, "gpt2");
+    // Moved (the buffer moves with it), then read.
+    ShardReader moved = std::move(*reader);
+    std::vector<std::uint32_t> back(tokens.size());
+    moved.read(0, tokens.size(), back.data());
+    EXPECT_EQ(back, tokens);
+    EXPECT_EQ(moved.token(332), tokens[332]);
+  }
+  // Shorter than a header: empty, not a shard, or truncated, as open() says.
+  EXPECT_NE(ShardReader::from_bytes({}, "m").status().message().find("'m' is empty"),
+            std::string::npos);
+  EXPECT_NE(ShardReader::from_bytes({'t', 'e', 'x', 't'}, "m").status().message().find("bad magic"),
+            std::string::npos);
+  EXPECT_NE(ShardReader::from_bytes({'S', 'P', 'A', 'R'}, "m").status().message().find("truncated"),
+            std::string::npos);
+}
+
 TEST(Shard, EmptyShardIsValid) {
   ASSERT_TRUE(write_shard(temp_path("empty.bin"), "gpt2", 10, {}, 0).is_ok());
   auto reader = ShardReader::open(temp_path("empty.bin"));
@@ -173,10 +205,15 @@ class CorruptShard : public ::testing::Test {
                       ".bin");
     ASSERT_TRUE(write_shard(path_, "gpt2", 50257, random_tokens(4096, 50257, 5), 1).is_ok());
   }
+  // open()'s error, which from_bytes() of the file's bytes must give word for word.
   std::string error() {
     auto r = ShardReader::open(path_);
     EXPECT_FALSE(r.is_ok());
-    return r.is_ok() ? std::string() : r.status().message();
+    auto m = ShardReader::from_bytes(file_bytes(path_), path_);
+    EXPECT_FALSE(m.is_ok());
+    const std::string msg = r.is_ok() ? std::string() : r.status().message();
+    EXPECT_EQ(m.is_ok() ? std::string() : m.status().message(), msg);
+    return msg;
   }
   std::string path_;
 };

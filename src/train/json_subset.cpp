@@ -128,6 +128,8 @@ class JsonParser {
       v = v * 10 + static_cast<std::uint64_t>(text_[pos_++] - '0');
     }
     if (pos_ == start) return fail("expected digits");
+    // JSON has no leading zeros ("02"); the format's reference loader refuses them (review).
+    if (text_[start] == '0' && pos_ - start > 1) return fail("a leading zero in an integer");
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
       return fail("only integers are supported in safetensors headers");
     }

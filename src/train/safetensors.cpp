@@ -155,6 +155,11 @@ Result<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
         "accepts",
         path, header_len, kMaxHeaderBytes >> 20);
   }
+  // As the reference loader: the header is a JSON object from its first byte (review: a
+  // header opening with spaces was read here and refused there).
+  if (header_len == 0 || b[8] != '{') {
+    return Status::error("safetensors '{}': the header does not begin with '{{'", path);
+  }
   f.data_begin_ = 8 + header_len;
   const std::uint64_t data_bytes = b.size() - f.data_begin_;
   auto doc = parse_json(std::string_view(b).substr(8, header_len));

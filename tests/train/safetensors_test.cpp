@@ -359,6 +359,14 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   EXPECT_TRUE(s.is_ok()) << s.message();
   s = with_header(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2);
   EXPECT_TRUE(contains(s, "needs 12 bits, not whole bytes")) << s.message();
+  // What the format's reference loader refuses is refused here too: a header that does not
+  // open with '{', and integers with leading zeros.
+  s = with_header(R"(  {"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  EXPECT_TRUE(contains(s, "the header does not begin with '{'")) << s.message();
+  s = with_header(R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", 4);
+  EXPECT_TRUE(contains(s, "a leading zero")) << s.message();
+  s = with_header(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", 0);
+  EXPECT_TRUE(s.is_ok()) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4);
   EXPECT_TRUE(contains(s, "only integers")) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})", 4);

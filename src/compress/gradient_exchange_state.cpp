@@ -77,8 +77,13 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state, int r
     for (const char* part : {"compressor", "aggregator"}) {
       const std::string want = fmt::format("bucket{}.{}", b, part);
       if (next >= state.size() || state[next].name != want) {
-        return Status::error("compression state: expected '{}', found '{}'", want,
-                             next < state.size() ? state[next].name : "end of state");
+        // The checkpoint compressed other buckets (or none): a resume checks the buckets'
+        // kinds first where the checkpoint records them (check_bucket_kinds); this is the
+        // guard for older ones, said in the user's terms rather than as a name mismatch.
+        return Status::error(
+            "compression state: bucket {} is compressed here, but the saved state has {} "
+            "in its place (saved with another comm.plan choice, bucket plan or compressor?)",
+            b, next < state.size() ? "'" + state[next].name + "'" : std::string("nothing"));
       }
       const Tensor& t = state[next].tensor;
       const std::span<const std::uint8_t> bytes(t.data<std::uint8_t>(), t.nbytes());

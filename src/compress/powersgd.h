@@ -40,7 +40,7 @@ class PowerSgdCompressor final : public Compressor {
     int rank = 4;
     std::size_t min_compress_numel = 4096;
     bool alternate = false;
-    std::string rank_key = "compress.rank";
+    std::string rank_key = "compress.powersgd.rank";  // as the trainer's config names it
     static Result<Options> parse(ConfigReader& reader);
   };
   explicit PowerSgdCompressor(Options options) : options_(std::move(options)) {}
@@ -64,8 +64,8 @@ class PowerSgdCompressor final : public Compressor {
   // Size, header and indices (compressor.h); see the layout above.
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
                        const EncodeContext& ctx) const override;
-  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha,
-              DecodeMode mode, const EncodeContext& ctx) const override;
+  void decode(std::span<const std::uint8_t> msg, std::span<float> out, float alpha, DecodeMode mode,
+              const EncodeContext& ctx) const override;
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override;
   DType wire_dtype() const override { return DType::kF32; }
   double contraction_delta(std::size_t) const override { return 0.0; }

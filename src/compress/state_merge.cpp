@@ -30,6 +30,13 @@ void MeanAccumulator::finish(std::span<float> out) const {
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(sum_[i] / n);
 }
 
+void MeanAccumulator::finish(std::span<float> out, std::span<const double> plus) const {
+  const double n = count_;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<float>((sum_.empty() ? 0.0 : sum_[i] / n) + plus[i]);
+  }
+}
+
 namespace {
 
 // Byte states as f32 arrays, one per old bucket position: summed in double into this
@@ -148,8 +155,7 @@ std::unique_ptr<StateMerge> Compressor::state_merge(const MergeShape&) const {
   return reset_merge("the " + std::string(name()) + " compressor has no rule to merge its state");
 }
 std::unique_ptr<StateMerge> Aggregator::state_merge(const MergeShape&) const {
-  return reset_merge(std::string(name()) +
-                     " aggregation has no rule to merge its state");
+  return reset_merge(std::string(name()) + " aggregation has no rule to merge its state");
 }
 
 }  // namespace sparq::compress

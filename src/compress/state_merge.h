@@ -87,6 +87,10 @@ class MeanAccumulator {
   // out[i] = float(sum_i / count); out.size() must be size(), or anything when size() is 0
   // (every array was empty: zeros).
   void finish(std::span<float> out) const;
+  // out[i] = float(sum_i / count + plus[i]), rounded once: the mean with mass that belongs to
+  // the average itself added (a two_phase server residual folded into the worker residuals,
+  // train/elastic_resume.h). plus.size() == out.size().
+  void finish(std::span<float> out, std::span<const double> plus) const;
 
  private:
   std::vector<double> sum_;

@@ -3,6 +3,7 @@
 // and the metadata checks both paths share).
 #include <spdlog/spdlog.h>
 
+#include "train/checkpoint_layout.h"
 #include "train/elastic_resume.h"
 #include "train/trainer.h"
 
@@ -22,36 +23,47 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   // The old world's bucket plan for checkpoints that do not record theirs (Note [Layouts in
   // the checkpoint]), rebuilt from this config: whether the tied embedding gets a bucket of its
   // own depends on the world size. Other comm.* bucket settings than the old run's are then
-  // caught by the merges' size checks.
-  const std::int64_t tied_rows =
-      model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
-  SPARQ_ASSIGN_OR_RETURN(const bool old_split, resolve_tied_split(config_, tied_rows, old_world));
-  comm::BucketPlanConfig old_plan_config = config_.comm.plan;
-  if (old_split) old_plan_config.isolated = {model_->tied_embedding()};
-  auto old_plan = comm::BucketPlan::build(store_, model_->layers(), old_plan_config);
-  if (!old_plan.is_ok()) return old_plan.status().with_context("the old world's bucket plan");
-  in.old_buckets.resize(old_plan->buckets().size());
-  for (const comm::Bucket& b : old_plan->buckets()) {
-    in.old_buckets.at(static_cast<std::size_t>(b.index)) = {
-        static_cast<std::size_t>(b.range.offset), static_cast<std::size_t>(b.range.count)};
-  }
+  // caught by the merges' size checks. Only such files call it (a 1 -> P' resume under
+  // comm.split_tied_embedding: always failed here on a file that records its plan), and an old
+  // world of one rank is unsplit: resolve_tied_split refuses `always` there, where the split
+  // means nothing.
+  in.rebuild_old_buckets = [this, old_world]() -> Result<BucketRanges> {
+    const std::int64_t tied_rows =
+        model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
+    bool old_split = false;
+    if (old_world > 1) {
+      SPARQ_ASSIGN_OR_RETURN(old_split, resolve_tied_split(config_, tied_rows, old_world));
+    }
+    comm::BucketPlanConfig old_plan_config = config_.comm.plan;
+    if (old_split) old_plan_config.isolated = {model_->tied_embedding()};
+    auto old_plan = comm::BucketPlan::build(store_, model_->layers(), old_plan_config);
+    if (!old_plan.is_ok()) return old_plan.status().with_context("the old world's bucket plan");
+    return bucket_ranges(*old_plan);
+  };
+  in.new_buckets = bucket_ranges(*plan_);
+  in.new_aggregations = exchange_->aggregation_names();
   in.sections.push_back({"params", store_.param_range({0, store_.flat_numel()}),
                          MergeRule::kReplicated, "parameters"});
   for (const StateTensor& s : model_->state()) {
     in.sections.push_back({"model/" + s.name, s.tensor, MergeRule::kMean, "model state"});
   }
+  // The optimizer state and the residual exist or not by settings that may change on resume
+  // (optim.momentum, compress.error_feedback, the plan): absent, they start from zeros, and
+  // load_checkpoint says so.
   const bool per_rank_optim = config_.optim.communicate != "gradient";
   for (const StateTensor& s : optimizer_->state()) {
     in.sections.push_back({"optim/" + s.name, s.tensor,
                            per_rank_optim ? MergeRule::kMean : MergeRule::kReplicated,
-                           "optimizer state"});
+                           "optimizer state", /*may_be_missing=*/true});
   }
   const std::span<float> residual = exchange_->residual();
   if (!residual.empty()) {
     in.sections.push_back(
         {"residual",
          Tensor(residual.data(), DType::kF32, {static_cast<std::int64_t>(residual.size())}),
-         MergeRule::kMean, "residual mass"});
+         MergeRule::kMean, "residual mass", /*may_be_missing=*/true});
+  } else {
+    in.residual_section.clear();
   }
   if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
     // Momenta are linear in the gradients, so their mean is exact; second moments (update

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -92,6 +94,70 @@ Result<BucketRanges> parse_bucket_ranges(const std::string& text, const std::str
   return out;
 }
 
+std::vector<std::string> saved_aggregations(const CheckpointFile& f) {
+  std::vector<std::string> out;
+  const auto it = f.meta.find("aggregations");
+  if (it == f.meta.end()) return out;
+  std::istringstream names(it->second);
+  for (std::string name; std::getline(names, name, ',');) out.push_back(name);
+  return out;
+}
+
+namespace {
+
+// Why a state is absent or dropped: the settings that decide it which changed
+// ("compress.error_feedback: false -> true"), or what the saving run's plan did.
+std::string presence_reason(const CheckpointFile& f, const std::string& section,
+                            const std::string& config) {
+  const bool residual = section == "residual";
+  const std::string changed =
+      residual ? changed_settings(f, config, {"compress.error_feedback", "compress.name"})
+               : changed_settings(f, config, {"optim.momentum", "optim.name"});
+  constexpr std::string_view kLead = "; changed here: ";
+  if (!changed.empty()) return changed.substr(kLead.size());
+  const std::vector<std::string> kinds = saved_aggregations(f);
+  if (residual && !kinds.empty() &&
+      std::all_of(kinds.begin(), kinds.end(), [](const std::string& k) { return k == "none"; })) {
+    return "comm.plan: auto sent every bucket dense on the saving run's world size";
+  }
+  return residual ? "compress.error_feedback is off, or nothing is compressed" : "optim.momentum";
+}
+
+std::string describe_state(const std::string& section) {
+  return section == "residual" ? std::string("error-feedback residual")
+                               : "optimizer state '" + section.substr(6) + "'";
+}
+
+}  // namespace
+
+StatePresence state_presence(const CheckpointFile& f, const std::vector<std::string>& kept) {
+  StatePresence out;
+  for (const std::string& name : kept) {
+    if (!f.has_section(name)) out.absent.push_back(name);
+  }
+  for (const auto& [name, bytes] : f.sections) {
+    if ((name == "residual" || name.starts_with("optim/")) &&
+        std::find(kept.begin(), kept.end(), name) == kept.end()) {
+      out.dropped.push_back(name);
+    }
+  }
+  return out;
+}
+
+void warn_state_presence(const StatePresence& presence, const CheckpointFile& f,
+                         const std::string& config) {
+  for (const std::string& section : presence.absent) {
+    spdlog::warn("resume: the checkpoint holds no {} ({}): it starts from zeros, as in a fresh run",
+                 describe_state(section), presence_reason(f, section, config));
+  }
+  for (const std::string& section : presence.dropped) {
+    // The mass still owed by error feedback is not applied anywhere: said as such.
+    spdlog::warn("resume: the checkpoint's {} is dropped, since this run keeps none ({}){}",
+                 describe_state(section), presence_reason(f, section, config),
+                 section == "residual" ? "; what it still owed is never applied" : "");
+  }
+}
+
 Status check_layout(const CheckpointFile& f, const std::string& here, const std::string& config) {
   const auto saved = f.meta.find("layout");
   // A checkpoint from before the layout was recorded: only flat_numel was checked, as then.
@@ -152,6 +218,34 @@ Status check_bucket_plan(const CheckpointFile& f, const BucketRanges& here,
       changed_settings(f, config,
                        {"comm.bucket_mb", "comm.first_bucket_mb", "comm.dense_patterns",
                         "comm.min_compress_numel", "comm.split_tied_embedding"}));
+}
+
+Status check_bucket_kinds(const CheckpointFile& f, const std::vector<std::string>& here,
+                          const std::string& config) {
+  const std::vector<std::string> there = saved_aggregations(f);
+  // From before "aggregations" (load_state's order check is all that guards it), or another
+  // number of buckets (check_bucket_plan's case).
+  if (there.size() != here.size()) return Status::ok();
+  const auto kind = [](const std::string& strategy) {
+    return strategy == "none" ? std::string("sent dense")
+                              : fmt::format("compressed ({})", strategy);
+  };
+  std::vector<std::string> changed;
+  for (std::size_t b = 0; b < there.size(); ++b) {
+    if ((there[b] == "none") == (here[b] == "none")) continue;
+    changed.push_back(
+        fmt::format("bucket {}: {} there, {} here", b, kind(there[b]), kind(here[b])));
+  }
+  if (changed.empty()) return Status::ok();
+  return Status::error(
+      "checkpoint '{}' does not match this config: its buckets travel otherwise ({}), and a "
+      "resume on the same world size loads each bucket's error-feedback residual and "
+      "compressor state as it was saved. Which buckets are compressed is chosen by comm.plan: "
+      "auto from comm.plan_profile, comm.plan_network, comm.plan_min_compression and the "
+      "compress settings it prices, for the world size: resume with the checkpoint's values{}",
+      f.path, fmt::join(changed, "; "),
+      // The plan's inputs: the profile and link, and the compressor's settings it prices.
+      changed_settings(f, config, {"comm.plan", "compress."}));
 }
 
 }  // namespace sparq::train

@@ -25,6 +25,23 @@ std::string format_bucket_ranges(const BucketRanges& ranges);
 Result<BucketRanges> parse_bucket_ranges(const std::string& text, const std::string& file);
 BucketRanges bucket_ranges(const comm::BucketPlan& plan);
 
+// Each bucket's strategy as the checkpoint records it (metadata "aggregations", one name per
+// bucket, comma-separated, "none" for a bucket sent dense: GradientExchange::
+// aggregation_names()); empty for checkpoints written before it was recorded.
+std::vector<std::string> saved_aggregations(const CheckpointFile& f);
+
+// The settings that decide whether the optimizer state and the error-feedback residual exist
+// (optim.momentum, compress.error_feedback, which buckets the plan compresses) may change on
+// resume: `kept` sections ("residual", "optim/sgd.momentum") that the checkpoint lacks start
+// from zeros, as in a fresh run; "residual" and "optim/*" sections it holds that are not kept
+// are dropped. warn_state_presence (rank 0) says which, naming the changed setting.
+struct StatePresence {
+  std::vector<std::string> absent, dropped;
+};
+StatePresence state_presence(const CheckpointFile& f, const std::vector<std::string>& kept);
+void warn_state_presence(const StatePresence& presence, const CheckpointFile& f,
+                         const std::string& config);
+
 // What a checkpoint's flat sections (params, optim/*, residual) belong to: the store's layout
 // as its metadata "layout" records it, one "name offset numel" line per tensor in
 // declaration order (Note [Layouts in the checkpoint], checkpointing.cpp).
@@ -38,8 +55,15 @@ std::string layout_text(const ParamStore& store);
 //   check_bucket_plan: other "buckets" while some "exchange/" section holds state (a
 //     same-world resume, which loads that state by bucket index; comm.bucket_mb and the
 //     other plan settings decide the ranges).
+//   check_bucket_kinds: a bucket compressed there and sent dense here, or the other way round
+//     (a same-world resume, which loads the exchange state bucket by bucket as it was saved;
+//     comm.plan: auto decides it from comm.plan_profile, comm.plan_network and
+//     comm.plan_min_compression). `here` is this run's aggregation_names(); checked only
+//     when both plans have the same ranges (check_bucket_plan covers the others).
 Status check_layout(const CheckpointFile& f, const std::string& layout, const std::string& config);
 Status check_bucket_plan(const CheckpointFile& f, const BucketRanges& here,
                          const std::string& config);
+Status check_bucket_kinds(const CheckpointFile& f, const std::vector<std::string>& here,
+                          const std::string& config);
 
 }  // namespace sparq::train

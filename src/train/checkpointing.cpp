@@ -26,14 +26,15 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <sstream>
 
 #include "core/checksum.h"
 #include "core/file_io.h"
 #include "core/tensor_copy.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_layout.h"
 #include "train/elastic_resume.h"
 #include "train/trainer.h"
 
@@ -75,16 +76,20 @@ void add_state(CheckpointFile& f, const std::string& prefix,
   }
 }
 
+// `may_be_absent`: a section the file lacks leaves zeros (state_presence says why).
 Status read_state(const CheckpointFile& f, const std::string& prefix,
-                  const std::vector<StateTensor>& state) {
+                  const std::vector<StateTensor>& state, bool may_be_absent = false) {
   std::vector<float> staging;
   for (const StateTensor& s : state) {
     const auto n = static_cast<std::size_t>(s.tensor.numel());
-    if (s.tensor.is_cpu()) {
+    const bool absent = may_be_absent && !f.has_section(prefix + s.name);
+    if (s.tensor.is_cpu() && absent) {
+      std::fill_n(s.tensor.data<float>(), n, 0.0f);
+    } else if (s.tensor.is_cpu()) {
       SPARQ_RETURN_IF_ERROR(f.read_floats(prefix + s.name, {s.tensor.data<float>(), n}));
     } else {
-      staging.resize(n);
-      SPARQ_RETURN_IF_ERROR(f.read_floats(prefix + s.name, staging));
+      staging.assign(n, 0.0f);
+      if (!absent) SPARQ_RETURN_IF_ERROR(f.read_floats(prefix + s.name, staging));
       copy_from_host(staging.data(), s.tensor);
     }
   }
@@ -251,8 +256,14 @@ Status Trainer::load_checkpoint(const std::string& dir) {
     return Status::error("checkpoint '{}' of {} rank(s) has no file for rank {}", dir, world,
                          comm_.rank());
   }
-  // An elastic resume streams all old files (elastic_resume.h); keep only this one's metadata.
+  // State that settings which may change on resume decide the existence of (error feedback,
+  // SGD's momentum): absent, it starts from zeros; not kept here, it is dropped; both said.
+  std::vector<std::string> kept;
+  if (!exchange_->residual().empty()) kept.push_back("residual");
+  for (const StateTensor& s : optimizer_->state()) kept.push_back("optim/" + s.name);
+  const StatePresence presence = state_presence(f, kept);
   const bool saved_residual = f.has_section("residual");
+  // An elastic resume streams all old files (elastic_resume.h); keep only this one's metadata.
   if (elastic) f.sections.clear();
   const auto must_match = [&](const std::string& key, const std::string& have,
                               const std::string& want) {
@@ -280,41 +291,42 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   std::string merged;
   if (!elastic) {
     const BucketRanges buckets = bucket_ranges(*plan_);
+    const bool same_buckets =
+        !f.meta.count("buckets") || f.meta.at("buckets") == format_bucket_ranges(buckets);
     SPARQ_RETURN_IF_ERROR(check_bucket_plan(f, buckets, config_.resolved_yaml));
+    if (same_buckets) {
+      SPARQ_RETURN_IF_ERROR(
+          check_bucket_kinds(f, exchange_->aggregation_names(), config_.resolved_yaml));
+    }
     SPARQ_RETURN_IF_ERROR(read_state(f, "", {{"params", params}}));
     SPARQ_RETURN_IF_ERROR(read_state(f, "model/", model_->state()));
-    SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state()));
-    if (!exchange_->residual().empty()) {
-      SPARQ_RETURN_IF_ERROR(f.read_floats("residual", exchange_->residual()));
+    SPARQ_RETURN_IF_ERROR(read_state(f, "optim/", optimizer_->state(), /*may_be_absent=*/true));
+    const std::span<float> residual = exchange_->residual();
+    if (!residual.empty() && saved_residual) {
+      SPARQ_RETURN_IF_ERROR(f.read_floats("residual", residual));
+      // Note [Mass the new plan does not carry] (elastic_resume.h): a checkpoint that an
+      // elastic resume wrote before that rule held such mass in buckets sent dense.
+      const std::string dropped =
+          drop_stranded_residual(residual, buckets, exchange_->aggregation_names());
+      if (!dropped.empty() && is_root()) spdlog::warn("resume: {}", dropped);
+    } else {
+      std::fill(residual.begin(), residual.end(), 0.0f);  // absent: warned below
     }
     // Under other buckets only state that holds nothing passed check_bucket_plan: loaded by
     // index, it would expect the other plan's buckets; left out, every owner starts empty,
     // which is what it saved.
-    if (!f.meta.count("buckets") || f.meta.at("buckets") == format_bucket_ranges(buckets)) {
+    if (same_buckets) {
       // Checkpoints before 2026-12-06 have no "aggregations": their loader says less.
-      std::vector<std::string> saved_aggregations;
-      if (f.meta.count("aggregations")) {
-        std::istringstream names(f.meta.at("aggregations"));
-        for (std::string name; std::getline(names, name, ',');) {
-          saved_aggregations.push_back(name);
-        }
-      }
       SPARQ_RETURN_IF_ERROR(exchange_
                                 ->load_state(byte_sections(f, "exchange/"), comm_.rank(),
-                                             comm_.size(), saved_aggregations)
+                                             comm_.size(), saved_aggregations(f))
                                 .with_context(file));
     }
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
   exchange_->residual_to_device();  // both paths filled the host copy
-  if (saved_residual && exchange_->residual().empty() && is_root()) {
-    // The mass still owed by error feedback is not applied anywhere: say so.
-    spdlog::warn(
-        "resume: the checkpoint's error-feedback residual is dropped, since this run "
-        "keeps none (compress.error_feedback is off, or nothing is compressed); what "
-        "it still owed is never applied");
-  }
+  if (is_root()) warn_state_presence(presence, f, config_.resolved_yaml);
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));

@@ -3,6 +3,7 @@
 // shared file system whose listings lag) as silently diverged replicas. Here the ranks are
 // handed different step directories of one run, which is what such a listing looks like. And
 // a save that sets another history's step aside lets rank 0 move it before any rank writes.
+// And a one-rank checkpoint resumes on two ranks under comm.split_tied_embedding: always.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -99,6 +100,50 @@ TEST(ResumeAgreementMpi, AnotherHistorysStepIsSetAsideWholeBeforeAnyRankWrites) 
     EXPECT_TRUE(is_complete(a4));
     EXPECT_TRUE(*read_file(checkpoint_rank_file(a4, comm.rank())) != a4_file) << "trial " << trial;
   }
+}
+
+// Found in review (2026-12-06): a 1 -> 2 elastic resume with comm.split_tied_embedding: always
+// was refused ("always, but a single rank exchanges nothing"): the resume rebuilt the old
+// world's bucket plan from this config for one rank, although the file records its buckets.
+// Now only a file without them has it rebuilt, and an old world of one rank is unsplit.
+TEST(ResumeAgreementMpi, OneRankCheckpointResumesOnTwoUnderSplitAlways) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& comm = **world;
+  const auto trainer = [](const std::string& root, comm::Communicator& c, bool always) {
+    const std::string split = always ? "always" : "auto";
+    auto config =
+        parse_train_config(kConfig, "resume_agreement_mpi_test",
+                           {"train.checkpoint_dir=" + root, "comm.split_tied_embedding=" + split});
+    SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+    auto t = Trainer::create(*config, c);
+    SPARQ_CHECK(t.is_ok(), "{}", t.status().message());
+    return std::move(t).value();
+  };
+  const std::string root = ::testing::TempDir() + "/split_always_mpi";
+  const std::string step2 = checkpoint_dir(root, 2);
+  if (comm.rank() == 0) {  // the one-rank run (no split on one rank)
+    std::filesystem::remove_all(root);
+    std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+    const auto trained = trainer(root, *self, false)->run();
+    SPARQ_CHECK(trained.is_ok(), "{}", trained.status().message());
+  }
+  comm.barrier();
+  const Status recorded = trainer(root + "/two", comm, true)->resume(step2);
+  EXPECT_TRUE(recorded.is_ok()) << recorded.message();
+
+  // A file from before the buckets were recorded: its plan is rebuilt, unsplit for one rank.
+  comm.barrier();
+  if (comm.rank() == 0) {
+    auto f = read_checkpoint_file(checkpoint_rank_file(step2, 0));
+    SPARQ_CHECK(f.is_ok(), "{}", f.status().message());
+    f->meta.erase("buckets");
+    f->meta.erase("aggregations");
+    SPARQ_CHECK(write_checkpoint_file(checkpoint_rank_file(step2, 0), *f).is_ok(), "rewrite");
+  }
+  comm.barrier();
+  const Status rebuilt = trainer(root + "/rebuilt", comm, true)->resume(step2);
+  EXPECT_TRUE(rebuilt.is_ok()) << rebuilt.message();
 }
 
 }  // namespace

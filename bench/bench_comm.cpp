@@ -2,20 +2,27 @@
 // allreduce, allgather, reduce_scatter and alltoall from 4 KiB up to max_mib (default 256),
 // each measured through the sparq path (CommEngine task -> MpiCommunicator) and, in the same
 // run and on the same buffers, through the MPI library directly. The ratio column is
-// engine time / direct time: the overhead of the engine path (both run MPI's own allreduce).
-// Nothing is asserted.
+// engine time / direct time: the overhead of the engine path (both run MPI's own allreduce),
+// so 1 means none and below 1 is noise. Nothing is asserted.
 //
 //   mpirun -np 2 bench_comm [max_mib] [--min-mib M] [--ops allreduce,allgather,...] [--iters K]
+//                           [--rounds R]
 //
 // --min-mib starts the size sweep at M MiB instead of 4 KiB, --ops runs only the named ops (in
-// the order given) and --iters fixes the timed calls per size (default: 256 MiB worth, 3 to
-// 200): on a slow link one large allreduce a few times is a minute where the whole sweep would
-// be an hour (scripts/measure_busy_comm_rate.sh uses them).
+// the order given) and --iters fixes the timed calls per size and round (default: 256 MiB
+// worth, 3 to 200): on a slow link one large allreduce a few times is a minute where the whole
+// sweep would be an hour (scripts/measure_busy_comm_rate.sh uses them).
+//
+// Each size runs R rounds (default 5) of the two paths in turn, the direct path first in odd
+// rounds; a round times K calls of a path. The table gives each path's median round and the
+// ratio of the medians, then each path's fastest-slowest round and the range of the ratios of
+// the rounds (each against the other path's round next to it in time). Until 2026-12-06 each
+// path ran once, the engine first, and noise gave ratios such as 0.18 at 1 MiB (review).
 //
 // Size is the nccl-tests "size": the full buffer (allreduce: the vector; allgather: the
 // gathered output; reduce_scatter: the input; alltoall: the send buffer). algbw = size / time;
-// busbw = algbw * 2(P-1)/P for allreduce and * (P-1)/P for the others. Times are the slowest
-// rank's mean per iteration.
+// busbw = algbw * 2(P-1)/P for allreduce and * (P-1)/P for the others. A round's time is the
+// slowest rank's mean per call over its K calls.
 //
 //   mpirun -np 2 bench_comm --allreduce-algorithms [max_mib=64] [gbit_per_s=0]
 //
@@ -48,10 +55,14 @@ using namespace sparq::comm;
 enum class Op { kAllreduce, kAllgather, kReduceScatter, kAlltoall };
 const char* op_name(Op op) {
   switch (op) {
-    case Op::kAllreduce: return "allreduce";
-    case Op::kAllgather: return "allgather";
-    case Op::kReduceScatter: return "reduce_scatter";
-    case Op::kAlltoall: return "alltoall";
+    case Op::kAllreduce:
+      return "allreduce";
+    case Op::kAllgather:
+      return "allgather";
+    case Op::kReduceScatter:
+      return "reduce_scatter";
+    case Op::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -60,9 +71,10 @@ double bus_factor(Op op, int p) {
   return op == Op::kAllreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
 }
 
-// Mean seconds per call over `iters` calls, the slowest rank's.
-double time_loop(int iters, const std::function<void()>& body) {
-  body();  // warm-up: connection setup and first-touch of the buffers
+// Mean seconds per call over `iters` calls, the slowest rank's; one untimed call first when
+// `warm_up`.
+double time_loop(int iters, const std::function<void()>& body, bool warm_up = true) {
+  if (warm_up) body();  // connection setup and first-touch of the buffers
   MPI_Barrier(MPI_COMM_WORLD);
   const double start = MPI_Wtime();
   for (int i = 0; i < iters; ++i) body();
@@ -143,6 +155,7 @@ int main(int argc, char** argv) {
   comm->settle_options({.allreduce = "mpi"});
   std::size_t max_bytes = std::size_t{256} << 20, min_bytes = 4096;
   int fixed_iters = 0;  // 0: by size
+  int rounds = 5;
   std::string ops = "allreduce,allgather,reduce_scatter,alltoall";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -154,18 +167,27 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_comm: --iters must be a positive integer\n");
         return 2;
       }
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+      if (rounds < 1) {
+        std::fprintf(stderr, "bench_comm: --rounds must be a positive integer\n");
+        return 2;
+      }
     } else if (arg == "--ops" && i + 1 < argc) {
       ops = argv[++i];
     } else if (!arg.empty() && arg[0] != '-') {
       max_bytes = std::strtoull(arg.c_str(), nullptr, 10) << 20;
     } else {
-      std::fprintf(stderr, "bench_comm: unknown argument '%s' (usage at the top of "
-                   "bench/bench_comm.cpp)\n", arg.c_str());
+      std::fprintf(stderr,
+                   "bench_comm: unknown argument '%s' (usage at the top of "
+                   "bench/bench_comm.cpp)\n",
+                   arg.c_str());
       return 2;
     }
   }
   if (max_bytes == 0 || min_bytes == 0 || min_bytes > max_bytes) {
-    std::fprintf(stderr, "bench_comm: sizes: max_mib must be a positive integer and --min-mib "
+    std::fprintf(stderr,
+                 "bench_comm: sizes: max_mib must be a positive integer and --min-mib "
                  "at least 1 and at most max_mib (got max_mib %zu, sweep start %zu KiB)\n",
                  max_bytes >> 20, min_bytes >> 10);
     return 2;
@@ -178,8 +200,10 @@ int main(int argc, char** argv) {
     const Op* found = std::find_if(std::begin(kOps), std::end(kOps),
                                    [&name](Op op) { return name == op_name(op); });
     if (found == std::end(kOps)) {
-      std::fprintf(stderr, "bench_comm: --ops: unknown op '%s' (allreduce, allgather, "
-                   "reduce_scatter, alltoall)\n", name.c_str());
+      std::fprintf(stderr,
+                   "bench_comm: --ops: unknown op '%s' (allreduce, allgather, "
+                   "reduce_scatter, alltoall)\n",
+                   name.c_str());
       return 2;
     }
     if (std::find(selected.begin(), selected.end(), *found) == selected.end()) {
@@ -191,12 +215,18 @@ int main(int argc, char** argv) {
   CommEngine engine(*comm, {.timeout_s = 600, .name = "bench"});
 
   if (rank == 0) {
-    std::printf("bench_comm: %d ranks, f32, sparq = CommEngine task -> MpiCommunicator, "
-                "mpi = direct MPI call\n", p);
-    std::printf("%-15s %10s | %11s %9s %9s | %11s %9s %9s | %6s\n", "op", "size", "sparq us",
-                "algbw", "busbw", "mpi us", "algbw", "busbw", "ratio");
-    std::printf("%-15s %10s | %11s %9s %9s | %11s %9s %9s | %6s\n", "", "(bytes)", "", "GB/s",
-                "GB/s", "", "GB/s", "GB/s", "");
+    std::printf(
+        "bench_comm: %d ranks, f32, sparq = CommEngine task -> MpiCommunicator, "
+        "mpi = direct MPI call; %d rounds of the two in turn per size, us = the median "
+        "round's mean per call; ratio = sparq / mpi of the medians (engine overhead, "
+        "1 = none); then each path's fastest-slowest round and the min-max of the "
+        "rounds' ratios\n",
+        p, rounds);
+    std::printf("%-15s %10s | %11s %9s %9s | %11s %9s %9s | %6s | %21s | %21s | %13s\n", "op",
+                "size", "sparq us", "algbw", "busbw", "mpi us", "algbw", "busbw", "ratio",
+                "sparq us min-max", "mpi us min-max", "ratio min-max");
+    std::printf("%-15s %10s | %11s %9s %9s | %11s %9s %9s | %6s | %21s | %21s | %13s\n", "",
+                "(bytes)", "", "GB/s", "GB/s", "", "GB/s", "GB/s", "", "", "", "");
   }
   for (Op op : selected) {
     // x4 steps, and max_bytes itself when the steps pass it (review: a max of 2 MiB stopped
@@ -248,25 +278,53 @@ int main(int argc, char** argv) {
           break;
       }
       // Enough iterations for a stable mean at small sizes, few at large ones.
-      const int iters = fixed_iters > 0 ? fixed_iters
-                        : static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 3, 200));
-      const double sparq_s = time_loop(iters, [&] {
-        if (!engine.run(op_name(op), 0, [&](Communicator& c) {
-              sparq_call(c);
-              return sparq::Status::ok();
-            }).is_ok()) {
+      const int iters =
+          fixed_iters > 0 ? fixed_iters
+                          : static_cast<int>(std::clamp<std::size_t>((256u << 20) / bytes, 3, 200));
+      const std::function<void()> engine_call = [&] {
+        if (!engine
+                 .run(op_name(op), 0,
+                      [&](Communicator& c) {
+                        sparq_call(c);
+                        return sparq::Status::ok();
+                      })
+                 .is_ok()) {
           std::abort();
         }
-      });
-      const double mpi_s = time_loop(iters, mpi_call);
+      };
+      std::vector<double> sparq_rounds, mpi_rounds, ratios;
+      for (int round = 0; round < rounds; ++round) {
+        const bool first = round == 0, mpi_first = round % 2 == 1;  // warm-up in round 0 only
+        if (mpi_first) mpi_rounds.push_back(time_loop(iters, mpi_call, first));
+        sparq_rounds.push_back(time_loop(iters, engine_call, first));
+        if (!mpi_first) mpi_rounds.push_back(time_loop(iters, mpi_call, first));
+        ratios.push_back(sparq_rounds.back() / mpi_rounds.back());
+      }
+      const auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const std::size_t k = v.size();
+        return k % 2 == 1 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+      };
+      const auto range = [](const std::vector<double>& v, double scale, int precision) {
+        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+        char text[64];
+        std::snprintf(text, sizeof(text), "%.*f-%.*f", precision, *lo * scale, precision,
+                      *hi * scale);
+        return std::string(text);
+      };
+      const double sparq_s = median(sparq_rounds), mpi_s = median(mpi_rounds);
       if (rank == 0) {
         // The bytes the op moved: the allreduce's whole vector, the others' P blocks.
         const std::size_t moved = op == Op::kAllreduce ? n * 4 : block * p * 4;
         const double sz = static_cast<double>(moved);
         const double alg_sparq = sz / sparq_s * 1e-9, alg_mpi = sz / mpi_s * 1e-9;
-        std::printf("%-15s %10zu | %11.1f %9.3f %9.3f | %11.1f %9.3f %9.3f | %6.3f\n", op_name(op),
-                    moved, sparq_s * 1e6, alg_sparq, alg_sparq * bus_factor(op, p), mpi_s * 1e6,
-                    alg_mpi, alg_mpi * bus_factor(op, p), sparq_s / mpi_s);
+        std::printf(
+            "%-15s %10zu | %11.1f %9.3f %9.3f | %11.1f %9.3f %9.3f | %6.3f | %21s | "
+            "%21s | %13s\n",
+            op_name(op), moved, sparq_s * 1e6, alg_sparq, alg_sparq * bus_factor(op, p),
+            mpi_s * 1e6, alg_mpi, alg_mpi * bus_factor(op, p), sparq_s / mpi_s,
+            range(sparq_rounds, 1e6, 1).c_str(), range(mpi_rounds, 1e6, 1).c_str(),
+            range(ratios, 1.0, 3).c_str());
         std::fflush(stdout);
       }
     }

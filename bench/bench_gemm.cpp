@@ -58,16 +58,18 @@ void add_linear(std::vector<Case>& v, const std::string& model, const std::strin
 }
 
 // A transformer: fused QKV, attention output projection, MLP, and the tied vocabulary head
-// (embedding.cpp's project / project_backward have a Linear's three products).
+// (tied_head_loss.cpp's logits, dx and dtable products have a Linear's three shapes) on the
+// `head_rows` rows it computes: the fused CPU head multiplies only the rows with a target
+// (BERT's labelled 15%, gathered; every row of GPT-2).
 void add_transformer(std::vector<Case>& v, const std::string& model, std::int64_t rows,
                      std::int64_t c, std::int64_t ffn, std::int64_t vocab, int layers,
-                     bool mlm_transform) {
+                     bool mlm_transform, std::int64_t head_rows) {
   add_linear(v, model, "attn.qkv", rows, c, 3 * c, layers);
   add_linear(v, model, "attn.proj", rows, c, c, layers);
   add_linear(v, model, "mlp.fc", rows, c, ffn, layers);
   add_linear(v, model, "mlp.proj", rows, ffn, c, layers);
   if (mlm_transform) add_linear(v, model, "mlm.transform", rows, c, c, 1);
-  add_linear(v, model, "head", rows, c, vocab, 1);
+  add_linear(v, model, "head", head_rows, c, vocab, 1);
 }
 
 // VGG-16's 3x3 convolutions as im2col products: one forward and one dX product per image
@@ -86,17 +88,22 @@ void add_vgg(std::vector<Case>& v, std::int64_t batch) {
     }
     const std::int64_t k = std::atoi(item.c_str()), crs = 9 * channels, hw = size * size;
     const std::string name = fmt::format("conv {}->{} {}x{}", channels, k, size, size);
-    v.push_back({"vgg", name + " fwd", {false, false, k, hw, crs}, 0.0f, true,
-                 static_cast<double>(batch)});
+    v.push_back(
+        {"vgg", name + " fwd", {false, false, k, hw, crs}, 0.0f, true, static_cast<double>(batch)});
     if (channels != 3) {  // the first layer's input needs no gradient
-      v.push_back({"vgg", name + " dX", {true, false, crs, hw, k}, 0.0f, true,
-                   static_cast<double>(batch)});
+      v.push_back(
+          {"vgg", name + " dX", {true, false, crs, hw, k}, 0.0f, true, static_cast<double>(batch)});
     }
     const std::int64_t images = std::min(std::max<std::int64_t>(256 / hw, 1), batch);
     const std::int64_t ld = images * hw, chunks = (batch + images - 1) / images;
     const std::int64_t blocks = std::max<std::int64_t>(crs / 256, 1);
-    const std::int64_t width = std::min(((crs + blocks - 1) / blocks + 15) & ~std::int64_t{15}, crs);
-    v.push_back({"vgg", name + " dW", {false, true, k, width, ld, ld, ld, crs}, 1.0f, blocks > 1,
+    const std::int64_t width =
+        std::min(((crs + blocks - 1) / blocks + 15) & ~std::int64_t{15}, crs);
+    v.push_back({"vgg",
+                 name + " dW",
+                 {false, true, k, width, ld, ld, ld, crs},
+                 1.0f,
+                 blocks > 1,
                  static_cast<double>(chunks * blocks)});
     channels = k;
   }
@@ -105,10 +112,16 @@ void add_vgg(std::vector<Case>& v, std::int64_t batch) {
 std::vector<Case> all_cases(const std::vector<std::string>& models) {
   std::vector<Case> v;
   for (const std::string& m : models) {
-    if (m == "gpt2") add_transformer(v, m, 4 * 256, 768, 3072, 50304, 12, false);
-    else if (m == "bert") add_transformer(v, m, 8 * 128, 768, 3072, 30528, 12, true);
-    else if (m == "gpt2tiny") add_transformer(v, m, 8 * 128, 128, 512, 50304, 4, false);
-    else if (m == "vgg") add_vgg(v, 32);
+    if (m == "gpt2") add_transformer(v, m, 4 * 256, 768, 3072, 50304, 12, false, 4 * 256);
+    // BERT's head: the 154 labelled rows of bench_models' batch (round(0.15 * 1024)) by its
+    // 30522 tokens (vocab_pad 1). Until 2026-12-06 priced at all 1024 rows and 30528 columns,
+    // 6.6 times the products the fused head runs (review).
+    else if (m == "bert")
+      add_transformer(v, m, 8 * 128, 768, 3072, 30522, 12, true, 154);
+    else if (m == "gpt2tiny")
+      add_transformer(v, m, 8 * 128, 128, 512, 50304, 4, false, 8 * 128);
+    else if (m == "vgg")
+      add_vgg(v, 32);
     else {
       fmt::print(stderr, "bench_gemm: unknown model '{}' (gpt2, bert, vgg, gpt2tiny)\n", m);
       std::exit(2);
@@ -146,8 +159,8 @@ double run_once(const Case& c, Operands& ops, int threads) {
 }
 
 // Best seconds per backend for one case, the backends taking turns.
-std::vector<double> time_case(const Case& c, const std::vector<GemmBackend>& backends,
-                              int threads, double min_seconds) {
+std::vector<double> time_case(const Case& c, const std::vector<GemmBackend>& backends, int threads,
+                              double min_seconds) {
   Operands ops(c.shape, threads);
   std::vector<double> best(backends.size(), 1e30);
   for (std::size_t i = 0; i < backends.size(); ++i) {  // warm-up (loads, packs, pages)
@@ -180,7 +193,8 @@ void bench_threads(int threads, const std::vector<Case>& cases,
   std::vector<std::pair<std::string, double>> rows;  // text, best GFLOP/s (for %peak)
   // Identical products (GPT-2 and BERT share most) are timed once.
   std::map<std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>,
-           std::vector<double>> measured;
+           std::vector<double>>
+      measured;
   std::map<std::string, std::vector<double>> step_seconds;
   std::vector<std::string> model_order;
   for (const Case& c : cases) {
@@ -188,11 +202,11 @@ void bench_threads(int threads, const std::vector<Case>& cases,
     const auto key = std::make_tuple(s.trans_a, s.trans_b, s.m, s.n, s.k, s.ldc, c.per_thread);
     if (!measured.count(key)) measured[key] = time_case(c, backends, threads, seconds);
     const std::vector<double>& best = measured[key];
-    const std::string dims = fmt::format("{}{}x{}x{}{}", s.trans_a ? "T " : "", s.m, s.n, s.k,
-                                         s.trans_b ? " T" : "");
-    std::string text = fmt::format("{:<9} {:<27} {:>21} {:>5} {:>6}", c.model, c.what, dims,
-                                   c.per_thread && threads > 1 ? fmt::format("x{}", threads) : "",
-                                   c.per_step);
+    const std::string dims =
+        fmt::format("{}{}x{}x{}{}", s.trans_a ? "T " : "", s.m, s.n, s.k, s.trans_b ? " T" : "");
+    std::string text =
+        fmt::format("{:<9} {:<27} {:>21} {:>5} {:>6}", c.model, c.what, dims,
+                    c.per_thread && threads > 1 ? fmt::format("x{}", threads) : "", c.per_step);
     double top = 0;
     for (double t : best) {
       text += fmt::format(" {:>9.1f}", flops(c, threads) / t / 1e9);
@@ -236,14 +250,16 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "bench_gemm: {} needs a value\n", argv[i]);
       return 2;
     }
-    if (!std::strcmp(argv[i], "--threads")) thread_list = argv[i + 1];
+    if (!std::strcmp(argv[i], "--threads"))
+      thread_list = argv[i + 1];
     else if (!std::strcmp(argv[i], "--seconds")) {
       char* end = nullptr;
       seconds = std::strtod(argv[i + 1], &end);
       if (end == argv[i + 1] || *end != '\0') seconds = -1;  // refused below
     } else if (!std::strcmp(argv[i], "--backends"))
       backend_list = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--models")) model_list = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--models"))
+      model_list = argv[i + 1];
     else {
       fmt::print(stderr,
                  "unknown option {}\nusage: bench_gemm [--threads 1,2] [--seconds S] "

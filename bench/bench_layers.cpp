@@ -1,11 +1,17 @@
 // Forward+backward time of every layer at GPT-2-124M shapes (B=4, T=256, C=768, 12 heads,
-// vocab 50304; attention_padded: BERT-base's B=8, T=128 with a key-padding mask) and VGG-16
+// vocab 50304; cross_entropy: contiguous [1024, 50257] logits on both sides, GPT-2's real
+// vocabulary; attention_padded: BERT-base's B=8, T=128 with a key-padding mask) and VGG-16
 // shapes (B=32; 64 channels at 32x32 for every layer kind, and the deeper convolutions: 128
 // at 16x16 down to 512 at 2x2), next to PyTorch's
-// time for the same op measured by bench/bench_layers_torch.py on the same machine.
+// time for the same op measured by bench/bench_layers_torch.py on the same machine. The
+// ratio is sparq's time / PyTorch's (below 1: sparq is faster).
 //
 //   /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
 //   bench_layers --threads 2 [--torch-results torch.txt] [--seconds 1]
+//
+// torch.txt starts with a header line saying how it was made (bench_layers_torch.py's
+// kHeaderTag line: threads, seconds, torch version and the shapes), and bench_layers refuses a
+// file without one or made with another thread count or other shapes (review, 2026-12-06).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -14,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,7 +44,63 @@ namespace {
 using namespace sparq;
 
 constexpr std::int64_t kB = 4, kT = 256, kC = 768, kH = 12, kV = 50304;
+constexpr std::int64_t kValidV = 50257;  // GPT-2's real tokens: cross_entropy's logits' width
 constexpr std::int64_t kN = 32, kCh = 64, kHW = 32;
+constexpr std::int64_t kBertB = 8, kBertT = 128;
+
+// The shapes word of torch.txt's header: bench_layers_torch.py writes the same from its own
+// constants, so a file made for other shapes is refused.
+std::string shapes_word() {
+  return fmt::format("B={},T={},C={},H={},V={},ce={}x{},N={},CH={},HW={},bertB={},bertT={}", kB, kT,
+                     kC, kH, kV, kB * kT, kValidV, kN, kCh, kHW, kBertB, kBertT);
+}
+constexpr const char* kHeaderTag = "#bench_layers_torch";
+
+// Reads torch.txt: the header (checked against `threads` and the shapes; its words are
+// returned in `made`), then "name ms" lines. False with a message on stderr when refused.
+bool read_torch_results(const std::string& path, int threads, std::map<std::string, double>* ms,
+                        std::string* made) {
+  std::ifstream in(path);
+  if (!in) {
+    fmt::print(stderr, "cannot read torch results '{}'\n", path);
+    return false;
+  }
+  const std::string remake = fmt::format(
+      "make it again: /usr/bin/python3 bench/bench_layers_torch.py --threads {} --out {}", threads,
+      path);
+  std::string header;
+  std::getline(in, header);
+  std::istringstream words(header);
+  std::string tag;
+  words >> tag;
+  if (tag != kHeaderTag) {
+    fmt::print(stderr,
+               "bench_layers: '{}' has no '{}' header line (a file from before "
+               "2026-12-06, or not bench_layers_torch.py's): how it was made is unknown; {}\n",
+               path, kHeaderTag, remake);
+    return false;
+  }
+  std::map<std::string, std::string> keys;
+  for (std::string word; words >> word;) {
+    const std::size_t eq = word.find('=');
+    if (eq != std::string::npos) keys[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  if (keys["threads"] != std::to_string(threads)) {
+    fmt::print(stderr, "bench_layers: '{}' was made with threads={}, this run has {}; {}\n", path,
+               keys["threads"].empty() ? "?" : keys["threads"], threads, remake);
+    return false;
+  }
+  if (keys["shapes"] != shapes_word()) {
+    fmt::print(stderr, "bench_layers: '{}' was made for shapes {}, this binary times {}; {}\n",
+               path, keys["shapes"].empty() ? "?" : keys["shapes"], shapes_word(), remake);
+    return false;
+  }
+  *made = header.substr(tag.size() + 1);
+  std::string name;
+  double value;
+  while (in >> name >> value) (*ms)[name] = value;
+  return true;
+}
 
 struct Arena {  // one vector per tensor, filled with N(0, 1)
   std::vector<std::vector<float>> store;
@@ -80,25 +143,23 @@ int main(int argc, char** argv) {
   std::string torch_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (a == "--torch-results" && i + 1 < argc) torch_file = argv[++i];
+    if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (a == "--torch-results" && i + 1 < argc)
+      torch_file = argv[++i];
     else {
-      fmt::print(stderr, "usage: bench_layers [--threads N] [--seconds S] [--torch-results FILE]\n");
+      fmt::print(stderr,
+                 "usage: bench_layers [--threads N] [--seconds S] [--torch-results FILE]\n");
       return 2;
     }
   }
   set_num_threads(threads);
   std::map<std::string, double> torch_ms;
-  if (!torch_file.empty()) {
-    std::ifstream in(torch_file);
-    if (!in) {
-      fmt::print(stderr, "cannot read torch results '{}'\n", torch_file);
-      return 1;
-    }
-    std::string name;
-    double ms;
-    while (in >> name >> ms) torch_ms[name] = ms;
+  std::string torch_made;
+  if (!torch_file.empty() && !read_torch_results(torch_file, threads, &torch_ms, &torch_made)) {
+    return 1;
   }
 
   Arena a;
@@ -108,55 +169,88 @@ int main(int argc, char** argv) {
 
   Linear qkv("qkv", {kC, 3 * kC}), fc("fc", {kC, 4 * kC}), proj("proj", {4 * kC, kC});
   ParamStore s1 = bind(qkv), s2 = bind(fc), s3 = bind(proj);
-  Tensor x = a.make(tok), dx = a.make(tok), y3 = a.make({kB, kT, 3 * kC}), y4 = a.make({kB, kT, 4 * kC}),
-         dy4 = a.make({kB, kT, 4 * kC}), dx4 = a.make({kB, kT, 4 * kC}), y = a.make(tok), dy = a.make(tok);
-  cases.push_back({"linear_768x2304", [&] { qkv.forward(x, y3); qkv.backward(x, y3, dx); }});
-  cases.push_back({"linear_768x3072", [&] { fc.forward(x, y4); fc.backward(x, dy4, dx); }});
-  cases.push_back({"linear_3072x768", [&] { proj.forward(y4, y); proj.backward(y4, dy, dx4); }});
+  Tensor x = a.make(tok), dx = a.make(tok), y3 = a.make({kB, kT, 3 * kC}),
+         y4 = a.make({kB, kT, 4 * kC}), dy4 = a.make({kB, kT, 4 * kC}),
+         dx4 = a.make({kB, kT, 4 * kC}), y = a.make(tok), dy = a.make(tok);
+  cases.push_back({"linear_768x2304", [&] {
+                     qkv.forward(x, y3);
+                     qkv.backward(x, y3, dx);
+                   }});
+  cases.push_back({"linear_768x3072", [&] {
+                     fc.forward(x, y4);
+                     fc.backward(x, dy4, dx);
+                   }});
+  cases.push_back({"linear_3072x768", [&] {
+                     proj.forward(y4, y);
+                     proj.backward(y4, dy, dx4);
+                   }});
   LayerNorm ln("ln", {kC, 1e-5f, kB * kT});
   ParamStore s4 = bind(ln);
-  cases.push_back({"layernorm", [&] { ln.forward(x, y); ln.backward(x, dy, dx); }});
+  cases.push_back({"layernorm", [&] {
+                     ln.forward(x, y);
+                     ln.backward(x, dy, dx);
+                   }});
   Gelu gelu(GeluKind::kTanh);
-  cases.push_back({"gelu_tanh", [&] { gelu.forward(y4, dx4); gelu.backward(y4, dy4, dx4); }});
+  cases.push_back({"gelu_tanh", [&] {
+                     gelu.forward(y4, dx4);
+                     gelu.backward(y4, dy4, dx4);
+                   }});
   Dropout drop("drop", 0.1f, 1);
-  cases.push_back({"dropout", [&] { drop.forward(x, y, step); drop.backward(dy, dx, step); }});
+  cases.push_back({"dropout", [&] {
+                     drop.forward(x, y, step);
+                     drop.backward(dy, dx, step);
+                   }});
   Residual res;
-  cases.push_back({"residual", [&] { res.forward(x, dy, y); res.backward(dy, dx, y); }});
+  cases.push_back({"residual", [&] {
+                     res.forward(x, dy, y);
+                     res.backward(dy, dx, y);
+                   }});
   MultiHeadAttention mha("attn", {kC, kH, kT, kB, true, 0.0f, 2});
   ParamStore s5 = bind(mha);
-  cases.push_back({"attention_causal", [&] { mha.forward(x, y, Tensor(), step); mha.backward(x, dy, dx, step); }});
+  cases.push_back({"attention_causal", [&] {
+                     mha.forward(x, y, Tensor(), step);
+                     mha.backward(x, dy, dx, step);
+                   }});
   // BERT-base's attention (B=8, T=128, bidirectional), sequence b padded after T - 13 b tokens.
-  constexpr std::int64_t kBertB = 8, kBertT = 128;
   MultiHeadAttention bert_mha("bert_attn", {kC, kH, kBertT, kBertB, false, 0.0f, 3});
   ParamStore s5b = bind(bert_mha);
   const Shape bert_tok{kBertB, kBertT, kC};
-  Tensor xb = a.make(bert_tok), yb = a.make(bert_tok), dyb = a.make(bert_tok), dxb = a.make(bert_tok);
+  Tensor xb = a.make(bert_tok), yb = a.make(bert_tok), dyb = a.make(bert_tok),
+         dxb = a.make(bert_tok);
   std::vector<std::uint8_t> bert_valid(kBertB * kBertT, 1);
   for (std::int64_t b = 0; b < kBertB; ++b) {
     for (std::int64_t j = kBertT - 13 * b; j < kBertT; ++j) bert_valid[b * kBertT + j] = 0;
   }
   const Tensor bert_mask(bert_valid.data(), DType::kU8, {kBertB, kBertT});
   cases.push_back({"attention_padded", [&] {
-    bert_mha.forward(xb, yb, bert_mask, step);
-    bert_mha.backward(xb, dyb, dxb, step);
-  }});
+                     bert_mha.forward(xb, yb, bert_mask, step);
+                     bert_mha.backward(xb, dyb, dxb, step);
+                   }});
   Embedding wte("wte", {kV, kC});
   ParamStore s6 = bind(wte);
   std::vector<std::int32_t> ids(kB * kT);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7919) % kV);
   const Tensor idv(ids.data(), DType::kI32, {kB, kT});
-  cases.push_back({"embedding", [&] { wte.forward(idv, y); wte.backward(idv, dy); }});
-  Tensor logits = a.make({kB * kT, kV}), dlogits = a.make({kB * kT, kV});
-  CrossEntropy ce("ce", {kV, 50257, -100, kB * kT});
+  cases.push_back({"embedding", [&] {
+                     wte.forward(idv, y);
+                     wte.backward(idv, dy);
+                   }});
+  // Contiguous [rows, 50257] logits, as PyTorch's side has them: until 2026-12-06 sparq read
+  // 50257 columns of [rows, 50304] and PyTorch paid for a strided slice's copy (review).
+  Tensor logits = a.make({kB * kT, kValidV}), dlogits = a.make({kB * kT, kValidV});
+  CrossEntropy ce("ce", {kValidV, kValidV, -100, kB * kT});
   std::vector<std::int32_t> tgt(ids);
-  for (auto& t : tgt) t %= 50257;  // the padded columns are never targets
+  for (auto& t : tgt) t %= kValidV;
   const Tensor targets(tgt.data(), DType::kI32, {kB * kT});
   cases.push_back({"cross_entropy", [&] { ce.forward_backward(logits, targets, dlogits); }});
 
   Conv2d conv("conv", {kCh, kCh, 3, 3, 1, 1, 1, true, kHW, kHW});
   ParamStore s7 = bind(conv);
   Tensor xi = a.make(img), yi = a.make(img), dyi = a.make(img), dxi = a.make(img);
-  cases.push_back({"conv3x3_64", [&] { conv.forward(xi, yi); conv.backward(xi, dyi, dxi); }});
+  cases.push_back({"conv3x3_64", [&] {
+                     conv.forward(xi, yi);
+                     conv.backward(xi, dyi, dxi);
+                   }});
   // VGG-16's deeper convolutions (B=32): where small maps and many channels meet.
   std::vector<std::unique_ptr<Conv2d>> deep_convs;
   std::vector<ParamStore> deep_stores;
@@ -168,19 +262,32 @@ int main(int argc, char** argv) {
     deep_stores.push_back(bind(c));
     const Shape s{kN, ch, hw, hw};
     Tensor cx = a.make(s), cy = a.make(s), cdy = a.make(s), cdx = a.make(s);
-    cases.push_back({fmt::format("conv3x3_{}_{}x{}", ch, hw, hw),
-                     [&c, cx, cy, cdy, cdx] { c.forward(cx, cy); c.backward(cx, cdy, cdx); }});
+    cases.push_back({fmt::format("conv3x3_{}_{}x{}", ch, hw, hw), [&c, cx, cy, cdy, cdx] {
+                       c.forward(cx, cy);
+                       c.backward(cx, cdy, cdx);
+                     }});
   }
   BatchNorm2d bn("bn", {kCh});
   ParamStore s8 = bind(bn);
-  cases.push_back({"batchnorm2d", [&] { bn.forward(xi, yi, true); bn.backward(xi, dyi, dxi); }});
+  cases.push_back({"batchnorm2d", [&] {
+                     bn.forward(xi, yi, true);
+                     bn.backward(xi, dyi, dxi);
+                   }});
   Relu relu;
-  cases.push_back({"relu", [&] { relu.forward(xi, yi); relu.backward(yi, dyi, dxi); }});
+  cases.push_back({"relu", [&] {
+                     relu.forward(xi, yi);
+                     relu.backward(yi, dyi, dxi);
+                   }});
   MaxPool2d pool("pool", {kCh, kHW, kHW, 2, 2, 0, kN});
   Tensor yp = a.make({kN, kCh, kHW / 2, kHW / 2}), dyp = a.make({kN, kCh, kHW / 2, kHW / 2});
-  cases.push_back({"maxpool2x2", [&] { pool.forward(xi, yp); pool.backward(dyp, dxi); }});
+  cases.push_back({"maxpool2x2", [&] {
+                     pool.forward(xi, yp);
+                     pool.backward(dyp, dxi);
+                   }});
 
   fmt::print("sparq layers, forward+backward, best of >= {:.1f} s, {} threads\n", seconds, threads);
+  if (!torch_file.empty()) fmt::print("torch ms from {}: {}\n", torch_file, torch_made);
+  fmt::print("ratio = sparq ms / torch ms (below 1: sparq faster)\n");
   fmt::print("{:<18} {:>11} {:>11} {:>8}\n", "layer", "sparq ms", "torch ms", "ratio");
   for (auto& [name, fn] : cases) {
     const double ms = time_ms(fn, seconds);

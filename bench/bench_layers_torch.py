@@ -4,8 +4,15 @@
     /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
     build/bench/bench_layers --threads 2 --torch-results torch.txt
 
-Writes one "name milliseconds" line per op (best forward+backward time, like the C++ side),
-each as soon as that op is timed, so an interrupted run leaves the lines of the ops it finished.
+Writes a header line first, "#bench_layers_torch threads=N seconds=S torch=VERSION
+shapes=...", which bench_layers checks against its own thread count and shapes (it refuses a
+file made otherwise), then one "name milliseconds" line per op (best forward+backward time,
+like the C++ side), each as soon as that op is timed, so an interrupted run leaves the lines
+of the ops it finished.
+
+cross_entropy times contiguous [B*T, 50257] logits (GPT-2's real vocabulary), as sparq's side
+does; until 2026-12-06 it cut them from [B*T, 50304], a strided slice whose copy forward and
+zero-fill + copy backward sparq did not pay (review: about twice the time).
 """
 import argparse
 import time
@@ -14,7 +21,12 @@ import torch
 import torch.nn.functional as F
 
 B, T, C, H, V = 4, 256, 768, 12, 50304
+VALID_V = 50257  # GPT-2's real tokens: cross_entropy's logits' width
 N, CH, HW = 32, 64, 32
+BERT_B, BERT_T = 8, 128
+# As bench_layers.cpp's shapes_word(): a file made for other shapes is refused there.
+SHAPES = (f"B={B},T={T},C={C},H={H},V={V},ce={B * T}x{VALID_V},N={N},CH={CH},HW={HW},"
+          f"bertB={BERT_B},bertT={BERT_T}")
 
 
 def best_ms(step, seconds):
@@ -81,7 +93,7 @@ def main():
         att = att.masked_fill(future, float("-inf")).softmax(-1)
         return proj((att @ v).transpose(1, 2).reshape(B, T, C))
     cases["attention_causal"] = fwd_bwd(attention, x)
-    bert_b, bert_t = 8, 128
+    bert_b, bert_t = BERT_B, BERT_T
     valid = torch.ones(bert_b, bert_t, dtype=torch.bool)
     for b in range(bert_b):
         valid[b, bert_t - 13 * b:] = False
@@ -97,9 +109,9 @@ def main():
     emb = torch.nn.Embedding(V, C)
     ids = (torch.arange(B * T) * 7919 % V).view(B, T)
     cases["embedding"] = fwd_bwd(emb, ids)
-    logits = torch.randn(B * T, V, **req)
-    targets = ids.view(-1) % 50257
-    cases["cross_entropy"] = fwd_bwd(lambda t: F.cross_entropy(t[:, :50257], targets), logits)
+    logits = torch.randn(B * T, VALID_V, **req)
+    targets = ids.view(-1) % VALID_V
+    cases["cross_entropy"] = fwd_bwd(lambda t: F.cross_entropy(t, targets), logits)
     xi = torch.randn(N, CH, HW, HW, **req)
     conv = torch.nn.Conv2d(CH, CH, 3, padding=1)
     cases["conv3x3_64"] = fwd_bwd(conv, xi)
@@ -111,6 +123,8 @@ def main():
     cases["relu"] = fwd_bwd(F.relu, xi)
     cases["maxpool2x2"] = fwd_bwd(lambda t: F.max_pool2d(t, 2, 2), xi)
     with open(args.out, "w") as f:
+        f.write(f"#bench_layers_torch threads={args.threads} seconds={args.seconds} "
+                f"torch={torch.__version__} shapes={SHAPES}\n")
         for name, step in cases.items():
             ms = best_ms(step, args.seconds)
             f.write(f"{name} {ms:.4f}\n")

@@ -2,15 +2,25 @@
 // models in PyTorch (bench/bench_models_torch.py, the reference implementation the golden
 // tests compare against), measured in the same invocation with the same thread count.
 //
-//   bench_models [--threads N] [--steps S] [--warmup W] [--models gpt2,bert,vgg,gpt2tiny]
+//   bench_models [--threads N] [--steps S] [--warmup W] [--rounds R]
+//                [--models gpt2,bert,vgg,gpt2tiny]
 //                [--python /usr/bin/python3] [--torch-blas DIR] [--torch-coretype NAME]
 //                [--no-torch]
 //                [--device cpu|cuda] [--profile]
 //
+// On the CPU the two sides of a model run in turn, --rounds times each (default 1; sparq first
+// in even rounds, PyTorch first in odd ones), and the table's figures are over all their timed
+// steps pooled; under the table each side's step time is printed as min / median / max with
+// the range of the ratio those allow, so the noise is visible next to the ratio.
+//
 // On the CPU the language models also get their GEMM-peak bound: the model FLOPs of a step
-// (6 N per token for the parameter GEMMs, N = all parameters with the tied head, plus 12 L T d
-// for attention; as for MFU on the GPU) over the FMA peak of the same thread count
-// (bench/fma_peak.h, as bench_gemm measures it), as a fraction of the measured step time.
+// (6 N per token for the parameter GEMMs, N = all parameters, except that the tied head's
+// table is counted for the rows and columns the head computes: sparq's fused CPU head runs
+// only BERT's labelled rows (15%) and GPT-2's 50257 real columns, and so does the PyTorch
+// peer; plus 12 L T d for attention; MFU on the GPU counts the same way, where the head is
+// materialised on every row) over the FMA peak of the same thread count (bench/fma_peak.h, as
+// bench_gemm measures it), as a fraction of the measured step time. Before 2026-12-06 the head
+// was counted on every row, ~120 GFLOP a BERT step that never ran (review).
 //
 // --profile (CPU) also prints, per model, where sparq's timed steps went: self time per
 // layer kind and phase (Note [Profile scopes], core/profile.h), in ms per step and as a share
@@ -23,7 +33,8 @@
 // synchronize; memory is the device memory held at its peak (sparq: device-wide use above the
 // run's baseline; PyTorch: its caching allocator's peak reservation); MFU
 // (language models) is the model FLOPs of a step, 6 N per token for the parameter GEMMs (N =
-// all parameters, the tied head included) plus 12 L T d for attention, over the step time
+// all parameters, the tied head included: on CUDA both sides compute it on every row) plus
+// 12 L T d for attention, over the step time
 // and the device's dense peak (H100/H200 SXM datasheets: 67 TFLOP/s fp32, 989 TFLOP/s bf16;
 // --peak-fp32/--peak-bf16 for other devices).
 //
@@ -37,7 +48,10 @@
 //
 // Each model runs in a child process of its own (this binary with --child, and the Python
 // script), so every peak resident set size belongs to one model alone. A step is
-// zero_grads + forward + backward; no optimizer. Nothing here is asserted on.
+// zero_grads + forward + backward; no optimizer. Both sides compute the same thing: on the
+// CPU BERT's PyTorch peer gathers the labelled rows before the MLM decoder as sparq's fused
+// head does, and GPT-2's peer multiplies by the table's 50257 real rows rather than cutting
+// the padded product (review, 2026-12-06). Nothing here is asserted on.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -78,14 +92,45 @@ using namespace sparq;
 using bench::Workload;
 
 struct Measurement {
-  double items_per_s = 0;  // tokens or images
-  double peak_rss_mib = 0;  // peak device memory for a GPU run
-  double step_s = 0;        // median of the timed steps
-  double best_step_s = 0;  // fastest timed step: the least disturbed by other processes
+  double items_per_s = 0;     // tokens or images
+  double peak_rss_mib = 0;    // peak device memory for a GPU run
+  double step_s = 0;          // median of the timed steps
+  double best_step_s = 0;     // fastest timed step: the least disturbed by other processes
   double flops_per_item = 0;  // sparq's children only
+  double worst_step_s = 0;    // slowest timed step
+  std::vector<double> steps;  // every timed step (the children's STEPS line), pooled over rounds
   std::vector<profile::Row> profile;  // --profile: totals over the timed steps
   bool ok = false;
 };
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One side's rounds as one measurement: the timed steps pooled, the median, fastest and
+// slowest step over them, the highest peak; the profile of the first round.
+Measurement pool(const std::vector<Measurement>& rounds) {
+  Measurement m;
+  if (rounds.empty()) return m;
+  m = rounds.front();
+  m.steps.clear();
+  for (const Measurement& r : rounds) {
+    m.ok = m.ok && r.ok;
+    m.peak_rss_mib = std::max(m.peak_rss_mib, r.peak_rss_mib);
+    // A child without a STEPS line (none should be) counts its median step once.
+    if (r.steps.empty()) m.steps.push_back(r.step_s);
+    m.steps.insert(m.steps.end(), r.steps.begin(), r.steps.end());
+  }
+  if (!m.ok) return m;
+  const double items = rounds.front().items_per_s * rounds.front().step_s;  // per step
+  m.step_s = median_of(m.steps);
+  m.best_step_s = *std::min_element(m.steps.begin(), m.steps.end());
+  m.worst_step_s = *std::max_element(m.steps.begin(), m.steps.end());
+  m.items_per_s = items / m.step_s;
+  return m;
+}
 
 // Whether `key` is an item of the comma-separated list (so "gpt2" does not pick "gpt2tiny").
 bool listed(const std::string& list, const std::string& key) {
@@ -110,6 +155,8 @@ Measurement run_measured(const std::string& command) {
     if (tag == "RESULT") {
       m.ok = static_cast<bool>(in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s);
       if (m.ok && !(in >> m.flops_per_item)) m.flops_per_item = 0;  // PyTorch prints four
+    } else if (tag == "STEPS") {
+      for (double s = 0; in >> s;) m.steps.push_back(s);
     } else if (tag == "PROFILE") {
       profile::Row row;
       if (in >> row.name >> row.seconds >> row.calls) m.profile.push_back(row);
@@ -127,18 +174,22 @@ Measurement run_measured(const std::string& command) {
 int run_gpu_table(const std::string& exe, const std::string& python, const std::string& script,
                   const std::string& models, int steps, int warmup, double peak_fp32,
                   double peak_bf16, bool no_torch) {
-  fmt::print("bench_models --device cuda: forward+backward on CUDA device 0, {} warm-up + {} "
-             "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
-             warmup, steps, peak_fp32, peak_bf16);
+  fmt::print(
+      "bench_models --device cuda: forward+backward on CUDA device 0, {} warm-up + {} "
+      "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
+      warmup, steps, peak_fp32, peak_bf16);
   // Rows print as they are measured, so a run cut short by a timeout keeps its finished rows.
   bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
-  fmt::print("|      | sparq fp32 |    MFU | torch fp32 |    MFU |    vs | sparq bf16 |    MFU | "
-             "torch bf16 |    MFU |    vs | MiB s32 | MiB s16 | MiB t32 | MiB t16 |\n");
-  fmt::print("|------|------------|--------|------------|--------|-------|------------|--------|"
-             "------------|--------|-------|---------|---------|---------|---------|\n");
+  fmt::print(
+      "|      | sparq fp32 |    MFU | torch fp32 |    MFU |    vs | sparq bf16 |    MFU | "
+      "torch bf16 |    MFU |    vs | MiB s32 | MiB s16 | MiB t32 | MiB t16 |\n");
+  fmt::print(
+      "|------|------------|--------|------------|--------|-------|------------|--------|"
+      "------------|--------|-------|---------|---------|---------|---------|\n");
   const auto mfu = [](double items_per_s, double flops, double peak) {
-    return flops > 0 && items_per_s > 0 ? fmt::format("{:.1f}%", 100 * items_per_s * flops / (peak * 1e12))
-                                        : std::string("n/a");
+    return flops > 0 && items_per_s > 0
+               ? fmt::format("{:.1f}%", 100 * items_per_s * flops / (peak * 1e12))
+               : std::string("n/a");
   };
   for (const Workload& w : bench::gpu_workloads()) {
     if (!listed(models, w.key)) continue;
@@ -150,8 +201,9 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
         std::string(w.key) == "vgg" ? Measurement{} : run_measured(child + " --precision bf16");
     Measurement fp32, bf16;
     if (!no_torch) {
-      const std::string base = fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {}",
-                                           python, script, w.key, steps, warmup);
+      const std::string base =
+          fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {}", python, script,
+                      w.key, steps, warmup);
       fp32 = run_measured(base + " --precision fp32");
       bf16 = run_measured(base + " --precision bf16");
     }
@@ -161,18 +213,19 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
     // The model's FLOPs per item, from whichever of sparq's runs reported them.
     const double f = ours.flops_per_item > 0 ? ours.flops_per_item : ours16.flops_per_item;
     const auto ratio = [](const Measurement& a, const Measurement& b) {
-      return a.ok && b.ok ? fmt::format("{:.2f}", a.items_per_s / b.items_per_s) : std::string("n/a");
+      return a.ok && b.ok ? fmt::format("{:.2f}", a.items_per_s / b.items_per_s)
+                          : std::string("n/a");
     };
     const auto rate = [](const Measurement& m) { return m.ok ? m.items_per_s : 0.0; };
-    fmt::print("| {:<4} | {:>10} | {:>6} | {:>10} | {:>6} | {:>5} | {:>10} | {:>6} | "
-               "{:>10} | {:>6} | {:>5} | {:>7} | {:>7} | {:>7} | {:>7} |\n",
-                               w.key, num(ours, ours.items_per_s), mfu(rate(ours), f, peak_fp32),
-                               num(fp32, fp32.items_per_s), mfu(rate(fp32), f, peak_fp32),
-                               ratio(ours, fp32), num(ours16, ours16.items_per_s),
-                               mfu(rate(ours16), f, peak_bf16), num(bf16, bf16.items_per_s),
-                               mfu(rate(bf16), f, peak_bf16), ratio(ours16, bf16),
-                               num(ours, ours.peak_rss_mib), num(ours16, ours16.peak_rss_mib),
-                               num(fp32, fp32.peak_rss_mib), num(bf16, bf16.peak_rss_mib));
+    fmt::print(
+        "| {:<4} | {:>10} | {:>6} | {:>10} | {:>6} | {:>5} | {:>10} | {:>6} | "
+        "{:>10} | {:>6} | {:>5} | {:>7} | {:>7} | {:>7} | {:>7} |\n",
+        w.key, num(ours, ours.items_per_s), mfu(rate(ours), f, peak_fp32),
+        num(fp32, fp32.items_per_s), mfu(rate(fp32), f, peak_fp32), ratio(ours, fp32),
+        num(ours16, ours16.items_per_s), mfu(rate(ours16), f, peak_bf16),
+        num(bf16, bf16.items_per_s), mfu(rate(bf16), f, peak_bf16), ratio(ours16, bf16),
+        num(ours, ours.peak_rss_mib), num(ours16, ours16.peak_rss_mib),
+        num(fp32, fp32.peak_rss_mib), num(bf16, bf16.peak_rss_mib));
     std::fflush(stdout);
     if (!ours.ok || (std::string(w.key) != "vgg" && !ours16.ok)) {
       fmt::print(stderr, "sparq run of {} failed\n", w.key);
@@ -195,7 +248,8 @@ void print_profile(const std::string& model, const Measurement& m, int steps) {
   const double step_ms = m.step_s * 1e3;
   double covered = 0;
   fmt::print("\nprofile of sparq {} ({:.1f} ms per step):\n", model, step_ms);
-  fmt::print("| {:<34} | {:>10} | {:>6} | {:>9} |\n", "layer kind.phase", "ms / step", "share", "calls");
+  fmt::print("| {:<34} | {:>10} | {:>6} | {:>9} |\n", "layer kind.phase", "ms / step", "share",
+             "calls");
   fmt::print("|{:-<36}|{:-<12}|{:-<8}|{:-<11}|\n", "", "", "", "");
   for (const profile::Row& r : m.profile) {
     const double ms = r.seconds * 1e3 / steps;
@@ -204,7 +258,8 @@ void print_profile(const std::string& model, const Measurement& m, int steps) {
                r.calls / steps);
   }
   const double other = std::max(0.0, step_ms - covered);
-  fmt::print("| {:<34} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", "other", other, 100 * other / step_ms, "");
+  fmt::print("| {:<34} | {:>10.1f} | {:>5.1f}% | {:>9} |\n", "other", other, 100 * other / step_ms,
+             "");
 }
 
 }  // namespace
@@ -214,13 +269,18 @@ int main(int argc, char** argv) {
   // 2 untimed steps (first-touch page faults, allocator growth, cuDNN's algorithm search) and
   // the median of 5 timed ones (review, 2026-12-05: 1 + the mean of 3 let one disturbed step
   // move a row by tens of percent on a shared machine).
-  int threads = 2, steps = 5, warmup = 2;
+  int threads = 2, steps = 5, warmup = 2, rounds = 1;
   std::string models = "gpt2,bert,vgg", python = "/usr/bin/python3", child, torch_blas, torch_core;
   bool no_torch = false;
   app.add_option("--threads", threads, "OpenMP / torch threads")->check(CLI::PositiveNumber);
   app.add_option("--steps", steps, "timed steps per model")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--models", models, "comma list of gpt2, bert, vgg, gpt2tiny (GPT-2 tiny, vocab 50257)");
+  app.add_option("--rounds", rounds,
+                 "CPU: run sparq's and PyTorch's child in turn this many times each, steps "
+                 "pooled")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--models", models,
+                 "comma list of gpt2, bert, vgg, gpt2tiny (GPT-2 tiny, vocab 50257)");
   app.add_option("--python", python, "interpreter with torch for the reference");
   app.add_option("--torch-blas", torch_blas, "folder with a libblas.so.3 for the PyTorch child");
   app.add_option("--torch-coretype", torch_core,
@@ -283,33 +343,56 @@ int main(int argc, char** argv) {
   torch_core = torch_core_type(torch_core);
   const char* inherited = std::getenv("OPENBLAS_CORETYPE");
   fmt::print(
-      "bench_models: forward+backward, {} thread(s), {} warm-up + {} timed steps, "
-      "PyTorch BLAS: {}, OpenBLAS core {}\n",
-      threads, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas,
+      "bench_models: forward+backward, {} thread(s), {} round(s) of {} warm-up + {} timed "
+      "steps per side (sparq and PyTorch in turn), PyTorch BLAS: {}, OpenBLAS core {}\n",
+      threads, rounds, warmup, steps, torch_blas.empty() ? "system libblas.so.3" : torch_blas,
       !torch_core.empty()    ? torch_core
       : inherited != nullptr ? std::string(inherited) + " (inherited)"
                              : std::string("OpenBLAS's own choice"));
   std::vector<std::string> rows;
   bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
   std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
+  std::vector<std::string> spreads;
   for (const Workload& w : bench::cpu_workloads()) {
     if (!listed(models, w.key)) continue;
     const std::string env = fmt::format("OMP_NUM_THREADS={} ", threads);
-    const Measurement ours = run_measured(env + fmt::format("'{}' --child {} --threads {} --steps {} --warmup {}{}",
-                                                            exe, w.key, threads, steps, warmup,
-                                                            profiled ? " --profile" : ""));
+    const std::string sparq_command =
+        env + fmt::format("'{}' --child {} --threads {} --steps {} --warmup {}{}", exe, w.key,
+                          threads, steps, warmup, profiled ? " --profile" : "");
+    const std::string blas =
+        (torch_blas.empty()
+             ? std::string()
+             : fmt::format("LD_LIBRARY_PATH='{}' OPENBLAS_NUM_THREADS={} ", torch_blas, threads)) +
+        (torch_core.empty() ? std::string() : fmt::format("OPENBLAS_CORETYPE='{}' ", torch_core));
+    const std::string torch_command =
+        env + blas +
+        fmt::format("'{}' '{}' --model {} --threads {} --steps {} --warmup {}", python, script,
+                    w.key, threads, steps, warmup);
+    // The two sides in turn (review, 2026-12-06: sparq then PyTorch once each put any drift
+    // of a shared machine into the ratio), neither always first.
+    std::vector<Measurement> our_rounds, torch_rounds;
+    for (int round = 0; round < rounds; ++round) {
+      const bool torch_first = round % 2 == 1 && !no_torch;
+      if (torch_first) torch_rounds.push_back(run_measured(torch_command));
+      our_rounds.push_back(run_measured(sparq_command));
+      if (!no_torch && !torch_first) torch_rounds.push_back(run_measured(torch_command));
+    }
+    const Measurement ours = pool(our_rounds);
     if (profiled) profiles.emplace_back(w.key, ours);
     if (ours.ok && ours.flops_per_item > 0) peak_bounds.emplace_back(w.key, ours);
-    Measurement torch;
-    if (!no_torch) {
-      const std::string blas =
-          (torch_blas.empty() ? std::string()
-                              : fmt::format("LD_LIBRARY_PATH='{}' OPENBLAS_NUM_THREADS={} ",
-                                            torch_blas, threads)) +
-          (torch_core.empty() ? std::string() : fmt::format("OPENBLAS_CORETYPE='{}' ", torch_core));
-      torch = run_measured(env + blas + fmt::format("'{}' '{}' --model {} --threads {} --steps {} --warmup {}",
-                                             python, script, w.key, threads, steps, warmup));
+    const Measurement torch = no_torch ? Measurement{} : pool(torch_rounds);
+    const auto spread = [](const Measurement& m) {
+      return m.ok ? fmt::format("{:.3f} / {:.3f} / {:.3f} s", m.best_step_s, m.step_s,
+                                m.worst_step_s)
+                  : std::string("n/a");
+    };
+    std::string line =
+        fmt::format("  {:<8} sparq {}, PyTorch {}", w.key, spread(ours), spread(torch));
+    if (ours.ok && torch.ok) {
+      line += fmt::format("; ratio {:.2f} to {:.2f}", torch.best_step_s / ours.worst_step_s,
+                          torch.worst_step_s / ours.best_step_s);
     }
+    spreads.push_back(line);
     const char* unit = w.seq > 0 ? "tokens/s" : "images/s";
     const std::string shape =
         w.seq > 0 ? fmt::format("B={} T={}", w.batch, w.seq) : fmt::format("B={}", w.batch);
@@ -329,24 +412,40 @@ int main(int argc, char** argv) {
       failed = true;
     }
   }
-  fmt::print("| model      | shape       | unit      |      sparq |    PyTorch |  ratio |   best | sparq MiB  | torch MiB  |\n");
-  fmt::print("|------------|-------------|-----------|------------|------------|--------|--------|------------|------------|\n");
+  fmt::print(
+      "| model      | shape       | unit      |      sparq |    PyTorch |  ratio |   best | sparq "
+      "MiB  | torch MiB  |\n");
+  fmt::print(
+      "|------------|-------------|-----------|------------|------------|--------|--------|--------"
+      "----|------------|\n");
   for (const auto& row : rows) fmt::print("{}\n", row);
   fmt::print(
       "ratio = sparq / PyTorch throughput at each side's median step, best = the same "
       "for each side's fastest step (higher is better); MiB = peak resident set of the "
       "process running that model alone, above its resident set before the model was "
       "built (the interpreter and libraries left out on both sides)\n");
+  fmt::print(
+      "\nstep time min / median / max over {} timed step(s) per side ({} round(s)); ratio "
+      "range = sparq / PyTorch throughput from sparq's slowest against PyTorch's fastest step "
+      "to sparq's fastest against PyTorch's slowest:\n",
+      rounds * steps, rounds);
+  for (const auto& line : spreads) fmt::print("{}\n", line);
   if (!peak_bounds.empty()) {
     const double peak = bench::measure_fma_peak_gflops(threads);
-    fmt::print("\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s)):\n",
-               peak, threads);
+    fmt::print(
+        "\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s)):\n",
+        peak, threads);
+    fmt::print(
+        "  (model FLOPs: 6 per parameter per token, the tied head's table counted for the "
+        "rows and columns the fused head computes: BERT's labelled 15%, GPT-2's 50257 "
+        "real columns; + 12 L T d for attention)\n");
     for (const auto& [key, m] : peak_bounds) {
       const double step_gflop = m.flops_per_item * m.items_per_s * m.step_s * 1e-9;
-      fmt::print("  {}: {:.1f} GFLOP a step, bound {:.2f} s, measured {:.2f} s (best {:.2f} s): "
-                 "{:.0f}% of the bound ({:.0f}% best)\n",
-                 key, step_gflop, step_gflop / peak, m.step_s, m.best_step_s,
-                 100 * step_gflop / peak / m.step_s, 100 * step_gflop / peak / m.best_step_s);
+      fmt::print(
+          "  {}: {:.1f} GFLOP a step, bound {:.2f} s, measured {:.2f} s (best {:.2f} s): "
+          "{:.0f}% of the bound ({:.0f}% best)\n",
+          key, step_gflop, step_gflop / peak, m.step_s, m.best_step_s,
+          100 * step_gflop / peak / m.step_s, 100 * step_gflop / peak / m.best_step_s);
     }
   }
   for (const auto& [key, m] : profiles) print_profile(key, m, steps);

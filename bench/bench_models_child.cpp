@@ -2,12 +2,15 @@
 #include "bench_models_child.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/exec_context.h"
@@ -25,7 +28,8 @@
 namespace sparq::bench {
 namespace {
 
-// BERT runs without dropout because the PyTorch reference has none; MLM labels on 15%.
+// BERT runs without dropout because the PyTorch reference has none; MLM labels on 15%
+// (exactly round(0.15 B T) positions, as bench_models_torch.py labels).
 const Workload kWorkloads[] = {
     {"gpt2", "gpt2-124M", 4, 256},
     {"bert", "bert-base dropout=0 attn_dropout=0", 8, 128},
@@ -79,12 +83,21 @@ Tensor upload(const Tensor& host, Buffer& storage) {
   return device;
 }
 
-// Model FLOPs of one token of a language model's training step (see the header); 0 for VGG.
-double flops_per_item(const ModelConfig& c, std::int64_t params, std::int64_t seq) {
+// Model FLOPs of one token of a language model's training step (see the header), counting
+// the tied head's product for the rows and columns it computes: 6 per parameter, except the
+// embedding table's 6 V C, which is counted as 6 C per head column for `head_rows` of every
+// `rows` (the fused CPU head: the labelled rows, BERT's 15%, and the valid_vocab columns; the
+// materialised head: every row and the padded table), plus 12 L T d for attention. 0 for VGG.
+double flops_per_item(const Model& model, std::int64_t params, std::int64_t seq,
+                      std::int64_t head_rows, std::int64_t rows) {
+  const ModelConfig& c = model.config();
   if (!c.is_language_model()) return 0;
-  return 6.0 * static_cast<double>(params) + 12.0 * static_cast<double>(c.n_layer) *
-                                                 static_cast<double>(seq) *
-                                                 static_cast<double>(c.n_embd);
+  const double dim = static_cast<double>(c.n_embd);
+  const double table = static_cast<double>(c.padded_vocab()) * dim;
+  const double columns = static_cast<double>(model.fused_head() ? c.vocab_size : c.padded_vocab());
+  const double head = columns * dim * static_cast<double>(head_rows) / static_cast<double>(rows);
+  return 6.0 * (static_cast<double>(params) - table + head) +
+         12.0 * static_cast<double>(c.n_layer) * static_cast<double>(seq) * dim;
 }
 
 }  // namespace
@@ -124,18 +137,32 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
   store.initialize(1234);
   model.bind(store);  // make_model has logged the parameter count and activation memory
 
-  // Synthetic inputs: uniform tokens (15% MLM labels for BERT), Gaussian images.
+  // Synthetic inputs: uniform tokens, Gaussian images. BERT labels exactly round(0.15 rows)
+  // positions, chosen at random, as bench_models_torch.py does: both heads get the same
+  // number of rows (until 2026-12-06 a 15% coin per position gave each side its own count).
   const ModelConfig& c = model.config();
   const std::int64_t rows = w.batch * std::max<std::int64_t>(w.seq, 1);
   std::vector<std::int32_t> tokens(rows), targets(rows), labels(w.batch);
   std::vector<float> images;
   Rng rng(99, 1);
   Batch batch;
+  std::int64_t labelled = rows;  // rows with a target: what the fused head computes
   if (c.is_language_model()) {
     for (std::int64_t i = 0; i < rows; ++i) {
       tokens[i] = static_cast<std::int32_t>(rng.below(c.vocab_size));
-      const bool labelled = c.arch == ModelArch::kGpt2 || rng.uniform() < 0.15f;
-      targets[i] = labelled ? static_cast<std::int32_t>(rng.below(c.vocab_size)) : kIgnoreIndex;
+      targets[i] = static_cast<std::int32_t>(rng.below(c.vocab_size));
+    }
+    if (c.arch == ModelArch::kBert) {
+      labelled = std::llround(0.15 * static_cast<double>(rows));
+      std::vector<std::int64_t> order(static_cast<std::size_t>(rows));
+      for (std::int64_t i = 0; i < rows; ++i) order[i] = i;
+      for (std::int64_t i = 0; i < labelled; ++i) {  // partial Fisher-Yates: the first `labelled`
+        const std::int64_t j = i + static_cast<std::int64_t>(rng.below(rows - i));
+        std::swap(order[i], order[j]);
+      }
+      for (std::int64_t i = labelled; i < rows; ++i) targets[order[i]] = kIgnoreIndex;
+      fmt::print(stderr, "  {}: MLM head on {} of {} rows ({} labelled)\n", w.key,
+                 model.fused_head() ? labelled : rows, rows, labelled);
     }
     batch.tokens = Tensor(tokens.data(), DType::kI32, {w.batch, w.seq});
     batch.targets = Tensor(targets.data(), DType::kI32, {w.batch, w.seq});
@@ -175,6 +202,7 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
   for (const profile::Row& row : profile::rows()) {
     fmt::print("PROFILE {} {} {}\n", row.name, row.seconds, row.calls);
   }
+  fmt::print("STEPS {}\n", fmt::join(timed, " "));  // every timed step, for the parent's spread
   // The median step: one disturbed step (another process, a page-fault burst) moves it
   // less than the mean; bench_models_torch.py reports the same.
   std::sort(timed.begin(), timed.end());
@@ -183,7 +211,8 @@ int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled
   const double items = static_cast<double>(w.batch * (c.is_language_model() ? w.seq : 1));
   fmt::print("RESULT {} {} {} {} {}\n", items / median,
              cuda ? peak_device_mib : peak_rss_mib() - baseline_rss_mib, median, timed.front(),
-             flops_per_item(c, store.param_count(), w.seq));
+             flops_per_item(model, store.param_count(), w.seq, model.fused_head() ? labelled : rows,
+                            rows));
   return 0;
 }
 

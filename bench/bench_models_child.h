@@ -20,8 +20,11 @@ std::span<const Workload> gpu_workloads();  // --device cuda's shapes
 
 // Runs one workload in this process: zero_grads + forward + backward for `warmup` untimed and
 // `steps` timed steps, on the CPU or CUDA device 0 (GEMM operands in bf16 when `bf16`), and
-// prints "RESULT <items/s> <peak MiB> <median s/step> <fastest s/step> <FLOPs per item>" on
-// stdout; with `profiled` (CPU) first one "PROFILE <name> <seconds> <calls>" line per scope.
+// prints "STEPS <s/step of each timed step>" and then
+// "RESULT <items/s> <peak MiB> <median s/step> <fastest s/step> <FLOPs per item>" on
+// stdout (FLOPs: the tied head counted on the rows and columns it computes, see
+// bench_models.cpp); with `profiled` (CPU) first one "PROFILE <name> <seconds> <calls>" line
+// per scope.
 // Returns the process exit code.
 int run_child(const Workload& w, int steps, int warmup, bool cuda, bool profiled, bool bf16);
 

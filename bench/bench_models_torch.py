@@ -13,7 +13,12 @@ held from the device, the counterpart of sparq's device-wide use above its basel
 
 The models are the independent PyTorch implementations of tests/reference/gen_models.py
 (the ones sparq's golden tests match), in float32, in training mode, without dropout. A
-step is zero_grad + forward + backward, as in the C++ driver. Prints one line
+step is zero_grad + forward + backward, as in the C++ driver. On the CPU BERT's MLM decoder
+(tied projection, bias, cross-entropy) runs on the labelled positions only (gen_models'
+MLM_HEAD_ROWS "labelled"), gathered after the MLM transform, as sparq's fused CPU head does;
+on cuda on every position, as sparq's materialised CUDA head does. BERT labels exactly
+round(0.15 * B * T) positions, as sparq's child does, so both heads have the same rows.
+Prints "STEPS <s/step of each timed step>" and then one line
 "RESULT <tokens or images per second> <peak MiB> <median s/step> <fastest s/step>"
 (peak MiB: on the CPU the peak resident set above the one before the model was built) on stdout and the
 per-step log on stderr. Benchmark only: nothing is asserted.
@@ -84,8 +89,11 @@ def make_batch(cfg, b, t, gen):
     targets = torch.randint(0, v, (b, t), generator=gen)
     batch = {"tokens": tokens, "targets": targets}
     if cfg["arch"] == "bert":
-        unlabelled = torch.rand(b, t, generator=gen) >= 0.15
-        batch["targets"] = targets.masked_fill(unlabelled, gen_models.IGNORE)
+        # Exactly round(0.15 * B * T) labelled positions, as bench_models_child.cpp labels:
+        # both heads then compute the same number of rows.
+        labelled = torch.zeros(b * t, dtype=torch.bool)
+        labelled[torch.randperm(b * t, generator=gen)[:round(0.15 * b * t)]] = True
+        batch["targets"] = targets.masked_fill(~labelled.view(b, t), gen_models.IGNORE)
         # No padding mask: sparq's child runs without one (an empty attention_mask), and an
         # all-ones mask would cost PyTorch a masked_fill and sdpa its fused kernels (review).
         batch["token_types"] = torch.zeros(b, t, dtype=torch.long)
@@ -128,6 +136,10 @@ def main():
     # libraries counted against PyTorch alone).
     baseline_rss_mib = current_rss_mib()
     cfg = gen_models.parse_spec(spec)
+    # BERT's MLM decoder on the rows sparq's head computes: the labelled ones on the CPU (its
+    # fused head), every one on cuda (its materialised head). Before 2026-12-06 it ran on
+    # every row on the CPU too, ~120 GFLOP a step more than sparq (review).
+    gen_models.MLM_HEAD_ROWS = "all" if cuda else "labelled"
     model = gen_models.build(cfg)  # float32
     init_like_sparq(model, cfg)
     model.train()
@@ -148,6 +160,10 @@ def main():
         choose_attention(model, batch, autocast)
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
+    if cfg["arch"] == "bert":
+        labelled = int((batch["targets"] != gen_models.IGNORE).sum())
+        print(f"torch: MLM decoder on {'all' if gen_models.MLM_HEAD_ROWS == 'all' else labelled} "
+              f"of {b * t} rows ({labelled} labelled)", file=sys.stderr)
     timed = []  # seconds of each timed step
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
@@ -161,6 +177,7 @@ def main():
         if step >= args.warmup:
             timed.append(elapsed)
         print(f"  torch {args.model} step {step}: loss {float(loss):.4f}, {elapsed:.2f} s", file=sys.stderr)
+    print("STEPS " + " ".join(repr(s) for s in timed))
     # The median step, as bench_models_child.cpp reports it.
     timed.sort()
     n = len(timed)

@@ -102,6 +102,13 @@ def padded_vocab(cfg):
 # references); bench/bench_models_torch.py sets "sdpa" on CUDA, PyTorch's fused
 # scaled_dot_product_attention (torch >= 2.0), what a PyTorch user's model runs there.
 ATTENTION = "naive"
+# Which rows BERT's MLM decoder (the tied projection, its bias and the cross-entropy) runs on:
+# "all" (the references: logits for every position, the unlabelled ones ignored by the loss),
+# or "labelled", set by bench/bench_models_torch.py on the CPU: the positions with a target
+# are gathered after the MLM transform (dense, GELU, LayerNorm, still on every position), as
+# sparq's fused CPU head (layers/tied_head_loss.h) computes only those rows. The loss and
+# every gradient are the same; "logits" then holds only the labelled rows.
+MLM_HEAD_ROWS = "all"
 
 
 class SelfAttention(nn.Module):
@@ -176,8 +183,11 @@ class Gpt2(nn.Module):
         x = self.wte(tokens) + self.wpe(torch.arange(t, device=tokens.device))[None]
         for block in self.h:
             x = block(x)
-        # Tied head over the padded table; the padded columns are cut before the softmax.
-        logits = (self.ln_f(x) @ self.wte.weight.t())[..., : self.cfg["vocab_size"]]
+        # Tied head over the valid rows of the padded table: the padded rows get no logits
+        # (sparq's valid_vocab). The same values as cutting the product's padded columns, but
+        # contiguous: a cut would cost every step a copy forward and a zero-fill + copy
+        # backward that sparq does not pay (review, 2026-12-06; the golden files are the same).
+        logits = self.ln_f(x) @ self.wte.weight[: self.cfg["vocab_size"]].t()
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                batch["targets"].long().reshape(-1), ignore_index=IGNORE)
         return {"logits": logits}, loss
@@ -230,8 +240,11 @@ class MlmHead(nn.Module):
         self.ln = nn.LayerNorm(c, eps=cfg["ln_eps"], device=device)
         self.decoder = TiedDecoder(padded_vocab(cfg), device)
 
-    def forward(self, x, table):
-        return self.decoder(self.ln(F.gelu(self.dense(x))), table)
+    def forward(self, x, table, rows=None):
+        h = self.ln(F.gelu(self.dense(x)))
+        if rows is not None:  # MLM_HEAD_ROWS "labelled": the decoder on these rows only
+            h = h.reshape(-1, h.shape[-1])[rows]
+        return self.decoder(h, table)
 
 
 class Bert(nn.Module):
@@ -253,9 +266,13 @@ class Bert(nn.Module):
         x = self.embeddings(batch["tokens"].long(), batch["token_types"].long())
         for layer in self.layer:
             x = layer(x, key_valid)
-        logits = self.mlm(x, self.embeddings.word.weight)[..., : self.cfg["vocab_size"]]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                               batch["targets"].long().reshape(-1), ignore_index=IGNORE)
+        targets = batch["targets"].long().reshape(-1)
+        rows = None
+        if MLM_HEAD_ROWS == "labelled":
+            rows = (targets != IGNORE).nonzero().squeeze(1)
+            targets = targets[rows]
+        logits = self.mlm(x, self.embeddings.word.weight, rows)[..., : self.cfg["vocab_size"]]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets, ignore_index=IGNORE)
         out = {"logits": logits}
         if self.cfg["nsp"]:
             nsp_logits = self.nsp(torch.tanh(self.pooler(x[:, 0])))

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "bench_models_child.h"
+#include "bench_models_measure.h"
 #include "core/profile.h"
 #include "core/threading.h"
 #include "fma_peak.h"
@@ -89,86 +90,11 @@ std::string torch_core_type(const std::string& chosen) {
 }
 
 using namespace sparq;
+using bench::listed;
+using bench::Measurement;
+using bench::pool;
+using bench::run_measured;
 using bench::Workload;
-
-struct Measurement {
-  double items_per_s = 0;     // tokens or images
-  double peak_rss_mib = 0;    // peak device memory for a GPU run
-  double step_s = 0;          // median of the timed steps
-  double best_step_s = 0;     // fastest timed step: the least disturbed by other processes
-  double flops_per_item = 0;  // sparq's children only
-  double worst_step_s = 0;    // slowest timed step
-  std::vector<double> steps;  // every timed step (the children's STEPS line), pooled over rounds
-  std::vector<profile::Row> profile;  // --profile: totals over the timed steps
-  bool ok = false;
-};
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// One side's rounds as one measurement: the timed steps pooled, the median, fastest and
-// slowest step over them, the highest peak; the profile of the first round.
-Measurement pool(const std::vector<Measurement>& rounds) {
-  Measurement m;
-  if (rounds.empty()) return m;
-  m = rounds.front();
-  m.steps.clear();
-  for (const Measurement& r : rounds) {
-    m.ok = m.ok && r.ok;
-    m.peak_rss_mib = std::max(m.peak_rss_mib, r.peak_rss_mib);
-    // A child without a STEPS line (none should be) counts its median step once.
-    if (r.steps.empty()) m.steps.push_back(r.step_s);
-    m.steps.insert(m.steps.end(), r.steps.begin(), r.steps.end());
-  }
-  if (!m.ok) return m;
-  const double items = rounds.front().items_per_s * rounds.front().step_s;  // per step
-  m.step_s = median_of(m.steps);
-  m.best_step_s = *std::min_element(m.steps.begin(), m.steps.end());
-  m.worst_step_s = *std::max_element(m.steps.begin(), m.steps.end());
-  m.items_per_s = items / m.step_s;
-  return m;
-}
-
-// Whether `key` is an item of the comma-separated list (so "gpt2" does not pick "gpt2tiny").
-bool listed(const std::string& list, const std::string& key) {
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item == key) return true;
-  }
-  return false;
-}
-
-// Runs a command, passes its stderr through, and parses the RESULT line of its stdout.
-Measurement run_measured(const std::string& command) {
-  Measurement m;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return m;
-  char line[512];
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    std::istringstream in(line);
-    std::string tag;
-    in >> tag;
-    if (tag == "RESULT") {
-      m.ok = static_cast<bool>(in >> m.items_per_s >> m.peak_rss_mib >> m.step_s >> m.best_step_s);
-      if (m.ok && !(in >> m.flops_per_item)) m.flops_per_item = 0;  // PyTorch prints four
-    } else if (tag == "STEPS") {
-      for (double s = 0; in >> s;) m.steps.push_back(s);
-    } else if (tag == "PROFILE") {
-      profile::Row row;
-      if (in >> row.name >> row.seconds >> row.calls) m.profile.push_back(row);
-    } else {
-      std::fputs(line, stderr);  // the child's log (e.g. the model summary)
-    }
-  }
-  // A child that printed its RESULT and then failed (exit status not 0) measured nothing
-  // trustworthy (its status went unread: review, 2026-12-06).
-  if (pclose(pipe) != 0) m.ok = false;
-  return m;
-}
 
 // The GPU comparison: sparq fp32 and bf16 next to PyTorch fp32 and bf16 autocast, per model.
 int run_gpu_table(const std::string& exe, const std::string& python, const std::string& script,

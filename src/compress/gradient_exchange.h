@@ -180,6 +180,22 @@ class GradientExchange final : public comm::BucketAverager {
   // strategy whose state a bucket holds when this run aggregates it otherwise.
   Status load_state(const std::vector<StateTensor>& state, int rank, int world,
                     const std::vector<std::string>& saved_aggregations = {});
+  // Note [A server residual no server sends]: with compress.server_compression off, no
+  // region owner re-compresses its region's result, so a two_phase server residual that
+  // load_state() finds (saved by a run with it on, or re-partitioned by an elastic resume) has
+  // nothing that would ever send it: it is mass the average still owes. load_state() holds it
+  // aside and this call, made by every rank after load_state() (also when it was not called),
+  // settles it: each rank's error-feedback residual over region j gains owner j's s_j, so the
+  // mean that later exchanges send gains exactly s_j, as an elastic resume folds a server
+  // residual that its new plan cannot take (train/elastic_resume.h). Buckets without error
+  // feedback drop it, and say how much. Collective over `comm`: one allgather per two_phase
+  // bucket when server compression is off, nothing when it is on. The figures are the same on
+  // every rank.
+  struct ServerResidualFold {
+    std::vector<std::size_t> folded, dropped;  // buckets whose loaded s was not all zero
+    double folded_mass = 0, dropped_mass = 0;  // sum |s| over them
+  };
+  Result<ServerResidualFold> fold_loaded_server_residual(comm::Communicator& comm);
   // Each bucket's aggregation strategy, in plan order ("none" for a dense bucket): what a
   // checkpoint records so that a resume can name the strategy its state belongs to.
   std::vector<std::string> aggregation_names() const;
@@ -255,6 +271,9 @@ class GradientExchange final : public comm::BucketAverager {
   std::int64_t history_origin_ = -1;                // the first compressed step this process ran
   std::uint32_t history_stamp_ = 0;                 // 1-based compressed step of the last stamps
   std::vector<Message> saved_;                      // save_state()'s serialisations, two per bucket
+  // Per bucket: the two_phase server residual load_state() held aside for
+  // fold_loaded_server_residual() (server compression off; this rank's region).
+  std::vector<std::vector<float>> unapplied_server_;
   int local_nonfinite_ = 0;          // this step, this rank (Note [Non-finite local gradients])
   int nonfinite_all_ranks_ = 0;      // agreed when the step's last bucket is exchanged
   std::int64_t counting_step_ = -1;  // the step the two counts and exchanged_in_step_ are of

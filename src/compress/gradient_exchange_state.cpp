@@ -5,11 +5,16 @@
 // compressor's format.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "comm/gather.h"
+#include "compress/byte_io.h"
 #include "compress/gradient_exchange.h"
+#include "compress/two_phase_aggregator.h"
 
 namespace sparq::compress {
 namespace {
@@ -31,6 +36,10 @@ Status check_fits(StateMerge& merge, const comm::Bucket& bucket, int rank, int w
       "(saved with another bucket plan, comm.bucket_mb or comm.first_bucket_mb, or another "
       "world size?)",
       bucket.index, bucket.range.count, bucket.range.offset, rank, world, fits.message());
+}
+
+bool two_phase(const auto& slot) {
+  return slot.aggregator && slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase);
 }
 
 }  // namespace
@@ -67,6 +76,7 @@ std::vector<StateTensor> GradientExchange::save_state() {
 
 Status GradientExchange::load_state(const std::vector<StateTensor>& state, int rank, int world,
                                     const std::vector<std::string>& saved_aggregations) {
+  unapplied_server_.assign(buckets_.size(), {});
   std::size_t next = 0;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     PerBucket& slot = buckets_[b];
@@ -110,9 +120,11 @@ Status GradientExchange::load_state(const std::vector<StateTensor>& state, int r
                        ? slot.device_codec->load_state(bytes)
                        : slot.compressor->load_state(bytes);
         }
+      } else if (two_phase(slot) && !config_.aggregator.server_compression) {
+        // Note [A server residual no server sends]: held for fold_loaded_server_residual().
+        loaded = load_floats(bytes, unapplied_server_[b], "two_phase server residual");
       } else {
-        loaded = slot.device_codec && device_two_phase_ &&
-                         slot.aggregator->name() == aggregation_name(Aggregation::kTwoPhase)
+        loaded = slot.device_codec && device_two_phase_ && two_phase(slot)
                      ? device_two_phase_->load_state(b, bytes)
                      : slot.aggregator->load_state(bytes);
       }
@@ -145,6 +157,54 @@ std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int n
                    fmt::format("{} aggregator state", slot.aggregator->name()), shape,
                    slot.aggregator->state_merge(shape)});
   }
+  return out;
+}
+
+Result<GradientExchange::ServerResidualFold> GradientExchange::fold_loaded_server_residual(
+    comm::Communicator& comm) {
+  ServerResidualFold out;
+  if (config_.aggregator.server_compression) return out;
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  const std::span<float> residual = this->residual();
+  std::vector<std::uint8_t> recv;
+  std::vector<std::size_t> counts, displs;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const PerBucket& slot = buckets_[b];
+    if (!slot.compressor || !two_phase(slot)) continue;
+    // Every rank takes part for every two_phase bucket, whatever it loaded (Note
+    // [Rank-identical collective order], communicator.h): an empty region sends nothing.
+    const std::vector<float> mine =
+        b < unapplied_server_.size() ? std::move(unapplied_server_[b]) : std::vector<float>();
+    comm::allgather_bytes(comm,
+                          {reinterpret_cast<const std::uint8_t*>(mine.data()), 4 * mine.size()},
+                          std::nullopt, recv, counts, displs);
+    const comm::Bucket& bucket = plan_.buckets()[b];
+    const auto n = static_cast<std::size_t>(bucket.range.count);
+    const auto offset = static_cast<std::size_t>(bucket.range.offset);
+    const bool folds = has_error_feedback(b) && !residual.empty();
+    double mass = 0;
+    for (std::size_t j = 0; j < p; ++j) {
+      if (counts[j] == 0) continue;  // nothing saved (before the first exchange): zeros
+      const std::size_t begin = two_phase_region_begin(n, p, j);
+      const std::size_t len = two_phase_region_begin(n, p, j + 1) - begin;
+      if (counts[j] != 4 * len) {
+        return Status::error(
+            "bucket {}: rank {} loaded a two_phase server residual of {} bytes "
+            "for its region of {} floats",
+            b, j, counts[j], len);
+      }
+      for (std::size_t i = 0; i < len; ++i) {
+        float s;
+        std::memcpy(&s, recv.data() + displs[j] + 4 * i, 4);
+        mass += std::fabs(static_cast<double>(s));
+        if (folds) residual[offset + begin + i] += s;
+      }
+    }
+    if (mass == 0) continue;
+    (folds ? out.folded : out.dropped).push_back(b);
+    (folds ? out.folded_mass : out.dropped_mass) += mass;
+  }
+  unapplied_server_.clear();
   return out;
 }
 

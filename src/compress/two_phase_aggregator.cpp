@@ -12,7 +12,7 @@
 namespace sparq::compress {
 namespace {
 
-std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n * j / p; }
+constexpr auto region_begin = two_phase_region_begin;
 
 }  // namespace
 

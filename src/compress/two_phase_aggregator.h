@@ -10,9 +10,16 @@
 // re-partitions it (state_merge()) instead of taking a mean.
 #pragma once
 
+#include <cstddef>
+
 #include "compress/aggregation.h"
 
 namespace sparq::compress {
+
+// The first position of region j of a bucket of n floats split among p ranks (R_j above).
+inline std::size_t two_phase_region_begin(std::size_t n, std::size_t p, std::size_t j) {
+  return n * j / p;
+}
 
 class TwoPhaseAggregator final : public Aggregator {
  public:

@@ -106,6 +106,23 @@ std::vector<StateTensor> byte_sections(CheckpointFile& f, const std::string& pre
   return out;
 }
 
+// What fold_loaded_server_residual() did, in the user's terms (rank 0).
+void log_server_residual_fold(const compress::GradientExchange::ServerResidualFold& fold) {
+  if (!fold.folded.empty()) {
+    spdlog::info(
+        "resume: compress.server_compression is off, so the checkpoint's two_phase server "
+        "residual of bucket(s) {} (sum |s| = {:.6g}) is folded into the error-feedback residual",
+        fmt::join(fold.folded, ", "), fold.folded_mass);
+  }
+  if (!fold.dropped.empty()) {
+    spdlog::warn(
+        "resume: the checkpoint's two_phase server residual of bucket(s) {} (sum |s| = {:.6g}) "
+        "is dropped, never applied: compress.server_compression is off and this run keeps no "
+        "error-feedback residual to fold it into (compress.error_feedback)",
+        fmt::join(fold.dropped, ", "), fold.dropped_mass);
+  }
+}
+
 }  // namespace
 
 const ParamStore& Trainer::host_params() {
@@ -325,6 +342,10 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
+  // Note [A server residual no server sends] (gradient_exchange.h), after either path.
+  SPARQ_ASSIGN_OR_RETURN(const compress::GradientExchange::ServerResidualFold fold,
+                         exchange_->fold_loaded_server_residual(comm_));
+  if (is_root()) log_server_residual_fold(fold);
   exchange_->residual_to_device();  // both paths filled the host copy
   if (is_root()) warn_state_presence(presence, f, config_.resolved_yaml);
   data::LoaderState loader;

@@ -3,9 +3,11 @@
 // residuals and two_phase server residuals (dyadic values, so that every mean and sum is exact),
 // then resumed on one rank whose plan sends some buckets otherwise: Note [Mass the new plan
 // does not carry] (train/elastic_resume.h). Also: state whose existence a setting decides that
-// may change on resume (compress.error_feedback, optim.momentum) starts from zeros; a
-// same-world resume whose plan compresses other buckets is refused naming comm.plan_*; and
-// powersgd's errors name its key as the config spells it.
+// may change on resume (compress.error_feedback, optim.momentum) starts from zeros; a two_phase
+// server residual that no server sends any more is folded (Note [A server residual no server
+// sends]); a same-world resume whose plan compresses other buckets is refused naming
+// comm.plan_*; and powersgd's errors name its key as the config spells it.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -305,6 +307,71 @@ TEST(ElasticPlan, SameWorldResidualInADenseBucketIsDropped) {
   for (std::size_t i = offset; i < offset + count; ++i) ASSERT_EQ(kept[i], 0.0f) << i;
   EXPECT_NE(r.log.find(fmt::format("the error-feedback residual of bucket {} (sum |e| = {:.6g})", y,
                                    0.5 * static_cast<double>(count))),
+            std::string::npos)
+      << r.log;
+}
+
+// Note [A server residual no server sends] (compress/gradient_exchange.h): a two_phase run with
+// server compression, resumed with it off on the same world size and on another. Its server
+// residual s is folded into the error-feedback residual (e + s; mean(e) + s), and dropped with
+// a warning naming its mass without error feedback. It was loaded, never sent, and saved again
+// at every checkpoint.
+TEST(ElasticPlan, ServerResidualWithoutServerCompressionIsFolded) {
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  const auto two_phase = [](std::size_t) { return "two_phase"; };
+  const std::string root = fresh_dir("old");
+  ASSERT_TRUE(make_trainer(root, {}, two_phase, *self)->run().is_ok());
+  const std::string step2 = checkpoint_dir(root, 2);
+  CheckpointFile f = read(step2, 0);
+  const BucketRanges buckets = *parse_bucket_ranges(f.meta.at("buckets"), "test");
+  std::vector<std::size_t> compressed;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (saved_aggregations(f)[b] == "two_phase") compressed.push_back(b);
+  }
+  ASSERT_FALSE(compressed.empty());
+  // One rank: its region is the whole bucket.
+  std::vector<float> e = floats(f, "residual");
+  double mass = 0;
+  for (std::size_t b : compressed) {
+    std::vector<float> s;
+    for (std::size_t i = 0; i < buckets[b].second; ++i) {
+      s.push_back(server_value(i));
+      mass += std::fabs(s.back());
+      e[buckets[b].first + i] = residual_value(0, buckets[b].first + i);
+    }
+    set_floats(f, fmt::format("exchange/bucket{}.aggregator", b), s);
+  }
+  set_floats(f, "residual", e);
+  ASSERT_TRUE(write_checkpoint_file(checkpoint_rank_file(step2, 0), f).is_ok());
+  const std::string off = "compress.server_compression=false";
+  for (bool elastic : {false, true}) {
+    SCOPED_TRACE(elastic ? "2 -> 1 ranks" : "1 -> 1 rank");
+    if (elastic) widen_to_two_ranks(step2);
+    const Resumed r = resume_and_save(fresh_dir("new"), step2, {off}, two_phase, *self);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    const std::vector<float> kept = floats(r.saved, "residual");
+    for (std::size_t b : compressed) {
+      ASSERT_TRUE(floats(r.saved, fmt::format("exchange/bucket{}.aggregator", b)).empty()) << b;
+      for (std::size_t i = buckets[b].first; i < buckets[b].first + buckets[b].second; ++i) {
+        const float s = server_value(i - buckets[b].first);
+        const double want =
+            elastic ? (static_cast<double>(residual_value(0, i)) + residual_value(1, i)) / 2 + s
+                    : static_cast<double>(residual_value(0, i) + s);
+        ASSERT_EQ(static_cast<double>(kept[i]), want) << "bucket " << b << " at " << i;
+      }
+    }
+    EXPECT_NE(r.log.find(fmt::format("two_phase server residual of bucket(s) {} (sum |s| = "
+                                     "{:.6g}) is folded into the error-feedback residual",
+                                     fmt::join(compressed, ", "), mass)),
+              std::string::npos)
+        << r.log;
+  }
+  const Resumed r = resume_and_save(fresh_dir("no_ef"), step2,
+                                    {off, "compress.error_feedback=false"}, two_phase, *self);
+  ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+  EXPECT_NE(r.log.find(fmt::format("two_phase server residual of bucket(s) {} (sum |s| = {:.6g}) "
+                                   "is dropped, never applied",
+                                   fmt::join(compressed, ", "), mass)),
             std::string::npos)
       << r.log;
 }

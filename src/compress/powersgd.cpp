@@ -301,6 +301,14 @@ void PowerSgdCompressor::save_state(std::vector<std::uint8_t>& out) const {
 
 Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
   if (!planned_) return Status::error("powersgd: set_layout or prepare before load_state");
+  if (in.empty()) {
+    // No state (StateMerge's reset to the initial value, state_merge.h): a fresh compressor,
+    // whose next exchange draws Q as the first one does. save_state() never writes this.
+    p_.assign(matrices_.size(), {});
+    q_.assign(matrices_.size(), {});
+    exchanges_ = 0;
+    return Status::ok();
+  }
   std::size_t pos = 0;
   auto get = [&](void* data, std::size_t bytes) {
     if (pos + bytes > in.size()) return false;

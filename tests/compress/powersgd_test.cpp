@@ -153,6 +153,27 @@ TEST(PowerSgd, StateOfAnotherRankIsRefusedNotReadPastItsEnd) {
   EXPECT_TRUE(rank_2->load_state(empty_state).is_ok());
 }
 
+// No bytes at all is StateMerge's "reset to its initial value" (an elastic resume whose plan
+// moved the bucket): the compressor continues as a fresh one. It failed with "saved state
+// truncated", which ended the resume.
+TEST(PowerSgd, NoStateLoadsAsAFreshCompressor) {
+  const std::size_t n = 4096;
+  auto comm = comm::make_self_communicator();
+  auto strategy = make_aggregator(Aggregation::kLowRank);
+  auto used = make_psgd({{"rank", "2"}});
+  std::vector<float> bucket = testing::normal_vector(n, 3);
+  ASSERT_TRUE(strategy->run(bucket, *used, nullptr, *comm, {}).is_ok());
+  const Status loaded = used->load_state({});
+  ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+  EXPECT_EQ(used->exchanges(), 0u);
+  auto fresh = make_psgd({{"rank", "2"}});
+  fresh->prepare(n, {});
+  std::vector<float> x = testing::normal_vector(n, 4), y = x;
+  ASSERT_TRUE(strategy->run(x, *used, nullptr, *comm, {}).is_ok());
+  ASSERT_TRUE(strategy->run(y, *fresh, nullptr, *comm, {}).is_ok());
+  EXPECT_EQ(x, y);
+}
+
 // The exchange the low_rank strategy must reproduce exactly (it was Compressor::self_aggregate
 // before the strategy existed), written out for one rank: the sum over ranks of a message is
 // the message, so each allreduce is the identity and the average is scaled by 1. The products

@@ -14,7 +14,10 @@
 //              average plus its server-side residual with the same compressor (1-bit Adam /
 //              Ok-Topk style), or (off) sends the average as dense f32; allgatherv of the
 //              region results, which every rank decodes into its region. With server
-//              compression off the result equals allgather's, float for float.
+//              compression off the result equals allgather's, float for float, only for a
+//              codec that treats each position alone, or blocks that the regions do not cut
+//              (blockquant with aligned regions): selection (topk, lbs, dgc, randomk) and
+//              scales (sign codecs, terngrad, qsgd) are per encoded span, hence per region.
 //   tree       gtopk (gtopk_aggregator.h).
 //   low_rank   powersgd's factor exchange, two dependent allreduces (powersgd_aggregator.h).
 // Which compressors each accepts is decided by their CompressorCapabilities

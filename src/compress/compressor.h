@@ -107,6 +107,10 @@ struct CompressorCapabilities {
   // masking at the kept positions): a second encode of positions already encoded this step,
   // as two_phase's server compression does with each region's average, would update it again.
   bool position_state = false;
+  // accumulate() scales the span it is given by a statistic of that whole span (dgc's local
+  // clipping by ||g||, clip_norm > 0). A strategy that encodes a bucket in parts (two_phase's
+  // regions) would scale each part by its own norm, so two_phase refuses it.
+  bool scales_by_span_norm = false;
   // Has a CUDA twin (device_codec.h) with the same message bytes, so a store on a GPU can be
   // exchanged compressed: device_codec() returns it in a build with CUDA. powersgd's twin is
   // its whole low_rank exchange on the device instead (device_low_rank.h).

@@ -46,6 +46,7 @@ class DgcCompressor final : public Compressor {
     return {.sparse_f32 = true,
             .own_density_warmup = options_.warmup_steps > 0,
             .position_state = true,
+            .scales_by_span_norm = options_.clip_norm > 0,
             .device_twin = true};
   }
   std::unique_ptr<DeviceCodec> device_codec() const override;

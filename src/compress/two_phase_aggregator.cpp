@@ -115,6 +115,14 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
 }
 
 Status TwoPhaseAggregator::check_compressor(const Compressor& c) const {
+  if (c.capabilities().scales_by_span_norm) {
+    return Status::error(
+        "{0} cannot aggregate by two_phase with its local clipping: two_phase encodes a "
+        "bucket one region at a time, so each region would be clipped by its own norm (to "
+        "clip_norm / sqrt(P) each, turning the bucket's gradient); set "
+        "compress.{0}.clip_norm: 0, or use allgather",
+        c.name());
+  }
   if (!options_.server_compression || !c.capabilities().position_state) return Status::ok();
   return Status::error(
       "{} cannot aggregate by two_phase with server compression: each region "

@@ -29,7 +29,8 @@ class TwoPhaseAggregator final : public Aggregator {
              const EncodeContext& ctx) override;
   // Server compression re-encodes each region's average with the bucket's compressor, so a
   // compressor with position_state (dgc) is refused then: its owner's momentum would take
-  // the already-averaged region a second time.
+  // the already-averaged region a second time. A compressor that scales by its span's norm
+  // (dgc's clip_norm) is refused always: each region would be clipped on its own.
   Status check_compressor(const Compressor& c) const override;
 
   std::span<const float> server_residual() const { return server_residual_; }

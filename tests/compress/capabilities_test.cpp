@@ -177,6 +177,27 @@ TEST(Capabilities, PositionStateIsRefusedByTwoPhaseServerCompression) {
   EXPECT_TRUE(make_aggregator("two_phase", *make_in_section("topk"), {}, "compress").is_ok());
 }
 
+// Found in review: dgc's local clipping scales the span it is given by that span's norm, and
+// two_phase encodes one region at a time, so each region was clipped on its own (a small
+// region kept 31x the norm allgather left it). Refused with clip_norm > 0, either server
+// setting; accepted without clipping.
+TEST(Capabilities, SpanNormScalingIsRefusedByTwoPhase) {
+  auto clipped = make_in_section("dgc", {{"clip_norm", "1"}});
+  for (bool server : {false, true}) {
+    auto made = make_aggregator("two_phase", *clipped, {.server_compression = server}, "compress");
+    ASSERT_FALSE(made.is_ok());
+    EXPECT_EQ(made.status().message(),
+              "compress: dgc cannot aggregate by two_phase with its local clipping: two_phase "
+              "encodes a bucket one region at a time, so each region would be clipped by its "
+              "own norm (to clip_norm / sqrt(P) each, turning the bucket's gradient); set "
+              "compress.dgc.clip_norm: 0, or use allgather");
+  }
+  EXPECT_TRUE(make_aggregator("allgather", *clipped, {}, "compress").is_ok());
+  EXPECT_TRUE(make_aggregator("two_phase", *make_in_section("dgc"), {.server_compression = false},
+                              "compress")
+                  .is_ok());
+}
+
 TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {
   auto psgd = make_in_section("powersgd");
   EXPECT_EQ(psgd->aggregation(), Aggregation::kLowRank);

@@ -6,7 +6,9 @@
 //   build/apps/train --config X.yaml --resume runs/x/checkpoints
 //
 // Exit status: 0 on success, 1 for a bad config, missing data, a refused checkpoint or a
-// training failure, 2 for bad command-line arguments. Errors are agreed between the ranks and
+// training failure, 2 for bad command-line arguments, 128 + the signal for a run stopped by
+// SIGINT, SIGTERM or SIGUSR1 after saving its checkpoint (Note [Stopping on a signal],
+// train/stop_signals.h). Errors are agreed between the ranks and
 // printed once, by rank 0, one line per distinct message naming its ranks ("train: error (on
 // all 3 ranks): ...", "train: error on rank 1 of 3: ..."; docs/reliability.md, "Errors").
 #include "train/train_main.h"
@@ -22,6 +24,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "train/run.h"
+#include "train/stop_signals.h"
 #include "train/yaml_reader.h"
 
 namespace {
@@ -133,6 +136,8 @@ int train_main(int argc, char** argv) {
   }
 
   RunOptions options;
+  install_stop_signal_handlers();
+  options.trainer.stop_requested = requested_stop_signal;
   options.trainer.dry_run = dry_run;
   options.resume = resume;
   options.stop_at = stop_at;
@@ -165,20 +170,37 @@ int train_main(int argc, char** argv) {
       }
       result += ")";
     }
-    // The time, speed and bytes are this invocation's: a resumed run names its own steps.
+    // The time, speed, bytes and skips are this invocation's: a resumed run names its own
+    // steps, and the skips before it apart.
+    const auto plural = [](std::int64_t n) { return n == 1 ? "" : "s"; };
     const std::string steps =
-        s.steps_run == s.steps
-            ? fmt::format("{} steps", s.steps)
-            : fmt::format("{} steps ({}..{}, resumed at step {})", s.steps_run,
-                          s.steps - s.steps_run + 1, s.steps, s.steps - s.steps_run);
+        s.steps_run == s.steps ? fmt::format("{} step{}", s.steps, plural(s.steps))
+                               : fmt::format("{} step{} ({}..{}, resumed at step {})", s.steps_run,
+                                             plural(s.steps_run), s.steps - s.steps_run + 1,
+                                             s.steps, s.steps - s.steps_run);
+    const std::string skipped = s.skipped == s.skipped_run
+                                    ? fmt::format("{} skipped", s.skipped_run)
+                                    : fmt::format("{} skipped, {} before the resume", s.skipped_run,
+                                                  s.skipped - s.skipped_run);
+    const std::string how = s.stop_signal != 0
+                                ? "stopped by " + stop_signal_name(s.stop_signal) + " after"
+                            : s.stopped_early ? "stopped after"
+                                              : "trained";
     fmt::print(
-        "{} {} in {:.1f} s ({} skipped) | final eval {} | {:.0f} {}/s | {} per step per "
+        "{} {} in {:.1f} s ({}) | final eval {} | {:.0f} {}/s | {} per step per "
         "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
-        s.stopped_early ? "stopped after" : "trained", steps, s.seconds, s.skipped,
-        s.stopped_early ? std::string("not run") : result, s.items_per_s, s.data.unit,
-        format_bytes(s.bytes_per_step), s.compression_ratio, s.param_checksum);
+        how, steps, s.seconds, skipped, s.stopped_early ? std::string("not run") : result,
+        s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
+        s.param_checksum);
+    if (s.stop_signal != 0) {
+      fmt::print("{}\n", s.steps_run == 0 ? std::string("no step was run: nothing was saved")
+                         : config->train.checkpoint_dir.empty()
+                             ? std::string("train.checkpoint_dir is not set: nothing was saved")
+                             : fmt::format("step {} is saved: continue with --resume {}", s.steps,
+                                           config->train.checkpoint_dir));
+    }
   }
-  return 0;
+  return summary->stop_signal != 0 ? 128 + summary->stop_signal : 0;
 }
 
 }  // namespace sparq::train

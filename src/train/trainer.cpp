@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -21,6 +22,7 @@
 #include "core/timer.h"
 #include "train/checkpoint.h"
 #include "train/eval_sums.h"
+#include "train/stop_signals.h"
 
 namespace sparq::train {
 
@@ -83,6 +85,22 @@ Status Trainer::agree(const Status& local, const std::string& what) {
     return Status::ok();
   }));
   return agreed;
+}
+
+Result<int> Trainer::agree_on_stop_signal() {
+  const int local = options_.stop_requested();
+  if (comm_.size() == 1) return local;
+  // Per signal number, how many ranks hold it: the lowest held wins on every rank.
+  std::array<std::int32_t, 64> held{}, all{};
+  if (local > 0 && local < static_cast<int>(held.size())) held[static_cast<std::size_t>(local)] = 1;
+  SPARQ_RETURN_IF_ERROR(run_control("agree: stop signals", [&](comm::Communicator& c) {
+    c.allreduce(held.data(), all.data(), held.size(), DType::kI32, comm::ReduceOp::kSum);
+    return Status::ok();
+  }));
+  for (std::size_t sig = 1; sig < all.size(); ++sig) {
+    if (all[sig] > 0) return static_cast<int>(sig);
+  }
+  return 0;
 }
 
 StepMetrics Trainer::step_once() {
@@ -226,16 +244,21 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     made = create_directories_durably(c.train.checkpoint_dir).with_context("train.checkpoint_dir");
   }
   SPARQ_RETURN_IF_ERROR(agree(made, "making train.checkpoint_dir"));
+  if (stop_at >= 0 && stop_at < step_) {
+    // It used to stop at once and report "stopped after 0 steps (5..4, ...)" (review).
+    return Status::error("--stop-at {} is below step {}, where this run resumed", stop_at, step_);
+  }
   TrainSummary summary;
-  const std::int64_t first_step = step_;
+  const std::int64_t first_step = step_, first_skipped = skipped_total_;
   const std::int64_t trace_end = c.log.trace_start + c.log.trace_steps;
   std::vector<double> losses;
   double time_ms = 0, items = 0, bytes = 0, payload = 0, dense = 0;
   Stopwatch wall;
   while (step_ < c.train.steps) {
-    if (stop_at >= 0 && step_ >= stop_at) {
-      summary.stopped_early = true;
-      break;
+    if (stop_at >= 0 && step_ >= stop_at) break;
+    if (options_.stop_requested) {
+      SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
+      if (summary.stop_signal != 0) break;
     }
     const bool tracing = !c.log.trace_path.empty() && step_ >= c.log.trace_start &&
                          step_ < trace_end;
@@ -301,6 +324,15 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   summary.data = data_info_;
   summary.steps_run = step_ - first_step;
   summary.skipped = skipped_total_;
+  summary.skipped_run = skipped_total_ - first_skipped;
+  // At or past stop_at, also when that is train.steps: no final evaluation or checkpoint, as
+  // documented (the export of a final checkpoint evaluated and re-saved it; review).
+  summary.stopped_early = (stop_at >= 0 && step_ >= stop_at) || summary.stop_signal != 0;
+  if (summary.stop_signal != 0 && !c.train.checkpoint_dir.empty()) {
+    // Note [Stopping on a signal]: what the run did since its last checkpoint is kept.
+    const bool saved = c.train.checkpoint_interval > 0 && step_ % c.train.checkpoint_interval == 0;
+    if (summary.steps_run > 0 && !saved) SPARQ_RETURN_IF_ERROR(save_checkpoint());
+  }
   if (!summary.stopped_early) {
     summary.eval = evaluate();
     if (is_root()) {
@@ -339,11 +371,13 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   }
   summary.param_checksum = param_checksum();
   if (is_root()) {
-    metrics_.write(fmt::format(
-        "{{\"event\":\"end\",\"step\":{},\"skipped\":{},\"param_checksum\":\"{:016x}\","
-        "\"stopped_early\":{}}}",
-        summary.steps, summary.skipped, summary.param_checksum,
-        summary.stopped_early ? "true" : "false"));
+    metrics_.write(
+        fmt::format("{{\"event\":\"end\",\"step\":{},\"skipped\":{},\"param_checksum\":\"{:016x}\","
+                    "\"stopped_early\":{},\"stop_signal\":{}}}",
+                    summary.steps, summary.skipped, summary.param_checksum,
+                    summary.stopped_early ? "true" : "false",
+                    summary.stop_signal != 0 ? "\"" + stop_signal_name(summary.stop_signal) + "\""
+                                             : std::string("null")));
     if (metrics_.lost_records() > 0) {
       spdlog::warn("log.metrics: {} records of this run could not be written to '{}'",
                    metrics_.lost_records(), c.log.metrics_path);

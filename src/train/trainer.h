@@ -44,7 +44,8 @@ namespace sparq::train {
 struct TrainSummary {
   std::int64_t steps = 0;        // steps completed in total
   std::int64_t steps_run = 0;    // in this invocation
-  std::int64_t skipped = 0;
+  std::int64_t skipped = 0;      // skipped steps in total
+  std::int64_t skipped_run = 0;  // of them, in this invocation
   double last_loss = 0;          // mean training loss of the last 10% of this run's steps
   EvalMetrics eval;              // the final evaluation
   double items_per_s = 0;        // mean over this run
@@ -52,7 +53,8 @@ struct TrainSummary {
   double compression_ratio = 1;  // dense f32 bytes / payload bytes
   double seconds = 0;
   std::uint64_t param_checksum = 0;
-  bool stopped_early = false;    // --stop-at
+  bool stopped_early = false;    // --stop-at, or a stop signal
+  int stop_signal = 0;           // the signal that stopped the run (Options::stop_requested)
   DataInfo data;                 // what was trained on (entropy rate, unit)
 };
 
@@ -91,6 +93,12 @@ class Trainer {
     // parameter comes from the checkpoint, so train.init_from is not read. It was, and a
     // resume failed once the pretrained file had moved (review, 2026-12-06).
     bool resuming = false;
+    // Polled on every rank at each step boundary of run(): a non-zero value (a signal number,
+    // 1..63) asks the run to stop. The ranks agree (Note [Stopping on a signal],
+    // train/stop_signals.h) and all stop after the same step; run() then saves a checkpoint
+    // when train.checkpoint_dir is set (no final evaluation) and returns a summary with
+    // stop_signal set. Unset: run() never polls and adds no collective.
+    std::function<int()> stop_requested;
   };
   static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,
                                                  comm::Communicator& comm, Options options);
@@ -107,7 +115,8 @@ class Trainer {
   // or a damaged file is refused.
   Status resume(const std::string& path);
   // Trains until train.steps, or until stop_at steps when stop_at >= 0 (an interruption at
-  // that step, without a final evaluation or checkpoint; for tests).
+  // that step, without a final evaluation or checkpoint; for tests and exports); a stop_at
+  // below the current step is an error.
   Result<TrainSummary> run(std::int64_t stop_at = -1);
   EvalMetrics evaluate();
   // One training step outside run() (benchmarks drive the loop themselves): no logging,
@@ -157,6 +166,9 @@ class Trainer {
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommQueue::Task& task);
   StepMetrics step_once();
+  // Note [Stopping on a signal]: the signal some rank was asked to stop with (0: none), the
+  // same on every rank.
+  Result<int> agree_on_stop_signal();
   Status write_trace();
   std::size_t memory_estimate_bytes() const;
 

@@ -1,0 +1,32 @@
+// Stopping a run on a signal (Note [Stopping on a signal]): the `train` command installs
+// handlers for SIGINT, SIGTERM and SIGUSR1 that only record the signal; the trainer polls the
+// record at each step boundary (Trainer::Options::stop_requested), the ranks agree on it, and
+// the run saves a checkpoint and ends with status 128 + the signal.
+//
+// Note [Stopping on a signal]
+// A signal reaches the ranks of a job at different moments (mpirun forwards it to each,
+// Slurm signals each task), so no rank may act on its own: each step boundary every rank
+// adds the signal it holds to a 64-slot count (one 256-byte allreduce on the control engine,
+// only in runs that poll), and all stop after the same step, taking the lowest signal number
+// any rank holds. Nothing is cut short: a step, an evaluation or a checkpoint in progress
+// finishes first. A second signal of the same process gets the default action at once, so
+// a stop that hangs can still be ended. Under mpirun, SIGINT and SIGTERM of mpirun itself
+// reach the ranks as SIGTERM followed by SIGKILL one second later (Open MPI's
+// odls_base_sigkill_timeout), usually too soon for the checkpoint; mpirun forwards SIGUSR1
+// as it is, which is the way to stop an mpirun job cleanly (docs/reliability.md, "Stopping
+// a run").
+#pragma once
+
+#include <string>
+
+namespace sparq::train {
+
+// Installs the recording handlers for SIGINT, SIGTERM and SIGUSR1 (SA_RESTART, so that
+// interrupted system calls resume). Call once, after MPI is initialised.
+void install_stop_signal_handlers();
+// The first stop signal this process received since start-up (0: none).
+int requested_stop_signal();
+// "SIGTERM" for 15; "signal 40" for numbers without a name here.
+std::string stop_signal_name(int signal);
+
+}  // namespace sparq::train

@@ -26,9 +26,19 @@ namespace sparq {
 namespace {
 constexpr std::size_t kMapAtLeastBytes = std::size_t{1} << 20;
 
+// bytes rounded up to a multiple of `to`. A size within `to` of SIZE_MAX wrapped to 0, and
+// aligned_alloc's minimal block was returned as a buffer of SIZE_MAX - 10 bytes (review,
+// 2026-12-06), so that fails the check.
+std::size_t round_up(std::size_t bytes, std::size_t to) {
+  std::size_t sum = 0;
+  SPARQ_CHECK(!__builtin_add_overflow(bytes, to - 1, &sum),
+              "host buffer of {} bytes: rounding up to a multiple of {} passes SIZE_MAX", bytes,
+              to);
+  return sum / to * to;
+}
+
 std::size_t page_rounded(std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
+  return round_up(bytes, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
 }
 }  // namespace
 
@@ -46,7 +56,7 @@ Buffer Buffer::host(std::size_t bytes, bool zeroed, std::size_t alignment) {
     return b;
   }
   if (bytes > 0) {
-    const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    const std::size_t rounded = round_up(bytes, alignment);
     b.data_ = std::aligned_alloc(alignment, rounded);
     SPARQ_CHECK(b.data_ != nullptr, "out of host memory allocating {} bytes", bytes);
     if (zeroed) std::memset(b.data_, 0, bytes);

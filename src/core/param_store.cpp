@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <unordered_map>
 
@@ -30,22 +31,42 @@ void ParamStore::add(ParamSpec spec) {
 }
 
 namespace {
-std::int64_t align_up(std::int64_t n) {
-  return (n + ParamStore::kAlignFloats - 1) / ParamStore::kAlignFloats * ParamStore::kAlignFloats;
+// n rounded up to the alignment into *out; false where that passes INT64_MAX.
+bool align_up(std::int64_t n, std::int64_t* out) {
+  if (__builtin_add_overflow(n, ParamStore::kAlignFloats - 1, out)) return false;
+  *out = *out / ParamStore::kAlignFloats * ParamStore::kAlignFloats;
+  return true;
 }
 }  // namespace
 
 void ParamStore::allocate(const ExecContext& context, const PlacementPredicate& place_last) {
   SPARQ_CHECK(!allocated_, "ParamStore::allocate() called twice");
+  // The predicate is asked once per tensor: asked again in the second pass, one that answered
+  // differently (stateful, or reading state that changed) left a tensor in neither pass, at
+  // offset 0 over another (review, 2026-12-06).
+  std::vector<bool> last(entries_.size(), false);
+  if (place_last) {
+    for (std::size_t i = 0; i < entries_.size(); ++i) last[i] = place_last(entries_[i].spec);
+  }
   // Two passes: tensors kept in place, then those placed last; forward order within each.
   std::int64_t cursor = 0;
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1) place_last_offset_ = cursor;
-    for (ParamEntry& e : entries_) {
-      const bool last = place_last && place_last(e.spec);
-      if (last != (pass == 1)) continue;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (last[i] != (pass == 1)) continue;
+      ParamEntry& e = entries_[i];
       e.offset = cursor;
-      cursor = align_up(e.offset + e.numel);
+      // The aligned end and its size in bytes must not wrap: a tensor of 2^62 + 16 floats
+      // wrapped the buffers to 256 bytes, and allocate() succeeded (review, 2026-12-06). The
+      // cursor only grows, so the last tensor's check covers the whole layout.
+      std::int64_t end = 0, bytes = 0;
+      const bool fits = !__builtin_add_overflow(e.offset, e.numel, &end) &&
+                        align_up(end, &cursor) &&
+                        !__builtin_mul_overflow(cursor, std::int64_t{sizeof(float)}, &bytes);
+      SPARQ_CHECK(fits,
+                  "parameter '{}' of shape {} ({} floats) at offset {} takes the flat layout "
+                  "past 2^63 bytes",
+                  e.spec.name, e.spec.shape.str(), e.numel, e.offset);
     }
   }
   // The end is padded too, so a range of the last tensor may be read in aligned widths.
@@ -129,12 +150,20 @@ Tensor ParamStore::grad_range(ParamRange range) const {
 
 ParamRange ParamStore::range_of(const std::vector<std::string>& names) const {
   SPARQ_CHECK(!names.empty(), "range_of() needs at least one parameter name");
-  std::int64_t lo = flat_numel_, hi = 0;
+  // A tensor of no elements covers nothing, so it does not widen the range. Its offset is the
+  // next placed tensor's: {"w", "empty"} reached that tensor's start, and {"empty", "b"} with
+  // "b" placed last reached over every tensor kept in place after "empty" (review, 2026-12-06).
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN, empty_at = INT64_MAX;
   for (const auto& n : names) {
     const ParamEntry& e = entry(n);
+    if (e.numel == 0) {
+      empty_at = std::min(empty_at, e.offset);
+      continue;
+    }
     lo = std::min(lo, e.offset);
     hi = std::max(hi, e.offset + e.numel);
   }
+  if (lo > hi) return {empty_at, 0};  // only empty tensors: an empty range at the lowest
   return {lo, hi - lo};
 }
 

@@ -97,6 +97,7 @@ class ParamStore {
   Tensor param_range(ParamRange range) const;
   Tensor grad_range(ParamRange range) const;
   // The smallest range covering the named tensors (which need not be adjacent in order).
+  // Tensors of no elements cover nothing; named alone, they give an empty range.
   ParamRange range_of(const std::vector<std::string>& names) const;
   // The alignment gaps inside `range` (Note [Padding stays zero]), ascending: the parts
   // no tensor covers.

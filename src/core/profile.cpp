@@ -10,8 +10,12 @@
 namespace sparq::profile {
 namespace {
 
+// Every thread's Scope reads both (only the owner records), so both are atomic: a plain
+// g_owner written by set_enabled while another thread read it was a data race (review,
+// 2026-12-06). The owner is stored before g_enabled is released, so a thread that sees the
+// profile on also sees its owner.
 std::atomic<bool> g_enabled{false};
-std::thread::id g_owner;  // the thread that enabled recording
+std::atomic<std::thread::id> g_owner;  // the thread that enabled recording
 Scope* g_current = nullptr;  // innermost open scope of the owner thread
 struct Totals {
   std::int64_t ns = 0;
@@ -31,8 +35,8 @@ std::int64_t now_ns() {
 
 void set_enabled(bool on) {
   if (on) reset();  // switching off keeps the rows for rows()
-  g_owner = std::this_thread::get_id();
-  g_enabled.store(on, std::memory_order_relaxed);
+  g_owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  g_enabled.store(on, std::memory_order_release);
 }
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
@@ -52,7 +56,10 @@ std::vector<Row> rows() {
 }
 
 Scope::Scope(const char* name) {
-  if (!g_enabled.load(std::memory_order_relaxed) || std::this_thread::get_id() != g_owner) return;
+  if (!g_enabled.load(std::memory_order_acquire) ||
+      std::this_thread::get_id() != g_owner.load(std::memory_order_relaxed)) {
+    return;
+  }
   name_ = name;
   parent_ = g_current;
   g_current = this;

@@ -1,5 +1,5 @@
 // Per-layer-kind wall-clock profile: where a training step's compute time goes
-// (`bench_models --profile`). Off by default; when off a scope costs one relaxed load.
+// (`bench_models --profile`). Off by default; when off a scope costs one (acquire) load.
 //
 // Note [Profile scopes]
 // ~~~~~~~~~~~~~~~~~~~~~

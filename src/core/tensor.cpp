@@ -53,6 +53,15 @@ std::string Shape::str() const {
   return s + "]";
 }
 
+std::size_t Tensor::nbytes() const {
+  // f32[2^62] wrapped to 0 bytes (review, 2026-12-06).
+  std::size_t bytes = 0;
+  SPARQ_CHECK(
+      !__builtin_mul_overflow(static_cast<std::size_t>(numel()), dtype_size(dtype_), &bytes),
+      "tensor {} holds more than 2^64 bytes", str());
+  return bytes;
+}
+
 Tensor Tensor::reshape(Shape shape) const {
   SPARQ_CHECK(shape.numel() == numel(), "cannot reshape {} to {}", shape_.str(), shape.str());
   return Tensor(data_, dtype_, shape, device_);

@@ -3,10 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 
+#include "core/file_io.h"
 #include "core/timer.h"
 
 namespace sparq {
@@ -89,17 +87,12 @@ Status TraceRecorder::write_chrome_json(const std::string& path, int rank) const
                })->start_us;
     }
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::error("cannot write trace file '{}'", tmp);
-    out << R"({"displayTimeUnit":"ms","traceEvents":[)" << chrome_events(rank, origin) << "]}\n";
-    if (!out) return Status::error("error writing trace file '{}'", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::error("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
-  return Status::ok();
+  // Through write_file_atomic, whose every write, fsync and close is checked, in a private
+  // new file: a shared path + ".tmp" was truncated through whatever it linked to, raced a
+  // second writer, and lost the error of the flush at close (review, 2026-12-06).
+  const std::string json =
+      R"({"displayTimeUnit":"ms","traceEvents":[)" + chrome_events(rank, origin) + "]}\n";
+  return write_file_atomic(path, json);
 }
 
 ScopedTrace::ScopedTrace(TraceRecorder* recorder, std::string_view name,

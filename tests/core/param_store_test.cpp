@@ -72,6 +72,52 @@ TEST(ParamStore, RangesAndLookup) {
   EXPECT_NE(s.summary().find("fc.weight"), std::string::npos);
 }
 
+// The predicate is asked once per tensor (review, 2026-12-06): asked again in the second
+// pass, one that answered otherwise left a tensor in neither pass (at offset 0, over another)
+// or placed it twice.
+TEST(ParamStore, PlacementPredicateIsAskedOncePerTensor) {
+  ParamStore s;
+  for (const char* name : {"a", "b", "c"}) s.add({name, {10}, Init::ones(), true});
+  int calls = 0;
+  s.allocate(ExecContext::cpu(), [&](const ParamSpec&) { return calls++ % 2 == 0; });
+  EXPECT_EQ(calls, 3);
+  // a and c (asked first and third) go last.
+  EXPECT_EQ(s.entry("b").offset, 0);
+  EXPECT_EQ(s.place_last_offset(), s.entry("a").offset);
+  const auto& e = s.entries();
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    EXPECT_GE(e[i].offset, 0) << e[i].spec.name;
+    EXPECT_LE(e[i].offset + e[i].numel, s.flat_numel()) << e[i].spec.name;
+    for (std::size_t j = 0; j < i; ++j) {
+      const bool disjoint =
+          e[i].offset >= e[j].offset + e[j].numel || e[j].offset >= e[i].offset + e[i].numel;
+      EXPECT_TRUE(disjoint) << e[j].spec.name << " and " << e[i].spec.name << " overlap";
+    }
+  }
+}
+
+// A tensor of no elements shares the next placed tensor's offset; it covers nothing, so it
+// does not widen range_of (review, 2026-12-06: {w, empty} reached x's start, and {e, b}
+// with b placed last reached over k).
+TEST(ParamStore, TensorsOfNoElementsDoNotWidenARange) {
+  ParamStore s;
+  s.add({"w", {4}, Init::ones(), true});
+  s.add({"empty", {0}, Init::ones(), true});
+  s.add({"x", {4}, Init::ones(), true});
+  s.allocate();
+  EXPECT_EQ(s.range_of({"w", "empty"}), s.entry("w").range());
+  EXPECT_EQ(s.range_of({"empty", "x"}), s.entry("x").range());
+  EXPECT_EQ(s.range_of({"empty"}).count, 0);
+  EXPECT_EQ(s.padding_in(s.range_of({"w", "empty"})), std::vector<ParamRange>{});
+  ParamStore last;
+  last.add({"e", {0}, Init::ones(), true});
+  last.add({"b", {4}, Init::zeros(), false});
+  last.add({"k", {4}, Init::ones(), true});
+  last.allocate(ExecContext::cpu(), [](const ParamSpec& spec) { return spec.name == "b"; });
+  EXPECT_EQ(last.range_of({"e", "b"}), last.entry("b").range());
+  EXPECT_EQ(last.range_of({"e", "k"}), last.entry("k").range());
+}
+
 TEST(ParamStore, InitializersAreDeterministicPerName) {
   ParamStore a = make_store();
   a.allocate();
@@ -145,6 +191,36 @@ TEST(ParamStoreDeathTest, MisuseAborts) {
   s.allocate();
   EXPECT_DEATH(s.param("missing"), "no parameter named 'missing'");
   EXPECT_DEATH(s.add({"late", {1}, Init::zeros(), true}), "after allocate");
+}
+
+// Review, 2026-12-06: the layout's size in bytes wrapped, and a tensor of 2^62 + 16 floats was
+// "allocated" in 256 bytes.
+TEST(ParamStoreDeathTest, LayoutsPastTwoToThe63BytesAbort) {
+  EXPECT_DEATH(
+      {
+        ParamStore s;
+        s.add({"w", {(std::int64_t{1} << 62) + 16}, Init::zeros(), true});
+        s.allocate();
+      },
+      "parameter 'w' of shape \\[4611686018427387920\\] \\(4611686018427387920 floats\\) at "
+      "offset 0 takes the flat layout past 2\\^63 bytes");
+  // Each fits alone; together they take 2^63 bytes.
+  EXPECT_DEATH(
+      {
+        ParamStore s;
+        s.add({"a", {std::int64_t{1} << 60}, Init::zeros(), true});
+        s.add({"b", {std::int64_t{1} << 60}, Init::zeros(), true});
+        s.allocate();
+      },
+      "parameter 'b' .* at offset 1152921504606846976 takes the flat layout past 2\\^63 bytes");
+  // Rounding up to the alignment is what passes INT64_MAX.
+  EXPECT_DEATH(
+      {
+        ParamStore s;
+        s.add({"max", {INT64_MAX - 1}, Init::zeros(), true});
+        s.allocate();
+      },
+      "parameter 'max' .* past 2\\^63 bytes");
 }
 
 }  // namespace

@@ -108,6 +108,16 @@ TEST(TensorDeathTest, SizesThatWouldWrapAreRefused) {
   EXPECT_DEATH(t.flat_range(INT64_MAX, 1), "flat range of 1 at 9223372036854775807 out of range");
   EXPECT_DEATH(t.flat_range(4, INT64_MAX), "out of range");
   EXPECT_EQ(t.flat_range(12, 4).numel(), 4);
+  // f32[2^62] is 2^64 bytes: nbytes() wrapped to 0, and a buffer's size within its alignment
+  // of SIZE_MAX rounded up to 0, giving a "buffer" of SIZE_MAX - 10 bytes.
+  const Tensor huge(nullptr, DType::kF32, {std::int64_t{1} << 62});
+  EXPECT_DEATH((void)huge.nbytes(),
+               "tensor f32\\[4611686018427387904\\] cpu holds more than 2\\^64 bytes");
+  EXPECT_EQ(Tensor(nullptr, DType::kF32, {std::int64_t{1} << 61}).nbytes(), std::size_t{1} << 63);
+  EXPECT_DEATH(Buffer::host(SIZE_MAX - 10),
+               "host buffer of 18446744073709551605 bytes: rounding up to a multiple of 256 "
+               "passes SIZE_MAX");
+  EXPECT_DEATH(Buffer::host(SIZE_MAX - 10, /*zeroed=*/true), "rounding up .* passes SIZE_MAX");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/element_blocks.h"
 #include "core/profile.h"
+#include "layers/relu_math.h"
 #include "layers/vector_math.h"
 
 #if SPARQ_HAS_CUDA
@@ -24,7 +25,7 @@ template <typename T>
 void relu_forward(const T* x, T* y, std::int64_t n) {
   for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
 #pragma omp simd
-    for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+    for (std::int64_t i = begin; i < end; ++i) y[i] = relu_math::forward(x[i]);
   });
 }
 
@@ -32,7 +33,7 @@ template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t n) {
   for_each_element_block(n, kParallelMin, [&](std::int64_t begin, std::int64_t end) {
 #pragma omp simd
-    for (std::int64_t i = begin; i < end; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+    for (std::int64_t i = begin; i < end; ++i) dx[i] = relu_math::backward(y[i], dy[i]);
   });
 }
 

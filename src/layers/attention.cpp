@@ -1,8 +1,11 @@
 #include "layers/attention.h"
 
+#include <cmath>
+
 #include "core/check.h"
 #include "core/profile.h"
 #include "core/threading.h"
+#include "layers/dropout_mask.h"
 
 #if SPARQ_HAS_CUDA
 #include "core/cuda/device_resources.h"
@@ -22,6 +25,15 @@ MultiHeadAttention::MultiHeadAttention(std::string prefix, Config config)
               name_, c.seq, c.max_batch);
   SPARQ_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "{}: dropout must be in [0, 1), got {}",
               name_, c.dropout);
+  // Attention dropout draws one Philox value per score, at offsets below 2^kStepShift within a
+  // step (DropoutKey, dropout_mask.h): more scores would reuse the next step's draws (review,
+  // 2026-12-06; reachable from n_ctx 65536 with 256 rows of heads).
+  const double scores = static_cast<double>(c.max_batch) * static_cast<double>(c.heads) *
+                        static_cast<double>(c.seq) * static_cast<double>(c.seq);
+  SPARQ_CHECK(c.dropout == 0.0f || scores < std::ldexp(1.0, DropoutKey::kStepShift),
+              "{}: attention dropout over {} x {} heads x {}^2 scores passes the 2^{} draws a "
+              "step holds; set the attention dropout to 0 or use fewer rows",
+              name_, c.max_batch, c.heads, c.seq, DropoutKey::kStepShift);
   allocate_buffers();
 }
 

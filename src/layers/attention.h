@@ -60,7 +60,8 @@ class MultiHeadAttention : public LayerBase {
   // Attention probabilities of the last forward, [B, H, T, T] (before dropout), for tests
   // and inspection. On the CPU they are rebuilt from the cache into an area allocated on the
   // first call (not counted in cache_bytes; training never calls this); on CUDA, a view of
-  // the cache.
+  // the cache. The CPU rebuild reads the last forward's padding mask through its view, so
+  // call it while the batch that forward saw is alive.
   Tensor probs() const;
   // Memory kept from forward to backward; the workspace (shared or not) is apart.
   std::size_t cache_bytes() const { return cache_.size(); }

@@ -4,10 +4,12 @@
 //
 // Gradients: see Note [Gradient rule] (layers/param_set.h).
 //
-// Fast path: 3x3 kernels with stride 1, padding 1, dilation 1 (all of VGG's) run Winograd
-// F(2x2, 3x3) (layers/conv3x3_winograd.h), measured ~2x faster than im2col + GEMM on VGG-16;
-// its workspace is one buffer shared by all such layers (layers/conv3x3_scratch.h).
-// Every other geometry takes the general path below.
+// Fast path: 3x3 kernels with stride 1, padding 1, dilation 1 and enough input channels on
+// maps not too wide (winograd3x3_applies: all of VGG-16's but the first layer, whose 3 input
+// channels take the general path) run Winograd F(4x4, 3x3), or F(2x2, 3x3) on small maps
+// (layers/conv3x3_winograd.h), measured ~2x faster than im2col + GEMM on VGG-16; its
+// workspace is one buffer shared by all such layers (layers/conv3x3_scratch.h). Every other
+// geometry takes the general path below.
 //
 // General path: im2col + GEMM, parallel over images. Forward and the input gradient give each
 // image to one thread with its own column matrix [C*R*S, Ho*Wo] (a "slot") and a

@@ -1,7 +1,8 @@
 // One host workspace shared by every CPU Conv2d on the 3x3 fast path (conv3x3_winograd.h).
 // Layers run one at a time, so a buffer the size of the largest layer's need serves them all:
-// VGG-16 at 32x32 needs 24 MB for its largest layer, against ~110 MB if each of its 13
-// convolutions kept its own (the transformed weights of the 512-channel layers dominate).
+// VGG-16 at 32x32 needs about 47 MB for its largest layers (conv3x3_winograd.h), against
+// several times that if each of its fast-path convolutions kept its own (the transformed
+// weights of the 512-channel layers dominate).
 //
 // A layer takes a Reservation when it is built (or bound back to the CPU) and drops it when
 // destroyed or bound to CUDA; the buffer is resized only then, to the largest live

@@ -24,8 +24,9 @@
 // of threads.
 //
 // Workspace (winograd3x3_workspace_elems): U or dU, a^2*K*C, then the chunk's transformed
-// input and product, a^2*(C+K)*chunk tiles. VGG-16 at 32x32: 6M floats (24 MB) for the
-// largest layer (512 channels); Conv2d shares one such buffer between all its fast-path
+// input and product, a^2*(C+K)*chunk tiles. VGG-16 at 32x32: about 11.8M floats (47 MB)
+// for its largest layers (512 channels on F(4x4), whose U alone is 36 * 512 * 512 floats;
+// measured in review, 2026-12-06); Conv2d shares one such buffer between all its fast-path
 // layers (conv2d.h).
 #pragma once
 

@@ -37,9 +37,9 @@ class LmHeadSlot {
   // Whether the head runs fused on `device`.
   bool fused_on(Device device) const { return fused_ && device == Device::kCPU; }
 
-  // Reserves the slot the context's device needs in `arena` (before arena.allocate; once per
-  // kind, so binding again reserves nothing new) and binds the fused head to the context, or
-  // drops it. Returns fused_on(the context's device).
+  // Reserves the slot the context's device needs in `arena` (before arena.allocate, which a
+  // model does once: Model::bind) and binds the fused head to the context, or drops it.
+  // Returns fused_on(the context's device).
   bool bind(ActivationArena& arena, const ExecContext& ctx);
 
   // What the head adds to a model's activation memory on `device`, with the arena's other

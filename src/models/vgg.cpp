@@ -8,6 +8,26 @@
 
 namespace sparq {
 
+Status Vgg::check_training_batch(const ModelConfig& c, std::int64_t micro_batch) {
+  std::int64_t side = c.image_size;
+  int conv_index = 0;
+  for (const std::int64_t item : c.layout) {
+    if (item == ModelConfig::kPool) {
+      side /= 2;
+      continue;
+    }
+    if (micro_batch * side * side <= 1) {
+      return Status::error(
+          "{}: features.{}.bn would normalise one value per channel ({} image(s) of {}x{}): "
+          "training batch norm needs more; raise train.micro_batch or end model.layout with "
+          "a max-pool before that stage",
+          c.spec, conv_index, micro_batch, side, side);
+    }
+    ++conv_index;
+  }
+  return Status::ok();
+}
+
 Vgg::Vgg(const ModelConfig& c, RunShape shape) : Model(c, shape) {
   const std::int64_t batch = shape.micro_batch;
   std::int64_t channels = c.in_channels, side = c.image_size, widest = 0;

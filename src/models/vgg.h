@@ -32,6 +32,11 @@ namespace sparq {
 class Vgg : public Model {
  public:
   Vgg(const ModelConfig& config, RunShape shape);
+  // Training batch norm needs more than one value per channel: a conv stage on a 1x1 map
+  // with micro-batches of one image aborted at the first step (review, 2026-12-06). An error
+  // naming the stage, for the trainer to check before building (its dry run builds for
+  // one row).
+  static Status check_training_batch(const ModelConfig& config, std::int64_t micro_batch);
 
   void declare(ParamStore& store) const override;
   float forward(const Batch& batch) override;

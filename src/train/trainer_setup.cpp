@@ -12,6 +12,7 @@
 #include "comm/nccl_queue.h"
 #include "core/tensor_copy.h"
 #include "core/threading.h"
+#include "models/vgg.h"
 #include "train/hf_gpt2.h"
 #include "train/safetensors.h"
 #include "train/trainer.h"
@@ -39,6 +40,9 @@ Status Trainer::build(const Options& options) {
                                                                     : GemmPrecision::kF32));
       stager_ = std::make_unique<BatchStager>(*context_, c.train.accumulation + 1);
     }
+  }
+  if (c.model.arch == ModelArch::kVgg) {
+    SPARQ_RETURN_IF_ERROR(Vgg::check_training_batch(c.model, c.train.micro_batch));
   }
   SPARQ_ASSIGN_OR_RETURN(model_,
                          make_model(c.model, {rows, lm ? c.data.seq_len : 0, c.train.device}));

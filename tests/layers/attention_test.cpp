@@ -63,6 +63,14 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// Attention dropout's draws of one step lie below 2^40 (DropoutKey): 128 rows x 2 heads x
+// 65536^2 scores would have reused the next step's masks without a word (review, 2026-12-06).
+TEST(MultiHeadAttentionDeathTest, DropoutOverMoreScoresThanAStepDrawsIsRefused) {
+  EXPECT_DEATH(MultiHeadAttention("attn", {8, 2, 65536, 128, true, 0.1f, 0}),
+               "attn: attention dropout over 128 x 2 heads x 65536\\^2 scores passes the "
+               "2\\^40 draws a step holds");
+}
+
 TEST(MultiHeadAttention, TwoBackwardCallsAccumulateAndDropoutRepeats) {
   MultiHeadAttention mha("attn", {8, 2, 6, 2, true, 0.2f, 4});
   ParamStore store = testing::bind_layers(mha);

@@ -80,6 +80,11 @@ TEST(Activations, HandComputedForward) {
   std::vector<float> x{-1, 0, 2}, y(3);
   Relu().forward(testing::view(x, {3}), testing::view(y, {3}));
   EXPECT_EQ(y, (std::vector<float>{0, 0, 2}));
+  // NaN passes through, as in PyTorch; it became 0, hiding a NaN from the loss (review).
+  std::vector<float> nan_in{std::nanf(""), -1.0f}, nan_out(2);
+  Relu().forward(testing::view(nan_in, {2}), testing::view(nan_out, {2}));
+  EXPECT_TRUE(std::isnan(nan_out[0]));
+  EXPECT_EQ(nan_out[1], 0.0f);
   Gelu(GeluKind::kErf).forward(testing::view(x, {3}), testing::view(y, {3}));
   // x * Phi(x): Phi(-1) = 0.158655, Phi(2) = 0.977250.
   EXPECT_NEAR(y[0], -0.158655f, 1e-5);

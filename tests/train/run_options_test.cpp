@@ -1,7 +1,8 @@
 // run_training() refuses before any step what used to fail later or not at all (review,
 // 2026-12-05): a dry run with stop_at or an export (dropped without a word), a malformed
-// SPARQ_FAULT (which aborted the process at the first step of an embedder's run), and a
-// checkpoint directory that cannot be made (found at the final save).
+// SPARQ_FAULT (which aborted the process at the first step of an embedder's run), a
+// checkpoint directory that cannot be made (found at the final save), and a VGG batch norm
+// that would see one value per channel (2026-12-06: an abort at the first step).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -52,6 +53,34 @@ TEST(RunOptions, AMalformedFaultSpecIsAStatusNotAnAbort) {
         std::exit(named ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
+}
+
+// A VGG conv stage on a 1x1 map with micro-batches of one image gives its batch norm one value
+// per channel: the first step aborted the process (review, 2026-12-06). Refused before any
+// step, naming the stage and the keys; two images train.
+TEST(RunOptions, AVggBatchNormOfOneValuePerChannelIsRefusedBeforeAnyStep) {
+  const std::string yaml =
+      "model: {preset: vgg-tiny, layout: '16,M,16,M,16,M,16,M,16,M,16'}\n"
+      "data: {source: synthetic_images, synthetic: {train_images: 16, eval_images: 4}}\n"
+      "optim: {name: sgd, lr: 0.01}\n"
+      "train: {steps: 1, eval_batches: 1}\nlog: {progress_interval: 0}\n";
+  for (const int micro_batch : {1, 2}) {
+    auto config = train::parse_train_config(yaml, "vgg_one_pixel",
+                                            {"train.micro_batch=" + std::to_string(micro_batch)});
+    ASSERT_TRUE(config.is_ok()) << config.status().message();
+    auto comm = train::make_communicator(config->comm).value();
+    auto run = train::run_training(*config, *comm, {});
+    if (micro_batch == 2) {
+      EXPECT_TRUE(run.is_ok()) << run.status().message();
+      continue;
+    }
+    ASSERT_FALSE(run.is_ok());
+    EXPECT_NE(run.status().message().find(
+                  "features.5.bn would normalise one value per channel (1 image(s) of 1x1): "
+                  "training batch norm needs more; raise train.micro_batch"),
+              std::string::npos)
+        << run.status().message();
+  }
 }
 
 // A checkpoint directory that cannot be made was found at the end of the run, whose trained

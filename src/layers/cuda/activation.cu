@@ -2,16 +2,17 @@
 
 #include "layers/cuda/activation_cuda.h"
 #include "layers/cuda/dense_launch.h"
+#include "layers/relu_math.h"
 
 namespace sparq::cuda {
 namespace {
 
-// The functors are the CPU loops' bodies (layers/activation.cpp).
+// The functors are the CPU loops' bodies (layers/activation.cpp; ReLU's in relu_math.h).
 struct ReluOp {
-  __device__ float operator()(float v) const { return v > 0.0f ? v : 0.0f; }
+  __device__ float operator()(float v) const { return relu_math::forward(v); }
 };
 struct ReluGradOp {
-  __device__ float operator()(float y, float dy) const { return y > 0.0f ? dy : 0.0f; }
+  __device__ float operator()(float y, float dy) const { return relu_math::backward(y, dy); }
 };
 struct GeluTanhOp {
   __device__ float operator()(float v) const { return gelu_tanh(v); }

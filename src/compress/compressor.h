@@ -145,6 +145,10 @@ struct MatrixSegment {
   std::size_t offset = 0;  // in floats, inside the bucket
   std::size_t rows = 0;
   std::size_t cols = 0;
+  // The whole rows of a tensor the bucket plan split, in this bucket: a piece with fewer rows
+  // than powersgd's rank is sent dense rather than refused (the rank suits the tensor; the
+  // cut made the piece).
+  bool piece = false;
 };
 
 enum class DecodeMode { kSet, kAdd };  // out = alpha * D(m)   or   out += alpha * D(m)

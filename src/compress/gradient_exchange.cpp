@@ -23,7 +23,8 @@ namespace {
 // bucket_mb, such as a big vocabulary's embedding) contributes the whole rows that lie in
 // this bucket, a matrix [rows here, cols] of its own (DDP's PowerSGD hook compresses such a
 // tensor whole; sending it dense cost gpt2-30m's 19.3M-element wte 77 MB a step). The fringe
-// of partial rows at a cut, and 1-D tensors, stay dense.
+// of partial rows at a cut, a piece with fewer rows than powersgd's rank (MatrixSegment::piece)
+// and 1-D tensors stay dense.
 std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::Bucket& bucket) {
   std::vector<MatrixSegment> segments;
   for (const ParamEntry& e : store.entries()) {
@@ -37,11 +38,10 @@ std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::
     const std::int64_t end_row = (hi - e.offset) / cols;
     if (end_row <= first_row) continue;
     const bool whole = lo == e.offset && hi == e.offset + e.numel;
-    segments.push_back({whole ? e.spec.name
-                              : fmt::format("{} rows {}..{}", e.spec.name, first_row, end_row),
-                        static_cast<std::size_t>(e.offset + first_row * cols - bucket.range.offset),
-                        static_cast<std::size_t>(end_row - first_row),
-                        static_cast<std::size_t>(cols)});
+    segments.push_back(
+        {whole ? e.spec.name : fmt::format("{} rows {}..{}", e.spec.name, first_row, end_row),
+         static_cast<std::size_t>(e.offset + first_row * cols - bucket.range.offset),
+         static_cast<std::size_t>(end_row - first_row), static_cast<std::size_t>(cols), !whole});
   }
   return segments;
 }

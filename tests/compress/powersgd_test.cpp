@@ -153,6 +153,21 @@ TEST(PowerSgd, StateOfAnotherRankIsRefusedNotReadPastItsEnd) {
   EXPECT_TRUE(rank_2->load_state(empty_state).is_ok());
 }
 
+// A piece of a tensor the bucket plan split can hold fewer rows than the rank: it goes dense,
+// where the whole run was refused naming the piece ('rank: 40 exceeds min(rows, cols) = 17 of
+// tensor h.2.mlp.proj.weight rows 0..17', review). A whole tensor is still refused.
+TEST(PowerSgd, APieceWithFewerRowsThanTheRankGoesDense) {
+  auto c = make_psgd({{"rank", "4"}});
+  // Both above min_compress_numel (4096), so only the rank decides.
+  const Status pieces =
+      c->set_layout(10000, {{"w rows 0..2", 0, 2, 2500, true}, {"v", 5000, 64, 64, false}});
+  ASSERT_TRUE(pieces.is_ok()) << pieces.message();
+  ASSERT_EQ(c->matrices().size(), 1u);
+  EXPECT_EQ(c->matrices()[0].name, "v");
+  auto whole = make_psgd({{"rank", "4"}});
+  EXPECT_FALSE(whole->set_layout(10000, {{"w", 0, 2, 2500, false}}).is_ok());
+}
+
 // No bytes at all is StateMerge's "reset to its initial value" (an elastic resume whose plan
 // moved the bucket): the compressor continues as a fresh one. It failed with "saved state
 // truncated", which ended the resume.

@@ -165,7 +165,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "prepare_data: {}\n", fault.message());  // before any file is written
     return 2;
   }
-  if (!verify.empty()) return verify_shards(verify);
+  if (!verify.empty()) {
+    // --verify reads shards and writes nothing: any flag of the other modes would be dropped
+    // without a word (`--verify t.bin --markov-tokens 5 --out d` exited 0, writing nothing;
+    // review, 2026-12-06).
+    for (const char* flag :
+         {"--tokenizer", "--vocab-dir", "--input", "--out", "--name", "--val-fraction", "--format",
+          "--threads", "--markov-tokens", "--markov-vocab", "--markov-order", "--markov-branching",
+          "--markov-smoothing", "--seed"}) {
+      if (app.count(flag) > 0) {
+        fmt::print(stderr, "prepare_data: --verify only reads shards: {} does not apply\n", flag);
+        return 2;
+      }
+    }
+    return verify_shards(verify);
+  }
   // Checked here for both paths (text and --markov-tokens): a fraction of 1 or more made the
   // Markov path's train count wrap around into a huge allocation.
   if (const sparq::Status split = sparq::data::check_split_options(options); !split.is_ok()) {

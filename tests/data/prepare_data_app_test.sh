@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end checks of the prepare_data binary: a synthetic shard is written and verifies;
 # the same shard with one flipped byte, or cut short, is rejected with a clear message; bad
-# --val-fraction and --name values are refused. Text inputs (a tiny WordPiece vocabulary,
-# no shared data): train.bin and val.bin are replaced together or not at all (injected
-# faults), an empty val.bin is refused, output inside the input is not read back, and an
-# unreadable subdirectory is an error, not a crash.
+# --val-fraction and --name values are refused, as are flags --verify never reads. Text
+# inputs (a tiny WordPiece vocabulary, no shared data): train.bin and val.bin are replaced
+# together or not at all (injected faults), an empty val.bin is refused, output inside the
+# input is not read back, and an unreadable subdirectory is an error, not a crash.
 #   prepare_data_app_test.sh PREPARE_DATA
 set -uo pipefail
 BIN=$1
@@ -16,6 +16,10 @@ out=$("$BIN" --markov-tokens 20000 --markov-vocab 50 --val-fraction 0.1 --out "$
 grep -q "entropy rate" <<<"$out" || fail "no entropy rate reported: $out"
 out=$("$BIN" --verify "$T/train.bin" "$T/val.bin" 2>&1) || fail "verify of a good shard failed: $out"
 grep -q "train.bin: ok, 18000 tokens" <<<"$out" || fail "unexpected verify output: $out"
+# --verify writes nothing: another mode's flag is refused (exit 2), not dropped.
+out=$("$BIN" --verify "$T/train.bin" --markov-tokens 5 --out "$T/v" 2>&1)
+[ $? -eq 2 ] || fail "--verify with --markov-tokens: exit not 2: $out"
+grep -q -- "--verify only reads shards: --out does not apply" <<<"$out" || fail "unclear --verify refusal: $out"
 
 cp "$T/train.bin" "$T/flipped.bin"
 # No token of a 50-word vocabulary has a 0xff byte, so this always changes the payload.

@@ -334,12 +334,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     if (summary.steps_run > 0 && !saved) SPARQ_RETURN_IF_ERROR(save_checkpoint());
   }
   if (!summary.stopped_early) {
-    summary.eval = evaluate();
-    if (is_root()) {
-      spdlog::info("{}", format_eval(summary.eval));
-      metrics_.write(to_json(summary.eval));
-    }
-    if (options_.on_eval) options_.on_eval(summary.eval);
+    // The checkpoint first: the evaluation changes nothing it holds (the evaluation data are
+    // rewound each time), and a run stopped during a long final evaluation kept only its last
+    // periodic checkpoint (review, 2026-12-06).
     if (!c.train.checkpoint_dir.empty()) {
       // A run resumed from its final checkpoint (to evaluate it again) does not rewrite it: the
       // rewrite would first clear its COMPLETE marker, and a failure then would leave nothing
@@ -356,6 +353,12 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                      resumed_from_);
       }
     }
+    summary.eval = evaluate();
+    if (is_root()) {
+      spdlog::info("{}", format_eval(summary.eval));
+      metrics_.write(to_json(summary.eval));
+    }
+    if (options_.on_eval) options_.on_eval(summary.eval);
   }
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);
   if (!losses.empty()) {

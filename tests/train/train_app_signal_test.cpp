@@ -4,7 +4,8 @@
 // 128 + the signal, and resume to the uninterrupted run's parameters, bit for bit. Before,
 // the signal killed the ranks and every step since the last checkpoint was lost. Also
 // --stop-at at its boundaries: at train.steps (no final evaluation or checkpoint, as
-// documented) and below the resumed step (refused).
+// documented) and below the resumed step (refused); and the final checkpoint is written
+// before the final evaluation.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -85,6 +86,11 @@ TEST(TrainAppSignals, SigtermStopsOneProcessAfterSavingItsStep) {
   const fs::path dir = sparq::testing::scratch_dir("train_signal", "term");
   const ProcessResult full = run_train(0, long_run(dir, "full"));
   ASSERT_EQ(full.exit_code, 0) << full.output;
+  // The final checkpoint comes before the final evaluation, so a signal during a long
+  // evaluation finds the last step saved (it came after).
+  const std::size_t saved = full.output.find("checkpoint of step 200 written");
+  ASSERT_NE(saved, std::string::npos) << full.output;
+  EXPECT_LT(saved, full.output.find("eval at step 200")) << full.output;
   const ProcessResult stopped =
       interrupt("OMP_NUM_THREADS=1 " + std::string(SPARQ_TRAIN_APP) + " " + long_run(dir, "cut"),
                 dir / "cut.jsonl", "TERM");

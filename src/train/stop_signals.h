@@ -7,8 +7,9 @@
 // A signal reaches the ranks of a job at different moments (mpirun forwards it to each,
 // Slurm signals each task), so no rank may act on its own: each step boundary every rank
 // adds the signal it holds to a 64-slot count (one 256-byte allreduce on the control engine,
-// only in runs that poll), and all stop after the same step, taking the lowest signal number
-// any rank holds. Nothing is cut short: a step, an evaluation or a checkpoint in progress
+// only in runs that poll; on comm.emulate's link it pays that link's price once a step, as a
+// real network would), and all stop after the same step, taking the lowest signal number any
+// rank holds. Nothing is cut short: a step, an evaluation or a checkpoint in progress
 // finishes first. A second signal of the same process gets the default action at once, so
 // a stop that hangs can still be ended. Under mpirun, SIGINT and SIGTERM of mpirun itself
 // reach the ranks as SIGTERM followed by SIGKILL one second later (Open MPI's

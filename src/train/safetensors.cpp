@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/file_io.h"
+#include "data/unicode.h"
 #include "train/json_subset.h"
 
 namespace sparq::train {
@@ -162,7 +163,17 @@ Result<SafetensorsFile> SafetensorsFile::read(const std::string& path) {
   }
   f.data_begin_ = 8 + header_len;
   const std::uint64_t data_bytes = b.size() - f.data_begin_;
-  auto doc = parse_json(std::string_view(b).substr(8, header_len));
+  const std::string_view header = std::string_view(b).substr(8, header_len);
+  // JSON text is UTF-8, and the reference loader refuses a header that is not: a tensor name
+  // of other bytes was accepted here and the file refused there (review, 2026-12-06).
+  for (std::size_t pos = 0; pos < header.size();) {
+    int length = 1;
+    if (data::decode_utf8(header, pos, &length) == data::kInvalidCodePoint) {
+      return Status::error("safetensors '{}': the header is not UTF-8 (byte {} of it)", path, pos);
+    }
+    pos += static_cast<std::size_t>(length);
+  }
+  auto doc = parse_json(header);
   if (!doc.is_ok()) return doc.status().with_context("safetensors '" + path + "'");
   if (doc->kind != Json::Kind::kObject) {
     return Status::error("safetensors '{}': the header is not a JSON object", path);

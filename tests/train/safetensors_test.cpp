@@ -365,6 +365,12 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   EXPECT_TRUE(contains(s, "the header does not begin with '{'")) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[01],"data_offsets":[0,4]}})", 4);
   EXPECT_TRUE(contains(s, "a leading zero")) << s.message();
+  // A header that is not UTF-8 (a Latin-1 name), which the reference loader refuses; so does
+  // this reader since review, 2026-12-06. A UTF-8 name is read.
+  s = with_header("{\"caf\xe9\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+  EXPECT_TRUE(contains(s, "the header is not UTF-8 (byte 5 of it)")) << s.message();
+  s = with_header("{\"caf\xc3\xa9\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+  EXPECT_TRUE(s.is_ok()) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", 0);
   EXPECT_TRUE(s.is_ok()) << s.message();
   s = with_header(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", 4);

@@ -36,11 +36,13 @@ busy_pids=()
 stop_busy() { [[ ${#busy_pids[@]} -gt 0 ]] && kill "${busy_pids[@]}" 2>/dev/null; busy_pids=(); }
 trap stop_busy EXIT
 
-# One allreduce line of bench_comm; the sparq path's time per call (us) is field 4.
+# One allreduce line of bench_comm; the sparq path's time per call (us) is field 4. One round
+# of bench_comm's own (its default is 5 interleaved rounds since 2026-12-06): this script
+# alternates the idle and busy rounds itself.
 one_round() {
   # shellcheck disable=SC2086  # MPI_ARGS is a list of words
   "$HERE/cluster.sh" mpirun "$world" $MPI_ARGS -- "$bench" "$mib" --min-mib "$mib" \
-    --ops allreduce --iters "$iters" | awk '$1 == "allreduce" {print $4}'
+    --ops allreduce --iters "$iters" --rounds 1 | awk '$1 == "allreduce" {print $4}'
 }
 
 idle=(); busy=()

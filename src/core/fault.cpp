@@ -30,16 +30,17 @@ struct PointInfo {
   std::string_view name;
   bool has_step;
   bool rank0_only;  // checkpoint.complete (rank 0 marks); prepare_data is one process
+  bool can_fail;    // the caller has a failure path for action=fail (else it never fires)
 };
 constexpr std::array<PointInfo, 8> kPoints = {{
-    {"checkpoint.write", true, false},
-    {"checkpoint.rename", true, false},
-    {"checkpoint.complete", true, true},
-    {"gradient.nonfinite", true, false},
-    {"exchange.compressed", true, false},
-    {"shard.close", false, true},
-    {"shard.rename", false, true},
-    {"comm.collective", false, false},
+    {"checkpoint.write", true, false, true},
+    {"checkpoint.rename", true, false, true},
+    {"checkpoint.complete", true, true, true},
+    {"gradient.nonfinite", true, false, true},
+    {"exchange.compressed", true, false, false},
+    {"shard.close", false, true, true},
+    {"shard.rename", false, true, true},
+    {"comm.collective", false, false, false},
 }};
 
 enum class Action { kExit, kKill, kStall, kFail };
@@ -153,6 +154,14 @@ Result<Spec> parse_spec(const std::string& spec) {
         "SPARQ_FAULT: step={} in '{}': {} is reached without a step, so the "
         "spec would never fire (use hit=N)",
         s.step, spec, s.point);
+  }
+  if (s.action == Action::kFail && !info.can_fail) {
+    // The caller ignored point()'s answer: the trial ran unfaulted and passed (review,
+    // 2026-12-06).
+    return Status::error(
+        "SPARQ_FAULT: action=fail in '{}': {} has no failure path, so the spec would never "
+        "fire (exit, kill or stall)",
+        spec, s.point);
   }
   if (s.rank > 0 && info.rank0_only) {
     return Status::error(

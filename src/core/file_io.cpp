@@ -95,6 +95,23 @@ Result<int> create_fresh_file(const std::string& path) {
   return fd;
 }
 
+Status check_file_can_be_written(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::error("{} '{}' is a folder, not a file name", what, path);
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  if (!std::filesystem::is_directory(folder, ec)) {
+    return Status::error("{} '{}': the folder '{}' does not exist", what, path, folder);
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    return Status::error("{} '{}': cannot create files in '{}': {}", what, path, folder,
+                         std::strerror(errno));
+  }
+  return Status::ok();
+}
+
 Status sync_directory(const std::string& dir) {
   const std::string name = dir.empty() ? "." : dir;
   const int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

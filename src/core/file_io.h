@@ -62,6 +62,11 @@ Status write_file_atomic(const std::string& path, std::string_view bytes,
 // one where the filesystem has no unnamed files.
 Result<int> create_fresh_file(const std::string& path);
 
+// Whether write_file_atomic(path, ...) could place a file at `path` now: its folder exists, is
+// a folder this process may create files in, and `path` is not a folder. For outputs written
+// at the end of long work, checked at its start. `what` names the path in the error.
+Status check_file_can_be_written(const std::string& path, const std::string& what);
+
 // fsyncs a directory, making the creation, rename or removal of its entries durable.
 // Filesystems that cannot fsync a directory (EINVAL) count as success.
 Status sync_directory(const std::string& dir);

@@ -6,9 +6,12 @@
 
 #include <cstdlib>
 
+#include "comm/agree.h"
+#include "comm/comm_engine.h"
 #include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
 #include "core/fault.h"
+#include "core/file_io.h"
 #include "sim/auto_plan.h"
 #include "train/safetensors.h"
 
@@ -148,6 +151,23 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
       check_model_follows_spec(config, config.origin.empty() ? "<in-code config>" : config.origin));
   if (effective_yaml(config) != config.resolved_yaml) {
     SPARQ_ASSIGN_OR_RETURN(config, validate_train_config(config_in));
+  }
+  if (!options.export_safetensors.empty()) {
+    // Rank 0 writes the export after training; a path it cannot write was found then, and a
+    // run without checkpoints lost its weights (review, 2026-12-06). Agreed on a start-up
+    // engine (the trainer's does not exist yet), so every rank stops alike.
+    Status writable;
+    if (comm.rank() == 0) {
+      writable = check_file_can_be_written(options.export_safetensors,
+                                           "export_safetensors (--export-safetensors)");
+    }
+    Status agreed;
+    comm::CommEngine startup(comm, {.timeout_s = config.comm.timeout_s, .name = "start-up"});
+    SPARQ_RETURN_IF_ERROR(startup.run("agree: the export path", -1, [&](comm::Communicator& c) {
+      agreed = comm::agree_on_errors(c, writable);
+      return Status::ok();
+    }));
+    SPARQ_RETURN_IF_ERROR(agreed);
   }
   SPARQ_ASSIGN_OR_RETURN(auto trainer, Trainer::create(config, comm, options.trainer));
   Trainer& t = *trainer;

@@ -16,7 +16,7 @@ TEST(Fault, FiltersByPointRankStepAndHit) {
   ASSERT_EQ(
       setenv("SPARQ_FAULT",
              "checkpoint.write,rank=1,hit=3,action=fail;gradient.nonfinite,step=7,action=fail;"
-             "comm.collective,hit=1,action=fail;comm.collective,hit=2,action=fail",
+             "shard.close,hit=1,action=fail;shard.close,hit=2,action=fail",
              1),
       0);
   ASSERT_TRUE(check_environment().is_ok()) << check_environment().message();
@@ -31,9 +31,9 @@ TEST(Fault, FiltersByPointRankStepAndHit) {
   EXPECT_FALSE(point("gradient.nonfinite", 6));
   EXPECT_TRUE(point("gradient.nonfinite", 7));
   // Two specs for one point each count every call: they fire on calls 1 and 2, not 1 and 3.
-  EXPECT_TRUE(point("comm.collective"));
-  EXPECT_TRUE(point("comm.collective"));
-  EXPECT_FALSE(point("comm.collective"));
+  EXPECT_TRUE(point("shard.close"));
+  EXPECT_TRUE(point("shard.close"));
+  EXPECT_FALSE(point("shard.close"));
 }
 
 // Each refused spec: the message must name what is wrong.
@@ -75,6 +75,11 @@ TEST(Fault, SpecsThatCouldNeverFireAreRefused) {
     expect_refused(std::string(point) + ",step=3", "is reached without a step");
   }
   expect_refused("checkpoint.complete,rank=1", "only rank 0 reaches checkpoint.complete");
+  // Points whose callers have no failure path: action=fail was accepted and the trial ran
+  // unfaulted (review, 2026-12-06).
+  for (const char* point : {"exchange.compressed,step=3", "comm.collective,hit=4"}) {
+    expect_refused(std::string(point) + ",action=fail", "has no failure path");
+  }
   expect_refused("shard.close,rank=2,action=fail", "only rank 0 reaches shard.close");
   EXPECT_TRUE(check_spec("shard.close,rank=0,hit=2;comm.collective,rank=3").is_ok());
 }

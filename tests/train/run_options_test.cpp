@@ -55,6 +55,27 @@ TEST(RunOptions, AMalformedFaultSpecIsAStatusNotAnAbort) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// An export path that cannot be written was found after the whole run (and without
+// checkpoints the weights were lost; review, 2026-12-06): now before the first step.
+TEST(RunOptions, AnExportPathThatCannotBeWrittenIsRefusedBeforeAnyStep) {
+  const train::TrainConfig config = tiny_config();
+  auto comm = train::make_communicator(config.comm).value();
+  train::RunOptions options;
+  int steps = 0;
+  options.trainer.on_step = [&](const train::StepMetrics&) { ++steps; };
+  options.export_safetensors = ::testing::TempDir() + "/no_such_folder/x.safetensors";
+  auto refused = train::run_training(config, *comm, options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("no_such_folder' does not exist"), std::string::npos)
+      << refused.status().message();
+  options.export_safetensors = ::testing::TempDir();
+  refused = train::run_training(config, *comm, options);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("is a folder, not a file name"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(steps, 0);
+}
+
 // A VGG conv stage on a 1x1 map with micro-batches of one image gives its batch norm one value
 // per channel: the first step aborted the process (review, 2026-12-06). Refused before any
 // step, naming the stage and the keys; two images train.

@@ -66,10 +66,21 @@ Result<int> rank_device_ordinal(const LocalRank& local, int visible, const char*
 
 Result<std::unique_ptr<ExecContext>> open_rank_device(const LocalRank& local,
                                                       GemmPrecision precision) {
+#if !SPARQ_HAS_CUDA
+  // Without this, a build without CUDA said "this process sees no GPU" on a GPU host too
+  // (new-user review, 2026-12-06).
+  (void)local;
+  (void)precision;
+  return Status::error(
+      "train.device: cuda, but this sparq was built without CUDA (sparq_info: 'CUDA: not "
+      "built'; the CUDA toolkit was not found when it was configured): rebuild where nvcc is "
+      "installed, or use train.device: cpu");
+#else
   SPARQ_ASSIGN_OR_RETURN(const int ordinal,
                          rank_device_ordinal(local, ExecContext::cuda_device_count(),
                                              std::getenv("CUDA_VISIBLE_DEVICES")));
   return ExecContext::create_cuda(ordinal, precision);
+#endif
 }
 
 }  // namespace sparq::train

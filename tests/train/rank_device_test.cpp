@@ -39,6 +39,20 @@ TEST(RankDevice, TooFewGpusAreRefusedNamingTheCounts) {
       << none.message();
 }
 
+// A build without CUDA says so, where it said "this process sees no GPU" on a GPU host too
+// (new-user review, 2026-12-06). A CUDA build opens the device instead (tests/train's cuda
+// tests).
+TEST(RankDevice, ABuildWithoutCudaSaysSo) {
+#if SPARQ_HAS_CUDA
+  GTEST_SKIP() << "built with CUDA";
+#else
+  const Status s = open_rank_device(local(0, 1), GemmPrecision::kF32).status();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("this sparq was built without CUDA"), std::string::npos)
+      << s.message();
+#endif
+}
+
 // The node's size comes from the launcher that gave the rank: Open MPI's local rank inside a
 // Slurm allocation took SLURM_NTASKS_PER_NODE (the allocation's) when Open MPI's local size
 // was missing (review, 2026-12-06).

@@ -327,9 +327,16 @@ std::string Trainer::describe() const {
     s += "           note: " + unread + "\n";
   std::string params;
   for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
-  s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
-                   c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
-                   c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  if (c.compress.compress.compression_off()) {
+    // Error feedback and the warm-up do nothing without a compressor: saying "error feedback
+    // on" suggested a residual that is never kept (new-user review, 2026-12-06).
+    s += fmt::format("compress:  none (every bucket averaged in f32), overlap {}\n",
+                     c.comm.overlap ? "on" : "off");
+  } else {
+    s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
+                     c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
+                     c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+  }
   if (c.compress.compress.name == "dgc") {
     // optim.momentum must be 0 with dgc (it applies momentum itself), so whatever dgc does not
     // compress trains by plain SGD: say so rather than leave it to be found in the losses.

@@ -283,6 +283,17 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
   SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files,
                          expand_inputs(options.inputs, options.out_dir));
   std::error_code ec;
+  // A folder this run made is removed again when the run fails before writing into it: a
+  // refusal (an empty val.bin, no documents) left an empty --out folder behind (new-user
+  // review, 2026-12-06). remove() takes only an empty folder.
+  struct RemoveIfLeftEmpty {
+    fs::path dir;
+    bool armed;
+    ~RemoveIfLeftEmpty() {
+      std::error_code ignored;
+      if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
+    }
+  } made{options.out_dir, !fs::exists(options.out_dir, ec)};
   fs::create_directories(options.out_dir, ec);
   if (ec)
     return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());

@@ -106,6 +106,7 @@ printf 'the cat\nsat\n' >"$T/two.txt"
 out=$(prep --input "$T/two.txt" --out "$T/e" --val-fraction 0.3 2>&1) && fail "an empty val.bin was accepted: $out"
 grep -q "floor(2 x 0.3) = 0 of the 2 documents of '$T/two.txt'" <<<"$out" || fail "unclear empty-val message: $out"
 [ ! -e "$T/e/val.bin" ] && [ ! -e "$T/e/train.bin" ] || fail "files written by a failed run"
+[ ! -e "$T/e" ] || fail "the --out folder a failed run made was left behind"
 
 # Output inside the input folder is not read back by the next run; hidden entries are skipped.
 first=$(prep --input "$T/in" --out "$T/in/out" | grep '^documents') || fail "run inside the input failed"

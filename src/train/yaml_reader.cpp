@@ -137,6 +137,9 @@ Result<YamlReader> YamlReader::from_string(const std::string& text, const std::s
 }
 
 Status YamlReader::fail(const std::string& key, const std::string& what) const {
+  const std::string set = overridden_by(key);
+  if (set == key) return Status::error("--set {}: {}", key, what);
+  if (!set.empty()) return Status::error("--set {}: {}: {}", set, key, what);
   return Status::error("{}: {}: {}", origin_, key, what);
 }
 
@@ -189,7 +192,15 @@ Status YamlReader::set_override(const std::string& assignment) {
     walk.reset(next);
   }
   walk[parts.back()] = value;
+  overridden_.insert(key);
   return Status::ok();
+}
+
+std::string YamlReader::overridden_by(const std::string& key) const {
+  for (const std::string& o : overridden_) {
+    if (key == o || key.starts_with(o + ".")) return o;
+  }
+  return "";
 }
 
 bool YamlReader::has(const std::string& key) const { return find(key).has_value(); }
@@ -365,8 +376,19 @@ Status YamlReader::check_no_unknown_keys() const {
       return fail(leaf, "expected a section (a mapping), got " + quoted_value(*node));
     }
   }
-  return Status::error("{}: unknown key{} {}", origin_, unknown.size() > 1 ? "s" : "",
-                       fmt::join(unknown, ", "));
+  // Each named where it was given: the file, or a --set.
+  std::vector<std::string> in_file, in_set;
+  for (const std::string& leaf : unknown) {
+    (overridden_by(leaf).empty() ? in_file : in_set).push_back(leaf);
+  }
+  std::string text;
+  for (const auto& [where, keys] :
+       {std::pair{origin_, &in_file}, std::pair{std::string("--set"), &in_set}}) {
+    if (keys->empty()) continue;
+    text += fmt::format("{}{}: unknown key{} {}", text.empty() ? "" : "; ", where,
+                        keys->size() > 1 ? "s" : "", fmt::join(*keys, ", "));
+  }
+  return Status::error("{}", text);
 }
 
 std::string YamlReader::dump() const {

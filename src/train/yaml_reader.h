@@ -85,6 +85,8 @@ class YamlReader {
   YamlReader(YAML::Node root, std::string origin) : root_(std::move(root)), origin_(std::move(origin)) {}
   std::optional<YAML::Node> find(const std::string& key) const;
   Status fail(const std::string& key, const std::string& what) const;
+  // The --set key that gave `key` its value (the key itself, or a section above it), or "".
+  std::string overridden_by(const std::string& key) const;
   template <typename T>
   Status get_number(const std::string& key, T* out, Bounds<T> bounds, const char* kind);
 
@@ -93,6 +95,9 @@ class YamlReader {
   // Whether some key read lies under `key` ("optim" when optim.lr was read): a section.
   bool is_section_read(const std::string& key) const;
   std::set<std::string> consumed_;  // keys read, and prefixes of taken sections ("a.b.")
+  // Keys set by set_override(), so that errors name the --set that holds a bad value rather
+  // than the file (new-user review, 2026-12-06).
+  std::set<std::string> overridden_;
 };
 
 }  // namespace sparq::train

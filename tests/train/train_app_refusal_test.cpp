@@ -28,9 +28,9 @@ struct Refusal {
 TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
   const std::string base = "--config configs/default.yaml ";
   const std::vector<Refusal> refusals = {
-      {base + "--set optim.lrr=0.1", "configs/default.yaml: unknown key optim\\.lrr"},
-      {base + "--set optim.lr=fast", "configs/default.yaml: optim\\.lr: expected a number"},
-      {base + "--set train.micro_batch=0", "configs/default.yaml: train\\.micro_batch"},
+      {base + "--set optim.lrr=0.1", "--set: unknown key optim\\.lrr"},
+      {base + "--set optim.lr=fast", "--set optim\\.lr: expected a number"},
+      {base + "--set train.micro_batch=0", "--set train\\.micro_batch: must be >= 1"},
       {base + "--set compress.lbs.densty=0.1", "compress\\.lbs\\.densty: unknown key"},
       {base + "--set compress.name=powersgd --set compress.aggregation=allgather",
        "compress\\.aggregation: powersgd cannot aggregate by allgather"},

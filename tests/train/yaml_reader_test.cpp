@@ -48,6 +48,23 @@ TEST(YamlReader, ReadsTypedValuesAndKeepsDefaults) {
   EXPECT_TRUE(r->check_no_unknown_keys().is_ok());
 }
 
+// A bad value or key given by --set is named as the --set, not as the file, which does not
+// hold it (new-user review, 2026-12-06: "configs/default.yaml: unknown key optim.lrr").
+TEST(YamlReader, ErrorsNameTheSetThatGaveTheValue) {
+  auto r = YamlReader::from_string("optim:\n  lr: 0.1\n  typo_key: 1\n", "x.yaml");
+  ASSERT_TRUE(r.is_ok());
+  ASSERT_TRUE(r->set_override("optim.lr=fast").is_ok());
+  ASSERT_TRUE(r->set_override("optim.lrr=0.1").is_ok());
+  ASSERT_TRUE(r->set_override("data.markov={order: x}").is_ok());
+  double lr = 0;
+  std::int64_t order = 0;
+  EXPECT_EQ(r->get("optim.lr", &lr).message(), "--set optim.lr: expected a number, got 'fast'");
+  EXPECT_EQ(r->get("data.markov.order", &order).message(),
+            "--set data.markov: data.markov.order: expected an integer, got 'x'");
+  EXPECT_EQ(r->check_no_unknown_keys().message(),
+            "x.yaml: unknown key optim.typo_key; --set: unknown key optim.lrr");
+}
+
 TEST(YamlReader, ErrorsNameFileAndKey) {
   auto r = YamlReader::from_string("optim:\n  lr: fast\n  steps: -3\n  typo_key: 1\n", "x.yaml");
   ASSERT_TRUE(r.is_ok());

@@ -9,6 +9,8 @@
 #   --mirror DIR    take the files from a local directory instead of the network (same
 #                   file names as the downloads or as the unpacked files); checksums still apply
 #   --verify-only   download nothing; check the files already in place
+# Exit codes: 2 bad arguments, 3 a failed download, 4 a checksum mismatch or a missing file
+# (one not in place for --verify-only, or not in the --mirror directory).
 # Environment: GET_DATA_URL_PREFIX=http://host/path/ replaces every download URL by
 # prefix + file name (for an internal HTTP mirror).
 set -euo pipefail
@@ -86,7 +88,8 @@ fetch() {
   if [[ -n "$MIRROR" ]]; then
     local src
     src=$(find "$MIRROR" -type f -name "$name" -print -quit)
-    [[ -n "$src" ]] || die 3 "'$name' is not in mirror directory '$MIRROR'"
+    # A missing file, not a failed download: 4, as docs/data.md gives it.
+    [[ -n "$src" ]] || die 4 "'$name' is not in mirror directory '$MIRROR'"
     cp "$src" "$out"
     chmod u+w "$out"
     return

@@ -323,7 +323,8 @@ def main(argv=None):
                 say(f"{cell.name}: {note}")
         say(f"summary: {runs.display_path(out / 'summary.md', ROOT)}")
         return 0
-    if not args.dry_run and not (ROOT / binary).exists():
+    # The dry run too: it would print commands that cannot run (docs/study.md: exit 2).
+    if not (ROOT / binary).exists():
         print(f"study.py: binary {binary} not found (build it: cmake --build build --target train, "
               "or pass --binary)", file=sys.stderr)
         return 2

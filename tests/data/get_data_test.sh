@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests of scripts/get_data.sh that need no network: argument handling, the offline message
-# (a download from a closed local port), checksum mismatches (a tampered --mirror file), and
-# a verified install from ../shared/data when it is present.
+# (a download from a closed local port), checksum mismatches (a tampered --mirror file), a
+# file missing from --mirror, and a verified install from ../shared/data when it is present.
 #   get_data_test.sh SCRIPT [SHARED_DATA_DIR]
 set -uo pipefail
 SCRIPT=$1
@@ -54,6 +54,22 @@ if [[ -e "$T/out/bert-vocab/vocab.txt" || -e "$T/out/bert-vocab/.vocab.txt.part"
   echo "FAIL checksum mismatch: the bad file was kept"
   failures=$((failures + 1))
 fi
+
+# A file the mirror lacks is a missing file (4), not a failed download (3): a wikitext2
+# mirror with valid and test but no train split (the shared copy's layout), and nothing of it
+# is installed.
+mkdir -p "$T/partial"
+printf 'valid\n' > "$T/partial/wiki.valid.raw"
+printf 'test\n' > "$T/partial/wiki.test.raw"
+expect "not in mirror" 4 "'wiki.train.raw' is not in mirror directory '$T/partial'" \
+  -- "$SCRIPT" --dir "$T/partial_out" --mirror "$T/partial" wikitext2
+if [[ -n $(find "$T/partial_out" -mindepth 1 -not -type d 2>/dev/null) ]]; then
+  echo "FAIL not in mirror: left files behind: $(find "$T/partial_out" -mindepth 1 -not -type d)"
+  failures=$((failures + 1))
+fi
+mkdir -p "$T/empty_mirror"
+expect "not in mirror (single file)" 4 "'bert-base-uncased-vocab.txt' is not in mirror directory" \
+  -- "$SCRIPT" --dir "$T/partial_out" --mirror "$T/empty_mirror" bert-vocab
 
 # sotu: a mirror's joined file is checked against the joined file's checksum, and an
 # archive that is not the published one is refused before anything is unpacked.

@@ -91,6 +91,15 @@ echo "  typo: [compress.lbs.densty=0.01]" >>"$T/bad.yaml"
 
 expect "dry run prints commands" 0 "would run" -- "$T/tiny.yaml" --out "$OUT" --dry-run
 check "dry run runs nothing" test ! -e "$OUT"
+# A missing binary is exit 2 in a dry run too, as in a real run and --check: the commands it
+# would print could not run.
+SAVED_TRAIN=$TRAIN
+TRAIN=$T/nonexistent/train
+expect "dry run needs the binary" 2 "binary $T/nonexistent/train not found" -- "$T/tiny.yaml" --out "$OUT" --dry-run
+check "no command printed without it" test "$(count 'would run')" -eq 0
+expect "--check needs the binary" 2 "binary $T/nonexistent/train not found" -- "$T/tiny.yaml" --out "$OUT" --check
+TRAIN=$SAVED_TRAIN
+check "nothing made without it" test ! -e "$OUT"
 expect "--seeds picks seeds" 0 "\[2/2\] lbs seed2: would run" -- "$T/tiny.yaml" --out "$OUT" --dry-run --seeds 2
 check "--seeds runs only those" test "$(count 'seed[0-9]+: would run')" -eq 2
 expect "unknown --seeds seed" 2 "--seeds: '3' names no seed" -- "$T/tiny.yaml" --out "$OUT" --seeds 3

@@ -17,6 +17,12 @@
 namespace sparq::compress {
 namespace {
 
+double relative(double error_sq, double input_sq) {
+  return input_sq > 0 ? std::sqrt(error_sq / input_sq) : 0.0;  // nothing asked, nothing lost
+}
+
+}  // namespace
+
 // The layout of a compressor with needs_matrix_layout (powersgd): every tensor of rank >= 2
 // in the bucket, viewed as [shape[0], numel / shape[0]] (a linear weight [out, in], a conv
 // weight [out, in*kh*kw]). A tensor the plan split over several buckets (one larger than
@@ -45,12 +51,6 @@ std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::
   }
   return segments;
 }
-
-double relative(double error_sq, double input_sq) {
-  return input_sq > 0 ? std::sqrt(error_sq / input_sq) : 0.0;  // nothing asked, nothing lost
-}
-
-}  // namespace
 
 double warmup_density(double rho, std::int64_t t, std::int64_t warmup_steps) {
   if (warmup_steps <= 0 || t + 1 >= warmup_steps) return rho;  // exactly rho, no pow rounding

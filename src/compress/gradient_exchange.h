@@ -104,6 +104,11 @@ struct BucketExchangeStats {
   std::size_t unsent_in_window = 0;  // never_sent_window: coordinates not sent in the window
 };
 
+// The matrices powersgd (needs_matrix_layout) sees in `bucket`: every tensor of rank >= 2
+// viewed as [shape[0], numel / shape[0]], or the whole rows of one the plan split there (a
+// piece, MatrixSegment::piece). The gradient exchange and the simulator's planner both use it.
+std::vector<MatrixSegment> bucket_matrices(const ParamStore& store, const comm::Bucket& bucket);
+
 // The density of compressed step t (0 = the first step after dense_warmup_steps) under a
 // density warm-up of T steps towards the configured rho: rho^min(1, (t + 1) / T), which decays
 // exponentially from near 1 to exactly rho at t = T - 1 and stays there; rho when T == 0.

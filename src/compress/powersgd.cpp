@@ -40,7 +40,7 @@ Status PowerSgdCompressor::set_layout(std::size_t n, std::vector<MatrixSegment> 
     bool compress = s.rows > 1 && s.cols > 1 && numel >= options_.min_compress_numel;
     // A piece of a split tensor may hold a few rows only ("numel mod cap" floats at the
     // cut): dense, where it refused a rank every whole tensor allows (review, 2026-12-06).
-    if (compress && s.piece && r > std::min(s.rows, s.cols)) compress = false;
+    if (compress && s.piece && s.rows < r) compress = false;
     if (compress && r > std::min(s.rows, s.cols)) {
       return Status::error("{}: {} exceeds min(rows, cols) = {} of tensor '{}' [{}, {}]",
                            options_.rank_key, r, std::min(s.rows, s.cols), s.name, s.rows, s.cols);

@@ -10,6 +10,7 @@
 #include <ranges>
 
 #include "compress/aggregation.h"
+#include "compress/gradient_exchange.h"
 #include "compress/powersgd.h"
 #include "compress/registry.h"
 #include "core/check.h"
@@ -137,24 +138,6 @@ double sparse_index_bytes(std::int64_t n, std::int64_t k) {
 
 namespace {
 
-// Whole rows of every 2-D tensor inside the bucket: the matrices powersgd compresses.
-std::vector<compress::MatrixSegment> bucket_segments(const ParamStore& store,
-                                                     const comm::Bucket& bucket) {
-  std::vector<compress::MatrixSegment> out;
-  for (const ParamEntry& e : store.entries()) {
-    if (e.spec.shape.ndim() < 2 || e.numel == 0) continue;
-    const std::int64_t lo = std::max(e.offset, bucket.range.offset);
-    const std::int64_t hi = std::min(e.range().end(), bucket.range.end());
-    if (hi <= lo) continue;
-    const std::int64_t cols = e.numel / e.spec.shape[0];
-    const std::int64_t row_lo = (lo - e.offset + cols - 1) / cols, row_hi = (hi - e.offset) / cols;
-    if (row_hi <= row_lo) continue;
-    out.push_back({e.spec.name, static_cast<std::size_t>(e.offset + row_lo * cols - bucket.range.offset),
-                   static_cast<std::size_t>(row_hi - row_lo), static_cast<std::size_t>(cols)});
-  }
-  return out;
-}
-
 std::int64_t param_or(const compress::CompressConfig& c, const std::string& key,
                       std::int64_t fallback) {
   auto it = c.params.find(key);
@@ -269,7 +252,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     if (aggregation == compress::Aggregation::kLowRank) {
       SPARQ_ASSIGN_OR_RETURN(auto made, make_compressor(cc));
       SPARQ_RETURN_IF_ERROR(made->set_layout(static_cast<std::size_t>(b.numel),
-                                             bucket_segments(layout.store, bucket))
+                                             compress::bucket_matrices(layout.store, bucket))
                                 .with_context(fmt::format("bucket {}", bucket.index)));
       // low_rank carries powersgd alone (its accepts()), and how its message splits between
       // the two allreduces (the Q factors: cols * rank of each compressed matrix) is

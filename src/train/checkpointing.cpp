@@ -243,7 +243,27 @@ Status Trainer::resume(const std::string& path) {
           path, steps[0], r, steps[r]);
     }
   }
-  return agree(load_checkpoint(*dir), "resuming from " + path);
+  SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
+  // Note [A server residual no server sends] (gradient_exchange.h), after either load path.
+  // A collective: run once every rank has loaded, on the engine's thread. Inside
+  // load_checkpoint a rank whose load failed went on to agree() while the others waited here,
+  // and the job ended at comm.timeout_s (review of this change, 2026-12-06).
+  compress::GradientExchange::ServerResidualFold fold;
+  Status folded;
+  SPARQ_RETURN_IF_ERROR(
+      run_control("resume: the two_phase server residual", [&](comm::Communicator& c) {
+        auto result = exchange_->fold_loaded_server_residual(c);
+        if (result.is_ok()) {
+          fold = std::move(result).value();
+        } else {
+          folded = result.status();
+        }
+        return Status::ok();
+      }));
+  SPARQ_RETURN_IF_ERROR(agree(folded, "resuming from " + path));
+  if (is_root()) log_server_residual_fold(fold);
+  exchange_->residual_to_device();  // both load paths filled the host copy
+  return Status::ok();
 }
 
 Status Trainer::load_checkpoint(const std::string& dir) {
@@ -342,11 +362,8 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
   }
-  // Note [A server residual no server sends] (gradient_exchange.h), after either path.
-  SPARQ_ASSIGN_OR_RETURN(const compress::GradientExchange::ServerResidualFold fold,
-                         exchange_->fold_loaded_server_residual(comm_));
-  if (is_root()) log_server_residual_fold(fold);
-  exchange_->residual_to_device();  // both paths filled the host copy
+  // resume() folds a loaded server residual and installs the residual on the device: the
+  // fold is a collective, so it waits until every rank has loaded.
   if (is_root()) warn_state_presence(presence, f, config_.resolved_yaml);
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));

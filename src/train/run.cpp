@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "sim/auto_plan.h"
 #include "train/safetensors.h"
+#include "train/stop_signals.h"
 
 namespace sparq::train {
 
@@ -152,12 +153,13 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   if (effective_yaml(config) != config.resolved_yaml) {
     SPARQ_ASSIGN_OR_RETURN(config, validate_train_config(config_in));
   }
-  if (!options.export_safetensors.empty()) {
+  {
     // Rank 0 writes the export after training; a path it cannot write was found then, and a
     // run without checkpoints lost its weights (review, 2026-12-06). Agreed on a start-up
-    // engine (the trainer's does not exist yet), so every rank stops alike.
+    // engine (the trainer's does not exist yet), so every rank stops alike; agreed always,
+    // so that an embedder that names the path on rank 0 only still makes the same calls.
     Status writable;
-    if (comm.rank() == 0) {
+    if (comm.rank() == 0 && !options.export_safetensors.empty()) {
       writable = check_file_can_be_written(options.export_safetensors,
                                            "export_safetensors (--export-safetensors)");
     }
@@ -191,7 +193,13 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
   if (root) spdlog::info("config {}\n{}", config.origin, t.describe());
   SPARQ_ASSIGN_OR_RETURN(TrainSummary summary, t.run(options.stop_at));
-  if (!options.export_safetensors.empty()) {
+  if (!options.export_safetensors.empty() && summary.stop_signal != 0 && root) {
+    // Stopped by a signal: the checkpoint holds the step; the export is of finished runs (and
+    // mpirun's SIGKILL follows its SIGTERM within a second).
+    spdlog::warn("stopped by {}: {} not written", stop_signal_name(summary.stop_signal),
+                 options.export_safetensors);
+  }
+  if (!options.export_safetensors.empty() && summary.stop_signal == 0) {
     Status exported;
     if (root) {
       exported = export_safetensors(t.host_params(), options.export_safetensors,

@@ -24,6 +24,9 @@ extern "C" void record_stop_signal(int signal) {
 }  // namespace
 
 void install_stop_signal_handlers() {
+  // train_main() may run again in one process (run.h): a signal that stopped the last run
+  // must not stop the next one before its first step.
+  g_requested.store(0);
   struct sigaction action = {};
   action.sa_handler = record_stop_signal;
   action.sa_flags = SA_RESTART;

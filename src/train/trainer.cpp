@@ -246,7 +246,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   SPARQ_RETURN_IF_ERROR(agree(made, "making train.checkpoint_dir"));
   if (stop_at >= 0 && stop_at < step_) {
     // It used to stop at once and report "stopped after 0 steps (5..4, ...)" (review).
-    return Status::error("--stop-at {} is below step {}, where this run resumed", stop_at, step_);
+    return agree(
+        Status::error("--stop-at {} is below step {}, where this run resumed", stop_at, step_),
+        "--stop-at");
   }
   TrainSummary summary;
   const std::int64_t first_step = step_, first_skipped = skipped_total_;

@@ -197,10 +197,12 @@ Status YamlReader::set_override(const std::string& assignment) {
 }
 
 std::string YamlReader::overridden_by(const std::string& key) const {
+  // The longest: with --set optim={lr: 1} --set optim.lr=fast, optim.lr's value is the second's.
+  std::string found;
   for (const std::string& o : overridden_) {
-    if (key == o || key.starts_with(o + ".")) return o;
+    if ((key == o || key.starts_with(o + ".")) && o.size() > found.size()) found = o;
   }
-  return "";
+  return found;
 }
 
 bool YamlReader::has(const std::string& key) const { return find(key).has_value(); }

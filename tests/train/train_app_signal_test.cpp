@@ -111,6 +111,32 @@ TEST(TrainAppSignals, Sigusr1ToMpirunStopsEveryRankAfterTheSameStep) {
   expect_stopped_and_resumable(stopped, 2, dir, "cut", "SIGUSR1", 10, checksum_in(full.output));
 }
 
+// A two_phase checkpoint resumed without server compression folds its server residual, a
+// collective: it ran inside each rank's load, so a load that failed on one rank (a truncated
+// file) left the others in it and the job ended at comm.timeout_s instead of with the error
+// (review of the fold, 2026-12-06). Now after every rank has loaded.
+TEST(TrainAppSignals, AFailedLoadOnOneRankIsAnErrorNotAHangWithTheFold) {
+  const fs::path dir = sparq::testing::scratch_dir("train_signal", "fold");
+  const std::string two_phase =
+      " --set compress.aggregation=two_phase --set train.steps=4 "
+      "--set optim.warmup_steps=1 --set train.checkpoint_interval=2";
+  const ProcessResult saved = run_train(2, long_run(dir, "tp") + two_phase + " --stop-at 2");
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  const fs::path rank1 = dir / "tp_ckpt" / "step-00000002" / "rank-00001.ckpt";
+  ASSERT_TRUE(fs::exists(rank1)) << saved.output;
+  fs::resize_file(rank1, fs::file_size(rank1) / 2);
+  const ProcessResult resumed =
+      run_train(2,
+                long_run(dir, "tp") + two_phase +
+                    " --set compress.server_compression=false --set comm.timeout_s=60 "
+                    "--resume " +
+                    (dir / "tp_ckpt").string(),
+                {.timeout_s = 120});
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.output;
+  EXPECT_NE(resumed.output.find("error on rank 1 of 2"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("did not finish within"), std::string::npos) << resumed.output;
+}
+
 TEST(TrainAppSignals, StopAtItsBoundaries) {
   const fs::path dir = sparq::testing::scratch_dir("train_signal", "stop_at");
   // At train.steps: no final evaluation and no checkpoint, as --stop-at promises; it ran both.

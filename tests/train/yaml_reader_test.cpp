@@ -63,6 +63,11 @@ TEST(YamlReader, ErrorsNameTheSetThatGaveTheValue) {
             "--set data.markov: data.markov.order: expected an integer, got 'x'");
   EXPECT_EQ(r->check_no_unknown_keys().message(),
             "x.yaml: unknown key optim.typo_key; --set: unknown key optim.lrr");
+  // The --set that gave the value: the longest, where a section and its key were both set.
+  auto both = YamlReader::from_string("", "x.yaml");
+  ASSERT_TRUE(both->set_override("optim={lr: 1}").is_ok());
+  ASSERT_TRUE(both->set_override("optim.lr=fast").is_ok());
+  EXPECT_EQ(both->get("optim.lr", &lr).message(), "--set optim.lr: expected a number, got 'fast'");
 }
 
 TEST(YamlReader, ErrorsNameFileAndKey) {

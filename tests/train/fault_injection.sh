@@ -48,12 +48,15 @@ job=(--config configs/default.yaml --set train.steps=$steps --set model.n_layer=
      --set optim.warmup_steps=2 --set train.eval_interval=0 --set train.eval_batches=1
      --set log.progress_interval=0 --set log.metrics= --set comm.timeout_s=$timeout_s
      --set data.markov.train_tokens=65536 --set data.markov.eval_tokens=8192)
-# MPI calls of one rank before step 0's first bucket (the config agreement, the config check's
-# 3, the start-up agreements, opening the metrics), and per step: bucket 0 (sizes, payload),
-# bucket 2 (dense allreduce), bucket 1 (sizes, payload), then the non-finite agreement (Note
-# [Non-finite local gradients], gradient_exchange.h). Measured with action=stall, which names
-# the task (2026-12-05: hit 9 stalls 'agree: opening log.metrics', hit 10 'bucket 0').
-calls_before=9 calls_per_step=6 payload_offsets=(1 4)
+# MPI calls of one rank before step 0's first one (the config agreement, the config check's 3,
+# the start-up agreements with the export path's, opening the metrics, making the checkpoint
+# folder), and per step: the stop-signal agreement (Note [Stopping on a signal]), bucket 0
+# (sizes, payload), bucket 2 (dense allreduce), bucket 1 (sizes, payload), then the non-finite
+# agreement (Note [Non-finite local gradients], gradient_exchange.h) in bucket 1's task.
+# Measured with action=stall, which names the task (2026-12-06: hit 11 stalls 'agree: making
+# train.checkpoint_dir', hit 12 'agree: stop signals' of step 0, hit 14 'bucket 0', hit 17
+# 'bucket 1', hit 19 step 1's 'agree: stop signals').
+calls_before=11 calls_per_step=7 payload_offsets=(2 5)
 
 # One trial: run_trial KIND; sets hung, nonzero, named, seconds (launch to end), teardown
 # (from the first rank's end to the job's end), killed (ranks killed before they recorded).

@@ -339,6 +339,10 @@ double GradientExchange::residual_norm() const {
 
 std::optional<double> GradientExchange::rel_compression_error() const {
   read_device_metrics();
+  // A bucket replaced by zeros (Note [Non-finite local gradients]) kept its old residual and
+  // asked nothing: counted, it made the step's error look larger and its own 0 (review,
+  // 2026-12-06). The step is skipped; this rank reports no error for it.
+  if (local_nonfinite_ > 0) return std::nullopt;
   double error_sq = 0, input_sq = 0;
   bool any = false;
   for (std::size_t b = 0; b < stats_.size(); ++b) {

@@ -149,7 +149,8 @@ class GradientExchange final : public comm::BucketAverager {
   double residual_norm() const;
   // Of the last step, over its compressed buckets: sqrt(sum ||e||^2 / sum ||a||^2), and the
   // same per compressed bucket in plan order. nullopt / empty when no bucket was compressed
-  // (dense warm-up, dense-only runs) or without error feedback (e is not kept).
+  // (dense warm-up, dense-only runs), without error feedback (e is not kept), or when this
+  // rank's gradient was not finite in some bucket (the step is skipped).
   std::optional<double> rel_compression_error() const;
   std::vector<double> bucket_rel_errors() const;
   // never_sent_window = N: the share of the last step's compressed coordinates that none of

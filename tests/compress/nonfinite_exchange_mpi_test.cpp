@@ -90,6 +90,10 @@ TEST_P(NonfiniteExchangeMpi, ABadRankKeepsItsResidualAndEveryRankSkips) {
   const int expected_bad = has_dense ? 2 : 1;
   EXPECT_EQ(x->last_nonfinite_buckets_all_ranks(), expected_bad) << "every rank agrees";
   EXPECT_EQ(x->last_local_nonfinite_buckets(), comm_->rank() == bad_rank ? expected_bad : 0);
+  // The bad rank reports no compression error for the skipped step: its replaced bucket kept
+  // its old residual and asked nothing, which made the error look larger (review).
+  EXPECT_EQ(x->rel_compression_error().has_value(), comm_->rank() != bad_rank);
+  EXPECT_EQ(x->bucket_rel_errors().empty(), comm_->rank() == bad_rank);
   // Every bucket but the last averaged finite messages; the last one carries the skip signal.
   for (const comm::Bucket& b : buckets) {
     const bool last = static_cast<std::size_t>(b.index) + 1 == buckets.size();

@@ -7,6 +7,7 @@
 #include "compress/byte_io.h"
 #include "compress/device_exchange.h"
 #include "compress/random_streams.h"
+#include "compress/two_phase_aggregator.h"
 #include "core/check.h"
 
 #if SPARQ_HAS_CUDA
@@ -20,8 +21,6 @@ namespace sparq::compress {
 
 #if SPARQ_HAS_CUDA
 namespace {
-
-std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n * j / p; }
 
 // Blocks start 16-byte aligned (the codecs write and read words).
 std::size_t block_bytes(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
@@ -44,7 +43,8 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   // One block size for every region's message: the largest region's capacity.
   std::size_t capacity = 0, scratch = 0, max_len = 0;
   for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    const std::size_t begin = two_phase_region_begin(n, p, j),
+                      len = two_phase_region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     EncodeContext at = ctx;
     at.offset = begin;
@@ -61,8 +61,8 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   if (collective) reserve_exchange_buffer(gathered_, p * block2, comm, stream);
   reserve_exchange_buffer(scratch_, scratch, comm, stream);
 
-  const std::size_t my_begin = region_begin(n, p, me);
-  const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
+  const std::size_t my_begin = two_phase_region_begin(n, p, me);
+  const std::size_t my_len = two_phase_region_begin(n, p, me + 1) - my_begin;
   if (server_compression_) {
     // Checked before the first collective: a rank that stopped between the phases would leave
     // its peers' phase-2 allgather unmatched.
@@ -86,7 +86,8 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
   // Phase 1: region j's message into block j; the owner decodes its region's in rank order.
   auto* send = send_.as<std::uint8_t>();
   for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    const std::size_t begin = two_phase_region_begin(n, p, j),
+                      len = two_phase_region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     EncodeContext at = ctx;
     at.offset = begin;
@@ -132,7 +133,8 @@ Status DeviceTwoPhase::run(std::size_t bucket_index, std::span<float> bucket, De
     results = gathered_.as<std::uint8_t>();
   }
   for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    const std::size_t begin = two_phase_region_begin(n, p, j),
+                      len = two_phase_region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     const std::uint8_t* block = results + j * block2;
     if (server_compression_) {

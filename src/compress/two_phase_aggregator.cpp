@@ -10,11 +10,6 @@
 #include "core/ops.h"
 
 namespace sparq::compress {
-namespace {
-
-constexpr auto region_begin = two_phase_region_begin;
-
-}  // namespace
 
 Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedback* ef,
                                comm::Communicator& comm, const EncodeContext& ctx_in) {
@@ -29,7 +24,8 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
   send_.clear();
   send_counts_.assign(p, 0);
   for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    const std::size_t begin = two_phase_region_begin(n, p, j),
+                      len = two_phase_region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     ctx.offset = begin;
     encode_maybe_ef(c, ef, bucket.subspan(begin, len), begin, ctx, msg_);
@@ -47,8 +43,8 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
                  recv_displs_, DType::kU8);
 
   // The owner averages its region in rank order (the order allgather decodes in).
-  const std::size_t my_begin = region_begin(n, p, me);
-  const std::size_t my_len = region_begin(n, p, me + 1) - my_begin;
+  const std::size_t my_begin = two_phase_region_begin(n, p, me);
+  const std::size_t my_len = two_phase_region_begin(n, p, me + 1) - my_begin;
   average_.resize(my_len);
   ctx.offset = my_begin;
   // Only this rank sees its region's messages: a bad one is remembered and skipped (counted
@@ -92,7 +88,8 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
   payload_bytes_ += msg_.size();
   comm::allgather_bytes(comm, msg_, std::nullopt, recv_, recv_counts_, recv_displs_);
   for (std::size_t j = 0; j < p; ++j) {
-    const std::size_t begin = region_begin(n, p, j), len = region_begin(n, p, j + 1) - begin;
+    const std::size_t begin = two_phase_region_begin(n, p, j),
+                      len = two_phase_region_begin(n, p, j + 1) - begin;
     if (len == 0) continue;
     const std::span<const std::uint8_t> m(recv_.data() + recv_displs_[j], recv_counts_[j]);
     EncodeContext from = ctx;
@@ -152,16 +149,17 @@ namespace {
 class RegionMerge final : public StateMerge {
  public:
   explicit RegionMerge(const MergeShape& shape)
-      : begin_(shape.offset + region_begin(shape.size, shape.new_world, shape.new_rank)),
-        end_(shape.offset + region_begin(shape.size, shape.new_world, shape.new_rank + 1)),
+      : begin_(shape.offset + two_phase_region_begin(shape.size, shape.new_world, shape.new_rank)),
+        end_(shape.offset +
+             two_phase_region_begin(shape.size, shape.new_world, shape.new_rank + 1)),
         old_world_(shape.old_world),
         mine_(end_ - begin_, 0.0f) {}
 
   Status add(int old_rank, std::size_t old_offset, std::size_t old_size,
              std::span<const std::uint8_t> state) override {
     const std::size_t p = old_world_, j = old_rank;
-    const std::size_t b = old_offset + region_begin(old_size, p, j);
-    const std::size_t e = old_offset + region_begin(old_size, p, j + 1);
+    const std::size_t b = old_offset + two_phase_region_begin(old_size, p, j);
+    const std::size_t e = old_offset + two_phase_region_begin(old_size, p, j + 1);
     SPARQ_RETURN_IF_ERROR(load_floats(state, region_, "two_phase server residual"));
     if (region_.empty()) return Status::ok();  // before its first exchange: zeros
     if (region_.size() != e - b) {

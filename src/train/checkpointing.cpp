@@ -106,23 +106,6 @@ std::vector<StateTensor> byte_sections(CheckpointFile& f, const std::string& pre
   return out;
 }
 
-// What fold_loaded_server_residual() did, in the user's terms (rank 0).
-void log_server_residual_fold(const compress::GradientExchange::ServerResidualFold& fold) {
-  if (!fold.folded.empty()) {
-    spdlog::info(
-        "resume: compress.server_compression is off, so the checkpoint's two_phase server "
-        "residual of bucket(s) {} (sum |s| = {:.6g}) is folded into the error-feedback residual",
-        fmt::join(fold.folded, ", "), fold.folded_mass);
-  }
-  if (!fold.dropped.empty()) {
-    spdlog::warn(
-        "resume: the checkpoint's two_phase server residual of bucket(s) {} (sum |s| = {:.6g}) "
-        "is dropped, never applied: compress.server_compression is off and this run keeps no "
-        "error-feedback residual to fold it into (compress.error_feedback)",
-        fmt::join(fold.dropped, ", "), fold.dropped_mass);
-  }
-}
-
 }  // namespace
 
 const ParamStore& Trainer::host_params() {
@@ -244,24 +227,9 @@ Status Trainer::resume(const std::string& path) {
     }
   }
   SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
-  // Note [A server residual no server sends] (gradient_exchange.h), after either load path.
-  // A collective: run once every rank has loaded, on the engine's thread. Inside
-  // load_checkpoint a rank whose load failed went on to agree() while the others waited here,
-  // and the job ended at comm.timeout_s (review of this change, 2026-12-06).
-  compress::GradientExchange::ServerResidualFold fold;
-  Status folded;
-  SPARQ_RETURN_IF_ERROR(
-      run_control("resume: the two_phase server residual", [&](comm::Communicator& c) {
-        auto result = exchange_->fold_loaded_server_residual(c);
-        if (result.is_ok()) {
-          fold = std::move(result).value();
-        } else {
-          folded = result.status();
-        }
-        return Status::ok();
-      }));
-  SPARQ_RETURN_IF_ERROR(agree(folded, "resuming from " + path));
-  if (is_root()) log_server_residual_fold(fold);
+  // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
+  // once every rank has loaded (server_residual_resume.cpp).
+  SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
   return Status::ok();
 }

@@ -15,6 +15,7 @@
 
 #include "compress/byte_io.h"
 #include "compress/state_merge.h"
+#include "compress/two_phase_aggregator.h"
 #include "core/checksum.h"
 #include "core/tensor_copy.h"
 #include "train/checkpoint.h"
@@ -47,8 +48,6 @@ std::string meta_or_empty(const CheckpointFile& f, const std::string& key) {
   const auto it = f.meta.find(key);
   return it == f.meta.end() ? std::string() : it->second;
 }
-
-std::size_t region_begin(std::size_t n, std::size_t p, std::size_t j) { return n * j / p; }
 
 // What the exchange sections of the old files become, besides the merges' inputs: Note [Mass
 // the new plan does not carry] in elastic_resume.h.
@@ -131,8 +130,8 @@ Status feed_exchange_state(const CheckpointFile& f, ExchangeFeed& feed, int p) {
           k < in.new_aggregations.size() ? in.new_aggregations[k] : std::string("none");
       if (aggregator && saved == "two_phase") {
         // Old rank p owned region p of the old bucket: [offset + p size / P, ...).
-        const std::size_t rb = offset + region_begin(size, in.old_world, p);
-        const std::size_t re = offset + region_begin(size, in.old_world, p + 1);
+        const std::size_t rb = offset + compress::two_phase_region_begin(size, in.old_world, p);
+        const std::size_t re = offset + compress::two_phase_region_begin(size, in.old_world, p + 1);
         SPARQ_RETURN_IF_ERROR(compress::load_floats(state, region, "two_phase server residual")
                                   .with_context(f.path + ": " + name));
         if (region.size() != re - rb) {

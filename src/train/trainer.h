@@ -167,6 +167,9 @@ class Trainer {
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommQueue::Task& task);
   StepMetrics step_once();
+  // Collective, at the end of resume(): Note [A server residual no server sends]; `what`
+  // names the resume in an agreed error.
+  Status fold_server_residual(const std::string& what);
   // Note [Stopping on a signal]: the signal some rank was asked to stop with (0: none), the
   // same on every rank.
   Result<int> agree_on_stop_signal();

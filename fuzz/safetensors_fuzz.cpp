@@ -1,5 +1,6 @@
-// Arbitrary bytes -> SafetensorsFile::read (header length, the JSON subset parser, every
-// entry's dtype, shape and data_offsets, overlaps), then read_f32 of every tensor.
+// Arbitrary bytes -> SafetensorsFile::read and read_header (header length, the JSON subset
+// parser, every entry's dtype, shape and data_offsets, overlaps), then read_f32 of every
+// tensor. read_header must reach read's verdict, with the same message or the same tensors.
 // Properties: no crash or sanitizer report; for an accepted file, with the data section the
 // bytes after the 8 + N header bytes (data_offsets are relative to it, safetensors.h):
 //   - every dtype is one of the format's, every shape dimension >= 0;
@@ -68,7 +69,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string& path = sparq::fuzz::scratch_path(".safetensors");
   sparq::fuzz::write_scratch(path, data, size);
   auto file = sparq::train::SafetensorsFile::read(path);
+  // A dry run's header-only read must reach the same verdict (and the same entries).
+  auto header = sparq::train::SafetensorsFile::read_header(path);
+  if (header.is_ok() != file.is_ok() ||
+      (!file.is_ok() && header.status().message() != file.status().message())) {
+    sparq::fuzz::property_failed("read_header and read disagree on a file");
+  }
   if (!file.is_ok()) return 0;
+  if (header->tensors().size() != file->tensors().size()) {
+    sparq::fuzz::property_failed("read_header and read found different tensors");
+  }
   // Accepted, so the header length was read and lies within the file.
   std::uint64_t header_len = 0;
   if (size < 8) sparq::fuzz::property_failed("accepted a file without a header length");

@@ -51,15 +51,16 @@ bool is_skipped_hf_tensor(std::string_view name) {
 // GPT-2 ties its output head to wte, and sparq's GPT-2 has no head of its own: a file whose
 // lm_head.weight differs from wte (a model fine-tuned with tie_word_embeddings=False) would
 // silently lose its head, so it is refused. Compared as f32 bits, after each tensor's own
-// conversion.
+// conversion; with only the header (check_only), the shapes and dtypes alone.
 Status check_head_is_tied(const SafetensorsFile& file, const SafetensorsEntry& head,
-                          const SafetensorsEntry& wte, const std::string& path) {
+                          const SafetensorsEntry& wte, const std::string& path, bool check_only) {
   if (head.shape != wte.shape || !convertible_to_f32(head.dtype)) {
     return Status::error(
         "import_gpt2_hf '{}': lm_head.weight is {} {} but wte.weight {} {}: an output head not "
         "tied to the embedding, which sparq's GPT-2 cannot hold",
         path, head.dtype, dims_str(head.shape), wte.dtype, dims_str(wte.shape));
   }
+  if (check_only) return Status::ok();
   std::vector<float> head_values(static_cast<std::size_t>(head.numel()));
   std::vector<float> wte_values(static_cast<std::size_t>(wte.numel()));
   SPARQ_RETURN_IF_ERROR(file.read_f32(head, head_values));
@@ -76,12 +77,14 @@ Status check_head_is_tied(const SafetensorsFile& file, const SafetensorsEntry& h
 
 }  // namespace
 
-Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size) {
-  SPARQ_RETURN_IF_ERROR(check_cpu_store(store, "import_gpt2_hf"));
+Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size,
+                      bool check_only) {
+  if (!check_only) SPARQ_RETURN_IF_ERROR(check_cpu_store(store, "import_gpt2_hf"));
   if (!store.contains("wte.weight") || !store.contains("wpe.weight")) {
     return Status::error("import_gpt2_hf '{}': the model is not GPT-2 (no wte/wpe)", path);
   }
-  SPARQ_ASSIGN_OR_RETURN(const SafetensorsFile file, SafetensorsFile::read(path));
+  SPARQ_ASSIGN_OR_RETURN(const SafetensorsFile file, check_only ? SafetensorsFile::read_header(path)
+                                                                : SafetensorsFile::read(path));
   const Shape wte_shape = store.entry("wte.weight").spec.shape;
   const std::int64_t rows = wte_shape[0], n_embd = wte_shape[1];
   const std::int64_t n_ctx = store.entry("wpe.weight").spec.shape[0];
@@ -141,13 +144,14 @@ Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t v
     }
   }
   if (const auto head = by_name.find("lm_head.weight"); head != by_name.end()) {
-    SPARQ_RETURN_IF_ERROR(
-        check_head_is_tied(file, *head->second, *by_name.find("wte.weight")->second, path));
+    SPARQ_RETURN_IF_ERROR(check_head_is_tied(
+        file, *head->second, *by_name.find("wte.weight")->second, path, check_only));
   }
   if (used.size() != store.entries().size()) {
     return Status::error("import_gpt2_hf '{}': the model has {} parameters, GPT-2 maps {}", path,
                          store.entries().size(), used.size());
   }
+  if (check_only) return Status::ok();
 
   std::vector<float> tmp;
   for (const HfMapping& m : mappings) {

@@ -27,7 +27,10 @@ namespace sparq::train {
 // shape that disagrees (n_layer, n_embd, n_ctx) is an error naming the tensor. n_head is not
 // stored in the file and cannot be checked. When vocab_size > 0 the file's vocabulary must
 // have exactly that many rows; otherwise any count up to the store's padded rows is taken.
-// As with import_safetensors, a failed import leaves the store unchanged.
-Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size = 0);
+// As with import_safetensors, a failed import leaves the store unchanged. With check_only,
+// everything but the tied head's values is validated from the header alone and nothing is
+// copied (the store may be unallocated or on a device).
+Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t vocab_size = 0,
+                      bool check_only = false);
 
 }  // namespace sparq::train

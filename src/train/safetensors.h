@@ -45,6 +45,10 @@ struct SafetensorsEntry {
 class SafetensorsFile {
  public:
   static Result<SafetensorsFile> read(const std::string& path);
+  // Only the header (names, dtypes, shapes, offsets), validated against the file's size
+  // exactly as read() validates it, without reading the data: a dry run checks initial
+  // weights of any size this way. read_f32 on such a file is a programming error.
+  static Result<SafetensorsFile> read_header(const std::string& path);
 
   const std::string& path() const { return path_; }
   // Header order (the order in the JSON text).
@@ -58,8 +62,13 @@ class SafetensorsFile {
   Result<std::vector<float>> read_f32(std::string_view name) const;
 
  private:
+  // Validates the header in bytes_ (which holds at least its first 8 + N bytes) for a file of
+  // `file_bytes` bytes and fills the entries.
+  Status parse_header(std::uint64_t file_bytes);
+
   std::string path_;
-  std::string bytes_;
+  std::string bytes_;  // the whole file, or (read_header) its first 8 + N bytes
+  bool has_data_ = false;
   std::size_t data_begin_ = 0;  // 8 + N
   std::vector<SafetensorsEntry> tensors_;
   std::map<std::string, std::string> metadata_;
@@ -88,11 +97,14 @@ struct ImportOptions {
   // When true, file tensors that are not parameters of the store are ignored; when false
   // they are an error naming them (a typo or another model must not pass silently).
   bool allow_unexpected = false;
+  // When true, everything is validated (names, shapes, dtypes) from the file's header alone
+  // and nothing is copied: the store may be unallocated or on a device.
+  bool check_only = false;
 };
 
 // Loads tensors named as sparq names them (export_safetensors' files) into `store`.
 // Shapes must match exactly. Everything is validated before anything is copied, so on error
-// the store is unchanged.
+// the store is unchanged. The store must be allocated on the CPU unless options.check_only.
 Status import_safetensors(ParamStore& store, const std::string& path,
                           const ImportOptions& options = {});
 

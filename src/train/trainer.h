@@ -142,7 +142,8 @@ class Trainer {
   // Collective, after every rank built: the queue the buckets go through (the control engine,
   // or NCCL's for several GPUs), the WFBP scheduler on it and the stepper.
   Status connect_buckets();
-  Status load_initial_weights();
+  // check_only: validates the file against the model from its header, copies nothing.
+  Status load_initial_weights(bool check_only);
   Status load_checkpoint(const std::string& dir);  // a complete step directory
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log.

@@ -54,11 +54,14 @@ Status Trainer::build(const Options& options) {
     host_mirror_.allocate(ExecContext::cpu(), dense_last);
   }
   // Identical on every rank: no broadcast needed.
+  const bool init_from_file = !c.train.init_from.empty() && !options.resuming;
   if (!options.dry_run) {
     store_.initialize(c.train.seed);
-    if (!c.train.init_from.empty() && !options.resuming) {
-      SPARQ_RETURN_IF_ERROR(load_initial_weights());
-    }
+    if (init_from_file) SPARQ_RETURN_IF_ERROR(load_initial_weights(false));
+  } else if (init_from_file && std::filesystem::is_regular_file(c.train.init_from)) {
+    // A dry run checks the names, shapes and dtypes from the file's header (review,
+    // 2026-12-07: a file for another model passed as valid, to fail when training began).
+    SPARQ_RETURN_IF_ERROR(load_initial_weights(true));
   }
   model_->bind(store_);
   model_->set_dropout_seed(c.train.seed, static_cast<std::uint32_t>(comm_.rank()));
@@ -162,17 +165,23 @@ Status Trainer::connect_buckets() {
   return Status::ok();
 }
 
-Status Trainer::load_initial_weights() {
+Status Trainer::load_initial_weights(bool check_only) {
   const std::string& path = config_.train.init_from;
   std::string format = config_.train.init_format;
   if (format == "auto") {
     // Hugging Face GPT-2 files are recognised by their fused attention projection.
-    auto read = SafetensorsFile::read(path);
+    auto read = SafetensorsFile::read_header(path);
     if (!read.is_ok()) return read.status().with_context(config_.origin + ": train.init_from");
     const SafetensorsFile& file = *read;
     const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
                     file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
     format = hf ? "gpt2_hf" : "sparq";
+  }
+  if (check_only) {
+    const Status s = format == "gpt2_hf"
+                         ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)
+                         : import_safetensors(store_, path, {.check_only = true});
+    return s.with_context(config_.origin + ": train.init_from");
   }
   // A GPU store is imported through its host copy (same layout), then uploaded whole.
   ParamStore* target = &store_;
@@ -286,12 +295,15 @@ std::string Trainer::describe() const {
     s += fmt::format("init:      weights from the checkpoint (train.init_from {} not read)\n",
                      c.train.init_from);
   } else if (!c.train.init_from.empty()) {
-    // A dry run does not read the weights (they may be large); a missing file is said, as a
-    // missing data file is (review, 2026-12-05: it passed as valid without a word).
+    // A dry run reads only the file's header (build); a missing file is said, as a missing
+    // data file is (review, 2026-12-05: it passed as valid without a word).
     std::error_code ec;
     const bool found = std::filesystem::is_regular_file(c.train.init_from, ec);
     s += fmt::format("init:      weights from {} (train.init_format {}){}\n", c.train.init_from,
-                     c.train.init_format, found ? "" : ": not found, needed before training");
+                     c.train.init_format,
+                     !found             ? ": not found, needed before training"
+                     : options_.dry_run ? ": names and shapes checked"
+                                        : "");
   }
   if (c.train.device == Device::kCUDA) {
     s += fmt::format("device:    {}; local rank {} of {} ({})\n",

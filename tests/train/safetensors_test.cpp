@@ -298,6 +298,44 @@ TEST(Safetensors, ImportErrorsNameTheTensor) {
   }
 }
 
+// A dry run checks initial weights from the header alone (review, 2026-12-07: a file for
+// another model passed the dry run): the same verdicts as a real import, nothing copied.
+TEST(Safetensors, CheckOnlyImportValidatesWithoutCopying) {
+  ParamStore store;
+  testing::bound_model("gpt2-tiny", {1, 8}, store);
+  const std::string good = temp("check_good.safetensors");
+  ASSERT_TRUE(export_safetensors(store, good).is_ok());
+  store.params()[0] += 1.0f;  // the file now differs from the store
+  const std::vector<float> before(store.params(), store.params() + store.flat_numel());
+  EXPECT_TRUE(import_safetensors(store, good, {.check_only = true}).is_ok());
+  EXPECT_EQ(std::memcmp(before.data(), store.params(), before.size() * 4), 0)
+      << "a check-only import changed the store";
+
+  const std::string shaped = temp("check_shape.safetensors");
+  rewrite(good, shaped, [](std::string& n, std::vector<std::int64_t>& shape) {
+    if (n == "wpe.weight") shape = {64, 256};
+    return true;
+  });
+  const Status s = import_safetensors(store, shaped, {.check_only = true});
+  EXPECT_TRUE(contains(s, "wpe.weight") && contains(s, "[64, 256]")) << s.message();
+  EXPECT_EQ(s.message(), import_safetensors(store, shaped).message());
+
+  // Hugging Face names: a fitting model passes, another size is refused naming the tensor,
+  // and the store is untouched either way.
+  ParamStore hf_store;
+  testing::bound_model(kHfSpec, {1, 8}, hf_store);
+  const std::vector<float> hf_before(hf_store.params(), hf_store.params() + hf_store.flat_numel());
+  const std::string hf = kRef + "gpt2_hf_tiny.safetensors";
+  EXPECT_TRUE(import_gpt2_hf(hf_store, hf, 40, true).is_ok());
+  EXPECT_EQ(std::memcmp(hf_before.data(), hf_store.params(), hf_before.size() * 4), 0);
+  const Status vocab = import_gpt2_hf(hf_store, hf, 48, true);
+  EXPECT_TRUE(contains(vocab, "wte.weight") && contains(vocab, "[48, 16]")) << vocab.message();
+  ParamStore wider;
+  testing::bound_model("gpt2-tiny n_head=2 vocab_size=40 n_layer=2 n_embd=32 n_ctx=8", {1, 8},
+                       wider);
+  EXPECT_EQ(import_gpt2_hf(wider, hf, 0, true).message(), import_gpt2_hf(wider, hf).message());
+}
+
 TEST(Safetensors, DamagedFilesAreRefused) {
   ParamStore store;
   testing::bound_model(kHfSpec, {1, 8}, store);
@@ -306,12 +344,14 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   const std::string bytes = *read_file(good);
   const std::string path = temp("damaged.safetensors");
 
-  // Truncated: the last tensor's range runs past the data.
+  // Truncated: the last tensor's range runs past the data. A dry run's check, which reads
+  // only the header, sees it from the file's size.
   ASSERT_TRUE(write_file_atomic(path, bytes.substr(0, bytes.size() - 10)).is_ok());
   Status s = import_safetensors(store, path);
   ASSERT_FALSE(s.is_ok());
   EXPECT_TRUE(contains(s, path) && contains(s, "ln_f.bias") && contains(s, "outside"))
       << s.message();
+  EXPECT_EQ(import_safetensors(store, path, {.check_only = true}).message(), s.message());
 
   // A header length past the end of the file.
   std::string long_header = bytes;
@@ -320,6 +360,7 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   ASSERT_TRUE(write_file_atomic(path, long_header).is_ok());
   s = SafetensorsFile::read(path).status();
   ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(SafetensorsFile::read_header(path).status().message(), s.message());
   EXPECT_TRUE(contains(s, path) && contains(s, "past the end of the file")) << s.message();
 
   // A header longer than the reader accepts, inside the file, is said to be that.
@@ -329,9 +370,11 @@ TEST(Safetensors, DamagedFilesAreRefused) {
   ASSERT_TRUE(write_file_atomic(path, big).is_ok());
   s = SafetensorsFile::read(path).status();
   EXPECT_TRUE(contains(s, "exceeds the 100 MiB this reader accepts")) << s.message();
+  EXPECT_EQ(SafetensorsFile::read_header(path).status().message(), s.message());
 
   ASSERT_TRUE(write_file_atomic(path, "abc").is_ok());
   EXPECT_TRUE(contains(SafetensorsFile::read(path).status(), "truncated"));
+  EXPECT_TRUE(contains(SafetensorsFile::read_header(path).status(), "truncated"));
 
   // Overlapping ranges, a size that disagrees with the shape, and broken JSON.
   const auto with_header = [&](std::string header, std::size_t data_bytes) {
@@ -339,7 +382,10 @@ TEST(Safetensors, DamagedFilesAreRefused) {
     std::string file(reinterpret_cast<const char*>(&n), 8);
     file += header + std::string(data_bytes, '\0');
     EXPECT_TRUE(write_file_atomic(path, file).is_ok());
-    return SafetensorsFile::read(path).status();
+    const Status whole = SafetensorsFile::read(path).status();
+    // The header-only read (a dry run's) validates exactly as the whole read.
+    EXPECT_EQ(SafetensorsFile::read_header(path).status().message(), whole.message()) << header;
+    return whole;
   };
   s = with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                   R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",

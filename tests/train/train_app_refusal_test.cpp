@@ -183,6 +183,21 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
                        "auto): not found, needed before training"),
       std::string::npos)
       << init.output;
+  // Initial weights that are there are checked against the model from the file's header
+  // (review, 2026-12-07: a file for another model passed the dry run).
+  const std::string hf_tiny =
+      " --set train.init_from=tests/reference/safetensors/gpt2_hf_tiny.safetensors --dry-run";
+  expect_refused(run_train(0, "--config configs/default.yaml" + hf_tiny), "train.init_from");
+  const ProcessResult fits =
+      run_train(0,
+                "--config configs/default.yaml --set model.n_layer=2 --set model.n_head=2 "
+                "--set model.n_embd=16 --set model.n_ctx=8 --set model.vocab_size=40 "
+                "--set data.seq_len=8 --set data.markov.vocab_size=40" +
+                    hf_tiny);
+  EXPECT_EQ(fits.exit_code, 0) << fits.output;
+  EXPECT_NE(fits.output.find("(train.init_format auto): names and shapes checked"),
+            std::string::npos)
+      << fits.output;
   // So are settings the optimizer never reads (default.yaml trains with adamw).
   EXPECT_NE(init.output.find("note: optim.momentum is ignored: only sgd reads it"),
             std::string::npos)

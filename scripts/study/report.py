@@ -74,12 +74,17 @@ def paired_means(cell, reference, attribute):
 
 def refusal(cell, reference):
     """Why `cell` is not compared with `reference`, or None: seeds ending at different steps
-    in either (a run made by hand at another horizon) would make the paired means wrong."""
+    in either (a run made by hand at another horizon) would make the paired means wrong, and
+    so would a cell that trains to another horizon than the reference (a cell setting its
+    own train.steps: it was compared without a word; review, 2026-12-07)."""
     if cell.mixed_steps:
         return f"its seeds end at different steps ({', '.join(map(str, cell.end_steps))})"
     if reference.mixed_steps:
         return (f"the seeds of {reference.name} end at different steps "
                 f"({', '.join(map(str, reference.end_steps))})")
+    if cell.end_steps and reference.end_steps and cell.end_steps != reference.end_steps:
+        return (f"it ends at step {cell.end_steps[0]}, the reference {reference.name} at step "
+                f"{reference.end_steps[0]}")
     return None
 
 
@@ -170,7 +175,7 @@ def _markdown(study, cells, rows, display_out):
         some = (f" (seeds {', '.join(map(str, paired))})"
                 if paired and len(paired) < max(len(cell.runs), len(reference.runs)) else "")
         if row["vs_reference_refused"]:
-            values += ["– (not compared: seeds end at different steps)"]
+            values += ["– (not compared: another horizon, see below)"]
         else:
             values += ["–" if pct is None else f"{pct:+.2f}{some}"]
         if points:
@@ -191,6 +196,11 @@ def _markdown(study, cells, rows, display_out):
               "without study.py). Time to target and the time axis of eval_vs_time.png: "
               "cumulative `step_ms` up to the first eval whose loss reached the target."]
     notes = [(c.name, n) for c in cells for n in c.notes]
+    # A cell at another horizon than the reference's (each consistent in itself) has no note
+    # of its own: its refusal is the note.
+    notes += [(c.name, row["vs_reference_refused"] + ": compared with no cell")
+              for c, row in zip(cells, rows) if row["vs_reference_refused"]
+              and not c.mixed_steps and not reference.mixed_steps]
     if notes:
         lines += ["", "## Cells not compared", ""]
         lines += [f"- `{name}`: {note}" for name, note in notes]

@@ -155,15 +155,26 @@ def config_values(text):
     return flat
 
 
+# The sections of which a resolved config lists only the keys that were set (the model's
+# preset and its overrides, the compressor's settings; docs/config.md): there a key one
+# config has and the other lacks is a setting added or removed. Elsewhere every key is
+# listed, so a one-sided key is a trainer built since that added or dropped one.
+SET_KEYS_ONLY = ("model.", "compress.")
+
+
 def config_differences(before, now, ignore=()):
-    """The keys whose values differ between two resolved configs, as "key old -> new" texts.
-    Keys that only one of them has (a trainer built since that added or removed a key) are
-    not compared; nor are `ignore` (the seed keys and log.metrics: the command says those)."""
+    """The keys whose values differ between two resolved configs, as "key old -> new" texts
+    ("(none)" for a key of SET_KEYS_ONLY that one side lacks). Other keys that only one of
+    them has are not compared; nor are `ignore` (the seed keys and log.metrics: the command
+    says those)."""
     a, b = config_values(before), config_values(now)
     if a is None or b is None:
         return None
-    return [f"{k} {a[k]} -> {b[k]}" for k in sorted(set(a) & set(b))
-            if k not in ignore and a[k] != b[k]]
+    # A section that was an empty mapping on one side is a single key there ("compress.topk":
+    # {}); that is a one-sided key too.
+    keys = set(a) & set(b) | {k for k in set(a) ^ set(b) if k.startswith(SET_KEYS_ONLY)}
+    return [f"{k} {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(keys)
+            if k not in ignore and a.get(k, "(none)") != b.get(k, "(none)")]
 
 
 class Resolver:

@@ -201,6 +201,21 @@ assert cells['dense']['end_steps'] == [6, 12], cells['dense']
 assert cells['lbs']['vs_reference_pct'] is None and cells['lbs']['vs_reference_refused'], cells['lbs']
 " "$T/out_m/summary.json"
 check "mixed horizons said in summary.md" grep -q "^## Cells not compared" "$T/out_m/summary.md"
+# A cell that ends at another step than the reference (all its seeds alike) is not compared
+# either: its "vs" mixed horizons without a word (review, 2026-12-07).
+cp -rp "$OUT" "$T/out_o"
+rm "$T"/out_o/*/seed*/study.json
+truncate_run "$T/out_o/lbs/seed1/metrics.jsonl" 6
+truncate_run "$T/out_o/lbs/seed2/metrics.jsonl" 6
+expect "another horizon than the reference reported" 0 "summary" -- "$T/nosteps.yaml" --out "$T/out_o" --report-only
+check "another horizon than the reference not compared" "$PY" -c "
+import json, sys
+cells = {c['name']: c for c in json.load(open(sys.argv[1]))['cells']}
+assert cells['lbs']['end_steps'] == [6], cells['lbs']
+assert cells['lbs']['vs_reference_pct'] is None, cells['lbs']
+assert 'the reference dense at step 12' in cells['lbs']['vs_reference_refused'], cells['lbs']
+" "$T/out_o/summary.json"
+check "another horizon than the reference said" grep -q "lbs\` *: it ends at step 6, the reference dense at step 12: compared with no cell" "$T/out_o/summary.md"
 
 # An interrupted run: no end record. Freshly written, it may belong to a live run: left alone.
 sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
@@ -333,6 +348,11 @@ expect "the rerun is then finished" 0 "dense seed1: skip \(finished\)" -- "$T/ow
 sed -i 's/^\(\s*steps:\).*/\1 77/' "$T/base.yaml"
 check "the base config has steps to edit" grep -q "steps: 77" "$T/base.yaml"
 expect "an overridden key's edit reruns nothing" 0 "dense seed1: skip \(finished\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1
+# A model key added to the base config appears in only the new resolved config (it lists
+# the model's keys only when set): it was taken as no change (review, 2026-12-07).
+sed -i 's/^\(\s*\)n_ctx: 64/\1n_ctx: 64\n\1n_layer: 1/' "$T/base.yaml"
+check "the base config has an n_layer added" grep -q "n_layer: 1" "$T/base.yaml"
+expect "an added model key is a change" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran: model.n_layer \(none\) -> 1\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
 
 # A run being started by another study.py (no metrics.jsonl yet: its launcher waits) is
 # busy: that process holds the run's lock, so a second one neither moves nor reruns it.

@@ -318,6 +318,9 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
        "x.yaml: data.markov.train_tokens: must be <="},
       {"model: {preset: bert-tiny}\ndata: {seq_len: 2}",
        "x.yaml: data.seq_len: 2 leaves no token between BERT's [CLS] and [SEP]"},
+      // No data source gives NSP pairs: the first step aborted (review, 2026-12-07).
+      {"model: {preset: bert-tiny, nsp: 1}",
+       "x.yaml: model.nsp: 1 trains a next-sentence head, which needs sentence pairs"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

@@ -52,14 +52,16 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
   auto* dense = dense_.as<float>();
   codec.encode(a, nullptr, n, ctx, message, scratch_.data(), scratch_.size(), stream);
   // As the CPU's tree counts: this rank's list (here its capacity, what moves on the
-  // device), each list it sends up the tree, and the k values of the allreduce.
+  // device), each merged list it sends up the tree (its own unmerged list is not counted
+  // again), and the k values of the allreduce.
   payload_bytes_ = capacity + 4 * k;
 
   // 2. The tree to rank 0.
+  bool merged = false;
   for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
     if (rank % (2 * dist) == dist) {
       comm.send(message, capacity, DType::kU8, rank - dist, round);
-      payload_bytes_ += capacity;
+      if (merged) payload_bytes_ += capacity;
       break;
     }
     if (rank % (2 * dist) == 0 && rank + dist < p) {
@@ -82,6 +84,7 @@ Status DeviceTree::run(std::span<float> bucket, DeviceCodec& codec, double densi
       }
       codec.encode(dense, nullptr, n, tree_merge_context(ctx, round), message, scratch_.data(),
                    scratch_.size(), stream);
+      merged = true;
     }
   }
 

@@ -132,12 +132,16 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
   Status failure;
   comm.broadcast(&k, 1, DType::kI64, 0);  // rank 0's k rules (equal for topk-style configs)
 
+  // The payload counts each list this rank encodes once: its own (above), and a merged
+  // list when it sends one up; its own list sent unmerged was counted twice (review,
+  // 2026-12-07).
+  bool merged = false;
   for (int dist = 1, round = 0; dist < p; dist <<= 1, ++round) {
     if (rank % (2 * dist) == dist) {
       std::int64_t bytes = static_cast<std::int64_t>(msg_.size());
       comm.send(&bytes, 1, DType::kI64, rank - dist, round);
       comm.send(msg_.data(), msg_.size(), DType::kU8, rank - dist, round);
-      payload_bytes_ += msg_.size();
+      if (merged) payload_bytes_ += msg_.size();
       break;
     }
     if (rank % (2 * dist) == 0 && rank + dist < p) {
@@ -155,9 +159,11 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
         // encoded under the context its receiver expects (Note [Tree merge draws]).
         merge_by_encode(c, n, tree_list_context(ctx, rank, round), s.is_ok() ? &from : nullptr,
                         tree_merge_context(ctx, round));
+        merged = true;
       } else if (s.is_ok()) {
         parse_sparse_f32(peer_msg_, n, peer_indices_, peer_values_, c.name());
         merge_and_reselect(n, static_cast<std::size_t>(k));
+        merged = true;
       }
     }
   }

@@ -218,6 +218,22 @@ TEST(AggregationMpi, GtopkAgreesOnOneIndexSetAndAveragesOnIt) {
       a[r] = gradient(r, step, n);
       for (std::size_t i = 0; i < n; ++i) a[r][i] += sim_residual[r][i];
     }
+    // The payload: this rank's own list, each merged list it sends up the tree, and the k
+    // values it allreduces. A rank that sends its own list unmerged (every odd rank, and an
+    // even one without a partner, as rank 2 of 3) sends what it encoded once: it was
+    // counted twice (review, 2026-12-07).
+    Message own;
+    make("gtopk", {{"density", "0.01"}})->encode(a[me], context(step, me, p), own);
+    bool merges = false;
+    for (int dist = 1; dist < p && me % (2 * dist) != dist; dist <<= 1) {
+      merges = merges || me + dist < p;
+    }
+    const bool sends = me != 0;
+    if (merges && sends) {
+      EXPECT_GT(strategy.last_payload_bytes(), own.size() + 4 * k) << "rank " << me;
+    } else {
+      EXPECT_EQ(strategy.last_payload_bytes(), own.size() + 4 * k) << "rank " << me;
+    }
     std::vector<bool> in_global(n, false);
     for (std::uint32_t i : global) {
       in_global[i] = true;

@@ -1,5 +1,7 @@
 #include "optim/lr_schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -13,8 +15,12 @@ Status LrScheduleConfig::validate(const std::string& prefix) const {
   }
   if (!(lr > 0.0) || !std::isfinite(lr)) return Status::error("{}lr: must be > 0, got {}", prefix, lr);
   if (warmup_steps < 0) return Status::error("{}warmup_steps: must be >= 0, got {}", prefix, warmup_steps);
-  if (min_lr < 0.0 || min_lr > lr) {
-    return Status::error("{}min_lr: must be in [0, lr={}], got {}", prefix, lr, min_lr);
+  if (min_lr < 0.0) return Status::error("{}min_lr: must be >= 0, got {}", prefix, min_lr);
+  // Only the decays read min_lr: a constant or step run given a lower lr than a base config's
+  // min_lr was refused (review, 2026-12-07); unread_settings() says it is ignored instead.
+  if ((kind == "linear" || kind == "cosine") && min_lr > lr) {
+    return Status::error("{}min_lr: must be in [0, lr={}] for the {} schedule, got {}", prefix, lr,
+                         kind, min_lr);
   }
   if ((kind == "linear" || kind == "cosine") && total_steps <= warmup_steps) {
     return Status::error("{}total_steps: the {} schedule needs total_steps > warmup_steps ({}), got {}",
@@ -27,6 +33,30 @@ Status LrScheduleConfig::validate(const std::string& prefix) const {
     return Status::error("{}gamma: must be in (0, 1], got {}", prefix, gamma);
   }
   return Status::ok();
+}
+
+std::vector<std::string> LrScheduleConfig::unread_settings(const std::string& prefix) const {
+  const LrScheduleConfig defaults;
+  const bool decays = kind == "linear" || kind == "cosine";
+  const struct {
+    const char* key;
+    bool changed, read;
+    const char* reader;
+  } settings[] = {
+      {"min_lr", min_lr != defaults.min_lr, decays, "linear and cosine read it"},
+      {"step_size", step_size != defaults.step_size, kind == "step", "step reads it"},
+      {"gamma", gamma != defaults.gamma, kind == "step", "step reads it"},
+  };
+  std::vector<std::string> unread;
+  for (const auto& setting : settings) {
+    if (setting.changed && !setting.read) {
+      unread.push_back(
+          fmt::format("{}{} is ignored: only the schedule {}, and this run has "
+                      "schedule {}",
+                      prefix, setting.key, setting.reader, kind));
+    }
+  }
+  return unread;
 }
 
 double LrSchedule::lr_at(std::int64_t step) const {

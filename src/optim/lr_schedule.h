@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -26,8 +27,11 @@ struct LrScheduleConfig {
   std::int64_t step_size = 1000;  // step: decay interval
   double gamma = 0.1;             // step: decay factor
 
-  // Checks ranges; the message names the offending key (e.g. "optim.schedule.gamma").
+  // Checks ranges; the message names the offending key (e.g. "optim.gamma").
   Status validate(const std::string& prefix = "optim.") const;
+  // The settings this schedule never reads that differ from their defaults, one note each
+  // (as OptimConfig::unread_settings: said, not refused).
+  std::vector<std::string> unread_settings(const std::string& prefix = "optim.") const;
 };
 
 class LrSchedule {

@@ -337,6 +337,22 @@ std::string Trainer::describe() const {
                        : "");
   for (const std::string& unread : c.optim.unread_settings())
     s += "           note: " + unread + "\n";
+  for (const std::string& unread : c.schedule.unread_settings())
+    s += "           note: " + unread + "\n";
+  // Settings that are valid but leave part of what they ask for undone in this run (the
+  // decays refuse the first; these schedules and the freeze would pass without a word).
+  if (c.schedule.warmup_steps >= c.train.steps) {
+    s += fmt::format(
+        "           note: optim.warmup_steps {} >= train.steps {}: the learning "
+        "rate never reaches optim.lr\n",
+        c.schedule.warmup_steps, c.train.steps);
+  }
+  if (c.optim.communicate == "momentum" && c.optim.freeze_steps >= c.train.steps) {
+    s += fmt::format(
+        "           note: optim.freeze_steps {} >= train.steps {}: the variance "
+        "never freezes, and every step is dense Adam\n",
+        c.optim.freeze_steps, c.train.steps);
+  }
   std::string params;
   for (const auto& [k, v] : c.compress.compress.params) params += fmt::format(" {}={}", k, v);
   if (c.compress.compress.compression_off()) {

@@ -202,6 +202,20 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_NE(init.output.find("note: optim.momentum is ignored: only sgd reads it"),
             std::string::npos)
       << init.output;
+  // And settings that leave part of what they ask for undone in this run (review,
+  // 2026-12-07): a warm-up past the run's end, a freeze that never comes.
+  const ProcessResult undone = run_train(
+      0,
+      "--config configs/default.yaml --set optim.schedule=constant --set "
+      "optim.warmup_steps=300 --set optim.communicate=momentum --set optim.freeze_steps=300 "
+      "--set compress.dense_warmup_steps=300 --dry-run");
+  EXPECT_EQ(undone.exit_code, 0) << undone.output;
+  for (const char* note :
+       {"note: optim.warmup_steps 300 >= train.steps 300: the learning rate never reaches",
+        "note: optim.freeze_steps 300 >= train.steps 300: the variance never freezes",
+        "note: optim.min_lr is ignored: only the schedule linear and cosine read it"}) {
+    EXPECT_NE(undone.output.find(note), std::string::npos) << note << "\n" << undone.output;
+  }
   // bf16 GEMM operands are a GPU setting the dry run validates and shows.
   const ProcessResult bf16 = run_train(0,
                                        "--config configs/gpt2_wikitext_tiny.yaml --set "

@@ -348,6 +348,37 @@ TEST(TrainConfig, SettingsTheOptimizerNeverReadsAreNamed) {
   EXPECT_EQ(unread("{name: adamw, frozen_variance_floor: 0.5}").size(), 1u);
   EXPECT_TRUE(unread("{name: sgd, momentum: 0.9, nesterov: true}").empty());
   EXPECT_TRUE(unread("{name: adamw, beta2: 0.99, momentum: 0}").empty());
+  // Nor are another optimizer's range checks applied: an sgd cell of a study whose base
+  // config runs adamw with eps 0 was refused, and an adam cell for sgd's nesterov (review,
+  // 2026-12-07). The optimizer that runs them still checks them.
+  EXPECT_EQ(unread("{name: sgd, eps: 0}").size(), 1u);
+  EXPECT_EQ(unread("{name: adamw, nesterov: true}").size(), 1u);
+  EXPECT_FALSE(parse_train_config("optim: {name: adamw, eps: 0}\n", "u.yaml", {}).is_ok());
+  EXPECT_FALSE(parse_train_config("optim: {name: sgd, nesterov: true}\n", "u.yaml", {}).is_ok());
+}
+
+// The schedule's settings likewise: min_lr above lr was refused for schedules that never read
+// it (a constant run at a lower lr than the base config's min_lr; review, 2026-12-07).
+TEST(TrainConfig, SettingsTheScheduleNeverReadsAreNamed) {
+  const auto parse = [](const std::string& optim) {
+    return parse_train_config("optim: " + optim + "\n", "s.yaml", {});
+  };
+  auto constant = parse("{schedule: constant, lr: 1.0e-4, min_lr: 2.0e-4, gamma: 0.5}");
+  ASSERT_TRUE(constant.is_ok()) << constant.status().message();
+  EXPECT_EQ(constant->schedule.unread_settings(),
+            (std::vector<std::string>{"optim.min_lr is ignored: only the schedule linear and "
+                                      "cosine read it, and this run has schedule constant",
+                                      "optim.gamma is ignored: only the schedule step reads it, "
+                                      "and this run has schedule constant"}));
+  auto step = parse("{schedule: step, lr: 1.0e-4, min_lr: 2.0e-4, step_size: 10, gamma: 0.5}");
+  ASSERT_TRUE(step.is_ok()) << step.status().message();
+  EXPECT_EQ(step->schedule.unread_settings().size(), 1u);
+  const auto cosine = parse("{schedule: cosine, lr: 1.0e-4, min_lr: 2.0e-4}");
+  ASSERT_FALSE(cosine.is_ok());
+  EXPECT_NE(cosine.status().message().find(
+                "optim.min_lr: must be in [0, lr=0.0001] for the cosine schedule"),
+            std::string::npos)
+      << cosine.status().message();
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "optim/lr_schedule.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+
+#include "optim/unread_setting.h"
 
 namespace sparq::optim {
 
@@ -38,25 +38,14 @@ Status LrScheduleConfig::validate(const std::string& prefix) const {
 std::vector<std::string> LrScheduleConfig::unread_settings(const std::string& prefix) const {
   const LrScheduleConfig defaults;
   const bool decays = kind == "linear" || kind == "cosine";
-  const struct {
-    const char* key;
-    bool changed, read;
-    const char* reader;
-  } settings[] = {
-      {"min_lr", min_lr != defaults.min_lr, decays, "linear and cosine read it"},
-      {"step_size", step_size != defaults.step_size, kind == "step", "step reads it"},
-      {"gamma", gamma != defaults.gamma, kind == "step", "step reads it"},
-  };
-  std::vector<std::string> unread;
-  for (const auto& setting : settings) {
-    if (setting.changed && !setting.read) {
-      unread.push_back(
-          fmt::format("{}{} is ignored: only the schedule {}, and this run has "
-                      "schedule {}",
-                      prefix, setting.key, setting.reader, kind));
-    }
-  }
-  return unread;
+  return unread_notes(
+      {
+          {"min_lr", min_lr != defaults.min_lr, decays, "the schedules linear and cosine read it"},
+          {"step_size", step_size != defaults.step_size, kind == "step",
+           "the schedule step reads it"},
+          {"gamma", gamma != defaults.gamma, kind == "step", "the schedule step reads it"},
+      },
+      prefix, "schedule " + kind);
 }
 
 double LrSchedule::lr_at(std::int64_t step) const {

@@ -10,6 +10,7 @@
 #include "optim/clip.h"
 #include "optim/device_step.h"
 #include "optim/sgd.h"
+#include "optim/unread_setting.h"
 
 namespace sparq::optim {
 
@@ -80,30 +81,18 @@ Status OptimConfig::validate(const std::string& prefix) const {
 std::vector<std::string> OptimConfig::unread_settings(const std::string& prefix) const {
   const OptimConfig defaults;
   const bool sgd = name == "sgd";
-  const struct {
-    const char* key;
-    bool changed, read;
-    const char* reader;
-  } settings[] = {
-      {"momentum", momentum != defaults.momentum, sgd, "sgd reads it"},
-      {"dampening", dampening != defaults.dampening, sgd, "sgd reads it"},
-      {"nesterov", nesterov != defaults.nesterov, sgd, "sgd reads it"},
-      {"beta1", beta1 != defaults.beta1, !sgd, "adam and adamw read it"},
-      {"beta2", beta2 != defaults.beta2, !sgd, "adam and adamw read it"},
-      {"eps", eps != defaults.eps, !sgd, "adam and adamw read it"},
-      {"frozen_variance_floor", frozen_variance_floor != defaults.frozen_variance_floor,
-       communicate == "momentum", "communicate: momentum reads it"},
-  };
-  std::vector<std::string> unread;
-  for (const auto& setting : settings) {
-    if (setting.changed && !setting.read) {
-      unread.push_back(
-          fmt::format("{}{} is ignored: only {}, and this run has name {}, "
-                      "communicate {}",
-                      prefix, setting.key, setting.reader, name, communicate));
-    }
-  }
-  return unread;
+  return unread_notes(
+      {
+          {"momentum", momentum != defaults.momentum, sgd, "sgd reads it"},
+          {"dampening", dampening != defaults.dampening, sgd, "sgd reads it"},
+          {"nesterov", nesterov != defaults.nesterov, sgd, "sgd reads it"},
+          {"beta1", beta1 != defaults.beta1, !sgd, "adam and adamw read it"},
+          {"beta2", beta2 != defaults.beta2, !sgd, "adam and adamw read it"},
+          {"eps", eps != defaults.eps, !sgd, "adam and adamw read it"},
+          {"frozen_variance_floor", frozen_variance_floor != defaults.frozen_variance_floor,
+           communicate == "momentum", "communicate: momentum reads it"},
+      },
+      prefix, fmt::format("name {}, communicate {}", name, communicate));
 }
 
 Optimizer::Optimizer(const ParamStore& store, std::string communicate)

@@ -366,8 +366,8 @@ TEST(TrainConfig, SettingsTheScheduleNeverReadsAreNamed) {
   auto constant = parse("{schedule: constant, lr: 1.0e-4, min_lr: 2.0e-4, gamma: 0.5}");
   ASSERT_TRUE(constant.is_ok()) << constant.status().message();
   EXPECT_EQ(constant->schedule.unread_settings(),
-            (std::vector<std::string>{"optim.min_lr is ignored: only the schedule linear and "
-                                      "cosine read it, and this run has schedule constant",
+            (std::vector<std::string>{"optim.min_lr is ignored: only the schedules linear "
+                                      "and cosine read it, and this run has schedule constant",
                                       "optim.gamma is ignored: only the schedule step reads it, "
                                       "and this run has schedule constant"}));
   auto step = parse("{schedule: step, lr: 1.0e-4, min_lr: 2.0e-4, step_size: 10, gamma: 0.5}");

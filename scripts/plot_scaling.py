@@ -4,28 +4,44 @@
     scripts/plot_scaling.py OUT_DIR FILE.csv [FILE.csv ...]
 
 One PNG per (model, network) found in the CSV files: scaling efficiency against the world
-size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png.
+size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png (OUT_DIR is
+created when missing).
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import csv
+import os
 import sys
 from collections import defaultdict
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_scaling.py needs matplotlib (Debian: apt-get install python3-matplotlib)")
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_rows(paths):
+    """Every row of the CSV files, with world and efficiency as numbers; a file that cannot be
+    read or a value that is not a number ends the script naming the file and line (they
+    ended it in a traceback; review, 2026-12-07)."""
     rows = []
     for path in paths:
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                missing = {"model", "network", "world", "cell", "efficiency"} - row.keys()
-                if missing:
-                    sys.exit(f"{path}: missing columns {sorted(missing)}")
-                rows.append(row)
+        try:
+            with open(path, newline="") as f:
+                for line, row in enumerate(csv.DictReader(f), start=2):
+                    missing = {"model", "network", "world", "cell", "efficiency"} - row.keys()
+                    if missing:
+                        sys.exit(f"plot_scaling.py: {path}: missing columns {sorted(missing)}")
+                    try:
+                        row["world"], row["efficiency"] = int(row["world"]), float(row["efficiency"])
+                    except (TypeError, ValueError):
+                        sys.exit(f"plot_scaling.py: {path}, line {line}: world '{row['world']}' "
+                                 f"or efficiency '{row['efficiency']}' is not a number")
+                    rows.append(row)
+        except OSError as e:
+            sys.exit(f"plot_scaling.py: cannot read {path}: {e.strerror}")
     return rows
 
 
@@ -33,11 +49,15 @@ def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
     out_dir, paths = argv[1], argv[2:]
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        sys.exit(f"plot_scaling.py: cannot create the output folder {out_dir}: {e.strerror}")
     curves = defaultdict(lambda: defaultdict(list))  # (model, network) -> cell -> [(P, eff)]
     cell_order = []
     for row in read_rows(paths):
         key = (row["model"], row["network"])
-        curves[key][row["cell"]].append((int(row["world"]), float(row["efficiency"])))
+        curves[key][row["cell"]].append((row["world"], row["efficiency"]))
         if row["cell"] not in cell_order:
             cell_order.append(row["cell"])
     for (model, network), cells in sorted(curves.items()):

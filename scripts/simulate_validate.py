@@ -70,7 +70,14 @@ def simulate(binary, record, profile, measured_compute, busy_rate):
             measured += f",{record['optimizer_ms']}"
         cmd += ["--compute-ms", measured]
     cmd += ["--busy-comm-rate", str(busy_rate)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    except OSError as e:
+        sys.exit(f"simulate_validate.py: cannot run {binary} (--simulate): {e.strerror}")
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"simulate_validate.py: {binary} failed (exit {e.returncode}) on the record "
+                 f"{record.get('run')} {record['model']} P={record.get('world')} "
+                 f"{record.get('link')} {record['cell']}:\n{e.stderr.strip()}")
     lines = out[out.index("model,network"):].splitlines()
     rows = [r for r in csv.DictReader(io.StringIO("\n".join(lines))) if r.get("world")]
     return rows[0]
@@ -164,7 +171,11 @@ def main():
     # latest record of each (run, model, world, link, cell) counts (if it failed, the cell is out).
     latest = {}
     superseded = 0
-    with open(args.results) as f:
+    try:
+        results = open(args.results)
+    except OSError as e:
+        sys.exit(f"simulate_validate.py: cannot read {args.results} (--results): {e.strerror}")
+    with results as f:
         for line in f:
             line = line.strip()
             if not line:

@@ -3,7 +3,9 @@
 #  - simulate --compute-ms F,B,O replaces the profile's optimizer time, and F,B keeps it;
 #  - --busy-comm-rate and --compute-ms refuse bad values with a message naming them;
 #  - a cell measured in two runs gets both errors and their median, and the counts;
-#  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule).
+#  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule);
+#  - missing inputs, a failing simulate and bad CSV values are one-line errors, no traceback
+#    (simulate_validate.py and plot_scaling.py).
 #   simulate_validate_test.sh <source dir> <simulate binary>
 set -euo pipefail
 src=$1
@@ -134,4 +136,29 @@ print("simulate_validate.py OK: a cell measured twice in run D counts once, by i
 EOF
 if "${validate[@]}" --run A,Z --out "$work/w" > "$work/bad.txt" 2>&1; then fail "a missing run was accepted"; fi
 grep -q "run Z" "$work/bad.txt" || fail "the missing run is not named: $(cat "$work/bad.txt")"
+# A missing results file or simulate binary, and a failing simulate, are said in one line
+# naming them; they ended in a traceback (review, 2026-12-07). So is plot_scaling.py's.
+no_trace() {  # no_trace WHAT TEXT CMD...: fails unless CMD exits non-zero, saying TEXT, no traceback
+  local what=$1 text=$2
+  shift 2
+  if "$@" > "$work/bad.txt" 2>&1; then fail "$what was accepted"; fi
+  grep -q "Traceback" "$work/bad.txt" && fail "$what: a traceback: $(cat "$work/bad.txt")"
+  grep -q -- "$text" "$work/bad.txt" || fail "$what: no '$text': $(cat "$work/bad.txt")"
+}
+no_trace "a missing --results" "cannot read $work/none.jsonl (--results)" \
+  python3 scripts/simulate_validate.py --results "$work/none.jsonl" --simulate "$sim" --out "$work/w"
+no_trace "a missing --simulate" "cannot run $work/none (--simulate)" \
+  python3 scripts/simulate_validate.py --results "$work/results.jsonl" --simulate "$work/none" --run A --out "$work/w"
+no_trace "a failing simulate" "$(command -v false) failed (exit 1) on the record A gpt2-tiny" \
+  python3 scripts/simulate_validate.py --results "$work/results.jsonl" --simulate "$(command -v false)" --run A --out "$work/w"
+if python3 -c "import matplotlib" 2>/dev/null; then
+  no_trace "a missing CSV" "plot_scaling.py: cannot read $work/none.csv" \
+    python3 scripts/plot_scaling.py "$work/plots" "$work/none.csv"
+  printf 'model,network,world,cell,efficiency\ngpt2,1g,x,dense,0.5\n' > "$work/bad.csv"
+  no_trace "a CSV with a bad world" "plot_scaling.py: $work/bad.csv, line 2: world 'x'" \
+    python3 scripts/plot_scaling.py "$work/plots" "$work/bad.csv"
+else
+  no_trace "plot_scaling.py without matplotlib" "needs matplotlib" \
+    python3 scripts/plot_scaling.py "$work/plots" "$work/none.csv"
+fi
 echo "simulate_validate_test OK"

@@ -18,9 +18,14 @@ Result<MlmLoader> MlmLoader::create(std::shared_ptr<const TokenSource> source,
         config.mask_prob, config.mask_token_prob, config.random_token_prob);
   }
   const std::uint32_t vocab = source->vocab_size();
-  for (std::uint32_t id : {config.cls_id, config.sep_id, config.mask_id, config.pad_id}) {
-    if (id >= vocab)
-      return Status::error("special token id {} is outside the vocabulary ({} ids)", id, vocab);
+  for (const auto& [name, id] : {std::pair{"[CLS]", config.cls_id},
+                                 {"[SEP]", config.sep_id},
+                                 {"[MASK]", config.mask_id},
+                                 {"[PAD]", config.pad_id}}) {
+    if (id >= vocab) {
+      return Status::error("special token {} (id {}) is outside the vocabulary ({} ids)", name, id,
+                           vocab);
+    }
   }
   // Index the sequences: documents end at [SEP]; long documents are cut into pieces.
   const std::uint64_t piece_max = static_cast<std::uint64_t>(config.max_len) - 2;

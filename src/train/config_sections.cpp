@@ -113,6 +113,25 @@ Status read_data(YamlReader& r, TrainConfig& c) {
         "(at least 3)",
         r.origin(), d.seq_len);
   }
+  // BERT's special ids are tokens of its inputs: below the model's vocabulary, and for the
+  // Markov source below the chain's, whose ids the loader checks them against (review,
+  // 2026-12-07: the error came at start-up naming data.markov.train_tokens and no id key).
+  if (c.model.arch == ModelArch::kBert) {
+    for (const auto& [key, id] : {std::pair{"data.cls_id", d.cls_id},
+                                  {"data.sep_id", d.sep_id},
+                                  {"data.mask_id", d.mask_id},
+                                  {"data.pad_id", d.pad_id}}) {
+      const bool markov = d.source == "markov";
+      const std::int64_t vocab =
+          markov ? static_cast<std::int64_t>(d.markov.vocab_size) : c.model.vocab_size;
+      if (id >= vocab) {
+        return Status::error(
+            "{}: {}: {} is not below {} ({}): BERT's special tokens are ids of "
+            "its inputs",
+            r.origin(), key, id, markov ? "data.markov.vocab_size" : "model.vocab_size", vocab);
+      }
+    }
+  }
   // Every BERT source is the MLM loader's single segments (data/mlm_loader.h): no sentence
   // pairs and no NSP labels, which the model's forward requires with nsp (review,
   // 2026-12-07: the dry run passed and the first step aborted).

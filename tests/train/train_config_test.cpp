@@ -318,6 +318,12 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
        "x.yaml: data.markov.train_tokens: must be <="},
       {"model: {preset: bert-tiny}\ndata: {seq_len: 2}",
        "x.yaml: data.seq_len: 2 leaves no token between BERT's [CLS] and [SEP]"},
+      // Special ids outside the chain's vocabulary failed at start-up naming no id key.
+      {"model: {preset: bert-tiny}\ndata: {markov: {vocab_size: 64}}",
+       "x.yaml: data.cls_id: 101 is not below data.markov.vocab_size (64)"},
+      {"model: {preset: bert-tiny, vocab_size: 90}\ndata: {source: shard, train: t, eval: e, "
+       "cls_id: 1, sep_id: 2, mask_id: 3, pad_id: 95}",
+       "x.yaml: data.pad_id: 95 is not below model.vocab_size (90)"},
       // No data source gives NSP pairs: the first step aborted (review, 2026-12-07).
       {"model: {preset: bert-tiny, nsp: 1}",
        "x.yaml: model.nsp: 1 trains a next-sentence head, which needs sentence pairs"},

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
                  "auto, wikitext, lines (one document per line) or text (one per file)")
       ->capture_default_str();
   app.add_option("--threads", options.threads, "encoder threads (0: all cores)")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   bool quiet = false;
   app.add_flag("--quiet", quiet, "no progress bar");

@@ -61,6 +61,8 @@ expect2 "--markov-vocab without --markov-tokens" "--markov-vocab applies only wi
 expect2 "--threads with --markov-tokens" "--threads applies to text" --markov-tokens 1000 --threads 2 --out "$T/m"
 expect2 "--markov-order 0" "--markov-\*: Markov order must be >= 1, got 0" --markov-tokens 1000 --markov-order 0 --out "$T/m"
 expect2 "--markov-smoothing 2" "Markov smoothing must be in (0, 1\], got 2" --markov-tokens 1000 --markov-smoothing 2 --out "$T/m"
+# A negative count ran on every core without a word (review, 2026-12-07).
+expect2 "--threads -3" "--threads: Value -3 not in range" --tokenizer gpt2 --input "$T" --out "$T/m" --threads -3
 [[ -e "$T/m" ]] && fail "a refused run created its --out"
 out=$("$BIN" --markov-tokens 1000 --out "$T" 2>&1) || fail "markov without val: $out"
 grep -q "warning: '$T/val.bin' is from an earlier run" <<<"$out" || fail "no stale val.bin warning: $out"

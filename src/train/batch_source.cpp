@@ -221,9 +221,10 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
   }
   if (info) {
     // With the payload's checksum: a shard regenerated at the same path is other data.
-    info->description = fmt::format("{} ({} tokens, tokenizer {}, checksum {:016x})", path,
-                                    (*shard)->size(), (*shard)->shard().header().tokenizer,
-                                    (*shard)->shard().header().payload_checksum);
+    info->identity = fmt::format("{} tokens, tokenizer {}, checksum {:016x}", (*shard)->size(),
+                                 (*shard)->shard().header().tokenizer,
+                                 (*shard)->shard().header().payload_checksum);
+    info->description = fmt::format("{} ({})", path, info->identity);
   }
   return std::shared_ptr<const data::TokenSource>(std::move(shard).value());
 }
@@ -289,12 +290,14 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
           missing.push_back(name);
         }
       }
-      info->description =
-          fmt::format("CIFAR-10 {} ({} images{})", d.train_path, images->size(),
+      const std::string contents =
+          fmt::format("{} images{}", images->size(),
                       missing.empty() ? std::string()
                                       : fmt::format("; {} of the 5 training batches "
                                                     "missing: {}",
                                                     missing.size(), fmt::join(missing, ", ")));
+      info->description = fmt::format("CIFAR-10 {} ({})", d.train_path, contents);
+      info->identity = fmt::format("CIFAR-10 ({})", contents);
     }
   } else {
     data::SyntheticImageConfig s;

@@ -35,6 +35,12 @@ class BatchSource {
 
 struct DataInfo {
   std::string description;      // one line for the start-up log
+  // The data itself, without the path it was read from (a shard's size, tokenizer and
+  // checksum): what a resume compares (same_data_key), so the same file named by another
+  // path (a run resumed from another working directory) is the same data. Empty where the
+  // description names no path.
+  std::string identity;
+  const std::string& same_data_key() const { return identity.empty() ? description : identity; }
   double entropy_rate = -1;     // nats per token for the Markov source and a causal LM, else -1
   // The lowest expected loss on the loader's rows (Note [A row's achievable loss],
   // data/markov_source.h): the entropy rate for order 1, above it for higher orders; -1 as

@@ -191,6 +191,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["loader.position"] = std::to_string(loader.position.value_or(0));
   // What the position counts in: a resume on other data is told (Trainer::load_checkpoint).
   f.meta["data"] = data_info_.description;
+  f.meta["data.identity"] = data_info_.same_data_key();
   f.meta["skipped_total"] = std::to_string(skipped_total_);
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
   f.meta["config"] = config_.resolved_yaml;
@@ -354,14 +355,23 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   if (train_data_ != nullptr) {
     SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
   }
-  if (train_data_ != nullptr && is_root() && f.meta.count("data") &&
-      f.meta.at("data") != data_info_.description) {
+  // The data's identity, not its path (a checkpoint of before 2026-12-07 has only the
+  // description, path included): the same shard named from another working directory was
+  // called other data (review, 2026-12-07).
+  const bool identity_saved = f.meta.count("data.identity") != 0;
+  const std::string* saved_data = identity_saved         ? &f.meta.at("data.identity")
+                                  : f.meta.count("data") ? &f.meta.at("data")
+                                                         : nullptr;
+  const std::string& data_now =
+      identity_saved ? data_info_.same_data_key() : data_info_.description;
+  if (train_data_ != nullptr && is_root() && saved_data != nullptr && *saved_data != data_now) {
     // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
     // of the old data: said, where it used to continue silently (review, 2026-12-05).
     spdlog::warn(
         "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
         "data position (item {} of epoch {}) continues in other items",
-        f.meta.at("data"), data_info_.description, loader.position.value_or(0), loader.epoch);
+        f.meta.count("data") ? f.meta.at("data") : *saved_data, data_info_.description,
+        loader.position.value_or(0), loader.epoch);
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);

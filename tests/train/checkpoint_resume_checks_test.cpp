@@ -21,6 +21,7 @@
 #include "common/fresh_dir.h"
 #include "common/log_capture.h"
 #include "core/check.h"
+#include "data/shard.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -191,6 +192,44 @@ TEST(ResumeChecks, ResumingOnOtherDataIsSaid) {
   LogCapture log;
   const Status other =
       make_trainer(root + "/other", {"data.markov.seed=9"}, *self)->resume(checkpoint_dir(root, 2));
+  ASSERT_TRUE(other.is_ok()) << other.message();
+  EXPECT_NE(log.text().find("resume: the training data differs from the checkpoint's"),
+            std::string::npos)
+      << log.text();
+}
+
+// A shard is its contents, not the path that names it: a resume from another working
+// directory (another relative path to the same file) was warned of as other data (review,
+// 2026-12-07). A shard regenerated at the same path, with other tokens, is other data.
+TEST(ResumeChecks, TheSameShardByAnotherPathIsTheSameData) {
+  const std::string root = fresh_dir("shard_path");
+  const auto write = [](const std::string& path, std::uint32_t stride) {
+    std::vector<std::uint32_t> tokens(8192);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = static_cast<std::uint32_t>(i * stride % 61 + 1);
+    }
+    SPARQ_CHECK(data::write_shard(path, "gpt2", 64, tokens, 1).is_ok(), "cannot write {}", path);
+  };
+  fs::create_directories(root + "/data");
+  write(root + "/data/train.bin", 7);
+  write(root + "/data/eval.bin", 5);
+  const auto on_shard = [&](const std::string& dir) {
+    return std::vector<std::string>{"data.source=shard", "data.train=" + dir + "/train.bin",
+                                    "data.eval=" + dir + "/eval.bin"};
+  };
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, on_shard(root + "/data"), *self)->run().is_ok());
+  {
+    LogCapture log;
+    const Status same = make_trainer(root + "/same", on_shard(root + "/data/../data"), *self)
+                            ->resume(checkpoint_dir(root, 2));
+    ASSERT_TRUE(same.is_ok()) << same.message();
+    EXPECT_EQ(log.text().find("the training data differs"), std::string::npos) << log.text();
+  }
+  write(root + "/data/train.bin", 11);
+  LogCapture log;
+  const Status other = make_trainer(root + "/other", on_shard(root + "/data"), *self)
+                           ->resume(checkpoint_dir(root, 2));
   ASSERT_TRUE(other.is_ok()) << other.message();
   EXPECT_NE(log.text().find("resume: the training data differs from the checkpoint's"),
             std::string::npos)

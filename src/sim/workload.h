@@ -30,7 +30,7 @@
 //                 of docs/compress.md with the index section I estimated from gaps of n/k:
 //                   topk, topk_sampled, dgc, gtopk   12 + I + 4k
 //                   lbs                              12 + I + 2 ceil(k/B) + ceil(k b / 8)
-//                   I = min(ceil(n/8), k * leb128_bytes(floor(n/k)))
+//                   I = min(ceil(n/8), k * leb128_bytes(max(floor(n/k), 1) - 1))
 //                   k = clamp(round(rho n), 1, n)
 //                 low_rank (powersgd): the real compressor's set_layout over the bucket's
 //                 matrices (whole rows of every 2-D tensor inside it), allreduced as P factors

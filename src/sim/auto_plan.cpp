@@ -120,7 +120,7 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
       .gather = pricing.gather,
       // Local clipping holds every bucket until backward ends
       // (data_parallel.h): nothing overlaps then.
-      .overlap = config.comm.overlap && !train::clips_locally(config),
+      .overlap = config.comm.overlap && !train::holds_buckets_for_local_norm(config),
       .busy_comm_rate = pricing.busy_comm_rate};
   // choice[b]: index into options; plan-dense buckets are the same under every option.
   std::vector<std::size_t> choice(n, 0);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/fault.h"
+#include "core/ops.h"
 #include "core/tensor_copy.h"
 #include "core/timer.h"
 
@@ -41,8 +42,13 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
       scheduler_(scheduler),
       options_(options),
       trace_(trace) {
+  SPARQ_CHECK(
+      !options_.local_norm_by_range || (!options_.clip_local && store_.device() == Device::kCPU),
+      "local_norm_by_range is the CPU's local scope without clipping: not with "
+      "clip_local, and not on a GPU store (its local norm is read once, at the end)");
   if (options_.split_tied_embedding) {
-    SPARQ_CHECK(!options_.clip_local, "the tied embedding split needs aggregate clipping: local "
+    SPARQ_CHECK(!options_.clip_local && !options_.local_norm_by_range,
+                "the tied embedding split needs aggregate clipping: local "
                 "clipping needs the whole local gradient before anything is sent");
     tied_range_ = store_.entry(model_.tied_embedding()).range();
   }
@@ -101,7 +107,12 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   held_.clear();
   target_scales_.clear();
   if (model_.weighs_counted_targets()) weigh_micro_batches(step, micro_batches);
+  double local_squares = 0.0;  // Options::local_norm_by_range: this rank's, in report order
   const auto report_ready = [&](const ParamRange& range) {
+    if (options_.local_norm_by_range && range.count > 0) {
+      const Tensor g = store_.grad_range(range);
+      local_squares += ops::sum_squares(g.data<float>(), static_cast<std::size_t>(range.count));
+    }
     // Fault point "gradient.nonfinite" (docs/reliability.md): a NaN in this rank's gradient,
     // which Note [Non-finite local gradients] (gradient_exchange.h) must keep out of the
     // residual and the messages.
@@ -160,6 +171,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
         r.grad_norm = optimizer_.clip_local_gradient(options_.clip_norm);
         for (const ParamRange& range : held_) report_ready(range);
       }
+      if (last && options_.local_norm_by_range) r.grad_norm = std::sqrt(local_squares);
     }
     r.backward_ms += watch.millis();
     scheduler_.on_backward_done();
@@ -181,7 +193,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     ScopedTrace span(trace_, "optimizer", "optimizer", step);
     // On CUDA the scale stays on the device and step() folds it in (Optimizer::clip_grad_norm).
     double aggregate_norm = 0;
-    if (options_.clip_local) {
+    if (options_.clip_local || options_.local_norm_by_range) {
       aggregate_norm = optimizer_.clip_grad_norm(0.0);  // measure only: the skip decision
     } else {
       r.grad_norm = aggregate_norm = optimizer_.clip_grad_norm(options_.clip_norm);
@@ -222,7 +234,8 @@ void DataParallelStepper::guarded_optimizer_step(std::int64_t step, StepResult& 
   // The clip and the update are enqueued behind the buckets' end events; the update skips
   // itself on the device when the aggregate's norm is not finite (Optimizer::step's guard),
   // the host's skip rule below, decided without waiting for it first.
-  optimizer_.clip_grad_norm_on_device(options_.clip_local ? 0.0 : options_.clip_norm);
+  const bool local = options_.clip_local || options_.local_norm_by_range;
+  optimizer_.clip_grad_norm_on_device(local ? 0.0 : options_.clip_norm);
   optimizer_.step(r.lr);
   store_.zero_grads();
   // The wait for the exchange is exposed communication (r.comm), not optimizer time.
@@ -230,7 +243,7 @@ void DataParallelStepper::guarded_optimizer_step(std::int64_t step, StepResult& 
   finish_communication(r);
   const double waited_ms = comm_watch.millis();
   const double aggregate_norm = optimizer_.finish_guarded_step();
-  if (!options_.clip_local) r.grad_norm = aggregate_norm;
+  if (!local) r.grad_norm = aggregate_norm;
   r.skipped = !std::isfinite(aggregate_norm);
   r.optimizer_ms = std::max(0.0, opt_watch.millis() - waited_ms);
 }

@@ -66,6 +66,10 @@ bool clips_locally(const TrainConfig& c) {
   return c.clip_scope == "local" || (c.clip_scope == "auto" && c.optim.communicate != "gradient");
 }
 
+bool holds_buckets_for_local_norm(const TrainConfig& c) {
+  return clips_locally(c) && (c.clip_norm > 0 || c.train.device != Device::kCPU);
+}
+
 Result<TrainConfig> load_train_config(const std::string& path,
                                       const std::vector<std::string>& overrides) {
   SPARQ_ASSIGN_OR_RETURN(YamlReader reader, YamlReader::from_file(path));

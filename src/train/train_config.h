@@ -115,6 +115,14 @@ struct TrainConfig {
 // resolved).
 bool clips_locally(const TrainConfig& config);
 
+// Whether a step holds every bucket until backward ends, so that this rank's whole gradient
+// is measured (and clipped) before any of it is sent (data_parallel.h): local clipping with
+// optim.clip_norm > 0, and any local scope on a GPU, where the local norm is read at the end.
+// On the CPU a local scope without clipping measures the norm range by range as the ranges
+// become ready, and communication overlaps backward (review, 2026-12-07: the VGG configs,
+// communicate: update without clipping, held every bucket only to log that norm).
+bool holds_buckets_for_local_norm(const TrainConfig& config);
+
 // Whether training splits the tied embedding (comm.split_tied_embedding resolved): it needs
 // a model with a tied embedding, more than one rank, a CPU store, optim.communicate: gradient,
 // aggregate clipping (the other modes transform the WHOLE local gradient before sending) and

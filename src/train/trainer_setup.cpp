@@ -157,10 +157,12 @@ Status Trainer::connect_buckets() {
       *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
-      DataParallelStepper::Options{.clip_norm = c.clip_norm,
-                                   .clip_local = clips_locally(c),
-                                   .split_tied_embedding = split_tied_,
-                                   .control = engine_.get()},
+      DataParallelStepper::Options{
+          .clip_norm = c.clip_norm,
+          .clip_local = holds_buckets_for_local_norm(c),
+          .local_norm_by_range = clips_locally(c) && !holds_buckets_for_local_norm(c),
+          .split_tied_embedding = split_tied_,
+          .control = engine_.get()},
       &trace_);
   return Status::ok();
 }

@@ -189,17 +189,24 @@ TEST(AutoPlan, TheFixedStepIsPricedAsConfigured) {
 
 // Local clipping holds every bucket until backward ends (data_parallel.h): the planner must
 // not count on overlap then (found in review).
+// A local scope without clipping holds nothing on the CPU (holds_buckets_for_local_norm), and
+// is priced with overlap.
 TEST(AutoPlan, LocalClippingIsPricedWithoutOverlap) {
   train::TrainConfig aggregate = config("lbs");
   aggregate.clip_scope = "aggregate";
+  aggregate.clip_norm = 1.0;
   train::TrainConfig local = aggregate;
   local.clip_scope = "local";
+  train::TrainConfig local_unclipped = local;
+  local_unclipped.clip_norm = 0.0;
   auto layout = build_layout(aggregate).value();
   const MachineProfile p = profile(2.0);
   auto a = choose_auto_plan(*layout, aggregate, p, p.network("slow").value(), 4, 1.0);
   auto b = choose_auto_plan(*layout, local, p, p.network("slow").value(), 4, 1.0);
-  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  auto c = choose_auto_plan(*layout, local_unclipped, p, p.network("slow").value(), 4, 1.0);
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
   EXPECT_GT(b->fixed_exposed_ms, a->fixed_exposed_ms);
+  EXPECT_EQ(c->fixed_exposed_ms, a->fixed_exposed_ms);
 }
 
 // comm.allreduce is priced as the MPI backend runs it (MpiCommunicator::use_ring): auto is

@@ -231,9 +231,24 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
 
 }  // namespace
 
+Status check_source_feeds_model(const TrainConfig& c) {
+  // Every BERT source is the MLM loader's single segments (data/mlm_loader.h): no sentence
+  // pairs and no NSP labels, which the model's forward requires with nsp (review,
+  // 2026-12-07: the dry run passed and the first step aborted). A config with nsp stays
+  // valid for what reads no batches (the simulator prices its head).
+  if (c.model.arch == ModelArch::kBert && c.model.nsp) {
+    return Status::error(
+        "{}: model.nsp: 1 trains a next-sentence head, which needs sentence pairs with NSP "
+        "labels; data.source '{}' gives single segments with MLM labels only: set nsp=0",
+        c.origin, c.data.source);
+  }
+  return Status::ok();
+}
+
 Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, bool train,
                                                        int rank, int world, int slots,
                                                        DataInfo* info) {
+  SPARQ_RETURN_IF_ERROR(check_source_feeds_model(c));
   const DataConfig& d = c.data;
   const std::int64_t rows = c.train.micro_batch;
   // What a loader's error names: the config, the key and the file or generated source.

@@ -54,6 +54,11 @@ struct DataInfo {
   const char* unit = "tok";     // "tok" or "img"
 };
 
+// Whether the configured data source can feed the model at all (BERT's next-sentence head
+// needs sentence pairs that no source makes); make_batch_source checks it first, and a dry
+// run whose data files do not exist yet checks it alone.
+Status check_source_feeds_model(const TrainConfig& config);
+
 // `train` selects the training split (shuffled, augmented) or the evaluation split (in order,
 // no augmentation). Missing files, a shard whose vocabulary exceeds the model's, or too
 // little data for one global batch are errors naming the path and the config key.

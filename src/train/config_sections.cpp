@@ -132,15 +132,6 @@ Status read_data(YamlReader& r, TrainConfig& c) {
       }
     }
   }
-  // Every BERT source is the MLM loader's single segments (data/mlm_loader.h): no sentence
-  // pairs and no NSP labels, which the model's forward requires with nsp (review,
-  // 2026-12-07: the dry run passed and the first step aborted).
-  if (c.model.arch == ModelArch::kBert && c.model.nsp) {
-    return Status::error(
-        "{}: model.nsp: 1 trains a next-sentence head, which needs sentence pairs with NSP "
-        "labels; data.source '{}' gives single segments with MLM labels only: set nsp=0",
-        r.origin(), d.source);
-  }
   // Both image sources give 3 x 32 x 32 images with labels 0..9 (data/image_dataset.h);
   // synthetic ones draw labels below model.num_classes.
   if (!lm && (c.model.image_size != data::ImageDataset::kHeight ||

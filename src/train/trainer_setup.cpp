@@ -72,6 +72,7 @@ Status Trainer::build(const Options& options) {
     if (!path.empty() && !std::filesystem::exists(path)) missing.push_back(path);
   }
   if (options.dry_run && !missing.empty()) {
+    SPARQ_RETURN_IF_ERROR(check_source_feeds_model(c));
     data_info_.description = fmt::format("{} not found: needed before training (see README, "
                                          "\"Data\")", fmt::join(missing, ", "));
   } else {

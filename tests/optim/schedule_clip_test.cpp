@@ -57,8 +57,13 @@ TEST(LrSchedule, ValidationNamesTheKey) {
   c.lr = -1;
   EXPECT_NE(c.validate().message().find("optim.lr"), std::string::npos);
   c = LrScheduleConfig{};
+  c.kind = "cosine";
+  c.total_steps = 10;
   c.min_lr = 1.0;
   EXPECT_NE(c.validate().message().find("optim.min_lr"), std::string::npos);
+  c.kind = "constant";  // reads no min_lr: noted, not refused
+  EXPECT_TRUE(c.validate().is_ok());
+  EXPECT_EQ(c.unread_settings().size(), 1u);
   EXPECT_TRUE(LrScheduleConfig{}.validate().is_ok());
 }
 

@@ -42,6 +42,15 @@ void expect_refused(const Status& s, const std::string& message) {
       << "got: " << s.message() << "\nwant: " << message;
 }
 
+// No data source gives NSP pairs: the dry run passed and the first step aborted (review,
+// 2026-12-07). The config itself stays valid (the simulator prices the head).
+TEST(BatchSource, NoSourceFeedsBertsNextSentenceHead) {
+  const std::string yaml = "model: {preset: bert-tiny, nsp: 1}\n";
+  ASSERT_TRUE(parse_train_config(yaml, "x.yaml", {}).is_ok());
+  expect_refused(make(yaml, true),
+                 "x.yaml: model.nsp: 1 trains a next-sentence head, which needs sentence pairs");
+}
+
 TEST(BatchSource, ABertModelNeedsAWordPieceShard) {
   const std::string gpt2 = shard("gpt2", "gpt2", 1000, 4096);
   const std::string bert = shard("bert", "bert-uncased", 1000, 4096);

@@ -324,9 +324,6 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"model: {preset: bert-tiny, vocab_size: 90}\ndata: {source: shard, train: t, eval: e, "
        "cls_id: 1, sep_id: 2, mask_id: 3, pad_id: 95}",
        "x.yaml: data.pad_id: 95 is not below model.vocab_size (90)"},
-      // No data source gives NSP pairs: the first step aborted (review, 2026-12-07).
-      {"model: {preset: bert-tiny, nsp: 1}",
-       "x.yaml: model.nsp: 1 trains a next-sentence head, which needs sentence pairs"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

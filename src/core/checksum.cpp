@@ -32,6 +32,29 @@ std::uint64_t fold_tail(std::uint64_t h, const std::uint8_t* p, std::size_t n) {
 
 }  // namespace
 
+std::uint64_t mixed_hash64(const void* data, std::size_t bytes) {
+  constexpr std::uint64_t kP1 = 0x9e3779b97f4a7c15ull, kP2 = 0xc2b2ae3d27d4eb4full;
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::uint64_t h = 0x27d4eb2f165667c5ull ^ bytes;
+  const auto mix = [&](std::uint64_t w) {
+    h = std::rotl(h ^ std::rotl(w * kP1, 31) * kP2, 27) * kP1;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    mix(w);
+  }
+  std::uint64_t tail = 0;
+  if (bytes > i) std::memcpy(&tail, p + i, bytes - i);  // p may be null when bytes is 0
+  mix(tail);
+  // The final avalanche: every bit of the state reaches every bit of the result.
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  return h;
+}
+
 std::uint64_t checksum64(const void* data, std::size_t bytes) {
   Checksum64 c;
   c.update(data, bytes);

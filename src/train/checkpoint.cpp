@@ -263,4 +263,13 @@ Result<CheckpointFile> read_checkpoint_file(const std::string& path) {
   return file;
 }
 
+Status check_file_rank(const CheckpointFile& file, const std::string& path, int rank) {
+  const auto it = file.meta.find("rank");
+  if (it == file.meta.end() || it->second == std::to_string(rank)) return Status::ok();
+  return Status::error(
+      "{}: written by rank {}, but it is rank {}'s file: the files of this checkpoint were "
+      "renamed or copied across ranks",
+      path, it->second, rank);
+}
+
 }  // namespace sparq::train

@@ -88,6 +88,11 @@ Status write_checkpoint_file(const std::string& path, const CheckpointFile& file
 // "truncated: N bytes, header says M", "corrupt: checksum mismatch in section X", ...
 Result<CheckpointFile> read_checkpoint_file(const std::string& path);
 
+// The training checkpoint's rank file `path` must say it was written by `rank` (its "rank"
+// metadata): files renamed or copied across ranks loaded another rank's residual and optimizer
+// state without a word (review, 2026-12-07). A file without the key passes.
+Status check_file_rank(const CheckpointFile& file, const std::string& path, int rank);
+
 // "<root>/step-<step, 8 digits>" (step >= 0; more digits when step >= 10^8).
 std::string checkpoint_dir(const std::string& root, std::int64_t step);
 // "<dir>/rank-<rank, 5 digits>.ckpt".

@@ -228,10 +228,35 @@ Status Trainer::resume(const std::string& path) {
     }
   }
   SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
+  SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
   // once every rank has loaded (server_residual_resume.cpp).
   SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
+  return Status::ok();
+}
+
+Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
+  // Every rank loaded the parameters from its own file: they must be the same bytes, or the
+  // replicas train apart from here on. A file damaged in a way its checksum64 misses (two
+  // sign flips, core/checksum.h) or taken from another run was resumed without a word
+  // (review, 2026-12-07). The stronger hash of the loaded values, compared across ranks.
+  const ParamStore& host = host_params();
+  const std::uint64_t mine =
+      mixed_hash64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm_.size()));
+  SPARQ_RETURN_IF_ERROR(run_control("agree: the loaded parameters", [&](comm::Communicator& c) {
+    c.allgather(&mine, all.data(), sizeof mine, DType::kU8);
+    return Status::ok();
+  }));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return Status::error(
+          "resuming from {}: rank {} loaded other parameters than rank 0 (from {}): a rank "
+          "file is damaged or from another run; resume from an earlier step",
+          dir, r, checkpoint_rank_file(dir, static_cast<int>(r)));
+    }
+  }
   return Status::ok();
 }
 
@@ -262,6 +287,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
     return Status::error("checkpoint '{}' of {} rank(s) has no file for rank {}", dir, world,
                          comm_.rank());
   }
+  if (!elastic) SPARQ_RETURN_IF_ERROR(check_file_rank(f, file, comm_.rank()));
   // State that settings which may change on resume decide the existence of (error feedback,
   // SGD's momentum): absent, it starts from zeros; not kept here, it is dropped; both said.
   std::vector<std::string> kept;

@@ -191,6 +191,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(path));
     SPARQ_ASSIGN_OR_RETURN(std::string world, f.meta_value("world_size"));
     SPARQ_ASSIGN_OR_RETURN(std::string step, f.meta_value("step"));
+    SPARQ_RETURN_IF_ERROR(check_file_rank(f, path, p));
     if (p == 0) {
       step_of_rank0 = step;
       // The saving run's own bucket ranges: exact also when comm.bucket_mb & co. changed
@@ -222,7 +223,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
         }
         if (absent) continue;
         SPARQ_ASSIGN_OR_RETURN(std::string_view bytes, f.section(s.section));
-        const std::uint64_t sum = checksum64(bytes.data(), bytes.size());
+        const std::uint64_t sum = mixed_hash64(bytes.data(), bytes.size());
         if (p == 0) {
           replicated_checksum[i] = sum;
           staging.resize(static_cast<std::size_t>(s.tensor.numel()));

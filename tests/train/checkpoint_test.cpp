@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <vector>
 
 #include "common/file_size_limit.h"
 #include "common/fresh_dir.h"
@@ -76,6 +77,31 @@ TEST(Checksum, IncrementalEqualsOneShotForAnySplit) {
 
 // An empty section's data() may be null: memcpy from it was undefined (UBSan in the sanitized
 // suite; review, 2026-12-06), also with a pending word.
+// The comparison hash of replicated bytes across ranks (mixed_hash64) sees what checksum64
+// cannot: bit 63 flipped in two words (core/checksum.h), and it depends on every byte.
+TEST(Checksum, MixedHashSeesTwoSignFlips) {
+  std::vector<float> values(1000);
+  std::iota(values.begin(), values.end(), 1.0f);
+  std::vector<float> flipped = values;
+  flipped[1] = -flipped[1];  // bit 63 of word 0
+  flipped[3] = -flipped[3];  // bit 63 of word 1
+  const std::size_t bytes = values.size() * sizeof(float);
+  EXPECT_EQ(checksum64(values.data(), bytes), checksum64(flipped.data(), bytes))
+      << "checksum64's documented blind spot";
+  EXPECT_NE(mixed_hash64(values.data(), bytes), mixed_hash64(flipped.data(), bytes));
+  // Deterministic, and every byte counts, the tail included.
+  EXPECT_EQ(mixed_hash64(values.data(), bytes), mixed_hash64(values.data(), bytes));
+  std::vector<std::uint8_t> raw(13, 7);
+  const std::uint64_t whole = mixed_hash64(raw.data(), raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    raw[i] ^= 1;
+    EXPECT_NE(mixed_hash64(raw.data(), raw.size()), whole) << "byte " << i;
+    raw[i] ^= 1;
+  }
+  EXPECT_NE(mixed_hash64(raw.data(), 12), whole) << "the length counts";
+  EXPECT_EQ(mixed_hash64(nullptr, 0), mixed_hash64(raw.data(), 0));
+}
+
 TEST(Checksum, EmptyInputFromANullPointerChangesNothing) {
   EXPECT_EQ(checksum64(nullptr, 0), 0xcbf29ce484222325ull);
   Checksum64 c;

@@ -4,9 +4,11 @@
 // handed different step directories of one run, which is what such a listing looks like. And
 // a save that sets another history's step aside lets rank 0 move it before any rank writes.
 // And a one-rank checkpoint resumes on two ranks under comm.split_tied_embedding: always.
+// And rank files of another rank, or whose parameters differ from rank 0's, are refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +63,57 @@ TEST(ResumeAgreementMpi, RanksThatFindDifferentStepsAreRefusedTogether) {
   // The same step on every rank resumes.
   const Status same = make_trainer(root + "/same", comm)->resume(checkpoint_dir(root, 2));
   EXPECT_TRUE(same.is_ok()) << same.message();
+}
+
+// Each rank loads its own file, so nothing compared what they loaded (review, 2026-12-07):
+// rank files swapped by hand resumed each rank with the other's residual and optimizer state,
+// and a rank file whose parameters differ but whose checksums hold (checksum64 misses two sign
+// flips; here a value changed and the file rewritten) resumed diverged replicas.
+TEST(ResumeAgreementMpi, RankFilesOfAnotherRankOrWithOtherParametersAreRefused) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& comm = **world;
+  const std::string root = ::testing::TempDir() + "/resume_rank_files_mpi";
+  if (comm.rank() == 0) std::filesystem::remove_all(root);
+  comm.barrier();
+  ASSERT_TRUE(make_trainer(root, comm)->run().is_ok());
+  const std::string step = checkpoint_dir(root, 2);
+  const std::string file0 = checkpoint_rank_file(step, 0), file1 = checkpoint_rank_file(step, 1);
+  const auto edit = [&](const std::function<void()>& change) {
+    comm.barrier();
+    if (comm.rank() == 0) change();
+    comm.barrier();
+  };
+  // Swapped: each rank's file is the other's.
+  edit([&] {
+    std::filesystem::rename(file0, step + "/tmp");
+    std::filesystem::rename(file1, file0);
+    std::filesystem::rename(step + "/tmp", file1);
+  });
+  const Status swapped = make_trainer(root + "/swapped", comm)->resume(step);
+  ASSERT_FALSE(swapped.is_ok()) << "swapped rank files were resumed";
+  EXPECT_NE(swapped.message().find("written by rank 1, but it is rank 0's file"), std::string::npos)
+      << swapped.message();
+  edit([&] {
+    std::filesystem::rename(file0, step + "/tmp");
+    std::filesystem::rename(file1, file0);
+    std::filesystem::rename(step + "/tmp", file1);
+  });
+  ASSERT_TRUE(make_trainer(root + "/restored", comm)->resume(step).is_ok());
+  // Rank 1's parameters changed in one value, its checksums written anew.
+  edit([&] {
+    auto f = read_checkpoint_file(file1);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    for (auto& [name, bytes] : f->sections) {
+      if (name == "params") bytes[3] = static_cast<char>(bytes[3] ^ 0x80);  // a sign flip
+    }
+    ASSERT_TRUE(write_checkpoint_file(file1, *f).is_ok());
+  });
+  const Status diverged = make_trainer(root + "/diverged", comm)->resume(step);
+  ASSERT_FALSE(diverged.is_ok()) << "ranks resumed other parameters";
+  EXPECT_NE(diverged.message().find("rank 1 loaded other parameters than rank 0"),
+            std::string::npos)
+      << diverged.message();
 }
 
 // Found in review (2026-12-05): rank 0 set another history's steps aside while the other ranks

@@ -3,7 +3,10 @@
 // sit at 6 standard errors so a correct implementation passes with any seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "compress/block_codec.h"
 #include "compress/byte_io.h"
@@ -23,6 +26,21 @@ double max_abs(const std::vector<float>& a) {
   return m;
 }
 
+// block_codec.h's scale rule, checked from its statement rather than the code that applies
+// it: the stored f16 is the smallest f16 >= absmax / L (0 for an all-zero block). The half-
+// step bounds below scale with whatever s the message holds, so a wrong rule (2 absmax / L,
+// rounding down) passed them (review, 2026-12-07).
+void expect_smallest_half_at_least(std::uint16_t stored, float absmax, int bits,
+                                   const std::string& what) {
+  if (absmax == 0.0f) {
+    EXPECT_EQ(stored, 0u) << what;
+    return;
+  }
+  const float target = absmax / static_cast<float>((1 << (bits - 1)) - 1);
+  EXPECT_GE(half_bits_to_float(stored), target) << what;
+  EXPECT_LT(half_bits_to_float(static_cast<std::uint16_t>(stored - 1)), target) << what;
+}
+
 TEST(BlockQuant, NearestRoundingErrsByAtMostHalfAStep) {
   for (int bits : {2, 3, 4, 8}) {
     for (std::size_t block : {8u, 256u, 1000u}) {
@@ -36,6 +54,15 @@ TEST(BlockQuant, NearestRoundingErrsByAtMostHalfAStep) {
       c->encode(a, ctx, msg);
       ASSERT_EQ(msg.size(), 2 * ((n + block - 1) / block) + (n * bits + 7) / 8);
       const auto d = decode_dense(*c, msg, n, ctx);
+      for (std::size_t b = 0; b * block < n; ++b) {
+        float absmax = 0.0f;
+        for (std::size_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
+          absmax = std::max(absmax, std::fabs(a[i]));
+        }
+        expect_smallest_half_at_least(load_u16(msg.data() + 2 * b), absmax, bits,
+                                      "bits " + std::to_string(bits) + " block " +
+                                          std::to_string(block) + " #" + std::to_string(b));
+      }
       for (std::size_t i = 0; i < n; ++i) {
         const float s = half_bits_to_float(load_u16(msg.data() + 2 * (i / block)));
         ASSERT_LE(std::fabs(d[i] - a[i]), 0.5f * s * (1.0f + 1e-5f) + 1e-12f)
@@ -160,12 +187,18 @@ TEST(Lbs, KeptValuesErrByAtMostHalfAStepAndDroppedAreZero) {
   const auto d = decode_dense(*c, msg, n, {});
   const std::uint8_t* scales = msg.data() + kSparseHeaderBytes + h.index_bytes;
   std::size_t j = 0;
+  std::vector<float> block_absmax((h.count + 63) / 64, 0.0f);
   for_each_index(h, msg.data() + kSparseHeaderBytes, n, [&](std::uint32_t jj, std::uint32_t i) {
     const float s = half_bits_to_float(load_u16(scales + 2 * (jj / 64)));
     EXPECT_LE(std::fabs(d[i] - a[i]), 0.5f * s * (1.0f + 1e-5f));
+    block_absmax[jj / 64] = std::max(block_absmax[jj / 64], std::fabs(a[i]));
     ++j;
   });
   EXPECT_EQ(j, 2500u);
+  for (std::size_t b = 0; b < block_absmax.size(); ++b) {
+    expect_smallest_half_at_least(load_u16(scales + 2 * b), block_absmax[b], 3,
+                                  "lbs block " + std::to_string(b));
+  }
   std::size_t nonzero = 0;
   for (float x : d) nonzero += x != 0.0f;
   EXPECT_LE(nonzero, 2500u);

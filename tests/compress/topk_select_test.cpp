@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -184,6 +185,16 @@ TEST(TopkSelect, TiesSplitAcrossThreadsGoToTheLowestIndices) {
 }
 
 TEST(TopkSelect, SampledCountStaysWithinBounds) {
+  // The bounds as docs/compress.md states them, ceil(0.8k) and floor(1.3k), pinned: the
+  // checks below read them from the selector (review, 2026-12-07).
+  for (const auto& [k, lo, hi] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1},
+                                  {7, 6, 9},
+                                  {10, 8, 13},
+                                  {300, 240, 390},
+                                  {3001, 2401, 3901}}) {
+    EXPECT_EQ(TopkSelector::sampled_min(k), lo) << k;
+    EXPECT_EQ(TopkSelector::sampled_max(k), hi) << k;
+  }
   TopkSelector sel;
   std::vector<std::uint32_t> out;
   for (std::size_t n : {5000u, 300000u}) {

@@ -124,6 +124,8 @@ TEST_F(Convergence, DgcMomentumCorrectionTracksDenseSgdMomentum) {
   EXPECT_LT(dense.eval_loss, 1.5 * dense.entropy) << "the dense run itself did not learn";
   EXPECT_LT(dgc.eval_loss, 1.12 * dense.eval_loss);
   EXPECT_LT(dgc.eval_loss, 1.2 * dgc.entropy) << "dgc did not learn the source";
+  // And it compressed (1% density): a run that sent dense would pass the two above.
+  EXPECT_GT(dgc.ratio, 20.0);
 }
 
 }  // namespace

@@ -227,12 +227,16 @@ Status Trainer::resume(const std::string& path) {
           path, steps[0], r, steps[r]);
     }
   }
+  resume_log_.clear();
   SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
   SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
   // once every rank has loaded (server_residual_resume.cpp).
   SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
+  if (is_root()) {
+    for (const std::string& line : resume_log_) spdlog::info("{}", line);
+  }
   return Status::ok();
 }
 
@@ -413,23 +417,27 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
   resumed_from_ = dir;
   start_step_ = step_;
-  if (is_root() && !elastic) spdlog::info("resumed from {} at step {}", dir, step_);
-  if (is_root() && f.meta.count("config")) {
+  // Said by resume() once every rank has loaded alike: a resume another rank refused, or
+  // whose replicas differ, was logged as resumed before its error (review, 2026-12-07).
+  if (!elastic) resume_log_.push_back(fmt::format("resumed from {} at step {}", dir, step_));
+  if (f.meta.count("config")) {
     // Changing settings on resume is allowed (more steps, another lr); it is said, so that a
     // run's log tells what it continued with.
     const std::vector<std::string> changed =
         config_differences(f.meta.at("config"), config_.resolved_yaml);
     if (!changed.empty()) {
-      spdlog::info("resumed with {} setting(s) other than the checkpoint's: {}", changed.size(),
-                   fmt::join(changed, "; "));
+      resume_log_.push_back(
+          fmt::format("resumed with {} setting(s) other than the "
+                      "checkpoint's: {}",
+                      changed.size(), fmt::join(changed, "; ")));
     }
   }
-  if (is_root() && elastic && train_data_ != nullptr) {
+  if (elastic && train_data_ != nullptr) {
     const data::LoaderState now = train_data_->state();
-    spdlog::info(
-        "resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
-        "at item {} of epoch {}",
-        world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch);
+    resume_log_.push_back(
+        fmt::format("resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
+                    "at item {} of epoch {}",
+                    world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch));
   }
   return Status::ok();
 }

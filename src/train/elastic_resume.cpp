@@ -215,7 +215,10 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
       if (absent) ++missing[i];
       if (s.rule == MergeRule::kReplicated) {
         // Every file has it, or none (then zeros: the state as a fresh run starts it).
-        if (p > 0 && absent != (missing[i] == p + 1)) {
+        // Absent here: absent from every file so far; present: from none. (It compared
+        // against "all absent so far" alone, so a section missing from rank 0's file only was
+        // refused as differing bytes; review, 2026-12-07.)
+        if (p > 0 && (absent ? missing[i] != p + 1 : missing[i] != 0)) {
           return Status::error(
               "checkpoint '{}': section '{}' ({}) is in rank {}'s file and not in rank {}'s "
               "although it is replicated: refusing an elastic resume",

@@ -232,6 +232,41 @@ TEST(ElasticResume, TwoToThreeToOneRanksKeepsTheResidualMass) {
   EXPECT_NE(r.output.find("section 'params' (parameters) differs between rank 0 and rank 1"),
             std::string::npos)
       << r.output;
+
+  // A replicated section missing from rank 0's file alone is said to be that (it was refused
+  // as differing bytes), and old files swapped between ranks are refused by their rank
+  // metadata (review, 2026-12-07).
+  const fs::path lacking = dir / "lacking" / "step-00000004";
+  fs::create_directories(lacking);
+  fs::copy(two4, lacking, fs::copy_options::recursive);
+  CheckpointFile without = two[0];
+  std::string dropped;
+  for (auto it = without.sections.begin(); it != without.sections.end(); ++it) {
+    if (it->first.starts_with("optim/")) {
+      dropped = it->first;
+      without.sections.erase(it);
+      break;
+    }
+  }
+  ASSERT_FALSE(dropped.empty()) << "no optimizer section to drop";
+  ASSERT_TRUE(write_checkpoint_file(checkpoint_rank_file(lacking.string(), 0), without).is_ok());
+  r = run_train(3, tiny(dir / "lacking_out", 4, dir / "lacking.jsonl") + " --resume " +
+                       lacking.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("section '" + dropped + "'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is in rank 1's file and not in rank 0's"), std::string::npos)
+      << r.output;
+  const fs::path swapped = dir / "swapped" / "step-00000004";
+  fs::create_directories(swapped);
+  fs::copy(two4, swapped, fs::copy_options::recursive);
+  fs::rename(checkpoint_rank_file(swapped.string(), 0), swapped / "tmp");
+  fs::rename(checkpoint_rank_file(swapped.string(), 1), checkpoint_rank_file(swapped.string(), 0));
+  fs::rename(swapped / "tmp", checkpoint_rank_file(swapped.string(), 1));
+  r = run_train(3, tiny(dir / "swapped_out", 4, dir / "swapped.jsonl") + " --resume " +
+                       swapped.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("written by rank 1, but it is rank 0's file"), std::string::npos)
+      << r.output;
   fs::remove_all(dir);
 }
 

@@ -118,6 +118,8 @@ do_up() {
   local rate="100mbit" delay="0"
   BURST=""; QUEUE_MS=20
   while [[ $# -gt 0 ]]; do
+    # An option without its value ended in bash's "unbound variable" (review, 2026-12-07).
+    [[ "$1" != --* || $# -ge 2 ]] || die "up: $1 needs a value"
     case "$1" in
       --rate) rate="$2"; shift 2 ;;
       --delay-ms) delay="$2"; shift 2 ;;
@@ -159,8 +161,14 @@ do_up() {
   if [[ "$n" -ge 2 ]]; then do_check --quick || say "warning: the link check failed"; fi
 }
 
+# A node number or count that is not one ended in a bash arithmetic error (review, 2026-12-07).
+require_number() {  # what value
+  [[ "$2" =~ ^[0-9]+$ ]] || die "$1 must be a whole number, got '$2'"
+}
+
 do_exec() {  # K -- CMD...
   local k="$1"; shift
+  require_number "exec: K" "$k"
   [[ "${1:-}" == "--" ]] && shift
   [[ $# -gt 0 ]] || die "exec: no command"
   require_nodes $((k + 1))
@@ -170,6 +178,7 @@ do_exec() {  # K -- CMD...
 
 do_run() {  # N -- CMD...
   local n="$1"; shift
+  require_number "run: N" "$n"
   [[ "${1:-}" == "--" ]] && shift
   [[ $# -gt 0 ]] || die "run: no command"
   require_nodes "$n"
@@ -198,6 +207,7 @@ do_run() {  # N -- CMD...
 # counts in the interface counters too.
 do_mpirun() {  # N [ARGS] -- CMD...
   local n="$1"; shift
+  require_number "mpirun: N" "$n"
   local extra=() k hostfile
   while [[ $# -gt 0 && "$1" != "--" ]]; do extra+=("$1"); shift; done
   [[ "${1:-}" == "--" ]] && shift

@@ -102,6 +102,13 @@ else
   ip netns list | grep -qF "$PREFIX" && fail "failed up left: $(ip netns list)"
   out=$("${C[@]}" up 2 --rate fast 2>&1) && fail "a bad rate must fail"
   contains "$out" "--rate 'fast'" "bad rate"
+  # Missing option values and non-numeric node numbers are said, not bash errors.
+  out=$("${C[@]}" up 2 --rate 2>&1) && fail "--rate without a value must fail"
+  contains "$out" "up: --rate needs a value" "--rate without a value"
+  out=$("${C[@]}" exec one -- true 2>&1) && fail "a non-numeric K must fail"
+  contains "$out" "exec: K must be a whole number, got 'one'" "non-numeric K"
+  out=$("${C[@]}" run 2x -- true 2>&1) && fail "a non-numeric N must fail"
+  contains "$out" "run: N must be a whole number, got '2x'" "non-numeric N"
 fi
 
 if [[ $failures -gt 0 ]]; then echo "$failures check(s) failed"; exit 1; fi

@@ -260,13 +260,15 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
       for (const CellInput& cell : inputs) {
         SPARQ_ASSIGN_OR_RETURN(bool split, sim::uses_tied_split(*layout, cell.config, p));
         const sim::StepInput& input = split ? cell.split : cell.plain;
-        sim::StepOptions options{.world_size = p,
-                                 .link = {link.alpha_s(), link.beta_s_per_byte()},
-                                 .allreduce = algorithm,
-                                 .gather = gather_algorithm,
-                                 // Local clipping holds every bucket until backward ends.
-                                 .overlap = base.comm.overlap && !train::clips_locally(cell.config),
-                                 .busy_comm_rate = busy_comm_rate};
+        sim::StepOptions options{
+            .world_size = p,
+            .link = {link.alpha_s(), link.beta_s_per_byte()},
+            .allreduce = algorithm,
+            .gather = gather_algorithm,
+            // Local clipping holds every bucket until backward ends
+            // (train::holds_buckets_for_local_norm, as the trainer).
+            .overlap = base.comm.overlap && !train::holds_buckets_for_local_norm(cell.config),
+            .busy_comm_rate = busy_comm_rate};
         Row row{link.name, cell.name, p, split, sim::simulate_step(input, options)};
         row.single_ms = sim::single_worker_step_ms(input);
         row.efficiency = row.single_ms / row.step.step_ms;  // (P / step_P) / (P / step_1)

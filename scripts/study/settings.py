@@ -155,16 +155,18 @@ def config_values(text):
     return flat
 
 
-# The sections of which a resolved config lists only the keys that were set (the model's
-# preset and its overrides, the compressor's settings; docs/config.md): there a key one
-# config has and the other lacks is a setting added or removed. Elsewhere every key is
-# listed, so a one-sided key is a trainer built since that added or dropped one.
-SET_KEYS_ONLY = ("model.", "compress.")
+# The keys of which a resolved config lists only those that were set (the model's preset
+# and its overrides, and each compressor's own settings, compress.<name>.<key>;
+# docs/config.md): there a key one config has and the other lacks is a setting added or
+# removed. Elsewhere every key is listed (compress.name, compress.seed, ... included), so a
+# one-sided key is a trainer built since that added or dropped one.
+def set_keys_only(key):
+    return key.startswith("model.") or (key.startswith("compress.") and key.count(".") >= 2)
 
 
 def config_differences(before, now, ignore=()):
     """The keys whose values differ between two resolved configs, as "key old -> new" texts
-    ("(none)" for a key of SET_KEYS_ONLY that one side lacks). Other keys that only one of
+    ("(none)" for a key of set_keys_only() that one side lacks). Other keys that only one of
     them has are not compared; nor are `ignore` (the seed keys and log.metrics: the command
     says those)."""
     a, b = config_values(before), config_values(now)
@@ -172,7 +174,7 @@ def config_differences(before, now, ignore=()):
         return None
     # A section that was an empty mapping on one side is a single key there ("compress.topk":
     # {}); that is a one-sided key too.
-    keys = set(a) & set(b) | {k for k in set(a) ^ set(b) if k.startswith(SET_KEYS_ONLY)}
+    keys = set(a) & set(b) | {k for k in set(a) ^ set(b) if set_keys_only(k)}
     return [f"{k} {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(keys)
             if k not in ignore and a.get(k, "(none)") != b.get(k, "(none)")]
 

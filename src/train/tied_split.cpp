@@ -51,7 +51,7 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   } else if (c.optim.communicate != "gradient") {
     why = "optim.communicate is not gradient (the optimizer needs the whole local gradient)";
   } else if (clips_locally(c)) {
-    why = "local clipping needs the whole local gradient before sending";
+    why = "a local clip scope needs the whole local gradient (its norm) before sending";
   } else if (c.compress.compress.name == "dgc") {
     // Measured: with the split, the convergence test's dgc run (SGD momentum 0.9 kept by the
     // compressor) ended at 1.20x the source's entropy instead of within it.

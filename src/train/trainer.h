@@ -144,11 +144,10 @@ class Trainer {
   Status connect_buckets();
   // check_only: validates the file against the model from its header, copies nothing.
   Status load_initial_weights(bool check_only);
-  Status load_checkpoint(const std::string& dir);
+  Status load_checkpoint(const std::string& dir);  // a complete step directory
   // After every rank loaded `dir`: their parameters must be the same bytes (collective).
   Status check_replicas_loaded_alike(const std::string& dir);
-  std::vector<std::string> resume_log_;  // load_checkpoint's lines, said once all ranks agree  // a
-                                         // complete step directory
+  std::vector<std::string> resume_log_;  // load_checkpoint's lines, said once all ranks agree
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log.
   Result<std::string> load_elastic(const std::string& dir, int old_world);

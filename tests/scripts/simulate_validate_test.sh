@@ -59,6 +59,19 @@ grep -q " dense_f32 " "$work/auto.txt" || fail "no dense_f32 row with comm.plan:
 "$sim" "${common[@]}" --csv /dev/stdout 2>/dev/null | cat > "$work/piped.txt"
 first=$(head -1 "$work/piped.txt")
 [[ $first != model,* ]] || fail "the CSV came before the tables: $first"
+# A local clip scope holds every bucket until backward ends only when it clips (or on a GPU),
+# as the trainer does (train::holds_buckets_for_local_norm); the sweep priced update mode
+# without clipping as held (review, 2026-12-07).
+exposed() {  # exposed EXTRA...: dense_f32's exposed ms at P=4
+  "$sim" --config configs/gpt2_wikitext_tiny.yaml --profile profiles/this_machine_gpt2-tiny.yaml \
+    --network 1gbit --world 4 --cells dense_f32 --set optim.communicate=update \
+    --set model.n_ctx=128 --set data.seq_len=128 "$@" 2>/dev/null | awk '$2 == "dense_f32" {print $4}'
+}
+[[ "$(exposed --set optim.clip_norm=0)" != "$(exposed --set optim.clip_norm=0 --set comm.overlap=false)" ]] ||
+  fail "update mode without clipping was priced without overlap"
+[[ "$(exposed --set optim.clip_norm=1)" == "$(exposed --set optim.clip_norm=1 --set comm.overlap=false)" ]] ||
+  fail "update mode with local clipping was priced with overlap"
+[[ -n "$(exposed --set optim.clip_norm=1)" ]] || fail "no dense_f32 row to compare"
 # NaN passed CLI11's range check and ended in the step model's fatal check (review).
 for bad in nan 0 1.5 -1; do
   rc=0

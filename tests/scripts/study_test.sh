@@ -352,6 +352,16 @@ expect "an overridden key's edit reruns nothing" 0 "dense seed1: skip \(finished
 # the model's keys only when set): it was taken as no change (review, 2026-12-07).
 sed -i 's/^\(\s*\)n_ctx: 64/\1n_ctx: 64\n\1n_layer: 1/' "$T/base.yaml"
 check "the base config has an n_layer added" grep -q "n_layer: 1" "$T/base.yaml"
+# Which one-sided keys count: a model key and a compressor's own setting, not a compress
+# key the resolved config always lists (a newer trainer's; review, 2026-12-07).
+check "one-sided keys that count" "$PY" -c "
+import sys
+sys.path.insert(0, sys.argv[1])
+from study.settings import config_differences as d
+base = 'compress:\n  name: lbs\n  lbs:\n    bits: 4\n'
+assert d(base, base + '  density_warmup_steps: 0\n') == [], d(base, base + '  density_warmup_steps: 0\n')
+assert d(base, base + '    density: 0.05\n') == ['compress.lbs.density (none) -> 0.05']
+" "$(dirname "$STUDY_PY")"
 expect "an added model key is a change" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran: model.n_layer \(none\) -> 1\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
 
 # A run being started by another study.py (no metrics.jsonl yet: its launcher waits) is

@@ -343,6 +343,34 @@ TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
   fs::remove_all(dir);
 }
 
+// Without clipping the local norm is summed range by range as backward reports them
+// (holds_buckets_for_local_norm); it must be the norm the held path measures over the whole
+// gradient at once, and the training the same: clip_norm 1e30 holds and clips by exactly 1.
+TEST(TrainApp, TheLocalNormByRangeIsTheHeldPathsNorm) {
+  const fs::path dir = scratch("local_norm");
+  const std::string update =
+      " --set optim.communicate=update --set train.accumulation=2 --set optim.clip_norm=";
+  for (const char* clip : {"0", "1e30"}) {
+    const ProcessResult r =
+        run_train(2, small_run(dir, std::string("clip") + clip) + update + clip);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const auto by_range = events(read_lines(dir / "clip0.jsonl"), "step");
+  const auto held = events(read_lines(dir / "clip1e30.jsonl"), "step");
+  ASSERT_EQ(by_range.size(), 10u);
+  ASSERT_EQ(held.size(), 10u);
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    ASSERT_FALSE(field(held[i], "grad_norm").empty());
+    // Summed in another order: equal to float rounding, not bit for bit.
+    EXPECT_NEAR(std::stod(field(by_range[i], "grad_norm")), std::stod(field(held[i], "grad_norm")),
+                1e-6 * std::stod(field(held[i], "grad_norm")))
+        << "step " << i + 1;
+  }
+  EXPECT_EQ(field(events(read_lines(dir / "clip0.jsonl"), "end").back(), "param_checksum"),
+            field(events(read_lines(dir / "clip1e30.jsonl"), "end").back(), "param_checksum"));
+  fs::remove_all(dir);
+}
+
 // Loss falls on real text: WikiText-2 (valid as train, test as eval, the split the offline
 // copy allows), tokenized by prepare_data, 60 steps of the tiny GPT-2 config with lbs.
 TEST(TrainApp, LossFallsOnRealText) {

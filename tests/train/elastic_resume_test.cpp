@@ -250,8 +250,8 @@ TEST(ElasticResume, TwoToThreeToOneRanksKeepsTheResidualMass) {
   }
   ASSERT_FALSE(dropped.empty()) << "no optimizer section to drop";
   ASSERT_TRUE(write_checkpoint_file(checkpoint_rank_file(lacking.string(), 0), without).is_ok());
-  r = run_train(3, tiny(dir / "lacking_out", 4, dir / "lacking.jsonl") + " --resume " +
-                       lacking.string());
+  r = run_train(
+      3, tiny(dir / "lacking_out", 4, dir / "lacking.jsonl") + " --resume " + lacking.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("section '" + dropped + "'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("is in rank 1's file and not in rank 0's"), std::string::npos)
@@ -262,8 +262,8 @@ TEST(ElasticResume, TwoToThreeToOneRanksKeepsTheResidualMass) {
   fs::rename(checkpoint_rank_file(swapped.string(), 0), swapped / "tmp");
   fs::rename(checkpoint_rank_file(swapped.string(), 1), checkpoint_rank_file(swapped.string(), 0));
   fs::rename(swapped / "tmp", checkpoint_rank_file(swapped.string(), 1));
-  r = run_train(3, tiny(dir / "swapped_out", 4, dir / "swapped.jsonl") + " --resume " +
-                       swapped.string());
+  r = run_train(
+      3, tiny(dir / "swapped_out", 4, dir / "swapped.jsonl") + " --resume " + swapped.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("written by rank 1, but it is rank 0's file"), std::string::npos)
       << r.output;

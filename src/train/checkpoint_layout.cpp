@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <initializer_list>
@@ -144,18 +143,23 @@ StatePresence state_presence(const CheckpointFile& f, const std::vector<std::str
   return out;
 }
 
-void warn_state_presence(const StatePresence& presence, const CheckpointFile& f,
-                         const std::string& config) {
+std::vector<std::string> state_presence_warnings(const StatePresence& presence,
+                                                 const CheckpointFile& f,
+                                                 const std::string& config) {
+  std::vector<std::string> out;
   for (const std::string& section : presence.absent) {
-    spdlog::warn("resume: the checkpoint holds no {} ({}): it starts from zeros, as in a fresh run",
-                 describe_state(section), presence_reason(f, section, config));
+    out.push_back(fmt::format(
+        "resume: the checkpoint holds no {} ({}): it starts from zeros, as in a fresh run",
+        describe_state(section), presence_reason(f, section, config)));
   }
   for (const std::string& section : presence.dropped) {
     // The mass still owed by error feedback is not applied anywhere: said as such.
-    spdlog::warn("resume: the checkpoint's {} is dropped, since this run keeps none ({}){}",
-                 describe_state(section), presence_reason(f, section, config),
-                 section == "residual" ? "; what it still owed is never applied" : "");
+    out.push_back(
+        fmt::format("resume: the checkpoint's {} is dropped, since this run keeps none ({}){}",
+                    describe_state(section), presence_reason(f, section, config),
+                    section == "residual" ? "; what it still owed is never applied" : ""));
   }
+  return out;
 }
 
 Status check_layout(const CheckpointFile& f, const std::string& here, const std::string& config) {

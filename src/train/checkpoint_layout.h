@@ -34,13 +34,15 @@ std::vector<std::string> saved_aggregations(const CheckpointFile& f);
 // (optim.momentum, compress.error_feedback, which buckets the plan compresses) may change on
 // resume: `kept` sections ("residual", "optim/sgd.momentum") that the checkpoint lacks start
 // from zeros, as in a fresh run; "residual" and "optim/*" sections it holds that are not kept
-// are dropped. warn_state_presence (rank 0) says which, naming the changed setting.
+// are dropped. state_presence_warnings says which, naming the changed setting (rank 0 logs
+// them).
 struct StatePresence {
   std::vector<std::string> absent, dropped;
 };
 StatePresence state_presence(const CheckpointFile& f, const std::vector<std::string>& kept);
-void warn_state_presence(const StatePresence& presence, const CheckpointFile& f,
-                         const std::string& config);
+std::vector<std::string> state_presence_warnings(const StatePresence& presence,
+                                                 const CheckpointFile& f,
+                                                 const std::string& config);
 
 // What a checkpoint's flat sections (params, optim/*, residual) belong to: the store's layout
 // as its metadata "layout" records it, one "name offset numel" line per tensor in

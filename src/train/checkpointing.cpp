@@ -228,6 +228,7 @@ Status Trainer::resume(const std::string& path) {
     }
   }
   resume_log_.clear();
+  resume_warnings_.clear();
   SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
   SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
@@ -235,6 +236,7 @@ Status Trainer::resume(const std::string& path) {
   SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
   if (is_root()) {
+    for (const std::string& line : resume_warnings_) spdlog::warn("{}", line);
     for (const std::string& line : resume_log_) spdlog::info("{}", line);
   }
   return Status::ok();
@@ -344,7 +346,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
       // elastic resume wrote before that rule held such mass in buckets sent dense.
       const std::string dropped =
           drop_stranded_residual(residual, buckets, exchange_->aggregation_names());
-      if (!dropped.empty() && is_root()) spdlog::warn("resume: {}", dropped);
+      if (!dropped.empty()) resume_warnings_.push_back("resume: " + dropped);
     } else {
       std::fill(residual.begin(), residual.end(), 0.0f);  // absent: warned below
     }
@@ -363,7 +365,9 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   }
   // resume() folds a loaded server residual and installs the residual on the device: the
   // fold is a collective, so it waits until every rank has loaded.
-  if (is_root()) warn_state_presence(presence, f, config_.resolved_yaml);
+  for (std::string& w : state_presence_warnings(presence, f, config_.resolved_yaml)) {
+    resume_warnings_.push_back(std::move(w));
+  }
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));
@@ -394,14 +398,14 @@ Status Trainer::load_checkpoint(const std::string& dir) {
                                                          : nullptr;
   const std::string& data_now =
       identity_saved ? data_info_.same_data_key() : data_info_.description;
-  if (train_data_ != nullptr && is_root() && saved_data != nullptr && *saved_data != data_now) {
+  if (train_data_ != nullptr && saved_data != nullptr && *saved_data != data_now) {
     // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
     // of the old data: said, where it used to continue silently (review, 2026-12-05).
-    spdlog::warn(
+    resume_warnings_.push_back(fmt::format(
         "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
         "data position (item {} of epoch {}) continues in other items",
         f.meta.count("data") ? f.meta.at("data") : *saved_data, data_info_.description,
-        loader.position.value_or(0), loader.epoch);
+        loader.position.value_or(0), loader.epoch));
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);

@@ -147,7 +147,8 @@ class Trainer {
   Status load_checkpoint(const std::string& dir);  // a complete step directory
   // After every rank loaded `dir`: their parameters must be the same bytes (collective).
   Status check_replicas_loaded_alike(const std::string& dir);
-  std::vector<std::string> resume_log_;  // load_checkpoint's lines, said once all ranks agree
+  // load_checkpoint's warnings and lines, said by rank 0 once every rank agreed to resume.
+  std::vector<std::string> resume_warnings_, resume_log_;
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log.
   Result<std::string> load_elastic(const std::string& dir, int old_world);

@@ -198,6 +198,28 @@ TEST(ResumeChecks, ResumingOnOtherDataIsSaid) {
       << log.text();
 }
 
+// What a resume says (the warnings above, "resumed from") is said once every rank agreed to
+// resume: a resume refused after the load had begun logged its warnings, then failed (review,
+// 2026-12-07).
+TEST(ResumeChecks, ARefusedResumeSaysNothingOfWhatItLoaded) {
+  const std::string root = fresh_dir("refused_quiet");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());
+  // Damaged after the data check: a counter that is not a number.
+  const std::string file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
+  auto f = read_checkpoint_file(file);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  f->meta["nonfinite_in_a_row"] = "x";
+  ASSERT_TRUE(write_checkpoint_file(file, *f).is_ok());
+  LogCapture log;
+  const Status refused =
+      make_trainer(root + "/other", {"data.markov.seed=9"}, *self)->resume(checkpoint_dir(root, 2));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("nonfinite_in_a_row"), std::string::npos) << refused.message();
+  EXPECT_EQ(log.text().find("the training data differs"), std::string::npos) << log.text();
+  EXPECT_EQ(log.text().find("resumed from"), std::string::npos) << log.text();
+}
+
 // A shard is its contents, not the path that names it: a resume from another working
 // directory (another relative path to the same file) was warned of as other data (review,
 // 2026-12-07). A shard regenerated at the same path, with other tokens, is other data.

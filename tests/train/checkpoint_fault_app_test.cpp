@@ -15,6 +15,7 @@
 #include <iostream>
 #include <random>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "common/subprocess.h"
@@ -103,6 +104,17 @@ void expect_previous_checkpoint_resumes(const fs::path& root, const fs::path& re
                                         const std::string& what) {
   EXPECT_FALSE(complete(root, 8)) << what << ": the partial checkpoint is marked complete";
   ASSERT_TRUE(complete(root, 4)) << what << ": the previous checkpoint is gone";
+  // A rank killed in the instant between linking its finished file under its private name
+  // and the rename leaves that name (Note [Atomic writes without a shared temporary name],
+  // core/file_io.h: nothing can tell a dead writer's file from a live one's). It belongs to
+  // the failed save; what the resumed run leaves is what is checked (once in a CI run the
+  // kill came in that instant; 2026-12-07).
+  std::set<fs::path> left_by_the_failed_save;
+  if (fs::exists(step_dir(root, 8))) {
+    for (const auto& e : fs::directory_iterator(step_dir(root, 8))) {
+      if (is_temporary(e.path())) left_by_the_failed_save.insert(e.path());
+    }
+  }
   const ProcessResult resumed =
       run_train(tiny_run(resume_ckpt, root / "resumed.jsonl") + " --resume " + root.string());
   ASSERT_EQ(resumed.exit_code, 0) << what << "\n" << resumed.output;
@@ -113,7 +125,8 @@ void expect_previous_checkpoint_resumes(const fs::path& root, const fs::path& re
   // The re-save of step 8 (over the failed save's leftovers when resume_ckpt == root).
   ASSERT_TRUE(complete(resume_ckpt, 8)) << what;
   for (const auto& e : fs::directory_iterator(step_dir(resume_ckpt, 8))) {
-    EXPECT_FALSE(is_temporary(e.path())) << what << ": stale " << e.path();
+    EXPECT_FALSE(is_temporary(e.path()) && !left_by_the_failed_save.count(e.path()))
+        << what << ": stale " << e.path();
   }
 }
 

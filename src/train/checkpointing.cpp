@@ -213,12 +213,9 @@ Status Trainer::resume(const std::string& path) {
   Result<std::string> dir = resolve_checkpoint_dir(path);
   SPARQ_RETURN_IF_ERROR(agree(dir.status(), "resuming from " + path));
   const Result<std::int64_t> step = parse_step(*dir);
-  const std::int64_t mine = step.is_ok() ? step.value() : -1;
-  std::vector<std::int64_t> steps(static_cast<std::size_t>(comm_.size()));
-  SPARQ_RETURN_IF_ERROR(run_control("agree: the checkpoint to resume", [&](comm::Communicator& c) {
-    c.allgather(&mine, steps.data(), 1, DType::kI64);
-    return Status::ok();
-  }));
+  SPARQ_ASSIGN_OR_RETURN(
+      const std::vector<std::int64_t> steps,
+      every_ranks_value("agree: the checkpoint to resume", step.is_ok() ? step.value() : -1));
   for (std::size_t r = 0; r < steps.size(); ++r) {
     if (steps[r] != steps[0]) {
       return Status::error(
@@ -227,19 +224,28 @@ Status Trainer::resume(const std::string& path) {
           path, steps[0], r, steps[r]);
     }
   }
-  resume_log_.clear();
-  resume_warnings_.clear();
-  SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir), "resuming from " + path));
+  ResumeMessages messages;
+  SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir, messages), "resuming from " + path));
   SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
   // once every rank has loaded (server_residual_resume.cpp).
   SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
   if (is_root()) {
-    for (const std::string& line : resume_warnings_) spdlog::warn("{}", line);
-    for (const std::string& line : resume_log_) spdlog::info("{}", line);
+    for (const std::string& line : messages.warnings) spdlog::warn("{}", line);
+    for (const std::string& line : messages.info) spdlog::info("{}", line);
   }
   return Status::ok();
+}
+
+Result<std::vector<std::int64_t>> Trainer::every_ranks_value(const std::string& what,
+                                                             std::int64_t mine) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(comm_.size()));
+  SPARQ_RETURN_IF_ERROR(run_control(what, [&](comm::Communicator& c) {
+    c.allgather(&mine, all.data(), 1, DType::kI64);
+    return Status::ok();
+  }));
+  return all;
 }
 
 Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
@@ -250,11 +256,9 @@ Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
   const ParamStore& host = host_params();
   const std::uint64_t mine =
       mixed_hash64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm_.size()));
-  SPARQ_RETURN_IF_ERROR(run_control("agree: the loaded parameters", [&](comm::Communicator& c) {
-    c.allgather(&mine, all.data(), sizeof mine, DType::kU8);
-    return Status::ok();
-  }));
+  SPARQ_ASSIGN_OR_RETURN(
+      const std::vector<std::int64_t> all,
+      every_ranks_value("agree: the loaded parameters", static_cast<std::int64_t>(mine)));
   for (std::size_t r = 1; r < all.size(); ++r) {
     if (all[r] != all[0]) {
       return Status::error(
@@ -266,7 +270,7 @@ Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
   return Status::ok();
 }
 
-Status Trainer::load_checkpoint(const std::string& dir) {
+Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages) {
   // The saving world's size comes from the marker (Note [One save per complete directory],
   // checkpoint_dirs.cpp), the same on every rank; a marker from before it was recorded leaves
   // it to the files: this rank's own when it has one, else rank 0's.
@@ -346,7 +350,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
       // elastic resume wrote before that rule held such mass in buckets sent dense.
       const std::string dropped =
           drop_stranded_residual(residual, buckets, exchange_->aggregation_names());
-      if (!dropped.empty()) resume_warnings_.push_back("resume: " + dropped);
+      if (!dropped.empty()) messages.warnings.push_back("resume: " + dropped);
     } else {
       std::fill(residual.begin(), residual.end(), 0.0f);  // absent: warned below
     }
@@ -366,7 +370,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   // resume() folds a loaded server residual and installs the residual on the device: the
   // fold is a collective, so it waits until every rank has loaded.
   for (std::string& w : state_presence_warnings(presence, f, config_.resolved_yaml)) {
-    resume_warnings_.push_back(std::move(w));
+    messages.warnings.push_back(std::move(w));
   }
   data::LoaderState loader;
   SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
@@ -393,19 +397,17 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   // description, path included): the same shard named from another working directory was
   // called other data (review, 2026-12-07).
   const bool identity_saved = f.meta.count("data.identity") != 0;
-  const std::string* saved_data = identity_saved         ? &f.meta.at("data.identity")
-                                  : f.meta.count("data") ? &f.meta.at("data")
-                                                         : nullptr;
+  const std::string saved_data = meta_or(f, identity_saved ? "data.identity" : "data", "");
   const std::string& data_now =
       identity_saved ? data_info_.same_data_key() : data_info_.description;
-  if (train_data_ != nullptr && saved_data != nullptr && *saved_data != data_now) {
+  if (train_data_ != nullptr && !saved_data.empty() && saved_data != data_now) {
     // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
     // of the old data: said, where it used to continue silently (review, 2026-12-05).
-    resume_warnings_.push_back(fmt::format(
+    messages.warnings.push_back(fmt::format(
         "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
         "data position (item {} of epoch {}) continues in other items",
-        f.meta.count("data") ? f.meta.at("data") : *saved_data, data_info_.description,
-        loader.position.value_or(0), loader.epoch));
+        meta_or(f, "data", saved_data), data_info_.description, loader.position.value_or(0),
+        loader.epoch));
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);
@@ -423,14 +425,14 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   start_step_ = step_;
   // Said by resume() once every rank has loaded alike: a resume another rank refused, or
   // whose replicas differ, was logged as resumed before its error (review, 2026-12-07).
-  if (!elastic) resume_log_.push_back(fmt::format("resumed from {} at step {}", dir, step_));
+  if (!elastic) messages.info.push_back(fmt::format("resumed from {} at step {}", dir, step_));
   if (f.meta.count("config")) {
     // Changing settings on resume is allowed (more steps, another lr); it is said, so that a
     // run's log tells what it continued with.
     const std::vector<std::string> changed =
         config_differences(f.meta.at("config"), config_.resolved_yaml);
     if (!changed.empty()) {
-      resume_log_.push_back(
+      messages.info.push_back(
           fmt::format("resumed with {} setting(s) other than the "
                       "checkpoint's: {}",
                       changed.size(), fmt::join(changed, "; ")));
@@ -438,7 +440,7 @@ Status Trainer::load_checkpoint(const std::string& dir) {
   }
   if (elastic && train_data_ != nullptr) {
     const data::LoaderState now = train_data_->state();
-    resume_log_.push_back(
+    messages.info.push_back(
         fmt::format("resumed {}-rank checkpoint step {} on {} rank(s) from {}: {}; data continues "
                     "at item {} of epoch {}",
                     world, step_, comm_.size(), dir, merged, now.position.value_or(0), now.epoch));

@@ -144,11 +144,15 @@ class Trainer {
   Status connect_buckets();
   // check_only: validates the file against the model from its header, copies nothing.
   Status load_initial_weights(bool check_only);
-  Status load_checkpoint(const std::string& dir);  // a complete step directory
+  // What load_checkpoint has to say, said by rank 0 once every rank agreed to resume.
+  struct ResumeMessages {
+    std::vector<std::string> warnings, info;
+  };
+  Status load_checkpoint(const std::string& dir, ResumeMessages& messages);  // a step directory
   // After every rank loaded `dir`: their parameters must be the same bytes (collective).
   Status check_replicas_loaded_alike(const std::string& dir);
-  // load_checkpoint's warnings and lines, said by rank 0 once every rank agreed to resume.
-  std::vector<std::string> resume_warnings_, resume_log_;
+  // Collective: every rank's `mine`, in rank order (an agreement's control collective).
+  Result<std::vector<std::int64_t>> every_ranks_value(const std::string& what, std::int64_t mine);
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log.
   Result<std::string> load_elastic(const std::string& dir, int old_world);

@@ -42,12 +42,11 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
       scheduler_(scheduler),
       options_(options),
       trace_(trace) {
-  SPARQ_CHECK(
-      !options_.local_norm_by_range || (!options_.clip_local && store_.device() == Device::kCPU),
-      "local_norm_by_range is the CPU's local scope without clipping: not with "
-      "clip_local, and not on a GPU store (its local norm is read once, at the end)");
+  SPARQ_CHECK(options_.norm_scope != NormScope::kLocalByRange || store_.device() == Device::kCPU,
+              "NormScope::kLocalByRange is the CPU's local scope: not on a GPU store (its "
+              "local norm is read once, at the end)");
   if (options_.split_tied_embedding) {
-    SPARQ_CHECK(!options_.clip_local && !options_.local_norm_by_range,
+    SPARQ_CHECK(options_.norm_scope == NormScope::kAggregate,
                 "the tied embedding split needs aggregate clipping: local "
                 "clipping needs the whole local gradient before anything is sent");
     tied_range_ = store_.entry(model_.tied_embedding()).range();
@@ -107,9 +106,11 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   held_.clear();
   target_scales_.clear();
   if (model_.weighs_counted_targets()) weigh_micro_batches(step, micro_batches);
-  double local_squares = 0.0;  // Options::local_norm_by_range: this rank's, in report order
+  double local_squares = 0.0;  // NormScope::kLocalByRange: this rank's, in report order
+  const bool held = options_.norm_scope == NormScope::kLocalHeld;
+  const bool by_range = options_.norm_scope == NormScope::kLocalByRange;
   const auto report_ready = [&](const ParamRange& range) {
-    if (options_.local_norm_by_range && range.count > 0) {
+    if (by_range && range.count > 0) {
       const Tensor g = store_.grad_range(range);
       local_squares += ops::sum_squares(g.data<float>(), static_cast<std::size_t>(range.count));
     }
@@ -160,18 +161,18 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
           }
           if (!last) {
             scheduler_.on_grads_ready(range);
-          } else if (options_.clip_local) {
+          } else if (held) {
             held_.push_back(range);
           } else {
             report_ready(range);
           }
         }
       });
-      if (last && options_.clip_local) {
+      if (last && held) {
         r.grad_norm = optimizer_.clip_local_gradient(options_.clip_norm);
         for (const ParamRange& range : held_) report_ready(range);
       }
-      if (last && options_.local_norm_by_range) r.grad_norm = std::sqrt(local_squares);
+      if (last && by_range) r.grad_norm = std::sqrt(local_squares);
     }
     r.backward_ms += watch.millis();
     scheduler_.on_backward_done();
@@ -193,7 +194,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     ScopedTrace span(trace_, "optimizer", "optimizer", step);
     // On CUDA the scale stays on the device and step() folds it in (Optimizer::clip_grad_norm).
     double aggregate_norm = 0;
-    if (options_.clip_local || options_.local_norm_by_range) {
+    if (options_.norm_scope != NormScope::kAggregate) {
       aggregate_norm = optimizer_.clip_grad_norm(0.0);  // measure only: the skip decision
     } else {
       r.grad_norm = aggregate_norm = optimizer_.clip_grad_norm(options_.clip_norm);
@@ -234,7 +235,7 @@ void DataParallelStepper::guarded_optimizer_step(std::int64_t step, StepResult& 
   // The clip and the update are enqueued behind the buckets' end events; the update skips
   // itself on the device when the aggregate's norm is not finite (Optimizer::step's guard),
   // the host's skip rule below, decided without waiting for it first.
-  const bool local = options_.clip_local || options_.local_norm_by_range;
+  const bool local = options_.norm_scope != NormScope::kAggregate;
   optimizer_.clip_grad_norm_on_device(local ? 0.0 : options_.clip_norm);
   optimizer_.step(r.lr);
   store_.zero_grads();

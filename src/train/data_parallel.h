@@ -5,14 +5,14 @@
 //   -> wait_all (every bucket averaged in place across ranks)
 //   -> global-norm clipping on the aggregated gradient -> optimizer step -> zero gradients
 //
-// Local clipping (Options::clip_local, optim.clip_scope: local; what the optimizer modes that
+// Local clipping (NormScope::kLocalHeld, optim.clip_scope: local; what the optimizer modes that
 // send a momentum or an update use): the norm of THIS rank's gradient is only known once
 // backward ends, so readiness is held back: the last micro-batch's ranges are reported to the
 // scheduler, in backward order, after the gradient has been clipped. Communication then does not
 // overlap backward (the cost is in the step's exposed time). The step is still skipped on a
 // non-finite AGGREGATE, which every rank sees alike. Without clipping (optim.clip_norm 0) on
 // the CPU nothing is held: the local norm is summed over the ranges as they are reported
-// (Options::local_norm_by_range).
+// (NormScope::kLocalByRange).
 //
 // The split tied embedding (Options::split_tied_embedding, Note [Tied embedding split] in
 // models/model.h): on the last micro-batch the model reports the tied table ready after the
@@ -91,15 +91,19 @@ struct StepResult {
   std::size_t tied_rows_bytes = 0;  // this rank's message of the split tied table's rows
 };
 
+// Whose gradient norm a step measures, logs as grad_norm and clips by (see above).
+enum class NormScope {
+  kAggregate,    // the aggregated gradient's, after communication
+  kLocalHeld,    // this rank's, before communication: readiness is held until backward ends
+  kLocalByRange  // this rank's, summed range by range as reported, nothing held; CPU store
+                 // and no clipping only (train::holds_buckets_for_local_norm is false)
+};
+
 class DataParallelStepper {
  public:
   struct Options {
     double clip_norm = 0.0;  // <= 0: no clipping (the norm is still measured)
-    bool clip_local = false;  // clip this rank's gradient before communication (see above)
-    // A local scope without clipping on the CPU (holds_buckets_for_local_norm false): the
-    // local norm, logged as grad_norm, is summed range by range as each is reported, and
-    // nothing is held. Exclusive with clip_local.
-    bool local_norm_by_range = false;
+    NormScope norm_scope = NormScope::kAggregate;
     bool split_tied_embedding = false;  // see above; needs a model with a tied embedding
     // Runs the step's count of targets (Note [Token-weighted micro-batches]); needed by a
     // model whose counts vary, unused otherwise. Must outlive the stepper.

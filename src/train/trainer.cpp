@@ -1,6 +1,6 @@
 // Trainer: one step (step_once), evaluation, the trace, and the run loop with its progress,
 // evaluation and checkpoint cadence. Set-up is in trainer_setup.cpp, checkpoints in
-// checkpointing.cpp.
+// checkpointing.cpp, the ranks' agreement on a resume in resume_agreement.cpp.
 #include "train/trainer.h"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // Trainer set-up: building the model, store, optimizer and exchange from the config (build),
-// connecting the buckets to their queue (connect_buckets), initial weights, the cross-rank checks of config and bucket plan, and the
-// start-up description. The step loop, evaluation and tracing are in trainer.cpp,
-// checkpoints in checkpointing.cpp.
+// connecting the buckets to their queue (connect_buckets), initial weights, the cross-rank
+// checks of config and bucket plan, and the start-up description. The step loop, evaluation
+// and tracing are in trainer.cpp, checkpoints in checkpointing.cpp and resume_agreement.cpp.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -158,12 +158,13 @@ Status Trainer::connect_buckets() {
       *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
   stepper_ = std::make_unique<DataParallelStepper>(
       *model_, store_, *optimizer_, *schedule_, *scheduler_,
-      DataParallelStepper::Options{
-          .clip_norm = c.clip_norm,
-          .clip_local = holds_buckets_for_local_norm(c),
-          .local_norm_by_range = clips_locally(c) && !holds_buckets_for_local_norm(c),
-          .split_tied_embedding = split_tied_,
-          .control = engine_.get()},
+      DataParallelStepper::Options{.clip_norm = c.clip_norm,
+                                   .norm_scope = !clips_locally(c) ? NormScope::kAggregate
+                                                 : holds_buckets_for_local_norm(c)
+                                                     ? NormScope::kLocalHeld
+                                                     : NormScope::kLocalByRange,
+                                   .split_tied_embedding = split_tied_,
+                                   .control = engine_.get()},
       &trace_);
   return Status::ok();
 }

@@ -1,0 +1,78 @@
+// A resume is one decision of the whole world: every rank resolves the same checkpoint
+// directory, loads its own file (checkpointing.cpp, or elastic_resume.h for another world
+// size), and the ranks compare what they loaded before any of them trains on it. The load's
+// warnings are logged only once every rank agreed, so a refused resume logs none of them.
+
+#include <spdlog/spdlog.h>
+
+#include "core/checksum.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+
+Status Trainer::resume(const std::string& path) {
+  // Every rank resolves a checkpoint root itself; on a shared file system whose directory
+  // listings lag (NFS attribute caches) two ranks could find different newest steps and
+  // resume diverged replicas without a word (review, 2026-12-05). They must agree on it.
+  Result<std::string> dir = resolve_checkpoint_dir(path);
+  SPARQ_RETURN_IF_ERROR(agree(dir.status(), "resuming from " + path));
+  const Result<std::int64_t> step = parse_step(*dir);
+  SPARQ_ASSIGN_OR_RETURN(
+      const std::vector<std::int64_t> steps,
+      every_ranks_value("agree: the checkpoint to resume", step.is_ok() ? step.value() : -1));
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    if (steps[r] != steps[0]) {
+      return Status::error(
+          "resuming from {}: rank 0 found step {} and rank {} step {} as its newest complete "
+          "checkpoint (a shared file system not yet in step?); name the step directory",
+          path, steps[0], r, steps[r]);
+    }
+  }
+  ResumeMessages messages;
+  SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir, messages), "resuming from " + path));
+  SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
+  // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
+  // once every rank has loaded (server_residual_resume.cpp).
+  SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
+  exchange_->residual_to_device();  // both load paths filled the host copy
+  if (is_root()) {
+    for (const std::string& line : messages.warnings) spdlog::warn("{}", line);
+    for (const std::string& line : messages.info) spdlog::info("{}", line);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<std::int64_t>> Trainer::every_ranks_value(const std::string& what,
+                                                             std::int64_t mine) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(comm_.size()));
+  SPARQ_RETURN_IF_ERROR(run_control(what, [&](comm::Communicator& c) {
+    c.allgather(&mine, all.data(), 1, DType::kI64);
+    return Status::ok();
+  }));
+  return all;
+}
+
+Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
+  // Every rank loaded the parameters from its own file: they must be the same bytes, or the
+  // replicas train apart from here on. A file damaged in a way its checksum64 misses (two
+  // sign flips, core/checksum.h) or taken from another run was resumed without a word
+  // (review, 2026-12-07). The stronger hash of the loaded values, compared across ranks.
+  const ParamStore& host = host_params();
+  const std::uint64_t mine =
+      mixed_hash64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
+  SPARQ_ASSIGN_OR_RETURN(
+      const std::vector<std::int64_t> all,
+      every_ranks_value("agree: the loaded parameters", static_cast<std::int64_t>(mine)));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return Status::error(
+          "resuming from {}: rank {} loaded other parameters than rank 0 (from {}): a rank "
+          "file is damaged or from another run; resume from an earlier step",
+          dir, r, checkpoint_rank_file(dir, static_cast<int>(r)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace sparq::train

@@ -98,12 +98,12 @@ using bench::Workload;
 
 // The GPU comparison: sparq fp32 and bf16 next to PyTorch fp32 and bf16 autocast, per model.
 int run_gpu_table(const std::string& exe, const std::string& python, const std::string& script,
-                  const std::string& models, int steps, int warmup, double peak_fp32,
+                  const std::string& models, int threads, int steps, int warmup, double peak_fp32,
                   double peak_bf16, bool no_torch) {
   fmt::print(
       "bench_models --device cuda: forward+backward on CUDA device 0, {} warm-up + {} "
-      "timed steps; MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
-      warmup, steps, peak_fp32, peak_bf16);
+      "timed steps, {} host thread(s); MFU against {} TFLOP/s fp32 and {} TFLOP/s bf16\n",
+      warmup, steps, threads, peak_fp32, peak_bf16);
   // Rows print as they are measured, so a run cut short by a timeout keeps its finished rows.
   bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
   fmt::print(
@@ -119,8 +119,10 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
   };
   for (const Workload& w : bench::gpu_workloads()) {
     if (!listed(models, w.key)) continue;
-    const std::string child = fmt::format("'{}' --child {} --device cuda --steps {} --warmup {}",
-                                          exe, w.key, steps, warmup);
+    // --threads: the host threads of both sides (it was dropped on the GPU path: review).
+    const std::string child =
+        fmt::format("'{}' --child {} --device cuda --steps {} --warmup {} --threads {}", exe, w.key,
+                    steps, warmup, threads);
     const Measurement ours = run_measured(child);
     // VGG's convolutions have no bf16 path (the trainer refuses it there).
     const Measurement ours16 =
@@ -128,8 +130,8 @@ int run_gpu_table(const std::string& exe, const std::string& python, const std::
     Measurement fp32, bf16;
     if (!no_torch) {
       const std::string base =
-          fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {}", python, script,
-                      w.key, steps, warmup);
+          fmt::format("'{}' '{}' --model {} --device cuda --steps {} --warmup {} --threads {}",
+                      python, script, w.key, steps, warmup, threads);
       fp32 = run_measured(base + " --precision fp32");
       bf16 = run_measured(base + " --precision bf16");
     }
@@ -262,7 +264,7 @@ int main(int argc, char** argv) {
   exe[len] = '\0';
   const std::string script = std::string(SPARQ_BENCH_SOURCE_DIR) + "/bench/bench_models_torch.py";
   if (device == "cuda") {
-    return run_gpu_table(exe, python, script, models, steps, warmup, peak_fp32, peak_bf16,
+    return run_gpu_table(exe, python, script, models, threads, steps, warmup, peak_fp32, peak_bf16,
                          no_torch);
   }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
+#include <string>
 
 namespace sparq::bench {
 
@@ -46,8 +48,13 @@ Measurement run_measured(const std::string& command) {
   Measurement m;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return m;
-  char line[512];
-  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+  // Whole lines, however long: a STEPS line of 30 PyTorch step times (repr, ~20 characters
+  // each) passed a fixed 512-byte buffer, and the cut-off times, half a number included,
+  // were lost or misread (review, 2026-12-06).
+  char* buffer = nullptr;
+  std::size_t capacity = 0;
+  while (getline(&buffer, &capacity, pipe) != -1) {  // POSIX getline: grows `buffer`
+    const std::string line(buffer);
     std::istringstream in(line);
     std::string tag;
     in >> tag;
@@ -60,9 +67,10 @@ Measurement run_measured(const std::string& command) {
       profile::Row row;
       if (in >> row.name >> row.seconds >> row.calls) m.profile.push_back(row);
     } else {
-      std::fputs(line, stderr);  // the child's log (e.g. the model summary)
+      std::fputs(line.c_str(), stderr);  // the child's log (e.g. the model summary)
     }
   }
+  std::free(buffer);
   // A child that printed its RESULT and then failed (exit status not 0) measured nothing
   // trustworthy (its status went unread: review, 2026-12-06).
   if (pclose(pipe) != 0) m.ok = false;

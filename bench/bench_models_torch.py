@@ -101,22 +101,29 @@ def make_batch(cfg, b, t, gen):
 
 
 def choose_attention(model, batch, autocast):
-    """PyTorch's fused scaled_dot_product_attention when one untimed step (forward and
-    backward, as timed) runs with it, else the naive form: a failure of the fused path falls
-    back rather than losing the peer. Logs which."""
+    """PyTorch's fused scaled_dot_product_attention when one step (forward and backward, as
+    timed) runs with it, else the naive form: a failure of the fused path falls back rather
+    than losing the peer. Logs which. Returns (seconds, loss) of that step when it ran: it is
+    the run's first step, so that PyTorch gets no more warm-up than sparq (it was an extra
+    untimed step: review, 2026-12-06), else None."""
+    probe = None
     if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         gen_models.ATTENTION = "sdpa"
         try:
+            start = time.perf_counter()
+            model.zero_grad(set_to_none=False)
             with autocast:
                 _, loss = model(batch)
             loss.backward()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
+            probe = (time.perf_counter() - start, float(loss))
         except Exception as error:  # noqa: BLE001 (any failure of the fused path)
             print(f"torch: scaled_dot_product_attention failed ({error})", file=sys.stderr)
             gen_models.ATTENTION = "naive"
-        model.zero_grad(set_to_none=True)
+            model.zero_grad(set_to_none=True)
     print(f"torch: attention {gen_models.ATTENTION}", file=sys.stderr)
+    return probe
 
 
 def main():
@@ -156,8 +163,9 @@ def main():
     # which raises on a CPU-only torch: build it only when it is used.
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cuda and args.precision == "bf16"
                 else contextlib.nullcontext())
+    probe = None
     if cuda and cfg["arch"] != "vgg":
-        choose_attention(model, batch, autocast)
+        probe = choose_attention(model, batch, autocast)
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {spec}: {params} parameters, B={b} T={t}", file=sys.stderr)
     if cfg["arch"] == "bert":
@@ -166,6 +174,13 @@ def main():
               f"of {b * t} rows ({labelled} labelled)", file=sys.stderr)
     timed = []  # seconds of each timed step
     for step in range(args.warmup + args.steps):
+        if step == 0 and probe is not None:  # the attention probe was this step
+            elapsed, probe_loss = probe
+            if step >= args.warmup:
+                timed.append(elapsed)
+            print(f"  torch {args.model} step {step}: loss {probe_loss:.4f}, {elapsed:.2f} s "
+                  "(the attention probe)", file=sys.stderr)
+            continue
         start = time.perf_counter()
         model.zero_grad(set_to_none=False)
         with autocast:

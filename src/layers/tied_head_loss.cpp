@@ -62,10 +62,8 @@ TiedHeadLoss::TiedHeadLoss(std::string name, Config config)
               name_, config_.dim, config_.max_rows);
   SPARQ_CHECK(config_.chunk_rows >= 0, "{}: chunk_rows must not be negative, got {}", name_,
               config_.chunk_rows);
-  chunk_rows_ = config_.chunk_rows > 0
-                    ? config_.chunk_rows
-                    : std::max<std::int64_t>(128, kDefaultChunkBytes /
-                                                      (config_.valid_vocab * sizeof(float)));
+  chunk_rows_ =
+      config_.chunk_rows > 0 ? config_.chunk_rows : default_chunk_rows(config_.valid_vocab);
   chunk_rows_ = std::min(chunk_rows_, config_.max_rows);
   const auto floats = [](std::int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); };
   logits_ = Buffer::host(floats(chunk_rows_ * config_.valid_vocab));

@@ -51,6 +51,12 @@ class TiedHeadLoss : public LayerBase {
   // rows, 7 chunks at B=4 T=256) that took the head's GEMMs from 632 to 736 ms of a 2.1 s
   // GPT-2 124M step (docs/layers.md), for 96 MiB less peak memory.
   static constexpr std::int64_t kDefaultChunkBytes = std::int64_t{128} << 20;
+  // Rows per chunk when Config::chunk_rows is 0 (before the cap at max_rows); bench_gemm
+  // prices the head's products with the same rule.
+  static constexpr std::int64_t default_chunk_rows(std::int64_t valid_vocab) {
+    return std::max<std::int64_t>(
+        128, kDefaultChunkBytes / (valid_vocab * static_cast<std::int64_t>(sizeof(float))));
+  }
 
   TiedHeadLoss(std::string name, Config config);
 

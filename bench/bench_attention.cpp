@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/rng.h"
 #include "core/threading.h"
 #include "core/timer.h"
@@ -87,9 +88,18 @@ int main(int argc, char** argv) {
   int threads = 2, reps = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else {
+    if (a == "--threads" && i + 1 < argc) {
+      const auto n = sparq::bench::whole_arg(argv[++i], 1);
+      if (!n || *n > 4096)
+        return sparq::bench::refuse_arg("bench_attention", a, argv[i], "1 to 4096");
+      threads = static_cast<int>(*n);
+    } else if (a == "--reps" && i + 1 < argc) {
+      const auto n = sparq::bench::whole_arg(argv[++i], 1);
+      if (!n || *n > 1000000) {
+        return sparq::bench::refuse_arg("bench_attention", a, argv[i], "1 to 1000000");
+      }
+      reps = static_cast<int>(*n);
+    } else {
       fmt::print(stderr, "usage: bench_attention [--threads N] [--reps R]\n");
       return 2;
     }

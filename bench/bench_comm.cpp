@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "comm/comm_engine.h"
 #include "comm/emulated_link.h"
 #include "comm/mpi_communicator.h"
@@ -97,8 +98,28 @@ std::unique_ptr<Communicator> make_or_exit(int* argc, char*** argv, AllreduceAlg
 
 // The --allreduce-algorithms mode (see the top of the file).
 int compare_allreduce_algorithms(int argc, char** argv) {
-  const std::size_t max_bytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64) << 20;
-  const double gbit = argc > 3 ? std::strtod(argv[3], nullptr) : 0.0;
+  if (argc > 4) {
+    std::fprintf(stderr,
+                 "bench_comm: --allreduce-algorithms takes [max_mib] [gbit_per_s], got "
+                 "'%s' more\n",
+                 argv[4]);
+    return 2;
+  }
+  std::size_t max_bytes = std::size_t{64} << 20;
+  double gbit = 0.0;
+  if (argc > 2) {
+    const auto mib = sparq::bench::whole_arg(argv[2], 1);
+    if (!mib || *mib > (1 << 20)) {
+      return sparq::bench::refuse_arg("bench_comm", "max_mib", argv[2], "1 to 1048576 MiB");
+    }
+    max_bytes = static_cast<std::size_t>(*mib) << 20;
+  }
+  if (argc > 3 && std::string_view(argv[3]) != "0") {
+    const auto rate = sparq::bench::positive_arg(argv[3]);
+    if (!rate)
+      return sparq::bench::refuse_arg("bench_comm", "gbit_per_s", argv[3], "0 or a rate > 0");
+    gbit = *rate;
+  }
   // The first communicator initialises (and at exit finalises) MPI: declared first, destroyed
   // last.
   auto mpi = make_or_exit(&argc, &argv, AllreduceAlgorithm::kMpi, gbit);
@@ -159,24 +180,29 @@ int main(int argc, char** argv) {
   std::string ops = "allreduce,allgather,reduce_scatter,alltoall";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    constexpr long long kMaxMib = 1 << 20, kMaxCount = 1000000;
     if (arg == "--min-mib" && i + 1 < argc) {
-      min_bytes = std::strtoull(argv[++i], nullptr, 10) << 20;
+      const auto mib = sparq::bench::whole_arg(argv[++i], 1);
+      if (!mib || *mib > kMaxMib)
+        return sparq::bench::refuse_arg("bench_comm", arg, argv[i], "1 to 1048576");
+      min_bytes = static_cast<std::size_t>(*mib) << 20;
     } else if (arg == "--iters" && i + 1 < argc) {
-      fixed_iters = std::atoi(argv[++i]);
-      if (fixed_iters < 1) {
-        std::fprintf(stderr, "bench_comm: --iters must be a positive integer\n");
-        return 2;
-      }
+      const auto n = sparq::bench::whole_arg(argv[++i], 1);
+      if (!n || *n > kMaxCount)
+        return sparq::bench::refuse_arg("bench_comm", arg, argv[i], "1 to 1000000");
+      fixed_iters = static_cast<int>(*n);
     } else if (arg == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-      if (rounds < 1) {
-        std::fprintf(stderr, "bench_comm: --rounds must be a positive integer\n");
-        return 2;
-      }
+      const auto n = sparq::bench::whole_arg(argv[++i], 1);
+      if (!n || *n > kMaxCount)
+        return sparq::bench::refuse_arg("bench_comm", arg, argv[i], "1 to 1000000");
+      rounds = static_cast<int>(*n);
     } else if (arg == "--ops" && i + 1 < argc) {
       ops = argv[++i];
     } else if (!arg.empty() && arg[0] != '-') {
-      max_bytes = std::strtoull(arg.c_str(), nullptr, 10) << 20;
+      const auto mib = sparq::bench::whole_arg(arg, 1);
+      if (!mib || *mib > kMaxMib)
+        return sparq::bench::refuse_arg("bench_comm", "max_mib", arg, "1 to 1048576");
+      max_bytes = static_cast<std::size_t>(*mib) << 20;
     } else {
       std::fprintf(stderr,
                    "bench_comm: unknown argument '%s' (usage at the top of "

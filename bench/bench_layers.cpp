@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/rng.h"
 #include "core/threading.h"
 #include "core/timer.h"
@@ -143,11 +144,16 @@ int main(int argc, char** argv) {
   std::string torch_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--threads" && i + 1 < argc)
-      threads = std::atoi(argv[++i]);
-    else if (a == "--seconds" && i + 1 < argc)
-      seconds = std::atof(argv[++i]);
-    else if (a == "--torch-results" && i + 1 < argc)
+    if (a == "--threads" && i + 1 < argc) {
+      const auto n = sparq::bench::whole_arg(argv[++i], 1);
+      if (!n || *n > 4096) return sparq::bench::refuse_arg("bench_layers", a, argv[i], "1 to 4096");
+      threads = static_cast<int>(*n);
+    } else if (a == "--seconds" && i + 1 < argc) {
+      const auto s = sparq::bench::positive_arg(argv[++i]);
+      if (!s)
+        return sparq::bench::refuse_arg("bench_layers", a, argv[i], "a number of seconds > 0");
+      seconds = *s;
+    } else if (a == "--torch-results" && i + 1 < argc)
       torch_file = argv[++i];
     else {
       fmt::print(stderr,

@@ -216,11 +216,22 @@ run_cell() {  # model world link cell
         --metrics "$dir/metrics.jsonl" > "$dir/log.txt" 2>&1 || rc=$? ;;
   esac
   local seconds=$(($(date +%s) - started))
-  [[ "$rc" == 0 ]] || { say "  $cell FAILED (exit $rc); see $dir/log.txt"; FAILED_CELLS=$((FAILED_CELLS + 1)); }
+  [[ "$rc" == 0 ]] || say "  $cell FAILED (exit $rc); see $dir/log.txt"
+  local summary_rc=0
   "$PYTHON" bench/cluster_report.py cell --dir "$dir" --results "$RESULTS" --run "$RUN_ID" \
     --model "$model" --world "$world" --link "$link" --cell "$cell" --batch "$b" --seq "$t" \
     --steps "$STEPS" --warmup "$WARMUP" --exit-code "$rc" --seconds "$seconds" \
-    --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" || say "  summary of $cell failed"
+    --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" || summary_rc=$?
+  # A cell fails when its command does, when its record says so (it exited 0 but measured
+  # too few steps, or a node's floor is missing: cluster_report.py exits 3), or when its
+  # summary could not be made. Only the first was counted, and the run exited 0 with failed
+  # records (review, 2026-12-06).
+  if [[ "$rc" == 0 && "$summary_rc" == 3 ]]; then
+    say "  $cell FAILED: it measured too little (its record says why); see $dir/log.txt"
+  elif [[ "$summary_rc" != 0 && "$summary_rc" != 3 ]]; then
+    say "  summary of $cell failed (exit $summary_rc)"
+  fi
+  if [[ "$rc" != 0 || "$summary_rc" != 0 ]]; then FAILED_CELLS=$((FAILED_CELLS + 1)); fi
 }
 
 FAILED_CELLS=0

@@ -18,7 +18,7 @@ which subtracts torch_floor's step_ms; the report's last column gives every cell
 too, its step_ms minus its own floor's, the one measure both have), wire_tx_bytes (median
 per step of a node's veth tx bytes, averaged over nodes; wire_tx_bytes_node0 for node 0
 alone), sparq_bytes_sent (rank 0's bytes_sent metric: the backends' byte model), status
-("ok" or "failed").
+("ok" or "failed"). `cell` exits 3 after writing a failed record.
 """
 import argparse
 import json
@@ -27,6 +27,8 @@ import statistics
 import sys
 import time
 from collections import OrderedDict
+
+CELL_FAILED = 3  # exit status of `cell` for a record whose status is "failed"
 
 SPARQ_CELLS = ["sparq_none", "sparq_bf16", "sparq_lbs", "sparq_lbs_2p", "sparq_powersgd",
                "sparq_lbs_auto"]
@@ -127,6 +129,10 @@ def summarise_cell(args):
     shown = {k: record.get(k) for k in ("cell", "status", "step_ms", "exposed_comm_ms",
                                         "wire_tx_bytes", "sparq_bytes_sent")}
     print("cluster_report.py:", json.dumps(shown), file=sys.stderr)
+    # A cell whose command exited 0 but measured too little (timed steps missing, a node's
+    # floor missing) is a failed cell too: bench_cluster.sh counts this exit status
+    # (it counted only the command's: review, 2026-12-06).
+    return CELL_FAILED if status == "failed" else 0
 
 
 def fmt_ms(v):
@@ -234,7 +240,9 @@ def main():
     r.add_argument("--results", default="runs/bench_cluster/results.jsonl")
     r.add_argument("--run", default="", help="only this run id (default: every run, latest wins)")
     args = parser.parse_args()
-    summarise_cell(args) if args.command == "cell" else report(args)
+    if args.command == "cell":
+        sys.exit(summarise_cell(args))
+    report(args)
 
 
 if __name__ == "__main__":

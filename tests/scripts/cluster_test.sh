@@ -61,9 +61,14 @@ contains "$report" "sparq lbs / sparq compute only: 1.33" "lbs over floor"
 sed 's/"step_ms": 1500/"step_ms": 1250/' "$T/results.jsonl" > "$T/old.jsonl"
 contains "$("$PY" "$ROOT/bench/cluster_report.py" report --results "$T/old.jsonl")" \
   "sparq lbs / sparq compute only: 1.33" "old floor record read by its slowest node"
-# A cell that died: too few steps -> failed, shown as such.
+# A cell that died: too few steps -> failed, shown as such, and `cell` exits 3 for it, which
+# bench_cluster.sh counts as a failed cell (it exited 0: review, 2026-12-06).
 { step 1 9000 0 0; } > "$T/ddp/metrics.jsonl"
-summarise ddp ddp_dense 100mbit 4
+"$PY" "$ROOT/bench/cluster_report.py" cell --dir "$T/ddp" --results "$T/results.jsonl" \
+  --run r1 --model gpt2-tiny --world 2 --link 100mbit --cell ddp_dense --batch 8 --seq 128 \
+  --steps 4 --warmup 1 2>/dev/null
+rc=$?
+[[ $rc == 3 ]] || fail "a cell that measured too few steps exited $rc, want 3"
 contains "$("$PY" "$ROOT/bench/cluster_report.py" report --results "$T/results.jsonl")" \
   "| DDP f32 | failed |" "failed cell"
 

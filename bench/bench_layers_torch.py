@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """PyTorch times for the ops bench_layers measures (same names, shapes and thread count).
 
-    /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt
+    /usr/bin/python3 bench/bench_layers_torch.py --threads 2 --out torch.txt [--coretype X]
     build/bench/bench_layers --threads 2 --torch-results torch.txt
 
 Writes a header line first, "#bench_layers_torch threads=N seconds=S torch=VERSION
-shapes=...", which bench_layers checks against its own thread count and shapes (it refuses a
-file made otherwise), then one "name milliseconds" line per op (best forward+backward time,
+coretype=KERNELS shapes=...", which bench_layers checks against its own thread count and
+shapes (it refuses a file made otherwise) and prints, then one "name milliseconds" line per op (best forward+backward time,
 like the C++ side), each as soon as that op is timed, so an interrupted run leaves the lines
 of the ops it finished.
 
@@ -15,10 +15,45 @@ does; until 2026-12-06 it cut them from [B*T, 50304], a strided slice whose copy
 zero-fill + copy backward sparq did not pay (review: about twice the time).
 """
 import argparse
+import os
+import sys
 import time
 
-import torch
-import torch.nn.functional as F
+
+def openblas_core_type(argv):
+    """The OpenBLAS kernels PyTorch's products run on, chosen before torch loads OpenBLAS, by
+    bench_models.cpp's rule: Debian's OpenBLAS picks its AVX2 Haswell kernels on AVX-512 AMD
+    EPYCs (whose environment sets OPENBLAS_CORETYPE=Haswell too), where sparq's GEMMs use
+    AVX-512; where the CPU has AVX-512 F/BW/DQ/VL the peer gets SkylakeX over any inherited
+    value. --coretype NAME chooses NAME, --coretype inherit keeps the environment's. Returns
+    what the header line records (this peer inherited whatever was set: review, 2026-12-06)."""
+    chosen = ""
+    for i, word in enumerate(argv):
+        if word == "--coretype" and i + 1 < len(argv):
+            chosen = argv[i + 1]
+        elif word.startswith("--coretype="):
+            chosen = word.split("=", 1)[1]
+    if chosen == "inherit":
+        return "inherited:" + os.environ.get("OPENBLAS_CORETYPE", "unset")
+    if not chosen:
+        try:
+            with open("/proc/cpuinfo") as f:
+                flags = next((line.split(":", 1)[1].split() for line in f
+                              if line.startswith("flags")), [])
+        except OSError:
+            flags = []
+        if all(flag in flags for flag in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+            chosen = "SkylakeX"
+    if not chosen:
+        return "inherited:" + os.environ.get("OPENBLAS_CORETYPE", "unset")
+    os.environ["OPENBLAS_CORETYPE"] = chosen
+    return chosen
+
+
+CORETYPE = openblas_core_type(sys.argv[1:])
+
+import torch  # noqa: E402 (after OPENBLAS_CORETYPE is set: OpenBLAS reads it when it loads)
+import torch.nn.functional as F  # noqa: E402
 
 B, T, C, H, V = 4, 256, 768, 12, 50304
 VALID_V = 50257  # GPT-2's real tokens: cross_entropy's logits' width
@@ -63,6 +98,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--out", default="torch_layers.txt")
+    ap.add_argument("--coretype", default="",
+                    help="OpenBLAS kernels (default: SkylakeX on AVX-512 F/BW/DQ/VL, else the "
+                         "environment's; 'inherit' keeps the environment's)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -124,7 +162,7 @@ def main():
     cases["maxpool2x2"] = fwd_bwd(lambda t: F.max_pool2d(t, 2, 2), xi)
     with open(args.out, "w") as f:
         f.write(f"#bench_layers_torch threads={args.threads} seconds={args.seconds} "
-                f"torch={torch.__version__} shapes={SHAPES}\n")
+                f"torch={torch.__version__} coretype={CORETYPE} shapes={SHAPES}\n")
         for name, step in cases.items():
             ms = best_ms(step, args.seconds)
             f.write(f"{name} {ms:.4f}\n")

@@ -34,6 +34,7 @@
 #include "core/cli_args.h"
 #include "core/status.h"
 #include "core/threading.h"
+#include "models/config.h"
 #include "sim/measure.h"
 #include "sim/output_file.h"
 #include "sim/profile.h"
@@ -235,12 +236,47 @@ int main(int argc, char** argv) {
   if (parts.count("link") && (!comm || comm->size() != 2)) {
     return fail("link: run under mpirun -np 2 (one rank per end of the link)");
   }
-  std::vector<MachineProfile> existing;
-  for (const std::string& path : outs) {
-    auto prepared = prepare_out(path);
-    if (!prepared.is_ok()) return fail(prepared.status().message());
-    existing.push_back(std::move(prepared.value()));
+  // Names are checked before anything is measured: an unknown codec or model failed only
+  // after the compute timings, which take minutes at real sizes (review, 2026-12-06).
+  if (parts.count("compute")) {
+    const auto spec = sparq::parse_model_spec(model);
+    if (!spec.is_ok()) return bad_argument(fmt::format("--model: {}", spec.status().message()));
   }
+  std::vector<std::string> codec_names;
+  if (parts.count("codecs")) {
+    codec_names = codecs.empty() ? sparq::compress::compressor_names() : split_list(codecs);
+    if (codec_names.empty()) {
+      return bad_argument(fmt::format("--codecs '{}': names no compressor", codecs));
+    }
+    for (const std::string& codec : codec_names) {
+      sparq::compress::CompressConfig config;
+      config.name = codec;
+      const auto made = sparq::compress::make_compressor(config);
+      if (!made.is_ok()) {
+        return bad_argument(fmt::format("--codecs: {}", made.status().message()));
+      }
+    }
+  }
+  // Only the writer reads and later writes the profiles; the other rank learns whether they
+  // are usable before the link's ping-pong. Each rank read them itself, and one that could
+  // not left its peer waiting in the ping-pong forever (review, 2026-12-06).
+  std::vector<MachineProfile> existing;
+  std::int32_t unusable = 0;
+  if (writer) {
+    for (const std::string& path : outs) {
+      auto prepared = prepare_out(path);
+      if (!prepared.is_ok()) {
+        fail(prepared.status().message());
+        unusable = 1;
+        break;
+      }
+      existing.push_back(std::move(prepared.value()));
+    }
+  }
+  if (comm) {
+    comm->allreduce(&unusable, &unusable, 1, sparq::DType::kI32, sparq::comm::ReduceOp::kSum);
+  }
+  if (unusable != 0) return 1;  // the writer said why
   sparq::set_num_threads(threads);
 
   // The link first: it needs both ranks, and the compute timings then run without the peer.
@@ -269,8 +305,7 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, sparq::sim::CodecRate> rates;
   if (parts.count("codecs")) {
-    const auto names = codecs.empty() ? sparq::compress::compressor_names() : split_list(codecs);
-    auto measured = sparq::sim::measure_codecs(names, codec_floats, repeats, progress);
+    auto measured = sparq::sim::measure_codecs(codec_names, codec_floats, repeats, progress);
     if (!measured.is_ok()) return fail(measured.status().message());
     rates = std::move(measured.value());
   }

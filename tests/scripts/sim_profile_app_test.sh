@@ -2,9 +2,12 @@
 # apps/sim_profile as a user runs it: a codecs-only profile updated by a second codecs-only
 # run (the first has no compute section yet), an --out that cannot be written refused before
 # anything is measured, and bad arguments exiting 2 (Note [App exit codes], core/cli_args.h).
-#   sim_profile_app_test.sh SIM_PROFILE_BINARY
+# With a launcher, a 2-rank link run whose writer cannot read its --out ends on both ranks.
+#   sim_profile_app_test.sh SIM_PROFILE_BINARY [MPIEXEC [MPIRUN_FLAGS...]]
 set -uo pipefail
 PROFILE_BIN=$1
+shift
+MPIRUN=("$@")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 failures=0
@@ -67,6 +70,37 @@ grep -q -- "--only: unknown part 'bogus'" "$T/bad.txt" || fail "no message for -
 rc=$?
 [[ $rc -eq 2 ]] || fail "--only compute without --model exited $rc, want 2"
 grep -q -- "--model: needed to measure compute" "$T/bad.txt" || fail "no message for --model: $(cat "$T/bad.txt")"
+
+# Names are checked before anything is measured (an unknown codec failed after the compute
+# timings, an unknown model exited 1, an empty list measured nothing and exited 0: review,
+# 2026-12-06).
+"$PROFILE_BIN" --only codecs --codecs topk,nosuch --out "$T/q.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--codecs topk,nosuch exited $rc, want 2"
+grep -q -- "--codecs: .*nosuch" "$T/bad.txt" || fail "no message naming the codec: $(cat "$T/bad.txt")"
+grep -q "codec topk" "$T/bad.txt" && fail "measured topk before refusing --codecs"
+"$PROFILE_BIN" --only codecs --codecs , --out "$T/q.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--codecs , exited $rc, want 2"
+"$PROFILE_BIN" --model nosuch --codecs topk --out "$T/q.yaml" >"$T/bad.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--model nosuch exited $rc, want 2"
+grep -q -- "--model: .*nosuch" "$T/bad.txt" || fail "no message naming the model: $(cat "$T/bad.txt")"
+[[ -e "$T/q.yaml" ]] && fail "a refused run wrote its --out"
+
+# Only the writer (rank 0) reads the profiles, and its peer hears of a failure before the
+# link's ping-pong: it waited there forever (review, 2026-12-06).
+if [[ ${#MPIRUN[@]} -gt 0 ]]; then
+  printf 'a: [\n' > "$T/broken.yaml"
+  OMP_NUM_THREADS=1 timeout 60 "${MPIRUN[@]}" -np 1 "$PROFILE_BIN" --only link --out "$T/broken.yaml" \
+    : -np 1 "$PROFILE_BIN" --only link --out "$T/other.yaml" >"$T/mpi.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 124 ]] && fail "a 2-rank run whose writer cannot read --out hung: $(cat "$T/mpi.txt")"
+  [[ $rc -ne 0 ]] || fail "a 2-rank run whose writer cannot read --out exited 0"
+  grep -q "$T/broken.yaml" "$T/mpi.txt" || fail "no message naming broken.yaml: $(cat "$T/mpi.txt")"
+else
+  echo "no MPI launcher given: the 2-rank --out check is not run"
+fi
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"

@@ -385,6 +385,19 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
     return 2;
   }
+  // A cell IS its compressor and aggregation (docs/simulate.md): a --set of either priced
+  // every cell alike under its own label (`--set compress.name=topk` made dense_f32, topk and
+  // powersgd rows of topk: review, 2026-12-06). Their other compress keys may be set.
+  for (const std::string& set : sets) {
+    const std::string key = set.substr(0, set.find('='));
+    if (key == "compress.name" || key == "compress.aggregation") {
+      fmt::print(stderr,
+                 "simulate: --set {}: each cell sets its own {} (docs/simulate.md, the cells); "
+                 "choose cells with --cells instead\n",
+                 set, key);
+      return 2;
+    }
+  }
   auto args =
       check_arguments(world, cell_names, allreduce, gather, timeline_world, compute_ms, plan);
   if (!args.is_ok()) {

@@ -2,7 +2,7 @@
 # simulate --compute-ms FORWARD,BACKWARD[,OPTIMIZER] (docs/simulate.md, "The app"): every part
 # present (no empty part, as "1,,2" or ",1,2,"), forward and backward > 0, the optimizer >= 0;
 # a malformed value exits 2 naming the option (Note [App exit codes], core/cli_args.h), a good
-# one is used as given.
+# one is used as given. A --set of compress.name or compress.aggregation is refused.
 #   simulate_args_test.sh SOURCE_DIR SIMULATE_BINARY
 set -uo pipefail
 src=$1
@@ -32,6 +32,18 @@ grep -q "forward 3.00 ms, backward 6.00 ms, optimizer 0.00 ms" "$T/zero.txt" ||
 "$sim" "${common[@]}" --compute-ms 3,6 >"$T/two.txt" 2>&1 ||
   fail "--compute-ms 3,6 exited $?: $(cat "$T/two.txt")"
 grep -q "forward 3.00 ms, backward 6.00 ms" "$T/two.txt" || fail "--compute-ms 3,6: $(cat "$T/two.txt")"
+
+# A cell is its compressor and aggregation: a --set of either is refused (it priced every
+# cell alike under its own label: review, 2026-12-06); another compress key is the cells'.
+for key in compress.name=topk compress.aggregation=allgather; do
+  "$sim" "${common[@]:0:8}" --cells dense_f32,topk --set "$key" >"$T/cell.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "--set $key exited $rc, want 2: $(cat "$T/cell.txt")"
+  grep -q -- "--set $key: each cell sets its own" "$T/cell.txt" ||
+    fail "--set $key: no message naming it: $(cat "$T/cell.txt")"
+done
+"$sim" "${common[@]:0:8}" --cells topk --set compress.topk.density=0.05 >"$T/density.txt" 2>&1 ||
+  fail "--set compress.topk.density exited $?: $(cat "$T/density.txt")"
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"

@@ -12,26 +12,33 @@
 
 #include "core/cli_args.h"
 #include "core/fault.h"
+#include "core/timer.h"
 #include "data/corpus.h"
 #include "data/markov_source.h"
+#include "data/output_dir.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 
 namespace {
 
-void print_progress(const sparq::data::PrepareProgress& p, bool tty) {
-  // Clamped: a file that grows during the run must not make the bar overflow its width.
-  const double frac = sparq::data::progress_fraction(p);
+// One progress bar line: `fraction` in [0, 1], then the details.
+void print_bar(double fraction, const std::string& details, bool tty) {
   constexpr int kWidth = 30;
-  const int filled = static_cast<int>(frac * kWidth + 0.5);
-  const double mb = p.bytes_done / 1e6;
-  const std::string line =
-      fmt::format("[{}{}] {:5.1f}%  {:.1f} MB  {} docs  {} tokens  {:.1f} MB/s",
-                  std::string(filled, '#'), std::string(kWidth - filled, ' '), 100 * frac, mb,
-                  p.documents, p.tokens, p.seconds > 0 ? mb / p.seconds : 0.0);
+  const int filled = static_cast<int>(fraction * kWidth + 0.5);
+  const std::string line = fmt::format("[{}{}] {:5.1f}%  {}", std::string(filled, '#'),
+                                       std::string(kWidth - filled, ' '), 100 * fraction, details);
   // On a terminal the bar redraws in place; in a log every update is its own line.
   std::fprintf(stderr, tty ? "\r%s" : "%s\n", line.c_str());
   std::fflush(stderr);
+}
+
+void print_progress(const sparq::data::PrepareProgress& p, bool tty) {
+  // Clamped: a file that grows during the run must not make the bar overflow its width.
+  const double mb = p.bytes_done / 1e6;
+  print_bar(sparq::data::progress_fraction(p),
+            fmt::format("{:.1f} MB  {} docs  {} tokens  {:.1f} MB/s", mb, p.documents, p.tokens,
+                        p.seconds > 0 ? mb / p.seconds : 0.0),
+            tty);
 }
 
 // --verify: validate shards (header, size, payload checksum) and describe them.
@@ -66,8 +73,11 @@ void warn_stale_val(const sparq::data::PrepareOptions& options, bool wrote_val) 
 }
 
 // --markov-tokens: a synthetic Markov-chain corpus with a known entropy rate.
+// Progress: a line per 5% of the tokens (a bar redrawn in place on a terminal), as the text
+// path has; 500M tokens take about a minute and printed nothing until the end (review,
+// 2026-12-06).
 int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
-                 const sparq::data::PrepareOptions& options) {
+                 const sparq::data::PrepareOptions& options, bool quiet) {
   const auto fail = [](const std::string& message) {
     fmt::print(stderr, "prepare_data: {}\n", message);
     return 1;
@@ -81,8 +91,21 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
                     "--val-fraction, or use --val-fraction 0",
                     options.val_fraction, tokens));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
+  // Declared before the writers: a failed run's folder, when this run made it, is removed
+  // after they removed their temporaries.
+  auto out_dir = sparq::data::OutputDirectory::create(options.out_dir);
+  if (!out_dir.is_ok()) return fail(out_dir.status().message());
+  const bool tty = isatty(fileno(stderr));
+  const sparq::Stopwatch clock;
+  std::uint64_t written = 0, next_report = tokens / 20;
+  const auto report = [&] {
+    if (quiet) return;
+    const double seconds = clock.seconds();
+    print_bar(static_cast<double>(written) / static_cast<double>(tokens),
+              fmt::format("{} tokens  {:.1f} M tokens/s", written,
+                          seconds > 0 ? static_cast<double>(written) / 1e6 / seconds : 0.0),
+              tty);
+  };
   // Train and validation come from independent streams of the same chain, and are
   // finished together so that a failure cannot pair a new train.bin with an old val.bin.
   const std::pair<std::string, std::uint64_t> splits[] = {{options.name, tokens - val_tokens},
@@ -105,12 +128,18 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
       piece.resize(static_cast<std::size_t>(std::min<std::uint64_t>(count - done, 1 << 20)));
       sampler.fill(piece);
       st = writers.back().append(piece);
+      written += piece.size();
+      if (written >= next_report) {
+        report();
+        next_report = written + tokens / 20;
+      }
     }
     if (st) st = writers.back().add_documents(1);
     if (!st) return fail(st.message());
   }
   std::vector<sparq::data::ShardWriter*> order;
   for (auto& w : writers) order.push_back(&w);
+  if (!quiet && tty) std::fprintf(stderr, "\n");
   if (const sparq::Status st = sparq::data::finish_together(order); !st) return fail(st.message());
   for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
   warn_stale_val(options, val_tokens > 0);
@@ -187,6 +216,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "prepare_data: {}\n", split.message());
     return 2;
   }
+  // Given as 0 it read as absent, and the refusal named the other --markov-* flags instead
+  // (review, 2026-12-06).
+  if (app.count("--markov-tokens") > 0 && markov_tokens == 0) {
+    fmt::print(stderr, "prepare_data: --markov-tokens: must be > 0, got 0\n");
+    return 2;
+  }
   // Flags the chosen mode never reads are refused, not dropped (review, 2026-12-05).
   for (const char* flag :
        {"--markov-vocab", "--markov-order", "--markov-branching", "--markov-smoothing", "--seed"}) {
@@ -215,7 +250,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markov_tokens > 0 && !options.out_dir.empty()) {
-    return write_markov(markov, markov_tokens, options);
+    return write_markov(markov, markov_tokens, options, quiet);
   }
   if (tokenizer_kind.empty() || options.inputs.empty() || options.out_dir.empty()) {
     fmt::print(stderr,

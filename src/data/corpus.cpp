@@ -13,6 +13,7 @@
 
 #include "core/file_io.h"
 #include "core/timer.h"
+#include "data/output_dir.h"
 #include "data/shard.h"
 
 namespace sparq::data {
@@ -270,6 +271,13 @@ Status check_split_options(const PrepareOptions& options) {
   }
   // Two writers of one val.bin: the second would unlink the first's file and the training
   // split would be lost (the app refused it, the library did not: review, 2026-12-06).
+  // The stem of a file in --out: "" wrote a hidden ".bin" and "a/b" a file in a subfolder
+  // that was never made (review, 2026-12-06).
+  if (options.name.empty() || options.name.find('/') != std::string::npos || options.name == "." ||
+      options.name == "..") {
+    return Status::error("--name '{}': the shard's file stem, not empty and without '/'",
+                         options.name);
+  }
   if (options.val_fraction > 0 && options.name == "val") {
     return Status::error(
         "--name val: the validation split is val.bin too; choose another --name, or "
@@ -282,21 +290,10 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
   SPARQ_RETURN_IF_ERROR(check_split_options(options));
   SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files,
                          expand_inputs(options.inputs, options.out_dir));
+  // Declared before the writers, so it is removed (when this run made it and it is empty)
+  // after they removed their temporaries.
+  SPARQ_ASSIGN_OR_RETURN(const OutputDirectory out_dir, OutputDirectory::create(options.out_dir));
   std::error_code ec;
-  // A folder this run made is removed again when the run fails before writing into it: a
-  // refusal (an empty val.bin, no documents) left an empty --out folder behind (new-user
-  // review, 2026-12-06). remove() takes only an empty folder.
-  struct RemoveIfLeftEmpty {
-    fs::path dir;
-    bool armed;
-    ~RemoveIfLeftEmpty() {
-      std::error_code ignored;
-      if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
-    }
-  } made{options.out_dir, !fs::exists(options.out_dir, ec)};
-  fs::create_directories(options.out_dir, ec);
-  if (ec)
-    return Status::error("cannot create output directory '{}': {}", options.out_dir, ec.message());
   const auto path = [&](const std::string& stem) {
     return (fs::path(options.out_dir) / (stem + ".bin")).string();
   };

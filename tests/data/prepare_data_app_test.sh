@@ -103,6 +103,32 @@ out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --
   fail "markov: a failure to finish val.bin was ignored: $out"
 "$BIN" --verify "$T/train.bin" | grep -q "ok, 1000 tokens" || fail "markov: a failed run replaced train.bin"
 
+# A failed Markov run leaves no folder it made (it kept an empty one: review, 2026-12-06),
+# and reports its progress (it printed nothing for a minute at 500M tokens).
+out=$(SPARQ_FAULT="shard.close,hit=1,action=fail" "$BIN" --markov-tokens 1000 --out "$T/mk/new" 2>&1) &&
+  fail "markov: a failure to finish train.bin was ignored: $out"
+[ ! -e "$T/mk/new" ] || fail "markov: the --out folder a failed run made was left: $(ls -la "$T/mk/new")"
+out=$("$BIN" --markov-tokens 3000000 --out "$T/mk" 2>&1) || fail "markov 3M: $out"
+grep -q "100.0%  3000000 tokens" <<<"$out" || fail "markov: no progress lines: $out"
+out=$("$BIN" --markov-tokens 3000000 --out "$T/mk" --quiet 2>&1) || fail "markov --quiet: $out"
+grep -q "%" <<<"$out" && fail "markov --quiet printed progress: $out"
+touch "$T/afile"
+out=$("$BIN" --markov-tokens 10 --out "$T/afile" 2>&1)
+[ $? -eq 1 ] || fail "markov: --out naming a file: exit not 1: $out"
+grep -q "'$T/afile' is a file, not a folder\|cannot create output directory '$T/afile'" <<<"$out" ||
+  fail "markov: unclear message for an --out that is a file: $out"
+# --name must be a file stem, --markov-tokens 0 is no count (it read as absent and the
+# refusal named --markov-vocab).
+for name in "" "a/b" ".."; do
+  out=$("$BIN" --markov-tokens 100 --out "$T/n" --name "$name" 2>&1)
+  [ $? -eq 2 ] || fail "--name '$name': exit not 2: $out"
+  grep -q -- "--name '$name': the shard's file stem" <<<"$out" || fail "unclear --name '$name' refusal: $out"
+done
+[ ! -e "$T/n" ] || fail "a refused --name made the --out folder"
+out=$("$BIN" --markov-tokens 0 --markov-vocab 5 --out "$T/z" 2>&1)
+[ $? -eq 2 ] || fail "--markov-tokens 0: exit not 2: $out"
+grep -q -- "--markov-tokens: must be > 0, got 0" <<<"$out" || fail "unclear --markov-tokens 0 refusal: $out"
+
 # An empty validation split is an error, and writes nothing.
 printf 'the cat\nsat\n' >"$T/two.txt"
 out=$(prep --input "$T/two.txt" --out "$T/e" --val-fraction 0.3 2>&1) && fail "an empty val.bin was accepted: $out"

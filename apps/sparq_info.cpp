@@ -129,9 +129,16 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  fmt::print("sparq {}\n  CUDA: {} (device visible: {})\n  MPI: {}\n  OpenMP threads: {}\n\n",
-             kVersion, kHasCuda ? "built" : "not built", sparq::cuda_available() ? "yes" : "no",
-             kHasMpi ? "built" : "not built", sparq::max_threads());
+  // Every feature the header names (NCCL and cuDNN were only in --json: review, 2026-12-06),
+  // and the GEMM backend the self-check below runs.
+  const auto built = [](bool b) { return b ? "built" : "not built"; };
+  const auto backend = sparq::gemm_backend();
+  fmt::print(
+      "sparq {}\n  CUDA: {} (device visible: {})\n  NCCL: {}\n  cuDNN: {}\n  MPI: {}\n"
+      "  GEMM: {} ({})\n  OpenMP threads: {}\n\n",
+      kVersion, built(kHasCuda), sparq::cuda_available() ? "yes" : "no", built(kHasNccl),
+      built(kHasCudnn), built(kHasMpi), sparq::gemm_backend_name(backend),
+      sparq::gemm_backend_library(backend), sparq::max_threads());
 
   sparq::ParamStore store = demo_store(width);
   store.allocate();
@@ -151,7 +158,7 @@ int main(int argc, char** argv) {
   double max_err = 0;
   for (std::size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::fabs(double(y[i]) - ref[i]));
   const bool ok = max_err < 1e-4;
-  fmt::print("GEMM self-check {}x{}x{}: max |error| {:.2e} in {:.3f} ms: {}\n", s.m, s.n, s.k,
-             max_err, ms, ok ? "OK" : "FAILED");
+  fmt::print("GEMM self-check ({}) {}x{}x{}: max |error| {:.2e} in {:.3f} ms: {}\n",
+             sparq::gemm_backend_name(backend), s.m, s.n, s.k, max_err, ms, ok ? "OK" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # sparq_info --json: one JSON object with the build's features, its types, and every
 # compressor the registry knows (the names `compress.name` accepts) with its declared keys,
-# the aggregation strategies and the model presets.
+# the aggregation strategies and the model presets. The text report names every feature its
+# header promises (NCCL and cuDNN were missing) and the GEMM backend it self-checks.
 #   sparq_info_json_test.sh <sparq_info binary>
 set -euo pipefail
 info=$1
+text=$("$info" --width 8)
+for line in "  CUDA: " "  NCCL: " "  cuDNN: " "  MPI: " "  GEMM: " "  OpenMP threads: "; do
+  grep -q "^$line" <<<"$text" || { echo "FAIL: no '$line' line in sparq_info's report: $text"; exit 1; }
+done
+backend=$(sed -n 's/^  GEMM: \([a-z0-9]*\) .*/\1/p' <<<"$text")
+grep -q "^GEMM self-check ($backend) .*: OK$" <<<"$text" ||
+  { echo "FAIL: the self-check line does not name the backend '$backend': $text"; exit 1; }
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP: no python3 to parse the JSON"
   exit 77  # ctest: skipped (SKIP_RETURN_CODE, tests/scripts/CMakeLists.txt)

@@ -28,8 +28,14 @@ std::size_t BlockRandomk::kept_count(std::size_t n) const {
 std::vector<std::size_t> BlockRandomk::kept_blocks(
     std::size_t n, const sparq::compress::EncodeContext& ctx) const {
   const std::size_t blocks = block_count(n, o_.block), k = kept_count(n);
+  // Keyed by the span's offset in the bucket too (EncodeContext): two_phase encodes each
+  // region on its own, and without it every region kept the same relative blocks, on every
+  // step (review, 2026-12-06). The offset goes through one mixing round of its own, so that
+  // it cannot cancel the step's or the bucket's bits.
+  std::uint64_t offset_state = static_cast<std::uint64_t>(ctx.offset);
   std::uint64_t state = ctx.seed ^ (static_cast<std::uint64_t>(ctx.step) << 20) ^
-                        (static_cast<std::uint64_t>(ctx.bucket_id) << 48);
+                        (static_cast<std::uint64_t>(ctx.bucket_id) << 48) ^
+                        splitmix64(offset_state);
   // A partial Fisher-Yates shuffle of the block indices: k distinct blocks.
   std::vector<std::size_t> order(blocks);
   for (std::size_t i = 0; i < blocks; ++i) order[i] = i;

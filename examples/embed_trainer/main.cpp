@@ -3,13 +3,18 @@
 // callback: a table of loss and bytes on the wire every 10 steps, and a CSV of all steps.
 //
 //   mpirun -np 2 ./embed_trainer [steps] [metrics.csv]      (defaults: 60, embed_metrics.csv)
+#include <sparq/sparq.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
-
-#include <sparq/sparq.h>
 
 namespace {
 
@@ -18,18 +23,67 @@ int fail(const sparq::Status& s) {
   return 1;
 }
 
+// The whole argument a positive count ("12x" is refused, not read as 12).
+sparq::Result<std::int64_t> parse_steps(const char* text) {
+  std::int64_t value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [stop, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || stop != end || value < 1) {
+    return sparq::Status::error("steps: expected a positive whole number, got '{}'", text);
+  }
+  return value;
+}
+
+// Before training: a CSV path that cannot be written fails now, not after the run.
+sparq::Status check_csv_path(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) {
+    return sparq::Status::error("{}: is a directory, not a file for the metrics", path);
+  }
+  const std::filesystem::path parent = p.has_parent_path() ? p.parent_path() : ".";
+  if (!std::filesystem::is_directory(parent, ec)) {
+    return sparq::Status::error("{}: its folder '{}' does not exist", path, parent.string());
+  }
+  return sparq::Status::ok();
+}
+
 struct Row {
   std::int64_t step;
   double loss, lr, grad_norm, compression;
   std::uint64_t payload_bytes;
 };
 
+// Every row, then a check of every write and of the close: a full disk left a truncated CSV
+// and exit status 0 (review, 2026-12-06).
+sparq::Status write_csv(const std::string& path, const std::vector<Row>& rows) {
+  std::FILE* csv = std::fopen(path.c_str(), "w");
+  if (!csv) return sparq::Status::error("cannot write {}: {}", path, std::strerror(errno));
+  bool ok = std::fprintf(csv, "step,loss,lr,grad_norm,compression,payload_bytes\n") > 0;
+  for (const Row& r : rows) {
+    ok = ok && std::fprintf(csv, "%lld,%.6f,%.6e,%.6f,%.3f,%llu\n", static_cast<long long>(r.step),
+                            r.loss, r.lr, r.grad_norm, r.compression,
+                            static_cast<unsigned long long>(r.payload_bytes)) > 0;
+  }
+  const int write_errno = ok ? 0 : errno;
+  const bool closed = std::fclose(csv) == 0;
+  if (!ok || !closed) {
+    return sparq::Status::error("cannot write {}: {}", path,
+                                std::strerror(ok ? errno : write_errno));
+  }
+  return sparq::Status::ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::int64_t steps = argc > 1 ? std::atoll(argv[1]) : 60;
+  std::int64_t steps = 60;
+  if (argc > 1) {
+    auto parsed = parse_steps(argv[1]);
+    if (!parsed.is_ok()) return fail(parsed.status());
+    steps = *parsed;
+  }
   const std::string csv_path = argc > 2 ? argv[2] : "embed_metrics.csv";
-  if (steps < 1) return fail(sparq::Status::error("steps: expected a positive number, got '{}'", argv[1]));
 
   // Every field starts at its documented default (docs/config.md); edit what differs.
   auto base = sparq::train::default_train_config();
@@ -44,7 +98,8 @@ int main(int argc, char** argv) {
   config.data.markov.vocab_size = 256;
   config.schedule.kind = "cosine";
   config.schedule.lr = 3e-3;
-  config.schedule.warmup_steps = 10;
+  // Ten warm-up steps, fewer in a shorter run (the warm-up must end before the last step).
+  config.schedule.warmup_steps = std::min<std::int64_t>(10, steps - 1);
   config.schedule.min_lr = 3e-4;
   config.train.steps = steps;
   config.train.micro_batch = 8;
@@ -60,6 +115,14 @@ int main(int argc, char** argv) {
   auto comm = sparq::train::make_communicator(validated->comm, &argc, &argv);
   if (!comm.is_ok()) return fail(comm.status());
   const bool root = (*comm)->rank() == 0;
+  // Rank 0 writes the CSV, so rank 0 checks its path, before training; every rank then stops
+  // together (a rank that went on alone would wait for the others in the first step).
+  std::int32_t refused = 0;
+  if (root) {
+    if (auto checked = check_csv_path(csv_path); !checked.is_ok()) refused = fail(checked);
+  }
+  (*comm)->allreduce(&refused, &refused, 1, sparq::DType::kI32, sparq::comm::ReduceOp::kSum);
+  if (refused != 0) return 1;
 
   std::vector<Row> rows;
   sparq::train::RunOptions options;
@@ -80,14 +143,7 @@ int main(int argc, char** argv) {
   if (!summary.is_ok()) return root ? fail(summary.status()) : 1;
 
   if (root) {
-    std::FILE* csv = std::fopen(csv_path.c_str(), "w");
-    if (!csv) return fail(sparq::Status::error("cannot write {}", csv_path));
-    std::fprintf(csv, "step,loss,lr,grad_norm,compression,payload_bytes\n");
-    for (const Row& r : rows) {
-      std::fprintf(csv, "%lld,%.6f,%.6e,%.6f,%.3f,%llu\n", static_cast<long long>(r.step), r.loss,
-                   r.lr, r.grad_norm, r.compression, static_cast<unsigned long long>(r.payload_bytes));
-    }
-    std::fclose(csv);
+    if (auto written = write_csv(csv_path, rows); !written.is_ok()) return fail(written);
     std::printf("embed_trainer: %zu steps through the callback, loss %.4f -> %.4f, final eval "
                 "loss %.4f (entropy rate %.4f), metrics in %s\n",
                 rows.size(), rows.front().loss, rows.back().loss, summary->eval.loss,

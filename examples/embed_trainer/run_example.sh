@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs embed_trainer (built from this folder against an installed sparq) the way the ctest
 # test_install_package does: 40 steps under mpirun -np 2 (one process without MPIEXEC), then
-# checks that the callback saw every step and that the model learned.
+# checks that the callback saw every step and that the model learned; then bad arguments.
 #   [MPIEXEC=mpirun MPIRUN_FLAGS=--oversubscribe] bash run_example.sh
 set -euo pipefail
 launch=()
@@ -20,4 +20,17 @@ first=$(sed -E 's/.*loss ([0-9.]+) -> ([0-9.]+).*/\1/' <<<"$line")
 last=$(sed -E 's/.*loss ([0-9.]+) -> ([0-9.]+).*/\2/' <<<"$line")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.0) }' ||
   { echo "run_example.sh: the loss went from $first to $last only" >&2; exit 1; }
+# Bad input, one process: refused naming it, before training where it can be known then
+# (these trained and exited 0, or trained and then failed: review, 2026-12-06).
+refused() {  # refused WHAT PATTERN ARGS...
+  local what=$1 pattern=$2
+  shift 2
+  if ./embed_trainer "$@" >bad.log 2>&1; then echo "run_example.sh: $what exited 0" >&2; exit 1; fi
+  grep -q -- "$pattern" bad.log || { echo "run_example.sh: $what: $(cat bad.log)" >&2; exit 1; }
+}
+refused "steps 12x" "steps: expected a positive whole number, got '12x'" 12x m.csv
+refused "a folder as the CSV" "is a directory" 3 .
+if grep -q "^step " bad.log; then echo "run_example.sh: trained before refusing the CSV path" >&2; exit 1; fi
+if [[ -w /dev/full ]]; then refused "a full disk" "cannot write /dev/full" 3 /dev/full; fi
+./embed_trainer 3 short.csv >short.log 2>&1 || { cat short.log; echo "run_example.sh: 3 steps failed" >&2; exit 1; }
 echo "run_example.sh: embed_trainer passed"

@@ -82,8 +82,8 @@ Status BucketPlanConfig::validate(const std::string& prefix) const {
                          first_bucket_mb);
   }
   if (!(bucket_mb >= 0.0 && bucket_mb <= kMaxMb)) {
-    return Status::error("{}bucket_mb: must be in [0, {}] (0: no cap), got {}", prefix, kMaxMb,
-                         bucket_mb);
+    return Status::error("{}bucket_mb: must be in [0, {}] (0: one bucket per layer), got {}",
+                         prefix, kMaxMb, bucket_mb);
   }
   if (bucket_mb > 0.0 && cap_floats(bucket_mb) < 1) {
     return Status::error("{}bucket_mb: {} MiB holds less than one float", prefix, bucket_mb);

@@ -88,7 +88,7 @@ struct LogConfig {
   std::string metrics_path;  // JSONL, rank 0 (empty: none)
   int progress_interval = 1;
   bool per_rank_timing = false;  // every rank logs its own timing line
-  std::string trace_path;        // Chrome trace (per rank: <path>.rank<r>.json)
+  std::string trace_path;        // Chrome trace, one file written by rank 0
   std::int64_t trace_start = 0, trace_steps = 0;
   // never_sent_share over this many compressed steps (0: off; 4 bytes per parameter).
   std::int64_t never_sent_window = 0;

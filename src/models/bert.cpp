@@ -268,7 +268,7 @@ float Bert::forward(const Batch& batch) {
                                          : nsp_loss_->forward(z, batch.nsp_labels);
     loss += unscored_loss_;
   }
-  has_forward_ = true;
+  mark_forward();
   return loss;
 }
 

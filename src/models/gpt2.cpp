@@ -164,7 +164,7 @@ float Gpt2::forward(const Batch& batch) {
   }
   ln_f_->forward(act(x_out_, dim), act(ln_f_out_, dim));
   const float loss = head_forward(batch);
-  has_forward_ = true;
+  mark_forward();
   return loss;
 }
 

@@ -49,7 +49,12 @@ void Model::backward(const GradReadyFn& on_ready) {
   on_ready_ = on_ready ? &on_ready : nullptr;
   next_ready_ = static_cast<int>(layers_.size()) - 1;
   reported_early_ = -1;
+  // Note [Backward differentiates its forward] (model.h): the layers read step_, so it is
+  // the forward's for the duration of the backward.
+  const DropoutStep current = step_;
+  step_ = forward_step_;
   backward_layers();
+  step_ = current;
   // Every layer must have reported, or the scheduler would wait forever on a bucket.
   SPARQ_CHECK(next_ready_ == -1, "{}: backward finished with layer '{}' never reported",
               config_.spec, layers_[next_ready_].name);

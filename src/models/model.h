@@ -265,9 +265,21 @@ class Model {
   Score score_predictions(const std::vector<std::int32_t>& predicted, const Tensor& targets) const;
   Score counted_targets(const Batch& batch) const;  // score() without unscored_loss
 
+  // The last forward records what it ran (mark_forward): has_forward_, and its dropout step
+  // and mode, which backward() differentiates.
+  void mark_forward() {
+    has_forward_ = true;
+    forward_step_ = step_;
+  }
+
   ModelConfig config_;
   RunShape shape_;
   DropoutStep step_;
+  // Note [Backward differentiates its forward]: the step and mode of the last forward. A
+  // set_step() or set_training() between forward and backward redrew or dropped the masks
+  // in backward, and the gradients were of another function, without a word (review,
+  // 2026-12-06); backward() runs with this step, then restores the current one.
+  DropoutStep forward_step_;
   bool has_forward_ = false;
   float unscored_loss_ = 0;  // Score::unscored_loss of the last forward (set by the model)
   // set_target_grad_scale(), read by the loss of a model that weighs its counted targets.

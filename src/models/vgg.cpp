@@ -152,7 +152,7 @@ float Vgg::forward(const Batch& batch) {
   const Tensor dlogits = arena_.view(dlogits_, {b_, config_.num_classes});
   const float loss = loss_gradient_taken_ ? loss_->forward_backward(logits(), batch.labels, dlogits)
                                           : loss_->forward(logits(), batch.labels);
-  has_forward_ = true;
+  mark_forward();
   return loss;
 }
 

@@ -76,6 +76,41 @@ TEST(ModelBehavior, DropoutFollowsTheStepAndTheMode) {
   EXPECT_NE(eval, a);
 }
 
+// Note [Backward differentiates its forward] (models/model.h): a set_step() or
+// set_training() between forward and backward does not change the gradient (the masks were
+// redrawn or dropped in backward: gradients off by up to 0.25, review 2026-12-06); the
+// step set last is the one the next forward uses.
+TEST(ModelBehavior, BackwardUsesTheStepAndModeOfItsForward) {
+  for (const char* spec :
+       {"gpt2-tiny n_layer=1 n_embd=32 vocab_size=64 dropout=0.3 attn_dropout=0.3",
+        "bert-tiny dropout=0.3 attn_dropout=0.3"}) {
+    ParamStore store;
+    auto model = testing::bound_model(spec, {2, 8}, store, 3);
+    testing::RandomBatch data(model->config(), 2, 8, 5);
+    model->set_step(11);
+    model->forward_for_backward(data.batch);
+    model->backward();
+    const auto plain = grads_of(store);
+    for (const bool switch_mode : {false, true}) {
+      store.zero_grads();
+      model->set_training(true);
+      model->set_step(11);
+      model->forward_for_backward(data.batch);
+      if (switch_mode) {
+        model->set_training(false);
+      } else {
+        model->set_step(12);
+      }
+      model->backward();
+      EXPECT_EQ(grads_of(store), plain) << spec << (switch_mode ? ": eval mode" : ": step 12")
+                                        << " set between forward and backward";
+      EXPECT_EQ(model->training(), !switch_mode) << spec << ": backward kept the mode set";
+      EXPECT_EQ(model->dropout_step().step, switch_mode ? 11u : 12u)
+          << spec << ": backward kept the step set";
+    }
+  }
+}
+
 // With dropout on, backward must differentiate the masked forward: check the gradient of
 // the parameters it is largest for against central differences of the loss.
 TEST(ModelBehavior, GradientWithDropoutMatchesFiniteDifferences) {

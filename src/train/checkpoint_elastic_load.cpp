@@ -1,7 +1,7 @@
 // Trainer::load_elastic: a checkpoint written by another world size, merged section by section
 // (train/elastic_resume.h has the merge rules; train/checkpointing.cpp the same-world resume
 // and the metadata checks both paths share).
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
 
 #include "train/checkpoint_layout.h"
 #include "train/elastic_resume.h"
@@ -13,8 +13,12 @@ namespace sparq::train {
 // parameters are replicated; the optimizer state too when gradients travel, else it is per
 // rank (momentum, update modes) and merged by the mean, like the residual and the model
 // state (BatchNorm statistics, accumulated by each rank from its own micro-batches).
-Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world) {
+Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
+                                          std::vector<std::string>& warnings) {
   ElasticResumeInput in;
+  // Logged by resume() once every rank agreed (they were logged before a refusal: review,
+  // 2026-12-06).
+  in.warnings = &warnings;
   in.dir = dir;
   in.old_world = old_world;
   in.rank = comm_.rank();
@@ -68,11 +72,11 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world)
   if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
     // Momenta are linear in the gradients, so their mean is exact; second moments (update
     // mode's Adam) are not, but zeroing them would make the next steps huge.
-    spdlog::warn(
-        "elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
-        "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
-        "exp_avg_sq)",
-        config_.optim.communicate, old_world);
+    warnings.push_back(
+        fmt::format("elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
+                    "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
+                    "exp_avg_sq)",
+                    config_.optim.communicate, old_world));
   }
   return merge_elastic_checkpoint(in);
 }

@@ -301,7 +301,7 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
                                 .with_context(file));
     }
   } else {
-    SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world)));
+    SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world), messages.warnings));
   }
   // resume() folds a loaded server residual and installs the residual on the device: the
   // fold is a collective, so it waits until every rank has loaded.

@@ -177,6 +177,15 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   ExchangeFeed feed{in, {}, {}, merges, {}, {}, {}};
   std::vector<float> staging;
   std::string step_of_rank0;
+  // Rank 0's warnings go to the caller's list when it keeps one (ElasticResumeInput::warnings).
+  const auto warn = [&in](std::string line) {
+    if (in.rank != 0) return;
+    if (in.warnings != nullptr) {
+      in.warnings->push_back(std::move(line));
+    } else {
+      spdlog::warn("{}", line);
+    }
+  };
 
   // One old file at a time: what is kept across files is the double sums, rank 0's checksums
   // and what each state merge needs for this rank.
@@ -287,7 +296,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     store_floats(staging, s.tensor);
     if (!dropped.empty()) {
       rule += "; dropped in the buckets sent dense here, see the warning";
-      if (in.rank == 0) spdlog::warn("elastic resume: {}", dropped);
+      warn("elastic resume: " + dropped);
     }
     describe(parts, s.label, rule + ")");
   }
@@ -298,23 +307,21 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
                                            fmt::join(feed.server_buckets, ", "))
                              : "dropped (see the warning)");
   }
-  if (!residual_merged && !feed.server.empty() && in.rank == 0) {
+  if (!residual_merged && !feed.server.empty()) {
     double mass = 0;
     for (double x : feed.server) mass += std::fabs(x);
     if (mass > 0) {
-      spdlog::warn(
+      warn(fmt::format(
           "elastic resume from {} to {} ranks: the old two_phase server residual (sum |s| = "
           "{:.6g}) is dropped, never applied: bucket(s) {} aggregate otherwise here and this "
           "run keeps no error-feedback residual to fold it into (compress.error_feedback)",
-          in.old_world, in.world, mass, fmt::join(feed.server_buckets, ", "));
+          in.old_world, in.world, mass, fmt::join(feed.server_buckets, ", ")));
     }
   }
   for (const auto& [what, why] : feed.dropped) {
     describe(parts, what, "dropped (see the warning)");
-    if (in.rank == 0) {
-      spdlog::warn("elastic resume from {} to {} ranks: the old {} is dropped: {}", in.old_world,
-                   in.world, what, why);
-    }
+    warn(fmt::format("elastic resume from {} to {} ranks: the old {} is dropped: {}", in.old_world,
+                     in.world, what, why));
   }
 
   // The merged exchange state, loaded as if saved by this rank.
@@ -327,10 +334,9 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     if (!finished.is_ok()) return finished.status().with_context(in.dir + ": " + m.name);
     compress::MergedState merged = std::move(finished).value();
     if (!merged.stateless()) describe(parts, m.label, merged.rule);
-    if (!merged.reset_reason.empty() && in.rank == 0 &&
-        warned.insert(m.label + merged.reset_reason).second) {
-      spdlog::warn("elastic resume from {} to {} ranks: {} reset to its initial value: {}",
-                   in.old_world, in.world, m.label, merged.reset_reason);
+    if (!merged.reset_reason.empty() && warned.insert(m.label + merged.reset_reason).second) {
+      warn(fmt::format("elastic resume from {} to {} ranks: {} reset to its initial value: {}",
+                       in.old_world, in.world, m.label, merged.reset_reason));
     }
     merged_bytes.push_back(std::move(merged.bytes));
     std::vector<std::uint8_t>& bytes = merged_bytes.back();

@@ -80,11 +80,14 @@ struct ElasticResumeInput {
   BucketRanges new_buckets;
   std::vector<std::string> new_aggregations;
   std::string residual_section = "residual";
+  // Where rank 0's warnings (state dropped or reset) go, to be logged once every rank agreed
+  // to resume (Trainer::resume); null logs them at once.
+  std::vector<std::string>* warnings = nullptr;
 };
 
 // Fills every section's tensor and the exchange's state. Returns the summary that rank 0 logs
-// ("residual mass kept (mean of 2), two_phase aggregator state re-partitioned, ..."); logs
-// the reset and drop warnings itself (rank 0, one per distinct state and reason).
+// ("residual mass kept (mean of 2), two_phase aggregator state re-partitioned, ..."); rank 0's
+// reset and drop warnings (one per distinct state and reason) go to `in.warnings`.
 Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in);
 
 // Zeroes `residual` (the store's flat layout) in every bucket that `aggregations` sends dense

@@ -154,8 +154,9 @@ class Trainer {
   // Collective: every rank's `mine`, in rank order (an agreement's control collective).
   Result<std::vector<std::int64_t>> every_ranks_value(const std::string& what, std::int64_t mine);
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
-  // summary of what was merged for the log.
-  Result<std::string> load_elastic(const std::string& dir, int old_world);
+  // summary of what was merged for the log and appends rank 0's warnings to `warnings`.
+  Result<std::string> load_elastic(const std::string& dir, int old_world,
+                                   std::vector<std::string>& warnings);
   Status write_rank_checkpoint(const std::string& dir);
   // Collective: every rank learns every rank's failure, so that a failure on one rank (a file
   // missing on one node, a damaged rank file) ends every rank instead of leaving the others

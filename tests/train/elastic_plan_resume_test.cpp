@@ -222,6 +222,34 @@ TEST(ElasticPlan, MassThePlanNoLongerCarriesIsFoldedOrDroppedWithAWarning) {
   EXPECT_EQ(r.log.find("residual mass kept (mean of 2),"), std::string::npos) << r.log;
 }
 
+// The merge's warnings (state dropped or reset) are logged once every rank agreed to resume,
+// as the same-world load's are: a resume refused after the merge logged them, then failed
+// (review, 2026-12-06).
+TEST(ElasticPlan, ARefusedElasticResumeLogsNoneOfTheMergesWarnings) {
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  const std::string root = fresh_dir("old_refused");
+  ASSERT_TRUE(make_trainer(
+                  root, {}, [](std::size_t) { return "two_phase"; }, *self)
+                  ->run()
+                  .is_ok());
+  const std::string step2 = checkpoint_dir(root, 2);
+  widen_to_two_ranks(step2);
+  const auto dense_first = [](std::size_t b) { return b == 0 ? "dense" : "two_phase"; };
+  // Intact, the merge drops the dense bucket's residual with a warning.
+  const Resumed intact = resume_and_save(fresh_dir("new_intact"), step2, {}, dense_first, *self);
+  ASSERT_TRUE(intact.status.is_ok()) << intact.status.message();
+  ASSERT_NE(intact.log.find("is dropped, never applied"), std::string::npos) << intact.log;
+  // Damaged after the merge (a counter that is not a number): refused, and silent about it.
+  CheckpointFile f = read(step2, 0);
+  f.meta["nonfinite_in_a_row"] = "x";
+  ASSERT_TRUE(write_checkpoint_file(checkpoint_rank_file(step2, 0), f).is_ok());
+  const Resumed refused = resume_and_save(fresh_dir("new_refused"), step2, {}, dense_first, *self);
+  ASSERT_FALSE(refused.status.is_ok());
+  EXPECT_NE(refused.status.message().find("nonfinite_in_a_row"), std::string::npos)
+      << refused.status.message();
+  EXPECT_EQ(refused.log.find("is dropped"), std::string::npos) << refused.log;
+}
+
 // Settings that decide whether state exists may change on resume (docs/reliability.md): a
 // checkpoint without error feedback and without SGD momentum resumes with both, on another
 // world size too; both start from zeros with a warning naming the setting. It was refused:

@@ -31,11 +31,41 @@ inline CLI::Validator non_negative_integer() {
       "INT>=0");
 }
 
+// Note [Decimal integers]
+// CLI11 2.1 converts an integer option's text with strtoll(text, 0), which reads a leading
+// zero as octal and "0x" as hexadecimal: `train --stop-at 010` stopped at step 8, and
+// `prepare_data --seed 0755` drew seed 493 (review, 2026-12-06). Every integer option of an
+// app (its type name INT or UINT) gets decimal_integer_text as its first transform
+// (SPARQ_PARSE_ARGS): leading zeros are dropped ("010" is 10), another base is refused.
+inline std::string decimal_integer_text(std::string& text) {
+  if (text.empty()) return {};  // CLI11 refuses it as a number itself
+  const std::size_t digits = text[0] == '+' || text[0] == '-' ? 1 : 0;
+  if (text.size() > digits + 1 && text[digits] == '0') {
+    if (text.find_first_not_of("0123456789", digits) != std::string::npos) {
+      return "'" + text + "' is not a decimal integer";
+    }
+    const std::size_t first = text.find_first_not_of('0', digits);
+    text.erase(digits, (first == std::string::npos ? text.size() - 1 : first) - digits);
+  }
+  return {};
+}
+
+inline void decimal_integer_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) {
+      option->transform(CLI::Validator(decimal_integer_text, ""));
+    }
+  }
+}
+
 }  // namespace sparq::cli
 
-// Parses, or returns from the calling main() with Note [App exit codes]'s code.
+// Parses, or returns from the calling main() with Note [App exit codes]'s code; integer
+// options read as decimal (Note [Decimal integers]).
 #define SPARQ_PARSE_ARGS(app, argc, argv)        \
   try {                                          \
+    sparq::cli::decimal_integer_options(app);    \
     (app).parse((argc), (argv));                 \
   } catch (const CLI::ParseError& parse_error) { \
     return (app).exit(parse_error) == 0 ? 0 : 2; \

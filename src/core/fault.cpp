@@ -174,15 +174,37 @@ Result<Spec> parse_spec(const std::string& spec) {
 
 Result<std::vector<Spec>> parse_specs(std::string_view text) {
   std::vector<Spec> specs;
+  std::vector<std::string_view> texts;
   std::size_t begin = 0;
   while (begin < text.size()) {
     std::size_t end = text.find(';', begin);
     if (end == std::string_view::npos) end = text.size();
     if (end > begin) {
-      SPARQ_ASSIGN_OR_RETURN(Spec s, parse_spec(std::string(text.substr(begin, end - begin))));
+      const std::string_view one = text.substr(begin, end - begin);
+      SPARQ_ASSIGN_OR_RETURN(Spec s, parse_spec(std::string(one)));
+      // Every matching spec counts a call and the first to reach its hit decides (point()):
+      // a second spec of the same point, rank, step and hit is decided by the first and never
+      // fires (review, 2026-12-06: taken without a word).
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        const Spec& e = specs[i];
+        if (e.point == s.point && e.rank == s.rank && e.step == s.step && e.hit == s.hit) {
+          return Status::error(
+              "SPARQ_FAULT: '{}' matches the same call as '{}', which decides it, so it would "
+              "never fire (give it another hit=)",
+              one, texts[i]);
+        }
+      }
       specs.push_back(std::move(s));
+      texts.push_back(one);
     }
     begin = end + 1;
+  }
+  // Separators alone arm nothing: a trial run with SPARQ_FAULT=';' passed without its fault.
+  if (specs.empty() && !text.empty()) {
+    return Status::error(
+        "SPARQ_FAULT '{}' holds no spec (point[,rank=R][,step=S][,hit=N]"
+        "[,action=A], separated by ';')",
+        text);
   }
   return specs;
 }

@@ -19,7 +19,8 @@
 // Without SPARQ_FAULT every point() is one atomic load and a branch. A SPARQ_FAULT that is
 // malformed (an unknown point, key or action, a value out of range) or that could never
 // match (step= for a point reached without a step, rank= other than 0 for a point only rank
-// 0 reaches) is refused: check_environment() says why (train and prepare_data call it at
+// 0 reaches, a spec of the same point, rank, step and hit as an earlier one, separators with
+// no spec) is refused: check_environment() says why (train and prepare_data call it at
 // start-up, before any work, and report it; no point fires after that), and a point()
 // reached without that check is a fatal error naming the bad spec.
 #pragma once

@@ -82,6 +82,16 @@ TEST(Fault, SpecsThatCouldNeverFireAreRefused) {
   }
   expect_refused("shard.close,rank=2,action=fail", "only rank 0 reaches shard.close");
   EXPECT_TRUE(check_spec("shard.close,rank=0,hit=2;comm.collective,rank=3").is_ok());
+  // The second of two specs of one call is decided by the first and never fired; separators
+  // alone armed nothing (review, 2026-12-06). Another hit, rank or step is another call.
+  expect_refused("checkpoint.write,action=fail;checkpoint.write,action=exit",
+                 "'checkpoint.write,action=exit' matches the same call as "
+                 "'checkpoint.write,action=fail'");
+  expect_refused(";", "SPARQ_FAULT ';' holds no spec");
+  expect_refused(";;", "holds no spec");
+  EXPECT_TRUE(
+      check_spec("checkpoint.write,action=fail;checkpoint.write,hit=2,action=exit").is_ok());
+  EXPECT_TRUE(check_spec("checkpoint.write,rank=0;checkpoint.write,rank=1").is_ok());
 }
 
 // A refused SPARQ_FAULT that check_environment() returned is its caller's to report: the

@@ -201,14 +201,22 @@ Result<std::string> link_unnamed(int fd, const std::string& path) {
   const std::string proc = fmt::format("/proc/self/fd/{}", fd);
   for (int attempt = 0; attempt < 8; ++attempt) {
     const std::string name = private_temp_name(path);
-    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
-        ::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) {
+    if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
       return name;
     }
-    if (errno == EEXIST) continue;
-    if (errno == ENOENT || errno == EPERM || errno == EACCES) return std::string();
+    // The /proc link's own failure decides, unless /proc could not name the file (not
+    // mounted, not allowed): AT_EMPTY_PATH is the fallback for that case only. Both were
+    // tried on any failure and the second's errno reported, so a full disk or a taken name
+    // read as "cannot name here" and the file was written a second time (review, 2026-12-06).
+    int error = errno;
+    if (error == ENOENT || error == EPERM || error == EACCES) {
+      if (::linkat(fd, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH) == 0) return name;
+      error = errno;
+    }
+    if (error == EEXIST) continue;
+    if (error == ENOENT || error == EPERM || error == EACCES) return std::string();
     return Status::error("cannot name the new contents of '{}' as '{}': {}", path, name,
-                         std::strerror(errno));
+                         std::strerror(error));
   }
   return Status::error("cannot name the new contents of '{}': 8 random names were taken", path);
 }

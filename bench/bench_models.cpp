@@ -67,6 +67,7 @@
 
 #include "bench_models_child.h"
 #include "bench_models_measure.h"
+#include "core/cli_args.h"
 #include "core/profile.h"
 #include "core/threading.h"
 #include "fma_peak.h"
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
   std::string precision = "fp32";
   app.add_option("--precision", precision, "internal (a cuda child): fp32 or bf16 GEMM operands")
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  CLI11_PARSE(app, argc, argv);
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes], Note [Decimal integers]
   set_num_threads(threads);
 
   if (!child.empty()) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/cli_args.h"
 #include "core/file_io.h"
 #include "core/timer.h"
 #include "data/gpt2_pretokenize.h"
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "threads for the parallel row")
       ->check(CLI::PositiveNumber)  // 0 or fewer crashed (review, 2026-12-06)
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes], Note [Decimal integers]
 
   auto text = sparq::read_file(text_path);
   if (!text.is_ok()) {

@@ -117,10 +117,23 @@ Status read_data(YamlReader& r, TrainConfig& c) {
   // Markov source below the chain's, whose ids the loader checks them against (review,
   // 2026-12-07: the error came at start-up naming data.markov.train_tokens and no id key).
   if (c.model.arch == ModelArch::kBert) {
-    for (const auto& [key, id] : {std::pair{"data.cls_id", d.cls_id},
-                                  {"data.sep_id", d.sep_id},
-                                  {"data.mask_id", d.mask_id},
-                                  {"data.pad_id", d.pad_id}}) {
+    const std::pair<const char*, std::int64_t> ids[] = {{"data.cls_id", d.cls_id},
+                                                        {"data.sep_id", d.sep_id},
+                                                        {"data.mask_id", d.mask_id},
+                                                        {"data.pad_id", d.pad_id}};
+    // Two roles on one id: masked positions read as [CLS], or padding as [SEP], and the
+    // loader's masking and attention mask mix them up (review, 2026-12-06: accepted).
+    for (std::size_t i = 0; i < std::size(ids); ++i) {
+      for (std::size_t j = i + 1; j < std::size(ids); ++j) {
+        if (ids[i].second == ids[j].second) {
+          return Status::error(
+              "{}: {} and {} are both {}: BERT's special tokens need ids of "
+              "their own",
+              r.origin(), ids[i].first, ids[j].first, ids[i].second);
+        }
+      }
+    }
+    for (const auto& [key, id] : ids) {
       const bool markov = d.source == "markov";
       const std::int64_t vocab =
           markov ? static_cast<std::int64_t>(d.markov.vocab_size) : c.model.vocab_size;

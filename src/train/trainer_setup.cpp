@@ -368,6 +368,14 @@ std::string Trainer::describe() const {
     s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
                      c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
                      c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+    // As the freeze note above: valid, but no step of this run compresses (review,
+    // 2026-12-06: said nothing, and the plan below still named the compressor).
+    if (c.compress.dense_warmup_steps >= c.train.steps) {
+      s += fmt::format(
+          "           note: compress.dense_warmup_steps {} >= train.steps {}: no step "
+          "compresses, every bucket is averaged dense in f32\n",
+          c.compress.dense_warmup_steps, c.train.steps);
+    }
   }
   if (c.compress.compress.name == "dgc") {
     // optim.momentum must be 0 with dgc (it applies momentum itself), so whatever dgc does not

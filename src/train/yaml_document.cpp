@@ -23,9 +23,13 @@ bool is_document_marker(std::string_view line, std::string_view marker) {
 // Found in the text, not by yaml-cpp's LoadAll: 0.7 loops forever on some inputs (a config
 // that is just "," grew to gigabytes; jbeder/yaml-cpp#1040, found by fuzzing). A marker at
 // column 0 is always a marker (no scalar's content can begin there), so the split is exact.
+// yaml-cpp's Load reads the FIRST document, empty or not: the first ends at a "..." or at
+// the "---" that opens another one after it was opened ("---" or content). Content after that
+// is in another document, so "---\n---\ntrain: ..." and "...\ntrain: ..." were read as an
+// empty config, every key dropped without a word (review, 2026-12-06).
 int second_document_line(const std::string& text) {
-  bool content = false;   // the current document has content
-  bool finished = false;  // a document with content has ended at a marker
+  bool open = false;         // the first document has been opened (a "---" or content)
+  bool first_ended = false;  // ... and has ended
   int number = 0;
   for (std::size_t begin = 0; begin <= text.size();) {
     const std::size_t end = std::min(text.find('\n', begin), text.size());
@@ -33,14 +37,17 @@ int second_document_line(const std::string& text) {
     ++number;
     begin = end + 1;
     std::string_view rest = line;
-    if (is_document_marker(line, "---") || is_document_marker(line, "...")) {
-      if (content) finished = true;
-      content = false;
-      rest = is_document_marker(line, "...") ? std::string_view() : line.substr(3);
+    if (is_document_marker(line, "---")) {
+      if (open) first_ended = true;
+      open = true;
+      rest = line.substr(3);
+    } else if (is_document_marker(line, "...")) {
+      first_ended = true;
+      rest = std::string_view();
     }
     if (holds_content(rest)) {
-      if (finished) return number;
-      content = true;
+      if (first_ended) return number;
+      open = true;
     }
   }
   return 0;

@@ -191,6 +191,17 @@ Status YamlReader::set_override(const std::string& assignment) {
     if (!next.IsMap()) return Status::error("--set {}: '{}' is not a section", key, parts[i]);
     walk.reset(next);
   }
+  // A section replaced by a scalar or by nothing: `--set optim=` emptied the whole section,
+  // and the run went on with every optim key at its default without a word (review,
+  // 2026-12-06). A map replaces it, as documented (--set optim={lr: 1}).
+  const YAML::Node& existing = walk;
+  const YAML::Node current = existing[parts.back()];
+  if (current.IsDefined() && current.IsMap() && current.size() > 0 && !value.IsMap()) {
+    return Status::error(
+        "--set {}: '{}' is a section; set its keys (--set {}.<key>=...), or replace it "
+        "whole with a map (--set {}={{...}})",
+        key, key, key, key);
+  }
   walk[parts.back()] = value;
   overridden_.insert(key);
   return Status::ok();

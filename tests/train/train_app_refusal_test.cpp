@@ -213,6 +213,7 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   for (const char* note :
        {"note: optim.warmup_steps 300 >= train.steps 300: the learning rate never reaches",
         "note: optim.freeze_steps 300 >= train.steps 300: the variance never freezes",
+        "note: compress.dense_warmup_steps 300 >= train.steps 300: no step compresses",
         "note: optim.min_lr is ignored: only the schedules linear and cosine read it"}) {
     EXPECT_NE(undone.output.find(note), std::string::npos) << note << "\n" << undone.output;
   }

@@ -324,6 +324,11 @@ TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
       {"model: {preset: bert-tiny, vocab_size: 90}\ndata: {source: shard, train: t, eval: e, "
        "cls_id: 1, sep_id: 2, mask_id: 3, pad_id: 95}",
        "x.yaml: data.pad_id: 95 is not below model.vocab_size (90)"},
+      // Two special tokens on one id: [MASK] read as [CLS] (review, 2026-12-06: accepted).
+      {"model: {preset: bert-tiny}\ndata: {source: shard, train: t, eval: e, mask_id: 101}",
+       "x.yaml: data.cls_id and data.mask_id are both 101"},
+      {"model: {preset: bert-tiny}\ndata: {source: shard, train: t, eval: e, pad_id: 102}",
+       "x.yaml: data.sep_id and data.pad_id are both 102"},
       // lbs's own copy of compress.aggregation is gone; old configs learn what replaced it.
       {"compress: {name: lbs, lbs: {exchange: two_phase}}",
        "x.yaml: compress.lbs.exchange: this key was removed; set compress.aggregation: two_phase"},

@@ -276,6 +276,16 @@ TEST(YamlReader, AConfigIsOneDocument) {
   ASSERT_FALSE(bare.is_ok());
   EXPECT_NE(bare.status().message().find("content begins at line 3"), std::string::npos)
       << bare.status().message();
+  // yaml-cpp reads the first document: an empty one before the content was read as an empty
+  // config, every key dropped (review, 2026-12-06).
+  for (const char* text : {"---\n---\ntrain: {steps: 5}\n", "...\ntrain: {steps: 5}\n",
+                           "---\n...\ntrain: {steps: 5}\n", "# a\n---\n# b\n---\ntrain: {}\n"}) {
+    auto empty_first = YamlReader::from_string(text, "empty_first.yaml");
+    ASSERT_FALSE(empty_first.is_ok()) << text;
+    EXPECT_NE(empty_first.status().message().find("holds more than one YAML document"),
+              std::string::npos)
+        << empty_first.status().message();
+  }
   // yaml-cpp 0.7's LoadAll looped forever on this (fuzzing); Load reads it as nothing.
   (void)YamlReader::from_string(",", "comma.yaml");
 }
@@ -302,6 +312,25 @@ TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
   std::string metrics;
   ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());
   EXPECT_EQ(metrics, "run #1.jsonl");
+}
+
+// `--set optim=` emptied the file's whole optim section, every key back to its default
+// without a word (review, 2026-12-06): a section takes a map, not a scalar or nothing.
+TEST(YamlReader, ASectionIsReplacedOnlyByAMap) {
+  auto r = YamlReader::from_string(kConfig, "test.yaml");
+  ASSERT_TRUE(r.is_ok());
+  for (const char* bad : {"optim=", "optim=~", "optim=5", "compress=[lbs]"}) {
+    const Status s = r->set_override(bad);
+    ASSERT_FALSE(s.is_ok()) << bad;
+    EXPECT_NE(s.message().find("is a section; set its keys"), std::string::npos) << s.message();
+  }
+  double lr = 0;
+  ASSERT_TRUE(r->get("optim.lr", &lr).is_ok());
+  EXPECT_DOUBLE_EQ(lr, 6.0e-4) << "a refused --set left the section as it was";
+  ASSERT_TRUE(r->set_override("optim={lr: 0.5}").is_ok());
+  ASSERT_TRUE(r->get("optim.lr", &lr).is_ok());
+  EXPECT_DOUBLE_EQ(lr, 0.5);
+  EXPECT_TRUE(r->set_override("log=").is_ok()) << "a section the file does not have";
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ void DgcCompressor::accumulate(std::span<const float> g, std::span<float> e,
                            options_.clip_norm, ctx.world_size)
           : 1.0f;
   const float m = static_cast<float>(options_.momentum);
+  accumulated_ = std::pair{ctx.offset, g.size()};
   float* u = u_.data() + ctx.offset;
   const std::size_t n = g.size();
   // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
@@ -62,10 +63,12 @@ void DgcCompressor::encode(std::span<const float> a, const EncodeContext& ctx, M
   const double rho = ctx.density > 0 ? ctx.density : density_at(ctx.step - ctx.warmup_origin);
   selector_.exact(a, k_for(rho, a.size()), indices_, &kept_);
   encode_sparse_pairs(indices_, kept_, a.size(), msg);
-  // Momentum factor masking: what was sent stops accumulating momentum.
-  if (u_.size() >= ctx.offset + a.size()) {
+  // Momentum factor masking: what was sent stops accumulating momentum; only for the span
+  // whose momentum accumulate() just folded into `a` (accumulated_).
+  if (accumulated_ == std::pair{ctx.offset, a.size()}) {
     for (std::uint32_t i : indices_) u_[ctx.offset + i] = 0.0f;
   }
+  accumulated_.reset();
 }
 
 

@@ -21,6 +21,9 @@
 // CUDA twin, and the clipping norm a fixed-partition sum (span_stats.h).
 #pragma once
 
+#include <optional>
+#include <utility>
+
 #include "compress/compressor.h"
 #include "compress/config.h"
 #include "compress/topk_select.h"
@@ -78,6 +81,11 @@ class DgcCompressor final : public Compressor {
   std::vector<std::uint32_t> indices_;
   std::vector<float> kept_;  // a[indices_[j]], from the selection pass
   std::vector<float> u_;
+  // The span accumulate() corrected last, {offset, size}; encode() masks the momentum only
+  // for it. An encode without error feedback (a skipped step's zeros, a run without a
+  // residual) picks k of values that hold no momentum: masking there wiped momentum that
+  // was never sent (review, 2026-12-06). The CUDA twin masks only on its error-feedback path.
+  std::optional<std::pair<std::size_t, std::size_t>> accumulated_;
 };
 
 // rho_t of the warm-up schedule above (shared with the CUDA twin).

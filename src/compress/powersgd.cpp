@@ -346,6 +346,19 @@ Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
           s.name, s.rows, s.cols, p[m].size(), q[m].size(), s.rows * r, s.cols * r, r);
     }
   }
+  // An odd exchange of the alternating scheme starts from the P of the one before (Q alone
+  // is drawn when missing): a state with an odd parity and no P read an empty factor
+  // (review, 2026-12-06: accepted, then a null read in first_factor).
+  if (options_.alternate && parity % 2 == 1) {
+    for (std::size_t m = 0; m < matrices_.size(); ++m) {
+      if (p[m].empty()) {
+        return Status::error(
+            "powersgd: saved state is at an odd exchange of the alternating scheme but holds "
+            "no P factor for tensor '{}': the state is damaged or not powersgd's",
+            matrices_[m].name);
+      }
+    }
+  }
   p_ = std::move(p);
   q_ = std::move(q);
   exchanges_ = parity;

@@ -48,6 +48,27 @@ TEST(Dgc, MomentumCorrectionMaskingAndMass) {
   EXPECT_EQ(state, again);
 }
 
+// A rank's non-finite step sends its bucket as zeros without error feedback (Note
+// [Non-finite local gradients], gradient_exchange.h): the step is skipped, and the momentum
+// must stay as it was. Masking at the k "largest" of the zeros wiped momentum that was never
+// sent (review, 2026-12-06); the CUDA twin masks only on its error-feedback path.
+TEST(Dgc, AnEncodeWithoutErrorFeedbackLeavesTheMomentum) {
+  const std::size_t n = 8;
+  auto made = testing::make("dgc", {{"density", "0.25"}, {"momentum", "0.5"}});
+  auto& c = dynamic_cast<DgcCompressor&>(*made);
+  std::vector<float> residual(n, 0.0f);
+  ErrorFeedback ef(residual);
+  const std::vector<float> g = {0.1f, 0.2f, 0.3f, 0.4f, 5.0f, 6.0f, 7.0f, 8.0f};
+  Message msg;
+  ef.encode(c, g, 0, EncodeContext{}, msg);
+  const std::vector<float> momentum(c.momentum_state().begin(), c.momentum_state().end());
+  ASSERT_EQ(momentum[0], 0.1f) << "an entry not sent keeps its momentum";
+  ASSERT_EQ(momentum[7], 0.0f) << "a sent entry's momentum is masked";
+  const std::vector<float> zeros(n, 0.0f);
+  c.encode(zeros, EncodeContext{.step = 1}, msg);
+  EXPECT_EQ(std::vector<float>(c.momentum_state().begin(), c.momentum_state().end()), momentum);
+}
+
 TEST(Dgc, SparsityWarmupRampsExponentiallyFromAQuarter) {
   auto made = testing::make("dgc", {{"density", "0.001"}, {"warmup_steps", "4"}});
   auto& c = dynamic_cast<DgcCompressor&>(*made);

@@ -151,6 +151,16 @@ TEST(PowerSgd, StateOfAnotherRankIsRefusedNotReadPastItsEnd) {
   std::vector<std::uint8_t> empty_state;
   fresh->save_state(empty_state);
   EXPECT_TRUE(rank_2->load_state(empty_state).is_ok());
+  // At an odd exchange of the alternating scheme the next one starts from P: a state without
+  // it was accepted and then read an empty factor (review, 2026-12-06).
+  auto alternating = make_psgd({{"rank", "2"}, {"alternate", "true"}});
+  alternating->prepare(n, {});
+  std::vector<std::uint8_t> odd_without_p = empty_state;
+  odd_without_p[0] = 1;  // the parity, a little-endian u64 first
+  const Status odd = alternating->load_state(odd_without_p);
+  ASSERT_FALSE(odd.is_ok());
+  EXPECT_NE(odd.message().find("holds no P factor"), std::string::npos) << odd.message();
+  EXPECT_TRUE(alternating->load_state(empty_state).is_ok());
 }
 
 // A piece of a tensor the bucket plan split can hold fewer rows than the rank: it goes dense,

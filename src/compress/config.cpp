@@ -30,7 +30,11 @@ Result<double> ConfigReader::real(const std::string& key, double fallback, doubl
   if (text) {
     char* end = nullptr;
     value = std::strtod(text->c_str(), &end);
-    if (text->empty() || end != text->c_str() + text->size() || !std::isfinite(value)) {
+    // strtod also reads hexadecimal ("0x1p-7") and skips leading blanks, which a YAML number
+    // is not and optim.* refuses (review, 2026-12-06): decimal text only.
+    const bool not_decimal = text->find_first_of("xX \t\n\r\f\v") != std::string::npos;
+    if (text->empty() || not_decimal || end != text->c_str() + text->size() ||
+        !std::isfinite(value)) {
       return Status::error("{}: expected a number, got '{}'", full_key(key), *text);
     }
   }

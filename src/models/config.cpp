@@ -88,7 +88,9 @@ Status parse_float(std::string_view key, std::string_view text, float* out) {
   // strtof skips leading blanks; the value then went into the spec, which is split on blanks,
   // and the spec no longer parsed ("dropout= 0.1": review, 2026-12-05).
   const bool blank_first = !s.empty() && std::isspace(static_cast<unsigned char>(s.front()));
-  if (s.empty() || blank_first || end != s.c_str() + s.size() || !std::isfinite(v)) {
+  // strtof reads hexadecimal too ("0x0.1"), which a YAML number is not (review, 2026-12-06).
+  const bool hexadecimal = s.find_first_of("xX") != std::string::npos;
+  if (s.empty() || blank_first || hexadecimal || end != s.c_str() + s.size() || !std::isfinite(v)) {
     return Status::error("model key '{}': '{}' is not a finite number", key, text);
   }
   *out = v;

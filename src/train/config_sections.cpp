@@ -25,7 +25,7 @@ Status read_model(YamlReader& r, TrainConfig& c) {
     if (key != "preset") overrides.emplace_back(key, value);
   }
   auto model = make_model_config(preset, overrides);
-  if (!model.is_ok()) return model.status().with_context(r.origin() + ": model");
+  if (!model.is_ok()) return model.status().with_context(r.where() + ": model");
   c.model = std::move(model).value();
   return Status::ok();
 }
@@ -67,11 +67,11 @@ Status read_data(YamlReader& r, TrainConfig& c) {
   const bool lm = c.model.is_language_model();
   const bool text = d.source == "markov" || d.source == "shard";
   if (lm != text) {
-    return Status::error("{}: data.source: '{}' cannot feed model '{}' ({} data needed)",
-                         r.origin(), d.source, c.model.preset, lm ? "token" : "image");
+    return Status::error("{}: data.source: '{}' cannot feed model '{}' ({} data needed)", r.where(),
+                         d.source, c.model.preset, lm ? "token" : "image");
   }
   if ((d.source == "shard" || d.source == "cifar10") && d.train_path.empty()) {
-    return Status::error("{}: data.train: required for data.source '{}'", r.origin(), d.source);
+    return Status::error("{}: data.train: required for data.source '{}'", r.where(), d.source);
   }
   // A path the source never reads is a setting silently ignored: with the default source,
   // "data: {train: wt2/train.bin}" trained on Markov text (review, 2026-12-05).
@@ -83,35 +83,35 @@ Status read_data(YamlReader& r, TrainConfig& c) {
       return Status::error(
           "{}: {}: '{}' is given, but data.source '{}' does not read it (set data.source, or "
           "leave {} empty)",
-          r.origin(), key, *path, d.source, key);
+          r.where(), key, *path, d.source, key);
     }
   }
   if (lm && d.seq_len > c.model.n_ctx) {
-    return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.origin(), d.seq_len,
+    return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.where(), d.seq_len,
                          c.model.n_ctx);
   }
   if (d.source == "markov" && d.markov.vocab_size > c.model.vocab_size) {
     return Status::error("{}: data.markov.vocab_size: {} exceeds the model's vocab_size {}",
-                         r.origin(), d.markov.vocab_size, c.model.vocab_size);
+                         r.where(), d.markov.vocab_size, c.model.vocab_size);
   }
   if (d.source == "markov" && d.markov.branching > static_cast<int>(d.markov.vocab_size)) {
     return Status::error(
         "{}: data.markov.branching: {} exceeds data.markov.vocab_size {} (the "
         "successors of a context are distinct tokens)",
-        r.origin(), d.markov.branching, d.markov.vocab_size);
+        r.where(), d.markov.branching, d.markov.vocab_size);
   }
   if (d.source == "markov") {
     // The chain's tables (data/markov_source.h's limits), said here with the keys, not at
     // start-up without them.
     if (const Status size = data::MarkovChain::check_size(d.markov); !size.is_ok()) {
-      return Status::error("{}: data.markov: {}", r.origin(), size.message());
+      return Status::error("{}: data.markov: {}", r.where(), size.message());
     }
   }
   if (c.model.arch == ModelArch::kBert && d.seq_len < 3) {
     return Status::error(
         "{}: data.seq_len: {} leaves no token between BERT's [CLS] and [SEP] "
         "(at least 3)",
-        r.origin(), d.seq_len);
+        r.where(), d.seq_len);
   }
   // BERT's special ids are tokens of its inputs: below the model's vocabulary, and for the
   // Markov source below the chain's, whose ids the loader checks them against (review,
@@ -129,7 +129,7 @@ Status read_data(YamlReader& r, TrainConfig& c) {
           return Status::error(
               "{}: {} and {} are both {}: BERT's special tokens need ids of "
               "their own",
-              r.origin(), ids[i].first, ids[j].first, ids[i].second);
+              r.where(), ids[i].first, ids[j].first, ids[i].second);
         }
       }
     }
@@ -141,7 +141,7 @@ Status read_data(YamlReader& r, TrainConfig& c) {
         return Status::error(
             "{}: {}: {} is not below {} ({}): BERT's special tokens are ids of "
             "its inputs",
-            r.origin(), key, id, markov ? "data.markov.vocab_size" : "model.vocab_size", vocab);
+            r.where(), key, id, markov ? "data.markov.vocab_size" : "model.vocab_size", vocab);
       }
     }
   }
@@ -152,18 +152,18 @@ Status read_data(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: model.image_size {} and model.in_channels {} do not fit "
         "data.source '{}', whose images are {} x {} with {} channels",
-        r.origin(), c.model.image_size, c.model.in_channels, d.source, data::ImageDataset::kHeight,
+        r.where(), c.model.image_size, c.model.in_channels, d.source, data::ImageDataset::kHeight,
         data::ImageDataset::kWidth, data::ImageDataset::kChannels);
   }
   if (d.source == "cifar10" && c.model.num_classes < 10) {
-    return Status::error("{}: model.num_classes: {} is fewer than CIFAR-10's 10 classes",
-                         r.origin(), c.model.num_classes);
+    return Status::error("{}: model.num_classes: {} is fewer than CIFAR-10's 10 classes", r.where(),
+                         c.model.num_classes);
   }
   if (d.source == "synthetic_images" && c.model.num_classes > data::ImageDataset::kMaxClasses) {
     return Status::error(
         "{}: model.num_classes: {} exceeds {}, the most data.source 'synthetic_images' can "
         "label (its labels are bytes)",
-        r.origin(), c.model.num_classes, data::ImageDataset::kMaxClasses);
+        r.where(), c.model.num_classes, data::ImageDataset::kMaxClasses);
   }
   return Status::ok();
 }
@@ -192,7 +192,7 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: optim.clip_scope: aggregate clips a gradient, but with "
         "optim.communicate: {} the aggregate is {}; use local or auto",
-        r.origin(), o.communicate, o.communicate == "update" ? "an update" : "momentum");
+        r.where(), o.communicate, o.communicate == "update" ? "an update" : "momentum");
   }
   SPARQ_RETURN_IF_ERROR(
       r.get_choice("optim.schedule", &s.kind, {"constant", "step", "linear", "cosine"}));
@@ -205,10 +205,10 @@ Status read_optim(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: optim.warmup_steps: {} must be below train.steps ({}) for the {} "
         "schedule",
-        r.origin(), s.warmup_steps, s.total_steps, s.kind);
+        r.where(), s.warmup_steps, s.total_steps, s.kind);
   }
-  SPARQ_RETURN_IF_ERROR(o.validate("optim.").with_context(r.origin()));
-  SPARQ_RETURN_IF_ERROR(s.validate("optim.").with_context(r.origin()));
+  SPARQ_RETURN_IF_ERROR(o.validate("optim.").with_context(r.where()));
+  SPARQ_RETURN_IF_ERROR(s.validate("optim.").with_context(r.where()));
   return Status::ok();
 }
 
@@ -226,7 +226,7 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: train.checkpoint_interval: {} needs train.checkpoint_dir (where "
         "the checkpoints go); without one no checkpoint is written",
-        r.origin(), t.checkpoint_interval);
+        r.where(), t.checkpoint_interval);
   }
   std::int64_t seed = static_cast<std::int64_t>(t.seed);
   SPARQ_RETURN_IF_ERROR(r.get("train.seed", &seed, {.min = 0}));
@@ -246,7 +246,7 @@ Status read_loop(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: train.precision: bf16 needs train.device: cuda (the CPU "
         "multiplies in fp32); use precision fp32 on the CPU",
-        r.origin());
+        r.where());
   }
   return Status::ok();
 }
@@ -266,7 +266,7 @@ Status read_log(YamlReader& r, TrainConfig& c) {
         "{}: log.trace: the traced steps {}..{} (log.trace_start + 1 .. + "
         "log.trace_steps) end after train.steps {}, so the trace would never "
         "be written",
-        r.origin(), l.trace_start + 1, l.trace_start + l.trace_steps, c.train.steps);
+        r.where(), l.trace_start + 1, l.trace_start + l.trace_steps, c.train.steps);
   }
   SPARQ_RETURN_IF_ERROR(
       r.get("log.never_sent_window", &l.never_sent_window, {.min = 0, .max = 1000000000}));
@@ -275,7 +275,7 @@ Status read_log(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: log.never_sent_window: needs compress.error_feedback: true (what "
         "was sent is observed where error feedback encodes)",
-        r.origin());
+        r.where());
   }
   return Status::ok();
 }

@@ -22,7 +22,7 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   x.aggregation = "auto";
   SPARQ_RETURN_IF_ERROR(r.get("compress.aggregation", &x.aggregation));
   SPARQ_RETURN_IF_ERROR(compress::check_aggregation_name(x.aggregation, "compress.aggregation")
-                            .with_context(r.origin()));
+                            .with_context(r.where()));
   SPARQ_RETURN_IF_ERROR(r.get("compress.server_compression", &x.aggregator.server_compression));
   SPARQ_RETURN_IF_ERROR(r.get("compress.dense_warmup_steps", &x.dense_warmup_steps, {.min = 0}));
   SPARQ_RETURN_IF_ERROR(r.get("compress.density_warmup_steps", &x.density_warmup_steps,
@@ -48,7 +48,7 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
       return Status::error(
           "{}: compress.{}: unknown key (compressor settings go under "
           "compress.<compressor>.<key>, e.g. compress.lbs.density)",
-          r.origin(), key);
+          r.where(), key);
     }
     compress::CompressConfig& section = sections[head];
     section.name = head;
@@ -57,20 +57,20 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   }
   for (const auto& [name, section] : sections) {
     auto probe = compress::make_compressor(section);
-    if (!probe.is_ok()) return probe.status().with_context(r.origin());
+    if (!probe.is_ok()) return probe.status().with_context(r.where());
   }
   // The key that names the compressor is compress.name (not compress.<name>.name).
   if (auto found = compress::find_compressor(x.compress.name); !found.is_ok()) {
-    return found.status().with_context(r.origin() + ": compress.name");
+    return found.status().with_context(r.where() + ": compress.name");
   }
   x.compress.params = sections.count(x.compress.name) ? sections[x.compress.name].params
                                                       : std::map<std::string, std::string>{};
   x.compress.prefix = "compress." + x.compress.name;
   auto probe = compress::make_compressor(x.compress);
-  if (!probe.is_ok()) return probe.status().with_context(r.origin());
+  if (!probe.is_ok()) return probe.status().with_context(r.where());
   SPARQ_RETURN_IF_ERROR(compress::check_density_warmup(**probe, x.density_warmup_steps,
                                                        "compress.density_warmup_steps")
-                            .with_context(r.origin()));
+                            .with_context(r.where()));
   // DGC applies the momentum itself (momentum correction before selection); a second
   // momentum in SGD would apply it twice.
   // A variance frozen after compressed steps has seen only what was sent: near zero for every
@@ -83,7 +83,7 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
         "variance would be frozen after compressed steps, where it is near zero "
         "for every coordinate not yet sent, and momentum / sqrt(v) diverges; set "
         "compress.dense_warmup_steps >= optim.freeze_steps",
-        r.origin(), x.dense_warmup_steps, c.optim.freeze_steps);
+        r.where(), x.dense_warmup_steps, c.optim.freeze_steps);
   }
   // dgc's momentum and local clipping run in its error-feedback accumulation (dgc.h): without
   // it dgc was plain top-k, its momentum and clip_norm silently unread (review, 2026-12-06).
@@ -92,13 +92,13 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
         "{}: compress.error_feedback: false with compress.name dgc: dgc's momentum and "
         "clipping run in its error-feedback accumulation, so without it dgc would be plain "
         "top-k (for that, compress.name: topk)",
-        r.origin());
+        r.where());
   }
   if (x.compress.name == "dgc" && c.optim.name == "sgd" && c.optim.momentum != 0) {
     return Status::error(
         "{}: optim.momentum: must be 0 with compress.name dgc, which applies "
         "momentum before compression (set compress.dgc.momentum instead)",
-        r.origin());
+        r.where());
   }
   return Status::ok();
 }
@@ -125,25 +125,25 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
     return Status::error(
         "{}: comm.emulate.gbit_per_s: {} is below 1 kbit/s (1e-6); 0 means no "
         "bandwidth limit",
-        r.origin(), m.emulate.gbit_per_s);
+        r.where(), m.emulate.gbit_per_s);
   }
   SPARQ_RETURN_IF_ERROR(r.get("comm.emulate.ranks", &m.emulate.ranks, {.min = 0, .max = 1 << 20}));
   if (m.emulate.ranks == 1) {
     return Status::error(
         "{}: comm.emulate.ranks: 1 is the real one-rank world; use 0, or the "
         "size of the cluster to stand in for (2 or more)",
-        r.origin());
+        r.where());
   }
   // train is read first (parse_train_config).
   if (m.emulate.ranks > 0 && c.train.device != Device::kCUDA) {
     return Status::error(
         "{}: comm.emulate.ranks lets one GPU stand in for a cluster "
         "(train.device: cuda); on the CPU run that many ranks under mpirun",
-        r.origin());
+        r.where());
   }
   SPARQ_RETURN_IF_ERROR(r.get_choice("comm.split_tied_embedding", &m.split_tied_embedding,
                                      {"auto", "always", "never"}));
-  SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.origin()));
+  SPARQ_RETURN_IF_ERROR(m.plan.validate("comm.").with_context(r.where()));
   SPARQ_RETURN_IF_ERROR(r.get_choice("comm.plan", &m.plan_mode, {"fixed", "auto"}));
   SPARQ_RETURN_IF_ERROR(r.get("comm.plan_profile", &m.plan_profile));
   SPARQ_RETURN_IF_ERROR(r.get("comm.plan_network", &m.plan_network));
@@ -154,7 +154,7 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
       return Status::error(
           "{}: comm.plan: auto chooses how compressed buckets travel; set "
           "compress.name to a compressor",
-          r.origin());
+          r.where());
     }
     for (auto [key, value] : {std::pair{"comm.plan_profile", &m.plan_profile},
                               {"comm.plan_network", &m.plan_network}}) {
@@ -162,7 +162,7 @@ Status read_comm(YamlReader& r, TrainConfig& c) {
         return Status::error(
             "{}: {}: needed by comm.plan: auto (a machine profile from "
             "sim_profile and the name of its link; docs/simulate.md)",
-            r.origin(), key);
+            r.where(), key);
       }
     }
   }

@@ -1,6 +1,7 @@
 #include "train/yaml_reader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -214,6 +215,11 @@ std::string YamlReader::overridden_by(const std::string& key) const {
     if ((key == o || key.starts_with(o + ".")) && o.size() > found.size()) found = o;
   }
   return found;
+}
+
+std::string YamlReader::where() const {
+  if (overridden_.empty()) return origin_;
+  return fmt::format("{} with --set {}", origin_, fmt::join(overridden_, ", "));
 }
 
 bool YamlReader::has(const std::string& key) const { return find(key).has_value(); }

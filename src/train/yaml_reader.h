@@ -78,6 +78,11 @@ class YamlReader {
   std::vector<std::string> keys_read() const { return {consumed_.begin(), consumed_.end()}; }
 
   const std::string& origin() const { return origin_; }
+  // Where the resolved config came from, for the errors of checks that span keys (the
+  // sections' cross-key checks): the file, and the --set keys applied over it ("x.yaml with
+  // --set optim.lr, train.steps"). Such errors named the file alone for a value that came
+  // from --set (review, 2026-12-06).
+  std::string where() const;
   // The resolved document (after overrides), for --dry-run and checkpoints.
   std::string dump() const;
 

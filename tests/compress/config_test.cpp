@@ -40,6 +40,9 @@ TEST(CompressConfig, DensityOutsideUnitIntervalIsRejected) {
     expect_rejected(name, {{"density", "1.5"}}, "density");
     expect_rejected(name, {{"density", "-0.1"}}, "density");
     expect_rejected(name, {{"density", "abc"}}, "density");
+    // strtod's hexadecimal and leading blanks, which no YAML number has (review, 2026-12-06).
+    expect_rejected(name, {{"density", "0x1p-7"}}, "density");
+    expect_rejected(name, {{"density", " 0.5"}}, "density");
     EXPECT_TRUE(build(name, {{"density", "1"}}).is_ok());
   }
 }

@@ -98,6 +98,7 @@ TEST(ModelConfig, ErrorsNameTheBadInput) {
     ModelConfig c = *parse_model_spec("gpt2-tiny");
     expect_error(set_model_key(c, "dropout", " 0.1"), {"'dropout'", "' 0.1'", "finite"});
     expect_error(set_model_key(c, "dropout", "0.1 "), {"'dropout'", "finite"});
+    expect_error(set_model_key(c, "dropout", "0x0.1"), {"'dropout'", "finite"});
     ASSERT_TRUE(set_model_key(c, "dropout", "0.25").is_ok());
     EXPECT_TRUE(parse_model_spec(c.spec).is_ok()) << c.spec;
   }

@@ -244,6 +244,22 @@ TEST(TrainConfig, DifferencesListTheChangedSettings) {
             (std::vector<std::string>{"a.b: 1 -> (none)", "a.c: (none) -> 1"}));
 }
 
+// A cross-key check's error named the file alone for a value that came from --set (review,
+// 2026-12-06): it names the --set keys applied over the file too.
+TEST(TrainConfig, ErrorsOfSetValuesNameTheSet) {
+  auto c = parse_train_config("train: {steps: 10}\n", "x.yaml",
+                              {"train.checkpoint_interval=5", "optim.lr=0.5"});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("x.yaml with --set optim.lr, train.checkpoint_interval: "
+                                      "train.checkpoint_interval: 5 needs train.checkpoint_dir"),
+            std::string::npos)
+      << c.status().message();
+  auto file_only = parse_train_config("train: {steps: 10, checkpoint_interval: 5}\n", "x.yaml", {});
+  ASSERT_FALSE(file_only.is_ok());
+  EXPECT_EQ(file_only.status().message().find("x.yaml: train.checkpoint_interval: 5 needs"), 0u)
+      << file_only.status().message();
+}
+
 TEST(TrainConfig, ErrorsNameTheFileAndTheKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train: {micro_batch: 0}", "x.yaml: train.micro_batch"},

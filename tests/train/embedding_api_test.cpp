@@ -363,11 +363,13 @@ TEST(EmbeddingApi, ExternalCompressorInAYamlConfig) {
   auto typo = train::parse_train_config(yaml, "x.yaml", {"compress.test_yaml_dense.sacle=1"});
   ASSERT_FALSE(typo.is_ok());
   EXPECT_EQ(typo.status().message(),
-            "x.yaml: compress.test_yaml_dense.sacle: unknown key (known keys: scale)");
+            "x.yaml with --set compress.test_yaml_dense.sacle: compress.test_yaml_dense.sacle: "
+            "unknown key (known keys: scale)");
   auto range = train::parse_train_config(yaml, "x.yaml", {"compress.test_yaml_dense.scale=0"});
   ASSERT_FALSE(range.is_ok());
   EXPECT_EQ(range.status().message(),
-            "x.yaml: compress.test_yaml_dense.scale: must be in (0, 10], got 0");
+            "x.yaml with --set compress.test_yaml_dense.scale: compress.test_yaml_dense.scale: "
+            "must be in (0, 10], got 0");
 }
 
 TEST(EmbeddingApi, ModelRegistrationErrors) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "optim/unread_setting.h"
 #include "train/config_sections.h"
 #include "train/yaml_reader.h"
 
@@ -60,6 +61,55 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   if (keys_read) *keys_read = reader.keys_read();
   c.resolved_yaml = effective_yaml(c);
   return c;
+}
+
+std::vector<std::string> unread_settings(const TrainConfig& c) {
+  const TrainConfig defaults;
+  const DataConfig& d = c.data;
+  const DataConfig& dd = defaults.data;
+  const bool bert = c.model.arch == ModelArch::kBert;
+  const bool images = d.source == "cifar10" || d.source == "synthetic_images";
+  const std::string data_run = fmt::format("model {}, data.source {}", c.model.preset, d.source);
+  std::vector<std::string> notes = optim::unread_notes(
+      {
+          {"mask_prob", d.mask_prob != dd.mask_prob, bert, "BERT reads it"},
+          {"cls_id", d.cls_id != dd.cls_id, bert, "BERT reads it"},
+          {"sep_id", d.sep_id != dd.sep_id, bert, "BERT reads it"},
+          {"mask_id", d.mask_id != dd.mask_id, bert, "BERT reads it"},
+          {"pad_id", d.pad_id != dd.pad_id, bert, "BERT reads it"},
+          {"augment", d.augment != dd.augment, images, "the image sources read it"},
+          {"synthetic.train_images", d.synthetic_train_images != dd.synthetic_train_images,
+           d.source == "synthetic_images", "data.source synthetic_images reads it"},
+          {"synthetic.eval_images", d.synthetic_eval_images != dd.synthetic_eval_images,
+           d.source == "synthetic_images", "data.source synthetic_images reads it"},
+      },
+      "data.", data_run);
+  const bool tracing = !c.log.trace_path.empty();
+  for (std::string& note : optim::unread_notes(
+           {
+               {"trace_start", c.log.trace_start != defaults.log.trace_start, tracing,
+                "a run with log.trace reads it"},
+               {"trace_steps", c.log.trace_steps != defaults.log.trace_steps, tracing,
+                "a run with log.trace reads it"},
+           },
+           "log.", "no log.trace")) {
+    notes.push_back(std::move(note));
+  }
+  const bool auto_plan = c.comm.plan_mode == "auto";
+  for (std::string& note : optim::unread_notes(
+           {
+               {"plan_profile", c.comm.plan_profile != defaults.comm.plan_profile, auto_plan,
+                "comm.plan: auto reads it"},
+               {"plan_network", c.comm.plan_network != defaults.comm.plan_network, auto_plan,
+                "comm.plan: auto reads it"},
+               {"plan_min_compression",
+                c.comm.plan_min_compression != defaults.comm.plan_min_compression, auto_plan,
+                "comm.plan: auto reads it"},
+           },
+           "comm.", "comm.plan: " + c.comm.plan_mode)) {
+    notes.push_back(std::move(note));
+  }
+  return notes;
 }
 
 bool clips_locally(const TrainConfig& c) {

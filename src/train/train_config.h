@@ -111,6 +111,13 @@ struct TrainConfig {
   std::string resolved_yaml;  // effective_yaml(): every key's value in force
 };
 
+// Settings outside optim that this run never reads, set to anything but their default: the
+// BERT data keys for another model, the image keys for a token source, log.trace_* without
+// log.trace, comm.plan_* without comm.plan: auto. Noted by the dry run and the start-up log,
+// not refused, as optim's are (OptimConfig::unread_settings: a study cell switching one key
+// keeps the base config's others). They passed without a word (review, 2026-12-06).
+std::vector<std::string> unread_settings(const TrainConfig& config);
+
 // Whether the config clips each rank's local gradient before communication (clip_scope
 // resolved).
 bool clips_locally(const TrainConfig& config);

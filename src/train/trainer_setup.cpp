@@ -343,6 +343,7 @@ std::string Trainer::describe() const {
     s += "           note: " + unread + "\n";
   for (const std::string& unread : c.schedule.unread_settings())
     s += "           note: " + unread + "\n";
+  for (const std::string& unread : unread_settings(c)) s += "           note: " + unread + "\n";
   // Settings that are valid but leave part of what they ask for undone in this run (the
   // decays refuse the first; these schedules and the freeze would pass without a word).
   if (c.schedule.warmup_steps >= c.train.steps) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -379,6 +380,40 @@ TEST(TrainConfig, SettingsTheOptimizerNeverReadsAreNamed) {
   EXPECT_EQ(unread("{name: adamw, nesterov: true}").size(), 1u);
   EXPECT_FALSE(parse_train_config("optim: {name: adamw, eps: 0}\n", "u.yaml", {}).is_ok());
   EXPECT_FALSE(parse_train_config("optim: {name: sgd, nesterov: true}\n", "u.yaml", {}).is_ok());
+}
+
+// Outside optim too: keys only another model, source, tracing or plan reads were accepted
+// without a word (review, 2026-12-06); they are noted, not refused.
+TEST(TrainConfig, SettingsThisRunNeverReadsAreNamed) {
+  auto gpt2 = parse_train_config(
+      "data: {mask_prob: 0.5, augment: false, synthetic: {train_images: 5}}\n"
+      "log: {trace_start: 5}\ncomm: {plan_min_compression: 50}\n",
+      "u.yaml", {});
+  ASSERT_TRUE(gpt2.is_ok()) << gpt2.status().message();
+  const std::vector<std::string> notes = unread_settings(*gpt2);
+  for (const char* want :
+       {"data.mask_prob is ignored: only BERT reads it, and this run has model gpt2-tiny, "
+        "data.source markov",
+        "data.augment is ignored: only the image sources read it, and this run has model "
+        "gpt2-tiny, data.source markov",
+        "data.synthetic.train_images is ignored: only data.source synthetic_images reads it, and "
+        "this run has model gpt2-tiny, data.source markov",
+        "log.trace_start is ignored: only a run with log.trace reads it, and this run has no "
+        "log.trace",
+        "comm.plan_min_compression is ignored: only comm.plan: auto reads it, and this run has "
+        "comm.plan: fixed"}) {
+    EXPECT_NE(std::find(notes.begin(), notes.end(), want), notes.end())
+        << want << "\n  got: " << fmt::format("{}", fmt::join(notes, "\n       "));
+  }
+  EXPECT_EQ(notes.size(), 5u) << fmt::format("{}", fmt::join(notes, "\n"));
+  // Read by this run: nothing to say.
+  auto bert = parse_train_config(
+      "model: {preset: bert-tiny}\ndata: {mask_prob: 0.2, seq_len: 64, markov: {vocab_size: 256}, "
+      "cls_id: 1, sep_id: 2, mask_id: 3}\nlog: {trace: t.json, trace_start: 2}\n",
+      "b.yaml", {});
+  ASSERT_TRUE(bert.is_ok()) << bert.status().message();
+  EXPECT_TRUE(unread_settings(*bert).empty())
+      << fmt::format("{}", fmt::join(unread_settings(*bert), "\n"));
 }
 
 // The schedule's settings likewise: min_lr above lr was refused for schedules that never read

@@ -63,10 +63,14 @@ SPARQ_HOST_DEVICE inline float terngrad_scale(const SpanStats& stats, std::size_
   // with -march=native, so written out it gives the same bits in every build.
   const double mean_square = stats.sum_b / static_cast<double>(n);
   const double raw_var = fma(-mean, mean, mean_square);
-  // A variance within the sums' rounding of E[a^2] (n terms, each rounded once: n * eps) is
-  // no spread: 1000 floats of 1.7 left 4.4e-16 here, clip 5.3e-8, and the span was sent as
-  // 5.3e-8 (review, 2026-12-06). Such a span takes max |a| as any span without spread does.
-  const double rounding = 8.0 * static_cast<double>(n) * DBL_EPSILON * mean_square;
+  // A variance within the sums' rounding of E[a^2] is no spread: 1000 floats of 1.7 left
+  // 4.4e-16 here, clip 5.3e-8, and the span was sent as 5.3e-8 (review, 2026-12-06). Such a
+  // span takes max |a| as any span without spread does. The rounding depth is the fixed
+  // partition's, not n: a lane adds kStatChunk / kStatLanes values, a chunk its kStatLanes
+  // lanes, the span its n / kStatChunk chunks (an n-fold bound swallowed real spread of
+  // 3e-5 relative at n = 1e6: second review, 2026-12-06).
+  const double depth = static_cast<double>(kStatChunk / kStatLanes + kStatLanes + n / kStatChunk);
+  const double rounding = 8.0 * depth * DBL_EPSILON * mean_square;
   const double var = raw_var > rounding ? raw_var : 0.0;
   const float clip = static_cast<float>(clip_sigma * sqrt(var));
   return var > 0.0 && clip < stats.max_abs ? clip : stats.max_abs;  // std::min(max_abs, clip)

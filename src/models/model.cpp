@@ -52,9 +52,10 @@ void Model::backward(const GradReadyFn& on_ready) {
   // Note [Backward differentiates its forward] (model.h): the layers read step_, so it is
   // the forward's for the duration of the backward.
   const DropoutStep current = step_;
-  step_ = forward_step_;
+  if (forward_step_) step_ = *forward_step_;
   backward_layers();
   step_ = current;
+  forward_step_.reset();
   // Every layer must have reported, or the scheduler would wait forever on a bucket.
   SPARQ_CHECK(next_ready_ == -1, "{}: backward finished with layer '{}' never reported",
               config_.spec, layers_[next_ready_].name);
@@ -65,6 +66,7 @@ void Model::backward(const GradReadyFn& on_ready) {
 }
 
 float Model::forward_for_backward(const Batch& batch) {
+  forward_step_ = step_;  // Note [Backward differentiates its forward], model.h
   backward_follows_ = true;
   const float loss = forward(batch);
   backward_follows_ = false;

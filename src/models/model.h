@@ -64,6 +64,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -266,7 +267,8 @@ class Model {
   Score counted_targets(const Batch& batch) const;  // score() without unscored_loss
 
   // The last forward records what it ran (mark_forward): has_forward_, and its dropout step
-  // and mode, which backward() differentiates.
+  // and mode, which backward() differentiates. forward_for_backward() records the step too,
+  // for a model (an embedder's) that sets has_forward_ itself.
   void mark_forward() {
     has_forward_ = true;
     forward_step_ = step_;
@@ -278,8 +280,10 @@ class Model {
   // Note [Backward differentiates its forward]: the step and mode of the last forward. A
   // set_step() or set_training() between forward and backward redrew or dropped the masks
   // in backward, and the gradients were of another function, without a word (review,
-  // 2026-12-06); backward() runs with this step, then restores the current one.
-  DropoutStep forward_step_;
+  // 2026-12-06); backward() runs with this step, then restores the current one. Empty when
+  // no forward recorded one since the last backward (a model that only sets has_forward_,
+  // called through forward()): backward() then runs with the current step, as before.
+  std::optional<DropoutStep> forward_step_;
   bool has_forward_ = false;
   float unscored_loss_ = 0;  // Score::unscored_loss of the last forward (set by the model)
   // set_target_grad_scale(), read by the loss of a model that weighs its counted targets.

@@ -129,7 +129,7 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
       sampler.fill(piece);
       st = writers.back().append(piece);
       written += piece.size();
-      if (written >= next_report) {
+      if (written >= next_report || written == tokens) {  // the last piece ends at 100%
         report();
         next_report = written + tokens / 20;
       }

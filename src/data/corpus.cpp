@@ -269,8 +269,6 @@ Status check_split_options(const PrepareOptions& options) {
   if (!(options.val_fraction >= 0 && options.val_fraction < 1)) {
     return Status::error("--val-fraction must be in [0, 1), got {}", options.val_fraction);
   }
-  // Two writers of one val.bin: the second would unlink the first's file and the training
-  // split would be lost (the app refused it, the library did not: review, 2026-12-06).
   // The stem of a file in --out: "" wrote a hidden ".bin" and "a/b" a file in a subfolder
   // that was never made (review, 2026-12-06).
   if (options.name.empty() || options.name.find('/') != std::string::npos || options.name == "." ||
@@ -278,6 +276,8 @@ Status check_split_options(const PrepareOptions& options) {
     return Status::error("--name '{}': the shard's file stem, not empty and without '/'",
                          options.name);
   }
+  // Two writers of one val.bin: the second would unlink the first's file and the training
+  // split would be lost (the app refused it, the library did not: review, 2026-12-06).
   if (options.val_fraction > 0 && options.name == "val") {
     return Status::error(
         "--name val: the validation split is val.bin too; choose another --name, or "

@@ -18,7 +18,15 @@ class OutputDirectory {
   static Result<OutputDirectory> create(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    OutputDirectory dir(path, !fs::exists(path, ec));
+    // The highest folder this call makes: the parents create_directories makes go too (a
+    // failed --out a/b/c left a and a/b: second review, 2026-12-06).
+    fs::path top;
+    for (fs::path p = fs::path(path).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+         p = p.parent_path()) {
+      top = p;
+      if (p == p.parent_path()) break;
+    }
+    OutputDirectory dir(path, top);
     fs::create_directories(path, ec);
     if (ec) return Status::error("cannot create output directory '{}': {}", path, ec.message());
     if (!fs::is_directory(path, ec)) {
@@ -27,20 +35,30 @@ class OutputDirectory {
     return dir;
   }
   OutputDirectory(OutputDirectory&& other) noexcept
-      : path_(std::move(other.path_)), made_(other.made_) {
-    other.made_ = false;
+      : path_(std::move(other.path_)), top_(std::move(other.top_)) {
+    other.top_.clear();
   }
   OutputDirectory& operator=(OutputDirectory&&) = delete;
-  // remove() takes only an empty folder: one that holds a written shard stays.
+  // From the folder up to the highest one this call made, each while it is empty: remove()
+  // takes only an empty folder, so one that holds a written shard stays, and so its parents.
   ~OutputDirectory() {
+    if (top_.empty()) return;
     std::error_code ignored;
-    if (made_ && std::filesystem::is_empty(path_, ignored)) std::filesystem::remove(path_, ignored);
+    for (std::filesystem::path p = std::filesystem::path(path_).lexically_normal();;
+         p = p.parent_path()) {
+      if (!std::filesystem::is_empty(p, ignored) || ignored ||
+          !std::filesystem::remove(p, ignored)) {
+        return;
+      }
+      if (p == top_ || p == p.parent_path()) return;
+    }
   }
 
  private:
-  OutputDirectory(std::string path, bool made) : path_(std::move(path)), made_(made) {}
+  OutputDirectory(std::string path, std::filesystem::path top)
+      : path_(std::move(path)), top_(std::move(top)) {}
   std::string path_;
-  bool made_ = false;
+  std::filesystem::path top_;  // empty: the folder existed, nothing to remove
 };
 
 }  // namespace sparq::data

@@ -105,11 +105,14 @@ out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --
 
 # A failed Markov run leaves no folder it made (it kept an empty one: review, 2026-12-06),
 # and reports its progress (it printed nothing for a minute at 500M tokens).
-out=$(SPARQ_FAULT="shard.close,hit=1,action=fail" "$BIN" --markov-tokens 1000 --out "$T/mk/new" 2>&1) &&
+out=$(SPARQ_FAULT="shard.close,hit=1,action=fail" "$BIN" --markov-tokens 1000 --out "$T/mk/new/deeper" 2>&1) &&
   fail "markov: a failure to finish train.bin was ignored: $out"
-[ ! -e "$T/mk/new" ] || fail "markov: the --out folder a failed run made was left: $(ls -la "$T/mk/new")"
+[ ! -e "$T/mk" ] || fail "markov: the --out folders a failed run made were left: $(find "$T/mk")"
 out=$("$BIN" --markov-tokens 3000000 --out "$T/mk" 2>&1) || fail "markov 3M: $out"
 grep -q "100.0%  3000000 tokens" <<<"$out" || fail "markov: no progress lines: $out"
+# A last piece smaller than a report step still ends the bar at 100% (it stopped at 95.3%).
+out=$("$BIN" --markov-tokens 1100000 --out "$T/mk" 2>&1) || fail "markov 1.1M: $out"
+grep -q "100.0%  1100000 tokens" <<<"$out" || fail "markov: the bar did not end at 100%: $out"
 out=$("$BIN" --markov-tokens 3000000 --out "$T/mk" --quiet 2>&1) || fail "markov --quiet: $out"
 grep -q "%" <<<"$out" && fail "markov --quiet printed progress: $out"
 touch "$T/afile"

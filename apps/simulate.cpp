@@ -390,10 +390,11 @@ int main(int argc, char** argv) {
   // powersgd rows of topk: review, 2026-12-06). Their other compress keys may be set.
   for (const std::string& set : sets) {
     const std::string key = set.substr(0, set.find('='));
-    if (key == "compress.name" || key == "compress.aggregation") {
+    // The whole section too: --set compress={...} replaces each cell's name with the map's.
+    if (key == "compress" || key == "compress.name" || key == "compress.aggregation") {
       fmt::print(stderr,
                  "simulate: --set {}: each cell sets its own {} (docs/simulate.md, the cells); "
-                 "choose cells with --cells instead\n",
+                 "set the cells' other keys one by one, and choose cells with --cells\n",
                  set, key);
       return 2;
     }

@@ -112,7 +112,8 @@ struct TrainConfig {
 };
 
 // Settings outside optim that this run never reads, set to anything but their default: the
-// BERT data keys for another model, the image keys for a token source, log.trace_* without
+// BERT data keys for another model, data.augment for a token source, data.synthetic.* for a
+// source other than synthetic_images, log.trace_* without
 // log.trace, comm.plan_* without comm.plan: auto. Noted by the dry run and the start-up log,
 // not refused, as optim's are (OptimConfig::unread_settings: a study cell switching one key
 // keeps the base config's others). They passed without a word (review, 2026-12-06).

@@ -35,7 +35,7 @@ grep -q "forward 3.00 ms, backward 6.00 ms" "$T/two.txt" || fail "--compute-ms 3
 
 # A cell is its compressor and aggregation: a --set of either is refused (it priced every
 # cell alike under its own label: review, 2026-12-06); another compress key is the cells'.
-for key in compress.name=topk compress.aggregation=allgather; do
+for key in compress.name=topk compress.aggregation=allgather "compress={error_feedback: true}"; do
   "$sim" "${common[@]:0:8}" --cells dense_f32,topk --set "$key" >"$T/cell.txt" 2>&1
   rc=$?
   [[ $rc -eq 2 ]] || fail "--set $key exited $rc, want 2: $(cat "$T/cell.txt")"

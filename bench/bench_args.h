@@ -25,8 +25,7 @@ inline std::optional<long long> whole_arg(std::string_view text, long long min) 
 inline std::optional<double> positive_arg(std::string_view text) {
   double value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !(value > 0) ||
-      value > 1e300) {
+  if (error != std::errc() || end != text.data() + text.size() || !(value > 0) || value > 1e300) {
     return {};
   }
   return value;

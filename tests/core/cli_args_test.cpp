@@ -1,12 +1,12 @@
 // core/cli_args.h: Note [Decimal integers] and the non-negative integer check, through a real
 // CLI11 parse as the apps run it (SPARQ_PARSE_ARGS).
+#include "core/cli_args.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "core/cli_args.h"
 
 namespace sparq::cli {
 namespace {

@@ -162,6 +162,17 @@ Resumed resume_and_save(const std::string& root, const std::string& from,
   return out;
 }
 
+// The step-2 checkpoint of a one-rank run under `root` whose plan sends every compressed
+// bucket by two_phase (widen_to_two_ranks makes it a two-rank one).
+std::string two_phase_checkpoint(const std::string& root, comm::Communicator& self) {
+  SPARQ_CHECK(make_trainer(
+                  root, {}, [](std::size_t) { return "two_phase"; }, self)
+                  ->run()
+                  .is_ok(),
+              "training the two_phase run under {}", root);
+  return checkpoint_dir(root, 2);
+}
+
 // 2 -> 1 ranks, two_phase everywhere before; here bucket X goes through allgather, bucket Y
 // dense, the rest two_phase. X's residual must be e' = mean(e) + s exactly (the server residual
 // is mass the average still owes), Y's is dropped with a warning naming it and its mass, the
@@ -169,12 +180,7 @@ Resumed resume_and_save(const std::string& root, const std::string& from,
 // allgather, and Y kept mean(e), re-saved forever and never applied.
 TEST(ElasticPlan, MassThePlanNoLongerCarriesIsFoldedOrDroppedWithAWarning) {
   std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
-  const std::string root = fresh_dir("old");
-  ASSERT_TRUE(make_trainer(
-                  root, {}, [](std::size_t) { return "two_phase"; }, *self)
-                  ->run()
-                  .is_ok());
-  const std::string step2 = checkpoint_dir(root, 2);
+  const std::string step2 = two_phase_checkpoint(fresh_dir("old"), *self);
   const CheckpointFile one = read(step2, 0);
   const BucketRanges buckets = *parse_bucket_ranges(one.meta.at("buckets"), "test");
   std::vector<std::size_t> compressed;
@@ -227,12 +233,7 @@ TEST(ElasticPlan, MassThePlanNoLongerCarriesIsFoldedOrDroppedWithAWarning) {
 // (review, 2026-12-06).
 TEST(ElasticPlan, ARefusedElasticResumeLogsNoneOfTheMergesWarnings) {
   std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
-  const std::string root = fresh_dir("old_refused");
-  ASSERT_TRUE(make_trainer(
-                  root, {}, [](std::size_t) { return "two_phase"; }, *self)
-                  ->run()
-                  .is_ok());
-  const std::string step2 = checkpoint_dir(root, 2);
+  const std::string step2 = two_phase_checkpoint(fresh_dir("old_refused"), *self);
   widen_to_two_ranks(step2);
   const auto dense_first = [](std::size_t b) { return b == 0 ? "dense" : "two_phase"; };
   // Intact, the merge drops the dense bucket's residual with a warning.

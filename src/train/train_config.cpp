@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <set>
 #include <string_view>
 
@@ -84,31 +85,31 @@ std::vector<std::string> unread_settings(const TrainConfig& c) {
            d.source == "synthetic_images", "data.source synthetic_images reads it"},
       },
       "data.", data_run);
+  const auto append = [&notes](std::vector<std::string> more) {
+    notes.insert(notes.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+  };
   const bool tracing = !c.log.trace_path.empty();
-  for (std::string& note : optim::unread_notes(
-           {
-               {"trace_start", c.log.trace_start != defaults.log.trace_start, tracing,
-                "a run with log.trace reads it"},
-               {"trace_steps", c.log.trace_steps != defaults.log.trace_steps, tracing,
-                "a run with log.trace reads it"},
-           },
-           "log.", "no log.trace")) {
-    notes.push_back(std::move(note));
-  }
+  append(optim::unread_notes(
+      {
+          {"trace_start", c.log.trace_start != defaults.log.trace_start, tracing,
+           "a run with log.trace reads it"},
+          {"trace_steps", c.log.trace_steps != defaults.log.trace_steps, tracing,
+           "a run with log.trace reads it"},
+      },
+      "log.", "no log.trace"));
   const bool auto_plan = c.comm.plan_mode == "auto";
-  for (std::string& note : optim::unread_notes(
-           {
-               {"plan_profile", c.comm.plan_profile != defaults.comm.plan_profile, auto_plan,
-                "comm.plan: auto reads it"},
-               {"plan_network", c.comm.plan_network != defaults.comm.plan_network, auto_plan,
-                "comm.plan: auto reads it"},
-               {"plan_min_compression",
-                c.comm.plan_min_compression != defaults.comm.plan_min_compression, auto_plan,
-                "comm.plan: auto reads it"},
-           },
-           "comm.", "comm.plan: " + c.comm.plan_mode)) {
-    notes.push_back(std::move(note));
-  }
+  append(optim::unread_notes(
+      {
+          {"plan_profile", c.comm.plan_profile != defaults.comm.plan_profile, auto_plan,
+           "comm.plan: auto reads it"},
+          {"plan_network", c.comm.plan_network != defaults.comm.plan_network, auto_plan,
+           "comm.plan: auto reads it"},
+          {"plan_min_compression",
+           c.comm.plan_min_compression != defaults.comm.plan_min_compression, auto_plan,
+           "comm.plan: auto reads it"},
+      },
+      "comm.", "comm.plan: " + c.comm.plan_mode));
   return notes;
 }
 

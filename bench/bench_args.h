@@ -1,7 +1,7 @@
 // Strict number arguments for the benchmarks that parse their command line by hand
-// (bench_comm, bench_layers, bench_attention): the whole word must be the number, and a
-// refusal names the flag and the word. atoi/strtoull read "abc" as 0 and "12abc" as 12, and
-// a run went on with a thread count of 0 or a size the user never asked for (review,
+// (bench_comm, bench_layers, bench_attention, bench_gemm's --threads list): the whole word must be
+// the number, and a refusal names the flag and the word. atoi/strtoull read "abc" as 0 and "12abc"
+// as 12, and a run went on with a thread count of 0 or a size the user never asked for (review,
 // 2026-12-06).
 #pragma once
 

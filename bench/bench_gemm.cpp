@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_args.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/threading.h"
@@ -294,13 +295,12 @@ int main(int argc, char** argv) {
   // "--seconds abc" timed for 0 s (review, 2026-12-06).
   std::vector<int> thread_counts;
   for (const std::string& t : split(thread_list)) {
-    char* end = nullptr;
-    const long count = std::strtol(t.c_str(), &end, 10);
-    if (end == t.c_str() || *end != '\0' || count < 1 || count > 4096) {
+    const auto count = sparq::bench::whole_arg(t, 1);  // bench_args.h
+    if (!count || *count > 4096) {
       fmt::print(stderr, "bench_gemm: --threads: '{}' is not a list of counts >= 1\n", thread_list);
       return 2;
     }
-    thread_counts.push_back(static_cast<int>(count));
+    thread_counts.push_back(static_cast<int>(*count));
   }
   if (thread_counts.empty() || !(seconds > 0 && seconds < 1e6)) {
     fmt::print(stderr, "bench_gemm: --threads needs a count and --seconds a positive time\n");

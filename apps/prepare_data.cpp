@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "core/cli_args.h"
@@ -76,14 +77,14 @@ void warn_stale_val(const sparq::data::PrepareOptions& options, bool wrote_val) 
 // Progress: a line per 5% of the tokens (a bar redrawn in place on a terminal), as the text
 // path has; 500M tokens take about a minute and printed nothing until the end (review,
 // 2026-12-06).
-int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
-                 const sparq::data::PrepareOptions& options, bool quiet) {
+// `chain` is main's, checked there: built once (its power iteration takes up to a minute at
+// the largest context counts, and ran twice: review, 2026-12-06).
+int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::MarkovChain& chain,
+                 std::uint64_t tokens, const sparq::data::PrepareOptions& options, bool quiet) {
   const auto fail = [](const std::string& message) {
     fmt::print(stderr, "prepare_data: {}\n", message);
     return 1;
   };
-  auto chain = sparq::data::MarkovChain::create(config);
-  if (!chain.is_ok()) return fail(chain.status().message());
   const auto val_tokens = static_cast<std::uint64_t>(options.val_fraction * tokens);
   if (options.val_fraction > 0 && val_tokens == 0) {
     return fail(
@@ -121,7 +122,7 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
     writers.push_back(std::move(*w));
     // A million tokens at a time, so memory does not grow with the shard (the whole split was
     // one vector: 4 bytes a token, 2 GB of RAM for --markov-tokens 500000000).
-    sparq::data::MarkovSampler sampler(*chain, stream);
+    sparq::data::MarkovSampler sampler(chain, stream);
     std::vector<std::uint32_t> piece;
     sparq::Status st;
     for (std::uint64_t done = 0; done < count && st; done += piece.size()) {
@@ -143,7 +144,7 @@ int write_markov(const sparq::data::MarkovConfig& config, std::uint64_t tokens,
   if (const sparq::Status st = sparq::data::finish_together(order); !st) return fail(st.message());
   for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
   warn_stale_val(options, val_tokens > 0);
-  fmt::print("{}\n", chain->describe());
+  fmt::print("{}\n", chain.describe());
   return 0;
 }
 
@@ -236,11 +237,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::optional<sparq::data::MarkovChain> chain;
   if (markov_tokens > 0) {  // bad chain settings are bad arguments: 2, before any file
-    if (auto chain = sparq::data::MarkovChain::create(markov); !chain.is_ok()) {
-      fmt::print(stderr, "prepare_data: --markov-*: {}\n", chain.status().message());
+    auto created = sparq::data::MarkovChain::create(markov);
+    if (!created.is_ok()) {
+      fmt::print(stderr, "prepare_data: --markov-*: {}\n", created.status().message());
       return 2;
     }
+    chain.emplace(std::move(created).value());
   }
   if (markov_tokens > 0 && (!options.inputs.empty() || !tokenizer_kind.empty())) {
     // The text would be ignored without a word (review, 2026-12-05).
@@ -250,7 +254,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (markov_tokens > 0 && !options.out_dir.empty()) {
-    return write_markov(markov, markov_tokens, options, quiet);
+    return write_markov(markov, *chain, markov_tokens, options, quiet);
   }
   if (tokenizer_kind.empty() || options.inputs.empty() || options.out_dir.empty()) {
     fmt::print(stderr,
@@ -286,6 +290,8 @@ int main(int argc, char** argv) {
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   fmt::print("tokenizer      {} (vocab {})\n", (*tokenizer)->name(), (*tokenizer)->vocab_size());
   fmt::print("documents      {}\n", s.documents);
+  if (s.empty_documents > 0)
+    fmt::print("left out       {} documents with no tokens\n", s.empty_documents);
   fmt::print("input bytes    {}\n", s.bytes);
   fmt::print("{:<14} {} tokens, {} documents\n", s.train_path, s.train_tokens, s.train_documents);
   if (!s.val_path.empty())

@@ -1,7 +1,8 @@
 // Small vocabularies for the tokenizer targets, written to scratch files at start-up, so the
 // targets need nothing from ../shared/data. With SPARQ_FUZZ_DATA set to a directory holding
-// gpt2-bpe/{encoder.json,vocab.bpe} and bert-vocab/bert-base-uncased-vocab.txt
-// (scripts/fuzz.sh sets it to ../shared/data when that exists) the real ones are used.
+// gpt2-bpe/{encoder.json,vocab.bpe} and bert-vocab/bert-base-uncased-vocab.txt (or
+// vocab.txt, scripts/get_data.sh's name) (scripts/fuzz.sh sets it to ../shared/data when that
+// exists) the real ones are used.
 #pragma once
 
 #include <cstdlib>

@@ -22,7 +22,9 @@ const char kSmallVocab[] =
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Both names load_tokenizer reads: ../shared/data's, and scripts/get_data.sh's vocab.txt.
   std::string path = sparq::fuzz::real_vocab_file("bert-vocab/bert-base-uncased-vocab.txt");
+  if (path.empty()) path = sparq::fuzz::real_vocab_file("bert-vocab/vocab.txt");
   const bool real = !path.empty();
   if (!real) {
     path = sparq::fuzz::scratch_path(".vocab.txt");

@@ -208,7 +208,11 @@ class Preparer {
 
   Result<PrepareSummary> finish() {
     if (summary_.documents == 0) {
-      return Status::error("the inputs {} contain no documents", describe_inputs(options_.inputs));
+      return Status::error("the inputs {} contain no documents{}", describe_inputs(options_.inputs),
+                           summary_.empty_documents == 0
+                               ? ""
+                               : fmt::format(" with tokens (the {} they hold encode to nothing)",
+                                             summary_.empty_documents));
     }
     SPARQ_RETURN_IF_ERROR(check_val_split(summary_, options_));
     std::vector<ShardWriter*> writers = {&train_};
@@ -230,6 +234,13 @@ class Preparer {
                                           &encoded_, threads_, first_index));
     const double f = options_.val_fraction;
     for (const auto& ids : encoded_) {
+      // A document that encodes to nothing (WordPiece drops control characters and
+      // whitespace) carries no text: written, it was a lone separator, and the empty-split
+      // check counted it, so val.bin could hold nothing but separators (review, 2026-12-06).
+      if (ids.empty()) {
+        ++summary_.empty_documents;
+        continue;
+      }
       const std::uint64_t g = summary_.documents++;
       const bool to_val = val_ && std::floor((g + 1) * f) > std::floor(g * f);
       ShardWriter& w = to_val ? *val_ : train_;

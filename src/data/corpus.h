@@ -23,8 +23,8 @@
 // count); past them prepare_shards fails with an error naming the input.
 //
 // Determinism: documents are numbered in input order (files in the order given, directories
-// expanded as above); with val_fraction F, document g goes to the
-// validation shard iff floor((g + 1) F) > floor(g F), which spreads exactly floor(N F)
+// expanded as above), leaving out those that encode to no tokens; with val_fraction F, document g
+// goes to the validation shard iff floor((g + 1) F) > floor(g F), which spreads exactly floor(N F)
 // documents evenly over the corpus. The thread count changes nothing in the output.
 #pragma once
 
@@ -74,6 +74,7 @@ struct PrepareOptions {
 
 struct PrepareSummary {
   std::uint64_t documents = 0, bytes = 0;
+  std::uint64_t empty_documents = 0;  // encoded to no tokens: left out, not in `documents`
   std::uint64_t train_documents = 0, train_tokens = 0;
   std::uint64_t val_documents = 0, val_tokens = 0;
   double seconds = 0;

@@ -1,5 +1,7 @@
 // prepare_data's inputs: files and directories expanded to the list of text files to read
 // (data/corpus.h, expand_inputs).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -97,19 +99,27 @@ Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& i
     }
   }
   if (files.empty()) return Status::error("no input files given");
-  // A file read twice (a folder and a file in it, or a folder named twice) has its documents
-  // twice, under other numbers, so the split can put one copy in train.bin and the other in
-  // val.bin: validation text trained on, without a word (review, 2026-12-06).
-  std::map<std::string, const std::string*> seen;  // canonical path -> the file as listed
+  // A file read twice (a folder and a file in it, a folder named twice, or two hard links
+  // to one file) has its documents twice, under other numbers, so the split can put one copy
+  // in train.bin and the other in val.bin: validation text trained on, without a word
+  // (review, 2026-12-06; hard links got past a path comparison: second review, 2026-12-06).
+  std::map<std::string, const std::string*> seen;  // the file's identity -> the file as listed
   for (const std::string& file : files) {
-    std::error_code ec;
-    const fs::path canonical = fs::weakly_canonical(file, ec);
-    const auto [it, fresh] = seen.emplace(ec ? file : canonical.string(), &file);
+    struct stat st {};
+    std::string identity;
+    if (::stat(file.c_str(), &st) == 0) {
+      identity = fmt::format("{}:{}", st.st_dev, st.st_ino);
+    } else {
+      std::error_code ec;
+      const fs::path canonical = fs::weakly_canonical(file, ec);
+      identity = ec ? file : canonical.string();
+    }
+    const auto [it, fresh] = seen.emplace(identity, &file);
     if (!fresh) {
       return Status::error(
-          "input file '{}' is read twice (also as '{}'): the inputs name it twice, directly or "
-          "through a directory, and its documents could land in both train.bin and val.bin; "
-          "name each file once",
+          "input file '{}' is read twice (also as '{}'): the inputs name it twice, directly, "
+          "through a directory or by a hard link, and its documents could land in both "
+          "train.bin and val.bin; name each file once",
           file, *it->second);
     }
   }

@@ -21,7 +21,7 @@ class VocabJsonParser {
     skip_ws();
     if (!eat('{')) return fail("expected '{'");
     skip_ws();
-    if (eat('}')) return Status::ok();
+    if (eat('}')) return end_of_input();
     while (true) {
       std::string key;
       SPARQ_RETURN_IF_ERROR(parse_string(&key));
@@ -36,7 +36,7 @@ class VocabJsonParser {
       }
       SPARQ_RETURN_IF_ERROR(on_entry(std::move(key), value));
       skip_ws();
-      if (eat('}')) return Status::ok();
+      if (eat('}')) return end_of_input();
       if (!eat(',')) return fail("expected ',' or '}'");
       skip_ws();
     }
@@ -50,6 +50,12 @@ class VocabJsonParser {
   }
 
  private:
+  // Only whitespace may follow the object: a second object appended to the file (added
+  // tokens) was dropped without a word (review, 2026-12-06).
+  Status end_of_input() {
+    skip_ws();
+    return pos_ == s_.size() ? Status::ok() : fail("text after the closing '}'");
+  }
   Status fail(const char* what) const {
     return Status::error("{}: malformed encoder.json at byte {}: {}", location(), pos_, what);
   }

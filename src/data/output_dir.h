@@ -21,12 +21,12 @@ class OutputDirectory {
     // The highest folder this call makes: the parents create_directories makes go too (a
     // failed --out a/b/c left a and a/b: second review, 2026-12-06).
     fs::path top;
-    for (fs::path p = fs::path(path).lexically_normal(); !p.empty() && !fs::exists(p, ec);
-         p = p.parent_path()) {
+    const fs::path folder = without_trailing_separator(path);
+    for (fs::path p = folder; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
       top = p;
       if (p == p.parent_path()) break;
     }
-    OutputDirectory dir(path, top);
+    OutputDirectory dir(folder, top);
     fs::create_directories(path, ec);
     if (ec) return Status::error("cannot create output directory '{}': {}", path, ec.message());
     if (!fs::is_directory(path, ec)) {
@@ -35,7 +35,7 @@ class OutputDirectory {
     return dir;
   }
   OutputDirectory(OutputDirectory&& other) noexcept
-      : path_(std::move(other.path_)), top_(std::move(other.top_)) {
+      : folder_(std::move(other.folder_)), top_(std::move(other.top_)) {
     other.top_.clear();
   }
   OutputDirectory& operator=(OutputDirectory&&) = delete;
@@ -44,8 +44,7 @@ class OutputDirectory {
   ~OutputDirectory() {
     if (top_.empty()) return;
     std::error_code ignored;
-    for (std::filesystem::path p = std::filesystem::path(path_).lexically_normal();;
-         p = p.parent_path()) {
+    for (std::filesystem::path p = folder_;; p = p.parent_path()) {
       if (!std::filesystem::is_empty(p, ignored) || ignored ||
           !std::filesystem::remove(p, ignored)) {
         return;
@@ -55,9 +54,16 @@ class OutputDirectory {
   }
 
  private:
-  OutputDirectory(std::string path, std::filesystem::path top)
-      : path_(std::move(path)), top_(std::move(top)) {}
-  std::string path_;
+  OutputDirectory(std::filesystem::path folder, std::filesystem::path top)
+      : folder_(std::move(folder)), top_(std::move(top)) {}
+  // "a/b/" normalizes to "a/b/", whose parent is "a/b" again: the walk up removed a/b, then
+  // stopped at the missing "a/b" and left "a" (review, 2026-12-06).
+  static std::filesystem::path without_trailing_separator(const std::string& path) {
+    std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+    if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();
+    return p;
+  }
+  std::filesystem::path folder_;
   std::filesystem::path top_;  // empty: the folder existed, nothing to remove
 };
 

@@ -9,7 +9,14 @@ namespace sparq::data {
 
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const std::string& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    if (fs::exists(dir, ec)) {
+      return Status::error(
+          "tokenizer directory '{}' is a file, not a folder: name the folder that holds the "
+          "vocabulary files",
+          dir);
+    }
     return Status::error("tokenizer directory '{}' does not exist (see scripts/get_data.sh)", dir);
   }
   if (kind == "gpt2") {

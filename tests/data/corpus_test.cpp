@@ -200,6 +200,12 @@ TEST_F(InputTree, AFileNamedTwiceIsRefused) {
         << twice.status().message();
   }
   EXPECT_TRUE(expand_inputs({dir_ + "/in/a.txt", dir_ + "/in/sub"}).is_ok());
+  // Two names of one file: a path comparison let them through (review, 2026-12-06).
+  std::filesystem::create_hard_link(dir_ + "/in/a.txt", dir_ + "/in/sub/linked.txt");
+  auto linked = expand_inputs({dir_ + "/in"});
+  ASSERT_FALSE(linked.is_ok());
+  EXPECT_NE(linked.status().message().find("by a hard link"), std::string::npos)
+      << linked.status().message();
 }
 
 TEST_F(InputTree, TheOutputDirectoryIsNoInput) {
@@ -270,6 +276,42 @@ TEST_F(PrepareShards, EmptyValidationSplitIsAnError) {
   EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/train.bin"));
   o.val_fraction = 0.5;
   EXPECT_TRUE(prepare_shards(*tok_, o).is_ok());
+}
+
+// WordPiece encodes a line of control characters or spaces to nothing: such documents were
+// written as lone separators and counted, so val.bin could hold nothing else (review).
+TEST_F(PrepareShards, DocumentsWithNoTokensAreLeftOut) {
+  ASSERT_TRUE(write_file_atomic(dir_ + "/ctl.txt", "\x01\x02\n   \nthe cat\n").is_ok());
+  PrepareOptions o = options("ctl", 1, 0.5);
+  o.inputs = {dir_ + "/ctl.txt"};
+  auto summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());  // one document with tokens: no split possible
+  EXPECT_NE(summary.status().message().find("hold 1 document"), std::string::npos)
+      << summary.status().message();
+  o.val_fraction = 0;
+  summary = prepare_shards(*tok_, o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->documents, 1u);
+  EXPECT_EQ(summary->empty_documents, 2u);
+  EXPECT_EQ(summary->train_tokens, 3u);  // [SEP] the cat
+  ASSERT_TRUE(write_file_atomic(dir_ + "/ctl.txt", "\x01\n  \n").is_ok());
+  summary = prepare_shards(*tok_, o);
+  ASSERT_FALSE(summary.is_ok());
+  EXPECT_NE(summary.status().message().find("contain no documents with tokens (the 2 they hold"),
+            std::string::npos)
+      << summary.status().message();
+}
+
+// "--out a/b/" (a trailing slash) normalizes to "a/b/", whose parent is "a/b" again: a failed
+// run removed a/b and then stopped, leaving a behind (review, 2026-12-06).
+TEST_F(PrepareShards, AFailedRunRemovesTheFoldersItMadeWithATrailingSlash) {
+  ASSERT_TRUE(write_file_atomic(dir_ + "/blank.txt", "\n").is_ok());
+  PrepareOptions o = options("unused", 1, 0);
+  o.inputs = {dir_ + "/blank.txt"};
+  o.out_dir = dir_ + "/made/a/b/";
+  ASSERT_FALSE(prepare_shards(*tok_, o).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/made"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/blank.txt"));
 }
 
 TEST_F(PrepareShards, NoDocumentsNamesTheInputs) {

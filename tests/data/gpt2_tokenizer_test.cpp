@@ -315,5 +315,20 @@ TEST_F(SyntheticGpt2Vocab, EncoderJsonErrorsNameFileAndLine) {
       << bad.status().message();
 }
 
+// Text after the object (a second object of added tokens) was dropped without a word.
+TEST_F(SyntheticGpt2Vocab, EncoderJsonWithTextAfterTheObjectIsRefused) {
+  ASSERT_TRUE(load("#version: 0.2\nh e\nhe l\n").is_ok());  // SetUp's file, whitespace after
+  const std::string json = *read_file(dir_ + "/encoder.json");
+  for (const std::string& tail : {std::string("\n{\"x\": 259}"), std::string(" oops")}) {
+    write("encoder.json", json + tail);
+    auto bad = load("#version: 0.2\nh e\nhe l\n");
+    ASSERT_FALSE(bad.is_ok()) << tail;
+    EXPECT_NE(bad.status().message().find("text after the closing '}'"), std::string::npos)
+        << bad.status().message();
+  }
+  write("encoder.json", json + " \n\t\r\n");
+  EXPECT_TRUE(load("#version: 0.2\nh e\nhe l\n").is_ok());
+}
+
 }  // namespace
 }  // namespace sparq::data

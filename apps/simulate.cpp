@@ -312,12 +312,15 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     // write (a full disk, a file size limit) is reported and leaves an earlier CSV as it was
     // (found in review: an ofstream truncated it first and checked the stream before its last
     // flush).
+    // `model` is the spec ("gpt2-tiny n_layer=6 n_embd=384"), not the preset: configs of one
+    // preset with other sizes shared a label, and plot_scaling.py drew them as one curve
+    // (review, 2026-12-06). Its keys and values hold no comma.
     std::string csv =
         "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
         "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
     for (const Row& r : rows)
       csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
-                         base.model.preset, r.network, r.world, r.cell, r.step.step_ms,
+                         base.model.spec, r.network, r.world, r.cell, r.step.step_ms,
                          r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
                          r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms, r.efficiency,
                          r.tied_split ? 1 : 0);

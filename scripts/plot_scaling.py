@@ -4,12 +4,14 @@
     scripts/plot_scaling.py OUT_DIR FILE.csv [FILE.csv ...]
 
 One PNG per (model, network) found in the CSV files: scaling efficiency against the world
-size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png (OUT_DIR is
-created when missing).
+size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png (characters
+of the model other than letters, digits, ".", "_" and "-" as "_"; OUT_DIR is created when
+missing).
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import csv
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -75,7 +77,8 @@ def main(argv):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
-        path = f"{out_dir}/{model}_{network}.png"
+        # A model with overrides is "gpt2-tiny n_layer=6 n_embd=384": no spaces in file names.
+        path = f"{out_dir}/{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}_{network}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         print(f"wrote {path}")

@@ -59,6 +59,13 @@ grep -q " dense_f32 " "$work/auto.txt" || fail "no dense_f32 row with comm.plan:
 "$sim" "${common[@]}" --csv /dev/stdout 2>/dev/null | cat > "$work/piped.txt"
 first=$(head -1 "$work/piped.txt")
 [[ $first != model,* ]] || fail "the CSV came before the tables: $first"
+# The CSV's model column tells configs of one preset apart: it held the preset, so models of
+# other sizes shared a label and plot_scaling.py drew them as one curve (review, 2026-12-06).
+"$sim" --config configs/bench/gpt2_tiny.yaml --set model.n_layer=1 --profile profiles/h100_node.yaml \
+    --network 10gbit --world 2 --cells dense_f32 --csv "$work/one_layer.csv" > /dev/null ||
+  fail "simulate with model.n_layer=1"
+model=$(sed -n 2p "$work/one_layer.csv" | cut -d, -f1)
+[[ $model == "gpt2-tiny "*"n_layer=1"* ]] || fail "the CSV's model column is '$model'"
 # A local clip scope holds every bucket until backward ends only when it clips (or on a GPU),
 # as the trainer does (train::holds_buckets_for_local_norm); the sweep priced update mode
 # without clipping as held (review, 2026-12-07).

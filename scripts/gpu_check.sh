@@ -86,7 +86,8 @@ say "$(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --form
 say "nvcc: $(nvcc --version 2>&1 | tail -1)"
 say "g++: $(g++ --version 2>&1 | head -1); cmake: $(cmake --version 2>&1 | head -1);" \
   "ninja: $(ninja --version 2>&1); python3: $(python3 --version 2>&1)"
-# .git may not travel to the device: prepare_device_deps.sh records the commit it ran at.
+# .git may not travel to the device: prepare_device_deps.sh records the commit it ran at (run
+# it right before the device call, so that the commit is this tree's).
 commit=$(git rev-parse --short HEAD 2>/dev/null || cat .device-deps/commit 2>/dev/null || echo unknown)
 say "commit: $commit; budget ${budget} s;" \
   "stages: ${stages[*]}"
@@ -152,16 +153,32 @@ if [[ -z $gpu_tests ]]; then
   say "ctest ($ctest_bin) lists no gpu-labelled test that runs without mpirun"
   failed+=("no gpu tests listed")
 fi
-targets=($gpu_tests train bench_compress bench_models)
-say "targets: ${targets[*]}"
-# -k 0: a target that fails to compile does not keep the others from being built and run.
-if ! capped "${GPU_CHECK_BUILD_S:-300}" cmake --build build-gpu -j"$(nproc)" --target "${targets[@]}" -- -k 0 \
-  >>"$log" 2>&1; then
-  say "build FAILED or cut short for some targets (gpu_check_log.txt); their errors:"
-  grep -E "error|FAILED" "$log" | head -40 | tee -a "$results"
-  failed+=("build")
+# build_targets WHAT SECONDS TARGET...: builds them, capped; a failure is reported with the
+# errors of this build only. -k 0: a target that fails to compile does not keep the others
+# from being built and run.
+build_targets() {
+  local what=$1 seconds=$2 from
+  shift 2
+  say "build of the $what: $*"
+  from=$(($(wc -l <"$log") + 1))
+  if ! capped "$seconds" cmake --build build-gpu -j"$(nproc)" --target "$@" -- -k 0 >>"$log" 2>&1; then
+    say "build of the $what FAILED or cut short (gpu_check_log.txt); its errors:"
+    tail -n +"$from" "$log" | grep -E "error|FAILED" | head -40 | tee -a "$results"
+    failed+=("build of the $what")
+  fi
+  say "build of the $what done ($(elapsed) s)"
+}
+# The test binaries first, leaving 150 s for running them: one build of everything could
+# take the whole budget on a cold machine and leave the tests none (review, 2026-12-06). The
+# apps, built after the tests ran, reuse the libraries this build compiled.
+apps=(train bench_compress bench_models)
+if [[ -n $gpu_tests ]] && { wants tests || wants memcheck; }; then
+  tests_cap=$(($(left) - 150))
+  ((tests_cap > ${GPU_CHECK_BUILD_S:-300})) && tests_cap=${GPU_CHECK_BUILD_S:-300}
+  build_targets "gpu tests" "$tests_cap" $gpu_tests
 fi
-say "build done"
+apps_wanted=0
+for s in compress step models wfbp bert_vgg; do wants "$s" && apps_wanted=1; done
 
 if wants tests; then
   section "gpu tests (each binary once)"
@@ -175,9 +192,16 @@ if wants tests; then
       sed "s|^|$name: |" | tee -a "$results"
     say "$name: exit $rc$([[ $rc == 124 ]] && echo ' (timed out)')$([[ $rc == 77 ]] && echo ' (every test skipped)')"
     fail_unless_zero "$name" "$rc"
+    # A binary with host-only tests too (test_core_cuda) exits 0 when its device tests skip:
+    # on this machine any such skip means the device was not seen.
+    if grep -q "no CUDA device" "$work/$name.txt"; then
+      say "$name: some tests saw no CUDA device"
+      failed+=("$name (no device seen)")
+    fi
     pack
   done
 fi
+((apps_wanted)) && build_targets apps "${GPU_CHECK_BUILD_S:-300}" "${apps[@]}"
 
 if wants compress; then
   section "bench_compress --device cuda"

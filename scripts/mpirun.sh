@@ -5,10 +5,16 @@
 # mpi_yield_when_idle so that waiting ranks do not spin on cores others need.
 #   scripts/mpirun.sh -np 2 build/apps/train --config configs/default.yaml
 set -euo pipefail
+# The rank count, under any of mpirun's spellings (-np, --np, -n, --n, -c); a missing or
+# non-numeric value is left to mpirun's own error.
 ranks=1
 args=("$@")
-for ((i = 0; i < ${#args[@]}; i++)); do
-  if [[ "${args[$i]}" == "-np" || "${args[$i]}" == "-n" ]]; then ranks="${args[$((i + 1))]}"; fi
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  case "${args[$i]}" in
+    -np | --np | -n | --n | -c)
+      [[ "${args[$((i + 1))]}" =~ ^[1-9][0-9]*$ ]] && ranks="${args[$((i + 1))]}"
+      ;;
+  esac
 done
 flags=(--oversubscribe)
 [[ "$(id -u)" == "0" ]] && flags+=(--allow-run-as-root)

@@ -30,5 +30,6 @@ rm -rf "$dest"
 mkdir -p "$dest/root"
 for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dest/root"; done
 # The commit the deps were made at, for gpu_check.sh's report (.git may not travel).
-git rev-parse --short HEAD >"$dest/commit" 2>/dev/null || true
+# --dirty: uncommitted changes travel with the working tree, so the report says so.
+git describe --always --dirty >"$dest/commit" 2>/dev/null || true
 echo "prepare_device_deps.sh: ${#packages[@]} packages unpacked into $dest/root ($(du -sh "$dest/root" | cut -f1))"

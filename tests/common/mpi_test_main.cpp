@@ -1,6 +1,7 @@
 // main() for GoogleTest binaries run under mpirun. Initialises MPI with
 // MPI_THREAD_MULTIPLE (the MPI communicator accepts an already-initialised MPI), prints the
-// test log on rank 0 only, and makes the process exit non-zero on EVERY rank when any rank
+// test log on rank 0 only (the other ranks print their failures, each line prefixed with
+// the rank), and makes the process exit non-zero on EVERY rank when any rank
 // failed, so ctest sees the failure whichever rank hit it. When no rank failed and every rank
 // skipped every test, every rank exits 77 (Note [Skipped test binaries], common/skip_code.h).
 #include <gtest/gtest.h>
@@ -10,6 +11,31 @@
 
 #include "common/skip_code.h"
 #include "core/log.h"
+
+namespace {
+
+// The other ranks' printer: their failed assertions and tests only. Without it a failure
+// on rank 1 showed just "rank 1 of 2: tests FAILED", with no file, line or message.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "rank %d: %s:%d: Failure\n%s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.message());
+  }
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result()->Failed())
+      std::fprintf(stderr, "rank %d: [  FAILED  ] %s.%s\n", rank_, info.test_suite_name(),
+                   info.name());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -22,6 +48,7 @@ int main(int argc, char** argv) {
   if (rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter(rank));
   }
   const int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any_failed = 0;

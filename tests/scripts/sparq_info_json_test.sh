@@ -29,13 +29,13 @@ for key, kind in want.items():
 assert d["gemm_backend"] in ("eigen", "openblas", "blis", "avx512"), d["gemm_backend"]
 assert d["openmp_threads"] >= 1
 for name in ("none", "topk", "lbs", "powersgd", "dgc"):
-    assert name in d["compressors"], f"{name} missing from {d['compressors']}"
+    assert name in d["compressors"], f"{name} missing from " + str(d["compressors"])
 assert list(d["compressor_keys"]) == d["compressors"], "compressor_keys and compressors differ"
 assert d["compressor_keys"]["topk"] == ["density"], d["compressor_keys"]["topk"]
 assert d["compressor_keys"]["none"] == [], d["compressor_keys"]["none"]
 assert d["aggregations"][:4] == ["allreduce", "allgather", "two_phase", "tree"], d["aggregations"]
 for name in ("gpt2-124M", "bert-base", "vgg16"):
-    assert name in d["models"], f"{name} missing from {d['models']}"
+    assert name in d["models"], f"{name} missing from " + str(d["models"])
 assert not d["cuda_device_visible"] or d["cuda"], "a visible device in a build without CUDA"
 print("sparq_info --json OK:", len(d["compressors"]), "compressors, gemm", d["gemm_backend"])
 '

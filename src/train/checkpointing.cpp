@@ -137,6 +137,8 @@ Status Trainer::save_checkpoint() {
     }
     SPARQ_RETURN_IF_ERROR(agree(Status::ok(), "setting aside other histories' steps"));
   }
+  // Every rank saves rank 0's model state (Note [Model state follows rank 0]).
+  SPARQ_RETURN_IF_ERROR(share_model_state("checkpoint"));
   // Every rank writes its own file; COMPLETE is written only once all of them succeeded, so
   // a save that fails or dies on any rank leaves no directory that passes for complete.
   const Status written = write_rank_checkpoint(dir);

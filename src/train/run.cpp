@@ -202,8 +202,9 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   if (!options.export_safetensors.empty() && summary.stop_signal == 0) {
     Status exported;
     if (root) {
-      exported = export_safetensors(t.host_params(), options.export_safetensors,
-                                    {{"model", config.model.spec}, {"step", std::to_string(t.step())}});
+      exported = export_safetensors(
+          t.host_params(), options.export_safetensors,
+          {{"model", config.model.spec}, {"step", std::to_string(t.step())}}, t.model_state());
       if (exported.is_ok()) {
         spdlog::info("parameters of step {} exported to {}", t.step(), options.export_safetensors);
       }

@@ -28,6 +28,7 @@
 
 #include "core/param_store.h"
 #include "core/status.h"
+#include "core/tensor.h"
 
 namespace sparq::train {
 
@@ -86,9 +87,14 @@ struct SafetensorsTensor {
 Status write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 
-// Every parameter of `store` under its sparq name ("h.0.attn.qkv.weight", ...) and shape.
+// Every parameter of `store` under its sparq name ("h.0.attn.qkv.weight", ...) and shape,
+// then the model's state tensors (Model::state(): BatchNorm's running statistics,
+// "features.0.bn.running_mean", ...; F32, on any device) under theirs. Without the state an
+// exported VGG evaluated with its initial statistics (review, 2026-12-06: 16% top-1 where the
+// run had reached 72%). A state name that is also a parameter's is an error.
 Status export_safetensors(const ParamStore& store, const std::string& path,
-                          const std::map<std::string, std::string>& metadata = {});
+                          const std::map<std::string, std::string>& metadata = {},
+                          const std::vector<StateTensor>& state = {});
 
 struct ImportOptions {
   // When true, store parameters absent from the file keep their values; when false (the
@@ -100,13 +106,20 @@ struct ImportOptions {
   // When true, everything is validated (names, shapes, dtypes) from the file's header alone
   // and nothing is copied: the store may be unallocated or on a device.
   bool check_only = false;
+  // Set when given: the names of the `state` tensors the file lacks (they keep their values).
+  // A file with none of them (one exported before the state was, or a parameters-only file)
+  // loads; one with some but not all is an error unless allow_missing.
+  std::vector<std::string>* state_absent = nullptr;
 };
 
 // Loads tensors named as sparq names them (export_safetensors' files) into `store`.
 // Shapes must match exactly. Everything is validated before anything is copied, so on error
 // the store is unchanged. The store must be allocated on the CPU unless options.check_only.
+// `state`: the model's state tensors (export_safetensors), on any device, loaded under the same
+// rules as the parameters but for ImportOptions::state_absent.
 Status import_safetensors(ParamStore& store, const std::string& path,
-                          const ImportOptions& options = {});
+                          const ImportOptions& options = {},
+                          const std::vector<StateTensor>& state = {});
 
 // Helpers for importers of other naming schemes (train/hf_gpt2.h), so every importer
 // validates and reports shapes, dtypes and the store's device the same way.

@@ -166,6 +166,8 @@ std::span<const std::int32_t> ids_of(const Tensor& t) {
 EvalMetrics Trainer::evaluate() {
   const bool lm = config_.model.is_language_model();
   const bool mlm = config_.model.arch == ModelArch::kBert;
+  const Status shared = share_model_state("evaluation");
+  SPARQ_CHECK(shared.is_ok(), "{}", shared.message());
   model_->set_training(false);
   const data::LoaderState start{config_.train.seed, 0, 0};
   SPARQ_CHECK(eval_data_->restore(start).is_ok(), "cannot rewind the evaluation data");

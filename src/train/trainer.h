@@ -133,6 +133,10 @@ class Trainer {
   const ParamStore& host_params();
   const ExecContext& context() const { return context_ ? *context_ : ExecContext::cpu(); }
   std::uint64_t param_checksum();
+  // The model's state tensors (BatchNorm's running statistics; empty for the transformers), on
+  // the model's device: after an evaluation or a checkpoint, rank 0's on every rank (Note
+  // [Model state follows rank 0], trainer.cpp).
+  std::vector<StateTensor> model_state() const { return model_->state(); }
   const DataInfo& data_info() const { return data_info_; }
   bool is_root() const { return comm_.rank() == 0; }
 
@@ -184,6 +188,8 @@ class Trainer {
   // same on every rank.
   Result<int> agree_on_stop_signal();
   Status write_trace();
+  // Collective: Note [Model state follows rank 0].
+  Status share_model_state(const std::string& what);
   std::size_t memory_estimate_bytes() const;
 
   TrainConfig config_;

@@ -184,7 +184,7 @@ Status Trainer::load_initial_weights(bool check_only) {
   if (check_only) {
     const Status s = format == "gpt2_hf"
                          ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)
-                         : import_safetensors(store_, path, {.check_only = true});
+                         : import_safetensors(store_, path, {.check_only = true}, model_->state());
     return s.with_context(config_.origin + ": train.init_from");
   }
   // A GPU store is imported through its host copy (same layout), then uploaded whole.
@@ -195,9 +195,19 @@ Status Trainer::load_initial_weights(bool check_only) {
   }
   // The file's vocabulary must be the model's: with fewer rows, the ids above them would
   // start from zero embeddings without a word.
-  const Status s = format == "gpt2_hf" ? import_gpt2_hf(*target, path, config_.model.vocab_size)
-                                       : import_safetensors(*target, path);
+  std::vector<std::string> state_absent;
+  const Status s =
+      format == "gpt2_hf"
+          ? import_gpt2_hf(*target, path, config_.model.vocab_size)
+          : import_safetensors(*target, path, {.state_absent = &state_absent}, model_->state());
   SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  if (!state_absent.empty() && is_root()) {
+    spdlog::warn(
+        "train.init_from: {} holds none of the model's {} state tensors ({}, ...: an export from "
+        "before they were exported); they start from their defaults, and evaluations before "
+        "training has run them in are off",
+        path, state_absent.size(), state_absent.front());
+  }
   if (context().is_cuda()) {
     copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));
   }

@@ -10,11 +10,13 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
+#include "core/tensor_copy.h"
 #include "train/eval_sums.h"
 #include "train/trainer.h"
 
@@ -123,6 +125,52 @@ TEST(EvaluationMpi, WorldSumsAreTheRankOrderSumOnEveryRank) {
   c.broadcast(root, 2, DType::kI64, 0);
   EXPECT_EQ(bits[0], root[0]);
   EXPECT_EQ(bits[1], root[1]);
+}
+
+// How many ranks hold model state other than rank 0's (collective).
+int ranks_off_rank_zero(comm::Communicator& c, const std::vector<StateTensor>& state) {
+  std::vector<float> mine, staging;
+  for (const StateTensor& s : state) {
+    const float* host = host_floats(s.tensor, staging);
+    mine.insert(mine.end(), host, host + s.tensor.numel());
+  }
+  std::vector<float> root = mine;
+  c.broadcast(root.data(), root.size(), DType::kF32, 0);
+  std::int32_t off = mine == root ? 0 : 1, total = 0;
+  c.allreduce(&off, &total, 1, DType::kI32, comm::ReduceOp::kSum);
+  return total;
+}
+
+// Note [Model state follows rank 0]: each rank's batches move its BatchNorm statistics apart
+// from the others'; an evaluation and a checkpoint first give every rank rank 0's (they
+// evaluated and saved each rank's own: review, 2026-12-06).
+TEST(EvaluationMpi, BatchNormStatisticsAreRankZerosForEvaluationsAndCheckpoints) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& c = **world;
+  if (c.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::string dir = ::testing::TempDir() + "/bn_state_" + std::to_string(c.size());
+  auto config = parse_train_config(
+      kCases[2].yaml, "vgg",
+      {"train.micro_batch=2", "train.steps=4", "optim.lr=0.01", "train.checkpoint_dir=" + dir});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  if (c.rank() == 0) std::filesystem::remove_all(dir);  // an earlier run's steps
+  c.barrier();
+  for (const bool checkpoint : {false, true}) {
+    SCOPED_TRACE(checkpoint ? "checkpoint" : "evaluation");
+    auto trainer = Trainer::create(*config, c);
+    ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
+    Trainer& t = **trainer;
+    ASSERT_TRUE(t.run(/*stop_at=*/2).is_ok());  // stopped early: no evaluation, no checkpoint
+    ASSERT_FALSE(t.model_state().empty());
+    ASSERT_EQ(ranks_off_rank_zero(c, t.model_state()), c.size() - 1);  // they drifted apart
+    if (checkpoint) {
+      ASSERT_TRUE(t.save_checkpoint().is_ok());
+    } else {
+      t.evaluate();
+    }
+    EXPECT_EQ(ranks_off_rank_zero(c, t.model_state()), 0);
+  }
 }
 
 }  // namespace

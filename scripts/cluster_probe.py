@@ -97,6 +97,12 @@ def main():
     c.add_argument("--megabytes", type=float, default=24)
     c.add_argument("--pings", type=int, default=200)
     args = parser.parse_args()
+    # No round trip has no median, and no bytes no rate: refused before connecting (they
+    # ended in a traceback: review, 2026-12-06).
+    if args.mode == "client" and args.pings < 1:
+        parser.error(f"--pings must be at least 1, got {args.pings}")
+    if args.mode == "client" and not args.megabytes > 0:
+        parser.error(f"--megabytes must be above 0, got {args.megabytes:g}")
     if args.mode == "server":
         serve(args.bind)
     else:

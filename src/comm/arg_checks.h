@@ -23,4 +23,15 @@ void check_tag(const char* op, int tag);
 // Non-null unless the byte count is zero.
 void check_buffer(const char* op, const char* what, const void* buffer, std::size_t bytes);
 
+// Extent in elements of a layout of blocks (counts[i] at displs[i]): the size a buffer
+// holding it needs.
+inline std::size_t extent(std::span<const std::size_t> counts,
+                          std::span<const std::size_t> displs) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) end = end > displs[i] + counts[i] ? end : displs[i] + counts[i];
+  }
+  return end;
+}
+
 }  // namespace sparq::comm

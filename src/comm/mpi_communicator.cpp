@@ -23,7 +23,6 @@
 namespace sparq::comm {
 namespace {
 
-using mpi_support::extent;
 using mpi_support::for_each_chunk;
 using mpi_support::overlaps;
 using mpi_support::OwnedComm;
@@ -124,7 +123,9 @@ class MpiCommunicator final : public Communicator {
     check_buffer("allgatherv", "input", in, bytes);
     check_buffer("allgatherv", "output", out, out_bytes);
     const std::vector<int> icounts = to_ints(counts, "allgatherv", "counts[r]");
-    const std::vector<int> idispls = to_ints(displs, "allgatherv", "displs[r]");
+    // Offsets it computed are not the caller's displs (review, 2026-12-06).
+    const std::vector<int> idispls = to_ints(
+        displs, "allgatherv", packed.empty() ? "displs[r]" : "the packed offset of rank r's block");
     std::vector<char> staged;
     const bool in_place = in == static_cast<const char*>(out) + displs[rank_] * es;
     if (!in_place && overlaps(in, bytes, out, out_bytes)) in = stage(staged, in, bytes);
@@ -206,9 +207,13 @@ class MpiCommunicator final : public Communicator {
     check_buffer("alltoallv", "input", in, in_bytes);
     check_buffer("alltoallv", "output", out, out_bytes);
     const auto sc = to_ints(send_counts, "alltoallv", "send_counts[r]");
-    const auto sd = to_ints(send_displs, "alltoallv", "send_displs[r]");
+    const auto sd =
+        to_ints(send_displs, "alltoallv",
+                packed_send.empty() ? "send_displs[r]" : "the packed offset of block r");
     const auto rc = to_ints(recv_counts, "alltoallv", "recv_counts[r]");
-    const auto rd = to_ints(recv_displs, "alltoallv", "recv_displs[r]");
+    const auto rd =
+        to_ints(recv_displs, "alltoallv",
+                packed_recv.empty() ? "recv_displs[r]" : "the packed offset of block r");
     // MPI's in-place alltoallv sends from the receive layout, so it only applies when both
     // layouts coincide.
     const bool in_place = in == out && sc == rc && sd == rd;

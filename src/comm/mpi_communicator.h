@@ -12,7 +12,10 @@
 //     SPARQ_CHECK/MPI_CHECK/CommEngine timeout on any rank ends every rank, and
 //   - re-initialises the logger with this process's rank and world size.
 //
-// Threading: with MPI_THREAD_MULTIPLE any thread may call, one call per thread at a time.
+// Threading: one thread at a time per communicator (its scratch and byte counters are not
+// shared-safe, and MPI pairs a communicator's collectives in the order they are issued, so two
+// threads on one communicator could pair them differently on different ranks); with
+// MPI_THREAD_MULTIPLE, different communicators may be called from different threads.
 // When the library provides only MPI_THREAD_SERIALIZED, every call takes a process-wide lock;
 // then all communication should go through one CommEngine (whose thread serialises it), since
 // two threads issuing collectives in different orders on different ranks would deadlock

@@ -64,10 +64,17 @@ inline int to_int(std::size_t value, const char* op, const char* what) {
   return static_cast<int>(value);
 }
 
+// `what` names the per-rank value ("counts[r]"); the message adds which r.
 inline std::vector<int> to_ints(std::span<const std::size_t> values, const char* op,
                                 const char* what) {
   std::vector<int> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_int(values[i], op, what);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    SPARQ_CHECK(values[i] <= static_cast<std::size_t>(INT_MAX),
+                "{}: {} = {} for r = {} exceeds INT_MAX, the largest count or offset one MPI "
+                "call accepts",
+                op, what, values[i], i);
+    out[i] = static_cast<int>(values[i]);
+  }
   return out;
 }
 
@@ -75,16 +82,6 @@ inline bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::siz
   const auto pa = reinterpret_cast<std::uintptr_t>(a);
   const auto pb = reinterpret_cast<std::uintptr_t>(b);
   return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-// Extent in elements of a layout of blocks (counts[i] at displs[i]).
-inline std::size_t extent(std::span<const std::size_t> counts,
-                          std::span<const std::size_t> displs) {
-  std::size_t end = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
-  }
-  return end;
 }
 
 // Owns a duplicate of a parent communicator, with errors returned to MPI_CHECK.

@@ -194,6 +194,10 @@ void NcclCommunicator::allreduce(const void* in, void* out, std::size_t count, D
                                  ReduceOp op) {
   check_reduce("allreduce", dtype, op);
   const std::size_t bytes = count * dtype_size(dtype);
+  // The buffer checks every backend makes (arg_checks.h); NCCL's own refusal of a null
+  // buffer named neither the call nor the buffer (review, 2026-12-06).
+  check_buffer("allreduce", "input", in, bytes);
+  check_buffer("allreduce", "output", out, bytes);
   if (in != out && overlaps(in, bytes, out, bytes)) in = stage(in, bytes);
   NCCL_CHECK(ncclAllReduce(in, out, count, nccl_reduce_type(dtype, "allreduce"), nccl_op(op),
                            comm_.get(), stream_.get()));
@@ -202,6 +206,8 @@ void NcclCommunicator::allreduce(const void* in, void* out, std::size_t count, D
 
 void NcclCommunicator::allgather(const void* in, void* out, std::size_t count, DType dtype) {
   const std::size_t bytes = count * dtype_size(dtype);
+  check_buffer("allgather", "input", in, bytes);
+  check_buffer("allgather", "output", out, bytes * size_);
   const bool in_place = in == cbytes(out, rank_ * bytes);
   if (!in_place && overlaps(in, bytes, out, bytes * size_)) in = stage(in, bytes);
   NCCL_CHECK(ncclAllGather(in, out, bytes, ncclUint8, comm_.get(), stream_.get()));
@@ -215,8 +221,14 @@ void NcclCommunicator::allgatherv(const void* in, void* out, std::span<const std
   std::vector<std::size_t> packed;
   if (displs.empty()) displs = packed = packed_displs(counts);
   check_per_rank("allgatherv", "displs", displs, size_);
-  const std::size_t es = dtype_size(dtype);
+  const std::size_t es = dtype_size(dtype), bytes = counts[rank_] * es;
+  const std::size_t out_bytes = extent(counts, displs) * es;
+  check_buffer("allgatherv", "input", in, bytes);
+  check_buffer("allgatherv", "output", out, out_bytes);
   void* own = bytes_at(out, displs[rank_] * es);
+  // An input overlapping the output but not its own slot is staged, as the header promises
+  // (it went straight into an overlapping cudaMemcpyAsync: review, 2026-12-06).
+  if (in != own && overlaps(in, bytes, out, out_bytes)) in = stage(in, bytes);
   if (in != own && counts[rank_] > 0) {
     CUDA_CHECK(
         cudaMemcpyAsync(own, in, counts[rank_] * es, cudaMemcpyDeviceToDevice, stream_.get()));
@@ -237,6 +249,8 @@ void NcclCommunicator::reduce_scatter(const void* in, void* out,
   check_per_rank("reduce_scatter", "counts", counts, size_);
   check_reduce("reduce_scatter", dtype, op);
   const std::size_t es = dtype_size(dtype), total = total_count(counts);
+  check_buffer("reduce_scatter", "input", in, total * es);
+  check_buffer("reduce_scatter", "output", out, counts[rank_] * es);
   const auto offsets = packed_displs(counts);
   const bool in_place = out == cbytes(in, offsets[rank_] * es);
   if (!in_place && overlaps(in, total * es, out, counts[rank_] * es)) in = stage(in, total * es);
@@ -278,6 +292,8 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
     in_end = std::max(in_end, (send_displs[r] + send_counts[r]) * es);
     out_end = std::max(out_end, (recv_displs[r] + recv_counts[r]) * es);
   }
+  check_buffer("alltoallv", "input", in, in_end);
+  check_buffer("alltoallv", "output", out, out_end);
   // Send/recv pairs cannot run in place: stage any input that overlaps the output.
   if (overlaps(in, in_end, out, out_end)) in = stage(in, in_end);
   SPARQ_CHECK(send_counts[rank_] == recv_counts[rank_],
@@ -306,6 +322,7 @@ void NcclCommunicator::alltoallv(const void* in, std::span<const std::size_t> se
 void NcclCommunicator::broadcast(void* buffer, std::size_t count, DType dtype, int root) {
   check_rank_arg("broadcast", "root", root, size_);
   const std::size_t es = dtype_size(dtype);
+  check_buffer("broadcast", "buffer", buffer, count * es);
   NCCL_CHECK(
       ncclBroadcast(buffer, buffer, count * es, ncclUint8, root, comm_.get(), stream_.get()));
   finish("broadcast", chain_broadcast_bytes(count, es, rank_, root, priced_size_));

@@ -14,7 +14,10 @@
 // step is skipped, so that share of the residual is lost, as every other rank's sent share
 // of that step is lost on the CPU too. Likewise dgc's momentum takes the zeroed gradient
 // (u = m u, then masked where sent), where the CPU leaves it as it was. No NaN or infinity
-// reaches a residual, a momentum or a message.
+// reaches a residual, a momentum or a message. And with error feedback the flag comes from
+// ||g + e||^2, so a finite gradient whose sum with the residual overflows f32 is flagged
+// (the step skipped) where the CPU, which reads g alone, takes the step and leaves an
+// infinite residual: the device's rule is the safer one (review, 2026-12-06).
 #pragma once
 
 #include <cstddef>

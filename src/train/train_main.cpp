@@ -173,11 +173,14 @@ int train_main(int argc, char** argv) {
     // The time, speed, bytes and skips are this invocation's: a resumed run names its own
     // steps, and the skips before it apart.
     const auto plural = [](std::int64_t n) { return n == 1 ? "" : "s"; };
+    // A resume that runs nothing (to evaluate a checkpoint) read "0 steps (5..4, resumed at
+    // step 4)" (review, 2026-12-06).
     const std::string steps =
         s.steps_run == s.steps ? fmt::format("{} step{}", s.steps, plural(s.steps))
+        : s.steps_run == 0     ? fmt::format("0 steps (resumed at step {})", s.steps)
                                : fmt::format("{} step{} ({}..{}, resumed at step {})", s.steps_run,
-                                             plural(s.steps_run), s.steps - s.steps_run + 1,
-                                             s.steps, s.steps - s.steps_run);
+                                             plural(s.steps_run), s.steps - s.steps_run + 1, s.steps,
+                                             s.steps - s.steps_run);
     const std::string skipped = s.skipped == s.skipped_run
                                     ? fmt::format("{} skipped", s.skipped_run)
                                     : fmt::format("{} skipped, {} before the resume", s.skipped_run,

@@ -135,7 +135,7 @@ class Trainer {
   std::uint64_t param_checksum();
   // The model's state tensors (BatchNorm's running statistics; empty for the transformers), on
   // the model's device: after an evaluation or a checkpoint, rank 0's on every rank (Note
-  // [Model state follows rank 0], trainer.cpp).
+  // [Model state follows rank 0], trainer_weights.cpp).
   std::vector<StateTensor> model_state() const { return model_->state(); }
   const DataInfo& data_info() const { return data_info_; }
   bool is_root() const { return comm_.rank() == 0; }

@@ -10,11 +10,8 @@
 
 #include "comm/agree.h"
 #include "comm/nccl_queue.h"
-#include "core/tensor_copy.h"
 #include "core/threading.h"
 #include "models/vgg.h"
-#include "train/hf_gpt2.h"
-#include "train/safetensors.h"
 #include "train/trainer.h"
 
 namespace sparq::train {
@@ -166,52 +163,6 @@ Status Trainer::connect_buckets() {
                                    .split_tied_embedding = split_tied_,
                                    .control = engine_.get()},
       &trace_);
-  return Status::ok();
-}
-
-Status Trainer::load_initial_weights(bool check_only) {
-  const std::string& path = config_.train.init_from;
-  std::string format = config_.train.init_format;
-  if (format == "auto") {
-    // Hugging Face GPT-2 files are recognised by their fused attention projection.
-    auto read = SafetensorsFile::read_header(path);
-    if (!read.is_ok()) return read.status().with_context(config_.origin + ": train.init_from");
-    const SafetensorsFile& file = *read;
-    const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
-                    file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
-    format = hf ? "gpt2_hf" : "sparq";
-  }
-  if (check_only) {
-    const Status s = format == "gpt2_hf"
-                         ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)
-                         : import_safetensors(store_, path, {.check_only = true}, model_->state());
-    return s.with_context(config_.origin + ": train.init_from");
-  }
-  // A GPU store is imported through its host copy (same layout), then uploaded whole.
-  ParamStore* target = &store_;
-  if (context().is_cuda()) {
-    host_params();
-    target = &host_mirror_;
-  }
-  // The file's vocabulary must be the model's: with fewer rows, the ids above them would
-  // start from zero embeddings without a word.
-  std::vector<std::string> state_absent;
-  const Status s =
-      format == "gpt2_hf"
-          ? import_gpt2_hf(*target, path, config_.model.vocab_size)
-          : import_safetensors(*target, path, {.state_absent = &state_absent}, model_->state());
-  SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
-  if (!state_absent.empty() && is_root()) {
-    spdlog::warn(
-        "train.init_from: {} holds none of the model's {} state tensors ({}, ...: an export from "
-        "before they were exported); they start from their defaults, and evaluations before "
-        "training has run them in are off",
-        path, state_absent.size(), state_absent.front());
-  }
-  if (context().is_cuda()) {
-    copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));
-  }
-  if (is_root()) spdlog::info("initial weights from {} ({} names)", path, format);
   return Status::ok();
 }
 

@@ -1,0 +1,94 @@
+// The model's weights and state in and out of the trainer: train.init_from's import
+// (Trainer::load_initial_weights) and Note [Model state follows rank 0]
+// (Trainer::share_model_state).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "core/tensor_copy.h"
+#include "train/hf_gpt2.h"
+#include "train/safetensors.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+
+Status Trainer::load_initial_weights(bool check_only) {
+  const std::string& path = config_.train.init_from;
+  std::string format = config_.train.init_format;
+  if (format == "auto") {
+    // Hugging Face GPT-2 files are recognised by their fused attention projection.
+    auto read = SafetensorsFile::read_header(path);
+    if (!read.is_ok()) return read.status().with_context(config_.origin + ": train.init_from");
+    const SafetensorsFile& file = *read;
+    const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
+                    file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
+    format = hf ? "gpt2_hf" : "sparq";
+  }
+  if (check_only) {
+    const Status s = format == "gpt2_hf"
+                         ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)
+                         : import_safetensors(store_, path, {.check_only = true}, model_->state());
+    return s.with_context(config_.origin + ": train.init_from");
+  }
+  // A GPU store is imported through its host copy (same layout), then uploaded whole.
+  ParamStore* target = &store_;
+  if (context().is_cuda()) {
+    host_params();
+    target = &host_mirror_;
+  }
+  // The file's vocabulary must be the model's: with fewer rows, the ids above them would
+  // start from zero embeddings without a word.
+  std::vector<std::string> state_absent;
+  const Status s =
+      format == "gpt2_hf"
+          ? import_gpt2_hf(*target, path, config_.model.vocab_size)
+          : import_safetensors(*target, path, {.state_absent = &state_absent}, model_->state());
+  SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  if (!state_absent.empty() && is_root()) {
+    spdlog::warn(
+        "train.init_from: {} holds none of the model's {} state tensors ({}, ...: an export from "
+        "before they were exported); they start from their defaults, and evaluations before "
+        "training has run them in are off",
+        path, state_absent.size(), state_absent.front());
+  }
+  if (context().is_cuda()) {
+    copy_from_host(host_mirror_.params(), store_.param_range({0, store_.flat_numel()}));
+  }
+  if (is_root()) spdlog::info("initial weights from {} ({} names)", path, format);
+  return Status::ok();
+}
+
+// Note [Model state follows rank 0]
+// BatchNorm's running statistics are updated by every rank from its own batches, so the
+// replicas' statistics drift apart while their parameters stay identical (review,
+// 2026-12-06: 0.019 apart after 4 steps of vgg-tiny), and an evaluation summed each rank's
+// scores under its own statistics: the score of no single model. As PyTorch DDP, which
+// broadcasts a module's buffers from rank 0, rank 0's statistics are the model's: they are
+// broadcast before every evaluation and every checkpoint, so that what is evaluated, what
+// every rank saves and what rank 0 exports is one model. Training never reads them (train
+// mode normalises with the batch's statistics), and rank 0's own never change by the
+// broadcast, so when it happens changes neither the parameters nor rank 0's history: an
+// interrupted and resumed run evaluates and saves what the uninterrupted one does.
+Status Trainer::share_model_state(const std::string& what) {
+  const std::vector<StateTensor> state = model_->state();
+  if (comm_.size() == 1 || state.empty()) return Status::ok();
+  return run_control("model state broadcast (" + what + ")", [&](comm::Communicator& c) {
+    std::vector<char> staging;
+    for (const StateTensor& s : state) {
+      const auto n = static_cast<std::size_t>(s.tensor.numel());
+      if (s.tensor.device() == c.device()) {
+        c.broadcast(s.tensor.raw(), n, s.tensor.dtype(), 0);
+        continue;
+      }
+      // A communicator on the other side (a CUDA model on MPI): through the host.
+      staging.resize(s.tensor.nbytes());
+      copy_to_host(s.tensor, staging.data());
+      c.broadcast(staging.data(), n, s.tensor.dtype(), 0);
+      copy_from_host(staging.data(), s.tensor);
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace sparq::train

@@ -69,8 +69,11 @@ class Aggregator {
   // options (two_phase's server compression); make_aggregator() calls it. Default: nothing.
   virtual Status check_compressor(const Compressor& /*c*/) const { return Status::ok(); }
 
-  // Bytes of the compressed payload this rank put into its messages during the last run
-  // (all phases), the numerator of the compression ratio against 4 n.
+  // Bytes of the compressed payload this rank encoded during the last run (all phases), the
+  // numerator of the compression ratio against 4 n (docs/compress.md, "Aggregation
+  // strategies"). Not the wire: the tree's root counts its own list, which it never sends,
+  // and not the global index list it broadcasts; the bytes on the wire are the byte model's
+  // (metrics bytes_sent, comm/byte_model.h).
   std::size_t last_payload_bytes() const { return payload_bytes_; }
 
   // Strategy state beyond the compressor and the client residual (two_phase: the server

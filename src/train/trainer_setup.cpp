@@ -279,6 +279,12 @@ std::string Trainer::describe() const {
                      local_.rank, local_.size, local_.source);
     const Status support = check_device_support(c);
     if (!support.is_ok()) s += "           note: training refused: " + support.message() + "\n";
+#if !SPARQ_HAS_CUDA
+    // The dry run said "configuration valid" and nothing else, where training refuses at
+    // once (open_rank_device) (review, 2026-12-06). A note of its own: the config is fine.
+    s += "           note: this sparq was built without CUDA (sparq_info: 'CUDA: not built'), "
+         "so training would be refused here; the config is checked all the same\n";
+#endif
   }
   s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
                    comm_.size(), c.train.micro_batch, c.train.accumulation,

@@ -140,6 +140,15 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
       << p.output;
   // lbs (exact selection, allgathered) has a GPU path: nothing to refuse.
   EXPECT_EQ(p.output.find("note: training refused"), std::string::npos) << p.output;
+  // A build without CUDA says that training would be refused for want of it (it said
+  // nothing: review, 2026-12-06).
+  const bool build_note =
+      p.output.find("note: this sparq was built without CUDA") != std::string::npos;
+#if SPARQ_HAS_CUDA
+  EXPECT_FALSE(build_note) << p.output;
+#else
+  EXPECT_TRUE(build_note) << p.output;
+#endif
   EXPECT_NE(p.output.find("bucket plan:"), std::string::npos) << p.output;
   const ProcessResult dense = run_train(0,
                                         "--config configs/gpt2_wikitext_tiny.yaml --set "

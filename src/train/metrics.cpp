@@ -1,8 +1,10 @@
 #include "train/metrics.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -140,7 +142,7 @@ std::string to_json(const EvalMetrics& m) {
 }
 
 JsonlWriter::~JsonlWriter() {
-  if (file_) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Status JsonlWriter::open(const std::string& path, bool append) {
@@ -148,26 +150,45 @@ Status JsonlWriter::open(const std::string& path, bool append) {
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   if (append) SPARQ_RETURN_IF_ERROR(drop_incomplete_last_line(path));
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!file_) return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd_ < 0)
+    return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
   path_ = path;
   lost_records_ = 0;
+  fragment_left_ = false;
   return Status::ok();
 }
 
 void JsonlWriter::write(const std::string& line) {
-  if (!file_) return;
-  errno = 0;
-  const bool written = std::fputs(line.c_str(), file_) != EOF && std::fputc('\n', file_) != EOF &&
-                       std::fflush(file_) == 0;
-  if (written) return;
+  if (fd_ < 0) return;
+  const std::string record = (fragment_left_ ? "\n" : "") + line + "\n";
+  // Where the record starts: a regular file's end (O_APPEND writes there); -1 for a pipe or
+  // a device, which cannot be cut back.
+  const off_t start = ::lseek(fd_, 0, SEEK_END);
+  std::size_t done = 0;
+  int error = 0;
+  while (done < record.size()) {
+    const ssize_t n = ::write(fd_, record.data() + done, record.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      error = n < 0 ? errno : ENOSPC;
+      break;
+    }
+  }
+  if (done == record.size()) {
+    fragment_left_ = false;
+    return;
+  }
+  if (done > 0) fragment_left_ = start < 0 || ::ftruncate(fd_, start) != 0;
   if (lost_records_++ == 0) {
     spdlog::warn(
         "log.metrics: cannot write to '{}': {}; training goes on, and the records "
         "that cannot be written are counted at the end",
-        path_, errno ? std::strerror(errno) : "write error");
+        path_, std::strerror(error));
   }
-  std::clearerr(file_);
 }
 
 }  // namespace sparq::train

@@ -56,10 +56,12 @@ std::string to_json(const EvalMetrics& m);
 std::string format_bytes(double bytes);
 std::string format_duration(double seconds);
 
-// Appends lines to a file and flushes each, so a crashed run keeps every finished step.
+// Appends lines to a file, each with one write(2), so a crashed run keeps every finished step.
 // A record that cannot be written (disk full, /dev/full, a vanished mount) is a warning the
 // first time and is counted, never the end of the run: the metrics are a diagnostic, and the
-// run may be hours from its last checkpoint (as log.trace's writes, trainer.cpp).
+// run may be hours from its last checkpoint (as log.trace's writes, trainer.cpp). The part
+// of a record that did get written is cut off again, so that once the disk has room the
+// next record starts a line of its own (it was glued to the fragment: review, 2026-12-06).
 class JsonlWriter {
  public:
   JsonlWriter() = default;
@@ -71,13 +73,15 @@ class JsonlWriter {
   // record starts a line of its own and every line of the file is one JSON record.
   Status open(const std::string& path, bool append);
   void write(const std::string& line);
-  bool is_open() const { return file_ != nullptr; }
+  bool is_open() const { return fd_ >= 0; }
   // Records that write() could not write since open().
   std::int64_t lost_records() const { return lost_records_; }
 
  private:
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   std::string path_;
+  // A fragment could not be cut off (not a regular file): the next record starts with '\n'.
+  bool fragment_left_ = false;
   std::int64_t lost_records_ = 0;
 };
 

@@ -1,8 +1,10 @@
 // log.metrics' file: a record that cannot be written is counted, not fatal, and a resumed
 // run drops the incomplete last record an interrupted run left before appending its own.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,6 +40,28 @@ TEST(MetricsFile, AFailedWriteIsCountedAndTheRunGoesOn) {
   writer.write("{\"event\":\"step\",\"step\":1}");
   writer.write("{\"event\":\"step\",\"step\":2}");
   EXPECT_EQ(writer.lost_records(), 2);
+}
+
+// A disk that fills mid-record and frees space later: the fragment written before the error
+// is cut off, so the next record is a line of its own (it was glued to the fragment, which
+// made both unreadable: review, 2026-12-06). A file-size limit stands in for the full disk.
+TEST(MetricsFile, APartlyWrittenRecordIsCutOffBeforeTheNext) {
+  const std::string path = metrics_scratch("partial.jsonl");
+  JsonlWriter writer;
+  ASSERT_TRUE(writer.open(path, /*append=*/false).is_ok());
+  writer.write("{\"step\":1}");
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = std::filesystem::file_size(path) + 10;  // 10 bytes of the next record fit
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  writer.write("{\"step\":2,\"loss\":1.5,\"lr\":0.001}");
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(writer.lost_records(), 1);
+  writer.write("{\"step\":3}");
+  EXPECT_EQ(whole_file(path), "{\"step\":1}\n{\"step\":3}\n");
 }
 
 TEST(MetricsFile, WrittenRecordsAreNotCountedAsLost) {

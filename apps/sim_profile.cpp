@@ -32,11 +32,11 @@
 #include "comm/mpi_communicator.h"
 #include "compress/registry.h"
 #include "core/cli_args.h"
+#include "core/output_file.h"
 #include "core/status.h"
 #include "core/threading.h"
 #include "models/config.h"
 #include "sim/measure.h"
-#include "sim/output_file.h"
 #include "sim/profile.h"
 
 namespace {
@@ -109,7 +109,7 @@ Result<MachineProfile> prepare_out(const std::string& path) {
     return Status::error("--out {}: is a directory, not a profile file", path);
   }
   // A profile is read before it is updated: a device or a pipe holds none.
-  if (sparq::sim::is_special_file(path)) {
+  if (sparq::is_special_file(path)) {
     return Status::error("--out {}: is not a regular file (a profile is read, then updated)", path);
   }
   const auto parent = std::filesystem::path(path).parent_path();
@@ -130,7 +130,7 @@ Status write_profile(const std::string& path, const MachineProfile& p) {
   // significant digits are kept ("0.12297250000000001" -> "0.123"), by the emitter: a regex
   // over the text also shortened decimals in names ("--link-name 1gbit-0.100000ms" became
   // 1gbit-0.1ms, which simulate --network then did not find: review, 2026-12-06).
-  return sparq::sim::write_output_file(path, sparq::sim::profile_yaml(p, 4))
+  return sparq::write_output_file(path, sparq::sim::profile_yaml(p, 4))
       .with_context(
           fmt::format("--out {}: the profile was not written (the file is unchanged)", path));
 }

@@ -20,8 +20,8 @@
 #include <string_view>
 
 #include "core/cli_args.h"
+#include "core/output_file.h"
 #include "sim/auto_plan.h"
-#include "sim/output_file.h"
 #include "sim/profile.h"
 #include "sim/step_model.h"
 #include "sim/workload.h"
@@ -328,7 +328,7 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     // `--csv /dev/stdout | ...` printed the CSV before them (review, 2026-12-06).
     std::fflush(stdout);
     SPARQ_RETURN_IF_ERROR(
-        sim::write_output_file(csv_path, csv)
+        write_output_file(csv_path, csv)
             .with_context(
                 fmt::format("--csv {}: not written (an earlier file there is kept)", csv_path)));
     fmt::print("\nwrote {} rows to {}\n", rows.size(), csv_path);

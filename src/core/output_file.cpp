@@ -1,4 +1,4 @@
-#include "sim/output_file.h"
+#include "core/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include "core/file_io.h"
 
-namespace sparq::sim {
+namespace sparq {
 namespace {
 
 // Every byte of `text` to `fd`, each write checked; `path` names it in errors.
@@ -158,4 +158,4 @@ Status write_output_file(const std::string& path, std::string_view text) {
   return write_file_atomic(resolved.path, text);
 }
 
-}  // namespace sparq::sim
+}  // namespace sparq

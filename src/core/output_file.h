@@ -1,4 +1,6 @@
-// Where the simulator's apps write their files (simulate --csv, sim_profile --out).
+// Where the apps write a file a user names: simulate --csv, sim_profile --out, and train's
+// --export-safetensors and log.trace (a link or a device was replaced by a regular file:
+// review, 2026-12-06).
 #pragma once
 
 #include <string>
@@ -6,7 +8,7 @@
 
 #include "core/status.h"
 
-namespace sparq::sim {
+namespace sparq {
 
 // Writes `text` as the whole content of `path`, checking every write:
 //   - a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N,
@@ -29,4 +31,4 @@ Status write_output_file(const std::string& path, std::string_view text);
 // regular file, or it names a descriptor or the file of standard output or error (above).
 bool is_special_file(const std::string& path);
 
-}  // namespace sparq::sim
+}  // namespace sparq

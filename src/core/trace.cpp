@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/file_io.h"
+#include "core/output_file.h"
 #include "core/timer.h"
 
 namespace sparq {
@@ -92,7 +93,8 @@ Status TraceRecorder::write_chrome_json(const std::string& path, int rank) const
   // second writer, and lost the error of the flush at close (review, 2026-12-06).
   const std::string json =
       R"({"displayTimeUnit":"ms","traceEvents":[)" + chrome_events(rank, origin) + "]}\n";
-  return write_file_atomic(path, json);
+  // A link's file is replaced, a device written in place (core/output_file.h).
+  return write_output_file(path, json);
 }
 
 ScopedTrace::ScopedTrace(TraceRecorder* recorder, std::string_view name,

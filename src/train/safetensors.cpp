@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/file_io.h"
+#include "core/output_file.h"
 #include "data/unicode.h"
 #include "train/json_subset.h"
 
@@ -363,7 +364,8 @@ Status write_safetensors(const std::string& path, const std::vector<SafetensorsT
   for (const SafetensorsTensor& t : tensors) {
     out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size_bytes());
   }
-  return write_file_atomic(path, out);
+  // Through a link to the file it names, into a device or pipe in place (core/output_file.h).
+  return write_output_file(path, out);
 }
 
 }  // namespace sparq::train

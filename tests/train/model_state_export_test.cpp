@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,25 @@ TEST(ModelStateExport, BatchNormStatisticsTravelThroughExportAndInitFrom) {
   const std::vector<StateTensor> clash = {
       {trained->store().entries().front().spec.name, state[0].tensor}};
   EXPECT_FALSE(export_safetensors(trained->host_params(), partial, {}, clash).is_ok());
+}
+
+// An export through a symbolic link replaces the file the link names and keeps the link: the
+// rename put a regular file in the link's place and left its file as it was (and, as root,
+// replaced /dev/full or /dev/null by a regular file: review, 2026-12-06).
+TEST(ModelStateExport, AnExportThroughALinkReplacesTheFileItNames) {
+  auto comm = comm::make_self_communicator();
+  const std::string dir = ::testing::TempDir() + "/export_link";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string target = dir + "/real.safetensors", link = dir + "/link.safetensors";
+  { std::ofstream(target) << "old"; }
+  std::filesystem::create_symlink(target, link);
+  auto trainer = make_trainer(*comm, {"train.steps=1"});
+  ASSERT_TRUE(export_safetensors(trainer->host_params(), link, {}, trainer->model_state()).is_ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  auto file = SafetensorsFile::read(target);
+  ASSERT_TRUE(file.is_ok()) << file.status().message();
+  EXPECT_NE(file->find(trainer->model_state().front().name), nullptr);
 }
 
 }  // namespace

@@ -314,4 +314,27 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
   return messages;
 }
 
+std::vector<std::string> set_aside_metrics(const std::string& metrics, const std::string& root) {
+  std::error_code ec;
+  if (metrics.empty() || !std::filesystem::is_regular_file(metrics, ec) ||
+      std::filesystem::file_size(metrics, ec) == 0 || ec || !latest_checkpoint(root).is_ok()) {
+    return {};
+  }
+  std::string to = metrics + ".superseded";
+  for (int n = 2; std::filesystem::exists(to, ec); ++n) {
+    to = fmt::format("{}.superseded.{}", metrics, n);
+  }
+  std::filesystem::rename(metrics, to, ec);
+  if (ec) {
+    return {
+        fmt::format("cannot set aside '{}' (the step records of the checkpoints this fresh "
+                    "start sets aside): {}; it is overwritten",
+                    metrics, ec.message())};
+  }
+  return {
+      fmt::format("'{}' holds the step records of the checkpoints in '{}', which this fresh "
+                  "start sets aside: kept as '{}'",
+                  metrics, root, to)};
+}
+
 }  // namespace sparq::train

@@ -236,6 +236,10 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   const TrainConfig& c = config_;
   Status opened;
   if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+    if (step_ == 0 && !c.train.checkpoint_dir.empty()) {
+      for (const std::string& m : set_aside_metrics(c.log.metrics_path, c.train.checkpoint_dir))
+        spdlog::warn("log.metrics: {}", m);
+    }
     opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
   }
   SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));

@@ -79,6 +79,29 @@ TEST(CheckpointHistory, AResumeFromAnEarlierStepSetsAsideTheLaterSteps) {
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4)));
 }
 
+// A fresh start in a used checkpoint_dir sets aside the earlier run's steps, and their step
+// records in log.metrics with them: the file was truncated, so the steps set aside could be
+// resumed without their history (review, 2026-12-06).
+TEST(CheckpointHistory, AFreshStartSetsAsideTheMetricsOfTheStepsItSetsAside) {
+  const std::string root = fresh_dir("fresh_metrics");
+  const std::string metrics = root + "/metrics.jsonl";
+  ASSERT_TRUE(train(root, 4, "", {"log.metrics=" + metrics}).is_ok());
+  const std::string first = *read_file(metrics);
+  ASSERT_NE(first.find("\"step\":4"), std::string::npos);
+  ASSERT_TRUE(train(root, 2, "", {"log.metrics=" + metrics}).is_ok());
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));
+  auto kept = read_file(metrics + ".superseded");
+  ASSERT_TRUE(kept.is_ok()) << kept.status().message();
+  EXPECT_EQ(*kept, first);
+  EXPECT_EQ(read_file(metrics)->find("\"step\":4"), std::string::npos);
+  // Without checkpoints to set aside a fresh run overwrites its metrics as before.
+  const std::string plain = fresh_dir("fresh_metrics_plain") + "/m.jsonl";
+  ASSERT_TRUE(write_file_atomic(plain, "{\"old\":1}\n").is_ok());
+  EXPECT_TRUE(set_aside_metrics(plain, fresh_dir("fresh_metrics_empty_root")).empty());
+  EXPECT_TRUE(fs::exists(plain));
+  EXPECT_FALSE(fs::exists(plain + ".superseded"));
+}
+
 // The history set aside can be taken up again by naming its directory: it resumes bit for
 // bit (the checksum of an uninterrupted run), and its later saves set aside nothing of the
 // branch, whose steps are all earlier.

@@ -31,16 +31,17 @@ struct PointInfo {
   bool has_step;
   bool rank0_only;  // checkpoint.complete (rank 0 marks); prepare_data is one process
   bool can_fail;    // the caller has a failure path for action=fail (else it never fires)
+  std::string_view app;  // the job that reaches it (check_job)
 };
 constexpr std::array<PointInfo, 8> kPoints = {{
-    {"checkpoint.write", true, false, true},
-    {"checkpoint.rename", true, false, true},
-    {"checkpoint.complete", true, true, true},
-    {"gradient.nonfinite", true, false, true},
-    {"exchange.compressed", true, false, false},
-    {"shard.close", false, true, true},
-    {"shard.rename", false, true, true},
-    {"comm.collective", false, false, false},
+    {"checkpoint.write", true, false, true, "train"},
+    {"checkpoint.rename", true, false, true, "train"},
+    {"checkpoint.complete", true, true, true, "train"},
+    {"gradient.nonfinite", true, false, true, "train"},
+    {"exchange.compressed", true, false, false, "train"},
+    {"shard.close", false, true, true, "prepare_data"},
+    {"shard.rename", false, true, true, "prepare_data"},
+    {"comm.collective", false, false, false, "train"},
 }};
 
 enum class Action { kExit, kKill, kStall, kFail };
@@ -52,6 +53,7 @@ struct Spec {
   std::int64_t hit = 1;
   Action action = Action::kExit;
   std::int64_t seen = 0;   // matching calls so far
+  std::string text;        // as given, for messages
 };
 
 std::atomic<int> g_rank{0};
@@ -194,6 +196,7 @@ Result<std::vector<Spec>> parse_specs(std::string_view text) {
               one, texts[i]);
         }
       }
+      s.text = std::string(one);
       specs.push_back(std::move(s));
       texts.push_back(one);
     }
@@ -232,6 +235,27 @@ Status check_environment() {
   if (!g_error.empty()) {
     g_error_returned.store(true);
     return Status::error("{}", g_error);
+  }
+  return Status::ok();
+}
+
+Status check_job(std::string_view app, int world_size) {
+  SPARQ_RETURN_IF_ERROR(check_environment());
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const Spec& s : g_specs) {
+    const PointInfo& info = *find_point(s.point);
+    if (info.app != app) {
+      return Status::error(
+          "SPARQ_FAULT: '{}': {} never reaches {} ({} does), so the spec would "
+          "never fire",
+          s.text, app, s.point, info.app);
+    }
+    if (s.rank >= world_size) {
+      return Status::error(
+          "SPARQ_FAULT: rank={} in '{}': the job has {} rank(s), so the spec "
+          "would never fire",
+          s.rank, s.text, world_size);
+    }
   }
   return Status::ok();
 }

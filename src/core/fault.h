@@ -39,6 +39,11 @@ Status check_environment();
 // The same check for a SPARQ_FAULT value given as text; nothing is armed.
 Status check_spec(std::string_view text);
 
+// check_environment(), then what only the job knows: a spec of a point `app` ("train",
+// "prepare_data") never reaches, or with rank= not below `world_size`, would never fire and
+// is refused (they ran to exit 0 without their fault: review, 2026-12-06).
+Status check_job(std::string_view app, int world_size);
+
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);
 

@@ -103,6 +103,14 @@ out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --
   fail "markov: a failure to finish val.bin was ignored: $out"
 "$BIN" --verify "$T/train.bin" | grep -q "ok, 1000 tokens" || fail "markov: a failed run replaced train.bin"
 
+# A point only train reaches would never fire here: refused before any work (it ran to exit 0
+# without its fault: review, 2026-12-06).
+rc=0
+out=$(SPARQ_FAULT="checkpoint.write" "$BIN" --markov-tokens 1000 --out "$T/never" 2>&1) || rc=$?
+[[ $rc -eq 2 ]] || fail "SPARQ_FAULT=checkpoint.write exited $rc, want 2: $out"
+grep -q "prepare_data never reaches checkpoint.write" <<<"$out" || fail "no reason given: $out"
+[ ! -e "$T/never" ] || fail "a refused SPARQ_FAULT wrote $T/never"
+
 # A failed Markov run leaves no folder it made (it kept an empty one: review, 2026-12-06),
 # and reports its progress (it printed nothing for a minute at 500M tokens).
 out=$(SPARQ_FAULT="shard.close,hit=1,action=fail" "$BIN" --markov-tokens 1000 --out "$T/mk/new/deeper" 2>&1) &&

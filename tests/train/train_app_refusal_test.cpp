@@ -81,6 +81,15 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
     EXPECT_NE(p.output.find("SPARQ_FAULT: "), std::string::npos) << p.output;
     EXPECT_EQ(p.output.find("FATAL"), std::string::npos) << p.output;
   }
+  // Specs that only the job can tell would never fire: a rank the job lacks, a point only
+  // prepare_data reaches (they ran to exit 0 without their fault: review, 2026-12-06).
+  for (const auto& [fault, why] :
+       {std::pair<std::string, std::string>{"comm.collective,rank=2", "the job has 2 rank(s)"},
+        {"shard.close,hit=1", "train never reaches shard.close"}}) {
+    const ProcessResult p = run_train(2, base + "--dry-run", {.fault = fault});
+    EXPECT_EQ(p.exit_code, 1) << fault << "\n" << p.output;
+    EXPECT_NE(p.output.find(why), std::string::npos) << fault << "\n" << p.output;
+  }
   // Bad command-line arguments exit with 2, as docs/config.md says, not CLI11's own codes
   // (105-114; found by a docs review); --help exits 0.
   for (const std::string args :

@@ -314,16 +314,21 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
     // flush).
     // `model` is the spec ("gpt2-tiny n_layer=6 n_embd=384"), not the preset: configs of one
     // preset with other sizes shared a label, and plot_scaling.py drew them as one curve
-    // (review, 2026-12-06). Its keys and values hold no comma.
+    // (review, 2026-12-06). Quoted when it holds a comma (a VGG layout=8,M,16,...).
+    std::string model = base.model.spec;
+    if (model.find_first_of(",\"") != std::string::npos) {
+      std::string quoted = "\"";
+      for (char ch : model) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      model = quoted + "\"";
+    }
     std::string csv =
         "model,network,world,cell,step_ms,forward_ms,backward_ms,comm_end_ms,exposed_comm_ms,"
         "mb_sent_per_rank,single_worker_step_ms,efficiency,tied_split\n";
     for (const Row& r : rows)
       csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n",
-                         base.model.spec, r.network, r.world, r.cell, r.step.step_ms,
-                         r.step.forward_ms, r.step.backward_ms, r.step.comm_end_ms,
-                         r.step.exposed_comm_ms, r.step.bytes_sent / 1e6, r.single_ms, r.efficiency,
-                         r.tied_split ? 1 : 0);
+                         model, r.network, r.world, r.cell, r.step.step_ms, r.step.forward_ms,
+                         r.step.backward_ms, r.step.comm_end_ms, r.step.exposed_comm_ms,
+                         r.step.bytes_sent / 1e6, r.single_ms, r.efficiency, r.tied_split ? 1 : 0);
     // The tables above leave stdio's buffer first: write_output_file writes with write(2), so
     // `--csv /dev/stdout | ...` printed the CSV before them (review, 2026-12-06).
     std::fflush(stdout);

@@ -6,10 +6,12 @@
 #   scripts/mpirun.sh -np 2 build/apps/train --config configs/default.yaml
 set -euo pipefail
 # The rank count, under any of mpirun's spellings (-np, --np, -n, --n, -c); a missing or
-# non-numeric value is left to mpirun's own error.
+# non-numeric value is left to mpirun's own error. The scan stops at the program (the first
+# word that is an executable), so that the program's own -c or -n is not taken for it.
 ranks=1
 args=("$@")
 for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  [[ ${args[$i]} != -* && -f ${args[$i]} && -x ${args[$i]} ]] && break
   case "${args[$i]}" in
     -np | --np | -n | --n | -c)
       [[ "${args[$((i + 1))]}" =~ ^[1-9][0-9]*$ ]] && ranks="${args[$((i + 1))]}"

@@ -239,11 +239,17 @@ Status check_environment() {
   return Status::ok();
 }
 
-Status check_job(std::string_view app, int world_size) {
+Status check_job(std::string_view app, int world_size, bool mpi) {
   SPARQ_RETURN_IF_ERROR(check_environment());
   std::lock_guard<std::mutex> lock(g_mutex);
   for (const Spec& s : g_specs) {
     const PointInfo& info = *find_point(s.point);
+    if (s.point == "comm.collective" && !mpi) {
+      return Status::error(
+          "SPARQ_FAULT: '{}': only MPI calls reach comm.collective, and this "
+          "job's communicator is not MPI's, so the spec would never fire",
+          s.text);
+    }
     if (info.app != app) {
       return Status::error(
           "SPARQ_FAULT: '{}': {} never reaches {} ({} does), so the spec would "

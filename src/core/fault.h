@@ -40,9 +40,11 @@ Status check_environment();
 Status check_spec(std::string_view text);
 
 // check_environment(), then what only the job knows: a spec of a point `app` ("train",
-// "prepare_data") never reaches, or with rank= not below `world_size`, would never fire and
-// is refused (they ran to exit 0 without their fault: review, 2026-12-06).
-Status check_job(std::string_view app, int world_size);
+// "prepare_data") never reaches, with rank= not below `world_size`, or of comm.collective
+// without an MPI communicator (`mpi`), would never fire and is refused (they ran to exit 0
+// without their fault: review, 2026-12-06). run_training() checks as "train": an embedder
+// that also writes shards in the process cannot arm shard.* for the same run.
+Status check_job(std::string_view app, int world_size, bool mpi);
 
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);

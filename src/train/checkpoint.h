@@ -150,7 +150,8 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
 // A fresh start whose `root` holds complete steps sets them aside (above); their step records
 // in the metrics file `metrics` are set aside with them, to "<metrics>.superseded" (".2", ...
 // when taken), instead of being truncated away (review, 2026-12-06). Nothing happens when
-// `root` holds no complete step or `metrics` is missing, empty or not a regular file. Returns
+// `root` holds no complete step or `metrics` is missing, empty, a symbolic link or not a
+// regular file. Returns
 // a message saying what was moved, or why not (for the caller to log); none when nothing was
 // to move.
 std::vector<std::string> set_aside_metrics(const std::string& metrics, const std::string& root);

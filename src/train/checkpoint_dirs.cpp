@@ -316,7 +316,10 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
 
 std::vector<std::string> set_aside_metrics(const std::string& metrics, const std::string& root) {
   std::error_code ec;
-  if (metrics.empty() || !std::filesystem::is_regular_file(metrics, ec) ||
+  // A regular file itself: a link (or /dev/stdout, a link to the shell's file) renamed would
+  // move the link and leave the next records in a new file in its place (review).
+  if (metrics.empty() ||
+      !std::filesystem::is_regular_file(std::filesystem::symlink_status(metrics, ec)) ||
       std::filesystem::file_size(metrics, ec) == 0 || ec || !latest_checkpoint(root).is_ok()) {
     return {};
   }

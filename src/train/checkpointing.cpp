@@ -119,24 +119,29 @@ std::uint64_t Trainer::param_checksum() {
   return checksum64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
 }
 
+Status Trainer::set_aside_other_histories() {
+  if (other_histories_checked_) return Status::ok();
+  // Complete steps from the one this run started at on (but the one it resumed from) belong
+  // to another history (this run resumed from an earlier step, a step set aside or another
+  // directory, or started afresh in a used one): set aside before this run's first save (a
+  // fresh start: before its first step, with their metrics, Trainer::run), so that it
+  // overwrites none of them and neither --resume nor retention takes them for this run's own.
+  // Every rank waits for rank 0's renames: the others wrote their files into a step directory
+  // being moved (review, 2026-12-05).
+  other_histories_checked_ = true;
+  if (is_root()) {
+    for (const std::string& m :
+         set_aside_checkpoints_from(config_.train.checkpoint_dir, start_step_, resumed_from_)) {
+      spdlog::warn("train.checkpoint_dir: {}", m);
+    }
+  }
+  return agree(Status::ok(), "setting aside other histories' steps");
+}
+
 Status Trainer::save_checkpoint() {
   const std::string& root = config_.train.checkpoint_dir;
   const std::string dir = checkpoint_dir(root, step_);
-  if (!other_histories_checked_) {
-    // Complete steps from the one this run started at on (but the one it resumed from)
-    // belong to another history (this run resumed from an earlier step, a step set aside or
-    // another directory, or started afresh in a used one): set aside before this run's first
-    // save, so that it overwrites none of them and neither --resume nor retention takes them
-    // for this run's own. Every rank waits for rank 0's renames: the others wrote their files
-    // into a step directory being moved (review, 2026-12-05).
-    other_histories_checked_ = true;
-    if (is_root()) {
-      for (const std::string& m : set_aside_checkpoints_from(root, start_step_, resumed_from_)) {
-        spdlog::warn("train.checkpoint_dir: {}", m);
-      }
-    }
-    SPARQ_RETURN_IF_ERROR(agree(Status::ok(), "setting aside other histories' steps"));
-  }
+  SPARQ_RETURN_IF_ERROR(set_aside_other_histories());
   // Every rank saves rank 0's model state (Note [Model state follows rank 0]).
   SPARQ_RETURN_IF_ERROR(share_model_state("checkpoint"));
   // Every rank writes its own file; COMPLETE is written only once all of them succeeded, so

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,7 +183,15 @@ void JsonlWriter::write(const std::string& line) {
     fragment_left_ = false;
     return;
   }
-  if (done > 0) fragment_left_ = start < 0 || ::ftruncate(fd_, start) != 0;
+  // Cut back only when the fragment is the file's last bytes: bytes another writer appended
+  // after it (a log sharing the file) are not this record's to cut. A fragment left stays
+  // marked until a record has started a line after it.
+  if (done > 0) {
+    struct stat st {};
+    const bool last =
+        start >= 0 && ::fstat(fd_, &st) == 0 && st.st_size == start + static_cast<off_t>(done);
+    if (!last || ::ftruncate(fd_, start) != 0) fragment_left_ = true;
+  }
   if (lost_records_++ == 0) {
     spdlog::warn(
         "log.metrics: cannot write to '{}': {}; training goes on, and the records "

@@ -18,6 +18,7 @@
 #include "core/check.h"
 #include "core/file_io.h"
 #include "core/ops.h"
+#include "core/output_file.h"
 #include "core/threading.h"
 #include "core/timer.h"
 #include "train/checkpoint.h"
@@ -220,7 +221,8 @@ Status Trainer::write_trace() {
   const std::filesystem::path path(config_.log.trace_path);
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  const Status written = write_file_atomic(
+  // A link's file is replaced and a device written in place (core/output_file.h).
+  const Status written = write_output_file(
       config_.log.trace_path, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[" + all + "]}\n");
   if (!written.is_ok()) {
     spdlog::warn("log.trace: {}; training goes on without the trace", written.message());
@@ -234,12 +236,19 @@ Status Trainer::write_trace() {
 
 Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   const TrainConfig& c = config_;
-  Status opened;
-  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
-    if (step_ == 0 && !c.train.checkpoint_dir.empty()) {
+  // A fresh start in a used checkpoint_dir sets its steps aside before its first step, and
+  // their records in log.metrics with them (they were truncated away; and set aside only at
+  // the first save, a run that never saved left the steps in place but not their metrics:
+  // reviews, 2026-12-06).
+  if (!c.train.checkpoint_dir.empty() && step_ == 0 && resumed_from_.empty()) {
+    if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
       for (const std::string& m : set_aside_metrics(c.log.metrics_path, c.train.checkpoint_dir))
         spdlog::warn("log.metrics: {}", m);
     }
+    SPARQ_RETURN_IF_ERROR(set_aside_other_histories());
+  }
+  Status opened;
+  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
     opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
   }
   SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));

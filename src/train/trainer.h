@@ -188,6 +188,9 @@ class Trainer {
   // same on every rank.
   Result<int> agree_on_stop_signal();
   Status write_trace();
+  // Collective, once per run: the steps of other histories in train.checkpoint_dir are set
+  // aside (set_aside_checkpoints_from).
+  Status set_aside_other_histories();
   // Collective: Note [Model state follows rank 0].
   Status share_model_state(const std::string& what);
   std::size_t memory_estimate_bytes() const;

@@ -73,22 +73,28 @@ Status Trainer::load_initial_weights(bool check_only) {
 Status Trainer::share_model_state(const std::string& what) {
   const std::vector<StateTensor> state = model_->state();
   if (comm_.size() == 1 || state.empty()) return Status::ok();
-  return run_control("model state broadcast (" + what + ")", [&](comm::Communicator& c) {
-    std::vector<char> staging;
-    for (const StateTensor& s : state) {
-      const auto n = static_cast<std::size_t>(s.tensor.numel());
-      if (s.tensor.device() == c.device()) {
-        c.broadcast(s.tensor.raw(), n, s.tensor.dtype(), 0);
-        continue;
-      }
-      // A communicator on the other side (a CUDA model on MPI): through the host.
-      staging.resize(s.tensor.nbytes());
-      copy_to_host(s.tensor, staging.data());
-      c.broadcast(staging.data(), n, s.tensor.dtype(), 0);
-      copy_from_host(staging.data(), s.tensor);
-    }
-    return Status::ok();
-  });
+  // A GPU model's state goes through the host (the control communicator takes host buffers),
+  // copied here rather than on the engine's thread, which need not have the rank's device
+  // current (self-review, 2026-12-06).
+  std::vector<std::vector<char>> staging(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (state[i].tensor.device() == comm_.device()) continue;
+    staging[i].resize(state[i].tensor.nbytes());
+    copy_to_host(state[i].tensor, staging[i].data());
+  }
+  SPARQ_RETURN_IF_ERROR(
+      run_control("model state broadcast (" + what + ")", [&](comm::Communicator& c) {
+        for (std::size_t i = 0; i < state.size(); ++i) {
+          void* buffer = staging[i].empty() ? state[i].tensor.raw() : staging[i].data();
+          c.broadcast(buffer, static_cast<std::size_t>(state[i].tensor.numel()),
+                      state[i].tensor.dtype(), 0);
+        }
+        return Status::ok();
+      }));
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (!staging[i].empty()) copy_from_host(staging[i].data(), state[i].tensor);
+  }
+  return Status::ok();
 }
 
 }  // namespace sparq::train

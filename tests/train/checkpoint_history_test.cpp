@@ -94,6 +94,20 @@ TEST(CheckpointHistory, AFreshStartSetsAsideTheMetricsOfTheStepsItSetsAside) {
   ASSERT_TRUE(kept.is_ok()) << kept.status().message();
   EXPECT_EQ(*kept, first);
   EXPECT_EQ(read_file(metrics)->find("\"step\":4"), std::string::npos);
+  // A fresh start that never saves (stopped at step 1, before any checkpoint) still sets
+  // both aside: the metrics alone were moved and the steps left, so a --resume of the root
+  // continued the old history without its records (self-review, 2026-12-06).
+  ASSERT_TRUE(train(root, 4, "", {"log.metrics=" + metrics}).is_ok());  // steps 2, 4 again
+  auto config = parse_train_config(
+      kHistoryConfig, "checkpoint_history_test",
+      {"train.checkpoint_dir=" + root, "train.steps=4", "log.metrics=" + metrics});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  auto self = comm::make_self_communicator();
+  auto unsaved = Trainer::create(*config, *self);
+  ASSERT_TRUE(unsaved.is_ok()) << unsaved.status().message();
+  ASSERT_TRUE((*unsaved)->run(/*stop_at=*/1).is_ok());
+  EXPECT_FALSE(latest_checkpoint(root).is_ok());       // no step of the old history in place
+  EXPECT_TRUE(fs::exists(metrics + ".superseded.3"));  // run 3's records, set aside by run 4
   // Without checkpoints to set aside a fresh run overwrites its metrics as before.
   const std::string plain = fresh_dir("fresh_metrics_plain") + "/m.jsonl";
   ASSERT_TRUE(write_file_atomic(plain, "{\"old\":1}\n").is_ok());

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,17 @@ TEST(ModelStateExport, AnExportThroughALinkReplacesTheFileItNames) {
   auto file = SafetensorsFile::read(target);
   ASSERT_TRUE(file.is_ok()) << file.status().message();
   EXPECT_NE(file->find(trainer->model_state().front().name), nullptr);
+  // log.trace likewise (Trainer::write_trace kept its own rename: self-review, 2026-12-06).
+  const std::string trace_target = dir + "/trace_real.json", trace_link = dir + "/trace.json";
+  { std::ofstream(trace_target) << "old"; }
+  std::filesystem::create_symlink(trace_target, trace_link);
+  auto traced = make_trainer(*comm, {"train.steps=2", "log.trace=" + trace_link,
+                                     "log.trace_start=0", "log.trace_steps=1"});
+  ASSERT_TRUE(traced->run().is_ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(trace_link));
+  std::ifstream in(trace_target);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(json.rfind("{\"displayTimeUnit\"", 0), 0u) << json.substr(0, 40);
 }
 
 }  // namespace

@@ -139,6 +139,22 @@ bool is_device_or_pipe(const std::string& path) {
 
 }  // namespace
 
+int duplicate_stream_descriptor(const std::string& path) {
+  auto resolved = resolve(path);
+  int fd = -1;
+  if (resolved.is_ok() && resolved->descriptor && resolved->descriptor->own) {
+    fd = resolved->descriptor->fd;
+  } else {
+    fd = standard_stream_of(path);
+  }
+  return fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+std::string resolve_links(const std::string& path) {
+  auto resolved = resolve(path);
+  return resolved.is_ok() ? resolved->path : path;
+}
+
 bool is_special_file(const std::string& path) {
   auto resolved = resolve(path);
   if (resolved.is_ok() && resolved->descriptor) return true;

@@ -27,6 +27,18 @@ namespace sparq {
 // Errors name the path and the OS error.
 Status write_output_file(const std::string& path, std::string_view text);
 
+// For a writer that appends to `path` (log.metrics): a descriptor of this process, or the file
+// standard output or error writes to (write_output_file's first case), as a dup() of that
+// descriptor, so that records and the stream's own output share one offset (opened anew,
+// /dev/stdout had an offset of its own and O_TRUNC: the run's summary overwrote records, and
+// `>>` lost what the file held: review, 2026-12-06). -1 for any other path (links followed),
+// which the caller opens itself; -1 with errno set when the dup fails.
+int duplicate_stream_descriptor(const std::string& path);
+
+// `path` with its symbolic links followed (a link to a file not written yet too), or `path`
+// itself when it is no link or cannot be resolved.
+std::string resolve_links(const std::string& path);
+
 // Whether `path` is not a file to replace: it exists and, following symbolic links, is not a
 // regular file, or it names a descriptor or the file of standard output or error (above).
 bool is_special_file(const std::string& path);

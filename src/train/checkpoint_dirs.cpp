@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/fault.h"
 #include "core/file_io.h"
+#include "core/output_file.h"
 #include "train/checkpoint.h"
 
 namespace sparq::train {
@@ -316,28 +317,30 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
 
 std::vector<std::string> set_aside_metrics(const std::string& metrics, const std::string& root) {
   std::error_code ec;
-  // A regular file itself: a link (or /dev/stdout, a link to the shell's file) renamed would
-  // move the link and leave the next records in a new file in its place (review).
-  if (metrics.empty() ||
-      !std::filesystem::is_regular_file(std::filesystem::symlink_status(metrics, ec)) ||
-      std::filesystem::file_size(metrics, ec) == 0 || ec || !latest_checkpoint(root).is_ok()) {
+  // Standard output or a descriptor (/dev/stdout, a link to the shell's file) is the user's
+  // stream, never moved; a link to a file moves the file it names, the link kept (renaming the
+  // link left the next records in a new file in its place: self-reviews, 2026-12-06).
+  if (metrics.empty() || is_special_file(metrics)) return {};
+  const std::string file = resolve_links(metrics);
+  if (!std::filesystem::is_regular_file(file, ec) || std::filesystem::file_size(file, ec) == 0 ||
+      ec || !latest_checkpoint(root).is_ok()) {
     return {};
   }
-  std::string to = metrics + ".superseded";
+  std::string to = file + ".superseded";
   for (int n = 2; std::filesystem::exists(to, ec); ++n) {
-    to = fmt::format("{}.superseded.{}", metrics, n);
+    to = fmt::format("{}.superseded.{}", file, n);
   }
-  std::filesystem::rename(metrics, to, ec);
+  std::filesystem::rename(file, to, ec);
   if (ec) {
     return {
         fmt::format("cannot set aside '{}' (the step records of the checkpoints this fresh "
                     "start sets aside): {}; it is overwritten",
-                    metrics, ec.message())};
+                    file, ec.message())};
   }
   return {
       fmt::format("'{}' holds the step records of the checkpoints in '{}', which this fresh "
                   "start sets aside: kept as '{}'",
-                  metrics, root, to)};
+                  file, root, to)};
 }
 
 }  // namespace sparq::train

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/output_file.h"
+
 namespace sparq::train {
 namespace {
 
@@ -150,6 +152,15 @@ Status JsonlWriter::open(const std::string& path, bool append) {
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  // Standard output (or a descriptor, or the file stdout writes to): written through its own
+  // descriptor, never truncated (core/output_file.h).
+  if (const int stream = duplicate_stream_descriptor(path); stream >= 0) {
+    fd_ = stream;
+    path_ = path;
+    lost_records_ = 0;
+    fragment_left_ = false;
+    return Status::ok();
+  }
   if (append) SPARQ_RETURN_IF_ERROR(drop_incomplete_last_line(path));
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
   if (fd_ < 0)

@@ -108,6 +108,18 @@ TEST(CheckpointHistory, AFreshStartSetsAsideTheMetricsOfTheStepsItSetsAside) {
   ASSERT_TRUE((*unsaved)->run(/*stop_at=*/1).is_ok());
   EXPECT_FALSE(latest_checkpoint(root).is_ok());       // no step of the old history in place
   EXPECT_TRUE(fs::exists(metrics + ".superseded.3"));  // run 3's records, set aside by run 4
+  // log.metrics through a symbolic link: the file it names is set aside and the link kept
+  // (the link was moved, or, skipped, its file truncated: self-reviews, 2026-12-06).
+  const std::string real = root + "/real.jsonl", link = root + "/link.jsonl";
+  ASSERT_TRUE(write_file_atomic(real, "{\"step\":9}\n").is_ok());
+  fs::create_symlink(real, link);
+  ASSERT_TRUE(train(root, 2, "").is_ok());  // a complete step to set aside
+  ASSERT_TRUE(train(root, 2, "", {"log.metrics=" + link}).is_ok());
+  EXPECT_TRUE(fs::is_symlink(link));
+  auto linked = read_file(real + ".superseded");
+  ASSERT_TRUE(linked.is_ok()) << linked.status().message();
+  EXPECT_EQ(*linked, "{\"step\":9}\n");
+  EXPECT_NE(read_file(real)->find("\"step\":2"), std::string::npos);
   // Without checkpoints to set aside a fresh run overwrites its metrics as before.
   const std::string plain = fresh_dir("fresh_metrics_plain") + "/m.jsonl";
   ASSERT_TRUE(write_file_atomic(plain, "{\"old\":1}\n").is_ok());

@@ -1,5 +1,6 @@
 // log.metrics' file: a record that cannot be written is counted, not fatal, and a resumed
 // run drops the incomplete last record an interrupted run left before appending its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -62,6 +63,26 @@ TEST(MetricsFile, APartlyWrittenRecordIsCutOffBeforeTheNext) {
   EXPECT_EQ(writer.lost_records(), 1);
   writer.write("{\"step\":3}");
   EXPECT_EQ(whole_file(path), "{\"step\":1}\n{\"step\":3}\n");
+}
+
+// log.metrics=/dev/stdout with standard output in a file (here /dev/fd/N onto a file opened
+// for appending): written through that descriptor, never truncated. Opened anew with O_TRUNC
+// it emptied what `>>` had kept, and with an offset of its own the stream's later output
+// overwrote records (self-review, 2026-12-06).
+TEST(MetricsFile, AStreamDescriptorIsWrittenThroughNotTruncated) {
+  const std::string path = metrics_scratch("stream.log");
+  put_file(path, "an earlier line\n");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  {
+    JsonlWriter writer;
+    ASSERT_TRUE(writer.open("/dev/fd/" + std::to_string(fd), /*append=*/false).is_ok());
+    writer.write("{\"step\":1}");
+    ASSERT_EQ(::write(fd, "a log line\n", 11), 11);  // the stream's own output, after it
+    writer.write("{\"step\":2}");
+  }
+  ::close(fd);
+  EXPECT_EQ(whole_file(path), "an earlier line\n{\"step\":1}\na log line\n{\"step\":2}\n");
 }
 
 TEST(MetricsFile, WrittenRecordsAreNotCountedAsLost) {

@@ -125,6 +125,22 @@ Status sync_directory(const std::string& dir) {
   return Status::ok();
 }
 
+std::size_t write_fully(int fd, std::string_view bytes, int* error) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // write() returns 0 only for a zero-length request; taken as "no space" rather than
+      // spinning.
+      *error = n == 0 ? ENOSPC : errno;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
 namespace {
 
 // A fault point of `how`, or false when it has none.
@@ -161,16 +177,13 @@ Status write_and_sync(int fd, const std::string& shown, std::string_view bytes,
           shown, done, bytes.size(), how.fault_prefix);
     }
     const std::size_t want = std::min(chunk, bytes.size() - done);
-    const ssize_t n = ::write(fd, bytes.data() + done, want);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      // write() returns 0 only for a zero-length request; treat it as "no space" rather
-      // than spinning.
-      const int err = n == 0 ? ENOSPC : errno;
+    int err = 0;
+    const std::size_t n = write_fully(fd, bytes.substr(done, want), &err);
+    done += n;
+    if (n < want) {
       return Status::error("write to {} failed after {} of {} bytes: {}", shown, done, bytes.size(),
                            std::strerror(err));
     }
-    done += static_cast<std::size_t>(n);
   }
   // Without fsync a crash after the rename could leave an empty or partial file in place;
   // on some filesystems (NFS, delayed allocation) this is also where a full disk shows.

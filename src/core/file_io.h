@@ -56,6 +56,11 @@ struct AtomicWrite {
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
 
+// write(2) until every byte of `bytes` is written or a call fails (EINTR is retried): the
+// bytes written; when fewer than all, *error holds the failure's errno (ENOSPC for a call
+// that wrote nothing). The loop every writer of a buffer to a descriptor shares.
+std::size_t write_fully(int fd, std::string_view bytes, int* error);
+
 // Creates `path` anew for writing (a file descriptor, O_CLOEXEC): a stale file there is
 // unlinked first, never truncated in place (it may be read-only, or a hard link to something
 // else). The shard writer's temporary file is made by it, and write_file_atomic's private

@@ -20,16 +20,11 @@ namespace {
 
 // Every byte of `text` to `fd`, each write checked; `path` names it in errors.
 Status write_all(int fd, const std::string& path, std::string_view text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n == 0 ? ENOSPC : errno;
-      return Status::error("write to '{}' failed after {} of {} bytes: {}", path, done, text.size(),
-                           std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
+  int err = 0;
+  const std::size_t done = write_fully(fd, text, &err);
+  if (done < text.size()) {
+    return Status::error("write to '{}' failed after {} of {} bytes: {}", path, done, text.size(),
+                         std::strerror(err));
   }
   return Status::ok();
 }

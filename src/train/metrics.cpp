@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/file_io.h"
 #include "core/output_file.h"
 
 namespace sparq::train {
@@ -152,19 +153,17 @@ Status JsonlWriter::open(const std::string& path, bool append) {
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  if (fd_ >= 0) ::close(fd_);  // an earlier open()'s
   // Standard output (or a descriptor, or the file stdout writes to): written through its own
-  // descriptor, never truncated (core/output_file.h).
-  if (const int stream = duplicate_stream_descriptor(path); stream >= 0) {
-    fd_ = stream;
-    path_ = path;
-    lost_records_ = 0;
-    fragment_left_ = false;
-    return Status::ok();
+  // descriptor, never truncated (core/output_file.h); -1 for a path to open here.
+  fd_ = duplicate_stream_descriptor(path);
+  if (fd_ < 0) {
+    if (append) SPARQ_RETURN_IF_ERROR(drop_incomplete_last_line(path));
+    fd_ =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd_ < 0)
+      return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
   }
-  if (append) SPARQ_RETURN_IF_ERROR(drop_incomplete_last_line(path));
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
-  if (fd_ < 0)
-    return Status::error("log.metrics: cannot open '{}': {}", path, std::strerror(errno));
   path_ = path;
   lost_records_ = 0;
   fragment_left_ = false;
@@ -177,19 +176,8 @@ void JsonlWriter::write(const std::string& line) {
   // Where the record starts: a regular file's end (O_APPEND writes there); -1 for a pipe or
   // a device, which cannot be cut back.
   const off_t start = ::lseek(fd_, 0, SEEK_END);
-  std::size_t done = 0;
   int error = 0;
-  while (done < record.size()) {
-    const ssize_t n = ::write(fd_, record.data() + done, record.size() - done);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      error = n < 0 ? errno : ENOSPC;
-      break;
-    }
-  }
+  const std::size_t done = write_fully(fd_, record, &error);
   if (done == record.size()) {
     fragment_left_ = false;
     return;

@@ -188,6 +188,9 @@ class Trainer {
   // same on every rank.
   Result<int> agree_on_stop_signal();
   Status write_trace();
+  // Collective, at the start of run(): a fresh start's set-aside of other histories (with
+  // their log.metrics), then log.metrics opened and train.checkpoint_dir made, each agreed.
+  Status open_run_outputs();
   // Collective, once per run: the steps of other histories in train.checkpoint_dir are set
   // aside (set_aside_checkpoints_from).
   Status set_aside_other_histories();

@@ -1,0 +1,74 @@
+// What a run writes beside its steps: log.metrics and the checkpoint folder, opened (or set
+// aside) before the first step, and log.trace after its steps (trainer.h).
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <string>
+
+#include "comm/gather.h"
+#include "core/output_file.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace sparq::train {
+
+Status Trainer::open_run_outputs() {
+  const TrainConfig& c = config_;
+  // A fresh start in a used checkpoint_dir sets its steps aside before its first step, and
+  // their records in log.metrics with them (they were truncated away; and set aside only at
+  // the first save, a run that never saved left the steps in place but not their metrics:
+  // reviews, 2026-12-06).
+  // (Not when a save before run() set the steps aside already: the metrics go with them or
+  // not at all.)
+  if (!c.train.checkpoint_dir.empty() && step_ == 0 && resumed_from_.empty() &&
+      !other_histories_checked_) {
+    if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+      for (const std::string& m : set_aside_metrics(c.log.metrics_path, c.train.checkpoint_dir))
+        spdlog::warn("log.metrics: {}", m);
+    }
+    SPARQ_RETURN_IF_ERROR(set_aside_other_histories());
+  }
+  Status opened;
+  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+    opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
+  }
+  SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));
+  // The checkpoint directory is made now, not at the first save: one that cannot be made
+  // was found after the whole run, whose weights were then lost (review, 2026-12-05).
+  Status made;
+  if (is_root() && !c.train.checkpoint_dir.empty()) {
+    made = create_directories_durably(c.train.checkpoint_dir).with_context("train.checkpoint_dir");
+  }
+  SPARQ_RETURN_IF_ERROR(agree(made, "making train.checkpoint_dir"));
+  return Status::ok();
+}
+
+Status Trainer::write_trace() {
+  // One file for all ranks, on a common time origin.
+  std::string all;
+  const Status s = engine_->run("trace gather", step_, [&](comm::Communicator& cm) {
+    all = comm::gather_trace_events(cm, trace_);
+    return Status::ok();
+  });
+  SPARQ_RETURN_IF_ERROR(s);
+  trace_.clear();
+  if (!is_root()) return Status::ok();
+  // A diagnostic: its folder is made as log.metrics' is, and a failed write is a warning, not
+  // the end of a run that may be hours from its last checkpoint.
+  const std::filesystem::path path(config_.log.trace_path);
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  // A link's file is replaced and a device written in place (core/output_file.h).
+  const Status written = write_output_file(
+      config_.log.trace_path, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[" + all + "]}\n");
+  if (!written.is_ok()) {
+    spdlog::warn("log.trace: {}; training goes on without the trace", written.message());
+    return Status::ok();
+  }
+  spdlog::info("wrote trace of steps {}..{} to {} (open in ui.perfetto.dev)",
+               config_.log.trace_start + 1, config_.log.trace_start + config_.log.trace_steps,
+               config_.log.trace_path);
+  return Status::ok();
+}
+
+}  // namespace sparq::train

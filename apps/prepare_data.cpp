@@ -192,8 +192,7 @@ int main(int argc, char** argv) {
       ->check(sparq::cli::non_negative_integer())
       ->capture_default_str();
   SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
-  if (const sparq::Status fault = sparq::fault::check_job("prepare_data", 1, /*mpi=*/false);
-      !fault) {
+  if (const sparq::Status fault = sparq::fault::check_job({.app = "prepare_data"}); !fault) {
     fmt::print(stderr, "prepare_data: {}\n", fault.message());  // before any file is written
     return 2;
   }

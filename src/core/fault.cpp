@@ -239,28 +239,37 @@ Status check_environment() {
   return Status::ok();
 }
 
-Status check_job(std::string_view app, int world_size, bool mpi) {
+Status check_job(const Job& job) {
   SPARQ_RETURN_IF_ERROR(check_environment());
   std::lock_guard<std::mutex> lock(g_mutex);
+  const auto never = [](const Spec& s, std::string_view why) {
+    return Status::error("SPARQ_FAULT: '{}': {}, so the spec would never fire", s.text, why);
+  };
   for (const Spec& s : g_specs) {
     const PointInfo& info = *find_point(s.point);
-    if (s.point == "comm.collective" && !mpi) {
-      return Status::error(
-          "SPARQ_FAULT: '{}': only MPI calls reach comm.collective, and this "
-          "job's communicator is not MPI's, so the spec would never fire",
-          s.text);
+    if (s.point == "comm.collective" && !job.mpi) {
+      return never(s,
+                   "only MPI calls reach comm.collective, and this job's communicator is "
+                   "not MPI's");
     }
-    if (info.app != app) {
-      return Status::error(
-          "SPARQ_FAULT: '{}': {} never reaches {} ({} does), so the spec would "
-          "never fire",
-          s.text, app, s.point, info.app);
+    if (info.app != job.app) {
+      return never(s, fmt::format("{} never reaches {} ({} does)", job.app, s.point, info.app));
     }
-    if (s.rank >= world_size) {
-      return Status::error(
-          "SPARQ_FAULT: rank={} in '{}': the job has {} rank(s), so the spec "
-          "would never fire",
-          s.rank, s.text, world_size);
+    if (s.rank >= job.world_size) {
+      return never(s, fmt::format("rank={}: the job has {} rank(s)", s.rank, job.world_size));
+    }
+    const bool checkpoint_point = s.point.starts_with("checkpoint.");
+    if (checkpoint_point && !job.checkpoints) {
+      return never(s, "the run writes no checkpoints (train.checkpoint_dir is not set)");
+    }
+    if (s.point == "exchange.compressed" && !job.compresses) {
+      return never(s, "the run compresses no bucket (compress.name: none)");
+    }
+    // Training steps are 0..steps-1; a checkpoint is numbered by the steps done, 1..steps.
+    const std::int64_t last_step = checkpoint_point ? job.steps : job.steps - 1;
+    if (info.has_step && s.step >= 0 && job.steps >= 0 && s.step > last_step) {
+      return never(s, fmt::format("step={}: the run's last {} is {}", s.step,
+                                  checkpoint_point ? "checkpoint step" : "step index", last_step));
     }
   }
   return Status::ok();

@@ -39,12 +39,24 @@ Status check_environment();
 // The same check for a SPARQ_FAULT value given as text; nothing is armed.
 Status check_spec(std::string_view text);
 
-// check_environment(), then what only the job knows: a spec of a point `app` ("train",
-// "prepare_data") never reaches, with rank= not below `world_size`, or of comm.collective
-// without an MPI communicator (`mpi`), would never fire and is refused (they ran to exit 0
-// without their fault: review, 2026-12-06). run_training() checks as "train": an embedder
-// that also writes shards in the process cannot arm shard.* for the same run.
-Status check_job(std::string_view app, int world_size, bool mpi);
+// What a job reaches, for check_job(): the defaults are prepare_data's (one process, no MPI).
+struct Job {
+  std::string_view app;  // "train" or "prepare_data"
+  int world_size = 1;
+  bool mpi = false;         // the communicator is MPI's (comm.collective)
+  bool checkpoints = true;  // train writes checkpoints (checkpoint.*: train.checkpoint_dir set)
+  bool compresses = true;   // some bucket may be compressed (exchange.compressed)
+  std::int64_t steps = -1;  // train: the run's last step index + 1 (-1: unknown)
+};
+
+// check_environment(), then what only the job knows: a spec of a point `job.app` never
+// reaches, with rank= not below its world size, of comm.collective without an MPI
+// communicator, of checkpoint.* in a run that writes no checkpoints, of exchange.compressed in
+// a run that compresses nothing, or with a step= the run never reaches, would never fire and
+// is refused (they ran to exit 0 without their fault: reviews, 2026-12-06 and 2026-12-07).
+// run_training() checks as "train": an embedder that also writes shards in the process
+// cannot arm shard.* for the same run.
+Status check_job(const Job& job);
 
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);

@@ -140,7 +140,13 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   // What the train command refuses before it gets here, an embedder's call is refused too
   // (review, 2026-12-05): a malformed SPARQ_FAULT aborted the first step, and a dry run
   // dropped stop_at and the export without a word.
-  SPARQ_RETURN_IF_ERROR(fault::check_job("train", comm.size(), comm.backend().starts_with("mpi")));
+  SPARQ_RETURN_IF_ERROR(
+      fault::check_job({.app = "train",
+                        .world_size = comm.size(),
+                        .mpi = comm.backend().starts_with("mpi"),
+                        .checkpoints = !config_in.train.checkpoint_dir.empty(),
+                        .compresses = !config_in.compress.compress.compression_off(),
+                        .steps = config_in.train.steps}));
   if (options.trainer.dry_run && (options.stop_at >= 0 || !options.export_safetensors.empty())) {
     return Status::error("a dry run trains and writes nothing: {} does not apply",
                          options.stop_at >= 0 ? "stop_at" : "export_safetensors");

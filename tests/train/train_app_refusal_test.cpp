@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -82,11 +83,21 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
     EXPECT_EQ(p.output.find("FATAL"), std::string::npos) << p.output;
   }
   // Specs that only the job can tell would never fire: a rank the job lacks, a point only
-  // prepare_data reaches (they ran to exit 0 without their fault: review, 2026-12-06).
-  for (const auto& [fault, why] :
-       {std::pair<std::string, std::string>{"comm.collective,rank=2", "the job has 2 rank(s)"},
-        {"shard.close,hit=1", "train never reaches shard.close"}}) {
-    const ProcessResult p = run_train(2, base + "--dry-run", {.fault = fault});
+  // prepare_data reaches (they ran to exit 0 without their fault: review, 2026-12-06), a
+  // checkpoint point in a run without checkpoints (default.yaml has no checkpoint_dir), a
+  // compressed-exchange point in a run that compresses nothing, a step past the run's last.
+  for (const auto& [fault, why, extra] :
+       {std::tuple<std::string, std::string, std::string>{"comm.collective,rank=2",
+                                                          "the job has 2 rank(s)", ""},
+        {"shard.close,hit=1", "train never reaches shard.close", ""},
+        {"checkpoint.write,action=fail", "the run writes no checkpoints", ""},
+        {"exchange.compressed,step=2", "the run compresses no bucket", "--set compress.name=none "},
+        {"gradient.nonfinite,step=300,action=fail", "step=300: the run's last step index is 299",
+         ""},
+        {"checkpoint.complete,step=31", "step=31: the run's last checkpoint step is 30",
+         "--set train.steps=30 --set train.checkpoint_dir=" +
+             sparq::testing::scratch_dir("train_refusal", "never_ckpt").string() + " "}}) {
+    const ProcessResult p = run_train(2, base + extra + "--dry-run", {.fault = fault});
     EXPECT_EQ(p.exit_code, 1) << fault << "\n" << p.output;
     EXPECT_NE(p.output.find(why), std::string::npos) << fault << "\n" << p.output;
   }

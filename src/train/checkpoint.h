@@ -137,11 +137,12 @@ Result<std::string> resolve_checkpoint_dir(const std::string& path);
 // Whether `a` and `b` name one existing directory (false when either does not exist).
 bool same_directory(const std::string& a, const std::string& b);
 // Renames every complete step directory of `root` at or after `step` to "<name>.superseded"
-// (".superseded.2", ... when taken), except `resumed_from`; incomplete ones are left to
-// prune_checkpoints() or to be rewritten. A run calls it before its first save with the step
-// it started at (resumed from, or 0): every complete step from there on, but the directory
-// it resumed from, is another history's (it resumed from an earlier step, a step set aside or
-// another directory, or started afresh in a used `root`), which the run's saves would
+// (".superseded.2", ... when taken), except `resumed_from`, and every one below `step` too
+// when `resumed_from` is not a step directory of `root` (a step set aside, another root);
+// incomplete ones are left to prune_checkpoints() or to be rewritten. A run calls it before its
+// first save with the step it started at (resumed from, or 0): every complete step from there on,
+// but the directory it resumed from, is another history's (it resumed from an earlier step, a step
+// set aside or another directory, or started afresh in a used `root`), which the run's saves would
 // otherwise overwrite in place, latest_checkpoint() resume, and prune_checkpoints() count as
 // this run's steps and remove. Nothing is deleted. Returns one message per directory moved
 // or not (for the caller to log); none when `root` does not exist yet.

@@ -275,6 +275,16 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
     messages.push_back(listed.status().message() + "; other histories' steps were not set aside");
     return messages;
   }
+  // The steps below `step` are this run's own history only when it resumed from a step
+  // directory of `root` itself. Resumed from a step set aside ("<step dir>.superseded") or
+  // from another root, every complete step here is another history's: retention removed
+  // them as this run's older steps (review, 2026-12-07).
+  if (!resumed_from.empty()) {
+    std::filesystem::path from(resumed_from);
+    if (!from.has_filename()) from = from.parent_path();  // "root/step-00000010/"
+    const std::filesystem::path parent = from.has_parent_path() ? from.parent_path() : ".";
+    if (!parse_step(from.string()).is_ok() || !same_directory(parent.string(), root)) step = 0;
+  }
   std::vector<std::filesystem::path> others;
   for (const StepDir& d : *listed) {
     // From `step` on, the step the run started at included (a save would overwrite another

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/gather.h"
+#include "core/file_io.h"
 #include "core/output_file.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -40,6 +41,20 @@ Status Trainer::open_run_outputs() {
     made = create_directories_durably(c.train.checkpoint_dir).with_context("train.checkpoint_dir");
   }
   SPARQ_RETURN_IF_ERROR(agree(made, "making train.checkpoint_dir"));
+  // One that exists but takes no files (permissions, a read-only mount) failed only at the
+  // first save, after the whole run with the default interval, and the export with it
+  // (review, 2026-12-07). Every rank that sees the folder checks (ranks on nodes without a
+  // shared filesystem see none, and make their own at the save).
+  Status writable;
+  if (!c.train.checkpoint_dir.empty()) {
+    std::error_code ec;
+    if (is_root() || std::filesystem::is_directory(c.train.checkpoint_dir, ec)) {
+      writable = check_file_can_be_written(
+          (std::filesystem::path(c.train.checkpoint_dir) / "step-00000000").string(),
+          "train.checkpoint_dir: a step folder");
+    }
+  }
+  SPARQ_RETURN_IF_ERROR(agree(writable, "checking train.checkpoint_dir"));
   return Status::ok();
 }
 

@@ -182,7 +182,7 @@ EvalMetrics Trainer::evaluate() {
       mine.source_loss += source->log_loss_sum(ids_of(b.tokens), ids_of(b.targets), kIgnoreIndex);
     }
     if (stager_) b = stager_->stage(b, static_cast<int>(batches_.size()));
-    const float loss = model_->forward(b);
+    const float loss = model_->forward_for_evaluation(b);
     const Model::Score score = model_->score(b);
     // The loss over the counted targets only (BERT's NSP term is trained on, not evaluated).
     mine.add_batch(static_cast<double>(loss) - score.unscored_loss, score.count, score.correct);
@@ -272,6 +272,11 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                    "non-finite steps");
     }
     if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());
+    // The checkpoint before the evaluation, as at the end of the run (below).
+    if (!c.train.checkpoint_dir.empty() && c.train.checkpoint_interval > 0 &&
+        step_ % c.train.checkpoint_interval == 0 && step_ < c.train.steps) {
+      SPARQ_RETURN_IF_ERROR(save_checkpoint());
+    }
     if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {
       const EvalMetrics e = evaluate();
       if (is_root()) {
@@ -279,10 +284,6 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         metrics_.write(to_json(e));
       }
       if (options_.on_eval) options_.on_eval(e);
-    }
-    if (!c.train.checkpoint_dir.empty() && c.train.checkpoint_interval > 0 &&
-        step_ % c.train.checkpoint_interval == 0 && step_ < c.train.steps) {
-      SPARQ_RETURN_IF_ERROR(save_checkpoint());
     }
   }
   summary.steps = step_;

@@ -4,8 +4,10 @@
 // resumed from its final checkpoint leaves that checkpoint as it is; a step set aside resumes
 // when named.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -43,6 +45,41 @@ TEST(CheckpointDirs, SetAsideMovesCompleteStepsFromTheSavedOne) {
   EXPECT_TRUE(set_aside_checkpoints_from(root, 4, checkpoint_dir(root, 4)).empty());
   EXPECT_EQ(set_aside_checkpoints_from(root, 4).size(), 1u);
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));
+}
+
+// A run resumed from outside the root's own step directories (a step set aside, another
+// root) owns none of the root's steps: retention deleted the lower ones as its own (review,
+// 2026-12-07), so they are set aside too.
+TEST(CheckpointDirs, AResumeFromElsewhereSetsAsideEveryStepOfTheRoot) {
+  const std::string root = fresh_dir("set_aside_elsewhere");
+  const std::string other = fresh_dir("set_aside_elsewhere_other");
+  for (const std::int64_t step : {2, 4}) {
+    fs::create_directories(checkpoint_dir(root, step));
+    ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
+  }
+  fs::create_directories(checkpoint_dir(other, 6));
+  ASSERT_TRUE(mark_complete(checkpoint_dir(other, 6)).is_ok());
+  EXPECT_EQ(set_aside_checkpoints_from(root, 6, checkpoint_dir(other, 6)).size(), 2u);
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 2) + ".superseded"));
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));
+  EXPECT_TRUE(is_complete(checkpoint_dir(other, 6)));  // the directory resumed from: untouched
+  // Resumed from a step set aside in the root itself.
+  for (const std::int64_t step : {2, 4}) {
+    fs::create_directories(checkpoint_dir(root, step));
+    ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
+  }
+  EXPECT_EQ(set_aside_checkpoints_from(root, 4, checkpoint_dir(root, 4) + ".superseded").size(),
+            2u);
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));  // not moved
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded.2"));
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 2) + ".superseded.2"));
+  // Resumed from a step of the root (with a trailing slash): the steps below are its own.
+  for (const std::int64_t step : {2, 4}) {
+    fs::create_directories(checkpoint_dir(root, step));
+    ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
+  }
+  EXPECT_TRUE(set_aside_checkpoints_from(root, 4, checkpoint_dir(root, 4) + "/").empty());
+  EXPECT_TRUE(is_complete(checkpoint_dir(root, 2)));
 }
 
 constexpr char kHistoryConfig[] = R"(
@@ -214,6 +251,31 @@ TEST(CheckpointHistory, ASetAsideStepTakenUpAgainMovesButNeverOverwritesTheOther
   auto straight = train(fresh_dir("two_histories_straight"), 8, "");
   ASSERT_TRUE(straight.is_ok());
   EXPECT_EQ(resumed->param_checksum, straight->param_checksum);
+}
+
+// A checkpoint folder that exists but takes no files was found at the first save, after the
+// whole run with the default interval (review, 2026-12-07): now before the first step. Made
+// read-only with chattr +i (which binds root too) or, without it, by its mode for others.
+TEST(CheckpointHistory, AnUnwritableCheckpointFolderIsRefusedBeforeTheFirstStep) {
+  const std::string root = fresh_dir("unwritable");
+  fs::create_directories(root);
+  struct Unlock {
+    std::string dir;
+    bool immutable = false;
+    ~Unlock() {
+      if (immutable) (void)std::system(("chattr -i '" + dir + "' 2>/dev/null").c_str());
+      fs::permissions(dir, fs::perms::owner_all);
+    }
+  } unlock{root};
+  unlock.immutable = std::system(("chattr +i '" + root + "' 2>/dev/null").c_str()) == 0;
+  if (!unlock.immutable) {
+    if (::geteuid() == 0) GTEST_SKIP() << "root, and chattr +i is not available here";
+    fs::permissions(root, fs::perms::owner_read | fs::perms::owner_exec);
+  }
+  const auto run = train(root, 4, "", {"train.checkpoint_interval=0"});
+  ASSERT_FALSE(run.is_ok());
+  EXPECT_NE(run.status().message().find("train.checkpoint_dir: a step folder"), std::string::npos)
+      << run.status().message();
 }
 
 // Found in review: integer metadata went through std::stoll, which read "4abc" as 4 and

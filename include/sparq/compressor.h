@@ -20,6 +20,8 @@
 //   sparq::compress::CompressorCapabilities capabilities() const override {
 //     return {.summable = true};  // messages sum elementwise: allreduce may carry them
 //   }
+//   sparq::DType wire_dtype() const override { return sparq::DType::kF32; }  // what is summed
+// (a summable compressor whose wire_dtype() stays the default, bytes, is refused by allreduce).
 // Without an override a compressor is summable when aggregation() is kAllreduce and its
 // messages are self-contained (allgather and two_phase carry them). A compressor that views
 // a bucket as matrices declares needs_matrix_layout and overrides set_layout(n, segments),

@@ -1,5 +1,7 @@
 // The aggregation registry (aggregation.h) and the built-in strategies' registrations, which
 // take the same path as an external strategy (Note [One registration path], registry.h).
+#include <fmt/format.h>
+
 #include "compress/aggregation.h"
 #include "compress/powersgd_aggregator.h"
 #include "core/check.h"
@@ -16,8 +18,19 @@ Status refuse(const Compressor& c, std::string_view strategy, std::string_view w
                        strategy, why, aggregation_name(c.aggregation()));
 }
 Status needs_summable(const Compressor& c) {
-  if (c.capabilities().summable) return Status::ok();
-  return refuse(c, "allreduce", "its messages do not sum");
+  if (!c.capabilities().summable) return refuse(c, "allreduce", "its messages do not sum");
+  // The collective sums the message as an array of wire_dtype(); bytes (the default, kU8) or
+  // u16 codes wrap, and an external compressor that declared `summable` without overriding
+  // wire_dtype() had its f32 values summed byte by byte (review, 2026-12-07).
+  const DType wire = c.wire_dtype();
+  if (wire == DType::kU8 || wire == DType::kU16) {
+    return refuse(c, "allreduce",
+                  fmt::format("it declares summable messages, but its wire_dtype() is {}, whose "
+                              "sum wraps: override wire_dtype() with the element type of the "
+                              "message (f32, f16, bf16, i32 or i64)",
+                              dtype_name(wire)));
+  }
+  return Status::ok();
 }
 Status needs_self_contained(const Compressor& c, std::string_view strategy) {
   if (c.capabilities().self_contained) return Status::ok();

@@ -70,6 +70,15 @@ float Model::forward_for_backward(const Batch& batch) {
   backward_follows_ = true;
   const float loss = forward(batch);
   backward_follows_ = false;
+  // An embedder's forward() need not know the base class's bookkeeping (review, 2026-12-07:
+  // a model written as docs/embedding.md says aborted at backward()).
+  has_forward_ = true;
+  return loss;
+}
+
+float Model::forward_for_evaluation(const Batch& batch) {
+  const float loss = forward(batch);
+  mark_forward();  // as above: score() needs it
   return loss;
 }
 

@@ -147,6 +147,10 @@ class Model {
   // forward() of a training step whose backward() follows before the next forward: lets the
   // fused head take its gradient in the loss's pass (Note [Eager head gradient]).
   float forward_for_backward(const Batch& batch);
+  // forward() of an evaluation, whose score() follows. Both record that a forward ran, so a
+  // model's forward() need not (the built-in ones call mark_forward() themselves, so that
+  // forward() then backward() or score() also works when called directly).
+  float forward_for_evaluation(const Batch& batch);
   // Differentiates the last forward. After each layer's backward, calls on_ready (if set)
   // with that layer: exactly once per layer, in reverse order of layers().
   void backward(const GradReadyFn& on_ready = {});

@@ -21,9 +21,9 @@ extern "C" void record_stop_signal(int signal) {
   std::raise(signal);
 }
 
-}  // namespace
+constexpr int kStopSignals[3] = {SIGINT, SIGTERM, SIGUSR1};
 
-void install_stop_signal_handlers() {
+void install_handlers(struct sigaction* previous) {
   // train_main() may run again in one process (run.h): a signal that stopped the last run
   // must not stop the next one before its first step.
   g_requested.store(0);
@@ -31,7 +31,19 @@ void install_stop_signal_handlers() {
   action.sa_handler = record_stop_signal;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int signal : {SIGINT, SIGTERM, SIGUSR1}) sigaction(signal, &action, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    sigaction(kStopSignals[i], &action, previous == nullptr ? nullptr : &previous[i]);
+  }
+}
+
+}  // namespace
+
+void install_stop_signal_handlers() { install_handlers(nullptr); }
+
+ScopedStopSignalHandlers::ScopedStopSignalHandlers() { install_handlers(previous_); }
+
+ScopedStopSignalHandlers::~ScopedStopSignalHandlers() {
+  for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &previous_[i], nullptr);
 }
 
 int requested_stop_signal() { return g_requested.load(); }

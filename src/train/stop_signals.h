@@ -18,6 +18,7 @@
 // a run").
 #pragma once
 
+#include <csignal>
 #include <string>
 
 namespace sparq::train {
@@ -25,6 +26,21 @@ namespace sparq::train {
 // Installs the recording handlers for SIGINT, SIGTERM and SIGUSR1 (SA_RESTART, so that
 // interrupted system calls resume). Call once, after MPI is initialised.
 void install_stop_signal_handlers();
+
+// install_stop_signal_handlers() for a scope: the handlers the process had before come back
+// when it ends, so that a program that calls train_main() keeps its own Ctrl-C and SIGTERM
+// afterwards (they only set a flag nobody read once train_main() had returned: review,
+// 2026-12-07). A signal recorded in the scope stays readable by requested_stop_signal().
+class ScopedStopSignalHandlers {
+ public:
+  ScopedStopSignalHandlers();
+  ~ScopedStopSignalHandlers();
+  ScopedStopSignalHandlers(const ScopedStopSignalHandlers&) = delete;
+  ScopedStopSignalHandlers& operator=(const ScopedStopSignalHandlers&) = delete;
+
+ private:
+  struct sigaction previous_[3];  // SIGINT, SIGTERM, SIGUSR1
+};
 // The first stop signal this process received since start-up (0: none).
 int requested_stop_signal();
 // "SIGTERM" for 15; "signal 40" for numbers without a name here.

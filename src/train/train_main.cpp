@@ -136,7 +136,7 @@ int train_main(int argc, char** argv) {
   }
 
   RunOptions options;
-  install_stop_signal_handlers();
+  const ScopedStopSignalHandlers stop_signals;  // the caller's handlers return with us
   options.trainer.stop_requested = requested_stop_signal;
   options.trainer.dry_run = dry_run;
   options.resume = resume;

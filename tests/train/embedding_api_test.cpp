@@ -59,7 +59,8 @@ class BigramLm final : public Model {
       loss += std::log(sum) + top - z[targets_[r]];
       ++counted_;
     }
-    has_forward_ = true;
+    // No has_forward_ or mark_forward(): the trainer records the forward (review,
+    // 2026-12-07: a model written as the docs say aborted at backward()).
     return counted_ ? static_cast<float>(loss / counted_) : 0.0f;
   }
   Tensor logits() const override {

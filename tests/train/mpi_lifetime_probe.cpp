@@ -2,9 +2,12 @@
 // in a program that does not initialise MPI itself: two MPI communicators made and destroyed
 // one after another both work, and train_main() runs twice in one process. Before 2026-12-06
 // the first communicator finalised MPI when destroyed, and the second (or the second
-// train_main) failed with "MPI has already been finalised" (review). Exit 0 on success.
+// train_main) failed with "MPI has already been finalised" (review). The program's own
+// handlers of the stop signals are its own again after each train_main() (they were left
+// replaced: review, 2026-12-07). Exit 0 on success.
 #include <mpi.h>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,6 +16,17 @@
 #include "train/train_main.h"
 
 namespace {
+
+extern "C" void host_handler(int) {}
+
+// Whether SIGINT, SIGTERM and SIGUSR1 are handled by host_handler.
+bool host_handles_stop_signals() {
+  for (int signal : {SIGINT, SIGTERM, SIGUSR1}) {
+    struct sigaction now = {};
+    if (sigaction(signal, nullptr, &now) != 0 || now.sa_handler != host_handler) return false;
+  }
+  return true;
+}
 
 int fail(const std::string& what) {
   std::fprintf(stderr, "mpi_lifetime_probe: %s\n", what.c_str());
@@ -37,6 +51,10 @@ int main(int argc, char** argv) {
                   std::to_string(sum));
     }
   }
+  struct sigaction host = {};
+  host.sa_handler = host_handler;
+  sigemptyset(&host.sa_mask);
+  for (int signal : {SIGINT, SIGTERM, SIGUSR1}) sigaction(signal, &host, nullptr);
   for (int round = 0; round < 2; ++round) {
     std::vector<std::string> args = {"train", "--config",
                                      std::string(SPARQ_SOURCE_DIR) + "/configs/default.yaml"};
@@ -49,6 +67,10 @@ int main(int argc, char** argv) {
     argv_run.push_back(nullptr);
     const int rc = sparq::train::train_main(static_cast<int>(args.size()), argv_run.data());
     if (rc != 0) return fail("train_main " + std::to_string(round) + " returned " + std::to_string(rc));
+    if (!host_handles_stop_signals()) {
+      return fail("train_main " + std::to_string(round) +
+                  " left its stop-signal handlers installed");
+    }
   }
   int finalized = 1;
   MPI_Finalized(&finalized);

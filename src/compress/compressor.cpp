@@ -60,6 +60,16 @@ Status check_message_size(const Compressor& c, std::span<const std::uint8_t> msg
                        expected, n);
 }
 
+void check_own_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                            const EncodeContext& ctx) {
+  // A step of the density warm-up (ctx.density > 0) changes k, so no size is promised then.
+  const std::optional<std::size_t> fixed =
+      ctx.density > 0 ? std::nullopt : c.fixed_message_bytes(n);
+  SPARQ_CHECK(!fixed || msg.size() == *fixed,
+              "bucket {} ({}): a message of {} bytes, but {}::fixed_message_bytes({}) promised {}",
+              ctx.bucket_id, c.name(), msg.size(), c.name(), n, *fixed);
+}
+
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,
                                 std::size_t n, const EncodeContext& ctx) {
   std::vector<float> out(n, 0.0f);

@@ -235,6 +235,13 @@ class Compressor {
 Status check_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
                           std::size_t expected);
 
+// After a rank's own encode() of n floats, before anything reads the message: a size other
+// than the fixed_message_bytes(n) the compressor promised (at the configured density) is a
+// compressor bug, fatal, naming the bucket and the compressor. An embedder's compressor that
+// broke it was decoded into the residual unchecked, out of bounds (review, 2026-12-07).
+void check_own_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
+                            const EncodeContext& ctx);
+
 // Decodes a message into a freshly zeroed vector: for tests and reference computations.
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,
                                 std::size_t n, const EncodeContext& ctx);

@@ -21,6 +21,7 @@ void ErrorFeedback::encode(Compressor& c, std::span<const float> g, std::size_t 
                            const EncodeContext& ctx, Message& msg) {
   std::span<float> e = accumulate(c, g, offset, ctx);
   c.encode(e, ctx, msg);
+  check_own_message_size(c, msg, g.size(), ctx);
   c.decode(msg, e, -1.0f, DecodeMode::kAdd, ctx);  // e = a - D(m)
   if (history_) {
     // D(m) decoded on its own says exactly where the message is non-zero (a - e would blur

@@ -1,6 +1,7 @@
 // Compressor capabilities (compressor.h): what each built-in declares, and the registry's
 // strategies accepting or refusing a compressor by those declarations alone, an external
 // compressor's included (DESIGN.md, "Capabilities, not names").
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "compress/aggregation.h"
 #include "compress/device_codec.h"
+#include "compress/error_feedback.h"
 #include "compress/gradient_exchange.h"
 #include "compress/registry.h"
 #include "core/ops.h"
@@ -222,17 +224,19 @@ TEST(Capabilities, PowerSgdIsRefusedByAllreduceAndNamesLowRank) {
 class Declared final : public Compressor {
  public:
   Declared(Aggregation own, std::optional<CompressorCapabilities> caps,
-           std::optional<double> rho = std::nullopt)
-      : own_(own), caps_(caps), rho_(rho) {}
+           std::optional<double> rho = std::nullopt, DType wire = DType::kF32)
+      : own_(own), caps_(caps), rho_(rho), wire_(wire) {}
   std::string_view name() const override { return "test_declared"; }
   Aggregation aggregation() const override { return own_; }
   CompressorCapabilities capabilities() const override {
     return caps_ ? *caps_ : Compressor::capabilities();
   }
   void encode(std::span<const float> a, const EncodeContext&, Message& msg) override {
-    msg.resize(a.size_bytes());
+    msg.resize(a.size_bytes() - short_by_);
     std::memcpy(msg.data(), a.data(), msg.size());
   }
+  // Messages this many bytes shorter than fixed_message_bytes() promises: a compressor bug.
+  void break_size_promise(std::size_t bytes) { short_by_ = bytes; }
   Status check_message(std::span<const std::uint8_t> msg, std::size_t n,
                        const EncodeContext&) const override {
     return check_message_size(*this, msg, n, 4 * n);
@@ -246,13 +250,15 @@ class Declared final : public Compressor {
   }
   std::optional<std::size_t> fixed_message_bytes(std::size_t n) const override { return 4 * n; }
   std::optional<double> density() const override { return rho_; }
-  DType wire_dtype() const override { return DType::kF32; }
+  DType wire_dtype() const override { return wire_; }
   double contraction_delta(std::size_t) const override { return 1.0; }
 
  private:
   Aggregation own_;
   std::optional<CompressorCapabilities> caps_;
   std::optional<double> rho_;
+  DType wire_;
+  std::size_t short_by_ = 0;
 };
 
 // Registered like any external compressor: `caps` is what it declares.
@@ -287,6 +293,17 @@ TEST(Capabilities, ExternalCompressorsAreJudgedByWhatTheyDeclare) {
   EXPECT_EQ(gather.status().message(),
             "compress.aggregation: test_declared cannot aggregate by allgather (its messages "
             "mean something only summed over the ranks; its own strategy is allreduce)");
+  // Summable messages whose wire type is bytes (Compressor's default wire_dtype()): the
+  // allreduce summed its f32 values byte by byte (review, 2026-12-07).
+  for (const DType wire : {DType::kU8, DType::kU16}) {
+    const Declared bytes(Aggregation::kAllreduce, CompressorCapabilities{.summable = true},
+                         std::nullopt, wire);
+    auto reduce = make_aggregator("auto", bytes, {}, "compress.aggregation");
+    ASSERT_FALSE(reduce.is_ok());
+    EXPECT_TRUE(contains(reduce.status().message(),
+                         fmt::format("its wire_dtype() is {}, whose sum wraps", dtype_name(wire))))
+        << reduce.status().message();
+  }
   // A sparse list the tree may not re-select.
   auto fixed = make_external("test_caps_fixed", Aggregation::kAllgather,
                              CompressorCapabilities{.sparse_f32 = true});
@@ -298,6 +315,24 @@ TEST(Capabilities, ExternalCompressorsAreJudgedByWhatTheyDeclare) {
   // compressor powersgd.
   Declared layout(Aggregation::kAllgather, CompressorCapabilities{.needs_matrix_layout = true});
   EXPECT_FALSE(make_aggregator("low_rank", layout, {}, "compress.aggregation").is_ok());
+}
+
+// A rank's own message of another size than fixed_message_bytes() promised is named with the
+// bucket before error feedback decodes it (an embedder's compressor was decoded into the
+// residual unchecked, out of bounds: review, 2026-12-07), with error feedback or without.
+TEST(CapabilitiesDeathTest, AMessageOfAnotherSizeThanPromisedIsNamedBeforeAnyDecode) {
+  Declared liar(Aggregation::kAllgather, std::nullopt);
+  liar.break_size_promise(4);
+  std::vector<float> g(10, 1.0f), residual(10, 0.0f);
+  ErrorFeedback ef(residual);
+  Message msg;
+  EncodeContext ctx;
+  ctx.bucket_id = 3;
+  const char* why =
+      "bucket 3 \\(test_declared\\): a message of 36 bytes, but "
+      "test_declared::fixed_message_bytes\\(10\\) promised 40";
+  EXPECT_DEATH(encode_maybe_ef(liar, &ef, g, 0, ctx, msg), why);
+  EXPECT_DEATH(encode_maybe_ef(liar, nullptr, g, 0, ctx, msg), why);
 }
 
 // A compressor written before capabilities existed keeps the strategies the registry gave it

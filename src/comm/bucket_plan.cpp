@@ -97,6 +97,32 @@ Status BucketPlanConfig::validate(const std::string& prefix) const {
   return Status::ok();
 }
 
+Status BucketPlanConfig::check_patterns_match(const ParamStore& store,
+                                              const std::string& prefix) const {
+  for (const std::string& p : dense_patterns) {
+    bool matched = false;
+    for (const ParamEntry& e : store.entries()) {
+      if (fnmatch(p.c_str(), e.spec.name.c_str(), 0) == 0) {
+        matched = true;
+        break;
+      }
+    }
+    if (matched) continue;
+    std::string names;
+    const std::size_t shown = std::min<std::size_t>(store.entries().size(), 6);
+    for (std::size_t i = 0; i < shown; ++i) {
+      names += (i ? ", " : "") + store.entries()[i].spec.name;
+    }
+    if (shown < store.entries().size()) names += ", ...";
+    return Status::error(
+        "{}dense_patterns: '{}' matches no parameter of this model ({}), so "
+        "it sends nothing dense: a typo? (remove it if the model has no such "
+        "tensors)",
+        prefix, p, names);
+  }
+  return Status::ok();
+}
+
 bool BucketPlanConfig::is_dense(const ParamSpec& spec) const {
   if (spec.shape.numel() < min_compress_numel) return true;
   for (const auto& p : dense_patterns) {

@@ -44,6 +44,10 @@ struct BucketPlanConfig {
   std::vector<std::string> isolated;
 
   Status validate(const std::string& prefix = "comm.") const;
+  // Every dense pattern matches some parameter of `store`: one that matches none is a typo
+  // ("*.bais") that sent the tensors it meant through the compressor without a word
+  // (review, 2026-12-07). The error names the pattern and a few parameter names.
+  Status check_patterns_match(const ParamStore& store, const std::string& prefix = "comm.") const;
   // The routing rule; also the place_last predicate for ParamStore::allocate().
   bool is_dense(const ParamSpec& spec) const;
 };

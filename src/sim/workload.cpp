@@ -95,8 +95,10 @@ Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& conf
   const comm::BucketPlanConfig plan_config = config.comm.plan;
   layout->store.allocate(ExecContext::cpu(),
                          [&](const ParamSpec& s) { return plan_config.is_dense(s); });
+  SPARQ_RETURN_IF_ERROR(
+      plan_config.check_patterns_match(layout->store).with_context(config.where()));
   auto plan = comm::BucketPlan::build(layout->store, layout->layers, plan_config);
-  if (!plan.is_ok()) return plan.status().with_context(config.origin + ": comm");
+  if (!plan.is_ok()) return plan.status().with_context(config.where() + ": comm");
   layout->plan = std::make_unique<comm::BucketPlan>(std::move(plan).value());
   if (!layout->tied_embedding.empty()) {
     const Shape& shape = layout->store.entry(layout->tied_embedding).spec.shape;
@@ -105,7 +107,7 @@ Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& conf
     comm::BucketPlanConfig split_config = plan_config;
     split_config.isolated = {layout->tied_embedding};
     auto split = comm::BucketPlan::build(layout->store, layout->layers, split_config);
-    if (!split.is_ok()) return split.status().with_context(config.origin + ": comm");
+    if (!split.is_ok()) return split.status().with_context(config.where() + ": comm");
     layout->split_plan = std::make_unique<comm::BucketPlan>(std::move(split).value());
   }
   return layout;

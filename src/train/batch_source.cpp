@@ -142,10 +142,10 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
       return Status::error(
           "{}: data.markov.vocab_size: {} leaves {} ids besides BERT's special "
           "ones, fewer than data.markov.branching {} (or 2)",
-          c.origin, d.markov.vocab_size, markov.vocab_size, markov.branching);
+          c.where(), d.markov.vocab_size, markov.vocab_size, markov.branching);
     }
     auto made = data::MarkovChain::create(markov);
-    if (!made.is_ok()) return made.status().with_context(c.origin + ": data.markov");
+    if (!made.is_ok()) return made.status().with_context(c.where() + ": data.markov");
     const data::MarkovChain chain = std::move(made).value();
     const auto count = static_cast<std::uint64_t>(train ? d.markov_train_tokens
                                                         : d.markov_eval_tokens);
@@ -171,11 +171,11 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
   }
   const std::string key = train ? "data.train" : "data.eval";
   const std::string& path = train || d.eval_path.empty() ? d.train_path : d.eval_path;
-  SPARQ_RETURN_IF_ERROR(require_file(path, train ? "data.train" : "data.eval", c.origin));
+  SPARQ_RETURN_IF_ERROR(require_file(path, train ? "data.train" : "data.eval", c.where()));
   auto shard = data::ShardTokenSource::open(path);
-  if (!shard.is_ok()) return shard.status().with_context(c.origin + ": " + key);
+  if (!shard.is_ok()) return shard.status().with_context(c.where() + ": " + key);
   if ((*shard)->vocab_size() > static_cast<std::uint32_t>(c.model.vocab_size)) {
-    return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.origin,
+    return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.where(),
                          key, path, (*shard)->vocab_size(), c.model.vocab_size);
   }
   const std::string& tokenizer = (*shard)->shard().header().tokenizer;
@@ -186,7 +186,7 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
         "{}: {}: shard '{}' was made by tokenizer '{}', but a BERT model "
         "needs a 'bert-uncased' (WordPiece) shard: prepare_data --tokenizer "
         "wordpiece",
-        c.origin, key, path, tokenizer);
+        c.where(), key, path, tokenizer);
   }
   // prepare_data starts every document with the tokenizer's separator, so a WordPiece shard's
   // first token is the [SEP] of the vocabulary it was made with. Another vocabulary's ids in
@@ -201,7 +201,7 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
           "with (prepare_data starts every document with it), but data.sep_id is {}: set "
           "data.sep_id, data.cls_id, data.mask_id and data.pad_id to that vocabulary's [SEP], "
           "[CLS], [MASK] and [PAD] ids",
-          c.origin, key, path, first, d.sep_id);
+          c.where(), key, path, first, d.sep_id);
     }
   }
   if (!train && path != d.train_path) {
@@ -209,13 +209,13 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     // Its header only: the training loader verifies the payload once (a second full pass
     // over a large shard at every start, on every rank, otherwise).
     auto train_shard = data::ShardReader::open(d.train_path, /*verify_payload=*/false);
-    if (!train_shard.is_ok()) return train_shard.status().with_context(c.origin + ": data.train");
+    if (!train_shard.is_ok()) return train_shard.status().with_context(c.where() + ": data.train");
     const data::ShardHeader& t = train_shard->header();
     if (t.tokenizer != tokenizer || t.vocab_size != (*shard)->vocab_size()) {
       return Status::error(
           "{}: data.eval: shard '{}' (tokenizer '{}', vocabulary {}) does not "
           "match data.train '{}' (tokenizer '{}', vocabulary {})",
-          c.origin, path, tokenizer, (*shard)->vocab_size(), d.train_path, t.tokenizer,
+          c.where(), path, tokenizer, (*shard)->vocab_size(), d.train_path, t.tokenizer,
           t.vocab_size);
     }
   }
@@ -240,7 +240,7 @@ Status check_source_feeds_model(const TrainConfig& c) {
     return Status::error(
         "{}: model.nsp: 1 trains a next-sentence head, which needs sentence pairs with NSP "
         "labels; data.source '{}' gives single segments with MLM labels only: set nsp=0",
-        c.origin, c.data.source);
+        c.where(), c.data.source);
   }
   return Status::ok();
 }
@@ -253,10 +253,10 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
   const std::int64_t rows = c.train.micro_batch;
   // What a loader's error names: the config, the key and the file or generated source.
   const std::string key = train ? "data.train" : "data.eval";
-  std::string split = fmt::format("{}: {} data", c.origin, train ? "training" : "evaluation");
+  std::string split = fmt::format("{}: {} data", c.where(), train ? "training" : "evaluation");
   if (d.source == "shard" || d.source == "cifar10") {
     const std::string& path = train || d.eval_path.empty() ? d.train_path : d.eval_path;
-    split = fmt::format("{}: {} '{}'", c.origin, d.source == "cifar10" ? "data.train" : key, path);
+    split = fmt::format("{}: {} '{}'", c.where(), d.source == "cifar10" ? "data.train" : key, path);
   } else if (d.source == "markov") {
     split += fmt::format(" (data.markov.{}_tokens)", train ? "train" : "eval");
   } else {
@@ -290,9 +290,9 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
 
   std::shared_ptr<data::ImageDataset> images;
   if (d.source == "cifar10") {
-    SPARQ_RETURN_IF_ERROR(require_file(d.train_path, "data.train", c.origin));
+    SPARQ_RETURN_IF_ERROR(require_file(d.train_path, "data.train", c.where()));
     auto loaded = data::load_cifar10_dir(d.train_path, train);
-    if (!loaded.is_ok()) return loaded.status().with_context(c.origin + ": data.train");
+    if (!loaded.is_ok()) return loaded.status().with_context(c.where() + ": data.train");
     images = std::make_shared<data::ImageDataset>(std::move(loaded).value());
     if (info) {
       // A partial download trains on what is there (load_cifar10_dir); the start-up line says

@@ -10,9 +10,10 @@ namespace sparq::train {
 Status check_device_support(const TrainConfig& c) {
   // Note [bf16 GEMM operands] (core/cuda/mixed_gemm.h): what bf16 covers, and where.
   if (c.train.precision == "bf16" && c.model.arch == ModelArch::kVgg) {
-    return Status::error("{}: train.precision: bf16 covers the GEMM layers of gpt2 and bert; "
-                         "vgg's convolutions run on cuDNN in fp32 only; use precision fp32",
-                         c.origin);
+    return Status::error(
+        "{}: train.precision: bf16 covers the GEMM layers of gpt2 and bert; "
+        "vgg's convolutions run on cuDNN in fp32 only; use precision fp32",
+        c.where());
   }
   if (c.train.device != Device::kCUDA) return Status::ok();
   if (c.compress.compress.compression_off()) return Status::ok();
@@ -23,7 +24,7 @@ Status check_device_support(const TrainConfig& c) {
     return Status::error(
         "{}: compress.name: {} has no GPU implementation yet; with train.device: cuda use "
         "{}, or train.device: cpu",
-        c.origin, c.compress.compress.name, compress::kDeviceCompressorsHint);
+        c.where(), c.compress.compress.name, compress::kDeviceCompressorsHint);
   }
   // `auto` is the compressor's own strategy (gtopk's is tree).
   const std::string strategy(c.compress.aggregation == "auto"
@@ -34,14 +35,16 @@ Status check_device_support(const TrainConfig& c) {
     return Status::error(
         "{}: compress.aggregation: {} is not built on the GPU yet for {} (issue 17); use {} "
         "with train.device: cuda",
-        c.origin, strategy, c.compress.compress.name,
+        c.where(), strategy, c.compress.compress.name,
         strategy == "tree" ? "allgather or two_phase"
                            : "allgather, two_phase or tree (allreduce for fp16 and bf16, "
                              "low_rank for powersgd)");
   }
   if (c.comm.plan_mode != "fixed") {
-    return Status::error("{}: comm.plan: {} with train.device: cuda is not built yet; use "
-                         "comm.plan: fixed", c.origin, c.comm.plan_mode);
+    return Status::error(
+        "{}: comm.plan: {} with train.device: cuda is not built yet; use "
+        "comm.plan: fixed",
+        c.where(), c.comm.plan_mode);
   }
   return Status::ok();
 }

@@ -21,6 +21,7 @@ namespace sparq::train {
 Result<TrainConfig> default_train_config() {
   SPARQ_ASSIGN_OR_RETURN(TrainConfig config, parse_train_config("{}", "<defaults>", {}));
   config.origin.clear();  // built in code from here on (validate_train_config names it so)
+  config.origin_with_overrides.clear();
   return config;
 }
 

@@ -41,11 +41,13 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   if (mode == "never") return false;
   // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
   const std::int64_t step_tokens = std::int64_t{c.train.micro_batch} * c.data.seq_len * world_size;
+  // One rank exchanges nothing, so there is nothing to split, under always too: a config
+  // valid for 32 ranks was refused by the dry run of one process on a login node (review,
+  // 2026-12-07).
+  if (world_size < 2) return false;
   std::string why;
   if (tied_rows == 0) {
     why = "the model has no tied embedding (GPT-2 has one)";
-  } else if (world_size < 2) {
-    why = "a single rank exchanges nothing";
   } else if (c.train.device != Device::kCPU) {
     why = "train.device: cuda does not split it yet";
   } else if (c.optim.communicate != "gradient") {
@@ -62,7 +64,7 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   if (!why.empty()) {
     if (mode != "always") return false;
     return Status::error("{}: comm.split_tied_embedding: always, but {}; use auto or never",
-                         c.origin, why);
+                         c.where(), why);
   }
   if (mode == "always") return true;  // the cost rule is auto's
   SPARQ_ASSIGN_OR_RETURN(const double e, table_bytes_per_element(c, tied_rows));

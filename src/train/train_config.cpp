@@ -22,6 +22,7 @@ Result<TrainConfig> parse_train_config(const std::string& yaml_text, const std::
   for (const std::string& o : overrides) SPARQ_RETURN_IF_ERROR(reader.set_override(o));
   TrainConfig c;
   c.origin = origin;
+  c.origin_with_overrides = reader.where();
   // train first: the LR schedule's total_steps comes from train.steps. Each reader reads its
   // own top-level section only.
   using SectionReader = Status (*)(YamlReader&, TrainConfig&);
@@ -70,6 +71,7 @@ std::vector<std::string> unread_settings(const TrainConfig& c) {
   const DataConfig& dd = defaults.data;
   const bool bert = c.model.arch == ModelArch::kBert;
   const bool images = d.source == "cifar10" || d.source == "synthetic_images";
+  const bool markov = d.source == "markov";
   const std::string data_run = fmt::format("model {}, data.source {}", c.model.preset, d.source);
   std::vector<std::string> notes = optim::unread_notes(
       {
@@ -83,12 +85,39 @@ std::vector<std::string> unread_settings(const TrainConfig& c) {
            d.source == "synthetic_images", "data.source synthetic_images reads it"},
           {"synthetic.eval_images", d.synthetic_eval_images != dd.synthetic_eval_images,
            d.source == "synthetic_images", "data.source synthetic_images reads it"},
+          // The Markov keys for another source, seq_len for images (review, 2026-12-07).
+          {"seq_len", d.seq_len != dd.seq_len, !images, "the token sources read it"},
+          {"markov.vocab_size", d.markov.vocab_size != dd.markov.vocab_size, markov,
+           "data.source markov reads it"},
+          {"markov.order", d.markov.order != dd.markov.order, markov,
+           "data.source markov reads it"},
+          {"markov.branching", d.markov.branching != dd.markov.branching, markov,
+           "data.source markov reads it"},
+          {"markov.smoothing", d.markov.smoothing != dd.markov.smoothing, markov,
+           "data.source markov reads it"},
+          {"markov.seed", d.markov.seed != dd.markov.seed, markov, "data.source markov reads it"},
+          {"markov.train_tokens", d.markov_train_tokens != dd.markov_train_tokens, markov,
+           "data.source markov reads it"},
+          {"markov.eval_tokens", d.markov_eval_tokens != dd.markov_eval_tokens, markov,
+           "data.source markov reads it"},
       },
       "data.", data_run);
   const auto append = [&notes](std::vector<std::string> more) {
     notes.insert(notes.end(), std::make_move_iterator(more.begin()),
                  std::make_move_iterator(more.end()));
   };
+  const LoopConfig& t = c.train;
+  const LoopConfig& td = defaults.train;
+  const bool saving = !t.checkpoint_dir.empty();
+  append(optim::unread_notes(
+      {
+          {"keep_checkpoints", t.keep_checkpoints != td.keep_checkpoints, saving,
+           "a run with train.checkpoint_dir reads it"},
+      },
+      "train.", "no train.checkpoint_dir"));
+  append(optim::unread_notes({{"init_format", t.init_format != td.init_format, !t.init_from.empty(),
+                               "a run with train.init_from reads it"}},
+                             "train.", "no train.init_from"));
   const bool tracing = !c.log.trace_path.empty();
   append(optim::unread_notes(
       {

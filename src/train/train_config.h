@@ -96,6 +96,13 @@ struct LogConfig {
 
 struct TrainConfig {
   std::string origin;  // the config file
+  // origin and the --set keys applied to it ("configs/x.yaml with --set a, b"): what errors
+  // found after parsing name, through where(), since a value from --set is not the file's
+  // (they named the file alone: review, 2026-12-07).
+  std::string origin_with_overrides;
+  const std::string& where() const {
+    return origin_with_overrides.empty() ? origin : origin_with_overrides;
+  }
   ModelConfig model;
   DataConfig data;
   optim::OptimConfig optim;
@@ -113,7 +120,9 @@ struct TrainConfig {
 
 // Settings outside optim that this run never reads, set to anything but their default: the
 // BERT data keys for another model, data.augment for a token source, data.synthetic.* for a
-// source other than synthetic_images, log.trace_* without
+// source other than synthetic_images, data.markov.* for another source, data.seq_len for an
+// image source, train.keep_checkpoints without train.checkpoint_dir,
+// train.init_format without train.init_from, log.trace_* without
 // log.trace, comm.plan_* without comm.plan: auto. Noted by the dry run and the start-up log,
 // not refused, as optim's are (OptimConfig::unread_settings: a study cell switching one key
 // keeps the base config's others). They passed without a word (review, 2026-12-06).

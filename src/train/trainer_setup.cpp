@@ -93,18 +93,20 @@ Status Trainer::build(const Options& options) {
   const std::int64_t tied_rows =
       model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
   SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, tied_rows, comm_.size()));
+  SPARQ_RETURN_IF_ERROR(c.comm.plan.check_patterns_match(store_).with_context(c.where()));
   comm::BucketPlanConfig plan_config = c.comm.plan;
   if (split_tied_) plan_config.isolated = {model_->tied_embedding()};
   auto plan = comm::BucketPlan::build(store_, model_->layers(), plan_config);
-  if (!plan.is_ok()) return plan.status().with_context(c.origin + ": comm");
+  if (!plan.is_ok()) return plan.status().with_context(c.where() + ": comm");
   plan_ = std::make_unique<comm::BucketPlan>(std::move(plan).value());
   compress::GradientExchangeConfig exchange_config = c.compress;
   exchange_config.never_sent_window = c.log.never_sent_window;  // a log key, measured there
   if (c.comm.plan_mode == "auto") {
     if (!options.plan_buckets) {
-      return Status::error("{}: comm.plan: auto is planned by run_training() and train_main() "
-                           "(the step simulator); this Trainer was created without a planner",
-                           c.origin);
+      return Status::error(
+          "{}: comm.plan: auto is planned by run_training() and train_main() "
+          "(the step simulator); this Trainer was created without a planner",
+          c.where());
     }
     SPARQ_ASSIGN_OR_RETURN(BucketChoice planned, options.plan_buckets(c, *plan_, comm_.size()));
     if (planned.choice.size() != plan_->size()) {
@@ -116,7 +118,7 @@ Status Trainer::build(const Options& options) {
     if (is_root()) spdlog::info("comm.plan: auto\n{}", plan_choice_);
   }
   auto exchange = compress::GradientExchange::create(store_, *plan_, exchange_config);
-  if (!exchange.is_ok()) return exchange.status().with_context(c.origin);
+  if (!exchange.is_ok()) return exchange.status().with_context(c.where());
   exchange_ = std::move(exchange).value();
 
   comm::CommEngine::Options eo;
@@ -149,7 +151,7 @@ Status Trainer::connect_buckets() {
     return Status::error(
         "{}: comm.emulate.ranks prices the GPU bucket queue's NCCL calls, and "
         "this run has none (train.device: {}, sparq built {} NCCL)",
-        c.origin, device_name(c.train.device), comm::nccl_queue_built() ? "with" : "without");
+        c.where(), device_name(c.train.device), comm::nccl_queue_built() ? "with" : "without");
   }
   scheduler_ = std::make_unique<comm::WfbpScheduler>(
       *plan_, *buckets, *exchange_, comm::WfbpScheduler::Options{.overlap = c.comm.overlap});
@@ -198,16 +200,16 @@ Status Trainer::check_communicator() const {
     return Status::error(
         "{}: comm.emulate asks for {}, but the communicator was made with {}; the link is fixed "
         "when it is made: make one for this config (train::make_communicator(config.comm))",
-        config_.origin, describe(&wanted), describe(made));
+        config_.where(), describe(&wanted), describe(made));
   }
   const std::string backend = comm_.backend();
   if (config_.comm.backend == "mpi" && backend.rfind("mpi", 0) != 0) {
-    return Status::error("{}: comm.backend: mpi, but the communicator is '{}'", config_.origin,
+    return Status::error("{}: comm.backend: mpi, but the communicator is '{}'", config_.where(),
                          backend);
   }
   if (config_.comm.backend == "self" && comm_.size() > 1) {
     return Status::error("{}: comm.backend: self, but the communicator has {} ranks ('{}')",
-                         config_.origin, comm_.size(), backend);
+                         config_.where(), comm_.size(), backend);
   }
   return Status::ok();
 }

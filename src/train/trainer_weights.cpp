@@ -19,7 +19,7 @@ Status Trainer::load_initial_weights(bool check_only) {
   if (format == "auto") {
     // Hugging Face GPT-2 files are recognised by their fused attention projection.
     auto read = SafetensorsFile::read_header(path);
-    if (!read.is_ok()) return read.status().with_context(config_.origin + ": train.init_from");
+    if (!read.is_ok()) return read.status().with_context(config_.where() + ": train.init_from");
     const SafetensorsFile& file = *read;
     const bool hf = file.find("h.0.attn.c_attn.weight") != nullptr ||
                     file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
@@ -29,7 +29,7 @@ Status Trainer::load_initial_weights(bool check_only) {
     const Status s = format == "gpt2_hf"
                          ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)
                          : import_safetensors(store_, path, {.check_only = true}, model_->state());
-    return s.with_context(config_.origin + ": train.init_from");
+    return s.with_context(config_.where() + ": train.init_from");
   }
   // A GPU store is imported through its host copy (same layout), then uploaded whole.
   ParamStore* target = &store_;
@@ -44,7 +44,7 @@ Status Trainer::load_initial_weights(bool check_only) {
       format == "gpt2_hf"
           ? import_gpt2_hf(*target, path, config_.model.vocab_size)
           : import_safetensors(*target, path, {.state_absent = &state_absent}, model_->state());
-  SPARQ_RETURN_IF_ERROR(s.with_context(config_.origin + ": train.init_from"));
+  SPARQ_RETURN_IF_ERROR(s.with_context(config_.where() + ": train.init_from"));
   if (!state_absent.empty() && is_root()) {
     spdlog::warn(
         "train.init_from: {} holds none of the model's {} state tensors ({}, ...: an export from "

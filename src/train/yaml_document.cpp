@@ -134,4 +134,32 @@ Status check_set_value_text(const std::string& key, const std::string& text) {
   return Status::ok();
 }
 
+Status check_set_value_read(const std::string& key, const std::string& text,
+                            const YAML::Node& value) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  const std::string trimmed = first == std::string::npos
+                                  ? std::string()
+                                  : text.substr(first, text.find_last_not_of(" \t") - first + 1);
+  const auto quote_it = [&](std::string_view reads_as) {
+    return Status::error("--set {}: YAML reads the value '{}' as {}; quote it (--set '{}=\"{}\"')",
+                         key, text, reads_as, key, text);
+  };
+  if (value.IsNull()) {
+    for (const char* none : {"", "~", "null", "Null", "NULL"}) {
+      if (trimmed == none) return Status::ok();
+    }
+    return quote_it("no value");
+  }
+  // A plain scalar (tag "?"): quoted ones are the user's own YAML.
+  if (value.IsScalar() && value.Tag() == "?" && value.Scalar() != trimmed) {
+    return quote_it("'" + value.Scalar() + "'");
+  }
+  // "!x", a local tag, is what a shell user meant as text; "!!str 5" is YAML on purpose.
+  if (value.IsScalar() && value.Tag() != "?" && value.Tag() != "!" &&
+      !value.Tag().starts_with("tag:yaml.org,2002:")) {
+    return quote_it("the tag " + value.Tag());
+  }
+  return Status::ok();
+}
+
 }  // namespace sparq::train

@@ -37,4 +37,11 @@ YAML::Node unshared_copy(const YAML::Node& node);
 // unless quoted again (review, 2026-12-06).
 Status check_set_value_text(const std::string& key, const std::string& text);
 
+// After the parse: an unquoted scalar must read as its own text, and no value only from an
+// empty text, "~" or "null". A quote inside a word ("run's #1.jsonl" read as "run's") and a
+// leading '%', '!' or '&' (a directive, a tag, an anchor: read as no value, which turned
+// log.metrics off) changed the value without a word (review, 2026-12-07).
+Status check_set_value_read(const std::string& key, const std::string& text,
+                            const YAML::Node& value);
+
 }  // namespace sparq::train

@@ -173,6 +173,7 @@ Result<SetArgument> parse_set_argument(const std::string& assignment) {
   const std::string text = assignment.substr(eq + 1);
   SPARQ_RETURN_IF_ERROR(check_set_value_text(a.key, text));
   SPARQ_ASSIGN_OR_RETURN(a.value, load_one_document(text, "--set " + a.key + " (the value)"));
+  SPARQ_RETURN_IF_ERROR(check_set_value_read(a.key, text, a.value));
   SPARQ_RETURN_IF_ERROR(check_keys(a.value, a.key, "--set"));
   return a;
 }

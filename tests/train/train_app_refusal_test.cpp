@@ -62,6 +62,15 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "configs: cannot open config file: cannot read 'configs': it is a "
        "directory"},
       {base + "--set train.init_from=configs", "cannot read 'configs': it is a directory"},
+      // A dense pattern that matches nothing is a typo that compressed the biases (review,
+      // 2026-12-07).
+      {base + "--dry-run --set 'comm.dense_patterns=[\"*.bais\", \"*ln_*\"]'",
+       "comm\\.dense_patterns: '\\*\\.bais' matches no parameter of this model \\(wte\\.weight"},
+      // An error found after parsing names the --set keys beside the file, which holds
+      // neither (review, 2026-12-07).
+      {base + "--dry-run --set comm.split_tied_embedding=always --set optim.communicate=update",
+       "configs/default\\.yaml with --set comm\\.split_tied_embedding, optim\\.communicate: "
+       "comm\\.split_tied_embedding: always, but optim\\.communicate is not gradient"},
       // Two one-rank runs writing the same files (review, 2026-12-05).
       {base + "--set comm.backend=self",
        "configs/default\\.yaml: comm\\.backend: self, but the launcher started 2 processes"},
@@ -260,7 +269,8 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
                 "--config configs/gpt2_wikitext_tiny.yaml --set train.device=cuda --set "
                 "compress.name=topk_sampled --set compress.aggregation=tree --dry-run");
   EXPECT_EQ(tree.exit_code, 0) << tree.output;
-  EXPECT_NE(tree.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml: "
+  EXPECT_NE(tree.output.find("note: training refused: configs/gpt2_wikitext_tiny.yaml with "
+                             "--set compress.aggregation, compress.name, train.device: "
                              "compress.aggregation: tree is not built on the GPU yet"),
             std::string::npos)
       << tree.output;

@@ -293,8 +293,12 @@ TEST(YamlReader, AConfigIsOneDocument) {
 TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
   auto r = YamlReader::from_string(kConfig, "test.yaml");
   ASSERT_TRUE(r.is_ok());
-  for (const char* bad : {"log.metrics=run #1.jsonl", "log.metrics=#x", "log.metrics=---",
-                          "log.metrics=...", "optim.lr=0.1\n---\n0.2"}) {
+  // Also a quote inside a word, which hid the comment from the text check, and a leading
+  // '%', '!' or '&', read as no value (review, 2026-12-07).
+  for (const char* bad :
+       {"log.metrics=run #1.jsonl", "log.metrics=#x", "log.metrics=---", "log.metrics=...",
+        "optim.lr=0.1\n---\n0.2", "log.metrics=run's #1.jsonl", "log.metrics=a\"b #c",
+        "log.metrics=%x", "log.metrics=!x", "log.metrics=&x"}) {
     const Status s = r->set_override(bad);
     EXPECT_FALSE(s.is_ok()) << bad;
     EXPECT_NE(s.message().find("--set log.metrics") == std::string::npos
@@ -304,8 +308,11 @@ TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
         << s.message();
   }
   // A '#' inside a word or inside quotes, and text that merely starts with dashes, are values.
-  for (const char* good : {"log.metrics=run#1.jsonl", "log.metrics=\"run #1.jsonl\"",
-                           "log.metrics='a #b'", "log.metrics=---x", "optim.lr=-0.5"}) {
+  for (const char* good :
+       {"log.metrics=run#1.jsonl", "log.metrics=\"run #1.jsonl\"", "log.metrics='a #b'",
+        "log.metrics=---x", "optim.lr=-0.5", "log.metrics=run's.jsonl",
+        "log.metrics=", "log.metrics=~", "log.metrics=null", "optim.lr= 0.5 ", "log.metrics=a b",
+        "log.metrics=!!str 5", "comm.dense_patterns=[\"*.bias\"]"}) {
     EXPECT_TRUE(r->set_override(good).is_ok()) << good;
   }
   ASSERT_TRUE(r->set_override("log.metrics=\"run #1.jsonl\"").is_ok());

@@ -2,7 +2,7 @@
 // (block_codec.h), aggregated by allgather (scales differ per rank, so messages cannot be
 // summed). No header: n, b and B are known to every rank.
 // Message layout: f16 scales[ceil(n / B)], then codes, ceil(n * b / 8) bytes.
-// Message bytes: 2 * ceil(n / B) + ceil(n * b / 8)   (b = 4, B = 256: 0.1328 of dense f32).
+// Message bytes: 2 * ceil(n / B) + ceil(n * b / 8)   (b = 4, B = 256: 0.1270 of dense f32).
 // Config keys: bits {2, 3, 4, 8} = 4, block (multiple of 8 in [8, 65536]) = 256,
 //              rounding {nearest, stochastic} = nearest.
 // Error: nearest rounding errs by at most s/2 per value (s = the block's scale); stochastic

@@ -9,8 +9,8 @@
 // Message layout (sparse_format.h prefix with value_bits = b, then a block-codec run):
 //   [12-byte header][index section][f16 scales x ceil(k / B)][codes, ceil(k * b / 8) bytes]
 // Message bytes: 12 + min(delta varint bytes, ceil(n / 8)) + 2 * ceil(k / B) + ceil(k * b / 8)
-//   (rho = 0.01, b = 4, B = 256: about 0.0034 of dense f32 when gaps mostly fit 1-2 varint
-//   bytes; the index section dominates).
+//   (rho = 0.01, b = 4, B = 256: about 0.0045 of dense f32, bench_compress's figure, with
+//   gaps of 1-2 varint bytes; the index section dominates).
 //
 // k follows EncodeContext::density when it is set (the density warm-up).
 // Config keys: density (0, 1] = 0.01, bits {2, 3, 4, 8} = 4, block = 256,

@@ -83,9 +83,12 @@ SPARQ_HOST_DEVICE inline float clamp_to_levels(float x, float inv, float levels)
   return levels < lo ? levels : lo;
 }
 
-// Nearest: floor(y + 0.5) + L = trunc(y + (L + 0.5)) since the operand is >= 0.5.
+// Nearest: floor(y + 0.5) + L = trunc(y + (L + 0.5)) since the operand is >= 0.5. NaN goes to
+// code 0 by a select: converting NaN to int is undefined behaviour in C++ (x86 gave INT_MIN,
+// whose low byte is 0, and CUDA gives 0: review, 2026-12-07).
 SPARQ_HOST_DEVICE inline std::uint8_t quantize_nearest(float x, float inv, float levels) {
-  return static_cast<std::uint8_t>(static_cast<int>(clamp_to_levels(x, inv, levels) + (levels + 0.5f)));
+  const float shifted = clamp_to_levels(x, inv, levels) + (levels + 0.5f);
+  return static_cast<std::uint8_t>(static_cast<int>(shifted == shifted ? shifted : 0.0f));
 }
 
 // Stochastic: floor(y + u) + L with u ~ U[0, 1), unbiased. y + u is formed first: at y = 0 it

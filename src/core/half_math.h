@@ -55,14 +55,14 @@ SPARQ_HOST_DEVICE inline std::uint16_t half_bits_of(float value) {
   return static_cast<std::uint16_t>(sign | (rounded >> 13));
 }
 
-// A finite value that half_bits_of would round to Inf (|x| >= 65520) becomes +-65504, the
-// largest finite half; anything else is returned as it is (NaN and Inf included). The fp16
-// compressor sends its values through it, so one large gradient costs a clipped message and
-// a residual that keeps the excess, not an Inf residual that poisons every later step.
-SPARQ_HOST_DEVICE inline float clamp_to_half_range(float value) {
-  constexpr float kMaxHalf = 65504.0f;
-  if (value >= 65520.0f && value <= 3.4028234664e38f) return kMaxHalf;
-  if (value <= -65520.0f && value >= -3.4028234664e38f) return -kMaxHalf;
+// A finite value above `limit` in magnitude becomes +-limit (a half, at most 65504, the
+// largest finite one); anything else is returned as it is (NaN and Inf included). The fp16
+// compressor sends its values through it with half_sum_limit(P), so one large gradient costs
+// a clipped message and a residual that keeps the excess, not an Inf residual that poisons
+// every later step (Note [fp16 sums stay finite]).
+SPARQ_HOST_DEVICE inline float clamp_to_half_range(float value, float limit = 65504.0f) {
+  if (value > limit && value <= 3.4028234664e38f) return limit;
+  if (value < -limit && value >= -3.4028234664e38f) return -limit;
   return value;
 }
 
@@ -84,6 +84,26 @@ SPARQ_HOST_DEVICE inline float float_of_half_bits(std::uint16_t bits) {
     out = sign | ((exp + 112u) << 23) | (mant << 13);
   }
   return bits_as_float(out);
+}
+
+// Note [fp16 sums stay finite]
+// The fp16 cast sends half(a / P), and the allreduce sums P messages in f16, rounding once per
+// addition (comm/mpi_types.cpp, NCCL alike). Clamping each message at 65504 let P saturated
+// messages sum to Inf (65504 + 65504), which the decode took for a non-finite gradient: the
+// step was skipped while error feedback had already taken the sent mass out of the residual
+// (review, 2026-12-07). So each message is clamped at the largest half h with
+// P h (1 + 2^-11)^P <= 65504: the exact sum is at most P h, each of the P - 1 roundings
+// adds at most a relative 2^-11, and the last factor covers the bound itself; the sum stays
+// at most 65504. For one rank nothing is summed and the bound is 65504 itself (the cast of a
+// value below 65520 rounds there anyway). Host only: the kernels get it as an argument.
+inline float half_sum_limit(int world_size) {
+  if (world_size <= 1) return 65504.0f;
+  double bound = 65504.0 / world_size;
+  for (int i = 0; i < world_size; ++i) bound /= 1.0 + 1.0 / 2048.0;
+  const float wanted = static_cast<float>(bound);
+  std::uint16_t bits = half_bits_of(wanted);
+  if (float_of_half_bits(bits) > wanted) --bits;  // the largest half not above it
+  return float_of_half_bits(bits);
 }
 
 SPARQ_HOST_DEVICE inline std::uint16_t bf16_bits_of(float value) {

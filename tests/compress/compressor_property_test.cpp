@@ -11,6 +11,7 @@
 #include "compress/error_feedback.h"
 #include "compress/options.h"
 #include "compress/randomk.h"
+#include "core/half_math.h"
 #include "core/ops.h"
 #include "core/threading.h"
 #include "test_util.h"
@@ -274,20 +275,23 @@ TEST(CompressorProperties, LosslessSettingsRoundTrip) {
 
 // Found in review: fp16 cast a finite a / P >= 65520 to Inf, error feedback then stored
 // e = a - Inf = -Inf, the next step's a = g + e was -Inf and e NaN, and every later step was
-// skipped. The cast saturates at the largest finite half (core/half_math.h,
-// clamp_to_half_range, shared with the CUDA twin) and the residual keeps the excess.
+// skipped. The cast saturates (core/half_math.h, clamp_to_half_range, shared with the CUDA
+// twin) and the residual keeps the excess. It saturates at half_sum_limit(P), not 65504, so
+// that the sum of P saturated messages stays finite (Note [fp16 sums stay finite]).
 TEST(CompressorProperties, Fp16SaturatesAndErrorFeedbackKeepsTheExcess) {
   auto c = make("fp16");
   EncodeContext ctx = context(0);
   ctx.world_size = 2;
+  const float limit = half_sum_limit(2);
+  EXPECT_EQ(limit, 32720.0f);  // the largest half h with 2 h (1 + 2^-11)^2 <= 65504
   std::vector<float> residual(4, 0.0f);
   ErrorFeedback ef(residual);
-  const std::vector<float> g = {3.0e5f, -1.0e6f, 1.0f, 131000.0f};
+  const std::vector<float> g = {3.0e5f, -1.0e6f, 1.0f, 65000.0f};
   Message msg;
   ef.encode(*c, g, 0, ctx, msg);
   const std::vector<float> sent = decode_dense(*c, msg, g.size(), ctx);  // P * half(a / P)
-  // 131000 / 2 = 65500 is below 65520: rounded to 65504 as before, not clamped.
-  EXPECT_EQ(sent, (std::vector<float>{2 * 65504.0f, -2 * 65504.0f, 1.0f, 2 * 65504.0f}));
+  // 65000 / 2 = 32500 is below the limit: rounded to the nearest half (32496), not clamped.
+  EXPECT_EQ(sent, (std::vector<float>{2 * limit, -2 * limit, 1.0f, 2 * 32496.0f}));
   for (std::size_t i = 0; i < g.size(); ++i) {
     EXPECT_TRUE(std::isfinite(residual[i])) << i;
     EXPECT_EQ(residual[i], g[i] - sent[i]) << i;  // mass conservation
@@ -295,14 +299,47 @@ TEST(CompressorProperties, Fp16SaturatesAndErrorFeedbackKeepsTheExcess) {
   // The excess goes out over the next steps instead of being lost or turning into NaN.
   const std::vector<float> zero(4, 0.0f);
   for (int step = 1; step < 4; ++step) ef.encode(*c, zero, 0, ctx, msg);
-  EXPECT_EQ(residual[0], 0.0f);  // 3e5 = 131008 + 131008 + 37984: sent whole by step 2
-  EXPECT_FLOAT_EQ(residual[1], -1.0e6f + 4 * 2 * 65504.0f);
+  EXPECT_FLOAT_EQ(residual[0], 3.0e5f - 4 * 2 * limit);  // 3e5 = 4 x 65440 + 38240
+  EXPECT_FLOAT_EQ(residual[1], -1.0e6f + 4 * 2 * limit);
   // Non-finite values are not made finite: the non-finite guard must still see them.
   std::vector<float> bad = {std::numeric_limits<float>::infinity(), std::nanf("")};
   c->encode(bad, ctx, msg);
   const std::vector<float> back = decode_dense(*c, msg, bad.size(), ctx);
   EXPECT_TRUE(std::isinf(back[0]));
   EXPECT_TRUE(std::isnan(back[1]));
+}
+
+// Note [fp16 sums stay finite]: P messages saturated at half_sum_limit(P), summed in f16 with
+// one rounding per addition (as comm/mpi_types.cpp's half_sum_n, in a chain and in a tree),
+// stay finite; at 65504 each, two of them summed to Inf and the step was skipped while error
+// feedback had taken the mass out of the residual (review, 2026-12-07). And the limit costs
+// little: P of them reach at least 85% of 65504.
+TEST(CompressorProperties, Fp16MessagesSaturatedByAllRanksSumToAFiniteHalf) {
+  const auto add = [](std::uint16_t a, std::uint16_t b) {
+    return half_bits_of(float_of_half_bits(a) + float_of_half_bits(b));
+  };
+  for (const int p : {1, 2, 3, 4, 5, 7, 8, 16, 31, 32, 64, 256}) {
+    for (const float sign : {1.0f, -1.0f}) {
+      const float limit = half_sum_limit(p);
+      const std::uint16_t one = half_bits_of(sign * limit);
+      EXPECT_EQ(float_of_half_bits(one), sign * limit) << p;  // a half itself
+      std::uint16_t chain = one;
+      for (int r = 1; r < p; ++r) chain = add(chain, one);
+      std::vector<std::uint16_t> tree(static_cast<std::size_t>(p), one);
+      while (tree.size() > 1) {
+        std::vector<std::uint16_t> next;
+        for (std::size_t i = 0; i + 1 < tree.size(); i += 2)
+          next.push_back(add(tree[i], tree[i + 1]));
+        if (tree.size() % 2) next.push_back(tree.back());
+        tree = std::move(next);
+      }
+      for (const std::uint16_t sum : {chain, tree[0]}) {
+        EXPECT_TRUE(std::isfinite(float_of_half_bits(sum))) << p;
+        EXPECT_LE(std::fabs(float_of_half_bits(sum)), 65504.0f) << p;
+      }
+      EXPECT_GE(static_cast<double>(p) * limit, 0.85 * 65504.0) << p;
+    }
+  }
 }
 
 }  // namespace

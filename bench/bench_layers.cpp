@@ -96,6 +96,23 @@ bool read_torch_results(const std::string& path, int threads, std::map<std::stri
                path, keys["shapes"].empty() ? "?" : keys["shapes"], shapes_word(), remake);
     return false;
   }
+  // The peer's BLAS as it loaded it (bench/torch_blas.py): on the reference BLAS its times
+  // are 20-40x too slow and every ratio flatters sparq (review, 2026-12-07).
+  if (keys["blas"].empty()) {
+    fmt::print(stderr,
+               "bench_layers: '{}' does not record the BLAS PyTorch ran on (a file from before "
+               "2026-12-07); {}\n",
+               path, remake);
+    return false;
+  }
+  if (keys["blas"].starts_with("reference")) {
+    fmt::print(stderr,
+               "bench_layers: '{}' was timed on the reference BLAS, where PyTorch runs 20-40x "
+               "below its speed; install libopenblas0-pthread (or select OpenBLAS or BLIS as "
+               "libblas.so.3) and {}\n",
+               path, remake);
+    return false;
+  }
   *made = header.substr(tag.size() + 1);
   std::string name;
   double value;

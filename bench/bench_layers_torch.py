@@ -5,7 +5,7 @@
     build/bench/bench_layers --threads 2 --torch-results torch.txt
 
 Writes a header line first, "#bench_layers_torch threads=N seconds=S torch=VERSION
-coretype=KERNELS shapes=...", which bench_layers checks against its own thread count and
+coretype=KERNELS blas=KIND:PATH shapes=...", which bench_layers checks against its own thread count and
 shapes (it refuses a file made otherwise) and prints, then one "name milliseconds" line per op (best forward+backward time,
 like the C++ side), each as soon as that op is timed, so an interrupted run leaves the lines
 of the ops it finished.
@@ -20,6 +20,18 @@ import sys
 import time
 
 
+def early_option(argv, flag, default):
+    """The value of `flag` ("--x V" or "--x=V") read before argparse runs, for what must be
+    set before torch loads OpenBLAS."""
+    value = default
+    for i, word in enumerate(argv):
+        if word == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif word.startswith(flag + "="):
+            value = word.split("=", 1)[1]
+    return value
+
+
 def openblas_core_type(argv):
     """The OpenBLAS kernels PyTorch's products run on, chosen before torch loads OpenBLAS, by
     bench_models.cpp's rule: Debian's OpenBLAS picks its AVX2 Haswell kernels on AVX-512 AMD
@@ -27,12 +39,7 @@ def openblas_core_type(argv):
     AVX-512; where the CPU has AVX-512 F/BW/DQ/VL the peer gets SkylakeX over any inherited
     value. --coretype NAME chooses NAME, --coretype inherit keeps the environment's. Returns
     what the header line records (this peer inherited whatever was set: review, 2026-12-06)."""
-    chosen = ""
-    for i, word in enumerate(argv):
-        if word == "--coretype" and i + 1 < len(argv):
-            chosen = argv[i + 1]
-        elif word.startswith("--coretype="):
-            chosen = word.split("=", 1)[1]
+    chosen = early_option(argv, "--coretype", "")
     if chosen == "inherit":
         return "inherited:" + os.environ.get("OPENBLAS_CORETYPE", "unset")
     if not chosen:
@@ -52,8 +59,21 @@ def openblas_core_type(argv):
 
 CORETYPE = openblas_core_type(sys.argv[1:])
 
-import torch  # noqa: E402 (after OPENBLAS_CORETYPE is set: OpenBLAS reads it when it loads)
+
+def pin_blas_threads(argv):
+    """A pthread OpenBLAS reads OPENBLAS_NUM_THREADS when it loads and ignores
+    torch.set_num_threads: without it the peer's products used every core while the header
+    said threads=N (review, 2026-12-07). Set from --threads (default 2) before torch loads."""
+    threads = early_option(argv, "--threads", "2")
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ[name] = threads
+
+
+pin_blas_threads(sys.argv[1:])
+
+import torch  # noqa: E402 (after OPENBLAS_CORETYPE and the thread counts are set: OpenBLAS reads them when it loads)
 import torch.nn.functional as F  # noqa: E402
+from torch_blas import loaded_blas  # noqa: E402  (bench/, beside this script)
 
 B, T, C, H, V = 4, 256, 768, 12, 50304
 VALID_V = 50257  # GPT-2's real tokens: cross_entropy's logits' width
@@ -162,7 +182,8 @@ def main():
     cases["maxpool2x2"] = fwd_bwd(lambda t: F.max_pool2d(t, 2, 2), xi)
     with open(args.out, "w") as f:
         f.write(f"#bench_layers_torch threads={args.threads} seconds={args.seconds} "
-                f"torch={torch.__version__} coretype={CORETYPE} shapes={SHAPES}\n")
+                f"torch={torch.__version__} coretype={CORETYPE} blas={':'.join(loaded_blas())} "
+                f"shapes={SHAPES}\n")
         for name, step in cases.items():
             ms = best_ms(step, args.seconds)
             f.write(f"{name} {ms:.4f}\n")

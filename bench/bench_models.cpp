@@ -60,6 +60,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -219,8 +220,11 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   double peak_fp32 = 67, peak_bf16 = 989;  // H100/H200 SXM dense (NVIDIA datasheets)
   app.add_option("--device", device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--peak-fp32", peak_fp32, "device fp32 peak TFLOP/s for MFU");
-  app.add_option("--peak-bf16", peak_bf16, "device bf16 dense peak TFLOP/s for MFU");
+  // 0 printed an MFU of inf%, a negative one a negative MFU (review, 2026-12-07).
+  app.add_option("--peak-fp32", peak_fp32, "device fp32 peak TFLOP/s for MFU")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--peak-bf16", peak_bf16, "device bf16 dense peak TFLOP/s for MFU")
+      ->check(CLI::PositiveNumber);
   bool profiled = false;
   app.add_flag("--profile", profiled, "print sparq's time per layer kind (CPU)");
   app.add_option("--child", child, "internal: run one workload and print RESULT");
@@ -282,6 +286,10 @@ int main(int argc, char** argv) {
   bool failed = false;  // a sparq child that measured nothing makes the run fail (exit 1)
   std::vector<std::pair<std::string, Measurement>> profiles, peak_bounds;
   std::vector<std::string> spreads;
+  std::set<std::string> torch_blases;  // as each PyTorch child loaded it
+  // The FMA peak before and after the children, the higher kept (as bench_gemm does): one
+  // reading on a shared machine is often low, and a low one put a bound above 100%.
+  const double peak_before = bench::measure_fma_peak_gflops(threads);
   for (const Workload& w : bench::cpu_workloads()) {
     if (!listed(models, w.key)) continue;
     const std::string env = fmt::format("OMP_NUM_THREADS={} ", threads);
@@ -291,7 +299,9 @@ int main(int argc, char** argv) {
     const std::string blas =
         (torch_blas.empty()
              ? std::string()
-             : fmt::format("LD_LIBRARY_PATH='{}' OPENBLAS_NUM_THREADS={} ", torch_blas, threads)) +
+             : fmt::format("LD_LIBRARY_PATH='{}'${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} "
+                           "OPENBLAS_NUM_THREADS={} ",
+                           torch_blas, threads)) +
         (torch_core.empty() ? std::string() : fmt::format("OPENBLAS_CORETYPE='{}' ", torch_core));
     const std::string torch_command =
         env + blas +
@@ -310,6 +320,10 @@ int main(int argc, char** argv) {
     if (profiled) profiles.emplace_back(w.key, ours);
     if (ours.ok && ours.flops_per_item > 0) peak_bounds.emplace_back(w.key, ours);
     const Measurement torch = no_torch ? Measurement{} : pool(torch_rounds);
+    for (const Measurement& r : torch_rounds) {
+      if (r.ok)
+        torch_blases.insert(r.blas.empty() ? std::string("unknown (not reported)") : r.blas);
+    }
     const auto spread = [](const Measurement& m) {
       return m.ok ? fmt::format("{:.3f} / {:.3f} / {:.3f} s", m.best_step_s, m.step_s,
                                 m.worst_step_s)
@@ -359,11 +373,28 @@ int main(int argc, char** argv) {
       "to sparq's fastest against PyTorch's slowest:\n",
       rounds * steps, rounds);
   for (const auto& line : spreads) fmt::print("{}\n", line);
+  // What PyTorch ran on, read by each child from its own maps (bench/torch_blas.py): the
+  // header says what was asked for, this what was loaded (review, 2026-12-07: on the
+  // reference BLAS the ratios came out 7x too kind under a header naming OpenBLAS).
+  for (const std::string& blas : torch_blases) {
+    fmt::print("PyTorch's BLAS, as loaded: {}\n", blas);
+    if (blas.starts_with("reference") || blas.starts_with("unknown")) {
+      const std::string warning = fmt::format(
+          "WARNING: PyTorch ran on {}: its times are not its real speed and the ratios above "
+          "are not comparisons; install libopenblas0-pthread or pass --torch-blas DIR",
+          blas.starts_with("reference") ? "the reference BLAS" : "an unidentified BLAS");
+      fmt::print("{}\n", warning);
+      fmt::print(stderr, "{}\n", warning);
+      failed = true;
+    }
+  }
   if (!peak_bounds.empty()) {
-    const double peak = bench::measure_fma_peak_gflops(threads);
+    const double peak_after = bench::measure_fma_peak_gflops(threads);
+    const double peak = std::max(peak_before, peak_after);
     fmt::print(
-        "\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s)):\n",
-        peak, threads);
+        "\nGEMM-peak bound (model FLOPs of a step / FMA peak {:.1f} GFLOP/s on {} thread(s), "
+        "the higher of {:.1f} before and {:.1f} after the runs):\n",
+        peak, threads, peak_before, peak_after);
     fmt::print(
         "  (model FLOPs: 6 per parameter per token, the tied head's table counted for the "
         "rows and columns the fused head computes: BERT's labelled 15%, GPT-2's 50257 "

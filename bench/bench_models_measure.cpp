@@ -63,6 +63,8 @@ Measurement run_measured(const std::string& command) {
       if (m.ok && !(in >> m.flops_per_item)) m.flops_per_item = 0;  // PyTorch prints four
     } else if (tag == "STEPS") {
       for (double s = 0; in >> s;) m.steps.push_back(s);
+    } else if (tag == "BLAS") {
+      std::getline(in >> std::ws, m.blas);
     } else if (tag == "PROFILE") {
       profile::Row row;
       if (in >> row.name >> row.seconds >> row.calls) m.profile.push_back(row);

@@ -18,6 +18,7 @@ struct Measurement {
   double worst_step_s = 0;    // slowest timed step
   std::vector<double> steps;  // every timed step (the children's STEPS line), pooled over rounds
   std::vector<profile::Row> profile;  // --profile: totals over the timed steps
+  std::string blas;  // the PyTorch child's "BLAS <kind> <path>" (bench/torch_blas.py)
   bool ok = false;
 };
 

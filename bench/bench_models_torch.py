@@ -18,7 +18,8 @@ step is zero_grad + forward + backward, as in the C++ driver. On the CPU BERT's 
 MLM_HEAD_ROWS "labelled"), gathered after the MLM transform, as sparq's fused CPU head does;
 on cuda on every position, as sparq's materialised CUDA head does. BERT labels exactly
 round(0.15 * B * T) positions, as sparq's child does, so both heads have the same rows.
-Prints "STEPS <s/step of each timed step>" and then one line
+Prints "STEPS <s/step of each timed step>", "BLAS <kind> <path>" (the BLAS library loaded,
+bench/torch_blas.py) and then one line
 "RESULT <tokens or images per second> <peak MiB> <median s/step> <fastest s/step>"
 (peak MiB: on the CPU the peak resident set above the one before the model was built) on stdout and the
 per-step log on stderr. Benchmark only: nothing is asserted.
@@ -34,6 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import gen_models  # noqa: E402  (the reference model definitions)
+from torch_blas import loaded_blas  # noqa: E402  (bench/, beside this script)
 
 WORKLOADS = {
     # key: spec (as bench_models.cpp), micro-batch, sequence length (0 for images)
@@ -200,6 +202,7 @@ def main():
     items = b * (t if t > 0 else 1)
     peak_mib = (torch.cuda.max_memory_reserved() / 2**20 if cuda
                 else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 - baseline_rss_mib)
+    print("BLAS {} {}".format(*loaded_blas()))
     print(f"RESULT {items / median} {peak_mib} {median} {timed[0]}")
 
 

@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
   }
   fmt::print("text: {} ({:.2f} MB, {} lines)\n\n", text_path, s.size() / 1e6, lines.size());
   // Each encoder row's speed is also given as a ratio to the pre-tokenization reference
-  // measured just before it, the figure to compare between machines (absolute MB/s alone
-  // broke the project's rule: review, 2026-12-06).
+  // measured again right after it, the figure to compare between machines (absolute MB/s
+  // alone broke the project's rule: review, 2026-12-06; one reference measured before every
+  // row put the load's drift over the run into the later rows: review, 2026-12-07).
   fmt::print("{:<50} {:>10} {:>10} {:>10}\n", "what", "MB/s", "tokens", "x pretok");
 
   volatile std::uint32_t sink = 0;
@@ -107,13 +108,14 @@ int main(int argc, char** argv) {
                       }),
              "-");
   std::vector<sparq::data::PieceSpan> pieces;
-  const double pretok = mb_per_s(s, 5, [&] {
+  const auto pretokenize = [&] {
     pieces.clear();
     sparq::data::gpt2_pretokenize(s, &pieces);
-  });
+  };
   fmt::print("{:<50} {:>10.1f} {:>10} {:>10.3f}\n", "reference: GPT-2 pre-tokenization only",
-             pretok, "-", 1.0);
+             mb_per_s(s, 5, pretokenize), "-", 1.0);
   const auto row = [&](const std::string& what, double mbps, std::size_t tokens) {
+    const double pretok = mb_per_s(s, 3, pretokenize);  // the reference, now
     fmt::print("{:<50} {:>10.1f} {:>10} {:>10.3f}\n", what, mbps, tokens, mbps / pretok);
   };
 

@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
                  "cluster's ranks run one thread each)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--codecs", codecs, "comma list of compressors to time (default: all registered)");
-  app.add_option("--codec-floats", codec_floats, "floats per codec timing")
-      ->check(CLI::PositiveNumber);
+  // At most 2^28 (1 GiB a buffer): 10^14 ended in an uncaught bad_alloc (review, 2026-12-07).
+  app.add_option("--codec-floats", codec_floats, "floats per codec timing, at most 2^28")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
   app.add_option("--name", name, "the profile's name (default: the file's, else this-machine)");
   app.add_option("--source", source,
                  "the profile's source line (default: what was measured; a run that measures "
@@ -233,14 +234,35 @@ int main(int argc, char** argv) {
   if (parts.count("compute") && model.empty()) {
     return bad_argument("--model: needed to measure compute");
   }
+  // A flag of a part this run does not measure was ignored without a word (review,
+  // 2026-12-07), as prepare_data refuses the flags its mode does not read.
+  for (const auto& [flag, part] : {std::pair<const char*, const char*>{"--model", "compute"},
+                                   {"--micro-batch", "compute"},
+                                   {"--seq-len", "compute"},
+                                   {"--codecs", "codecs"},
+                                   {"--codec-floats", "codecs"},
+                                   {"--link-name", "link"},
+                                   {"--link-source", "link"}}) {
+    if (app.count(flag) > 0 && parts.count(part) == 0) {
+      return bad_argument(
+          fmt::format("{} applies to the {} part, which this run does not measure "
+                      "(--only)",
+                      flag, part));
+    }
+  }
   if (parts.count("link") && (!comm || comm->size() != 2)) {
     return fail("link: run under mpirun -np 2 (one rank per end of the link)");
   }
   // Names are checked before anything is measured: an unknown codec or model failed only
   // after the compute timings, which take minutes at real sizes (review, 2026-12-06).
   if (parts.count("compute")) {
-    const auto spec = sparq::parse_model_spec(model);
+    auto spec = sparq::parse_model_spec(model);
     if (!spec.is_ok()) return bad_argument(fmt::format("--model: {}", spec.status().message()));
+    // Found after the profiles were prepared, exit 1 (review, 2026-12-07).
+    if (spec->is_language_model() && (seq_len < 1 || seq_len > spec->n_ctx)) {
+      return bad_argument(
+          fmt::format("--seq-len {}: {} takes 1 to {} (its n_ctx)", seq_len, model, spec->n_ctx));
+    }
   }
   std::vector<std::string> codec_names;
   if (parts.count("codecs")) {

@@ -25,105 +25,12 @@
 #include "sim/profile.h"
 #include "sim/step_model.h"
 #include "sim/workload.h"
+#include "simulate_args.h"
 #include "train/train_config.h"
 
 namespace {
 
 using namespace sparq;
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-Result<std::vector<int>> parse_world(const std::string& text) {
-  std::vector<int> out;
-  for (const std::string& item : split_commas(text)) {
-    std::size_t used = 0;
-    int p = 0;
-    try {
-      p = std::stoi(item, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != item.size() || p < 1 || p > (1 << 24))
-      return Status::error("--world: '{}' is not a world size in [1, 2^24]", item);
-    out.push_back(p);
-  }
-  if (out.empty()) return Status::error("--world: no world size in '{}'", text);
-  return out;
-}
-
-// --compute-ms F,B[,O]: every part present, whole and finite (sscanf took "12abc" as 12 and
-// "1e400" as inf; split_commas dropped the empty parts of "1,,2": review, 2026-12-06); F and
-// B > 0, O >= 0 (0 is a measurement: a step may do no optimizer work worth timing).
-Result<std::vector<double>> parse_compute_ms(const std::string& text) {
-  std::vector<double> out;
-  bool valid = true;
-  for (std::size_t begin = 0; valid && begin <= text.size();) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    const std::string_view part(text.data() + begin, end - begin);
-    double v = 0;
-    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    valid = !part.empty() && ec == std::errc() && ptr == part.data() + part.size() &&
-            std::isfinite(v) && (out.size() == 2 ? v >= 0 : v > 0);
-    out.push_back(v);
-    begin = end + 1;
-  }
-  if (valid && (out.size() == 2 || out.size() == 3)) return out;
-  return Status::error(
-      "--compute-ms: expected FORWARD,BACKWARD[,OPTIMIZER] in ms (forward and backward "
-      "positive, the optimizer zero or more), got '{}'",
-      text);
-}
-
-// The command line's values that need no config or profile, checked before any file is read
-// so that a bad one exits 2 (Note [App exit codes]; they exited 1 after the work had begun:
-// review, 2026-12-06).
-struct Arguments {
-  std::vector<int> worlds;
-  std::vector<sim::Cell> cells;
-  std::string allreduce;  // config | ring | best | auto
-  std::string gather;     // collectives.h: ring | best
-  int timeline_world = 0;
-  std::string plan;  // config | fixed | auto
-  // --compute-ms FORWARD,BACKWARD[,OPTIMIZER], when given.
-  std::vector<double> compute_ms;
-};
-
-Result<Arguments> check_arguments(const std::string& world_text, const std::string& cells_text,
-                                  const std::string& allreduce, const std::string& gather,
-                                  int timeline_world, const std::string& compute_ms,
-                                  const std::string& plan) {
-  Arguments a;
-  if (plan != "config" && plan != "fixed" && plan != "auto")
-    return Status::error("--plan: unknown plan '{}' (config, fixed, auto)", plan);
-  a.plan = plan;
-  SPARQ_ASSIGN_OR_RETURN(a.worlds, parse_world(world_text));
-  if (timeline_world != 0 &&
-      std::find(a.worlds.begin(), a.worlds.end(), timeline_world) == a.worlds.end()) {
-    return Status::error("--buckets {}: not one of the --world sizes ({})", timeline_world,
-                         fmt::join(a.worlds, ","));
-  }
-  a.timeline_world = timeline_world;
-  for (const std::string& name : split_commas(cells_text)) {
-    SPARQ_ASSIGN_OR_RETURN(auto cell, sim::find_cell(name));
-    a.cells.push_back(cell);
-  }
-  if (a.cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
-  if (allreduce != "config" && allreduce != "ring" && allreduce != "best" && allreduce != "auto")
-    return Status::error("--allreduce: unknown algorithm '{}' (config, ring, best, auto)",
-                         allreduce);
-  a.allreduce = allreduce;
-  SPARQ_ASSIGN_OR_RETURN(a.gather, sim::parse_algorithm(gather, "--gather"));
-  if (!compute_ms.empty()) {
-    SPARQ_ASSIGN_OR_RETURN(a.compute_ms, parse_compute_ms(compute_ms));
-  }
-  return a;
-}
 
 // --buckets P: when each bucket became ready, started and ended, and what it sent.
 void print_timeline(const sim::StepResult& step) {
@@ -157,7 +64,7 @@ struct Row {
 
 Status run(const std::string& config_path, const std::vector<std::string>& sets,
            const std::string& profile_path, const std::vector<std::string>& networks,
-           const Arguments& args, const std::string& csv_path, double busy_comm_rate) {
+           const sim_app::Arguments& args, const std::string& csv_path, double busy_comm_rate) {
   SPARQ_ASSIGN_OR_RETURN(auto profile, sim::load_profile(profile_path));
   const std::vector<int>& worlds = args.worlds;
   const int timeline_world = args.timeline_world;
@@ -393,22 +300,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
     return 2;
   }
-  // A cell IS its compressor and aggregation (docs/simulate.md): a --set of either priced
-  // every cell alike under its own label (`--set compress.name=topk` made dense_f32, topk and
-  // powersgd rows of topk: review, 2026-12-06). Their other compress keys may be set.
-  for (const std::string& set : sets) {
-    const std::string key = set.substr(0, set.find('='));
-    // The whole section too: --set compress={...} replaces each cell's name with the map's.
-    if (key == "compress" || key == "compress.name" || key == "compress.aggregation") {
-      fmt::print(stderr,
-                 "simulate: --set {}: each cell sets its own {} (docs/simulate.md, the cells); "
-                 "set the cells' other keys one by one, and choose cells with --cells\n",
-                 set, key);
-      return 2;
-    }
-  }
-  auto args =
-      check_arguments(world, cell_names, allreduce, gather, timeline_world, compute_ms, plan);
+  auto args = sim_app::check_arguments(world, cell_names, allreduce, gather, timeline_world,
+                                       compute_ms, plan, sets);
   if (!args.is_ok()) {
     fmt::print(stderr, "simulate: {}\n", args.status().message());
     return 2;

@@ -117,10 +117,13 @@ int main(int argc, char** argv) {
   CLI::App app{"sparq_info: build configuration and a self-check"};
   int width = 96;
   int threads = 0;
-  app.add_option("--width", width, "hidden width of the demo network")->check(CLI::Range(1, 4096));
+  CLI::Option* width_option = app.add_option("--width", width, "hidden width of the demo network")
+                                  ->check(CLI::Range(1, 4096));
   app.add_option("--threads", threads, "OpenMP threads (0 = default)")->check(CLI::Range(0, 1024));
   bool json = false;
-  app.add_flag("--json", json, "print only the build's features as one JSON object and exit");
+  // --json runs no demo network: a --width beside it was ignored (review, 2026-12-07).
+  app.add_flag("--json", json, "print only the build's features as one JSON object and exit")
+      ->excludes(width_option);
   SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes] (core/cli_args.h)
   if (threads > 0) sparq::set_num_threads(threads);
   sparq::log::init({});

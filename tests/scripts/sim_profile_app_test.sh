@@ -88,6 +88,23 @@ rc=$?
 grep -q -- "--model: .*nosuch" "$T/bad.txt" || fail "no message naming the model: $(cat "$T/bad.txt")"
 [[ -e "$T/q.yaml" ]] && fail "a refused run wrote its --out"
 
+# A flag of a part not measured, a --seq-len past the model's n_ctx and a --codec-floats no
+# buffer could hold exit 2 before any work (ignored, exit 1 after preparing the profiles, and
+# an uncaught bad_alloc: review, 2026-12-07).
+for args in "--only codecs --codecs topk --model gpt2-tiny" \
+            "--only codecs --codecs topk --link-name x" \
+            "--only compute --model gpt2-tiny --seq-len 999" \
+            "--only codecs --codecs fp16 --codec-floats 100000000000000"; do
+  read -r -a words <<<"$args"
+  "$PROFILE_BIN" "${words[@]}" --out "$T/r.yaml" >"$T/bad.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "$args exited $rc, want 2: $(cat "$T/bad.txt")"
+  [[ -e "$T/r.yaml" ]] && fail "$args wrote its --out"
+done
+"$PROFILE_BIN" --only compute --model gpt2-tiny --seq-len 999 --out "$T/r.yaml" >"$T/bad.txt" 2>&1
+grep -q -- "--seq-len 999: gpt2-tiny takes 1 to" "$T/bad.txt" ||
+  fail "no message naming --seq-len: $(cat "$T/bad.txt")"
+
 # Only the writer (rank 0) reads the profiles, and its peer hears of a failure before the
 # link's ping-pong: it waited there forever (review, 2026-12-06).
 if [[ ${#MPIRUN[@]} -gt 0 ]]; then

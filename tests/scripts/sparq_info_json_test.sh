@@ -39,3 +39,8 @@ for name in ("gpt2-124M", "bert-base", "vgg16"):
 assert not d["cuda_device_visible"] or d["cuda"], "a visible device in a build without CUDA"
 print("sparq_info --json OK:", len(d["compressors"]), "compressors, gemm", d["gemm_backend"])
 '
+# --json runs no demo network: a --width beside it is refused, exit 2 (it was ignored:
+# review, 2026-12-07).
+rc=0
+"$info" --json --width 8 >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 2 ]] || { echo "sparq_info --json --width 8 exited $rc, want 2"; exit 1; }

@@ -45,6 +45,25 @@ done
 "$sim" "${common[@]:0:8}" --cells topk --set compress.topk.density=0.05 >"$T/density.txt" 2>&1 ||
   fail "--set compress.topk.density exited $?: $(cat "$T/density.txt")"
 
+# A malformed --set exits 2 as train's does (it exited 1 after the work had begun), and
+# --world and --cells refuse blanks, empty parts and repeats (" 4" and "+4" were read as 4,
+# "2,,4" as 2,4, and a repeat printed its rows twice: review, 2026-12-07).
+bad_args=("--set train.steps" "--set data..x=1" "--world| 4" "--world|+4" "--world|2,,4"
+          "--world|2,2" "--cells|dense_f32,dense_f32" "--cells|dense_f32,")
+for args in "${bad_args[@]}"; do
+  if [[ $args == --set* ]]; then
+    extra=(--world 2 --cells dense_f32 --set "${args#--set }")
+  elif [[ $args == --world* ]]; then
+    extra=(--cells dense_f32 --world "${args#--world|}")
+  else
+    extra=(--world 2 --cells "${args#--cells|}")
+  fi
+  "$sim" "${common[@]:0:6}" "${extra[@]}" >"$T/bad.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "$args exited $rc, want 2: $(cat "$T/bad.txt")"
+  grep -q -E -- "--set|--world|--cells" "$T/bad.txt" || fail "$args: no message naming it: $(cat "$T/bad.txt")"
+done
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

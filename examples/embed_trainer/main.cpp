@@ -4,6 +4,7 @@
 //
 //   mpirun -np 2 ./embed_trainer [steps] [metrics.csv]      (defaults: 60, embed_metrics.csv)
 #include <sparq/sparq.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -44,6 +45,15 @@ sparq::Status check_csv_path(const std::string& path) {
   const std::filesystem::path parent = p.has_parent_path() ? p.parent_path() : ".";
   if (!std::filesystem::is_directory(parent, ec)) {
     return sparq::Status::error("{}: its folder '{}' does not exist", path, parent.string());
+  }
+  // A folder or an existing file this process may not write passed, and the run trained to
+  // fail at the end (review, 2026-12-07).
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    return sparq::Status::error("{}: cannot create files in '{}': {}", path, parent.string(),
+                                std::strerror(errno));
+  }
+  if (std::filesystem::exists(p, ec) && ::access(path.c_str(), W_OK) != 0) {
+    return sparq::Status::error("{}: cannot be written: {}", path, std::strerror(errno));
   }
   return sparq::Status::ok();
 }

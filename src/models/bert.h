@@ -15,7 +15,7 @@
 // mlm.decoder (the bias; the tied table is reported with embeddings.word, last), pooler, nsp.
 //
 // Batch: tokens, targets (MLM labels, kIgnoreIndex where nothing is predicted),
-// attention_mask (optional; padded positions must come after at least one real token),
+// attention_mask (optional; a row of padding alone gets a zero context, docs/layers.md),
 // token_types (optional), nsp_labels (required with nsp).
 #pragma once
 

@@ -189,14 +189,20 @@ void Vgg::backward_layers() {
 }
 
 std::size_t Vgg::activation_bytes() const {
+  // The convolutions' im2col areas and the 3x3 fast path's workspace are the CPU path's:
+  // a GPU run (or a dry run planning one) has cuDNN's instead, which Conv2d::bind frees them
+  // for. They were counted for the GPU too, 47 MiB of VGG-16's 47 (review, 2026-12-07).
+  const bool host_convolutions = activation_device() == Device::kCPU;
   std::size_t bytes = arena_.bytes();
   for (const Stage& st : stages_) {
     if (st.pool) bytes += st.pool->cache_bytes();
-    if (st.conv) bytes += st.conv->cache_bytes() + st.bn->cache_bytes();
+    if (st.conv) bytes += (host_convolutions ? st.conv->cache_bytes() : 0) + st.bn->cache_bytes();
   }
   // The 3x3 fast path's workspace is shared by its layers (layers/conv3x3_scratch.h): its
   // current size is the largest live layer's need, this model's included.
-  bytes += static_cast<std::size_t>(Conv3x3Scratch::size_floats()) * sizeof(float);
+  if (host_convolutions) {
+    bytes += static_cast<std::size_t>(Conv3x3Scratch::size_floats()) * sizeof(float);
+  }
   return bytes + static_cast<std::size_t>(shape_.micro_batch) * sizeof(float);
 }
 

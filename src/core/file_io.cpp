@@ -163,32 +163,43 @@ std::string private_temp_name(const std::string& path) {
   return fmt::format("{}.tmp.{:016x}", path, bits);
 }
 
-// Writes all of `bytes` to `fd` in chunks and fsyncs it; `shown` names the file in errors. The
-// caller closes fd.
-Status write_and_sync(int fd, const std::string& shown, std::string_view bytes,
+std::size_t total_size(std::span<const std::string_view> pieces) {
+  std::size_t total = 0;
+  for (const std::string_view piece : pieces) total += piece.size();
+  return total;
+}
+
+// Writes all of `pieces`, one after another, to `fd` in chunks of the whole stream and fsyncs
+// it; `shown` names the file in errors. The caller closes fd.
+Status write_and_sync(int fd, const std::string& shown, std::span<const std::string_view> pieces,
                       const AtomicWrite& how) {
   const std::size_t chunk = std::max<std::size_t>(how.chunk_bytes, 1);
-  std::size_t done = 0;
-  while (done < bytes.size()) {
+  const std::size_t total = total_size(pieces);
+  std::size_t done = 0, piece = 0, offset = 0;  // offset: into pieces[piece]
+  while (done < total) {
     if (fault_at(how, "write")) {
       return Status::error(
           "write to {} failed after {} of {} bytes: injected fault "
           "(SPARQ_FAULT {}.write)",
-          shown, done, bytes.size(), how.fault_prefix);
+          shown, done, total, how.fault_prefix);
     }
-    const std::size_t want = std::min(chunk, bytes.size() - done);
-    int err = 0;
-    const std::size_t n = write_fully(fd, bytes.substr(done, want), &err);
-    done += n;
-    if (n < want) {
-      return Status::error("write to {} failed after {} of {} bytes: {}", shown, done, bytes.size(),
-                           std::strerror(err));
+    // One chunk of the stream, which may span several pieces.
+    for (std::size_t left = std::min(chunk, total - done); left > 0;) {
+      while (offset == pieces[piece].size()) ++piece, offset = 0;
+      const std::string_view part = pieces[piece].substr(offset, left);
+      int err = 0;
+      const std::size_t n = write_fully(fd, part, &err);
+      done += n, offset += n, left -= n;
+      if (n < part.size()) {
+        return Status::error("write to {} failed after {} of {} bytes: {}", shown, done, total,
+                             std::strerror(err));
+      }
     }
   }
   // Without fsync a crash after the rename could leave an empty or partial file in place;
   // on some filesystems (NFS, delayed allocation) this is also where a full disk shows.
   if (::fsync(fd) != 0) {
-    return Status::error("fsync of {} failed ({} bytes written): {}", shown, bytes.size(),
+    return Status::error("fsync of {} failed ({} bytes written): {}", shown, total,
                          std::strerror(errno));
   }
   if (fault_at(how, "rename")) {
@@ -261,8 +272,10 @@ Status keep_mode(int fd, const std::string& shown, std::optional<mode_t> mode) {
 // The new file, complete and fsynced, under a private name (the caller renames it): an unnamed
 // file given its name only once complete, or, where the filesystem has no unnamed files (or
 // one cannot be named), a private name from the start. Each fault point is met once a call.
-Result<std::string> write_private_file(const std::string& path, std::string_view bytes,
+Result<std::string> write_private_file(const std::string& path,
+                                       std::span<const std::string_view> bytes,
                                        const AtomicWrite& how, std::optional<mode_t> mode) {
+  const std::size_t total = total_size(bytes);
   const std::string shown = fmt::format("'{}' (its new contents, not yet in place)", path);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
@@ -283,7 +296,7 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
         else
           written = linked.status();
       }
-      const Status closed = close_checked(unnamed, shown, bytes.size());
+      const Status closed = close_checked(unnamed, shown, total);
       if (!written.is_ok()) return written;
       if (!name.empty() && !closed.is_ok()) std::remove(name.c_str());
       if (!closed.is_ok()) return closed;
@@ -297,7 +310,7 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
   const auto& [fd, name] = created;
   Status written = keep_mode(fd, shown, mode);
   if (written.is_ok()) written = write_and_sync(fd, shown, bytes, again);
-  const Status closed = close_checked(fd, shown, bytes.size());
+  const Status closed = close_checked(fd, shown, total);
   if (written.is_ok()) written = closed;
   if (!written.is_ok()) {
     std::remove(name.c_str());
@@ -309,6 +322,12 @@ Result<std::string> write_private_file(const std::string& path, std::string_view
 }  // namespace
 
 Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
+  const std::string_view pieces[] = {bytes};
+  return write_file_atomic(path, std::span<const std::string_view>(pieces), how);
+}
+
+Status write_file_atomic(const std::string& path, std::span<const std::string_view> bytes,
+                         const AtomicWrite& how) {
   // Note [Atomic writes without a shared temporary name] (file_io.h). path + ".tmp" is not
   // touched: it may be another writer's (the shard writer's, data/shard.h) or the user's own
   // file; it used to be removed as an earlier version's leftover (review, 2026-12-06).

@@ -3,6 +3,9 @@
 #include <bit>
 #include <cstring>
 #include <set>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "core/check.h"
 #include "core/checksum.h"
@@ -188,18 +191,28 @@ Status write_checkpoint_file(const std::string& path, const CheckpointFile& file
   store_pod<std::uint64_t>(out, 24, total);
   store_pod<std::uint64_t>(out, 32, data_offset);
   out.resize(data_offset, '\0');
-  out.reserve(total);
-  for (std::size_t i = 0; i < file.sections.size(); ++i) {
-    out.resize(align_up(out.size()), '\0');
-    out.append(file.sections[i].second);
+  // The header, then each section after its padding, then the trailer: written as pieces,
+  // never copied into one image (file_io.h, the pieces form), with the whole-file checksum
+  // taken over the same pieces in order.
+  static constexpr char kZeros[kAlign] = {};
+  std::vector<std::string_view> pieces = {out};
+  Checksum64 checksum;
+  checksum.update(out.data(), out.size());
+  std::size_t at = out.size();
+  for (const auto& [name, bytes] : file.sections) {
+    const std::string_view padding(kZeros, align_up(at) - at);
+    pieces.insert(pieces.end(), {padding, bytes});
+    checksum.update(padding.data(), padding.size());
+    checksum.update(bytes.data(), bytes.size());
+    at = align_up(at) + bytes.size();
   }
-  SPARQ_CHECK(out.size() + kTrailerBytes == total, "checkpoint size {} != planned {}",
-              out.size() + kTrailerBytes, total);
-  append_pod(out, checksum64(out.data(), out.size()));
-  return write_file_atomic(path, out,
-                           {.chunk_bytes = kCheckpointWriteChunk,
-                            .fault_prefix = "checkpoint",
-                            .fault_step = step});
+  SPARQ_CHECK(at + kTrailerBytes == total, "checkpoint size {} != planned {}", at + kTrailerBytes,
+              total);
+  const std::uint64_t digest = checksum.digest();
+  pieces.emplace_back(reinterpret_cast<const char*>(&digest), sizeof(digest));
+  return write_file_atomic(
+      path, std::span<const std::string_view>(pieces),
+      {.chunk_bytes = kCheckpointWriteChunk, .fault_prefix = "checkpoint", .fault_step = step});
 }
 
 Result<CheckpointFile> read_checkpoint_file(const std::string& path) {

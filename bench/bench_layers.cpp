@@ -105,12 +105,16 @@ bool read_torch_results(const std::string& path, int threads, std::map<std::stri
                path, remake);
     return false;
   }
-  if (keys["blas"].starts_with("reference")) {
-    fmt::print(stderr,
-               "bench_layers: '{}' was timed on the reference BLAS, where PyTorch runs 20-40x "
-               "below its speed; install libopenblas0-pthread (or select OpenBLAS or BLIS as "
-               "libblas.so.3) and {}\n",
-               path, remake);
+  // As bench_models does: the reference BLAS, or one not identified, is no comparison.
+  if (keys["blas"].starts_with("reference") || keys["blas"].starts_with("unknown")) {
+    fmt::print(
+        stderr,
+        "bench_layers: '{}' was timed on {} ({}), where PyTorch may run 20-40x below "
+        "its speed; install libopenblas0-pthread (or select OpenBLAS or BLIS as "
+        "libblas.so.3) and {}\n",
+        path,
+        keys["blas"].starts_with("reference") ? "the reference BLAS" : "a BLAS not identified",
+        keys["blas"], remake);
     return false;
   }
   *made = header.substr(tag.size() + 1);

@@ -180,10 +180,10 @@ def main():
     cases["batchnorm2d"] = fwd_bwd(bn, xi)
     cases["relu"] = fwd_bwd(F.relu, xi)
     cases["maxpool2x2"] = fwd_bwd(lambda t: F.max_pool2d(t, 2, 2), xi)
+    blas = ":".join(loaded_blas()).replace(" ", "_")  # the header's words are space-separated
     with open(args.out, "w") as f:
         f.write(f"#bench_layers_torch threads={args.threads} seconds={args.seconds} "
-                f"torch={torch.__version__} coretype={CORETYPE} blas={':'.join(loaded_blas())} "
-                f"shapes={SHAPES}\n")
+                f"torch={torch.__version__} coretype={CORETYPE} blas={blas} shapes={SHAPES}\n")
         for name, step in cases.items():
             ms = best_ms(step, args.seconds)
             f.write(f"{name} {ms:.4f}\n")

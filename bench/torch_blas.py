@@ -6,6 +6,7 @@ ratios 7x too kind to sparq under a header that named OpenBLAS's kernels (review
 2026-12-07)."""
 
 import re
+import sys
 
 _KINDS = (("openblas", "OpenBLAS"), ("blis", "BLIS"), ("mkl", "MKL"))
 
@@ -22,7 +23,7 @@ def _kind_of(path):
 def loaded_blas():
     """(kind, path): kind is OpenBLAS, BLIS, MKL, reference or unknown. The library loaded as
     libblas.so.3 decides (the first one that defines sgemm for PyTorch's libraries); without
-    one, any BLAS library loaded."""
+    one, any BLAS library loaded, then MKL linked into torch."""
     paths = []
     try:
         with open("/proc/self/maps") as maps:
@@ -33,11 +34,16 @@ def loaded_blas():
                 if path.startswith("/") and re.search(r"blas|blis|mkl", name) and path not in paths:
                     paths.append(path)
     except OSError as error:
-        return "unknown", f"/proc/self/maps: {error}"
+        return "unknown", "/proc/self/maps_unreadable"
     for path in paths:
         if path.rsplit("/", 1)[-1].startswith("libblas.so"):
             return _kind_of(path), path
     for path in paths:
         if _kind_of(path) != "unknown":
             return _kind_of(path), path
-    return "unknown", ",".join(paths) if paths else "no BLAS library loaded"
+    # PyPI's x86 wheels link MKL into libtorch_cpu itself: no library of its own is loaded.
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(getattr(torch.backends, "mkl", None), "is_available",
+                                     lambda: False)():
+        return "MKL", "linked_into_torch"
+    return "unknown", ",".join(paths) if paths else "no_BLAS_library_loaded"

@@ -47,7 +47,13 @@ Status check_model_follows_spec(const TrainConfig& config, const std::string& or
 Result<TrainConfig> validate_train_config(const TrainConfig& config) {
   const std::string origin = config.origin.empty() ? "<in-code config>" : config.origin;
   SPARQ_RETURN_IF_ERROR(check_model_follows_spec(config, origin));
-  return parse_train_config(effective_yaml(config), origin, {});
+  SPARQ_ASSIGN_OR_RETURN(TrainConfig validated,
+                         parse_train_config(effective_yaml(config), origin, {}));
+  // The --set keys it was read with still name where its values came from (TrainConfig::where).
+  if (!config.origin_with_overrides.empty()) {
+    validated.origin_with_overrides = config.origin_with_overrides;
+  }
+  return validated;
 }
 
 bool launched_by_mpi() {

@@ -12,6 +12,24 @@
 #include "train/trainer.h"
 
 namespace sparq::train {
+namespace {
+
+// The directory holding `dir` (a trailing '/' or a symbolic link resolved first); "" when
+// `dir` does not exist.
+std::string parent_directory(const std::string& dir) {
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::canonical(dir, ec);
+  return ec ? std::string() : resolved.parent_path().string();
+}
+
+}  // namespace
+
+bool Trainer::only_evaluates_a_saved_step() const {
+  const std::string& root = config_.train.checkpoint_dir;
+  return !root.empty() && start_step_ >= config_.train.steps && !resumed_from_.empty() &&
+         (same_directory(checkpoint_dir(root, start_step_), resumed_from_) ||
+          same_directory(parent_directory(resumed_from_), root));
+}
 
 Status Trainer::open_run_outputs() {
   const TrainConfig& c = config_;
@@ -45,8 +63,10 @@ Status Trainer::open_run_outputs() {
   // first save, after the whole run with the default interval, and the export with it
   // (review, 2026-12-07). Every rank that sees the folder checks (ranks on nodes without a
   // shared filesystem see none, and make their own at the save).
+  // Not for a resume that only evaluates a step of this folder: it saves nothing there, and
+  // a read-only folder of checkpoints is a fine thing to evaluate (refused: review).
   Status writable;
-  if (!c.train.checkpoint_dir.empty()) {
+  if (!c.train.checkpoint_dir.empty() && !only_evaluates_a_saved_step()) {
     std::error_code ec;
     if (is_root() || std::filesystem::is_directory(c.train.checkpoint_dir, ec)) {
       writable = check_file_can_be_written(

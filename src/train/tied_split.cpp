@@ -41,10 +41,6 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   if (mode == "never") return false;
   // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
   const std::int64_t step_tokens = std::int64_t{c.train.micro_batch} * c.data.seq_len * world_size;
-  // One rank exchanges nothing, so there is nothing to split, under always too: a config
-  // valid for 32 ranks was refused by the dry run of one process on a login node (review,
-  // 2026-12-07).
-  if (world_size < 2) return false;
   std::string why;
   if (tied_rows == 0) {
     why = "the model has no tied embedding (GPT-2 has one)";
@@ -61,6 +57,10 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
         "compress.name: dgc keeps the momentum in the compressor, which the exact rows "
         "would bypass";
   }
+  // One rank exchanges nothing, so there is nothing to split, under always too: a config
+  // valid for 32 ranks was refused by the dry run of one process on a login node (review,
+  // 2026-12-07). Every other reason is still refused there, as the ranks would refuse it.
+  if (why.empty() && world_size < 2) return false;
   if (!why.empty()) {
     if (mode != "always") return false;
     return Status::error("{}: comm.split_tied_embedding: always, but {}; use auto or never",

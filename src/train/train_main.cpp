@@ -106,7 +106,7 @@ int train_main(int argc, char** argv) {
         "{}: comm.backend: self, but the launcher started {} processes: each would train "
         "alone and write the same metrics, checkpoints and trace; use comm.backend: auto (or "
         "mpi), or start one process",
-        config->origin, launched_world_size());
+        config->where(), launched_world_size());
   }
 
   // comm.allreduce and comm.emulate were validated with the config; before that (a bad

@@ -149,14 +149,6 @@ StepMetrics Trainer::step_once() {
 
 namespace {
 
-// The directory holding `dir` (a trailing '/' or a symbolic link resolved first); "" when
-// `dir` does not exist.
-std::string parent_directory(const std::string& dir) {
-  std::error_code ec;
-  const std::filesystem::path resolved = std::filesystem::canonical(dir, ec);
-  return ec ? std::string() : resolved.parent_path().string();
-}
-
 std::span<const std::int32_t> ids_of(const Tensor& t) {
   return {t.data<std::int32_t>(), static_cast<std::size_t>(t.numel())};
 }
@@ -308,11 +300,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       // rewrite would first clear its COMPLETE marker, and a failure then would leave nothing
       // to resume from. Nor does one that evaluates a step set aside in this directory
       // ("step-N.superseded"): its copy would set aside this directory's own history.
-      const std::string& root = c.train.checkpoint_dir;
-      const bool unchanged = summary.steps_run == 0 && !resumed_from_.empty() &&
-                             (same_directory(checkpoint_dir(root, step_), resumed_from_) ||
-                              same_directory(parent_directory(resumed_from_), root));
-      if (!unchanged) {
+      if (!only_evaluates_a_saved_step()) {
         SPARQ_RETURN_IF_ERROR(save_checkpoint());
       } else if (is_root()) {
         spdlog::info("no step run since {} was resumed: it is left as it is, and nothing saved",

@@ -4,7 +4,8 @@
 // WFBP scheduler and data-parallel stepper, and runs
 //
 //   for each step: micro-batches -> DataParallelStepper::step -> metrics (progress line and
-//   JSONL on rank 0) -> periodic evaluation -> periodic checkpoint
+//   JSONL on rank 0) -> periodic checkpoint -> periodic evaluation (saved first: a run
+//   ended during a long evaluation keeps its step, whose evaluation its resume skips)
 //
 // Non-finite loss or gradient: the step is skipped (every rank sees the same aggregated
 // norm, so every rank skips it) and counted; after train.max_nonfinite_in_a_row skipped
@@ -191,6 +192,9 @@ class Trainer {
   // Collective, at the start of run(): a fresh start's set-aside of other histories (with
   // their log.metrics), then log.metrics opened and train.checkpoint_dir made, each agreed.
   Status open_run_outputs();
+  // A resume from this checkpoint_dir (its step, or a step set aside in it) with no step left
+  // to run, to evaluate it again: it rewrites nothing there (run_outputs.cpp).
+  bool only_evaluates_a_saved_step() const;
   // Collective, once per run: the steps of other histories in train.checkpoint_dir are set
   // aside (set_aside_checkpoints_from).
   Status set_aside_other_histories();

@@ -150,14 +150,11 @@ Status check_set_value_read(const std::string& key, const std::string& text,
     }
     return quote_it("no value");
   }
-  // A plain scalar (tag "?"): quoted ones are the user's own YAML.
-  if (value.IsScalar() && value.Tag() == "?" && value.Scalar() != trimmed) {
+  // Text the user quoted, or tagged with a YAML tag ("!!str 5"), is YAML on purpose; any
+  // other scalar must read as its own text ("! x" read as "x", "!x" as "": review).
+  const bool quoted = trimmed.starts_with('\'') || trimmed.starts_with('"');
+  if (value.IsScalar() && !quoted && !trimmed.starts_with("!!") && value.Scalar() != trimmed) {
     return quote_it("'" + value.Scalar() + "'");
-  }
-  // "!x", a local tag, is what a shell user meant as text; "!!str 5" is YAML on purpose.
-  if (value.IsScalar() && value.Tag() != "?" && value.Tag() != "!" &&
-      !value.Tag().starts_with("tag:yaml.org,2002:")) {
-    return quote_it("the tag " + value.Tag());
   }
   return Status::ok();
 }

@@ -73,13 +73,18 @@ TEST(CheckpointDirs, AResumeFromElsewhereSetsAsideEveryStepOfTheRoot) {
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded"));  // not moved
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 4) + ".superseded.2"));
   EXPECT_TRUE(is_complete(checkpoint_dir(root, 2) + ".superseded.2"));
-  // Resumed from a step of the root (with a trailing slash): the steps below are its own.
+  // Resumed from a step of the root (with a trailing slash, through "/.", or through a link
+  // to it): the steps below are its own.
   for (const std::int64_t step : {2, 4}) {
     fs::create_directories(checkpoint_dir(root, step));
     ASSERT_TRUE(mark_complete(checkpoint_dir(root, step)).is_ok());
   }
-  EXPECT_TRUE(set_aside_checkpoints_from(root, 4, checkpoint_dir(root, 4) + "/").empty());
-  EXPECT_TRUE(is_complete(checkpoint_dir(root, 2)));
+  fs::create_directory_symlink("step-00000004", root + "/latest");
+  for (const std::string& from :
+       {checkpoint_dir(root, 4) + "/", checkpoint_dir(root, 4) + "/.", root + "/latest"}) {
+    EXPECT_TRUE(set_aside_checkpoints_from(root, 4, from).empty()) << from;
+    EXPECT_TRUE(is_complete(checkpoint_dir(root, 2))) << from;
+  }
 }
 
 constexpr char kHistoryConfig[] = R"(
@@ -258,7 +263,7 @@ TEST(CheckpointHistory, ASetAsideStepTakenUpAgainMovesButNeverOverwritesTheOther
 // read-only with chattr +i (which binds root too) or, without it, by its mode for others.
 TEST(CheckpointHistory, AnUnwritableCheckpointFolderIsRefusedBeforeTheFirstStep) {
   const std::string root = fresh_dir("unwritable");
-  fs::create_directories(root);
+  ASSERT_TRUE(train(root, 2, "").is_ok());  // step 2 saved, then the folder made read-only
   struct Unlock {
     std::string dir;
     bool immutable = false;
@@ -272,7 +277,12 @@ TEST(CheckpointHistory, AnUnwritableCheckpointFolderIsRefusedBeforeTheFirstStep)
     if (::geteuid() == 0) GTEST_SKIP() << "root, and chattr +i is not available here";
     fs::permissions(root, fs::perms::owner_read | fs::perms::owner_exec);
   }
-  const auto run = train(root, 4, "", {"train.checkpoint_interval=0"});
+  // Evaluating its last step again saves nothing there: not refused (review, 2026-12-07).
+  auto evaluated = train(root, 2, root);
+  ASSERT_TRUE(evaluated.is_ok()) << evaluated.status().message();
+  EXPECT_EQ(evaluated->steps_run, 0);
+  // Going on from it would save: refused before the first step.
+  const auto run = train(root, 4, root, {"train.checkpoint_interval=0"});
   ASSERT_FALSE(run.is_ok());
   EXPECT_NE(run.status().message().find("train.checkpoint_dir: a step folder"), std::string::npos)
       << run.status().message();

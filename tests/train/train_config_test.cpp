@@ -221,9 +221,12 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
             std::string::npos)
       << refused.status().message();
   // One rank splits nothing, always or not: its dry run checks a config meant for many
-  // ranks (refused before: review, 2026-12-07).
+  // ranks (refused before: review, 2026-12-07); what the ranks would refuse, it refuses.
   EXPECT_FALSE(resolve("comm: {split_tied_embedding: always}", true, 1).value());
-  EXPECT_FALSE(resolve("comm: {split_tied_embedding: always}", false, 1).value());
+  EXPECT_FALSE(resolve("comm: {split_tied_embedding: always}", false, 1).is_ok());
+  EXPECT_FALSE(
+      resolve("comm: {split_tied_embedding: always}\noptim: {communicate: update}", true, 1)
+          .is_ok());
   // 49 ranks x 512 tokens stay within half of 50304 rows, 50 do not.
   EXPECT_TRUE(resolve("optim: {clip_norm: 1.0}", true, 49).value());
   EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 50).value());

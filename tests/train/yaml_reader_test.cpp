@@ -298,7 +298,7 @@ TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
   for (const char* bad :
        {"log.metrics=run #1.jsonl", "log.metrics=#x", "log.metrics=---", "log.metrics=...",
         "optim.lr=0.1\n---\n0.2", "log.metrics=run's #1.jsonl", "log.metrics=a\"b #c",
-        "log.metrics=%x", "log.metrics=!x", "log.metrics=&x"}) {
+        "log.metrics=%x", "log.metrics=!x", "log.metrics=&x", "log.metrics=! x"}) {
     const Status s = r->set_override(bad);
     EXPECT_FALSE(s.is_ok()) << bad;
     EXPECT_NE(s.message().find("--set log.metrics") == std::string::npos

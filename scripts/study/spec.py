@@ -92,7 +92,9 @@ def load_study(path):
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         fail("world_size", f"must be an integer >= 1, got {world_size!r}")
     launcher = doc.get("launcher", DEFAULT_LAUNCHER)
-    if launcher is not None:
+    # "" is documented as "run the binary directly", like none and null (it was refused as
+    # not a non-empty string: review, 2026-12-07).
+    if launcher is not None and launcher != "":
         launcher = _string(launcher, "launcher", fail).strip()
     if launcher in ("", "none", None):
         launcher = None

@@ -104,6 +104,10 @@ expect "--seeds picks seeds" 0 "\[2/2\] lbs seed2: would run" -- "$T/tiny.yaml" 
 check "--seeds runs only those" test "$(count 'seed[0-9]+: would run')" -eq 2
 expect "unknown --seeds seed" 2 "--seeds: '3' names no seed" -- "$T/tiny.yaml" --out "$OUT" --seeds 3
 expect "list" 0 "seed2: missing" -- "$T/tiny.yaml" --out "$OUT" --list
+# launcher: "" is "run the binary directly", as documented, like none and null (refused
+# before: review, 2026-12-07).
+sed 's/^launcher:$/launcher: ""/' "$T/tiny.yaml" >"$T/quoted_empty.yaml"
+expect "an empty launcher string" 0 "seed2: missing" -- "$T/quoted_empty.yaml" --out "$OUT" --list
 expect "check" 0 "lbs: ok" -- "$T/tiny.yaml" --out "$OUT" --check
 expect "check refuses a bad key" 1 "typo: REFUSED.*densty" -- "$T/bad.yaml" --out "$OUT" --check
 # --check runs each cell under the study's launcher: a check that depends on the number of

@@ -73,7 +73,8 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
        "comm\\.split_tied_embedding: always, but optim\\.communicate is not gradient"},
       // Two one-rank runs writing the same files (review, 2026-12-05).
       {base + "--set comm.backend=self",
-       "configs/default\\.yaml: comm\\.backend: self, but the launcher started 2 processes"},
+       "configs/default\\.yaml with --set comm\\.backend: comm\\.backend: self, but the launcher "
+       "started 2 processes"},
   };
   for (const Refusal& r : refusals) {
     const ProcessResult p = run_train(2, r.args);

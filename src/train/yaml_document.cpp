@@ -1,6 +1,9 @@
 #include "train/yaml_document.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 #include <string_view>
 
 namespace sparq::train {
@@ -104,6 +107,39 @@ YAML::Node unshared_copy(const YAML::Node& node) {
   copy.SetTag(node.Tag());
   copy.SetStyle(node.Style());
   return copy;
+}
+
+std::string scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      const std::string key = scalar_text(entry.first);
+      const std::string path = prefix.empty() ? key : prefix + "." + key;
+      if (key.empty() || key.find('.') != std::string::npos) {
+        return Status::error(
+            "{}: '{}' (line {}): a key must be one plain name; write nested sections "
+            "(compress: {{name: topk}}) or --set compress.name=topk",
+            origin, path, entry.first.Mark().line + 1);
+      }
+      if (!seen.insert(key).second) {
+        return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
+                             path, entry.first.Mark().line + 1);
+      }
+      SPARQ_RETURN_IF_ERROR(check_keys(entry.second, path, origin));
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      SPARQ_RETURN_IF_ERROR(check_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
+    }
+  }
+  return Status::ok();
 }
 
 Status check_set_value_text(const std::string& key, const std::string& text) {

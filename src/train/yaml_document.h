@@ -31,6 +31,17 @@ Result<YAML::Node> load_one_document_with_marks(const std::string& text, const s
 // A copy of `node` whose every node is new: aliases become values of their own.
 YAML::Node unshared_copy(const YAML::Node& node);
 
+// A scalar's text, or the node written as flow YAML (a complex key has no string form).
+std::string scalar_text(const YAML::Node& n);
+
+// Every mapping key must be reachable as one part of a dotted path, once:
+//   * yaml-cpp keeps both entries of a repeated key and a lookup finds the first, so a setting
+//     appended at the end of a config to change an earlier one would be silently ignored;
+//   * a key holding a '.' ("compress.name: topk" at the top level) is never looked up, and
+//     the unknown-key check, which joins paths with '.', would take it for the key it spells
+//     (review, 2026-12-05: such a config trained uncompressed without a word).
+Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin);
+
 // What YAML would silently cut from a --set value: a comment ("run #1.jsonl" read as "run")
 // or a document marker ("---" read as no value, which turned log.metrics off); the shell has
 // already removed the user's own quotes, so a '#' the user meant is never a comment here

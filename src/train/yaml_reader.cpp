@@ -31,13 +31,6 @@ std::vector<std::string> split_key(const std::string& key) {
   }
 }
 
-std::string scalar_text(const YAML::Node& n) {
-  if (n.IsScalar()) return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
-
 // What a value error quotes: the value's text, or "no value" for an empty one ("steps:" or
 // --set train.steps=), which yaml-cpp reads as null and writes as '~'.
 std::string quoted_value(const YAML::Node& n) {
@@ -56,38 +49,6 @@ void collect_leaves(const YAML::Node& node, const std::string& prefix, std::vect
   } else {
     out->push_back(prefix);
   }
-}
-
-// Every mapping key must be reachable as one part of a dotted path, once:
-//   * yaml-cpp keeps both entries of a repeated key and a lookup finds the first, so a setting
-//     appended at the end of a config to change an earlier one would be silently ignored;
-//   * a key holding a '.' ("compress.name: topk" at the top level) is never looked up, and
-//     the unknown-key check, which joins paths with '.', would take it for the key it spells
-//     (review, 2026-12-05: such a config trained uncompressed without a word).
-Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
-  if (node.IsMap()) {
-    std::set<std::string> seen;
-    for (const auto& entry : node) {
-      const std::string key = scalar_text(entry.first);
-      const std::string path = prefix.empty() ? key : prefix + "." + key;
-      if (key.empty() || key.find('.') != std::string::npos) {
-        return Status::error(
-            "{}: '{}' (line {}): a key must be one plain name; write nested sections "
-            "(compress: {{name: topk}}) or --set compress.name=topk",
-            origin, path, entry.first.Mark().line + 1);
-      }
-      if (!seen.insert(key).second) {
-        return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
-                             path, entry.first.Mark().line + 1);
-      }
-      SPARQ_RETURN_IF_ERROR(check_keys(entry.second, path, origin));
-    }
-  } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      SPARQ_RETURN_IF_ERROR(check_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
-    }
-  }
-  return Status::ok();
 }
 
 // A decimal integer, as YAML 1.2's core schema reads one: optional sign, digits, leading

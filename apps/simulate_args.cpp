@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/cli_args.h"
 #include "sim/collectives.h"
 #include "sim/workload.h"
 #include "train/yaml_reader.h"
@@ -26,17 +27,6 @@ std::vector<std::string> split_commas(const std::string& text) {
   return out;
 }
 
-// The first item given twice, or "": a repeated world size or cell printed its rows twice
-// (review, 2026-12-07).
-std::string repeated(const std::vector<std::string>& items) {
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (items[j] == items[i]) return items[i];
-    }
-  }
-  return "";
-}
-
 Result<std::vector<int>> parse_world(const std::string& text) {
   std::vector<int> out;
   const std::vector<std::string> items = split_commas(text);
@@ -51,7 +41,7 @@ Result<std::vector<int>> parse_world(const std::string& text) {
     out.push_back(p);
   }
   if (out.empty()) return Status::error("--world: no world size in '{}'", text);
-  if (const std::string twice = repeated(items); !twice.empty()) {
+  if (const std::string twice = cli::first_repeated(items); !twice.empty()) {
     return Status::error("--world: '{}' is given twice in '{}'", twice, text);
   }
   return out;
@@ -120,7 +110,7 @@ Result<Arguments> check_arguments(const std::string& world_text, const std::stri
     a.cells.push_back(cell);
   }
   if (a.cells.empty()) return Status::error("--cells: no cell in '{}'", cells_text);
-  if (const std::string twice = repeated(names); !twice.empty()) {
+  if (const std::string twice = cli::first_repeated(names); !twice.empty()) {
     return Status::error("--cells: '{}' is given twice in '{}'", twice, cells_text);
   }
   if (allreduce != "config" && allreduce != "ring" && allreduce != "best" && allreduce != "auto")

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench_args.h"
+#include "core/cli_args.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/threading.h"
@@ -50,19 +51,6 @@ std::vector<std::string> split(const std::string& list) {
     start = end + 1;
   }
   return out;
-}
-
-// The first item a list holds twice, or "": a repeated model summed its step twice (1400 ms
-// of GEMM for gpt2tiny,gpt2tiny against 755), a repeated backend printed a column twice
-// (review, 2026-12-07).
-std::string repeated_item(const std::vector<std::string>& items) {
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (std::find(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i), items[i]) !=
-        items.begin() + static_cast<std::ptrdiff_t>(i)) {
-      return items[i];
-    }
-  }
-  return "";
 }
 
 // A Linear [rows, in] -> [rows, out] (linear.cpp): forward Y = X W^T, dX = dY W, dW += dY^T X.
@@ -296,7 +284,7 @@ int main(int argc, char** argv) {
        {std::pair<const char*, const std::string*>{"--models", &model_list},
         {"--backends", &backend_list},
         {"--threads", &thread_list}}) {
-    if (const std::string twice = repeated_item(split(*list)); !twice.empty()) {
+    if (const std::string twice = sparq::cli::first_repeated(split(*list)); !twice.empty()) {
       fmt::print(stderr, "bench_gemm: {} lists '{}' twice\n", flag, twice);
       return 2;
     }

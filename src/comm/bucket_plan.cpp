@@ -100,14 +100,10 @@ Status BucketPlanConfig::validate(const std::string& prefix) const {
 Status BucketPlanConfig::check_patterns_match(const ParamStore& store,
                                               const std::string& prefix) const {
   for (const std::string& p : dense_patterns) {
-    bool matched = false;
-    for (const ParamEntry& e : store.entries()) {
-      if (fnmatch(p.c_str(), e.spec.name.c_str(), 0) == 0) {
-        matched = true;
-        break;
-      }
-    }
-    if (matched) continue;
+    const auto matches = [&](const ParamEntry& e) {
+      return fnmatch(p.c_str(), e.spec.name.c_str(), 0) == 0;
+    };
+    if (std::any_of(store.entries().begin(), store.entries().end(), matches)) continue;
     std::string names;
     const std::size_t shown = std::min<std::size_t>(store.entries().size(), 6);
     for (std::size_t i = 0; i < shown; ++i) {

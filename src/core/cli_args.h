@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sparq::cli {
 
@@ -57,6 +58,18 @@ inline void decimal_integer_options(CLI::App& app) {
       option->transform(CLI::Validator(decimal_integer_text, ""));
     }
   }
+}
+
+// The first item of a comma-separated option's list that comes twice, or "": a repeat ran or
+// printed its rows twice (bench_gemm summed a repeated model's step twice; simulate printed a
+// repeated world size's rows twice: review, 2026-12-07), so the apps refuse it.
+inline std::string first_repeated(const std::vector<std::string>& items) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (items[j] == items[i]) return items[i];
+    }
+  }
+  return "";
 }
 
 }  // namespace sparq::cli

@@ -280,14 +280,14 @@ std::vector<std::string> set_aside_checkpoints_from(const std::string& root, std
   // from another root, every complete step here is another history's: retention removed
   // them as this run's older steps (review, 2026-12-07).
   if (!resumed_from.empty()) {
-    // Resolved first: through a link ("root/latest" -> step-00000003) or "step-00000003/."
+    // Resolved first (a trailing '/', "/.", a link such as "root/latest" -> step-00000003):
     // the name as given is no step directory, and the run's own steps were set aside.
     std::error_code ec;
-    std::filesystem::path from = std::filesystem::weakly_canonical(resumed_from, ec);
-    if (ec) from = std::filesystem::path(resumed_from).lexically_normal();
-    if (!from.has_filename()) from = from.parent_path();  // "root/step-00000010/"
-    const std::filesystem::path parent = from.has_parent_path() ? from.parent_path() : ".";
-    if (!parse_step(from.string()).is_ok() || !same_directory(parent.string(), root)) step = 0;
+    const std::filesystem::path from = std::filesystem::canonical(resumed_from, ec);
+    if (ec || !parse_step(from.string()).is_ok() ||
+        !same_directory(from.parent_path().string(), root)) {
+      step = 0;
+    }
   }
   std::vector<std::filesystem::path> others;
   for (const StepDir& d : *listed) {

@@ -69,6 +69,13 @@ Result<MarkovChain> MarkovChain::create(const MarkovConfig& config) {
           1.0 - static_cast<double>(rng.uniform()));  // Exp(1): Dirichlet(1) after normalising
       total += q[k];
     }
+    // All draws 0 (each is with probability 2^-24: one successor makes it likely over 2^24
+    // contexts) left 0/0 = NaN weights and a NaN entropy rate (review, 2026-12-07). Equal
+    // weights then; every other chain keeps its draws.
+    if (total == 0) {
+      for (std::size_t k = 0; k < b; ++k) q[k] = 1.0;
+      total = static_cast<double>(b);
+    }
     for (std::size_t k = 0; k < b; ++k) q[k] /= total;
     for (std::size_t k = 0; k < b; ++k) drawn[succ[k]] = 0;
   }

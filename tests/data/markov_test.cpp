@@ -140,6 +140,20 @@ TEST(MarkovChain, UniformChainHasLogVEntropy) {
       << m.describe();
 }
 
+// One successor whose Exp(1) weight draws exactly 0 (probability 2^-24 per context; seed
+// 11842033 does it on context 0) gave 0/0 weights and a NaN entropy rate (review, 2026-12-07).
+// With one successor the chain is deterministic but for the smoothing.
+TEST(MarkovChain, OneSuccessorWhoseWeightDrawsZeroStaysFinite) {
+  MarkovConfig config;
+  config.vocab_size = 2, config.order = 1, config.branching = 1, config.smoothing = 0.05;
+  config.seed = 11842033;
+  const auto m = MarkovChain::create(config).value();
+  EXPECT_TRUE(std::isfinite(m.entropy_rate_nats())) << m.describe();
+  // Each context: 1 - eps + eps/2 on its successor, eps/2 on the other token.
+  const double p = 1 - 0.05 + 0.025, q = 0.025;
+  EXPECT_NEAR(m.entropy_rate_nats(), -(p * std::log(p) + q * std::log(q)), 1e-12);
+}
+
 // The true model's loss on a sample (what evaluation reports as the source's own loss):
 // ln V exactly for a uniform chain, ignored targets left out of sum and count; on a long
 // order-1 sample, the entropy rate within sampling noise; refused for order 2.

@@ -65,7 +65,8 @@ std::vector<std::string> split_list(const std::string& text) {
 // refuses those, so the missing part is filled with a placeholder for the parse and dropped
 // again. A missing file is an empty profile.
 Result<MachineProfile> load_existing(const std::string& path) {
-  if (!std::filesystem::exists(path)) return MachineProfile{};
+  std::error_code ec;  // an unreadable path is not "missing": LoadFile below names its error
+  if (!std::filesystem::exists(path, ec) && !ec) return MachineProfile{};
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

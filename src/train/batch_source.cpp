@@ -110,7 +110,12 @@ class ImageSource final : public LoaderSource<data::ImageLoader> {
 
 Status require_file(const std::string& path, const std::string& key, const std::string& origin) {
   if (path.empty()) return Status::error("{}: {}: no path given", origin, key);
-  if (!std::filesystem::exists(path)) {
+  // The error_code forms throughout: the throwing ones end the job by std::terminate on
+  // EACCES, ELOOP or ENAMETOOLONG (review, 2026-12-07).
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (ec)
+      return Status::error("{}: {}: cannot look up '{}': {}", origin, key, path, ec.message());
     return Status::error("{}: {}: '{}' does not exist (make token shards with prepare_data, "
                          "get data with scripts/get_data.sh; see README)",
                          origin, key, path);

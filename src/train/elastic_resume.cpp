@@ -191,7 +191,8 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   // and what each state merge needs for this rank.
   for (int p = 0; p < in.old_world; ++p) {
     const std::string path = checkpoint_rank_file(in.dir, p);
-    if (!std::filesystem::exists(path)) {
+    std::error_code ec;  // the throwing form ends the job on EACCES (std::terminate)
+    if (!std::filesystem::exists(path, ec)) {
       return Status::error(
           "checkpoint '{}' was written by {} rank(s) but has no file for rank "
           "{} ({})",

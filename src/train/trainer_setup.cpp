@@ -55,7 +55,8 @@ Status Trainer::build(const Options& options) {
   if (!options.dry_run) {
     store_.initialize(c.train.seed);
     if (init_from_file) SPARQ_RETURN_IF_ERROR(load_initial_weights(false));
-  } else if (init_from_file && std::filesystem::is_regular_file(c.train.init_from)) {
+  } else if (std::error_code ec;
+             init_from_file && std::filesystem::is_regular_file(c.train.init_from, ec)) {
     // A dry run checks the names, shapes and dtypes from the file's header (review,
     // 2026-12-07: a file for another model passed as valid, to fail when training began).
     SPARQ_RETURN_IF_ERROR(load_initial_weights(true));
@@ -66,7 +67,8 @@ Status Trainer::build(const Options& options) {
   const int slots = c.train.accumulation;
   std::vector<std::string> missing;
   for (const std::string& path : {c.data.train_path, c.data.eval_path}) {
-    if (!path.empty() && !std::filesystem::exists(path)) missing.push_back(path);
+    std::error_code ec;  // unreadable is "missing" here; the reader names the OS error
+    if (!path.empty() && !std::filesystem::exists(path, ec)) missing.push_back(path);
   }
   if (options.dry_run && !missing.empty()) {
     SPARQ_RETURN_IF_ERROR(check_source_feeds_model(c));

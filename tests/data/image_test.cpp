@@ -105,6 +105,15 @@ TEST(Cifar10, RejectsMalformedFiles) {
   ASSERT_TRUE(write_file_atomic(path, record).is_ok());
   EXPECT_NE(load_cifar10({path}).status().message().find("label 12"), std::string::npos);
   EXPECT_FALSE(load_cifar10_dir("/nonexistent", true).is_ok());
+  // A name too long for the OS (ENAMETOOLONG) made std::filesystem::exists throw, which ended
+  // the job by std::terminate (review, 2026-12-07): now an error naming the folder.
+  const std::string too_long = "/tmp/" + std::string(300, 'a');
+  for (const bool train : {true, false}) {
+    const auto refused = load_cifar10_dir(too_long, train);
+    ASSERT_FALSE(refused.is_ok());
+    EXPECT_NE(refused.status().message().find(too_long), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 TEST(Cifar10, RealTestBatch) {

@@ -84,7 +84,9 @@ const MlmBatch& MlmLoader::next() {
   auto* types = batch_.token_type_ids.data<std::int32_t>();
   auto* attn = batch_.attention_mask.data<std::int32_t>();
   auto* labels = batch_.labels.data<std::int32_t>();
-  const std::uint64_t stream = data_stream(DataStream::kMask, epoch);
+  const std::uint64_t seed = config_.fixed_masks ? kEvalMaskSeed : config_.sampler.seed;
+  const std::uint64_t stream = config_.fixed_masks ? data_stream(DataStream::kEvalMask, 0)
+                                                   : data_stream(DataStream::kMask, epoch);
   const std::uint64_t vocab = source_->vocab_size();
   const auto threshold = [](float p) {
     return static_cast<std::uint64_t>(static_cast<double>(p) * 4294967296.0);
@@ -113,7 +115,7 @@ const MlmBatch& MlmLoader::next() {
       const std::size_t pos = i + 1;
       const auto original = static_cast<std::int32_t>(piece_[i]);
       r_ids[pos] = original;
-      const auto draw = philox4x32(config_.sampler.seed, stream, seq * l + pos);
+      const auto draw = philox4x32(seed, stream, seq * l + pos);
       if (draw[0] >= choose) continue;
       r_labels[pos] = original;
       if (draw[1] < as_mask) {

@@ -12,6 +12,12 @@
 // kIgnoreLabel. The draws for position p of sequence s in epoch e come from
 // philox4x32(seed, data_stream(kMask, e), s * max_len + p), so they do not depend on the
 // rank, the world size, or the order in which batches are taken.
+//
+// Evaluation (fixed_masks) draws its masks once, from philox(kEvalMaskSeed,
+// data_stream(kEvalMask, 0), s * max_len + p): the same positions whatever train.seed and
+// however many epochs, and never training's own masks. With the training seed, runs that
+// differed only in seed were scored on different masked positions (noise in every comparison
+// of seeds), and with no data.eval the eval set was training's epoch 0 (review, 2026-12-07).
 #pragma once
 
 #include <memory>
@@ -30,7 +36,9 @@ struct MlmLoaderConfig {
   float random_token_prob = 0.1f;  // of the chosen: replaced by a random id
   std::uint32_t cls_id = 0, sep_id = 0, mask_id = 0, pad_id = 0;
   SamplerConfig sampler;
+  bool fixed_masks = false;  // evaluation's masks (above); training redraws every epoch
 };
+inline constexpr std::uint64_t kEvalMaskSeed = 0;
 
 // kIgnoreLabel is sampler.h's.
 

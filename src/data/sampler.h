@@ -100,6 +100,7 @@ enum class DataStream : std::uint32_t {
   kMarkov = 3,
   kSyntheticImages = 4,
   kMarkovModel = 5,
+  kEvalMask = 6,  // evaluation's fixed MLM masks (mlm_loader.h)
 };
 std::uint64_t data_stream(DataStream purpose, std::uint64_t epoch);
 

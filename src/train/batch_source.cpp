@@ -279,6 +279,7 @@ Result<std::unique_ptr<BatchSource>> make_batch_source(const TrainConfig& c, boo
       m.mask_id = static_cast<std::uint32_t>(d.mask_id);
       m.pad_id = static_cast<std::uint32_t>(d.pad_id);
       m.sampler = sampler_config(c, train, rank, world);
+      m.fixed_masks = !train;
       auto loader = data::MlmLoader::create(source, m);
       if (!loader.is_ok()) return loader.status().with_context(split);
       return std::unique_ptr<BatchSource>(

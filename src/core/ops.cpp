@@ -1,5 +1,6 @@
 #include "core/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,19 +14,25 @@ namespace {
 
 constexpr std::size_t kParallelThreshold = 1 << 15;
 
-// Deterministic parallel reduction: fixed static chunks per thread count, partials summed
-// in thread order.
+// Note [Thread-free reductions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A reduction cuts its input into chunks of kReduceChunk values (a fixed partition: it
+// depends on n only), sums each chunk, and adds the chunk partials in chunk order from 0;
+// threads only share out the chunks. The result is therefore the same bits on any thread
+// count. Split by threads instead (as until 2026-12-07), the gradient norm that every rank
+// computes from the same averaged gradient came out a few ulps apart on ranks that ran other
+// thread counts (train.threads: 0 on unlike nodes), and a clip scale rounding one way on one
+// rank and the other way on another left the replicas apart for good, unseen (review).
+constexpr std::size_t kReduceChunk = kParallelThreshold;
+
 template <typename Body>
 double reduce(std::size_t n, Body body) {
-  if (n < kParallelThreshold) return body(0, n);
-  const int threads = max_threads();
-  std::vector<double> partial(threads, 0.0);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = thread_index();
-    const int nt = team_size();
-    const std::size_t begin = n * t / nt, end = n * (t + 1) / nt;
-    partial[t] = body(begin, end);
+  if (n <= kReduceChunk) return body(0, n);
+  const std::size_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
+  std::vector<double> partial(chunks, 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    partial[c] = body(c * kReduceChunk, std::min(n, (c + 1) * kReduceChunk));
   }
   double total = 0.0;
   for (double p : partial) total += p;
@@ -66,10 +73,10 @@ void add(const float* a, const float* b, float* out, std::size_t n) {
 // chunk is instead summed into kLanes explicit double accumulators, element i into lane
 // i % kLanes, the lanes then added in order, then the chunk's tail: the compiler vectorises
 // the lane loop without reassociating anything, so the result is the same bits on any vector
-// width (AVX2 or AVX-512) for a given thread count. The same GCC 12 lowering turned
-// `omp parallel for simd` over plain elementwise loops elsewhere (adam's local momentum, dgc,
-// send_history, top-k counting) into gathers; those say `omp parallel for` and leave the
-// vectorising to the compiler. Check a hot loop with -fopt-info-vec-missed: a
+// width (AVX2 or AVX-512), and on any thread count (Note [Thread-free reductions]). The same GCC 12
+// lowering turned `omp parallel for simd` over plain elementwise loops elsewhere (adam's local
+// momentum, dgc, send_history, top-k counting) into gathers; those say `omp parallel for` and leave
+// the vectorising to the compiler. Check a hot loop with -fopt-info-vec-missed: a
 // __builtin_ia32_gather* there on contiguous data is this bug.
 constexpr std::size_t kLanes = 16;
 

@@ -1,6 +1,7 @@
 // Flat elementwise and reduction helpers on host f32 arrays, OpenMP-parallel above a size
 // threshold so tiny calls do not pay for a parallel region. Reductions accumulate in double
-// and combine per-thread partials in a fixed order, so results do not depend on timing.
+// over a fixed partition, so results depend neither on timing nor on the thread count (Note
+// [Thread-free reductions], ops.cpp).
 #pragma once
 
 #include <cstddef>

@@ -21,12 +21,19 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
-// Every rank's bytes as strings, in rank order (collective).
+// Bounds on what ranks exchange here (allgather_bytes checks peers' sizes against them): an
+// error message or a description is a few lines, a config a few KB.
+constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 20;
+constexpr std::size_t kMaxTextBytes = std::size_t{1} << 26;
+
+// Every rank's bytes as strings, in rank order (collective); each cut to kMaxMessageBytes.
 std::vector<std::string> allgather_strings(Communicator& comm, const std::string& mine) {
   std::vector<std::uint8_t> recv;
   std::vector<std::size_t> counts, displs;
-  allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
-                  std::nullopt, recv, counts, displs);
+  allgather_bytes(
+      comm,
+      {reinterpret_cast<const std::uint8_t*>(mine.data()), std::min(mine.size(), kMaxMessageBytes)},
+      std::nullopt, kMaxMessageBytes, recv, counts, displs);
   std::vector<std::string> all(counts.size());
   for (std::size_t r = 0; r < counts.size(); ++r) {
     all[r].assign(reinterpret_cast<const char*>(recv.data()) + displs[r], counts[r]);
@@ -158,8 +165,9 @@ Status check_same_text(Communicator& comm, const std::string& text, std::string_
   // few KB, sent once at start-up.
   auto size = static_cast<std::int64_t>(text.size());
   comm.broadcast(&size, 1, DType::kI64, 0);
-  std::string reference =
-      comm.rank() == 0 ? text : std::string(static_cast<std::size_t>(size), '\0');
+  // Checked on every rank, rank 0 too, so that all end together.
+  const std::size_t bytes = checked_peer_size(size, kMaxTextBytes, 0, what);
+  std::string reference = comm.rank() == 0 ? text : std::string(bytes, '\0');
   comm.broadcast(reference.data(), reference.size(), DType::kU8, 0);
   const std::int64_t mine_differs = text == reference ? 0 : 1;
   std::vector<std::int64_t> differs(p);

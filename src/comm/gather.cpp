@@ -11,10 +11,21 @@
 
 namespace sparq::comm {
 
+std::size_t checked_peer_size(std::int64_t size, std::size_t max, int peer, std::string_view what) {
+  SPARQ_CHECK(size >= 0 && static_cast<std::uint64_t>(size) <= max,
+              "rank {} sent a size of {} for {}, outside [0, {}]: a peer's bug or a corrupt "
+              "exchange",
+              peer, size, what, max);
+  return static_cast<std::size_t>(size);
+}
+
 void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
-                     std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
-                     std::vector<std::size_t>& counts, std::vector<std::size_t>& displs) {
+                     std::optional<std::size_t> fixed, std::size_t max_each,
+                     std::vector<std::uint8_t>& recv, std::vector<std::size_t>& counts,
+                     std::vector<std::size_t>& displs) {
   const std::size_t p = static_cast<std::size_t>(comm.size());
+  SPARQ_CHECK(mine.size() <= max_each, "allgather of {} bytes from this rank, above the bound {}",
+              mine.size(), max_each);
   counts.assign(p, mine.size());
   if (fixed) {
     SPARQ_CHECK(mine.size() == *fixed, "message of {} bytes, the compressor promised {}",
@@ -23,7 +34,9 @@ void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
     std::vector<std::int64_t> sizes(p);
     const auto own = static_cast<std::int64_t>(mine.size());
     comm.allgather(&own, sizes.data(), 1, DType::kI64);
-    for (std::size_t r = 0; r < p; ++r) counts[r] = static_cast<std::size_t>(sizes[r]);
+    for (std::size_t r = 0; r < p; ++r) {
+      counts[r] = checked_peer_size(sizes[r], max_each, static_cast<int>(r), "its allgather");
+    }
   }
   displs = packed_displs(counts);
   recv.resize(total_count(counts));
@@ -64,8 +77,10 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, 
   const std::string mine = trace.chrome_events(comm.rank(), origin);
   std::vector<std::uint8_t> recv;
   std::vector<std::size_t> counts, displs;
+  // A sanity bound only: a trace is megabytes (one rank's spans are capped by log.trace_steps).
+  constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 32;
   allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
-                  std::nullopt, recv, counts, displs);
+                  std::nullopt, kMaxTraceBytes, recv, counts, displs);
   std::string all;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     if (counts[r] == 0) continue;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -21,9 +22,20 @@ namespace sparq::comm {
 // rank order, `counts`/`displs` their sizes and offsets. When `fixed` is set every rank's
 // string has that size (checked) and the size exchange is skipped. The output vectors are
 // reused across calls to avoid reallocation.
+//
+// `max_each` bounds every rank's size, checked before anything is allocated: a size beyond it
+// (or below 0) is a peer's bug or a corrupt exchange, and ends the job naming the rank. Every
+// rank sees every size, so all fail together. Unchecked, a negative size became 2^64 - 1 and
+// the std::length_error thrown between two collectives left this rank's sequence of
+// collectives out of step with its peers' (review, 2026-12-07).
 void allgather_bytes(Communicator& comm, std::span<const std::uint8_t> mine,
-                     std::optional<std::size_t> fixed, std::vector<std::uint8_t>& recv,
-                     std::vector<std::size_t>& counts, std::vector<std::size_t>& displs);
+                     std::optional<std::size_t> fixed, std::size_t max_each,
+                     std::vector<std::uint8_t>& recv, std::vector<std::size_t>& counts,
+                     std::vector<std::size_t>& displs);
+
+// A size a peer sent, before it sizes a buffer: in [0, max], or the job ends naming the peer
+// and `what` (a received size is never trusted; Note above).
+std::size_t checked_peer_size(std::int64_t size, std::size_t max, int peer, std::string_view what);
 
 // Every rank's recorded spans as Chrome trace events (pid = rank), on a common time origin
 // (the earliest span of any rank), joined with commas in rank order. Every rank receives the

@@ -1,5 +1,6 @@
 #include "comm/sparse_rows.h"
 
+#include "comm/gather.h"
 #include "core/check.h"
 
 namespace sparq::comm {
@@ -17,7 +18,9 @@ void SparseRowExchange::add_average(Communicator& comm, std::span<const std::int
   value_counts_.resize(p);
   std::size_t total = 0;
   for (std::size_t r = 0; r < p; ++r) {
-    row_counts_[r] = static_cast<std::size_t>(counts_[r]);
+    // A rank sends each of its rows once (sparse_rows.h), so at most the table's rows.
+    row_counts_[r] = checked_peer_size(counts_[r], static_cast<std::size_t>(num_rows),
+                                       static_cast<int>(r), "its sparse row count");
     value_counts_[r] = row_counts_[r] * static_cast<std::size_t>(dim);
     total += row_counts_[r];
   }

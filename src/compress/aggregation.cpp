@@ -56,7 +56,8 @@ class AllgatherAggregator final : public Aggregator {
     const std::optional<std::size_t> fixed =
         ctx.density > 0 ? std::nullopt : c.fixed_message_bytes(bucket.size());
     // A compressor that breaks its own promise failed check_own_message_size() already.
-    comm::allgather_bytes(comm, msg_, fixed, recv_, counts_, displs_);
+    comm::allgather_bytes(comm, msg_, fixed, c.max_message_bytes(bucket.size()), recv_, counts_,
+                          displs_);
     const float alpha = 1.0f / static_cast<float>(ctx.world_size);
     // Every rank holds the same messages, so every rank fails on the same one.
     for (int r = 0; r < ctx.world_size; ++r) {

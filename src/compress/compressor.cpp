@@ -68,6 +68,10 @@ void check_own_message_size(const Compressor& c, std::span<const std::uint8_t> m
   SPARQ_CHECK(!fixed || msg.size() == *fixed,
               "bucket {} ({}): a message of {} bytes, but {}::fixed_message_bytes({}) promised {}",
               ctx.bucket_id, c.name(), msg.size(), c.name(), n, *fixed);
+  SPARQ_CHECK(msg.size() <= c.max_message_bytes(n),
+              "bucket {} ({}): a message of {} bytes, above {}::max_message_bytes({}) = {}, "
+              "which every peer would refuse: override max_message_bytes",
+              ctx.bucket_id, c.name(), msg.size(), c.name(), n, c.max_message_bytes(n));
 }
 
 std::vector<float> decode_dense(const Compressor& c, std::span<const std::uint8_t> msg,

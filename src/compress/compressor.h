@@ -203,6 +203,14 @@ class Compressor {
   // strategies exchange sizes on such steps.
   virtual std::optional<std::size_t> fixed_message_bytes(std::size_t n) const = 0;
 
+  // An upper bound on every message for n floats, at any density (EncodeContext::density up
+  // to 1): the largest size a rank accepts from a peer before it allocates for it
+  // (comm::allgather_bytes), and a check of this rank's own messages
+  // (check_own_message_size). The default, 16 bytes per float and 4 KiB, is far above every
+  // built-in format (a sparse f32 message at density 1 is 4.125 n + 13 bytes, a dense f32
+  // one 4 n); a compressor whose messages can be larger overrides it. Non-decreasing in n.
+  virtual std::size_t max_message_bytes(std::size_t n) const { return 16 * n + 4096; }
+
   // The configured fraction of entries kept, for compressors that have one (topk,
   // topk_sampled, gtopk, randomk, dgc, lbs: they honour EncodeContext::density); nullopt for
   // the others.
@@ -236,8 +244,9 @@ Status check_message_size(const Compressor& c, std::span<const std::uint8_t> msg
                           std::size_t expected);
 
 // After a rank's own encode() of n floats, before anything reads the message: a size other
-// than the fixed_message_bytes(n) the compressor promised (at the configured density) is a
-// compressor bug, fatal, naming the bucket and the compressor. An embedder's compressor that
+// than the fixed_message_bytes(n) the compressor promised (at the configured density), or
+// above its max_message_bytes(n), is a compressor bug, fatal, naming the bucket and the
+// compressor (a peer would refuse the size). An embedder's compressor that
 // broke it was decoded into the residual unchecked, out of bounds (review, 2026-12-07).
 void check_own_message_size(const Compressor& c, std::span<const std::uint8_t> msg, std::size_t n,
                             const EncodeContext& ctx);

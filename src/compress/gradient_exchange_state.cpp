@@ -175,11 +175,13 @@ Result<GradientExchange::ServerResidualFold> GradientExchange::fold_loaded_serve
     // [Rank-identical collective order], communicator.h): an empty region sends nothing.
     const std::vector<float> mine =
         b < unapplied_server_.size() ? std::move(unapplied_server_[b]) : std::vector<float>();
-    comm::allgather_bytes(comm,
-                          {reinterpret_cast<const std::uint8_t*>(mine.data()), 4 * mine.size()},
-                          std::nullopt, recv, counts, displs);
     const comm::Bucket& bucket = plan_.buckets()[b];
     const auto n = static_cast<std::size_t>(bucket.range.count);
+    // A sanity bound, the whole bucket: a region's exact size is checked below, as a Status
+    // (a checkpoint's residual for another region size is an error, not a fault).
+    comm::allgather_bytes(comm,
+                          {reinterpret_cast<const std::uint8_t*>(mine.data()), 4 * mine.size()},
+                          std::nullopt, 4 * n, recv, counts, displs);
     const auto offset = static_cast<std::size_t>(bucket.range.offset);
     const bool folds = has_error_feedback(b) && !residual.empty();
     double mass = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/gather.h"
 #include "compress/quant_math.h"
 #include "compress/random_streams.h"
 #include "compress/sparse_format.h"
@@ -131,6 +132,7 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
   std::int64_t k = static_cast<std::int64_t>(indices_.size());
   Status failure;
   comm.broadcast(&k, 1, DType::kI64, 0);  // rank 0's k rules (equal for topk-style configs)
+  comm::checked_peer_size(k, n, 0, "the kept count");
 
   // The payload counts each list this rank encodes once: its own (above), and a merged
   // list when it sends one up; its own list sent unmerged was counted twice (review,
@@ -147,7 +149,8 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
     if (rank % (2 * dist) == 0 && rank + dist < p) {
       std::int64_t bytes = 0;
       comm.recv(&bytes, 1, DType::kI64, rank + dist, round);
-      peer_msg_.resize(static_cast<std::size_t>(bytes));
+      peer_msg_.resize(
+          comm::checked_peer_size(bytes, c.max_message_bytes(n), rank + dist, "its tree list"));
       comm.recv(peer_msg_.data(), peer_msg_.size(), DType::kU8, rank + dist, round);
       // A bad list is skipped (the tree and the agreed exchange still complete on every
       // rank) and reported at the end.
@@ -170,7 +173,7 @@ Status GtopkAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeedbac
 
   std::int64_t count = rank == 0 ? static_cast<std::int64_t>(indices_.size()) : 0;
   comm.broadcast(&count, 1, DType::kI64, 0);
-  global_.resize(static_cast<std::size_t>(count));
+  global_.resize(comm::checked_peer_size(count, n, 0, "the global index count"));
   if (rank == 0) global_ = indices_;
   comm.broadcast(global_.data(), global_.size(), DType::kI32, 0);
 

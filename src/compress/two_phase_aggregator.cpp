@@ -36,15 +36,20 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
   send_displs_ = comm::packed_displs(send_counts_);
   std::vector<std::int64_t> sizes_out(send_counts_.begin(), send_counts_.end()), sizes_in(p);
   comm.alltoall(sizes_out.data(), sizes_in.data(), 1, DType::kI64);
-  recv_counts_.assign(sizes_in.begin(), sizes_in.end());
+  // The owner's region, here for the size check; averaged below.
+  const std::size_t my_begin = two_phase_region_begin(n, p, me);
+  const std::size_t my_len = two_phase_region_begin(n, p, me + 1) - my_begin;
+  recv_counts_.resize(p);
+  for (std::size_t r = 0; r < p; ++r) {
+    recv_counts_[r] = comm::checked_peer_size(sizes_in[r], c.max_message_bytes(my_len),
+                                              static_cast<int>(r), "its message for my region");
+  }
   recv_displs_ = comm::packed_displs(recv_counts_);
   recv_.resize(comm::total_count(recv_counts_));
   comm.alltoallv(send_.data(), send_counts_, send_displs_, recv_.data(), recv_counts_,
                  recv_displs_, DType::kU8);
 
   // The owner averages its region in rank order (the order allgather decodes in).
-  const std::size_t my_begin = two_phase_region_begin(n, p, me);
-  const std::size_t my_len = two_phase_region_begin(n, p, me + 1) - my_begin;
   average_.resize(my_len);
   ctx.offset = my_begin;
   // Only this rank sees its region's messages: a bad one is remembered and skipped (counted
@@ -86,7 +91,11 @@ Status TwoPhaseAggregator::run(std::span<float> bucket, Compressor& c, ErrorFeed
     if (my_len > 0) std::memcpy(msg_.data(), average_.data(), 4 * my_len);
   }
   payload_bytes_ += msg_.size();
-  comm::allgather_bytes(comm, msg_, std::nullopt, recv_, recv_counts_, recv_displs_);
+  // The largest region's bound: no region is longer than ceil(n / p).
+  const std::size_t largest = (n + p - 1) / p;
+  const std::size_t region_max =
+      options_.server_compression ? c.max_message_bytes(largest) : 4 * largest;
+  comm::allgather_bytes(comm, msg_, std::nullopt, region_max, recv_, recv_counts_, recv_displs_);
   for (std::size_t j = 0; j < p; ++j) {
     const std::size_t begin = two_phase_region_begin(n, p, j),
                       len = two_phase_region_begin(n, p, j + 1) - begin;

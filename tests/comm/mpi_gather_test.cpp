@@ -206,7 +206,7 @@ TEST(Gather, AllgatherBytesVariableZeroAndFixedSizes) {
   };
   std::vector<std::uint8_t> recv;
   std::vector<std::size_t> counts, displs;
-  allgather_bytes(*comm, message(rank), std::nullopt, recv, counts, displs);
+  allgather_bytes(*comm, message(rank), std::nullopt, 3 * size + 1, recv, counts, displs);
   ASSERT_EQ(counts.size(), static_cast<std::size_t>(size));
   EXPECT_EQ(displs, packed_displs(counts));
   ASSERT_EQ(recv.size(), total_count(counts));
@@ -218,7 +218,7 @@ TEST(Gather, AllgatherBytesVariableZeroAndFixedSizes) {
   // A promised fixed size skips the size exchange: one collective instead of two.
   const std::vector<std::uint8_t> fixed(5, static_cast<std::uint8_t>(rank));
   const std::uint64_t calls = comm->bytes().calls;
-  allgather_bytes(*comm, fixed, std::size_t{5}, recv, counts, displs);
+  allgather_bytes(*comm, fixed, std::size_t{5}, 5, recv, counts, displs);
   EXPECT_EQ(comm->bytes().calls, calls + 1);
   for (int r = 0; r < size; ++r) EXPECT_EQ(recv[5 * r + 4], r);
 }

@@ -33,15 +33,19 @@ TEST(CheckMessage, EncodedMessagesAlwaysPass) {
   for (const Case& cs : testing::all_compressor_cases()) {
     for (std::size_t n : {1u, 9u, 1000u, 5000u}) {
       auto c = make(cs.name, cs.params);
-      for (int step = 0; step < 3; ++step) {
-        // Step 2 runs at a warm-up density for the compressors that have one.
-        const EncodeContext ctx = check_context(step, step == 2 && c->density() ? 0.3 : 0.0);
+      for (int step = 0; step < 4; ++step) {
+        // Steps 2 and 3 run at warm-up densities for the compressors that have one (3: every
+        // entry, the largest messages).
+        const double warmup = step == 2 ? 0.3 : step == 3 ? 1.0 : 0.0;
+        const EncodeContext ctx = check_context(step, c->density() ? warmup : 0.0);
         auto a = normal_vector(n, 10 + step, 2.0f);
         if (step == 1) std::fill(a.begin(), a.begin() + n / 2, 0.0f);  // many exact zeros
         Message msg;
         c->encode(a, ctx, msg);
         const Status s = c->check_message(msg, n, ctx);
         EXPECT_TRUE(s.is_ok()) << cs.name << " n " << n << " step " << step << ": " << s.message();
+        // The bound peers check sizes against before they allocate (comm/gather.h).
+        EXPECT_LE(msg.size(), c->max_message_bytes(n)) << cs.name << " n " << n;
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/unexpected_communicator.h"
 #include "compress/powersgd.h"
 #include "exchange_fixture.h"
 
@@ -137,7 +138,7 @@ TEST(GradientExchange, DenseBucketsAndWarmupStepsAreSentExactly) {
 
 // A world of two that records where allreduce reads and writes, and leaves the data as it is
 // (the average of two equal contributions). Nothing else may be called.
-class AllreduceSpy final : public comm::Communicator {
+class AllreduceSpy final : public ::sparq::testing::UnexpectedCommunicator {
  public:
   struct Call {
     const void* in;
@@ -147,35 +148,10 @@ class AllreduceSpy final : public comm::Communicator {
     comm::ReduceOp op;
   };
   std::vector<Call> calls;
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  Device device() const override { return Device::kCPU; }
-  std::string backend() const override { return "spy"; }
   void allreduce(const void* in, void* out, std::size_t count, DType dtype,
                  comm::ReduceOp op) override {
     calls.push_back({in, out, count, dtype, op});
   }
-  void allgather(const void*, void*, std::size_t, DType) override { unexpected(); }
-  void allgatherv(const void*, void*, std::span<const std::size_t>, std::span<const std::size_t>,
-                  DType) override {
-    unexpected();
-  }
-  void reduce_scatter(const void*, void*, std::span<const std::size_t>, DType,
-                      comm::ReduceOp) override {
-    unexpected();
-  }
-  void alltoall(const void*, void*, std::size_t, DType) override { unexpected(); }
-  void alltoallv(const void*, std::span<const std::size_t>, std::span<const std::size_t>, void*,
-                 std::span<const std::size_t>, std::span<const std::size_t>, DType) override {
-    unexpected();
-  }
-  void broadcast(void*, std::size_t, DType, int) override { unexpected(); }
-  void barrier() override { unexpected(); }
-  void send(const void*, std::size_t, DType, int, int) override { unexpected(); }
-  void recv(void*, std::size_t, DType, int, int) override { unexpected(); }
-
- private:
-  static void unexpected() { ADD_FAILURE() << "the dense path called another collective"; }
 };
 
 TEST(GradientExchange, DensePathAveragesTheGradientViewItselfWithNoStagingCopy) {

@@ -69,9 +69,9 @@ TEST(ServerResidualFoldMpi, EveryRankGainsEachOwnersServerResidual) {
     // Every owner's server residual, as its checkpoint file holds it.
     const Tensor& mine = state[2 * (compressed - 1) + 1].tensor;
     ASSERT_EQ(state[2 * (compressed - 1) + 1].name, fmt::format("bucket{}.aggregator", b.index));
-    comm::allgather_bytes(comm, {mine.data<std::uint8_t>(), mine.nbytes()}, std::nullopt, recv,
-                          counts, displs);
     const auto n = static_cast<std::size_t>(b.range.count);
+    comm::allgather_bytes(comm, {mine.data<std::uint8_t>(), mine.nbytes()}, std::nullopt, 4 * n,
+                          recv, counts, displs);
     for (std::size_t j = 0; j < p; ++j) {
       const std::size_t begin = two_phase_region_begin(n, p, j);
       ASSERT_EQ(counts[j], 4 * (two_phase_region_begin(n, p, j + 1) - begin));

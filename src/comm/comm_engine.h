@@ -18,8 +18,9 @@
 //
 // Errors: a task's failed Status is returned by wait() (and wait_all()); an exception thrown
 // by a task is rethrown by wait() on the waiting thread, the same object with its original
-// message. Later tasks still run: a failure is reported, not swallowed, and does not stall
-// the queue.
+// message. After a failed Status later tasks still run; after an exception none does (Note [A
+// task that threw ends the queue], comm_queue.h): each completes at once with a Status naming
+// the task that threw.
 //
 // Timeouts: every wait is bounded by Options::timeout_s. When it expires the job ends
 // through SPARQ_FATAL (MPI_Abort once make_mpi_communicator installed its handler) with a
@@ -98,6 +99,7 @@ class CommEngine final : public CommQueue {
   std::deque<std::shared_ptr<detail::TaskState>> queue_;
   std::vector<std::shared_ptr<detail::TaskState>> unreported_;  // submitted, not yet waited
   std::shared_ptr<detail::TaskState> running_;
+  detail::AbandonedQueue abandoned_;  // the engine thread's alone
   std::uint64_t next_sequence_ = 0;
   std::size_t in_flight_ = 0;
   bool stop_ = false;

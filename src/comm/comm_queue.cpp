@@ -1,6 +1,9 @@
 #include "comm/comm_queue.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -27,7 +30,25 @@ std::string exception_text(const std::exception_ptr& exception) {
   }
 }
 
+constexpr std::string_view kNotRun = "not run: ";
+constexpr std::string_view kNotRunTask = "not run: task '";
+
 }  // namespace
+
+void AbandonedQueue::thrown_by(const QueuedTask& task, const std::exception_ptr& exception) {
+  if (abandoned()) return;
+  reason_ = fmt::format(
+      "task '{}' (step {}) threw before it ({}), perhaps part-way through its "
+      "collectives (Note [A task that threw ends the queue], comm_queue.h)",
+      task.name, task.step, exception_text(exception));
+}
+
+Status AbandonedQueue::not_run() const { return Status::error("{}{}", kNotRun, reason_); }
+
+bool AbandonedQueue::is_not_run(const Status& status) {
+  // Anywhere in the message: the scheduler prefixes its bucket ("bucket 2 of step 4: ...").
+  return !status.is_ok() && status.message().find(kNotRunTask) != std::string::npos;
+}
 
 void UnreportedFailures::add(const QueuedTask& task, const Status& status,
                              std::exception_ptr exception) {
@@ -46,10 +67,20 @@ Status UnreportedFailures::report(const std::string& queue_name) {
   auto reported = std::find_if(failures_.begin(), failures_.end(),
                                [](const Failure& f) { return f.exception != nullptr; });
   if (reported == failures_.end()) reported = failures_.begin();
+  // The tasks not run after one threw (Note [A task that threw ends the queue]): one line.
+  std::size_t not_run = 0;
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
     if (it == reported) continue;
+    if (!it->exception && AbandonedQueue::is_not_run(it->status)) {
+      ++not_run;
+      continue;
+    }
     spdlog::warn("comm queue '{}': task '{}' (step {}) also failed: {}", queue_name, it->task,
                  it->step, it->exception ? exception_text(it->exception) : it->status.message());
+  }
+  if (not_run > 0) {
+    spdlog::warn("comm queue '{}': {} later task(s) not run after a task threw", queue_name,
+                 not_run);
   }
   if (reported == failures_.end()) return Status::ok();
   const Failure failure = std::move(*reported);

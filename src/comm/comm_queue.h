@@ -71,6 +71,30 @@ class QueuedTask {
 // returned the first failure of either kind and marked the rest reported: a Status failure
 // followed by an exception returned the Status and the exception was never seen; review,
 // 2026-12-06.)
+//
+// Note [A task that threw ends the queue]
+// A task's failed Status comes after its collectives (a strategy finishes every exchange of
+// the bucket before it returns one), so the tasks after it still run and every rank stays in
+// step. An exception can leave a task's collectives half done (a std::bad_alloc between two
+// of them): the later tasks' collectives would pair with the wrong calls of the peers, and
+// hang until comm.timeout_s, blaming another task, or combine the wrong buffers (review,
+// 2026-12-07). So once a task has thrown, a queue runs no later task: each completes at once
+// with a Status that names the task that threw (AbandonedQueue), and wait_all() rethrows the
+// exception itself (above) with one warning for all the tasks not run. The trainer ends the
+// job on it (data_parallel.cpp), which releases the peers.
+class AbandonedQueue {
+ public:
+  // The task that threw: from now on, nothing runs.
+  void thrown_by(const QueuedTask& task, const std::exception_ptr& exception);
+  bool abandoned() const { return !reason_.empty(); }
+  // The Status of a task that was not run.
+  Status not_run() const;
+  static bool is_not_run(const Status& status);
+
+ private:
+  std::string reason_;
+};
+
 class UnreportedFailures {
  public:
   // A finished task's outcome; successes are ignored.

@@ -25,8 +25,9 @@
 // returns that Status or rethrows the exception (same object, original message) once the
 // task's stream work is done. The end event is recorded even then, so later tasks and gated
 // streams never wait forever on this rank; what the body had enqueued before failing still
-// runs. wait_all() reports the failures wait() did not (Note [What wait_all reports],
-// comm_queue.h).
+// runs. After a throw no later task's body runs (Note [A task that threw ends the queue],
+// comm_queue.h). wait_all() reports the failures wait() did not (Note [What wait_all
+// reports], comm_queue.h).
 //
 // Timeouts: every wait is bounded by Options::timeout_s and polls NCCL's asynchronous error
 // state (NcclCommunicator::wait_event). On expiry or an asynchronous NCCL error the NCCL
@@ -163,6 +164,7 @@ class StreamCommEngine final : public CommQueue {
   cuda::Event ready_;  // recorded on the producer and waited on at once, so one is enough
   std::shared_ptr<const detail::StreamAnchor> anchor_;
   std::vector<std::shared_ptr<detail::StreamTask>> outstanding_;  // since the last wait_all
+  detail::AbandonedQueue abandoned_;
   std::uint64_t next_sequence_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // CommEngine on the self communicator (no mpirun needed): FIFO order, execution off the
 // caller's thread, error propagation, traces, and the timeout that ends the process naming
 // the task, step and rank.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -104,13 +105,53 @@ TEST(CommEngine, FailedStatusAndExceptionsReachTheWaiterWithTheirMessage) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "decoder saw 17 bytes, expected 24");
   }
-  EXPECT_TRUE(engine.wait(after).is_ok()) << "a failure must not stall later tasks";
-  EXPECT_EQ(out, 1.0f);
+  // Note [A task that threw ends the queue] (comm_queue.h): a failed Status let the throwing
+  // task run, but nothing runs after the throw; the task completes at once, saying why.
+  const Status not_run = engine.wait(after);
+  EXPECT_NE(not_run.message().find("not run: task 'throwing task' (step 4) threw before it "
+                                   "(decoder saw 17 bytes, expected 24)"),
+            std::string::npos)
+      << not_run.message();
+  EXPECT_EQ(out, 0.0f);
   EXPECT_TRUE(engine.wait_all().is_ok()) << "failures already reported by wait()";
 
-  engine.submit("unwaited failure", 6, [](Communicator&) { return Status::error("lost bucket"); });
-  const Status all = engine.wait_all();
+  CommEngine second(*comm);
+  second.submit("unwaited failure", 6, [](Communicator&) { return Status::error("lost bucket"); });
+  const Status all = second.wait_all();
   EXPECT_EQ(all.message(), "lost bucket");
+}
+
+// A task that throws may have left its collectives half done, and the peers' next calls
+// would pair with the wrong ones of this rank (review, 2026-12-07): later tasks are not run,
+// and wait_all() rethrows the exception with one line for them.
+TEST(CommEngine, NoTaskRunsAfterOneThrew) {
+  auto comm = make_self_communicator();
+  CommEngine engine(*comm, {.name = "gradients"});
+  int ran = 0;
+  engine.submit("bucket 0", 2, [&](Communicator&) { ++ran; });
+  engine.submit("bucket 1", 2, [&](Communicator&) -> Status {
+    ++ran;
+    throw std::runtime_error("out of memory between two collectives");
+  });
+  for (int b = 2; b < 5; ++b)
+    engine.submit(fmt::format("bucket {}", b), 2, [&](Communicator&) { ++ran; });
+  ::sparq::testing::LogCapture log;
+  try {
+    (void)engine.wait_all();
+    ADD_FAILURE() << "wait_all() did not rethrow the exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "out of memory between two collectives");
+  }
+  EXPECT_EQ(ran, 2);
+  EXPECT_NE(log.text().find("comm queue 'gradients': 3 later task(s) not run after a task threw"),
+            std::string::npos)
+      << log.text();
+  EXPECT_EQ(log.text().find("also failed"), std::string::npos) << log.text();
+  // The queue stays ended: a later step's task is not run either.
+  const Status later = engine.wait(engine.submit("bucket 0", 3, [&](Communicator&) { ++ran; }));
+  EXPECT_NE(later.message().find("not run: task 'bucket 1' (step 2) threw"), std::string::npos)
+      << later.message();
+  EXPECT_EQ(ran, 2);
 }
 
 // Note [What wait_all reports] (comm_queue.h). Found in review (2026-12-06): a failed Status
@@ -134,8 +175,8 @@ TEST(CommEngine, WaitAllRethrowsAnExceptionAfterAFailedStatusAndLogsTheRest) {
                             "bucket 0 refused"),
             std::string::npos)
       << log.text();
-  EXPECT_NE(log.text().find("task 'bucket 2' (step 7) also failed: bucket 2 refused"),
-            std::string::npos)
+  // Bucket 2 came after the throw: not run (Note [A task that threw ends the queue]).
+  EXPECT_NE(log.text().find("1 later task(s) not run after a task threw"), std::string::npos)
       << log.text();
   EXPECT_TRUE(engine.wait_all().is_ok()) << "each failure is reported once";
 }
@@ -159,10 +200,12 @@ TEST(CommEngine, WaitAllReturnsTheFirstFailedStatusAndLogsTheOthers) {
       << log.text();
   EXPECT_EQ(log.text().find("task 'a'"), std::string::npos) << log.text();
 
-  engine.submit("d", 4, [](Communicator&) { return Status::error("d failed"); });
-  engine.submit("e", 5, [](Communicator&) { return Status::error("e failed"); });
+  // Without an exception (on a new engine: the first runs nothing after its throw).
+  CommEngine fresh(*comm, {.name = "control"});
+  fresh.submit("d", 4, [](Communicator&) { return Status::error("d failed"); });
+  fresh.submit("e", 5, [](Communicator&) { return Status::error("e failed"); });
   ::sparq::testing::LogCapture second;
-  EXPECT_EQ(engine.wait_all().message(), "d failed");
+  EXPECT_EQ(fresh.wait_all().message(), "d failed");
   EXPECT_NE(second.text().find("task 'e' (step 5) also failed: e failed"), std::string::npos)
       << second.text();
 }

@@ -300,6 +300,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "simulate: --busy-comm-rate must be in (0, 1], got {}\n", busy_comm_rate);
     return 2;
   }
+  // As --world and --cells refuse theirs: a repeated network printed its table twice and
+  // wrote its CSV rows twice (review, 2026-12-07).
+  if (const std::string twice = cli::first_repeated(networks); !twice.empty()) {
+    fmt::print(stderr, "simulate: --network: '{}' is given twice\n", twice);
+    return 2;
+  }
   auto args = sim_app::check_arguments(world, cell_names, allreduce, gather, timeline_world,
                                        compute_ms, plan, sets);
   if (!args.is_ok()) {

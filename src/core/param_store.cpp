@@ -40,7 +40,30 @@ bool align_up(std::int64_t n, std::int64_t* out) {
 }  // namespace
 
 void ParamStore::allocate(const ExecContext& context, const PlacementPredicate& place_last) {
-  SPARQ_CHECK(!allocated_, "ParamStore::allocate() called twice");
+  freeze_layout(place_last);
+  const auto bytes = static_cast<std::size_t>(flat_numel_) * sizeof(float);
+  context_ = &context;
+  if (context.device() == Device::kCPU) {
+    params_ = Buffer::host(bytes, /*zeroed=*/true);
+    grads_ = Buffer::host(bytes, /*zeroed=*/true);
+  } else {
+    params_ = Buffer::device(bytes, /*zeroed=*/true);
+    grads_ = Buffer::device(bytes, /*zeroed=*/true);
+  }
+}
+
+void ParamStore::lay_out(const PlacementPredicate& place_last) {
+  freeze_layout(place_last);
+  layout_only_ = true;
+}
+
+void ParamStore::check_buffers(const char* what) const {
+  SPARQ_CHECK(allocated_, "{} before allocate()", what);
+  SPARQ_CHECK(!layout_only_, "{} of a store that holds a layout only (lay_out())", what);
+}
+
+void ParamStore::freeze_layout(const PlacementPredicate& place_last) {
+  SPARQ_CHECK(!allocated_, "ParamStore::allocate() or lay_out() called twice");
   // The predicate is asked once per tensor: asked again in the second pass, one that answered
   // differently (stateful, or reading state that changed) left a tensor in neither pass, at
   // offset 0 over another (review, 2026-12-06).
@@ -71,20 +94,11 @@ void ParamStore::allocate(const ExecContext& context, const PlacementPredicate& 
   }
   // The end is padded too, so a range of the last tensor may be read in aligned widths.
   flat_numel_ = cursor;
-  const auto bytes = static_cast<std::size_t>(flat_numel_) * sizeof(float);
-  context_ = &context;
-  if (context.device() == Device::kCPU) {
-    params_ = Buffer::host(bytes, /*zeroed=*/true);
-    grads_ = Buffer::host(bytes, /*zeroed=*/true);
-  } else {
-    params_ = Buffer::device(bytes, /*zeroed=*/true);
-    grads_ = Buffer::device(bytes, /*zeroed=*/true);
-  }
   allocated_ = true;
 }
 
 void ParamStore::initialize(std::uint64_t seed) {
-  SPARQ_CHECK(allocated_, "ParamStore::initialize() before allocate()");
+  check_buffers("ParamStore::initialize()");
   // Initialise on the host so CPU and CUDA runs start from bit-identical weights.
   Buffer staging;
   float* host = params();
@@ -123,26 +137,28 @@ const ParamEntry& ParamStore::entry(const std::string& name) const {
 }
 
 Tensor ParamStore::param(const std::string& name) const {
-  SPARQ_CHECK(allocated_, "parameter '{}' viewed before allocate()", name);
+  check_buffers("a parameter view");
   const ParamEntry& e = entry(name);
   return Tensor(params() + e.offset, DType::kF32, e.spec.shape, device());
 }
 
 Tensor ParamStore::grad(const std::string& name) const {
-  SPARQ_CHECK(allocated_, "gradient '{}' viewed before allocate()", name);
+  check_buffers("a gradient view");
   const ParamEntry& e = entry(name);
   return Tensor(grads() + e.offset, DType::kF32, e.spec.shape, device());
 }
 
 Tensor ParamStore::param_range(ParamRange range) const {
-  SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
+  check_buffers("a parameter range view");
+  SPARQ_CHECK(range.offset >= 0 && range.end() <= flat_numel_,
               "param range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
               flat_numel_);
   return Tensor(params() + range.offset, DType::kF32, Shape{range.count}, device());
 }
 
 Tensor ParamStore::grad_range(ParamRange range) const {
-  SPARQ_CHECK(allocated_ && range.offset >= 0 && range.end() <= flat_numel_,
+  check_buffers("a gradient range view");
+  SPARQ_CHECK(range.offset >= 0 && range.end() <= flat_numel_,
               "grad range [{}, {}) outside the layout of {} floats", range.offset, range.end(),
               flat_numel_);
   return Tensor(grads() + range.offset, DType::kF32, Shape{range.count}, device());
@@ -193,7 +209,7 @@ std::int64_t ParamStore::param_count() const {
 }
 
 void ParamStore::zero_grads() {
-  SPARQ_CHECK(allocated_, "zero_grads() before allocate()");
+  check_buffers("zero_grads()");
 #ifdef SPARQ_HAS_CUDA
   if (context_->is_cuda()) {
     // Ordered on the compute stream after the optimizer step that read the gradients.

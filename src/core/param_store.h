@@ -83,6 +83,13 @@ class ParamStore {
   using PlacementPredicate = std::function<bool(const ParamSpec&)>;
   void allocate(const ExecContext& context = ExecContext::cpu(),
                 const PlacementPredicate& place_last = {});
+  // The layout alone: offsets and sizes as allocate() sets them, and no buffers, for callers
+  // that only plan (the simulator, comm.plan: auto). Building the buffers aborted the
+  // simulator on a model larger than this host's memory, which it exists to price (review,
+  // 2026-12-07: a 6.6B-parameter GPT-2). Views, initialize() and zero_grads() are then
+  // refused; allocated() is true.
+  void lay_out(const PlacementPredicate& place_last = {});
+  bool layout_only() const { return layout_only_; }
   // Runs every spec's initialiser, seeded by (seed, hash of the name).
   void initialize(std::uint64_t seed);
 
@@ -127,6 +134,10 @@ class ParamStore {
   Buffer grads_;
   const ExecContext* context_ = &ExecContext::cpu();
   bool allocated_ = false;
+  bool layout_only_ = false;
+
+  void freeze_layout(const PlacementPredicate& place_last);
+  void check_buffers(const char* what) const;
 };
 
 }  // namespace sparq

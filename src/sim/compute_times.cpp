@@ -72,7 +72,10 @@ Result<ComputeTimes> flop_times(const ModelLayout& layout, const FlopCompute& f,
     if (it < first_attn || matrix_params == 0) {
       forward = 8.0 * tokens * c * byte_s;  // embeddings and norms: memory traffic
     } else {
-      forward = 2.0 * matrix_params * tokens * flop_s;
+      // BERT's pooler and NSP classifier read the [CLS] row of each sequence only: charged
+      // for every token, they were priced T times over (review, 2026-12-07).
+      const bool per_sequence = it->name == "pooler" || it->name == "nsp";
+      forward = 2.0 * matrix_params * (per_sequence ? b : tokens) * flop_s;
       if (it->name.find("attn") != std::string::npos) forward += 4.0 * t * t * c * b * flop_s;
     }
     out.forward_s += forward;

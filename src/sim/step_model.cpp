@@ -15,7 +15,8 @@ double encode_s(const SimBucket& b, double floats) {
   return b.codec.encode_gbps > 0 ? 4.0 * floats / (b.codec.encode_gbps * 1e9) : 0.0;
 }
 double decode_s(const SimBucket& b, double floats) {
-  return b.codec.decode_gbps > 0 ? 4.0 * floats / (b.codec.decode_gbps * 1e9) : 0.0;
+  return b.codec.decode_gbps > 0 ? b.decode_scale * 4.0 * floats / (b.codec.decode_gbps * 1e9)
+                                 : 0.0;
 }
 
 // Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.

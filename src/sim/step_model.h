@@ -87,6 +87,11 @@ struct SimBucket {
   std::function<double(std::int64_t)> message_bytes;
   std::function<double(std::int64_t)> kept;
   CodecRate codec;  // encode/decode rates (unused by dense buckets)
+  // The decode's work against the profile's measurement of it: a sparse decode touches the
+  // kept entries, so at density rho it is rho / rho_measured of the rate's time, where
+  // rho_measured is the compressor's default density, at which sim_profile times it
+  // (measure.cpp). 1 for compressors without a density.
+  double decode_scale = 1;
   // kTwoPhase: the region results are re-compressed (compress.server_compression), else
   // allgathered as dense f32.
   bool server_compression = true;

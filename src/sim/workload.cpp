@@ -93,8 +93,9 @@ Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& conf
   layout->tied_embedding = model->tied_embedding();
   SPARQ_ASSIGN_OR_RETURN(layout->head_layer, vocab_head_layer(config.model, layout->layers));
   const comm::BucketPlanConfig plan_config = config.comm.plan;
-  layout->store.allocate(ExecContext::cpu(),
-                         [&](const ParamSpec& s) { return plan_config.is_dense(s); });
+  // Offsets only: the simulator never touches the values, and prices models far larger than
+  // this host's memory.
+  layout->store.lay_out([&](const ParamSpec& s) { return plan_config.is_dense(s); });
   SPARQ_RETURN_IF_ERROR(
       plan_config.check_patterns_match(layout->store).with_context(config.where()));
   auto plan = comm::BucketPlan::build(layout->store, layout->layers, plan_config);
@@ -217,12 +218,21 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     aggregation = *built_in;
   }
   CodecRate codec;
+  double decode_scale = 1;
   if (compressing) {
     auto it = profile.codecs.find(cc.name);
     if (it == profile.codecs.end())
       return Status::error("profile {}: codecs.{}: missing (compress.name is {})", profile.name,
                            cc.name, cc.name);
     codec = it->second;
+    // SimBucket::decode_scale: the profile timed the decode at the default density; priced
+    // per float whatever the density, a run at 1e-4 paid 1%'s decode, 256 times a step at
+    // P = 256 (review, 2026-12-07).
+    SPARQ_ASSIGN_OR_RETURN(auto as_measured, compress::make_compressor(
+                                                 compress::CompressConfig{cc.name, {}, cc.prefix}));
+    if (probe->density() && as_measured->density() && *as_measured->density() > 0) {
+      decode_scale = *probe->density() / *as_measured->density();
+    }
   }
   std::function<double(std::int64_t)> formula;
   // A layout-dependent message (needs_matrix_layout) is sized per bucket after set_layout.
@@ -251,6 +261,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
       continue;
     }
     b.codec = codec;
+    b.decode_scale = decode_scale;
     if (aggregation == compress::Aggregation::kLowRank) {
       SPARQ_ASSIGN_OR_RETURN(auto made, make_compressor(cc));
       SPARQ_RETURN_IF_ERROR(made->set_layout(static_cast<std::size_t>(b.numel),
@@ -299,7 +310,10 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
              : aggregation == compress::Aggregation::kTwoPhase ? CommKind::kTwoPhase
                                                                : CommKind::kTree;
     b.server_compression = config.compress.aggregator.server_compression;
-    b.merges_by_encode = caps.merges_by_encode;
+    // The trees' own rule (a sparse f32, reselectable list merges as pairs even when it could
+    // by encode): the flag alone priced such a compressor's cheap merges as decode + encode
+    // (review, 2026-12-07).
+    b.merges_by_encode = compress::tree_merges_by_encode(caps);
     // Steady state: the density warm-up, which sends sizes even for fixed ones, is not priced.
     b.sizes_exchanged = !probe->fixed_message_bytes(static_cast<std::size_t>(b.numel));
     out.push_back(std::move(b));

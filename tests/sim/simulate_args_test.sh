@@ -64,6 +64,12 @@ for args in "${bad_args[@]}"; do
   grep -q -E -- "--set|--world|--cells" "$T/bad.txt" || fail "$args: no message naming it: $(cat "$T/bad.txt")"
 done
 
+# A repeated --network likewise (its table and CSV rows came twice: review, 2026-12-07).
+"$sim" "${common[@]}" --network 10gbit >"$T/net.txt" 2>&1
+rc=$?
+[[ $rc -eq 2 ]] || fail "--network twice exited $rc, want 2: $(cat "$T/net.txt")"
+grep -q -- "--network: '10gbit' is given twice" "$T/net.txt" || fail "--network twice: $(cat "$T/net.txt")"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

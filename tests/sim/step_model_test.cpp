@@ -144,6 +144,11 @@ TEST(StepModel, CompressedCosts) {
   const StepOptions four{.world_size = 4, .link = {1e-5, 1e-9}};
   EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 3 * (1e-5 + 1e-6) + 4 * 0.5e-3, 1e-15);
   EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 3000);  // the ring forwards 3 blocks
+  // A tenth of the profile's kept entries (SimBucket::decode_scale): a tenth of each decode.
+  // Priced per float whatever the density, 1e-4 paid 1%'s decode (review, 2026-12-07).
+  b.decode_scale = 0.1;
+  EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 3 * (1e-5 + 1e-6) + 4 * 0.05e-3, 1e-15);
+  b.decode_scale = 1;
   // two_phase: regions of 250000 floats, messages of 1000 bytes (this formula ignores n);
   // before each phase its 8-byte sizes, by alltoall and allgather (Note [Control messages]).
   b.kind = CommKind::kTwoPhase;

@@ -2,6 +2,7 @@
 // profile.compute.flops): the vocabulary head of both transformers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,32 @@ TEST(WorkloadFlops, BertMlmDecoderBeforeNsp) {
   const Timed t = flop_times_of(yaml, 1024);
   EXPECT_EQ(t.layer_names.back(), "nsp");
   expect_head_priced(yaml, "mlm.decoder");
+  // The pooler reads one row per sequence (B = 4 of them), not every token: its C x C matmul
+  // forward is 2 C^2 B FLOPs, twice that backward (it was charged T = 32 times over).
+  const auto pooler = std::find(t.layer_names.begin(), t.layer_names.end(), "pooler");
+  ASSERT_NE(pooler, t.layer_names.end());
+  const double want = 2.0 * 2.0 * 128 * 128 * 4 / 100e12;
+  EXPECT_NEAR(t.times.backward_s[static_cast<std::size_t>(pooler - t.layer_names.begin())], want,
+              want * 1e-9);
+}
+
+// The simulator prices hardware the user does not have, models larger than this host's memory
+// included: their layout is offsets alone (ParamStore::lay_out). Buffers for this GPT-2 of
+// about 10^11 parameters (400 GB each) aborted it (review, 2026-12-07: 6.6B on a 23 GB host).
+TEST(WorkloadFlops, PricesAModelLargerThanThisHostsMemory) {
+  auto config =
+      train::parse_train_config("model:\n  preset: gpt2-124M\n", "t.yaml",
+                                {"model.n_embd=12288", "model.n_head=96", "model.n_layer=56"});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  auto layout = build_layout(*config);
+  ASSERT_TRUE(layout.is_ok()) << layout.status().message();
+  EXPECT_TRUE((*layout)->store.layout_only());
+  EXPECT_GT((*layout)->store.param_count(), std::int64_t{100'000'000'000});
+  auto profile = parse_profile(kFlopProfile, "t.yaml");
+  ASSERT_TRUE(profile.is_ok()) << profile.status().message();
+  auto t = compute_times(**layout, *profile, 1, 1024);
+  ASSERT_TRUE(t.is_ok()) << t.status().message();
+  EXPECT_GT(t->forward_s, 0.0);
 }
 
 }  // namespace

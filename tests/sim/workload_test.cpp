@@ -81,6 +81,8 @@ TEST(Workload, MessagesMatchTheRealCompressors) {
       (*real)->encode(evenly_spaced(n, every), {}, msg);
       EXPECT_EQ(b.message_bytes(static_cast<std::int64_t>(n)), static_cast<double>(msg.size()))
           << name << " density " << density;
+      // The decode's work against the profile's, timed at the default density 0.01.
+      EXPECT_DOUBLE_EQ(b.decode_scale, std::stod(density) / 0.01) << name;
     }
   }
   // powersgd: the two allreduced arrays make up the compressor's whole message.

@@ -84,7 +84,9 @@ std::vector<std::string> OptimConfig::unread_settings(const std::string& prefix)
   return unread_notes(
       {
           {"momentum", momentum != defaults.momentum, sgd, "sgd reads it"},
-          {"dampening", dampening != defaults.dampening, sgd, "sgd reads it"},
+          // Plain SGD (momentum 0) has no buffer to dampen (review, 2026-12-07).
+          {"dampening", dampening != defaults.dampening, sgd && momentum > 0,
+           "sgd with momentum > 0 reads it"},
           {"nesterov", nesterov != defaults.nesterov, sgd, "sgd reads it"},
           {"beta1", beta1 != defaults.beta1, !sgd, "adam and adamw read it"},
           {"beta2", beta2 != defaults.beta2, !sgd, "adam and adamw read it"},
@@ -92,7 +94,9 @@ std::vector<std::string> OptimConfig::unread_settings(const std::string& prefix)
           {"frozen_variance_floor", frozen_variance_floor != defaults.frozen_variance_floor,
            communicate == "momentum", "communicate: momentum reads it"},
       },
-      prefix, fmt::format("name {}, communicate {}", name, communicate));
+      prefix,
+      sgd ? fmt::format("name sgd, momentum {}, communicate {}", momentum, communicate)
+          : fmt::format("name {}, communicate {}", name, communicate));
 }
 
 Optimizer::Optimizer(const ParamStore& store, std::string communicate)

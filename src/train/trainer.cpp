@@ -147,6 +147,19 @@ StepMetrics Trainer::step_once() {
   return m;
 }
 
+StepMetrics Trainer::train_step() {
+  // The counters both checks read are the same on every rank (skips are agreed), so every
+  // rank ends here together, as run() returns its error on all of them.
+  const Status ready = optimizer_->check_step(step_);
+  SPARQ_CHECK(ready.is_ok(), "{}", ready.message());
+  StepMetrics m = step_once();
+  SPARQ_CHECK(nonfinite_in_a_row_ < config_.train.max_nonfinite_in_a_row,
+              "step {}: the gradient was not finite in {} steps in a row "
+              "(train.max_nonfinite_in_a_row = {})",
+              step_, nonfinite_in_a_row_, config_.train.max_nonfinite_in_a_row);
+  return m;
+}
+
 namespace {
 
 std::span<const std::int32_t> ids_of(const Tensor& t) {

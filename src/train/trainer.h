@@ -122,8 +122,10 @@ class Trainer {
   Result<TrainSummary> run(std::int64_t stop_at = -1);
   EvalMetrics evaluate();
   // One training step outside run() (benchmarks drive the loop themselves): no logging,
-  // evaluation or checkpoint.
-  StepMetrics train_step() { return step_once(); }
+  // evaluation or checkpoint. The safety checks of run() hold, and end the job when broken:
+  // the optimizer's readiness (a variance frozen from skipped warm-up steps divides by eps)
+  // and train.max_nonfinite_in_a_row; train_step() had neither (review, 2026-12-07).
+  StepMetrics train_step();
   // Writes a checkpoint of the current step to train.checkpoint_dir.
   Status save_checkpoint();
 

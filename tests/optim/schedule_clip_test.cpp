@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
+#include <vector>
 
 #include "core/ops.h"
 #include "optim/clip.h"
 #include "optim/lr_schedule.h"
+#include "optim/optimizer.h"
 
 namespace sparq::optim {
 namespace {
@@ -65,6 +68,22 @@ TEST(LrSchedule, ValidationNamesTheKey) {
   EXPECT_TRUE(c.validate().is_ok());
   EXPECT_EQ(c.unread_settings().size(), 1u);
   EXPECT_TRUE(LrScheduleConfig{}.validate().is_ok());
+}
+
+// Plain SGD has no momentum buffer to dampen: a dampening set there was read by no one and
+// said nothing (review, 2026-12-07).
+TEST(OptimConfig, DampeningWithoutMomentumIsSaidToBeIgnored) {
+  OptimConfig c;
+  c.name = "sgd";
+  c.dampening = 0.5;
+  const std::vector<std::string> notes = c.unread_settings("optim.");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("optim.dampening is ignored: only sgd with momentum > 0 reads it, and "
+                          "this run has name sgd, momentum 0"),
+            std::string::npos)
+      << notes[0];
+  c.momentum = 0.9;
+  EXPECT_TRUE(c.unread_settings("optim.").empty());
 }
 
 TEST(ClipGradNorm, ScalesToMaxNormLikePyTorch) {

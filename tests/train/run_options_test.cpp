@@ -157,5 +157,23 @@ TEST(RunOptionsDeathTest, ACommunicationTaskThatThrowsEndsTheJob) {
       "communication failed: .*the aggregator threw");
 }
 
+// Trainer::train_step() (benchmarks drive the loop themselves) now keeps run()'s limit on
+// non-finite steps in a row; it stepped on without one (review, 2026-12-07).
+TEST(RunOptions, TrainStepEndsTheJobAfterTooManyNonFiniteSteps) {
+  train::TrainConfig config = tiny_config();
+  config.schedule.lr = 1e30;  // the first step's parameters overflow; the next gradients are NaN
+  config.clip_norm = 0;
+  config.train.max_nonfinite_in_a_row = 2;
+  config = train::validate_train_config(config).value();
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_DEATH(
+      {
+        auto comm = train::make_communicator(config.comm).value();
+        auto trainer = train::Trainer::create(config, *comm).value();
+        for (int s = 0; s < 10; ++s) (void)trainer->train_step();
+      },
+      "the gradient was not finite in 2 steps in a row \\(train.max_nonfinite_in_a_row = 2\\)");
+}
+
 }  // namespace
 }  // namespace sparq

@@ -250,9 +250,12 @@ do_check() {  # [--quick]: node0 -> node1 only, whatever the cluster's size
   require_nodes 2
   ip netns exec "$(node_ns 1)" "$PYTHON" "$HERE/cluster_probe.py" server --bind "$(node_ip 1)" &
   local server=$!
+  # `|| rc=...`: under set -e a failing client ended the script here, and the server was left
+  # waiting out its accept timeout (review, 2026-12-07).
+  local rc=0
   ip netns exec "$(node_ns 0)" "$PYTHON" "$HERE/cluster_probe.py" client --host "$(node_ip 1)" \
-    --megabytes "$mb" | sed 's/^/cluster.sh: node0 -> node1: /' >&2
-  local rc=${PIPESTATUS[0]}
+    --megabytes "$mb" | sed 's/^/cluster.sh: node0 -> node1: /' >&2 || rc=${PIPESTATUS[0]}
+  if [[ $rc != 0 ]]; then kill "$server" 2>/dev/null || true; fi
   wait "$server" || true
   return "$rc"
 }

@@ -111,7 +111,11 @@ run_target() {
     echo "$target: $runs executions in $elapsed s ($((runs / elapsed)) exec/s), corpus $(ls "$work/corpus" | wc -l) inputs"
   fi
   if [[ $rc != 0 ]]; then
-    echo "$target: FAILED (exit $rc); the log: $log; the input: $(ls "$findings" | head -1)" >&2
+    # The input libFuzzer wrote for this failure, from its log: the findings folder may hold
+    # older ones (review, 2026-12-07).
+    local input
+    input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
+    echo "$target: FAILED (exit $rc); the log: $log; the input: ${input:-none written}" >&2
     grep -m5 -E 'ERROR|runtime error|property violated|SPARQ_CHECK|Check failed' "$log" >&2 || tail -20 "$log" >&2
   fi
   return $rc

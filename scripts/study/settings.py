@@ -235,18 +235,33 @@ def changed_settings(files, cmd, base_text=None, resolved_now=None, ignore=()):
 
 
 def study_steps(study, cell, base_text):
-    """The number of steps this study's runs of `cell` train (train.steps): the last
-    train.steps override of common and the cell (the cell's win), else the base config's;
-    None when neither says."""
-    steps = None
+    """The number of steps this study's runs of `cell` train (train.steps), as the study
+    says it: the last override of common and the cell (the cell's win), else the base
+    config's; None when neither says. A section override (`train={steps: 12, ...}`) counts;
+    one without steps replaces the section, so the horizon is then unsaid (it was the base
+    config's: review, 2026-12-07, a study that set the section reran every finished cell,
+    judged to have ended at the wrong step)."""
+    steps, overridden = None, False
     for item in study.common + cell.overrides:
         key, _, value = item.partition("=")
-        if key.strip() == "train.steps":
+        key = key.strip()
+        if key == "train.steps":
+            overridden = True
             try:
                 steps = int(value.strip())
             except ValueError:
                 steps = None
-    if steps is not None:
+        elif key == "train":
+            overridden = True
+            try:
+                import yaml
+                section = yaml.safe_load(value)
+            except Exception:  # noqa: BLE001  the trainer refuses it; no horizon here
+                section = None
+            steps = section.get("steps") if isinstance(section, dict) else None
+            if isinstance(steps, bool) or not isinstance(steps, int):
+                steps = None
+    if overridden:
         return steps
     try:
         import yaml

@@ -18,10 +18,18 @@
 namespace sparq::comm::testing {
 
 // How the MPI tests wait for transfers: SPARQ_TEST_MPI_WAIT=sleep (set by the ctest variants
-// *_sleep_np<N>) runs them under comm.mpi_wait: sleep, anything else under the default.
+// *_sleep_np<N>) runs them under comm.mpi_wait: sleep, unset under the default. A name that
+// does not parse ends the test: it fell back to the default, and the variant ran the default's
+// test again under its own name (review, 2026-12-07).
 inline MpiWait test_mpi_wait() {
   const char* v = std::getenv("SPARQ_TEST_MPI_WAIT");
-  return v ? mpi_wait_from_name(v).value_or(MpiWait::kBusy) : MpiWait::kBusy;
+  if (v == nullptr) return MpiWait::kBusy;
+  const auto wait = mpi_wait_from_name(v);
+  if (!wait) {
+    ADD_FAILURE() << "SPARQ_TEST_MPI_WAIT=" << v << " names no comm.mpi_wait mode";
+    std::abort();
+  }
+  return *wait;
 }
 
 // The world communicator of an MPI test (a failure to make it fails the test).

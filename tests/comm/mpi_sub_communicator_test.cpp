@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/mpi_communicator_on.h"
+#include "comm_test_util.h"
 
 namespace sparq::comm {
 namespace {
@@ -19,7 +20,7 @@ TEST(MpiSubCommunicator, HalvesOfTheWorldReduceApart) {
   MPI_Comm half = MPI_COMM_NULL;
   ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &half), MPI_SUCCESS);
   {
-    auto made = make_mpi_communicator_on(half);
+    auto made = make_mpi_communicator_on(half, {.wait = testing::test_mpi_wait()});
     ASSERT_TRUE(made.is_ok()) << made.status().message();
     Communicator& comm = **made;
     // The half of world ranks with this parity, in world order.

@@ -366,6 +366,23 @@ base = 'compress:\n  name: lbs\n  lbs:\n    bits: 4\n'
 assert d(base, base + '  density_warmup_steps: 0\n') == [], d(base, base + '  density_warmup_steps: 0\n')
 assert d(base, base + '    density: 0.05\n') == ['compress.lbs.density (none) -> 0.05']
 " "$(dirname "$STUDY_PY")"
+# The horizon of a cell that sets the train section whole: its steps, or unknown (the section
+# is replaced); it was the base config's, and every finished cell was rerun (review, 2026-12-07).
+check "train.steps from a section override" "$PY" -c "
+import sys
+sys.path.insert(0, sys.argv[1])
+from study.settings import study_steps
+class Study: common = []
+class Cell: overrides = []
+base = 'train: {steps: 300}\n'
+assert study_steps(Study, Cell, base) == 300
+Cell.overrides = ['train={steps: 12, micro_batch: 4}']
+assert study_steps(Study, Cell, base) == 12
+Cell.overrides = ['train={micro_batch: 4}']
+assert study_steps(Study, Cell, base) is None
+Cell.overrides = ['train.steps=40']
+assert study_steps(Study, Cell, base) == 40
+" "$(dirname "$STUDY_PY")"
 expect "an added model key is a change" 0 "seed1: finished with other settings \(.*base.yaml edited since it ran: model.n_layer \(none\) -> 1\)" -- "$T/own_base.yaml" --out "$T/out4" --only dense --seeds 1 --list
 
 # A run being started by another study.py (no metrics.jsonl yet: its launcher waits) is

@@ -252,6 +252,10 @@ TEST(CudaTraining, CompressedCheckpointResumesBitIdenticallyOnTheGpu) {
     ASSERT_TRUE((*resumed)->resume(checkpoint_dir(dir.string(), 10)).is_ok());
     auto after = (*resumed)->run();
     ASSERT_TRUE(after.is_ok()) << after.status().message();
+    // The resumed run takes only the steps after the checkpoint: a resume that loaded nothing
+    // would retrain from step 0 to the same checksum (review, 2026-12-07).
+    EXPECT_EQ(after->steps, rest->steps);
+    EXPECT_EQ(after->steps_run, rest->steps - 10);
     EXPECT_EQ(after->param_checksum, rest->param_checksum);
     std::filesystem::remove_all(dir);
   }
@@ -282,6 +286,8 @@ TEST(CudaTraining, CheckpointResumesBitIdenticallyOnTheGpu) {
   ASSERT_TRUE(loaded.is_ok()) << loaded.message();
   auto after = (*resumed)->run();
   ASSERT_TRUE(after.is_ok()) << after.status().message();
+  EXPECT_EQ(after->steps, rest->steps);  // only the steps after the checkpoint, as above
+  EXPECT_EQ(after->steps_run, rest->steps - 10);
   EXPECT_EQ(after->param_checksum, rest->param_checksum);
   std::filesystem::remove_all(dir);
 }

@@ -131,15 +131,13 @@ void CommEngine::worker(int openmp_threads) {
     const ByteCounters before = comm_.bytes();
     Status status;
     std::exception_ptr exception;
-    if (abandoned_.abandoned()) {  // Note [A task that threw ends the queue] (comm_queue.h)
-      status = abandoned_.not_run();
-    } else {
-      try {
-        status = task->body(comm_);
-      } catch (...) {
-        exception = std::current_exception();
-        abandoned_.thrown_by(*task, exception);
-      }
+    try {
+      // Note [A task that threw ends the queue] (comm_queue.h). not_run() in the try too: a
+      // std::bad_alloc of its message must not leave this thread.
+      status = abandoned_.abandoned() ? abandoned_.not_run() : task->body(comm_);
+    } catch (...) {
+      exception = std::current_exception();
+      abandoned_.thrown_by(*task, exception);
     }
     task->end_us = now_us();
     task->body = nullptr;  // release what the task captured as soon as it is done

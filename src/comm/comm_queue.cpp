@@ -35,15 +35,25 @@ constexpr std::string_view kNotRunTask = "not run: task '";
 
 }  // namespace
 
-void AbandonedQueue::thrown_by(const QueuedTask& task, const std::exception_ptr& exception) {
-  if (abandoned()) return;
-  reason_ = fmt::format(
-      "task '{}' (step {}) threw before it ({}), perhaps part-way through its "
-      "collectives (Note [A task that threw ends the queue], comm_queue.h)",
-      task.name, task.step, exception_text(exception));
+void AbandonedQueue::thrown_by(const QueuedTask& task,
+                               const std::exception_ptr& exception) noexcept {
+  if (abandoned_) return;
+  abandoned_ = true;  // first: the text below may not be had
+  try {
+    reason_ = fmt::format(
+        "task '{}' (step {}) threw before it ({}), perhaps part-way through its collectives "
+        "(Note [A task that threw ends the queue], comm_queue.h)",
+        task.name, task.step, exception_text(exception));
+  } catch (...) {
+    reason_.clear();
+  }
 }
 
-Status AbandonedQueue::not_run() const { return Status::error("{}{}", kNotRun, reason_); }
+Status AbandonedQueue::not_run() const {
+  return Status::error(
+      "{}{}", kNotRun,
+      reason_.empty() ? "task '?' threw before it (no memory to say more)" : reason_);
+}
 
 bool AbandonedQueue::is_not_run(const Status& status) {
   // Anywhere in the message: the scheduler prefixes its bucket ("bucket 2 of step 4: ...").

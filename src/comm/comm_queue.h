@@ -14,8 +14,9 @@
 // order (Note [Rank-identical collective order], communicator.h).
 //
 // A task is a callable taking the engine's Communicator&; it returns Status (or void) and may
-// throw. wait() returns the task's Status or rethrows its exception; a failure does not stall
-// later tasks. Every wait is bounded by the engine's timeout, which ends the job with a
+// throw. wait() returns the task's Status or rethrows its exception; a failed Status does not
+// stall later tasks, and after an exception none runs (Note [A task that threw ends the
+// queue]). Every wait is bounded by the engine's timeout, which ends the job with a
 // message naming the task and its step. Threading and what a task body may do (block, or only
 // enqueue stream work) are the engine's to say.
 #pragma once
@@ -84,14 +85,16 @@ class QueuedTask {
 // job on it (data_parallel.cpp), which releases the peers.
 class AbandonedQueue {
  public:
-  // The task that threw: from now on, nothing runs.
-  void thrown_by(const QueuedTask& task, const std::exception_ptr& exception);
-  bool abandoned() const { return !reason_.empty(); }
+  // The task that threw: from now on, nothing runs. Never throws (called in a catch block,
+  // perhaps of a std::bad_alloc): without memory for its text the reason is shorter.
+  void thrown_by(const QueuedTask& task, const std::exception_ptr& exception) noexcept;
+  bool abandoned() const { return abandoned_; }
   // The Status of a task that was not run.
   Status not_run() const;
   static bool is_not_run(const Status& status);
 
  private:
+  bool abandoned_ = false;
   std::string reason_;
 };
 

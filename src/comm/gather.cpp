@@ -57,6 +57,9 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace) 
   return gather_trace_events(comm, trace, one_host, [] { return now_us(); });
 }
 
+// What a rank's trace may hold in the merged one: a sanity bound on the sizes peers send.
+constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 32;
+
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, bool shared_clock,
                                 const std::function<std::int64_t()>& now) {
   const std::vector<TraceSpan> spans = trace.spans();
@@ -74,11 +77,16 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, 
   const std::int64_t earliest = *std::min_element(firsts.begin(), firsts.end());
   const std::int64_t origin = earliest == kNone ? 0 : anchor + earliest;
 
-  const std::string mine = trace.chrome_events(comm.rank(), origin);
+  std::string mine = trace.chrome_events(comm.rank(), origin);
+  // Above the bound every rank checks sizes against, this rank's events are left out with a
+  // word, rather than the bound ending a run that traced a long window.
+  if (mine.size() > kMaxTraceBytes) {
+    spdlog::warn("rank {}: its trace of {} bytes is left out of the merged trace (above {})",
+                 comm.rank(), mine.size(), kMaxTraceBytes);
+    mine.clear();
+  }
   std::vector<std::uint8_t> recv;
   std::vector<std::size_t> counts, displs;
-  // A sanity bound only: a trace is megabytes (one rank's spans are capped by log.trace_steps).
-  constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 32;
   allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
                   std::nullopt, kMaxTraceBytes, recv, counts, displs);
   std::string all;

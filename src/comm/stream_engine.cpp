@@ -139,15 +139,13 @@ CommHandle StreamCommEngine::submit(std::string name, std::int64_t step, NcclTas
   }
   state->start.record(stream);
   const ByteCounters before = comm_.bytes();
-  if (abandoned_.abandoned()) {  // Note [A task that threw ends the queue] (comm_queue.h)
-    state->status = abandoned_.not_run();
-  } else {
-    try {
-      state->status = task(comm_);
-    } catch (...) {
-      state->exception = std::current_exception();
-      abandoned_.thrown_by(*state, state->exception);
-    }
+  try {
+    // Note [A task that threw ends the queue] (comm_queue.h); not_run() inside the try, as in
+    // CommEngine::worker.
+    state->status = abandoned_.abandoned() ? abandoned_.not_run() : task(comm_);
+  } catch (...) {
+    state->exception = std::current_exception();
+    abandoned_.thrown_by(*state, state->exception);
   }
   const ByteCounters after = comm_.bytes();
   // Recorded even after a failure, so that waits and gated streams see the task finish.

@@ -17,6 +17,7 @@
 // the number of OpenMP threads, so every rank decodes every message to identical floats.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -208,8 +209,11 @@ class Compressor {
   // (comm::allgather_bytes), and a check of this rank's own messages
   // (check_own_message_size). The default, 16 bytes per float and 4 KiB, is far above every
   // built-in format (a sparse f32 message at density 1 is 4.125 n + 13 bytes, a dense f32
-  // one 4 n); a compressor whose messages can be larger overrides it. Non-decreasing in n.
-  virtual std::size_t max_message_bytes(std::size_t n) const { return 16 * n + 4096; }
+  // one 4 n), or a fixed size when the compressor promises a larger one; a compressor whose
+  // messages can be larger overrides it. Non-decreasing in n.
+  virtual std::size_t max_message_bytes(std::size_t n) const {
+    return std::max(16 * n + 4096, fixed_message_bytes(n).value_or(0));
+  }
 
   // The configured fraction of entries kept, for compressors that have one (topk,
   // topk_sampled, gtopk, randomk, dgc, lbs: they honour EncodeContext::density); nullopt for

@@ -44,16 +44,20 @@ Result<ImageDataset> load_cifar10_dir(const std::string& dir, bool train) {
   if (train) {
     for (int i = 1; i <= 5; ++i) {
       const fs::path p = fs::path(dir) / ("data_batch_" + std::to_string(i) + ".bin");
-      std::error_code ec;  // the throwing form ends the job on EACCES or ENAMETOOLONG
+      std::error_code ec;  // the throwing form ended the job on EACCES or ENAMETOOLONG
       if (fs::exists(p, ec)) files.push_back(p.string());
+      // A batch that cannot be looked up is not skipped (training on fewer batches).
+      if (ec) return Status::error("cannot look up '{}': {}", p.string(), ec.message());
     }
     if (files.empty())
       return Status::error("no data_batch_*.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
   } else {
     const fs::path p = fs::path(dir) / "test_batch.bin";
     std::error_code ec;
-    if (!fs::exists(p, ec))
+    if (!fs::exists(p, ec)) {
+      if (ec) return Status::error("cannot look up '{}': {}", p.string(), ec.message());
       return Status::error("no test_batch.bin in '{}' (run scripts/get_data.sh cifar10)", dir);
+    }
     files.push_back(p.string());
   }
   return load_cifar10(files);

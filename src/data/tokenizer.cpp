@@ -27,8 +27,11 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const
   if (kind == "wordpiece") {
     for (const char* file : {"vocab.txt", "bert-base-uncased-vocab.txt"}) {
       const fs::path path = fs::path(dir) / file;
-      std::error_code ec;  // the throwing form ends the job on EACCES or ELOOP
-      if (!fs::exists(path, ec)) continue;
+      std::error_code ec;  // the throwing form ended the job on EACCES or ELOOP
+      if (!fs::exists(path, ec)) {
+        if (ec) return Status::error("cannot look up '{}': {}", path.string(), ec.message());
+        continue;
+      }
       SPARQ_ASSIGN_OR_RETURN(auto tok, WordPieceTokenizer::load(path.string()));
       return std::unique_ptr<Tokenizer>(std::move(tok));
     }

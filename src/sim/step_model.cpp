@@ -19,6 +19,10 @@ double decode_s(const SimBucket& b, double floats) {
                                  : 0.0;
 }
 
+double fill_s(const SimBucket& b, double floats) {  // SimBucket::fill_gbps
+  return b.fill_gbps > 0 ? 4.0 * floats / (b.fill_gbps * 1e9) : 0.0;
+}
+
 // Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.
 std::int64_t region_floats(std::int64_t n, int p) { return (n + p - 1) / p; }
 
@@ -108,15 +112,16 @@ double payload_cost_s(const SimBucket& b, const StepOptions& o) {
              decode_s(b, n);
     case CommKind::kAllgather:
       return encode_s(b, n) + allgather_s(o.gather, b.message_bytes(b.numel), p, o.link) +
-             p * decode_s(b, n);
+             fill_s(b, n) + p * decode_s(b, n);
     case CommKind::kTwoPhase: {
       const std::int64_t region = region_floats(b.numel, p);
       const double message = b.message_bytes(region);
       const double r = static_cast<double>(region);
-      const double phase1 =
-          encode_s(b, n) + pairwise_alltoall_s(message, p, o.link) + p * decode_s(b, r);
+      const double phase1 = encode_s(b, n) + pairwise_alltoall_s(message, p, o.link) +
+                            fill_s(b, r) + p * decode_s(b, r);
       if (!b.server_compression) return phase1 + allgather_s(o.gather, 4.0 * r, p, o.link);
-      return phase1 + encode_s(b, r) + allgather_s(o.gather, message, p, o.link) +
+      // Each region result is decoded by a kSet into its region: the whole bucket is filled.
+      return phase1 + encode_s(b, r) + allgather_s(o.gather, message, p, o.link) + fill_s(b, n) +
              p * decode_s(b, r);
     }
     case CommKind::kTree: {

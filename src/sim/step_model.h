@@ -92,6 +92,11 @@ struct SimBucket {
   // rho_measured is the compressor's default density, at which sim_profile times it
   // (measure.cpp). 1 for compressors without a density.
   double decode_scale = 1;
+  // Sparse formats: the first decode into a bucket (or region) is a kSet, which zero-fills all
+  // its floats before writing the kept ones, a pass the sparse decode rate does not hold. At
+  // this rate (GB/s of f32 written); 0 leaves it unpriced (dense formats write every value in
+  // the decode itself).
+  double fill_gbps = 0;
   // kTwoPhase: the region results are re-compressed (compress.server_compression), else
   // allgathered as dense f32.
   bool server_compression = true;

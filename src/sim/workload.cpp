@@ -218,7 +218,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     aggregation = *built_in;
   }
   CodecRate codec;
-  double decode_scale = 1;
+  double decode_scale = 1, fill_gbps = 0;
   if (compressing) {
     auto it = profile.codecs.find(cc.name);
     if (it == profile.codecs.end())
@@ -232,6 +232,14 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
                                                  compress::CompressConfig{cc.name, {}, cc.prefix}));
     if (probe->density() && as_measured->density() && *as_measured->density() > 0) {
       decode_scale = *probe->density() / *as_measured->density();
+      // SimBucket::fill_gbps: memory bandwidth where the profile has it, else the dense f32
+      // add-decode's rate, which moves 12 bytes per float where a fill writes 4.
+      const auto none = profile.codecs.find("none");
+      if (profile.flops && profile.flops->memory_gbps > 0) {
+        fill_gbps = profile.flops->memory_gbps;
+      } else if (none != profile.codecs.end()) {
+        fill_gbps = 3 * none->second.decode_gbps;
+      }
     }
   }
   std::function<double(std::int64_t)> formula;
@@ -262,6 +270,7 @@ Result<std::vector<SimBucket>> simulate_buckets(const ModelLayout& layout,
     }
     b.codec = codec;
     b.decode_scale = decode_scale;
+    b.fill_gbps = fill_gbps;
     if (aggregation == compress::Aggregation::kLowRank) {
       SPARQ_ASSIGN_OR_RETURN(auto made, make_compressor(cc));
       SPARQ_RETURN_IF_ERROR(made->set_layout(static_cast<std::size_t>(b.numel),

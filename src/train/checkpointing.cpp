@@ -219,8 +219,10 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   // it to the files: this rank's own when it has one, else rank 0's.
   SPARQ_ASSIGN_OR_RETURN(const int saved_world, complete_world_size(dir));
   std::string file = checkpoint_rank_file(dir, comm_.rank());
-  std::error_code ec;  // an unreadable file: rank 0's, whose read names the OS error
+  std::error_code ec;
   if (saved_world > 0 ? saved_world != comm_.size() : !std::filesystem::exists(file, ec)) {
+    // A file that cannot be looked up is not a missing one: rank 0's would load silently.
+    if (ec) return Status::error("{}: cannot look up: {}", file, ec.message());
     file = checkpoint_rank_file(dir, 0);
   }
   SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(file));

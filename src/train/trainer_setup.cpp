@@ -67,8 +67,12 @@ Status Trainer::build(const Options& options) {
   const int slots = c.train.accumulation;
   std::vector<std::string> missing;
   for (const std::string& path : {c.data.train_path, c.data.eval_path}) {
-    std::error_code ec;  // unreadable is "missing" here; the reader names the OS error
-    if (!path.empty() && !std::filesystem::exists(path, ec)) missing.push_back(path);
+    std::error_code ec;
+    if (!path.empty() && !std::filesystem::exists(path, ec)) {
+      // Unreadable is not missing: a dry run reads no data, so it is said here.
+      if (ec) return Status::error("{}: cannot look up '{}': {}", c.where(), path, ec.message());
+      missing.push_back(path);
+    }
   }
   if (options.dry_run && !missing.empty()) {
     SPARQ_RETURN_IF_ERROR(check_source_feeds_model(c));

@@ -5,9 +5,11 @@
 
 #include <cstring>
 
+#include "common/unexpected_communicator.h"
 #include "compress/aggregation.h"
 #include "compress/byte_io.h"
 #include "compress/sparse_format.h"
+#include "compress/two_phase_aggregator.h"
 #include "test_util.h"
 
 namespace sparq::compress {
@@ -168,6 +170,37 @@ TEST(CheckMessage, StrategiesNameTheBucketCompressorAndSender) {
   EXPECT_EQ(s.message(),
             "bucket 3 (topk): message from rank 1: index 70000 out of range for 1000 floats");
   EXPECT_TRUE(check_received(*c, sparse_one(7), 1000, from, "rank 1").is_ok());
+}
+
+// A world of two whose peer announces `forged` bytes for this rank's two_phase region.
+class ForgedRegionSize final : public ::sparq::testing::UnexpectedCommunicator {
+ public:
+  explicit ForgedRegionSize(std::int64_t forged) : forged_(forged) {}
+  void alltoall(const void* in, void* out, std::size_t count, DType dtype) override {
+    ASSERT_EQ(count, 1u);
+    ASSERT_EQ(dtype, DType::kI64);
+    static_cast<std::int64_t*>(out)[0] = static_cast<const std::int64_t*>(in)[0];
+    static_cast<std::int64_t*>(out)[1] = forged_;
+  }
+
+ private:
+  std::int64_t forged_;
+};
+
+// Sizes received from peers are bounded before anything is allocated for them (comm/gather.h):
+// two_phase's region messages by the compressor's max_message_bytes of this rank's region.
+TEST(CheckMessageDeathTest, TwoPhaseEndsTheJobOnAForgedRegionSize) {
+  auto c = make("topk", {{"density", "0.5"}});
+  std::vector<float> bucket = normal_vector(100, 3);
+  for (const std::int64_t forged : {std::int64_t{-1}, std::int64_t{1} << 40}) {
+    ForgedRegionSize comm(forged);
+    TwoPhaseAggregator two_phase(AggregatorOptions{});
+    EXPECT_DEATH((void)two_phase.run(bucket, *c, nullptr, comm, check_context(0)),
+                 "rank 1 sent a size of " + std::to_string(forged) +
+                     " for its message for my region, outside \\[0, " +
+                     std::to_string(c->max_message_bytes(50)) + "\\]")
+        << forged;
+  }
 }
 
 }  // namespace

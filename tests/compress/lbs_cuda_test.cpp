@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/device_test_util.h"
@@ -33,15 +34,28 @@ using sparq::testing::GuardedDeviceArray;
 TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
   SPARQ_SKIP_WITHOUT_GPU();
 #if SPARQ_HAS_CUDA
-  for (std::size_t n : {9, 1000, 70001}) {
+  // Every code width, blocks from 8 to 256: the device unpacks kept codes with its own
+  // lbs_detail::kept_value (lbs_shared.cuh), apart from block_codec.cu's tested unpacking, and
+  // only 4 bits in blocks of 64 were covered (review, 2026-12-07).
+  struct Shape {
+    int bits;
+    std::size_t block, n;
+  };
+  std::vector<Shape> shapes;
+  for (const auto& [bits, block] :
+       {std::pair<int, std::size_t>{4, 64}, {3, 8}, {8, 256}, {2, 64}}) {
+    for (std::size_t n : {9, 1000, 70001}) shapes.push_back({bits, block, n});
+  }
+  for (const auto& [bits, block, n] : shapes) {
     for (double density : {0.01, 0.3, 1.0}) {  // delta varints, then bitmaps
       for (bool stochastic : {false, true}) {
         for (bool feedback : {false, true}) {
-          SCOPED_TRACE("n=" + std::to_string(n) + " density=" + std::to_string(density) +
+          SCOPED_TRACE("bits=" + std::to_string(bits) + " block=" + std::to_string(block) +
+                       " n=" + std::to_string(n) + " density=" + std::to_string(density) +
                        (stochastic ? " stochastic" : " nearest") + (feedback ? " +ef" : ""));
           LbsCompressor::Options o;
           o.density = density;
-          o.quant = BlockQuantParams{4, 64, stochastic};
+          o.quant = BlockQuantParams{bits, block, stochastic};
           LbsCompressor cpu(o);
           EncodeContext ctx;
           ctx.seed = 5;
@@ -65,8 +79,8 @@ TEST(CudaLbs, EncodesTheCpuMessageAndLeavesTheCpuResidual) {
           }
 
           const std::size_t k = k_for(density, n);
-          cuda::LbsArgs args{4,
-                             64,
+          cuda::LbsArgs args{bits,
+                             block,
                              stochastic,
                              step_key(ctx.seed, ctx.step),
                              compression_stream(ctx, ctx.rank),

@@ -148,7 +148,11 @@ TEST(StepModel, CompressedCosts) {
   // Priced per float whatever the density, 1e-4 paid 1%'s decode (review, 2026-12-07).
   b.decode_scale = 0.1;
   EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 3 * (1e-5 + 1e-6) + 4 * 0.05e-3, 1e-15);
+  // The first decode's zero fill of the bucket, once (SimBucket::fill_gbps): 4 MB at 40 GB/s.
+  b.fill_gbps = 40;
+  EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 3 * (1e-5 + 1e-6) + 0.1e-3 + 4 * 0.05e-3, 1e-15);
   b.decode_scale = 1;
+  b.fill_gbps = 0;
   // two_phase: regions of 250000 floats, messages of 1000 bytes (this formula ignores n);
   // before each phase its 8-byte sizes, by alltoall and allgather (Note [Control messages]).
   b.kind = CommKind::kTwoPhase;

@@ -83,6 +83,7 @@ TEST(Workload, MessagesMatchTheRealCompressors) {
           << name << " density " << density;
       // The decode's work against the profile's, timed at the default density 0.01.
       EXPECT_DOUBLE_EQ(b.decode_scale, std::stod(density) / 0.01) << name;
+      EXPECT_DOUBLE_EQ(b.fill_gbps, 1000) << name;  // the profile's memory_gbps
     }
   }
   // powersgd: the two allreduced arrays make up the compressor's whole message.

@@ -41,6 +41,10 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
       // ENAMETOOLONG threw out of std::filesystem::exists: std::terminate (review, 2026-12-07).
       {"--config configs/gpt2_wikitext_tiny.yaml --set data.train=/tmp/" + std::string(300, 'a'),
        "data\\.train: cannot look up '/tmp/a+': File name too long"},
+      // A dry run reads no data: it called such a path "not found" and passed.
+      {"--config configs/gpt2_wikitext_tiny.yaml --dry-run --set data.train=/tmp/" +
+           std::string(300, 'a'),
+       "cannot look up '/tmp/a+': File name too long"},
       {base + "--set optim.lr=1e30 --set optim.clip_norm=0 --set train.max_nonfinite_in_a_row=2",
        "not finite in 2 steps in a row"},
       {base + "--resume /nonexistent/checkpoints", "/nonexistent/checkpoints"},

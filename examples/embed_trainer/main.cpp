@@ -65,10 +65,17 @@ struct Row {
 };
 
 // Every row, then a check of every write and of the close: a full disk left a truncated CSV
-// and exit status 0 (review, 2026-12-06).
+// and exit status 0 (review, 2026-12-06). A regular file is written under a temporary name
+// and renamed over the old one once complete, so that a failed write leaves an earlier CSV
+// as it was (it was truncated first: review, 2026-12-07); a device or pipe (/dev/stdout) is
+// written in place, as there is nothing there to keep and the rename would replace it.
 sparq::Status write_csv(const std::string& path, const std::vector<Row>& rows) {
-  std::FILE* csv = std::fopen(path.c_str(), "w");
-  if (!csv) return sparq::Status::error("cannot write {}: {}", path, std::strerror(errno));
+  std::error_code ec;
+  const bool in_place =
+      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+  const std::string written = in_place ? path : path + ".tmp";
+  std::FILE* csv = std::fopen(written.c_str(), "w");
+  if (!csv) return sparq::Status::error("cannot write {}: {}", written, std::strerror(errno));
   bool ok = std::fprintf(csv, "step,loss,lr,grad_norm,compression,payload_bytes\n") > 0;
   for (const Row& r : rows) {
     ok = ok && std::fprintf(csv, "%lld,%.6f,%.6e,%.6f,%.3f,%llu\n", static_cast<long long>(r.step),
@@ -77,9 +84,16 @@ sparq::Status write_csv(const std::string& path, const std::vector<Row>& rows) {
   }
   const int write_errno = ok ? 0 : errno;
   const bool closed = std::fclose(csv) == 0;
+  const int close_errno = errno;
   if (!ok || !closed) {
+    if (!in_place) std::remove(written.c_str());
     return sparq::Status::error("cannot write {}: {}", path,
-                                std::strerror(ok ? errno : write_errno));
+                                std::strerror(ok ? close_errno : write_errno));
+  }
+  if (!in_place && std::rename(written.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
+    std::remove(written.c_str());
+    return sparq::Status::error("cannot replace {}: {}", path, std::strerror(rename_errno));
   }
   return sparq::Status::ok();
 }

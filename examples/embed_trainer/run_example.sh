@@ -32,5 +32,15 @@ refused "steps 12x" "steps: expected a positive whole number, got '12x'" 12x m.c
 refused "a folder as the CSV" "is a directory" 3 .
 if grep -q "^step " bad.log; then echo "run_example.sh: trained before refusing the CSV path" >&2; exit 1; fi
 if [[ -w /dev/full ]]; then refused "a full disk" "cannot write /dev/full" 3 /dev/full; fi
+# A failed write (here a file size limit) leaves an earlier CSV as it was: it was truncated
+# first and left cut mid-row (review, 2026-12-07).
+seq 1 400 >kept.csv
+# The log goes through a pipe: a file would be under the same limit.
+if (trap '' XFSZ; ulimit -f 1; ./embed_trainer 30 kept.csv) 2>&1 | cat >kept.log; then
+  echo "run_example.sh: a CSV over the file size limit exited 0" >&2; exit 1
+fi
+grep -q "cannot write kept.csv" kept.log || { echo "run_example.sh: $(cat kept.log)" >&2; exit 1; }
+seq 1 400 | cmp -s - kept.csv || { echo "run_example.sh: the failed write changed the earlier CSV" >&2; exit 1; }
+[[ ! -e kept.csv.tmp ]] || { echo "run_example.sh: kept.csv.tmp left behind" >&2; exit 1; }
 ./embed_trainer 3 short.csv >short.log 2>&1 || { cat short.log; echo "run_example.sh: 3 steps failed" >&2; exit 1; }
 echo "run_example.sh: embed_trainer passed"

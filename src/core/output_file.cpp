@@ -1,6 +1,7 @@
 #include "core/output_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,6 +168,16 @@ Status write_output_file(const std::string& path, std::string_view text) {
   if (is_device_or_pipe(path)) return write_through(path, text, 0);
   // Replace the file the link names, not the link (which would become a regular file).
   return write_file_atomic(resolved.path, text);
+}
+
+Status check_output_file_can_be_written(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  // A folder is refused by name (is_special_file counts it as no regular file).
+  if (std::filesystem::is_directory(path, ec)) return check_file_can_be_written(path, what);
+  if (is_special_file(path)) return Status::ok();
+  const std::string target = resolve_links(path);
+  if (target == path) return check_file_can_be_written(path, what);
+  return check_file_can_be_written(target, fmt::format("{} '{}', a link to", what, path));
 }
 
 }  // namespace sparq

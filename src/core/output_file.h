@@ -43,4 +43,13 @@ std::string resolve_links(const std::string& path);
 // regular file, or it names a descriptor or the file of standard output or error (above).
 bool is_special_file(const std::string& path);
 
+// Whether write_output_file(path, ...) could write `path` now, for outputs written at the end
+// of long work and checked at its start: a descriptor, device or pipe is written in place (no
+// folder to check); otherwise the folder of the file a symbolic link names, where the file
+// will be created (the folder of the link itself was checked, so a link into a folder that
+// does not exist passed, and the export failed after the whole run; /dev/stdout needed write
+// access to /dev and was refused for users other than root: review, 2026-12-07). `what`
+// names the path in the error, as check_file_can_be_written's (core/file_io.h).
+Status check_output_file_can_be_written(const std::string& path, const std::string& what);
+
 }  // namespace sparq

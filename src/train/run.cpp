@@ -12,6 +12,7 @@
 #include "comm/mpi_communicator.h"
 #include "core/fault.h"
 #include "core/file_io.h"
+#include "core/output_file.h"
 #include "sim/auto_plan.h"
 #include "train/safetensors.h"
 #include "train/stop_signals.h"
@@ -173,8 +174,8 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
     // so that an embedder that names the path on rank 0 only still makes the same calls.
     Status writable;
     if (comm.rank() == 0 && !options.export_safetensors.empty()) {
-      writable = check_file_can_be_written(options.export_safetensors,
-                                           "export_safetensors (--export-safetensors)");
+      writable = check_output_file_can_be_written(options.export_safetensors,
+                                                  "export_safetensors (--export-safetensors)");
     }
     Status agreed;
     comm::CommEngine startup(comm, {.timeout_s = config.comm.timeout_s, .name = "start-up"});

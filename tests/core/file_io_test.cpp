@@ -1,6 +1,7 @@
 // read_file on files whose stat size is not their content's (core/file_io.cpp): procfs says 0
 // bytes (read as an empty file before 2026-12-06) and sysfs a page (a "short read" error).
 // write_file_atomic leaves path + ".tmp" alone and keeps a replaced file's permission bits.
+// check_output_file_can_be_written looks where write_output_file will write.
 #include "core/file_io.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/fresh_dir.h"
+#include "core/output_file.h"
 
 namespace sparq {
 namespace {
@@ -111,6 +113,26 @@ TEST(AtomicWrite, ReplacedFileKeepsItsPermissionBits) {
   const std::string fresh = dir + "/fresh.csv";
   ASSERT_TRUE(write_file_atomic(fresh, "new").is_ok());
   EXPECT_EQ(written_mode(fresh), mode_t{0644} & ~mask);
+}
+
+// The check followed no link, where the writer does: a link into a folder that does not exist
+// passed, to fail after the run; a device was asked for write access to its folder (/dev),
+// refused for users other than root (review, 2026-12-07).
+TEST(CheckOutputFile, LooksWhereTheWriterWrites) {
+  const std::string dir = testing::fresh_dir("output_check");
+  const std::string link = dir + "/link.safetensors";
+  fs::create_symlink(dir + "/no_such_folder/x.safetensors", link);
+  const Status refused = check_output_file_can_be_written(link, "--export");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.message(), "--export '" + link + "', a link to '" + dir +
+                                   "/no_such_folder/x.safetensors': the folder '" + dir +
+                                   "/no_such_folder' does not exist");
+  fs::create_directory(dir + "/no_such_folder");
+  EXPECT_TRUE(check_output_file_can_be_written(link, "--export").is_ok());
+  EXPECT_TRUE(check_output_file_can_be_written("/dev/null", "--export").is_ok());
+  EXPECT_TRUE(check_output_file_can_be_written(dir + "/plain.safetensors", "--export").is_ok());
+  EXPECT_FALSE(check_output_file_can_be_written(dir + "/none/plain", "--export").is_ok());
+  EXPECT_FALSE(check_output_file_can_be_written(dir, "--export").is_ok());
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 // checkpoint directory that cannot be made (found at the final save), and a VGG batch norm
 // that would see one value per channel (2026-12-06: an abort at the first step).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -72,6 +74,16 @@ TEST(RunOptions, AnExportPathThatCannotBeWrittenIsRefusedBeforeAnyStep) {
   refused = train::run_training(config, *comm, options);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("is a folder, not a file name"), std::string::npos)
+      << refused.status().message();
+  // Through a symbolic link, the folder the file goes to (core/output_file.h).
+  const std::string link = ::testing::TempDir() + "/export_link_" + std::to_string(::getpid());
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(::testing::TempDir() + "/no_such_folder/x.safetensors", link);
+  options.export_safetensors = link;
+  refused = train::run_training(config, *comm, options);
+  std::filesystem::remove(link);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("', a link to '"), std::string::npos)
       << refused.status().message();
   EXPECT_EQ(steps, 0);
 }

@@ -56,6 +56,26 @@ std::size_t encode_threaded(const sparq::data::Tokenizer& tok,
   return tokens;
 }
 
+// GPT-2 pre-tokenization of the lines on `threads` threads, shared out as encode_threaded
+// does: the reference of the N-thread rows, whose ratio to a one-thread reference grew with
+// the core count (review, 2026-12-07).
+void pretokenize_threaded(const std::vector<std::string_view>& lines, int threads) {
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    std::vector<sparq::data::PieceSpan> pieces;
+    for (std::size_t i; (i = next.fetch_add(64)) < lines.size();) {
+      for (std::size_t k = i; k < std::min(lines.size(), i + 64); ++k) {
+        pieces.clear();
+        sparq::data::gpt2_pretokenize(lines[k], &pieces);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,7 +111,8 @@ int main(int argc, char** argv) {
   // Each encoder row's speed is also given as a ratio to the pre-tokenization reference
   // measured again right after it, the figure to compare between machines (absolute MB/s
   // alone broke the project's rule: review, 2026-12-06; one reference measured before every
-  // row put the load's drift over the run into the later rows: review, 2026-12-07).
+  // row put the load's drift over the run into the later rows: review, 2026-12-07). The
+  // by-line rows' reference pre-tokenizes the same lines on the same number of threads.
   fmt::print("{:<50} {:>10} {:>10} {:>10}\n", "what", "MB/s", "tokens", "x pretok");
 
   volatile std::uint32_t sink = 0;
@@ -114,8 +135,11 @@ int main(int argc, char** argv) {
   };
   fmt::print("{:<50} {:>10.1f} {:>10} {:>10.3f}\n", "reference: GPT-2 pre-tokenization only",
              mb_per_s(s, 5, pretokenize), "-", 1.0);
-  const auto row = [&](const std::string& what, double mbps, std::size_t tokens) {
-    const double pretok = mb_per_s(s, 3, pretokenize);  // the reference, now
+  // threads == 0: the whole text at once, as the whole-text rows encode it.
+  const auto row = [&](const std::string& what, double mbps, std::size_t tokens, int threads) {
+    const double pretok =  // the reference, now
+        threads == 0 ? mb_per_s(s, 3, pretokenize)
+                     : mb_per_s(s, 3, [&] { pretokenize_threaded(lines, threads); });
     fmt::print("{:<50} {:>10.1f} {:>10} {:>10.3f}\n", what, mbps, tokens, mbps / pretok);
   };
 
@@ -130,8 +154,8 @@ int main(int argc, char** argv) {
     // The first pass fills GPT-2's piece cache; later passes show the steady state.
     const double cold = mb_per_s(s, 1, [&] { ids.clear(), (*tok)->encode(s, &ids); });
     const double warm = mb_per_s(s, 3, [&] { ids.clear(), (*tok)->encode(s, &ids); });
-    row(kind + " encode, 1 thread, first pass", cold, ids.size());
-    row(kind + " encode, 1 thread, warm cache", warm, ids.size());
+    row(kind + " encode, 1 thread, first pass", cold, ids.size(), 0);
+    row(kind + " encode, 1 thread, warm cache", warm, ids.size(), 0);
     // Per-thread caches: a first pass, then passes that reuse the warm caches.
     for (const int t : {1, threads}) {
       std::vector<std::unique_ptr<sparq::data::EncodeCache>> caches;
@@ -139,8 +163,8 @@ int main(int argc, char** argv) {
       std::size_t n = 0;
       const double first = mb_per_s(s, 1, [&] { n = encode_threaded(**tok, lines, caches); });
       const double again = mb_per_s(s, 3, [&] { n = encode_threaded(**tok, lines, caches); });
-      row(fmt::format("{} by line, {} thread(s), own caches, first", kind, t), first, n);
-      row(fmt::format("{} by line, {} thread(s), own caches, warm", kind, t), again, n);
+      row(fmt::format("{} by line, {} thread(s), own caches, first", kind, t), first, n, t);
+      row(fmt::format("{} by line, {} thread(s), own caches, warm", kind, t), again, n, t);
       if (t == threads) break;
     }
   }

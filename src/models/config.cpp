@@ -208,6 +208,13 @@ Status validate_model_config(const ModelConfig& c) {
     for (const auto& [key, v] : positive) {
       if (v <= 0) return Status::error("{}: {} must be positive, got {}", who, key, v);
     }
+    // GPT-2's MLP width is 4 n_embd (set_model_key), which a GPT-2 config cannot set: over
+    // the bound, the error named ffn_dim, a key refused for GPT-2 (review, 2026-12-07).
+    if (c.arch == ModelArch::kGpt2 && c.n_embd <= ModelConfig::kMaxWidth &&
+        c.ffn_dim == 4 * c.n_embd && c.ffn_dim > ModelConfig::kMaxWidth) {
+      return Status::error("{}: n_embd {} makes GPT-2's MLP width 4 x {} = {}, over {}", who,
+                           c.n_embd, c.n_embd, c.ffn_dim, ModelConfig::kMaxWidth);
+    }
     // Upper bounds, so that no product of sizes (tensor numels, activation rows times
     // widths) can overflow int64 (review, 2026-12-05: a huge n_embd wrapped them).
     const std::pair<const char*, std::int64_t> bounded[] = {{"n_layer", c.n_layer},

@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/check.h"
 #include "core/tensor_copy.h"
+#include "layers/dropout_mask.h"
 #include "layers/row_predictions.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
@@ -245,6 +247,21 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
   if (config.is_language_model() && (shape.seq_len < 1 || shape.seq_len > config.n_ctx)) {
     return Status::error("{}: seq_len {} must be in [1, n_ctx = {}]", config.spec, shape.seq_len,
                          config.n_ctx);
+  }
+  if (config.is_language_model() && config.attn_dropout > 0.0f) {
+    // The attention layer's own limit (attention.cpp), refused here as an error naming the
+    // keys: it passed validation and aborted the process in the layer (review, 2026-12-07).
+    const double scores = static_cast<double>(shape.micro_batch) *
+                          static_cast<double>(config.n_head) * static_cast<double>(shape.seq_len) *
+                          static_cast<double>(shape.seq_len);
+    if (scores >= std::ldexp(1.0, DropoutKey::kStepShift)) {
+      return Status::error(
+          "{}: attn_dropout {} over micro_batch {} x n_head {} x seq_len {}^2 attention "
+          "scores passes the 2^{} dropout draws a step holds: set attn_dropout=0, or lower "
+          "micro_batch or seq_len",
+          config.spec, config.attn_dropout, shape.micro_batch, config.n_head, shape.seq_len,
+          DropoutKey::kStepShift);
+    }
   }
   std::unique_ptr<Model> model;
   if (auto registered = find_registered_model(config.preset); registered.is_ok()) {

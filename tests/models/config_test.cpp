@@ -111,6 +111,9 @@ TEST(ModelConfig, ErrorsNameTheBadInput) {
   expect_error(parse_model_spec("gpt2-tiny n_embd=4611686018427387905 n_head=1"),
                {"n_embd 4611686018427387905 exceeds 1048576"});
   expect_error(parse_model_spec("gpt2-tiny n_ctx=2000000"), {"n_ctx 2000000 exceeds"});
+  // GPT-2's MLP width follows n_embd: the error named ffn_dim, which GPT-2 refuses as a key.
+  expect_error(parse_model_spec("gpt2-tiny n_embd=300000 n_head=4"),
+               {"n_embd 300000 makes GPT-2's MLP width 4 x 300000 = 1200000, over 1048576"});
   expect_error(parse_model_spec("vgg-tiny layout=4,M image_size=65536"),
                {"image_size must be in [1, 16384], got 65536"});
 }
@@ -142,6 +145,14 @@ TEST(ModelConfig, MakeModelChecksTheRunShape) {
   broken.n_head = 3;  // edited without validation: make_model still refuses it
   expect_error(make_model(broken, {1, 8}), {"not divisible by n_head 3"});
   EXPECT_TRUE(make_model(parse_model_spec("vgg-tiny").value(), {4, 0}).is_ok());
+  // Attention dropout's draws per step (layers/dropout_mask.h): over them, the layer aborted
+  // the process (review, 2026-12-07); an error naming the keys now, before any allocation.
+  const ModelConfig long_context =
+      parse_model_spec("gpt2-tiny n_layer=1 n_ctx=65536 n_embd=64 n_head=16 attn_dropout=0.1")
+          .value();
+  expect_error(make_model(long_context, {16, 65536}),
+               {"attn_dropout 0.1 over micro_batch 16 x n_head 16 x seq_len 65536^2",
+                "set attn_dropout=0, or lower micro_batch or seq_len"});
 }
 
 TEST(ModelConfig, SummaryReportsParametersAndActivations) {

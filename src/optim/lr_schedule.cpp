@@ -13,7 +13,11 @@ Status LrScheduleConfig::validate(const std::string& prefix) const {
     return Status::error("{}schedule: '{}' is not one of constant, step, linear, cosine", prefix,
                          kind);
   }
-  if (!(lr > 0.0) || !std::isfinite(lr)) return Status::error("{}lr: must be > 0, got {}", prefix, lr);
+  // 0 is a rate (the parameters stay as they are, as in PyTorch): the config reader took it
+  // and this refused it, each saying another range (review, 2026-12-07).
+  if (!(lr >= 0.0) || !std::isfinite(lr)) {
+    return Status::error("{}lr: must be >= 0, got {}", prefix, lr);
+  }
   if (warmup_steps < 0) return Status::error("{}warmup_steps: must be >= 0, got {}", prefix, warmup_steps);
   if (min_lr < 0.0) return Status::error("{}min_lr: must be >= 0, got {}", prefix, min_lr);
   // Only the decays read min_lr: a constant or step run given a lower lr than a base config's

@@ -161,6 +161,8 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
     }
     if (info) {
       info->description = chain.describe();
+      info->identity = fmt::format("{}, {} {} tokens", info->description, count,
+                                   train ? "training" : "evaluation");
       // The entropy rate bounds next-token prediction; BERT predicts masked tokens from both
       // sides, for which it is no bound and the chain's next-token score no reference (review:
       // "the model -32.6% above it"), so a masked LM reports neither.

@@ -37,8 +37,9 @@ struct DataInfo {
   std::string description;      // one line for the start-up log
   // The data itself, without the path it was read from (a shard's size, tokenizer and
   // checksum): what a resume compares (same_data_key), so the same file named by another
-  // path (a run resumed from another working directory) is the same data. Empty where the
-  // description names no path.
+  // path (a run resumed from another working directory) is the same data; the Markov
+  // source's chain with its training token count (another count is other data: review,
+  // 2026-12-07). Empty where the description is the identity.
   std::string identity;
   const std::string& same_data_key() const { return identity.empty() ? description : identity; }
   double entropy_rate = -1;     // nats per token for the Markov source and a causal LM, else -1

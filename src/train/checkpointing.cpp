@@ -334,26 +334,46 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
     loader.position = loader.step * static_cast<std::uint64_t>(config_.train.micro_batch) *
                       static_cast<std::uint64_t>(world);
   }
-  // A dry run whose data files do not exist yet has no loader (Trainer::build): the
-  // checkpoint is checked, the data position cannot be (it crashed here: review, 2026-12-05).
-  if (train_data_ != nullptr) {
-    SPARQ_RETURN_IF_ERROR(train_data_->restore(loader).with_context(file));
-  }
   // The data's identity, not its path (a checkpoint of before 2026-12-07 has only the
   // description, path included): the same shard named from another working directory was
-  // called other data (review, 2026-12-07).
+  // called other data (review, 2026-12-07). A saved identity equal to today's description is
+  // the same data too: a Markov checkpoint of before its identity held the token count.
   const bool identity_saved = f.meta.count("data.identity") != 0;
   const std::string saved_data = meta_or(f, identity_saved ? "data.identity" : "data", "");
   const std::string& data_now =
       identity_saved ? data_info_.same_data_key() : data_info_.description;
-  if (train_data_ != nullptr && !saved_data.empty() && saved_data != data_now) {
+  const bool other_data = train_data_ != nullptr && !saved_data.empty() && saved_data != data_now &&
+                          saved_data != data_info_.description;
+  // A dry run whose data files do not exist yet has no loader (Trainer::build): the
+  // checkpoint is checked, the data position cannot be (it crashed here: review, 2026-12-05).
+  std::string position_note = "continues in other items";
+  if (train_data_ != nullptr) {
+    Status restored = train_data_->restore(loader);
+    if (!restored.is_ok() && other_data) {
+      // Other data with fewer items than the saved position: that epoch ends there and the
+      // next starts at item 0, as an elastic resume does when too few items are left
+      // (docs/reliability.md, "Data position"). It was refused, where the documentation
+      // promised a warning (review, 2026-12-07). The same data at a position past its end is
+      // a damaged or foreign checkpoint, refused as before.
+      data::LoaderState next = loader;
+      next.epoch = loader.epoch + 1;
+      next.step = 0;
+      next.position = 0;
+      restored = train_data_->restore(next);
+      position_note = fmt::format(
+          "is past the end of the new data's epoch, which ends there: "
+          "epoch {} starts at item 0",
+          next.epoch);
+    }
+    SPARQ_RETURN_IF_ERROR(restored.with_context(file));
+  }
+  if (other_data) {
     // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
     // of the old data: said, where it used to continue silently (review, 2026-12-05).
     messages.warnings.push_back(fmt::format(
         "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
-        "data position (item {} of epoch {}) continues in other items",
-        meta_or(f, "data", saved_data), data_info_.description, loader.position.value_or(0),
-        loader.epoch));
+        "data position (item {} of epoch {}) {}",
+        saved_data, data_now, loader.position.value_or(0), loader.epoch, position_note));
   }
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);

@@ -198,6 +198,47 @@ TEST(ResumeChecks, ResumingOnOtherDataIsSaid) {
       << log.text();
 }
 
+// Other data with fewer items than the saved position was refused ("position 4 is past the 3
+// items of an epoch"), where docs/config.md promised a warning; and another Markov training
+// token count was not other data at all (review, 2026-12-07). Now the epoch ends there and the
+// next starts at item 0, said; the same data at a position past its end is still refused.
+TEST(ResumeChecks, ResumingOnFewerItemsThanThePositionStartsTheNextEpoch) {
+  const std::string root = fresh_dir("fewer_items");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());  // position 4 (2 steps of 2)
+  {
+    LogCapture log;
+    const Status fewer = make_trainer(root + "/fewer", {"data.markov.train_tokens=52"}, *self)
+                             ->resume(checkpoint_dir(root, 2));
+    ASSERT_TRUE(fewer.is_ok()) << fewer.message();
+    EXPECT_NE(log.text().find("8192 training tokens; now: "), std::string::npos) << log.text();
+    EXPECT_NE(log.text().find("52 training tokens): the data position (item 4 of epoch 0) is "
+                              "past the end of the new data's epoch, which ends there: epoch 1 "
+                              "starts at item 0"),
+              std::string::npos)
+        << log.text();
+  }
+  {
+    LogCapture log;
+    const Status more = make_trainer(root + "/more", {"data.markov.train_tokens=9000"}, *self)
+                            ->resume(checkpoint_dir(root, 2));
+    ASSERT_TRUE(more.is_ok()) << more.message();
+    EXPECT_NE(log.text().find("(item 4 of epoch 0) continues in other items"), std::string::npos)
+        << log.text();
+  }
+  // The same data, at a position past its end: a damaged checkpoint.
+  const std::string file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
+  auto f = read_checkpoint_file(file);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  f->meta["loader.position"] = "100000";
+  ASSERT_TRUE(write_checkpoint_file(file, *f).is_ok());
+  const Status damaged =
+      make_trainer(root + "/damaged", {}, *self)->resume(checkpoint_dir(root, 2));
+  ASSERT_FALSE(damaged.is_ok());
+  EXPECT_NE(damaged.message().find("position 100000 is past the"), std::string::npos)
+      << damaged.message();
+}
+
 // What a resume says (the warnings above, "resumed from") is said once every rank agreed to
 // resume: a resume refused after the load had begun logged its warnings, then failed (review,
 // 2026-12-07).

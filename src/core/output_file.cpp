@@ -170,6 +170,18 @@ Status write_output_file(const std::string& path, std::string_view text) {
   return write_file_atomic(resolved.path, text);
 }
 
+bool writes_to_standard_output(const std::string& path) {
+  struct stat out {};
+  if (::fstat(1, &out) != 0) return false;
+  auto resolved = resolve(path);
+  if (resolved.is_ok() && resolved->descriptor && resolved->descriptor->own) {
+    struct stat target {};
+    return ::fstat(resolved->descriptor->fd, &target) == 0 && target.st_dev == out.st_dev &&
+           target.st_ino == out.st_ino;
+  }
+  return standard_stream_of(path) == 1;
+}
+
 Status check_output_file_can_be_written(const std::string& path, const std::string& what) {
   std::error_code ec;
   // A folder is refused by name (is_special_file counts it as no regular file).

@@ -43,6 +43,12 @@ std::string resolve_links(const std::string& path);
 // regular file, or it names a descriptor or the file of standard output or error (above).
 bool is_special_file(const std::string& path);
 
+// Whether write_output_file(path, ...) writes where standard output goes (/dev/stdout,
+// /dev/fd/1, a path the shell redirected standard output to): a program that writes such a
+// file must print its own report elsewhere (train's summary line followed an export to
+// /dev/stdout, and the file no longer loaded: review, 2026-12-07).
+bool writes_to_standard_output(const std::string& path);
+
 // Whether write_output_file(path, ...) could write `path` now, for outputs written at the end
 // of long work and checked at its start: a descriptor, device or pipe is written in place (no
 // folder to check); otherwise the folder of the file a symbolic link names, where the file

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "comm/agree.h"
@@ -23,6 +24,7 @@
 #include "core/cli_args.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "train/run.h"
 #include "train/stop_signals.h"
 #include "train/yaml_reader.h"
@@ -147,6 +149,10 @@ int train_main(int argc, char** argv) {
   if (dry_run) return 0;
   if (rank == 0) {
     const TrainSummary& s = *summary;
+    // The report goes after the export: on standard error when the export went to standard
+    // output, so that the file holds the export alone (core/output_file.h).
+    std::FILE* report =
+        !export_path.empty() && writes_to_standard_output(export_path) ? stderr : stdout;
     std::string result = fmt::format("loss {:.4f}", s.eval.loss);
     if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
     if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);
@@ -189,18 +195,19 @@ int train_main(int argc, char** argv) {
                                 ? "stopped by " + stop_signal_name(s.stop_signal) + " after"
                             : s.stopped_early ? "stopped after"
                                               : "trained";
-    fmt::print(
-        "{} {} in {:.1f} s ({}) | final eval {} | {:.0f} {}/s | {} per step per "
-        "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
-        how, steps, s.seconds, skipped, s.stopped_early ? std::string("not run") : result,
-        s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
-        s.param_checksum);
+    fmt::print(report,
+               "{} {} in {:.1f} s ({}) | final eval {} | {:.0f} {}/s | {} per step per "
+               "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
+               how, steps, s.seconds, skipped, s.stopped_early ? std::string("not run") : result,
+               s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
+               s.param_checksum);
     if (s.stop_signal != 0) {
-      fmt::print("{}\n", s.steps_run == 0 ? std::string("no step was run: nothing was saved")
-                         : config->train.checkpoint_dir.empty()
-                             ? std::string("train.checkpoint_dir is not set: nothing was saved")
-                             : fmt::format("step {} is saved: continue with --resume {}", s.steps,
-                                           config->train.checkpoint_dir));
+      fmt::print(report, "{}\n",
+                 s.steps_run == 0 ? std::string("no step was run: nothing was saved")
+                 : config->train.checkpoint_dir.empty()
+                     ? std::string("train.checkpoint_dir is not set: nothing was saved")
+                     : fmt::format("step {} is saved: continue with --resume {}", s.steps,
+                                   config->train.checkpoint_dir));
     }
   }
   return summary->stop_signal != 0 ? 128 + summary->stop_signal : 0;

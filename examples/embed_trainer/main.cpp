@@ -65,14 +65,15 @@ struct Row {
 };
 
 // Every row, then a check of every write and of the close: a full disk left a truncated CSV
-// and exit status 0 (review, 2026-12-06). A regular file is written under a temporary name
-// and renamed over the old one once complete, so that a failed write leaves an earlier CSV
-// as it was (it was truncated first: review, 2026-12-07); a device or pipe (/dev/stdout) is
-// written in place, as there is nothing there to keep and the rename would replace it.
+// and exit status 0 (review, 2026-12-06). A plain regular file is written under a temporary
+// name and renamed over the old one once complete, keeping its permission bits, so that a
+// failed write leaves an earlier CSV as it was (it was truncated first: review, 2026-12-07).
+// Anything else that exists (a symbolic link such as /dev/stdout, a device, a pipe) is written
+// in place, through the link: a rename would put a plain file where the link was.
 sparq::Status write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::error_code ec;
-  const bool in_place =
-      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+  const std::filesystem::file_status own = std::filesystem::symlink_status(path, ec);
+  const bool in_place = std::filesystem::exists(own) && !std::filesystem::is_regular_file(own);
   const std::string written = in_place ? path : path + ".tmp";
   std::FILE* csv = std::fopen(written.c_str(), "w");
   if (!csv) return sparq::Status::error("cannot write {}: {}", written, std::strerror(errno));
@@ -89,6 +90,9 @@ sparq::Status write_csv(const std::string& path, const std::vector<Row>& rows) {
     if (!in_place) std::remove(written.c_str());
     return sparq::Status::error("cannot write {}: {}", path,
                                 std::strerror(ok ? close_errno : write_errno));
+  }
+  if (!in_place && std::filesystem::exists(own)) {
+    std::filesystem::permissions(written, own.permissions(), ec);
   }
   if (!in_place && std::rename(written.c_str(), path.c_str()) != 0) {
     const int rename_errno = errno;

@@ -42,5 +42,18 @@ fi
 grep -q "cannot write kept.csv" kept.log || { echo "run_example.sh: $(cat kept.log)" >&2; exit 1; }
 seq 1 400 | cmp -s - kept.csv || { echo "run_example.sh: the failed write changed the earlier CSV" >&2; exit 1; }
 [[ ! -e kept.csv.tmp ]] || { echo "run_example.sh: kept.csv.tmp left behind" >&2; exit 1; }
+# A CSV named through a symbolic link is written through it (the link kept), and a replaced
+# file keeps its permission bits.
+rm -f short.csv short_target.csv
+echo old >short_target.csv
+chmod 600 short_target.csv
+ln -s short_target.csv short.csv
 ./embed_trainer 3 short.csv >short.log 2>&1 || { cat short.log; echo "run_example.sh: 3 steps failed" >&2; exit 1; }
+[[ -L short.csv && $(wc -l <short_target.csv) == 4 ]] ||
+  { echo "run_example.sh: the link was not written through" >&2; exit 1; }
+printf 'old\n' >mode.csv
+chmod 640 mode.csv
+./embed_trainer 3 mode.csv >short.log 2>&1 || { cat short.log; echo "run_example.sh: 3 steps failed" >&2; exit 1; }
+[[ $(stat -c %a mode.csv) == 640 && $(wc -l <mode.csv) == 4 ]] ||
+  { echo "run_example.sh: mode.csv: mode $(stat -c %a mode.csv), $(wc -l <mode.csv) lines" >&2; exit 1; }
 echo "run_example.sh: embed_trainer passed"

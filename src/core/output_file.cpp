@@ -186,10 +186,23 @@ Status check_output_file_can_be_written(const std::string& path, const std::stri
   std::error_code ec;
   // A folder is refused by name (is_special_file counts it as no regular file).
   if (std::filesystem::is_directory(path, ec)) return check_file_can_be_written(path, what);
-  if (is_special_file(path)) return Status::ok();
-  const std::string target = resolve_links(path);
-  if (target == path) return check_file_can_be_written(path, what);
-  return check_file_can_be_written(target, fmt::format("{} '{}', a link to", what, path));
+  // resolve, not resolve_links: a link loop was passed over as "no link", and failed the
+  // export after the run (review, 2026-12-07).
+  auto resolved = resolve(path);
+  if (!resolved.is_ok()) return resolved.status().with_context(fmt::format("{} '{}'", what, path));
+  if (resolved->descriptor && resolved->descriptor->own) {
+    // One of this process's descriptors, written where it stands: it must be open for writing
+    // now (/dev/fd/9 unopened, or a closed standard output, failed after the run).
+    const int flags = ::fcntl(resolved->descriptor->fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+      return Status::error("{} '{}': descriptor {} is not open for writing", what, path,
+                           resolved->descriptor->fd);
+    }
+    return Status::ok();
+  }
+  if (resolved->descriptor || is_special_file(path)) return Status::ok();  // written in place
+  if (resolved->path == path) return check_file_can_be_written(path, what);
+  return check_file_can_be_written(resolved->path, fmt::format("{} '{}', a link to", what, path));
 }
 
 }  // namespace sparq

@@ -238,6 +238,20 @@ std::string Model::summary() const {
                      config_.in_channels, config_.image_size, config_.image_size);
 }
 
+Status check_attention_dropout_draws(const ModelConfig& config, std::int64_t micro_batch,
+                                     std::int64_t seq_len) {
+  if (!config.is_language_model() || config.attn_dropout == 0.0f) return Status::ok();
+  const double scores = static_cast<double>(micro_batch) * static_cast<double>(config.n_head) *
+                        static_cast<double>(seq_len) * static_cast<double>(seq_len);
+  if (scores < std::ldexp(1.0, DropoutKey::kStepShift)) return Status::ok();
+  return Status::error(
+      "{}: attn_dropout {} over micro_batch {} x n_head {} x seq_len {}^2 attention scores "
+      "passes the 2^{} dropout draws a step holds: set attn_dropout=0, or lower micro_batch "
+      "or seq_len",
+      config.spec, config.attn_dropout, micro_batch, config.n_head, seq_len,
+      DropoutKey::kStepShift);
+}
+
 Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape) {
   SPARQ_RETURN_IF_ERROR(validate_model_config(config));
   if (shape.micro_batch < 1) {
@@ -248,21 +262,7 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
     return Status::error("{}: seq_len {} must be in [1, n_ctx = {}]", config.spec, shape.seq_len,
                          config.n_ctx);
   }
-  if (config.is_language_model() && config.attn_dropout > 0.0f) {
-    // The attention layer's own limit (attention.cpp), refused here as an error naming the
-    // keys: it passed validation and aborted the process in the layer (review, 2026-12-07).
-    const double scores = static_cast<double>(shape.micro_batch) *
-                          static_cast<double>(config.n_head) * static_cast<double>(shape.seq_len) *
-                          static_cast<double>(shape.seq_len);
-    if (scores >= std::ldexp(1.0, DropoutKey::kStepShift)) {
-      return Status::error(
-          "{}: attn_dropout {} over micro_batch {} x n_head {} x seq_len {}^2 attention "
-          "scores passes the 2^{} dropout draws a step holds: set attn_dropout=0, or lower "
-          "micro_batch or seq_len",
-          config.spec, config.attn_dropout, shape.micro_batch, config.n_head, shape.seq_len,
-          DropoutKey::kStepShift);
-    }
-  }
+  SPARQ_RETURN_IF_ERROR(check_attention_dropout_draws(config, shape.micro_batch, shape.seq_len));
   std::unique_ptr<Model> model;
   if (auto registered = find_registered_model(config.preset); registered.is_ok()) {
     SPARQ_ASSIGN_OR_RETURN(model, registered->factory(config, shape));

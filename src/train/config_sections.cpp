@@ -90,6 +90,10 @@ Status read_data(YamlReader& r, TrainConfig& c) {
     return Status::error("{}: data.seq_len: {} exceeds the model's n_ctx {}", r.where(), d.seq_len,
                          c.model.n_ctx);
   }
+  if (lm) {  // here, not only in make_model: a dry run builds its model for one row
+    SPARQ_RETURN_IF_ERROR(check_attention_dropout_draws(c.model, c.train.micro_batch, d.seq_len)
+                              .with_context(r.where()));
+  }
   if (d.source == "markov" && d.markov.vocab_size > c.model.vocab_size) {
     return Status::error("{}: data.markov.vocab_size: {} exceeds the model's vocab_size {}",
                          r.where(), d.markov.vocab_size, c.model.vocab_size);

@@ -4,8 +4,11 @@
 // check_output_file_can_be_written looks where write_output_file will write.
 #include "core/file_io.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -133,6 +136,22 @@ TEST(CheckOutputFile, LooksWhereTheWriterWrites) {
   EXPECT_TRUE(check_output_file_can_be_written(dir + "/plain.safetensors", "--export").is_ok());
   EXPECT_FALSE(check_output_file_can_be_written(dir + "/none/plain", "--export").is_ok());
   EXPECT_FALSE(check_output_file_can_be_written(dir, "--export").is_ok());
+  // A link loop, and a descriptor that is not open for writing: they failed at the write.
+  fs::create_symlink("loop", dir + "/loop");
+  const Status loop = check_output_file_can_be_written(dir + "/loop", "--export");
+  ASSERT_FALSE(loop.is_ok());
+  EXPECT_NE(loop.message().find("too many levels"), std::string::npos) << loop.message();
+  const Status unopened = check_output_file_can_be_written("/dev/fd/987", "--export");
+  ASSERT_FALSE(unopened.is_ok());
+  EXPECT_EQ(unopened.message(), "--export '/dev/fd/987': descriptor 987 is not open for writing");
+  int pipe_ends[2] = {-1, -1};  // read end: open, but not for writing
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  EXPECT_FALSE(
+      check_output_file_can_be_written(fmt::format("/dev/fd/{}", pipe_ends[0]), "x").is_ok());
+  EXPECT_TRUE(
+      check_output_file_can_be_written(fmt::format("/dev/fd/{}", pipe_ends[1]), "x").is_ok());
+  ::close(pipe_ends[0]);
+  ::close(pipe_ends[1]);
 }
 
 }  // namespace

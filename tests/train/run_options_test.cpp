@@ -116,6 +116,25 @@ TEST(RunOptions, AVggBatchNormOfOneValuePerChannelIsRefusedBeforeAnyStep) {
   }
 }
 
+// Attention dropout's draws per step (models/model.h): refused by the config itself, not only
+// by make_model, which a dry run calls for one row (review, 2026-12-07).
+TEST(RunOptions, AttentionDropoutPastItsDrawsIsAConfigError) {
+  const std::string yaml =
+      "model: {preset: gpt2-tiny, n_layer: 1, n_ctx: 65536, n_embd: 64, n_head: 16, "
+      "attn_dropout: 0.1}\n"
+      "data: {seq_len: 65536}\ntrain: {micro_batch: 16}\n";
+  auto refused = train::parse_train_config(yaml, "long_context", {});
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("long_context: gpt2-tiny n_layer=1 n_ctx=65536"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find(
+                "attn_dropout 0.1 over micro_batch 16 x n_head 16 x seq_len 65536^2"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_TRUE(train::parse_train_config(yaml, "long_context", {"train.micro_batch=15"}).is_ok());
+}
+
 // A checkpoint directory that cannot be made was found at the end of the run, whose trained
 // weights were then lost with the trainer (review, 2026-12-05): now before the first step.
 TEST(RunOptions, ACheckpointDirThatCannotBeMadeIsRefusedBeforeAnyStep) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/bool_words.h"
+#include "layers/dropout_mask.h"
 #include "models/model_registry.h"
 
 namespace sparq {
@@ -373,6 +374,20 @@ std::string vgg_layout_str(const std::vector<std::int64_t>& layout) {
     out += item == ModelConfig::kPool ? std::string("M") : std::to_string(item);
   }
   return out;
+}
+
+Status check_attention_dropout_draws(const ModelConfig& config, std::int64_t micro_batch,
+                                     std::int64_t seq_len) {
+  if (!config.is_language_model() || config.attn_dropout == 0.0f) return Status::ok();
+  const double scores = static_cast<double>(micro_batch) * static_cast<double>(config.n_head) *
+                        static_cast<double>(seq_len) * static_cast<double>(seq_len);
+  if (scores < std::ldexp(1.0, DropoutKey::kStepShift)) return Status::ok();
+  return Status::error(
+      "{}: attn_dropout {} over micro_batch {} x n_head {} x seq_len {}^2 attention scores "
+      "passes the 2^{} dropout draws a step holds: set attn_dropout=0, or lower micro_batch "
+      "or seq_len",
+      config.spec, config.attn_dropout, micro_batch, config.n_head, seq_len,
+      DropoutKey::kStepShift);
 }
 
 }  // namespace sparq

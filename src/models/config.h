@@ -73,6 +73,15 @@ Result<ModelConfig> model_preset(std::string_view name);
 Status set_model_key(ModelConfig& config, std::string_view key, std::string_view value);
 // Checks every field and the relations between them (heads divide n_embd, ...).
 Status validate_model_config(const ModelConfig& config);
+
+// Whether attention dropout's draws per step (layers/dropout_mask.h: 2^40 per layer) hold a
+// micro-batch of `micro_batch` sequences of `seq_len`; else an error naming attn_dropout,
+// micro_batch and seq_len. make_model checks it (the attention layer aborted the process:
+// review, 2026-12-07), and so does the train config, since a dry run builds its model for
+// one row.
+Status check_attention_dropout_draws(const ModelConfig& config, std::int64_t micro_batch,
+                                     std::int64_t seq_len);
+
 // Preset + overrides, validated.
 Result<ModelConfig> make_model_config(
     std::string_view preset, const std::vector<std::pair<std::string, std::string>>& overrides);

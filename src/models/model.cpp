@@ -8,7 +8,6 @@
 
 #include "core/check.h"
 #include "core/tensor_copy.h"
-#include "layers/dropout_mask.h"
 #include "layers/row_predictions.h"
 #include "models/bert.h"
 #include "models/gpt2.h"
@@ -236,20 +235,6 @@ std::string Model::summary() const {
                      "images of {}x{}x{}",
                      config_.spec, param_count(), layers_.size(), mib, shape_.micro_batch,
                      config_.in_channels, config_.image_size, config_.image_size);
-}
-
-Status check_attention_dropout_draws(const ModelConfig& config, std::int64_t micro_batch,
-                                     std::int64_t seq_len) {
-  if (!config.is_language_model() || config.attn_dropout == 0.0f) return Status::ok();
-  const double scores = static_cast<double>(micro_batch) * static_cast<double>(config.n_head) *
-                        static_cast<double>(seq_len) * static_cast<double>(seq_len);
-  if (scores < std::ldexp(1.0, DropoutKey::kStepShift)) return Status::ok();
-  return Status::error(
-      "{}: attn_dropout {} over micro_batch {} x n_head {} x seq_len {}^2 attention scores "
-      "passes the 2^{} dropout draws a step holds: set attn_dropout=0, or lower micro_batch "
-      "or seq_len",
-      config.spec, config.attn_dropout, micro_batch, config.n_head, seq_len,
-      DropoutKey::kStepShift);
 }
 
 Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape) {

@@ -318,14 +318,6 @@ class Model {
 // micro_batch < 1) are reported as errors naming the value.
 Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape shape);
 
-// Whether attention dropout's draws per step (layers/dropout_mask.h: 2^40 per layer) hold a
-// micro-batch of `micro_batch` sequences of `seq_len`; else an error naming attn_dropout,
-// micro_batch and seq_len. make_model checks it (the attention layer aborted the process:
-// review, 2026-12-07), and so does the train config, since a dry run builds its model for
-// one row.
-Status check_attention_dropout_draws(const ModelConfig& config, std::int64_t micro_batch,
-                                     std::int64_t seq_len);
-
 // A bump allocator for a model's activations: slots are reserved at construction (in
 // floats), backed by one buffer allocated at bind() on the context's device, and viewed with
 // the shape of the current micro-batch.

@@ -232,6 +232,7 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
                                  (*shard)->shard().header().tokenizer,
                                  (*shard)->shard().header().payload_checksum);
     info->description = fmt::format("{} ({})", path, info->identity);
+    info->tokenizer = tokenizer;
   }
   return std::shared_ptr<const data::TokenSource>(std::move(shard).value());
 }

@@ -53,6 +53,10 @@ struct DataInfo {
   // whose targets are masked tokens, not next tokens) null.
   std::shared_ptr<const data::MarkovChain> source;
   const char* unit = "tok";     // "tok" or "img"
+  // The tokenizer named in a shard's header ("gpt2", "bert-uncased", "markov"); empty for
+  // the in-memory Markov source and images. Weights trained on one tokenizer's ids meet
+  // another's through it (Trainer::check_initial_weights_fit_data).
+  std::string tokenizer;
 };
 
 // Whether the configured data source can feed the model at all (BERT's next-sentence head

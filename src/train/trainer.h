@@ -151,6 +151,9 @@ class Trainer {
   Status connect_buckets();
   // check_only: validates the file against the model from its header, copies nothing.
   Status load_initial_weights(bool check_only);
+  // After the data is open: Hugging Face GPT-2 weights index GPT-2 BPE ids; a shard of
+  // another text tokenizer's ids would feed their rows unrelated tokens.
+  Status check_initial_weights_fit_data() const;
   // What load_checkpoint has to say, said by rank 0 once every rank agreed to resume.
   struct ResumeMessages {
     std::vector<std::string> warnings, info;
@@ -215,6 +218,7 @@ class Trainer {
   std::unique_ptr<BatchStager> stager_;  // GPU runs: host batches -> device
   std::unique_ptr<BatchSource> train_data_, eval_data_;
   DataInfo data_info_;
+  std::string initial_weights_format_;  // train.init_format resolved ("auto" read); "" if none
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<comm::BucketPlan> plan_;

@@ -82,6 +82,7 @@ Status Trainer::build(const Options& options) {
     SPARQ_ASSIGN_OR_RETURN(train_data_, make_batch_source(c, true, comm_.rank(), comm_.size(),
                                                           slots, &data_info_));
     SPARQ_ASSIGN_OR_RETURN(eval_data_, make_batch_source(c, false, comm_.rank(), comm_.size(), 1));
+    SPARQ_RETURN_IF_ERROR(check_initial_weights_fit_data());
     const std::uint64_t eval_steps = eval_data_->steps_per_epoch();
     if (comm_.rank() == 0 && eval_steps < static_cast<std::uint64_t>(c.train.eval_batches)) {
       spdlog::info(

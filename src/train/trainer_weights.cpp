@@ -13,6 +13,22 @@
 
 namespace sparq::train {
 
+Status Trainer::check_initial_weights_fit_data() const {
+  // Synthetic Markov ids mean nothing to any tokenizer: the weights are only a starting point
+  // there (benchmarks, tests), as from a random initialization.
+  const std::string& tokenizer = data_info_.tokenizer;
+  if (initial_weights_format_ != "gpt2_hf" || tokenizer.empty() || tokenizer == "gpt2" ||
+      tokenizer == "markov") {
+    return Status::ok();
+  }
+  return Status::error(
+      "{}: train.init_from: '{}' holds Hugging Face GPT-2 weights, whose embedding rows are "
+      "GPT-2 BPE ids, but data.train '{}' was made by tokenizer '{}': its ids would meet rows "
+      "of unrelated tokens. Tokenize the text with prepare_data --tokenizer gpt2, or train "
+      "from scratch (no train.init_from)",
+      config_.where(), config_.train.init_from, config_.data.train_path, tokenizer);
+}
+
 Status Trainer::load_initial_weights(bool check_only) {
   const std::string& path = config_.train.init_from;
   std::string format = config_.train.init_format;
@@ -25,6 +41,7 @@ Status Trainer::load_initial_weights(bool check_only) {
                     file.find("transformer.h.0.attn.c_attn.weight") != nullptr;
     format = hf ? "gpt2_hf" : "sparq";
   }
+  initial_weights_format_ = format;
   if (check_only) {
     const Status s = format == "gpt2_hf"
                          ? import_gpt2_hf(store_, path, config_.model.vocab_size, true)

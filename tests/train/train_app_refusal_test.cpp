@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -244,6 +245,33 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   EXPECT_NE(fits.output.find("(train.init_format auto): names and shapes checked"),
             std::string::npos)
       << fits.output;
+  // The same weights on a shard of WordPiece ids: GPT-2 rows would meet unrelated tokens, and
+  // the run trained silently (review, 2026-12-07). A 14-token vocabulary keeps it in the
+  // model's 40 rows.
+  const fs::path wp = sparq::testing::scratch_dir("train_refusal", "wordpiece");
+  {
+    std::ofstream(wp / "vocab.txt") << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\ncat\nsat\non\n"
+                                       "mat\na\ndog\nran\n.\n";
+    std::ofstream text(wp / "text.txt");
+    for (int i = 0; i < 200; ++i) text << "the cat sat on the mat . a dog ran .\n";
+  }
+  const ProcessResult prepared = sparq::testing::run_command(
+      std::string(SPARQ_PREPARE_DATA_APP) + " --tokenizer wordpiece --vocab-dir " + wp.string() +
+      " --input " + (wp / "text.txt").string() + " --format text --out " + wp.string() +
+      " --quiet 2>&1");
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.output;
+  const std::string tiny_on_shard =
+      "--config configs/gpt2_wikitext_tiny.yaml --set model.n_layer=2 --set model.n_head=2 "
+      "--set model.n_embd=16 --set model.n_ctx=8 --set model.vocab_size=40 --set "
+      "data.seq_len=8 --set data.train=" +
+      (wp / "train.bin").string() + " --set data.eval=";
+  expect_refused(
+      run_train(0, tiny_on_shard + hf_tiny),
+      "data.train '" + (wp / "train.bin").string() + "' was made by tokenizer 'bert-uncased'");
+  // From scratch, a GPT-2 may learn any tokenizer's ids.
+  const ProcessResult scratch_init = run_train(0, tiny_on_shard + " --dry-run");
+  EXPECT_EQ(scratch_init.exit_code, 0) << scratch_init.output;
+  fs::remove_all(wp);
   // So are settings the optimizer never reads (default.yaml trains with adamw).
   EXPECT_NE(init.output.find("note: optim.momentum is ignored: only sgd reads it"),
             std::string::npos)

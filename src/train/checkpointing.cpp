@@ -153,6 +153,7 @@ Status Trainer::save_checkpoint() {
   Status marked = Status::ok();
   if (is_root()) marked = mark_complete(dir, comm_.size());
   SPARQ_RETURN_IF_ERROR(agree(marked, fmt::format("marking checkpoint {} complete", dir)));
+  saved_step_ = step_;
   if (is_root()) {
     spdlog::info("checkpoint of step {} written to {}", step_, dir);
     // Only now is there a newer complete checkpoint to fall back on.

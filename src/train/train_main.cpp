@@ -201,13 +201,29 @@ int train_main(int argc, char** argv) {
                how, steps, s.seconds, skipped, s.stopped_early ? std::string("not run") : result,
                s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
                s.param_checksum);
+    const std::string& checkpoints = config->train.checkpoint_dir;
     if (s.stop_signal != 0) {
-      fmt::print(report, "{}\n",
-                 s.steps_run == 0 ? std::string("no step was run: nothing was saved")
-                 : config->train.checkpoint_dir.empty()
-                     ? std::string("train.checkpoint_dir is not set: nothing was saved")
-                     : fmt::format("step {} is saved: continue with --resume {}", s.steps,
-                                   config->train.checkpoint_dir));
+      fmt::print(
+          report, "{}\n",
+          s.steps_run == 0 ? std::string("no step was run: nothing was saved")
+          : checkpoints.empty()
+              ? std::string("train.checkpoint_dir is not set: nothing was saved")
+              : fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints));
+    } else if (s.stopped_early) {
+      // --stop-at saves no final checkpoint: a user testing resume must know what there is to
+      // resume from (review, 2026-12-07).
+      fmt::print(
+          report, "--stop-at: {}\n",
+          s.steps_run == 0      ? std::string("no step was run: nothing was saved")
+          : checkpoints.empty() ? std::string("train.checkpoint_dir is not set: nothing "
+                                              "was saved")
+          : s.saved_step == s.steps
+              ? fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints)
+          : s.saved_step >= 0
+              ? fmt::format("no final checkpoint; the newest step this run saved is {}: "
+                            "--resume {} continues from it",
+                            s.saved_step, checkpoints)
+              : std::string("no final checkpoint, and this run saved no step"));
     }
   }
   return summary->stop_signal != 0 ? 128 + summary->stop_signal : 0;

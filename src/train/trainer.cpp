@@ -327,6 +327,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     }
     if (options_.on_eval) options_.on_eval(summary.eval);
   }
+  summary.saved_step = saved_step_;
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);
   if (!losses.empty()) {
     summary.last_loss =

@@ -55,6 +55,7 @@ struct TrainSummary {
   double seconds = 0;
   std::uint64_t param_checksum = 0;
   bool stopped_early = false;    // --stop-at, or a stop signal
+  std::int64_t saved_step = -1;  // the newest step this invocation saved (-1: none)
   int stop_signal = 0;           // the signal that stopped the run (Options::stop_requested)
   DataInfo data;                 // what was trained on (entropy rate, unit)
 };
@@ -239,6 +240,7 @@ class Trainer {
   std::int64_t skipped_total_ = 0;
   std::string resumed_from_;          // the step directory resume() loaded, if any
   std::int64_t start_step_ = 0;       // its step (0: a fresh start)
+  std::int64_t saved_step_ = -1;      // the newest step this invocation saved; -1: none yet
   bool other_histories_checked_ = false;  // set_aside_checkpoints_from() ran before the first save
   // The caller's OpenMP thread count before train.threads changed it; restored on destruction
   // (0: unchanged), so that an embedder's count and the next Trainer's default are its own.

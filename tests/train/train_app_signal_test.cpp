@@ -145,10 +145,26 @@ TEST(TrainAppSignals, StopAtItsBoundaries) {
   EXPECT_NE(last.output.find("stopped after 200 steps"), std::string::npos) << last.output;
   EXPECT_TRUE(events(read_lines(dir / "last.jsonl"), "eval").empty()) << last.output;
   EXPECT_FALSE(fs::exists(dir / "last_ckpt" / "step-00000200")) << last.output;
+  // ... and the last line says what there is to resume from (review, 2026-12-07).
+  EXPECT_NE(last.output.find("--stop-at: no final checkpoint, and this run saved no step"),
+            std::string::npos)
+      << last.output;
   // Below the resumed step: refused, where it reported "stopped after 0 steps (5..4, ...)".
   const ProcessResult cut = run_train(0, long_run(dir, "cut") + " --stop-at 5 "
                                           "--set train.checkpoint_interval=5");
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  EXPECT_NE(cut.output.find("--stop-at: step 5 is saved: continue with --resume " +
+                            (dir / "cut_ckpt").string()),
+            std::string::npos)
+      << cut.output;
+  const ProcessResult between = run_train(0, long_run(dir, "between") +
+                                                 " --stop-at 7 "
+                                                 "--set train.checkpoint_interval=5");
+  EXPECT_NE(between.output.find("--stop-at: no final checkpoint; the newest step this run saved "
+                                "is 5: --resume " +
+                                (dir / "between_ckpt").string() + " continues from it"),
+            std::string::npos)
+      << between.output;
   const ProcessResult below = run_train(
       0, long_run(dir, "cut") + " --stop-at 2 --resume " + (dir / "cut_ckpt").string());
   EXPECT_EQ(below.exit_code, 1) << below.output;

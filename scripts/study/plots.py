@@ -15,7 +15,9 @@ SIZE, DPI = (6, 4), 100
 
 def _aligned(runs, steps_of, ys_of, xs_of):
     """Mean x, mean y and std y over seeds at the steps every seed has (the same config logs at
-    the same steps; a seed that logged fewer just shortens the curve)."""
+    the same steps; a seed that logged fewer just shortens the curve). A step where a seed
+    logged null is a gap: the mean of the others there would change the curve's n without a
+    word (review, 2026-12-07)."""
     common = sorted(set.intersection(*(set(steps_of(r)) for r in runs)))
     xs, ys = [], []
     for r in runs:
@@ -27,18 +29,23 @@ def _aligned(runs, steps_of, ys_of, xs_of):
     with warnings.catch_warnings():  # a step where every seed logged null is NaN, quietly
         warnings.simplefilter("ignore", RuntimeWarning)
         # The sample std (ddof=1), as the summary table's; a band needs two seeds (_figure).
-        std = np.nanstd(y, axis=0, ddof=1) if len(runs) > 1 else np.zeros(y.shape[1])
-        return np.nanmean(x, axis=0), np.nanmean(y, axis=0), std
+        std = np.std(y, axis=0, ddof=1) if len(runs) > 1 else np.zeros(y.shape[1])
+        return np.nanmean(x, axis=0), np.mean(y, axis=0), std
 
 
 def _moving_average(values, window):
+    """Trailing mean over the finite values of the last `window` steps (fewer at the start, so
+    the curve keeps its length). A null step stays a gap at itself and leaves its neighbours'
+    averages to the other steps: a plain convolution spread one NaN over a whole window."""
     y = np.array([np.nan if v is None else v for v in values], dtype=float)
     if window <= 1 or len(y) < window:
         return y
-    kernel = np.ones(window) / window
-    # "valid" part only, padded at the front with the running mean so the curve keeps its length
-    head = np.cumsum(y[:window - 1]) / np.arange(1, window)
-    return np.concatenate([head, np.convolve(y, kernel, mode="valid")])
+    finite = np.isfinite(y)
+    kernel = np.ones(window)
+    sums = np.convolve(np.where(finite, y, 0.0), kernel)[:len(y)]
+    counts = np.convolve(finite.astype(float), kernel)[:len(y)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(finite & (counts > 0), sums / counts, np.nan)
 
 
 def _figure(path, cells, curve, xlabel, ylabel, logx=False, logy=False, title=None):
@@ -57,12 +64,15 @@ def _figure(path, cells, curve, xlabel, ylabel, logx=False, logy=False, title=No
         # Past the ten colours of the default cycle, the dash pattern tells cells apart.
         # Cells may have finished different numbers of seeds: each label says how many.
         label = cell.label if len(cell.runs) == 1 else f"{cell.label} (n={len(cell.runs)})"
-        line, = ax.plot(x[keep], y[keep], label=label, linewidth=1.4,
+        # NaN where a point is not kept: matplotlib breaks the line there, where dropping the
+        # point drew a straight segment across it.
+        x, y = np.where(keep, x, np.nan), np.where(keep, y, np.nan)
+        line, = ax.plot(x, y, label=label, linewidth=1.4,
                         linestyle=("-", "--", ":")[(drawn // 10) % 3],
                         marker="o" if keep.sum() <= 30 else None, markersize=3)
         if len(cell.runs) > 1:
-            ax.fill_between(x[keep], (y - std)[keep], (y + std)[keep], color=line.get_color(),
-                            alpha=0.2, linewidth=0)
+            ax.fill_between(x, y - std, y + std, color=line.get_color(), alpha=0.2,
+                            linewidth=0)
         drawn += 1
     if logx:
         ax.set_xscale("log")

@@ -43,11 +43,14 @@ def collect(study, out, root, resolver=None):
     return cells
 
 
-def _fmt(spread, digits, scale=1.0):
+def _fmt(spread, digits, scale=1.0, finished=None):
+    """finished: the seeds the cell finished; a mean over fewer (a seed that logged null)
+    says its own n, or it would pass for the mean over all of them."""
     if spread.mean is None:
         return "–"
     text = f"{spread.mean * scale:.{digits}f}"
-    return text + (f" ± {spread.std * scale:.{digits}f}" if spread.std is not None else "")
+    text += f" ± {spread.std * scale:.{digits}f}" if spread.std is not None else ""
+    return text + (f" (n={spread.n})" if finished is not None and spread.n < finished else "")
 
 
 def _target_text(cell, target):
@@ -166,10 +169,13 @@ def _markdown(study, cells, rows, display_out):
     for cell, row in zip(cells, rows):
         pct = row["vs_reference_pct"]
         ratio = row["bytes_ratio_to_reference"]
-        wall = _fmt(cell.spread("wall_s"), 1)
+        def fmt(spread, digits, scale=1.0):
+            return _fmt(spread, digits, scale, finished=len(cell.runs))
+
+        wall = fmt(cell.spread("wall_s"), 1)
         values = [cell.name, cell.label, f"{len(cell.runs)}/{len(study.seeds)}",
-                  _fmt(cell.spread("final_metric"), digits)]
-        values += [] if lead_is_loss else [_fmt(cell.spread("final_loss"), 4)]
+                  fmt(cell.spread("final_metric"), digits)]
+        values += [] if lead_is_loss else [fmt(cell.spread("final_loss"), 4)]
         # The seeds compared, when they are not all of this cell's and the reference's.
         paired = row["vs_reference_seeds"]
         some = (f" (seeds {', '.join(map(str, paired))})"
@@ -181,15 +187,16 @@ def _markdown(study, cells, rows, display_out):
         if points:
             pts = row["vs_reference_points"]
             values += ["–" if pts is None else f"{pts:+.2f}"]
-        values += [_fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
+        values += [fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
                    "–" if ratio is None else f"{ratio:.4f}",
                    wall if not cell.runs else f"{wall} ({WALL_MARK[cell.wall_source]})"]
         values += [_target_text(cell, study.target)] if study.target is not None else []
-        values += [_fmt(cell.spread("rel_error_mean"), 4)] if any_error else []
-        values += [_fmt(cell.spread("tail_loss"), 4)]
+        values += [fmt(cell.spread("rel_error_mean"), 4)] if any_error else []
+        values += [fmt(cell.spread("tail_loss"), 4)]
         lines.append("| " + " | ".join(values) + " |")
     lines += ["", "Means over the finished seeds, ± the sample standard deviation when more than "
-              f"one finished. The vs and bytes × columns compare with `{study.reference}` over "
+              "one finished; (n=k) marks a mean over fewer seeds, the others having logged null "
+              f"for it. The vs and bytes × columns compare with `{study.reference}` over "
               "the seeds both finished (named when that is not all of them). Bytes: `bytes_sent` of rank 0's step records. Wall time: "
               "m = measured by study.py (launch to exit, with start-up and evaluation); "
               "Σ = sum of `step_ms` of the step records (training steps only: a run made "

@@ -158,6 +158,14 @@ import json, sys
 cells = {c['name']: c for c in json.load(open(sys.argv[1]))['cells']}
 assert cells['lbs']['vs_reference_seeds'] == [1], cells['lbs']['vs_reference_seeds']
 " "$T/out_null/summary.json"
+# The mean over the one seed with a final value says so, not passing for both (review, 12-07);
+# a null step is a gap in the smoothed training loss, not a window-wide blank.
+check "mean over fewer seeds says its n" grep -q "| lbs | .* | 2/2 | [0-9.]* (n=1) |" "$T/out_null/summary.md"
+check "moving average skips a null step" "$PY" -c "
+import sys, math; sys.path.insert(0, sys.argv[1]); from study.plots import _moving_average
+y = _moving_average([1, 1, None, 3, 3, 3], 2)
+assert math.isnan(y[2]) and list(y[[0, 1, 3, 4]]) == [1, 1, 3, 3], y
+" "$(dirname "$STUDY_PY")"
 
 sums=$(md5sum "$OUT"/*/seed*/metrics.jsonl)
 expect "second run skips finished runs" 0 "skip \(finished\)" -- "$T/tiny.yaml" --out "$OUT"

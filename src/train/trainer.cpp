@@ -283,6 +283,14 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       SPARQ_RETURN_IF_ERROR(save_checkpoint());
     }
     if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {
+      // A stop asked during this step goes to its checkpoint without the evaluation: the grace
+      // period before SIGKILL (mpirun's second, a Slurm warning) may not cover one (review,
+      // 2026-12-07: the evaluation ran in full first). Collective, as the poll above; only at
+      // the steps that evaluate.
+      if (options_.stop_requested) {
+        SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
+        if (summary.stop_signal != 0) break;
+      }
       const EvalMetrics e = evaluate();
       if (is_root()) {
         spdlog::info("{}", format_eval(e));

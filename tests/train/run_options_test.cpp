@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -186,6 +187,33 @@ TEST(RunOptionsDeathTest, ACommunicationTaskThatThrowsEndsTheJob) {
         (void)train::run_training(config, *comm);
       },
       "communication failed: .*the aggregator threw");
+}
+
+// A stop asked during a step that ends with a periodic evaluation skips it and saves the step:
+// the evaluation ran in full first, and a short grace period before SIGKILL lost the save
+// (review, 2026-12-07).
+TEST(RunOptions, AStopDuringAnEvaluatingStepSavesWithoutEvaluating) {
+  train::TrainConfig config = tiny_config();
+  config.train.steps = 6;
+  config.train.eval_interval = 2;
+  config.train.checkpoint_dir =
+      ::testing::TempDir() + "/stop_before_eval_" + std::to_string(::getpid());
+  config = train::validate_train_config(config).value();
+  auto comm = train::make_communicator(config.comm).value();
+  train::RunOptions options;
+  int requested = 0, evals = 0;
+  options.trainer.on_step = [&](const train::StepMetrics& m) {
+    if (m.step() == 4) requested = SIGTERM;
+  };
+  options.trainer.on_eval = [&](const train::EvalMetrics&) { ++evals; };
+  options.trainer.stop_requested = [&] { return requested; };
+  auto summary = train::run_training(config, *comm, options);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->stop_signal, SIGTERM);
+  EXPECT_EQ(summary->steps, 4);
+  EXPECT_EQ(evals, 1);  // step 2's, not step 4's
+  EXPECT_EQ(summary->saved_step, 4);
+  std::filesystem::remove_all(config.train.checkpoint_dir);
 }
 
 // Trainer::train_step() (benchmarks drive the loop themselves) now keeps run()'s limit on

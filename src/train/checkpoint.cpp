@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <set>
 #include <span>
@@ -153,6 +154,22 @@ Result<std::string> CheckpointFile::meta_value(const std::string& key) const {
   const auto it = meta.find(key);
   if (it == meta.end()) return Status::error("checkpoint '{}' has no metadata key '{}'", path, key);
   return it->second;
+}
+
+std::string CheckpointFile::meta_or(const std::string& key, const std::string& fallback) const {
+  const auto it = meta.find(key);
+  return it == meta.end() ? fallback : it->second;
+}
+
+Result<std::int64_t> CheckpointFile::meta_int(const std::string& key) const {
+  SPARQ_ASSIGN_OR_RETURN(std::string text, meta_value(key));
+  // The whole text, in decimal: std::stoll read "12abc" as 12 and skipped leading blanks.
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+    return Status::error("{}: metadata '{}' is not an integer: '{}'", path, key, text);
+  }
+  return value;
 }
 
 // ---- file ------------------------------------------------------------------------------

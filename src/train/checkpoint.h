@@ -77,6 +77,10 @@ struct CheckpointFile {
   Status read_floats(std::string_view name, std::span<float> out) const;
   // A metadata value; error when absent (names the key and the file).
   Result<std::string> meta_value(const std::string& key) const;
+  // The value, or `fallback` when absent.
+  std::string meta_or(const std::string& key, const std::string& fallback) const;
+  // A decimal integer value, the whole text; error when absent or not one (names the file).
+  Result<std::int64_t> meta_int(const std::string& key) const;
 };
 
 // Writes `file` (its `path` member is ignored) to `path` atomically, in chunks of

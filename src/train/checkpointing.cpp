@@ -27,7 +27,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 
 #include "core/checksum.h"
@@ -42,22 +41,6 @@ namespace sparq::train {
 namespace {
 
 constexpr char kFormat[] = "sparq-train-1";
-
-std::string meta_or(const CheckpointFile& f, const std::string& key, const std::string& fallback) {
-  auto it = f.meta.find(key);
-  return it == f.meta.end() ? fallback : it->second;
-}
-
-Result<std::int64_t> meta_int(const CheckpointFile& f, const std::string& key) {
-  SPARQ_ASSIGN_OR_RETURN(std::string text, f.meta_value(key));
-  // The whole text, in decimal: std::stoll read "12abc" as 12 and skipped leading blanks.
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    return Status::error("{}: metadata '{}' is not an integer: '{}'", f.path, key, text);
-  }
-  return value;
-}
 
 // Every StateTensor becomes the section "<prefix><name>": f32 views as floats, u8 views as
 // bytes. Reading restores f32 views in place (exact sizes) and hands u8 sections back as views
@@ -200,6 +183,10 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   // What the position counts in: a resume on other data is told (Trainer::load_checkpoint).
   f.meta["data"] = data_info_.description;
   f.meta["data.identity"] = data_info_.same_data_key();
+  // Token items are rows of this many tokens: rows of another length are other items.
+  if (std::string_view(data_info_.unit) == "tok") {
+    f.meta["data.seq_len"] = std::to_string(config_.data.seq_len);
+  }
   f.meta["skipped_total"] = std::to_string(skipped_total_);
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
   f.meta["config"] = config_.resolved_yaml;
@@ -227,11 +214,11 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
     file = checkpoint_rank_file(dir, 0);
   }
   SPARQ_ASSIGN_OR_RETURN(CheckpointFile f, read_checkpoint_file(file));
-  if (meta_or(f, "format", "") != kFormat) {
+  if (f.meta_or("format", "") != kFormat) {
     return Status::error("{}: not a sparq training checkpoint (format '{}')", file,
-                         meta_or(f, "format", "missing"));
+                         f.meta_or("format", "missing"));
   }
-  SPARQ_ASSIGN_OR_RETURN(std::int64_t world, meta_int(f, "world_size"));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t world, f.meta_int("world_size"));
   if (world < 1) return Status::error("{}: metadata 'world_size' is {}", file, world);
   if (saved_world > 0 && world != saved_world) {
     return Status::error(
@@ -272,7 +259,7 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   // Written since optim.communicate exists (older checkpoints communicated gradients): the
   // optimizer state means something else in each mode (per-rank moments in update mode).
   SPARQ_RETURN_IF_ERROR(must_match("optimizer.communicate",
-                                   meta_or(f, "optimizer.communicate", "gradient"),
+                                   f.meta_or("optimizer.communicate", "gradient"),
                                    config_.optim.communicate));
   SPARQ_RETURN_IF_ERROR(check_layout(f, layout_text(store_), config_.resolved_yaml));
 
@@ -319,75 +306,19 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   for (std::string& w : state_presence_warnings(presence, f, config_.resolved_yaml)) {
     messages.warnings.push_back(std::move(w));
   }
-  data::LoaderState loader;
-  SPARQ_ASSIGN_OR_RETURN(std::int64_t seed, meta_int(f, "loader.seed"));
-  SPARQ_ASSIGN_OR_RETURN(std::int64_t epoch, meta_int(f, "loader.epoch"));
-  SPARQ_ASSIGN_OR_RETURN(std::int64_t loader_step, meta_int(f, "loader.step"));
-  loader.seed = static_cast<std::uint64_t>(seed);
-  loader.epoch = static_cast<std::uint64_t>(epoch);
-  loader.step = static_cast<std::uint64_t>(loader_step);
-  // The global number of items consumed in the epoch: written since elastic resume exists;
-  // before, step counted global batches of the writing world (G = micro_batch * world).
-  if (f.meta.count("loader.position")) {
-    SPARQ_ASSIGN_OR_RETURN(std::int64_t position, meta_int(f, "loader.position"));
-    loader.position = static_cast<std::uint64_t>(position);
-  } else if (elastic) {
-    loader.position = loader.step * static_cast<std::uint64_t>(config_.train.micro_batch) *
-                      static_cast<std::uint64_t>(world);
-  }
-  // The data's identity, not its path (a checkpoint of before 2026-12-07 has only the
-  // description, path included): the same shard named from another working directory was
-  // called other data (review, 2026-12-07). A saved identity equal to today's description is
-  // the same data too: a Markov checkpoint of before its identity held the token count.
-  const bool identity_saved = f.meta.count("data.identity") != 0;
-  const std::string saved_data = meta_or(f, identity_saved ? "data.identity" : "data", "");
-  const std::string& data_now =
-      identity_saved ? data_info_.same_data_key() : data_info_.description;
-  const bool other_data = train_data_ != nullptr && !saved_data.empty() && saved_data != data_now &&
-                          saved_data != data_info_.description;
-  // A dry run whose data files do not exist yet has no loader (Trainer::build): the
-  // checkpoint is checked, the data position cannot be (it crashed here: review, 2026-12-05).
-  std::string position_note = "continues in other items";
-  if (train_data_ != nullptr) {
-    Status restored = train_data_->restore(loader);
-    if (!restored.is_ok() && other_data) {
-      // Other data with fewer items than the saved position: that epoch ends there and the
-      // next starts at item 0, as an elastic resume does when too few items are left
-      // (docs/reliability.md, "Data position"). It was refused, where the documentation
-      // promised a warning (review, 2026-12-07). The same data at a position past its end is
-      // a damaged or foreign checkpoint, refused as before.
-      data::LoaderState next = loader;
-      next.epoch = loader.epoch + 1;
-      next.step = 0;
-      next.position = 0;
-      restored = train_data_->restore(next);
-      position_note = fmt::format(
-          "is past the end of the new data's epoch, which ends there: "
-          "epoch {} starts at item 0",
-          next.epoch);
-    }
-    SPARQ_RETURN_IF_ERROR(restored.with_context(file));
-  }
-  if (other_data) {
-    // Allowed (fine-tuning goes on from another corpus), but the saved position counts items
-    // of the old data: said, where it used to continue silently (review, 2026-12-05).
-    messages.warnings.push_back(fmt::format(
-        "resume: the training data differs from the checkpoint's (was: {}; now: {}): the "
-        "data position (item {} of epoch {}) {}",
-        saved_data, data_now, loader.position.value_or(0), loader.epoch, position_note));
-  }
-  SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, meta_int(f, "optimizer.steps"));
+  SPARQ_RETURN_IF_ERROR(restore_data_position(f, file, elastic, world, messages.warnings));
+  SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, f.meta_int("optimizer.steps"));
   optimizer_->set_steps_taken(opt_steps);
   for (const auto& [name, value] : optimizer_->counters()) {
     // A checkpoint written before this counter existed leaves the optimizer's default.
     if (!f.meta.count("optimizer." + name)) continue;
-    SPARQ_ASSIGN_OR_RETURN(std::int64_t saved, meta_int(f, "optimizer." + name));
+    SPARQ_ASSIGN_OR_RETURN(std::int64_t saved, f.meta_int("optimizer." + name));
     optimizer_->set_counter(name, saved);
   }
-  SPARQ_ASSIGN_OR_RETURN(step_, meta_int(f, "step"));
+  SPARQ_ASSIGN_OR_RETURN(step_, f.meta_int("step"));
   SPARQ_RETURN_IF_ERROR(optimizer_->check_resume(step_).with_context(file));
-  SPARQ_ASSIGN_OR_RETURN(skipped_total_, meta_int(f, "skipped_total"));
-  SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, meta_int(f, "nonfinite_in_a_row"));
+  SPARQ_ASSIGN_OR_RETURN(skipped_total_, f.meta_int("skipped_total"));
+  SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, f.meta_int("nonfinite_in_a_row"));
   resumed_from_ = dir;
   start_step_ = step_;
   // Said by resume() once every rank has loaded alike: a resume another rank refused, or

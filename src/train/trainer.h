@@ -42,6 +42,8 @@
 
 namespace sparq::train {
 
+struct CheckpointFile;  // train/checkpoint.h
+
 struct TrainSummary {
   std::int64_t steps = 0;        // steps completed in total
   std::int64_t steps_run = 0;    // in this invocation
@@ -160,6 +162,10 @@ class Trainer {
     std::vector<std::string> warnings, info;
   };
   Status load_checkpoint(const std::string& dir, ResumeMessages& messages);  // a step directory
+  // load_checkpoint's data position: the loader's state from `f` (written by a world of
+  // `world` ranks), checked against this run's seed, data and rows (data_position_resume.cpp).
+  Status restore_data_position(const CheckpointFile& f, const std::string& file, bool elastic,
+                               std::int64_t world, std::vector<std::string>& warnings);
   // After every rank loaded `dir`: their parameters must be the same bytes (collective).
   Status check_replicas_loaded_alike(const std::string& dir);
   // Collective: every rank's `mine`, in rank order (an agreement's control collective).

@@ -198,6 +198,27 @@ TEST(ResumeChecks, ResumingOnOtherDataIsSaid) {
       << log.text();
 }
 
+// Another train.seed was refused by the loader in its own words ("loader state was saved with
+// seed 5, but this loader uses seed 6"), naming no setting; rows of another data.seq_len were
+// refused as "past the end" or continued in other items without a word (review, 2026-12-07).
+TEST(ResumeChecks, AnotherSeedIsNamedAndAnotherRowLengthIsSaid) {
+  const std::string root = fresh_dir("seed_rows");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());
+  expect_refused(
+      make_trainer(root + "/seed", {"train.seed=6"}, *self)->resume(checkpoint_dir(root, 2)),
+      {"the checkpoint's run has train.seed 5, this one 6", "resume with --set train.seed=5"});
+  LogCapture log;
+  const Status rows =
+      make_trainer(root + "/rows", {"data.seq_len=8"}, *self)->resume(checkpoint_dir(root, 2));
+  ASSERT_TRUE(rows.is_ok()) << rows.message();
+  EXPECT_NE(log.text().find("resume: data.seq_len is 8 here, 16 in the checkpoint: rows of "
+                            "another length are other items: the data position (item 4 of "
+                            "epoch 0) continues in other items"),
+            std::string::npos)
+      << log.text();
+}
+
 // Other data with fewer items than the saved position was refused ("position 4 is past the 3
 // items of an epoch"), where docs/config.md promised a warning; and another Markov training
 // token count was not other data at all (review, 2026-12-07). Now the epoch ends there and the

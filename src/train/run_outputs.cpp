@@ -2,6 +2,7 @@
 // aside) before the first step, and log.trace after its steps (trainer.h).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -100,9 +101,23 @@ Status Trainer::write_trace() {
     spdlog::warn("log.trace: {}; training goes on without the trace", written.message());
     return Status::ok();
   }
-  spdlog::info("wrote trace of steps {}..{} to {} (open in ui.perfetto.dev)",
-               config_.log.trace_start + 1, config_.log.trace_start + config_.log.trace_steps,
-               config_.log.trace_path);
+  // The steps this process recorded: a run resumed inside the window has only its own, and
+  // one stopped inside it writes what it has (run()); the log claimed the whole window
+  // (review, 2026-12-07).
+  const std::int64_t window_first = config_.log.trace_start + 1;
+  const std::int64_t window_last = config_.log.trace_start + config_.log.trace_steps;
+  const std::int64_t first = std::max(window_first, start_step_ + 1);
+  const std::int64_t last = std::min(window_last, step_);
+  std::string missing;
+  if (first > window_first) {
+    missing += fmt::format("; steps {}..{} ran before the resume at step {} and are not in it",
+                           window_first, first - 1, start_step_);
+  }
+  if (last < window_last) {
+    missing += fmt::format("; the run ended before steps {}..{}", last + 1, window_last);
+  }
+  spdlog::info("wrote trace of steps {}..{} to {} (open in ui.perfetto.dev){}", first, last,
+               config_.log.trace_path, missing);
   return Status::ok();
 }
 

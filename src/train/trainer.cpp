@@ -299,6 +299,13 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       if (options_.on_eval) options_.on_eval(e);
     }
   }
+  // A run that stops inside the trace window (a signal, --stop-at) writes the steps it traced;
+  // they were lost (review, 2026-12-07). Every rank leaves the loop after the same step, so
+  // the gather is reached by all.
+  if (!c.log.trace_path.empty() && step_ > std::max(c.log.trace_start, first_step) &&
+      step_ < trace_end) {
+    SPARQ_RETURN_IF_ERROR(write_trace());
+  }
   summary.steps = step_;
   summary.data = data_info_;
   summary.steps_run = step_ - first_step;

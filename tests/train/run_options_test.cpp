@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/log_capture.h"
 #include "compress/aggregation.h"
 #include "train/run.h"
 
@@ -214,6 +215,42 @@ TEST(RunOptions, AStopDuringAnEvaluatingStepSavesWithoutEvaluating) {
   EXPECT_EQ(evals, 1);  // step 2's, not step 4's
   EXPECT_EQ(summary->saved_step, 4);
   std::filesystem::remove_all(config.train.checkpoint_dir);
+}
+
+// A run stopped inside the trace window wrote nothing for it, and a run resumed inside it
+// logged the whole window while it holds only its own steps (review, 2026-12-07).
+TEST(RunOptions, ATraceWindowCutByAStopOrAResumeSaysWhichStepsItHolds) {
+  train::TrainConfig config = tiny_config();
+  const std::string dir = ::testing::TempDir() + "/trace_cut_" + std::to_string(::getpid());
+  config.train.steps = 6;
+  config.train.checkpoint_dir = dir + "/ckpt";
+  config.train.checkpoint_interval = 1;
+  config.log.trace_path = dir + "/t.json";
+  config.log.trace_start = 1;  // steps 2..4
+  config.log.trace_steps = 3;
+  config = train::validate_train_config(config).value();
+  auto comm = train::make_communicator(config.comm).value();
+  train::RunOptions options;
+  options.stop_at = 3;
+  {
+    testing::LogCapture log;
+    ASSERT_TRUE(train::run_training(config, *comm, options).is_ok());
+    EXPECT_NE(log.text().find("wrote trace of steps 2..3 to " + config.log.trace_path),
+              std::string::npos)
+        << log.text();
+    EXPECT_NE(log.text().find("the run ended before steps 4..4"), std::string::npos) << log.text();
+    EXPECT_TRUE(std::filesystem::exists(config.log.trace_path));
+  }
+  options.stop_at = -1;
+  options.resume = config.train.checkpoint_dir;
+  testing::LogCapture log;
+  ASSERT_TRUE(train::run_training(config, *comm, options).is_ok());
+  EXPECT_NE(log.text().find("wrote trace of steps 4..4 to " + config.log.trace_path +
+                            " (open in ui.perfetto.dev); steps 2..3 ran before the resume at "
+                            "step 3 and are not in it"),
+            std::string::npos)
+      << log.text();
+  std::filesystem::remove_all(dir);
 }
 
 // Trainer::train_step() (benchmarks drive the loop themselves) now keeps run()'s limit on

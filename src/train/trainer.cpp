@@ -218,6 +218,13 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         Status::error("--stop-at {} is below step {}, where this run resumed", stop_at, step_),
         "--stop-at");
   }
+  if (stop_at > c.train.steps && is_root()) {
+    // It was ignored without a word (review, 2026-12-07).
+    spdlog::warn(
+        "--stop-at {} is past train.steps {}: the run ends at step {} as usual, with "
+        "its final evaluation and checkpoint",
+        stop_at, c.train.steps, c.train.steps);
+  }
   TrainSummary summary;
   const std::int64_t first_step = step_, first_skipped = skipped_total_;
   const std::int64_t trace_end = c.log.trace_start + c.log.trace_steps;
@@ -256,7 +263,8 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     if (is_root()) {
       metrics_.write(to_json(m));
       if (c.log.progress_interval > 0 &&
-          (step_ % c.log.progress_interval == 0 || step_ == c.train.steps || step_ == 1)) {
+          (step_ % c.log.progress_interval == 0 || step_ == c.train.steps ||
+           step_ == first_step + 1)) {  // a resumed run's first step too (review, 2026-12-07)
         spdlog::info("{}", format_progress(m));
       }
     }

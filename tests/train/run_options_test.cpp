@@ -228,6 +228,7 @@ TEST(RunOptions, ATraceWindowCutByAStopOrAResumeSaysWhichStepsItHolds) {
   config.log.trace_path = dir + "/t.json";
   config.log.trace_start = 1;  // steps 2..4
   config.log.trace_steps = 3;
+  config.log.progress_interval = 10;  // the first and last steps of each run only
   config = train::validate_train_config(config).value();
   auto comm = train::make_communicator(config.comm).value();
   train::RunOptions options;
@@ -241,10 +242,16 @@ TEST(RunOptions, ATraceWindowCutByAStopOrAResumeSaysWhichStepsItHolds) {
     EXPECT_NE(log.text().find("the run ended before steps 4..4"), std::string::npos) << log.text();
     EXPECT_TRUE(std::filesystem::exists(config.log.trace_path));
   }
-  options.stop_at = -1;
+  // Past train.steps, --stop-at is said to change nothing; it was ignored without a word. And
+  // a resumed run's first step has its progress line, as a fresh run's (review, 2026-12-07).
+  options.stop_at = 7;
   options.resume = config.train.checkpoint_dir;
   testing::LogCapture log;
   ASSERT_TRUE(train::run_training(config, *comm, options).is_ok());
+  EXPECT_NE(log.text().find("--stop-at 7 is past train.steps 6: the run ends at step 6"),
+            std::string::npos)
+      << log.text();
+  EXPECT_NE(log.text().find("step 4/6"), std::string::npos) << log.text();
   EXPECT_NE(log.text().find("wrote trace of steps 4..4 to " + config.log.trace_path +
                             " (open in ui.perfetto.dev); steps 2..3 ran before the resume at "
                             "step 3 and are not in it"),

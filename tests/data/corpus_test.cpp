@@ -20,14 +20,26 @@ namespace {
 
 using Docs = std::vector<std::string_view>;
 
+// As in the real files, a title follows a blank line (" "), and so does a section heading.
 TEST(SplitDocuments, WikiTextArticlesKeepSectionHeadings) {
   const std::string text =
-      " \n = First = \n \n body one \n = = Section = = \n more \n = Second = \n two \n";
+      " \n = First = \n \n body one \n \n = = Section = = \n more \n \n = Second = \n two \n";
   const Docs docs = split_documents(text, InputFormat::kWikiText);
   ASSERT_EQ(docs.size(), 2u);
-  EXPECT_EQ(docs[0],
-            " \n = First = \n \n body one \n = = Section = = \n more \n");  // leading blank joins
+  EXPECT_EQ(docs[0], " \n = First = \n \n body one \n \n = = Section = = \n more \n \n");
   EXPECT_EQ(docs[1], " = Second = \n two \n");
+}
+
+// A wrapped formula inside a paragraph reads " = ... = " too; wiki.test.raw has two, which
+// split their articles (review, 2026-12-07). Only a line after a blank one is a title.
+TEST(SplitDocuments, AWikiTextTitleFollowsABlankLine) {
+  const std::string text =
+      " = First = \n \n a cut @-@ off frequency of wc \n = 1 rad / s and an impedance k = \n"
+      " 1 ohm . \n \n = Second = \n two \n";
+  const Docs docs = split_documents(text, InputFormat::kWikiText);
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1], " = Second = \n two \n");
+  EXPECT_TRUE(split_documents(" \n\n \r\n", InputFormat::kWikiText).empty());  // no article
 }
 
 TEST(SplitDocuments, CrlfLineEndsSplitLikeLf) {
@@ -36,7 +48,8 @@ TEST(SplitDocuments, CrlfLineEndsSplitLikeLf) {
   EXPECT_EQ(split_documents("hello world\r\n\r\nsecond line\r\n", InputFormat::kLines),
             (Docs{"hello world", "second line"}));
   EXPECT_EQ(split_documents("a\r\r\nb", InputFormat::kLines), (Docs{"a\r", "b"}));  // one only
-  const std::string wiki = " = First = \r\n body \r\n = = Sub = = \r\n = Second = \r\n two \r\n";
+  const std::string wiki =
+      " = First = \r\n body \r\n \r\n = = Sub = = \r\n \r\n = Second = \r\n two \r\n";
   const Docs docs = split_documents(wiki, InputFormat::kWikiText);
   ASSERT_EQ(docs.size(), 2u);
   EXPECT_EQ(docs[1], " = Second = \r\n two \r\n");  // articles keep their bytes
@@ -359,6 +372,13 @@ TEST(PrepareShardsGpt2, WikiTextValidRoundTrips) {
     if (id != tok->eot_id()) content.push_back(id);
   EXPECT_EQ(content.size() + 60, ids.size());
   EXPECT_EQ(tok->decode(content), *read_file(raw));
+}
+
+// The test split's 60 articles, whose text holds two wrapped formulas that look like titles.
+TEST(SplitDocuments, WikiTextTestHasItsSixtyArticles) {
+  SPARQ_REQUIRE_SHARED_DATA(raw, "wikitext-2/wiki.test.raw");
+  const std::string text = *read_file(raw);
+  EXPECT_EQ(split_documents(text, InputFormat::kWikiText).size(), 60u);
 }
 
 // A tokenizer that runs out of memory on the document holding "huge" (a 2 GB single-document

@@ -60,12 +60,14 @@ int verify_shards(const std::vector<std::string>& paths) {
   return failures == 0 ? 0 : 1;
 }
 
-// A val.bin this run did not write is from an earlier one and does not match the new shard.
+// A validation split of this --name that this run did not write is from an earlier one and
+// does not match the new shard.
 void warn_stale_val(const sparq::data::PrepareOptions& options, bool wrote_val) {
-  const std::string val = (std::filesystem::path(options.out_dir) / "val.bin").string();
+  const std::string val = (std::filesystem::path(options.out_dir) /
+                           (sparq::data::validation_stem(options.name) + ".bin"))
+                              .string();
   std::error_code ec;
-  // With --name val (allowed only without a validation split) val.bin is this run's shard.
-  if (!wrote_val && options.name != "val" && std::filesystem::exists(val, ec)) {
+  if (!wrote_val && std::filesystem::exists(val, ec)) {
     fmt::print(stderr,
                "prepare_data: warning: '{}' is from an earlier run (this one wrote no "
                "validation split); remove it or rerun with --val-fraction\n",
@@ -88,9 +90,9 @@ int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::Mar
   const auto val_tokens = static_cast<std::uint64_t>(options.val_fraction * tokens);
   if (options.val_fraction > 0 && val_tokens == 0) {
     return fail(
-        fmt::format("--val-fraction {} of {} tokens leaves val.bin empty; raise --markov-tokens or "
-                    "--val-fraction, or use --val-fraction 0",
-                    options.val_fraction, tokens));
+        fmt::format("--val-fraction {} of {} tokens leaves {}.bin empty; raise --markov-tokens "
+                    "or --val-fraction, or use --val-fraction 0",
+                    options.val_fraction, tokens, sparq::data::validation_stem(options.name)));
   }
   // Declared before the writers: a failed run's folder, when this run made it, is removed
   // after they removed their temporaries.
@@ -109,8 +111,9 @@ int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::Mar
   };
   // Train and validation come from independent streams of the same chain, and are
   // finished together so that a failure cannot pair a new train.bin with an old val.bin.
-  const std::pair<std::string, std::uint64_t> splits[] = {{options.name, tokens - val_tokens},
-                                                          {"val", val_tokens}};
+  const std::pair<std::string, std::uint64_t> splits[] = {
+      {options.name, tokens - val_tokens},
+      {sparq::data::validation_stem(options.name), val_tokens}};
   std::vector<sparq::data::ShardWriter> writers;
   writers.reserve(2);
   for (std::uint32_t stream = 0; stream < 2; ++stream) {
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", options.out_dir, "output directory");
   app.add_option("--name", options.name, "stem of the main shard file")->capture_default_str();
   app.add_option("--val-fraction", options.val_fraction,
-                 "fraction of documents for val.bin, in [0, 1)")
+                 "fraction of documents for the validation split, in [0, 1): val.bin beside "
+                 "--name train, <name>.val.bin beside another name")
       ->capture_default_str();
   app.add_option("--format", format,
                  "auto, wikitext, lines (one document per line) or text (one per file)")

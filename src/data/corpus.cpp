@@ -179,9 +179,10 @@ Status check_val_split(const PrepareSummary& s, const PrepareOptions& o) {
   // The smallest fraction with 3 decimals that gives floor(N F) >= 1.
   const double least = std::ceil(1000.0 / static_cast<double>(s.documents)) / 1000;
   return Status::error(
-      "--val-fraction {} puts floor({} x {}) = 0 of the {} documents of {} into val.bin, which "
+      "--val-fraction {} puts floor({} x {}) = 0 of the {} documents of {} into {}.bin, which "
       "would be empty; use --val-fraction {} or more, add input, or use --val-fraction 0",
-      o.val_fraction, s.documents, o.val_fraction, s.documents, inputs, least);
+      o.val_fraction, s.documents, o.val_fraction, s.documents, inputs, validation_stem(o.name),
+      least);
 }
 
 // One run of prepare_shards: the writers, the counts and the progress.
@@ -301,14 +302,19 @@ Status check_split_options(const PrepareOptions& options) {
     return Status::error("--name '{}': the shard's file stem, not empty and without '/'",
                          options.name);
   }
-  // Two writers of one val.bin: the second would unlink the first's file and the training
-  // split would be lost (the app refused it, the library did not: review, 2026-12-06).
+  // val.bin is --name train's split (validation_stem): a main shard of that name next to a
+  // split of its own would replace it, pairing train.bin with other text (the app refused
+  // it, the library did not: review, 2026-12-06).
   if (options.val_fraction > 0 && options.name == "val") {
     return Status::error(
-        "--name val: the validation split is val.bin too; choose another --name, or "
-        "--val-fraction 0");
+        "--name val: val.bin is the validation split of --name train; choose another --name, "
+        "or --val-fraction 0");
   }
   return Status::ok();
+}
+
+std::string validation_stem(const std::string& name) {
+  return name == "train" ? std::string("val") : name + ".val";
 }
 
 Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
@@ -326,8 +332,8 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
                          ShardWriter::create(path(options.name), tok.name(), tok.vocab_size()));
   std::optional<ShardWriter> val;
   if (options.val_fraction > 0) {
-    SPARQ_ASSIGN_OR_RETURN(ShardWriter w,
-                           ShardWriter::create(path("val"), tok.name(), tok.vocab_size()));
+    SPARQ_ASSIGN_OR_RETURN(ShardWriter w, ShardWriter::create(path(validation_stem(options.name)),
+                                                              tok.name(), tok.vocab_size()));
     val.emplace(std::move(w));
   }
   std::vector<std::uint64_t> sizes;

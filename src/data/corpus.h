@@ -64,7 +64,7 @@ inline constexpr std::uint64_t kMaxDocumentBytes = 0xFFFFFFFFu;
 struct PrepareOptions {
   std::vector<std::string> inputs;
   std::string out_dir;
-  std::string name = "train";  // shard file stem; the validation shard is "val"
+  std::string name = "train";  // shard file stem; the validation shard's: validation_stem()
   double val_fraction = 0;
   InputFormat format = InputFormat::kAuto;
   int threads = 0;                                          // 0: hardware concurrency
@@ -81,9 +81,15 @@ struct PrepareSummary {
   std::string train_path, val_path;  // val_path empty when val_fraction == 0
 };
 
-// Writes <name>.bin (and val.bin when val_fraction > 0) together: on any error neither file
-// is replaced (ShardWriter's finish_together), and a validation split that would be empty
-// is an error rather than an empty val.bin.
+// The validation split's file stem beside a main shard named `name`: "val" beside the default
+// "train" (the layout the configs name), "<name>.val" beside any other. One val.bin for every
+// name let a run of another --name in the same folder replace the split of train.bin, which
+// then sat next to another corpus's validation text (review, 2026-12-07).
+std::string validation_stem(const std::string& name);
+
+// Writes <name>.bin (and its validation split when val_fraction > 0) together: on any error neither
+// file is replaced (ShardWriter's finish_together), and a validation split that would be empty is
+// an error rather than an empty val.bin.
 Result<PrepareSummary> prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options);
 
 // The checks of `options` that every way of writing shards shares (prepare_shards, and

@@ -58,7 +58,7 @@ Result<ShardReader> ShardReader::open(const std::string& path, bool verify_paylo
     if (S_ISDIR(st.st_mode)) {
       return Status::error(
           "shard '{}' is a directory, not a token shard (prepare_data --out DIR writes "
-          "DIR/<name>.bin and DIR/val.bin)",
+          "DIR/<name>.bin, and DIR/val.bin or DIR/<name>.val.bin)",
           path);
     }
     return Status::error("shard '{}' is not a regular file", path);

@@ -94,8 +94,8 @@ class PrepareShards : public ::testing::Test {
 };
 
 TEST_F(PrepareShards, NameValWithAValidationSplitIsRefusedBeforeWriting) {
-  // Both splits would be val.bin: the second writer unlinked the first's file, the training
-  // split was lost and only the validation tokens were left in val.bin (review).
+  // val.bin is --name train's validation split: a main shard named val would replace it
+  // (once both splits were val.bin, and the training split was lost: review).
   PrepareOptions o = options("named_val", 1, 0.25);
   o.name = "val";
   auto summary = prepare_shards(*tok_, o);
@@ -106,6 +106,12 @@ TEST_F(PrepareShards, NameValWithAValidationSplitIsRefusedBeforeWriting) {
   o.val_fraction = 0;  // no validation split: "val" is just a name
   ASSERT_TRUE(prepare_shards(*tok_, o).is_ok());
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/named_val/val.bin"));
+  // Another name's split is its own (validation_stem), never train's val.bin.
+  o.name = "small";
+  o.val_fraction = 0.25;
+  auto small = prepare_shards(*tok_, o);
+  ASSERT_TRUE(small.is_ok()) << small.status().message();
+  EXPECT_EQ(small->val_path, dir_ + "/named_val/small.val.bin");
 }
 
 TEST_F(PrepareShards, SeparatorsCountsAndValidationSplit) {

@@ -36,7 +36,7 @@ echo "$out"
 out=$("$BIN" --markov-tokens 1000 --val-fraction 1.5 --out "$T/m" 2>&1) && fail "--val-fraction 1.5 accepted: $out"
 grep -q -- "--val-fraction must be in \[0, 1), got 1.5" <<<"$out" || fail "unclear fraction message: $out"
 out=$("$BIN" --markov-tokens 1000 --val-fraction 0.1 --name val --out "$T/m" 2>&1) && fail "--name val accepted: $out"
-grep -q -- "--name val: the validation split is val.bin too" <<<"$out" || fail "unclear name message: $out"
+grep -q -- "--name val: val.bin is the validation split of --name train" <<<"$out" || fail "unclear name message: $out"
 
 out=$("$BIN" --tokenizer gpt2 --input /nonexistent --out "$T/x" --vocab-dir /nonexistent 2>&1) && fail "bad vocab accepted"
 grep -q "tokenizer directory '/nonexistent' does not exist" <<<"$out" || fail "unclear vocab message: $out"
@@ -146,6 +146,15 @@ out=$(prep --input "$T/two.txt" --out "$T/e" --val-fraction 0.3 2>&1) && fail "a
 grep -q "floor(2 x 0.3) = 0 of the 2 documents of '$T/two.txt'" <<<"$out" || fail "unclear empty-val message: $out"
 [ ! -e "$T/e/val.bin" ] && [ ! -e "$T/e/train.bin" ] || fail "files written by a failed run"
 [ ! -e "$T/e" ] || fail "the --out folder a failed run made was left behind"
+
+# A run of another --name in the same folder writes its own split, <name>.val.bin: one val.bin
+# for every name let it replace train.bin's split with another corpus's (review, 2026-12-07).
+prep --input "$T/in" --out "$T/names" --val-fraction 0.2 >/dev/null || fail "train run failed"
+cp "$T/names/val.bin" "$T/train_val.bin"
+out=$(prep --input "$T/two.txt" --out "$T/names" --name small --val-fraction 0.5 2>&1) || fail "small: $out"
+same "$T/names/val.bin" "$T/train_val.bin" "a run of --name small replaced train.bin's val.bin"
+grep -q "$T/names/small.val.bin" <<<"$out" || fail "small's split not named: $out"
+[ -s "$T/names/small.val.bin" ] || fail "no small.val.bin"
 
 # Output inside the input folder is not read back by the next run; hidden entries are skipped.
 first=$(prep --input "$T/in" --out "$T/in/out" | grep '^documents') || fail "run inside the input failed"

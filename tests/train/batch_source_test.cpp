@@ -83,7 +83,7 @@ TEST(BatchSource, ADirectoryOrFifoIsNotAShard) {
   expect_refused(make(model + "data: {source: shard, seq_len: 32, train: " + dir + "}", true),
                  "x.yaml: data.train: shard '" + dir +
                      "' is a directory, not a token shard (prepare_data --out DIR writes "
-                     "DIR/<name>.bin and DIR/val.bin)");
+                     "DIR/<name>.bin, and DIR/val.bin or DIR/<name>.val.bin)");
   // A FIFO blocked the open until a writer came.
   const std::string fifo = ::testing::TempDir() + "/batch_source_a_fifo";
   std::filesystem::remove(fifo);

@@ -15,7 +15,8 @@
 //   128    ...   token count * width bytes of ids; the file ends exactly there
 //
 // The checksum is core/checksum.h's checksum64 (FNV-1a over little-endian 8-byte words, then
-// the tail bytes), so it runs at memory speed and catches flipped, zeroed or reordered bytes.
+// the tail bytes), so it runs at memory speed and catches ordinary damage (zeroed or garbled
+// pages, truncation, reordered words), not every change: see its blind spot there.
 #pragma once
 
 #include <cstdint>

@@ -289,6 +289,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& s = summary.value();
+  constexpr std::size_t kWarningsShown = 10;
+  for (std::size_t i = 0; i < std::min(s.warnings.size(), kWarningsShown); ++i) {
+    fmt::print(stderr, "prepare_data: warning: {}\n", s.warnings[i]);
+  }
+  if (s.warnings.size() > kWarningsShown) {
+    fmt::print(stderr, "prepare_data: warning: ... and {} more like these\n",
+               s.warnings.size() - kWarningsShown);
+  }
   warn_stale_val(options, !s.val_path.empty());
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());

@@ -196,9 +196,19 @@ class Preparer {
                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
+  void warn(std::string warning) { summary_.warnings.push_back(std::move(warning)); }
+
   // `measured` is the size the file had when the total was computed.
   Status add_file(const std::string& file, std::uint64_t measured) {
     SPARQ_ASSIGN_OR_RETURN(const std::string text, read_file(file));
+    // Text has no NUL bytes; binary files and UTF-16 text do, and were tokenized without a
+    // word (review, 2026-12-07). Said, not refused: the bytes are what the user named.
+    if (text.find('\0') != std::string::npos) {
+      warn(
+          fmt::format("input '{}' holds NUL bytes (a binary file, or UTF-16 text?): tokenized "
+                      "byte for byte as it is",
+                      file));
+    }
     // A file that changed since it was measured: keep the total true, so that the progress
     // never passes 100%.
     progress_.bytes_total = progress_.bytes_total - measured + text.size();
@@ -319,8 +329,9 @@ std::string validation_stem(const std::string& name) {
 
 Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions& options) {
   SPARQ_RETURN_IF_ERROR(check_split_options(options));
+  std::vector<std::string> warnings;
   SPARQ_ASSIGN_OR_RETURN(const std::vector<std::string> files,
-                         expand_inputs(options.inputs, options.out_dir));
+                         expand_inputs(options.inputs, options.out_dir, &warnings));
   // Declared before the writers, so it is removed (when this run made it and it is empty)
   // after they removed their temporaries.
   SPARQ_ASSIGN_OR_RETURN(const OutputDirectory out_dir, OutputDirectory::create(options.out_dir));
@@ -342,6 +353,7 @@ Result<PrepareSummary> prepare_shards(const Tokenizer& tok, const PrepareOptions
     sizes.push_back(ec ? 0 : size);  // unreadable: read_file reports it below
   }
   Preparer run(tok, options, std::move(train), std::move(val));
+  for (std::string& w : warnings) run.warn(std::move(w));
   run.set_bytes_total(std::accumulate(sizes.begin(), sizes.end(), std::uint64_t{0}));
   for (std::size_t i = 0; i < files.size(); ++i) {
     SPARQ_RETURN_IF_ERROR(run.add_file(files[i], sizes[i]));

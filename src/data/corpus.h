@@ -46,9 +46,11 @@ InputFormat resolve_format(InputFormat format, const std::string& path);
 // Documents of `text` as views into it.
 std::vector<std::string_view> split_documents(std::string_view text, InputFormat format);
 // Files and directories (recursively, sorted, skipping what the header says and everything
-// under `skip_dir` when it is not empty) to a list of regular files.
+// under `skip_dir` when it is not empty) to a list of regular files. Links to folders inside
+// a walked folder are not followed (a loop would never end); each is named in `warnings`.
 Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs,
-                                               const std::string& skip_dir = "");
+                                               const std::string& skip_dir = "",
+                                               std::vector<std::string>* warnings = nullptr);
 
 struct PrepareProgress {
   std::uint64_t bytes_done = 0, bytes_total = 0;
@@ -79,6 +81,9 @@ struct PrepareSummary {
   std::uint64_t val_documents = 0, val_tokens = 0;
   double seconds = 0;
   std::string train_path, val_path;  // val_path empty when val_fraction == 0
+  // What the run read otherwise than a user may think: folder links not followed, files
+  // with NUL bytes (binary, or UTF-16 text) tokenized as they are.
+  std::vector<std::string> warnings;
 };
 
 // The validation split's file stem beside a main shard named `name`: "val" beside the default

@@ -227,6 +227,37 @@ TEST_F(InputTree, AFileNamedTwiceIsRefused) {
       << linked.status().message();
 }
 
+// A link to a folder inside a walked folder is not followed, and now said; a file of NUL bytes
+// (binary, UTF-16) is tokenized as it is, and now said (review, 2026-12-07).
+TEST_F(InputTree, SkippedFolderLinksAndNulBytesAreSaid) {
+  write("/in/a.txt", "a b\n");
+  write("/in/sub/utf16.txt", std::string("a\0b\0\n\0", 6));
+  std::filesystem::create_directories(dir_ + "/elsewhere");
+  write("/elsewhere/c.txt", "c\n");
+  std::filesystem::create_directory_symlink(dir_ + "/elsewhere", dir_ + "/in/linked");
+  std::vector<std::string> warnings;
+  auto files = expand_inputs({dir_ + "/in"}, "", &warnings);
+  ASSERT_TRUE(files.is_ok()) << files.status().message();
+  EXPECT_EQ(files->size(), 2u);  // a.txt, sub/utf16.txt
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'" + dir_ + "/in/linked' is a link to a folder, not followed"),
+            std::string::npos)
+      << warnings[0];
+  write("/vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\n");
+  auto tok = WordPieceTokenizer::load(dir_ + "/vocab.txt");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  PrepareOptions o;
+  o.inputs = {dir_ + "/in"};
+  o.out_dir = dir_ + "/out";
+  o.format = InputFormat::kLines;
+  auto summary = prepare_shards(**tok, o);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  ASSERT_EQ(summary->warnings.size(), 2u);
+  EXPECT_NE(summary->warnings[1].find("input '" + dir_ + "/in/sub/utf16.txt' holds NUL bytes"),
+            std::string::npos)
+      << summary->warnings[1];
+}
+
 TEST_F(InputTree, TheOutputDirectoryIsNoInput) {
   // An interrupted run's half-written shard has no magic yet: it would be read as text.
   write("/in/out/a.txt", "a");

@@ -1,7 +1,7 @@
 // prepare_data: tokenizes text corpora into sparq token shards (format: src/data/shard.h,
 // docs/data.md). Thin front end over sparq::data::prepare_shards.
 //
-//   prepare_data --tokenizer gpt2 --vocab-dir data/gpt2-bpe \
+//   prepare_data --tokenizer gpt2 --vocab-dir data/gpt2-bpe
 //       --input data/wikitext-2/wiki.train.raw --out out/wt2
 // (one split per run: the whole folder would put the test split into train.bin)
 #include <fmt/format.h>

@@ -75,8 +75,10 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   // momentum in SGD would apply it twice.
   // A variance frozen after compressed steps has seen only what was sent: near zero for every
   // coordinate not yet selected, so momentum / sqrt(v) explodes (issue 15: train loss 7.4 ->
-  // 4760 two steps after the freeze). The steps that estimate it must be dense.
-  if (c.optim.communicate == "momentum" && x.compress.name != "none" &&
+  // 4760 two steps after the freeze). The steps that estimate it must be dense, or sent by a
+  // compressor that sends every entry (none, and the fp16/bf16 casts, refused with this
+  // reason until a review of 2026-12-07).
+  if (c.optim.communicate == "momentum" && !(*probe)->capabilities().sends_every_entry &&
       x.dense_warmup_steps < c.optim.freeze_steps) {
     return Status::error(
         "{}: compress.dense_warmup_steps: {} is below optim.freeze_steps {}: the "

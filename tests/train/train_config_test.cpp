@@ -181,8 +181,12 @@ TEST(TrainConfig, ClipScopeFollowsWhatIsCommunicated) {
   EXPECT_TRUE(scope("optim: {clip_norm: 1.0, communicate: update}"));
   EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}\n"
                     "compress: {name: lbs, dense_warmup_steps: 10}"));
-  // A dense run may freeze without a dense warm-up: every step is dense.
+  // A dense run may freeze without a dense warm-up: every step is dense. So may one whose
+  // compressor sends every entry, fp16 and bf16: they were refused with the reason "near
+  // zero for every coordinate not yet sent" (review, 2026-12-07).
   EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}"));
+  EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}\ncompress: {name: fp16}"));
+  EXPECT_TRUE(scope("optim: {communicate: momentum, freeze_steps: 10}\ncompress: {name: bf16}"));
 }
 
 TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {

@@ -54,11 +54,20 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
   // The optimizer state and the residual exist or not by settings that may change on resume
   // (optim.momentum, compress.error_feedback, the plan): absent, they start from zeros, and
   // load_checkpoint says so.
+  // Momentum mode keeps Adam's variance replicated (estimated from the averaged dense steps,
+  // then frozen): checked equal, as the parameters, where it was averaged without a check
+  // and the warning below called the mean an estimate (review, 2026-12-07).
   const bool per_rank_optim = config_.optim.communicate != "gradient";
+  const bool momentum_mode = config_.optim.communicate == "momentum";
+  bool averaged_variance = false;
   for (const StateTensor& s : optimizer_->state()) {
+    const bool variance = s.name.ends_with(".exp_avg_sq");
+    const bool mean = per_rank_optim && !(momentum_mode && variance);
+    averaged_variance = averaged_variance || (mean && variance);
     in.sections.push_back({"optim/" + s.name, s.tensor,
-                           per_rank_optim ? MergeRule::kMean : MergeRule::kReplicated,
-                           "optimizer state", /*may_be_missing=*/true});
+                           mean ? MergeRule::kMean : MergeRule::kReplicated,
+                           momentum_mode && variance ? "Adam's variance" : "optimizer state",
+                           /*may_be_missing=*/true});
   }
   const std::span<float> residual = exchange_->residual();
   if (!residual.empty()) {
@@ -72,11 +81,13 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
   if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
     // Momenta are linear in the gradients, so their mean is exact; second moments (update
     // mode's Adam) are not, but zeroing them would make the next steps huge.
-    warnings.push_back(
-        fmt::format("elastic resume: optim.communicate is {}: each rank's optimizer state becomes "
-                    "the mean of the {} old ranks' (exact for momenta, an estimate for Adam's "
-                    "exp_avg_sq)",
-                    config_.optim.communicate, old_world));
+    warnings.push_back(fmt::format(
+        "elastic resume: optim.communicate is {}: each rank's optimizer state becomes the "
+        "mean of the {} old ranks' ({})",
+        config_.optim.communicate, old_world,
+        averaged_variance ? "exact for momenta, an estimate for Adam's exp_avg_sq"
+                          : "exact for momenta; Adam's exp_avg_sq, the same on every rank, "
+                            "is kept"));
   }
   return merge_elastic_checkpoint(in);
 }

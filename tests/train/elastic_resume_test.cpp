@@ -342,6 +342,33 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
   fs::remove_all(dir);
 }
 
+// optim.communicate: momentum keeps Adam's variance replicated (dense steps, then frozen): it is
+// checked equal and kept, where it was averaged and called an estimate (review, 2026-12-07).
+TEST(ElasticResume, MomentumModeKeepsTheReplicatedVariance) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("sparq_elastic_momentum_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string mode =
+      " --set optim.communicate=momentum --set optim.freeze_steps=2 "
+      "--set compress.dense_warmup_steps=2 --set compress.aggregation=allgather";
+  ProcessResult r = run_train(2, tiny(dir / "two", 4, dir / "two.jsonl") + mode);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path two4 = dir / "two" / "step-00000004";
+  r = run_train(1, tiny(dir / "one", 4, dir / "one.jsonl") + mode + " --resume " + two4.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Adam's variance rank 0's (the same in all 2 files)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("exact for momenta; Adam's exp_avg_sq, the same on every rank, is kept"),
+            std::string::npos)
+      << r.output;
+  const auto two = read_all(two4, 2);
+  const auto one = read_all(dir / "one" / "step-00000004", 1);
+  const std::string v = "optim/adamw.exp_avg_sq";
+  EXPECT_EQ(floats(one[0], v), floats(two[0], v));
+  fs::remove_all(dir);
+}
+
 // Any resume refuses another flat layout (comm.dense_patterns moves the biases and norms), which
 // it used to take as long as the total size matched. Another comm.bucket_mb is fine: the old
 // buckets' state is matched by the flat ranges the checkpoint records, so two_phase's server

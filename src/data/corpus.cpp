@@ -315,10 +315,16 @@ Status check_split_options(const PrepareOptions& options) {
   // val.bin is --name train's split (validation_stem): a main shard of that name next to a
   // split of its own would replace it, pairing train.bin with other text (the app refused
   // it, the library did not: review, 2026-12-06).
-  if (options.val_fraction > 0 && options.name == "val") {
+  // So is a name like another's split, X.val (review, 2026-12-07). Without a split of its
+  // own, such a name is a validation shard made on its own (--name val for wiki.valid.raw).
+  const bool split_name = options.name == "val" || options.name.ends_with(".val");
+  if (options.val_fraction > 0 && split_name) {
+    const std::string owner =
+        options.name == "val" ? "train" : options.name.substr(0, options.name.size() - 4);
     return Status::error(
-        "--name val: val.bin is the validation split of --name train; choose another --name, "
-        "or --val-fraction 0");
+        "--name {}: {}.bin is the validation split of --name {}; choose another --name, "
+        "or --val-fraction 0",
+        options.name, options.name, owner);
   }
   return Status::ok();
 }

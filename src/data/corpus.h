@@ -98,7 +98,8 @@ std::string validation_stem(const std::string& name);
 Result<PrepareSummary> prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options);
 
 // The checks of `options` that every way of writing shards shares (prepare_shards, and
-// prepare_data's Markov path): val_fraction in [0, 1), and no split named like val.bin.
+// prepare_data's Markov path): val_fraction in [0, 1), and with a validation split, no main
+// shard named like one (val, X.val: validation_stem), which would replace another run's.
 Status check_split_options(const PrepareOptions& options);
 
 }  // namespace sparq::data

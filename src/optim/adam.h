@@ -5,11 +5,12 @@
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 //
 // communicate: momentum (1-bit Adam style), freeze_steps = F > 0: steps t <= F are plain Adam
-// on the aggregated gradient (the trainer requires them to be dense: compress.dense_warmup_steps
-// >= F). At the freeze, v is floored (optimizer.h, frozen_variance_floor); from then on v and
-// its bias correction stay frozen, before_communication() advances THIS rank's momentum
-// m = b1 m + (1 - b1) g and writes it into the gradient buffer, the compressor sends it (with
-// error feedback), and step() applies p -= lr * aggregate / (sqrt(v_hat) + eps).
+// on the aggregated gradient (the trainer requires them to be dense, compress.dense_warmup_steps
+// >= F, or sent by a compressor that sends every entry: fp16, bf16). At the freeze, v is floored
+// (optimizer.h, frozen_variance_floor); from then on v and its bias correction stay frozen,
+// before_communication() advances THIS rank's momentum m = b1 m + (1 - b1) g and writes it into the
+// gradient buffer, the compressor sends it (with error feedback), and step() applies p -= lr *
+// aggregate / (sqrt(v_hat) + eps).
 //
 // Note [Sparse momentum rule]
 // 1-bit Adam adopts the aggregated (compressed) momentum as every rank's m. Its compressor is

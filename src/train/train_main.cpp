@@ -59,6 +59,32 @@ int fail_agreed(const sparq::Status& s, int rank, int world_size) {
 
 namespace sparq::train {
 
+namespace {
+
+// --stop-at saves no final checkpoint: a user testing resume must know what there is to
+// resume from (review, 2026-12-07): this run's newest save, else the checkpoint it resumed
+// from, which stays as it was.
+std::string what_stop_at_left(const TrainSummary& s, const std::string& checkpoints,
+                              const std::string& resumed_from) {
+  if (!checkpoints.empty() && s.saved_step == s.steps) {
+    return fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints);
+  }
+  const std::string head = s.steps_run == 0      ? "no step was run, nothing saved"
+                           : checkpoints.empty() ? "train.checkpoint_dir is not set, nothing saved"
+                                                 : "no final checkpoint";
+  if (!checkpoints.empty() && s.saved_step >= 0) {
+    return fmt::format("{}; the newest step this run saved is {}: --resume {} continues from it",
+                       head, s.saved_step, checkpoints);
+  }
+  if (!resumed_from.empty()) {
+    return fmt::format("{}; --resume {} continues from step {} as before", head, resumed_from,
+                       s.steps - s.steps_run);
+  }
+  return head + (s.steps_run > 0 && !checkpoints.empty() ? ", and this run saved no step" : "");
+}
+
+}  // namespace
+
 int train_main(int argc, char** argv) {
   CLI::App app{"sparq train: data-parallel training with compressed gradient communication"};
   std::string config_path;
@@ -210,20 +236,7 @@ int train_main(int argc, char** argv) {
               ? std::string("train.checkpoint_dir is not set: nothing was saved")
               : fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints));
     } else if (s.stopped_early) {
-      // --stop-at saves no final checkpoint: a user testing resume must know what there is to
-      // resume from (review, 2026-12-07).
-      fmt::print(
-          report, "--stop-at: {}\n",
-          s.steps_run == 0      ? std::string("no step was run: nothing was saved")
-          : checkpoints.empty() ? std::string("train.checkpoint_dir is not set: nothing "
-                                              "was saved")
-          : s.saved_step == s.steps
-              ? fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints)
-          : s.saved_step >= 0
-              ? fmt::format("no final checkpoint; the newest step this run saved is {}: "
-                            "--resume {} continues from it",
-                            s.saved_step, checkpoints)
-              : std::string("no final checkpoint, and this run saved no step"));
+      fmt::print(report, "--stop-at: {}\n", what_stop_at_left(s, checkpoints, resume));
     }
   }
   return summary->stop_signal != 0 ? 128 + summary->stop_signal : 0;

@@ -222,8 +222,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     // It was ignored without a word (review, 2026-12-07).
     spdlog::warn(
         "--stop-at {} is past train.steps {}: the run ends at step {} as usual, with "
-        "its final evaluation and checkpoint",
-        stop_at, c.train.steps, c.train.steps);
+        "its final evaluation{}",
+        stop_at, c.train.steps, c.train.steps,
+        c.train.checkpoint_dir.empty() ? "" : " and checkpoint");
   }
   TrainSummary summary;
   const std::int64_t first_step = step_, first_skipped = skipped_total_;
@@ -307,13 +308,6 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       if (options_.on_eval) options_.on_eval(e);
     }
   }
-  // A run that stops inside the trace window (a signal, --stop-at) writes the steps it traced;
-  // they were lost (review, 2026-12-07). Every rank leaves the loop after the same step, so
-  // the gather is reached by all.
-  if (!c.log.trace_path.empty() && step_ > std::max(c.log.trace_start, first_step) &&
-      step_ < trace_end) {
-    SPARQ_RETURN_IF_ERROR(write_trace());
-  }
   summary.steps = step_;
   summary.data = data_info_;
   summary.steps_run = step_ - first_step;
@@ -326,6 +320,14 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     // Note [Stopping on a signal]: what the run did since its last checkpoint is kept.
     const bool saved = c.train.checkpoint_interval > 0 && step_ % c.train.checkpoint_interval == 0;
     if (summary.steps_run > 0 && !saved) SPARQ_RETURN_IF_ERROR(save_checkpoint());
+  }
+  // A run that stops inside the trace window (a signal, --stop-at) writes the steps it traced,
+  // after a signal's checkpoint (the grace period is for that); they were lost (review,
+  // 2026-12-07). Every rank leaves the loop after the same step, so the gather is reached by
+  // all.
+  if (!c.log.trace_path.empty() && step_ > std::max(c.log.trace_start, first_step) &&
+      step_ < trace_end) {
+    SPARQ_RETURN_IF_ERROR(write_trace());
   }
   if (!summary.stopped_early) {
     // The checkpoint first: the evaluation changes nothing it holds (the evaluation data are

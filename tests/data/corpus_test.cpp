@@ -112,6 +112,14 @@ TEST_F(PrepareShards, NameValWithAValidationSplitIsRefusedBeforeWriting) {
   auto small = prepare_shards(*tok_, o);
   ASSERT_TRUE(small.is_ok()) << small.status().message();
   EXPECT_EQ(small->val_path, dir_ + "/named_val/small.val.bin");
+  // ... and a main shard named like it, with a split of its own, would replace it.
+  o.name = "small.val";
+  auto clash = prepare_shards(*tok_, o);
+  ASSERT_FALSE(clash.is_ok());
+  EXPECT_NE(clash.status().message().find(
+                "--name small.val: small.val.bin is the validation split of --name small"),
+            std::string::npos)
+      << clash.status().message();
 }
 
 TEST_F(PrepareShards, SeparatorsCountsAndValidationSplit) {

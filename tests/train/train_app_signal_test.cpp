@@ -165,6 +165,15 @@ TEST(TrainAppSignals, StopAtItsBoundaries) {
                                 (dir / "between_ckpt").string() + " continues from it"),
             std::string::npos)
       << between.output;
+  // A resumed run that saved nothing leaves the checkpoint it started from (review: it said
+  // "nothing").
+  const ProcessResult resumed_cut =
+      run_train(0, long_run(dir, "cut") + " --stop-at 6 --resume " + (dir / "cut_ckpt").string());
+  EXPECT_NE(
+      resumed_cut.output.find("--stop-at: no final checkpoint; --resume " +
+                              (dir / "cut_ckpt").string() + " continues from step 5 as before"),
+      std::string::npos)
+      << resumed_cut.output;
   const ProcessResult below = run_train(
       0, long_run(dir, "cut") + " --stop-at 2 --resume " + (dir / "cut_ckpt").string());
   EXPECT_EQ(below.exit_code, 1) << below.output;

@@ -342,9 +342,14 @@ std::string Trainer::describe() const {
     s += fmt::format("compress:  none (every bucket averaged in f32), overlap {}\n",
                      c.comm.overlap ? "on" : "off");
   } else {
-    s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps, overlap {}\n",
+    // The density warm-up too: it showed only in the resolved config (review, 2026-12-07).
+    const std::string density_warmup =
+        c.compress.density_warmup_steps > 0
+            ? fmt::format(", density warm-up {} steps", c.compress.density_warmup_steps)
+            : "";
+    s += fmt::format("compress:  {}{}, error feedback {}, dense warm-up {} steps{}, overlap {}\n",
                      c.compress.compress.name, params, c.compress.error_feedback ? "on" : "off",
-                     c.compress.dense_warmup_steps, c.comm.overlap ? "on" : "off");
+                     c.compress.dense_warmup_steps, density_warmup, c.comm.overlap ? "on" : "off");
     // As the freeze note above: valid, but no step of this run compresses (review,
     // 2026-12-06: said nothing, and the plan below still named the compressor).
     if (c.compress.dense_warmup_steps >= c.train.steps) {

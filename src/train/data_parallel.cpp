@@ -57,8 +57,8 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
               model_.config().spec);
 }
 
-void DataParallelStepper::weigh_micro_batches(std::int64_t step,
-                                              std::span<const Batch> micro_batches) {
+std::uint64_t DataParallelStepper::weigh_micro_batches(std::int64_t step,
+                                                       std::span<const Batch> micro_batches) {
   // Note [Token-weighted micro-batches]: the counts first, then s_ri = P A c_ri / C.
   std::int64_t total = 0;
   for (const Batch& b : micro_batches) {
@@ -79,6 +79,7 @@ void DataParallelStepper::weigh_micro_batches(std::int64_t step,
   for (double& scale : target_scales_) {
     scale = total > 0 ? micro_batches_in_step * scale / static_cast<double>(total) : 1.0;
   }
+  return ranks > 1 ? sizeof(total) : 0;
 }
 
 void DataParallelStepper::submit_tied_rows(float scale) {
@@ -105,7 +106,15 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   double loss_sum = 0.0;
   held_.clear();
   target_scales_.clear();
-  if (model_.weighs_counted_targets()) weigh_micro_batches(step, micro_batches);
+  // The count's allreduce blocks before the forward: exposed communication, which the comm
+  // metrics left out while step_ms held it (review, 2026-12-07).
+  double count_ms = 0;
+  std::uint64_t count_bytes = 0;
+  if (model_.weighs_counted_targets()) {
+    const Stopwatch count_watch;
+    count_bytes = weigh_micro_batches(step, micro_batches);
+    count_ms = count_watch.millis();
+  }
   double local_squares = 0.0;  // NormScope::kLocalByRange: this rank's, in report order
   const bool held = options_.norm_scope == NormScope::kLocalHeld;
   const bool by_range = options_.norm_scope == NormScope::kLocalByRange;
@@ -184,10 +193,12 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   // the compute stream, not the host (guarded_optimizer_step).
   if (store_.context().is_cuda() && optimizer_.on_device() && scheduler_.gate(compute_stream())) {
     guarded_optimizer_step(step, r);
+    r.comm.add_exposed_control(count_ms, count_bytes);
     r.step_ms = step_watch.millis();
     return r;
   }
   finish_communication(r);
+  r.comm.add_exposed_control(count_ms, count_bytes);
 
   Stopwatch opt_watch;
   {

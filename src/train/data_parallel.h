@@ -126,8 +126,9 @@ class DataParallelStepper {
   // enqueued without a host wait, the update guarded on the device against a non-finite norm.
   void guarded_optimizer_step(std::int64_t step, StepResult& r);
   void* compute_stream() const;  // the store's CUDA compute stream (nullptr on the CPU)
-  // Note [Token-weighted micro-batches]: target_scales_ for the step's micro-batches.
-  void weigh_micro_batches(std::int64_t step, std::span<const Batch> micro_batches);
+  // Note [Token-weighted micro-batches]: target_scales_ for the step's micro-batches. Returns
+  // the bytes its count sent (0 on one rank).
+  std::uint64_t weigh_micro_batches(std::int64_t step, std::span<const Batch> micro_batches);
 
   Model& model_;
   ParamStore& store_;

@@ -222,8 +222,8 @@ int train_main(int argc, char** argv) {
                             : s.stopped_early ? "stopped after"
                                               : "trained";
     fmt::print(report,
-               "{} {} in {:.1f} s ({}) | final eval {} | {:.0f} {}/s | {} per step per "
-               "rank on the wire, compression x{:.1f} | parameters checksum {:016x}\n",
+               "{} {} in {:.1f} s ({}) | final eval {} | {:.0f} {}/s | {} per step on rank "
+               "0's wire, compression x{:.1f} | parameters checksum {:016x}\n",
                how, steps, s.seconds, skipped, s.stopped_early ? std::string("not run") : result,
                s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
                s.param_checksum);

@@ -86,11 +86,14 @@ Status Trainer::agree(const Status& local, const std::string& what) {
   return agreed;
 }
 
+// Slots of the stop poll's allreduce: one per signal number (Note [Stopping on a signal]).
+constexpr std::size_t kStopSignalSlots = 64;
+
 Result<int> Trainer::agree_on_stop_signal() {
   const int local = options_.stop_requested();
   if (comm_.size() == 1) return local;
   // Per signal number, how many ranks hold it: the lowest held wins on every rank.
-  std::array<std::int32_t, 64> held{}, all{};
+  std::array<std::int32_t, kStopSignalSlots> held{}, all{};
   if (local > 0 && local < static_cast<int>(held.size())) held[static_cast<std::size_t>(local)] = 1;
   SPARQ_RETURN_IF_ERROR(run_control("agree: stop signals", [&](comm::Communicator& c) {
     c.allreduce(held.data(), all.data(), held.size(), DType::kI32, comm::ReduceOp::kSum);
@@ -102,7 +105,7 @@ Result<int> Trainer::agree_on_stop_signal() {
   return 0;
 }
 
-StepMetrics Trainer::step_once() {
+StepMetrics Trainer::step_once(double control_ms, std::uint64_t control_bytes) {
   model_->set_training(true);
   for (std::size_t a = 0; a < batches_.size(); ++a) {
     batches_[a] = train_data_->next(static_cast<int>(a));
@@ -110,6 +113,10 @@ StepMetrics Trainer::step_once() {
   }
   StepMetrics m;
   m.result = stepper_->step(step_, batches_);
+  // run()'s stop poll is part of the step: on a slow link it costs a latency per step, which
+  // step_ms, the exposed time and items/s left out (review, 2026-12-07).
+  m.result.step_ms += control_ms;
+  m.result.comm.add_exposed_control(control_ms, control_bytes);
   // A GPU store's received messages were validated on the device during the step; a failure
   // ends the run as the CPU's check_message does inside the step (data_parallel.cpp).
   const Status received = exchange_->check_device_messages();
@@ -234,9 +241,14 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   Stopwatch wall;
   while (step_ < c.train.steps) {
     if (stop_at >= 0 && step_ >= stop_at) break;
+    double poll_ms = 0;
+    std::uint64_t poll_bytes = 0;
     if (options_.stop_requested) {
+      const Stopwatch poll_watch;
       SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
       if (summary.stop_signal != 0) break;
+      poll_ms = poll_watch.millis();
+      poll_bytes = comm_.size() > 1 ? kStopSignalSlots * sizeof(std::int32_t) : 0;
     }
     const bool tracing = !c.log.trace_path.empty() && step_ >= c.log.trace_start &&
                          step_ < trace_end;
@@ -246,7 +258,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
       return agree(ready, "the optimizer's state");
     }
     trace_.enable(tracing);
-    StepMetrics m = step_once();
+    StepMetrics m = step_once(poll_ms, poll_bytes);
     trace_.enable(false);
     const StepResult& r = m.result;
     // An applied step's loss is finite in practice (a non-finite one makes the gradient so);

@@ -193,7 +193,8 @@ class Trainer {
   // Runs a control collective (agreement, config check) on the engine's thread, or before the
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommQueue::Task& task);
-  StepMetrics step_once();
+  // control_ms/control_bytes: run()'s stop poll before the step, counted in it.
+  StepMetrics step_once(double control_ms = 0, std::uint64_t control_bytes = 0);
   // Collective, at the end of resume(): Note [A server residual no server sends]; `what`
   // names the resume in an agreed error.
   Status fold_server_residual(const std::string& what);

@@ -62,6 +62,16 @@ int verify_shards(const std::vector<std::string>& paths) {
   return failures == 0 ? 0 : 1;
 }
 
+// 0 for a finished run, 1 when a SPARQ_FAULT spec never fired (fault::check_all_fired): a
+// trial that injected nothing must not pass.
+int exit_status_of_trial() {
+  if (const sparq::Status fired = sparq::fault::check_all_fired(); !fired) {
+    fmt::print(stderr, "prepare_data: {}\n", fired.message());
+    return 1;
+  }
+  return 0;
+}
+
 // A validation split of this --name that this run did not write is from an earlier one and
 // does not match the new shard.
 void warn_stale_val(const sparq::data::PrepareOptions& options, bool wrote_val) {
@@ -150,7 +160,7 @@ int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::Mar
   for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
   warn_stale_val(options, val_tokens > 0);
   fmt::print("{}\n", chain.describe());
-  return 0;
+  return exit_status_of_trial();
 }
 
 }  // namespace
@@ -315,5 +325,5 @@ int main(int argc, char** argv) {
                  static_cast<double>(std::max<std::uint64_t>(1, s.train_tokens + s.val_tokens)));
   fmt::print("seconds        {:.2f} ({:.2f} MB/s on {} threads)\n", s.seconds,
              s.bytes / 1e6 / std::max(s.seconds, 1e-9), threads);
-  return 0;
+  return exit_status_of_trial();
 }

@@ -1,6 +1,7 @@
 #include "core/fault.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -273,6 +274,24 @@ Status check_job(const Job& job) {
     }
   }
   return Status::ok();
+}
+
+Status check_all_fired() {
+  if (g_state.load(std::memory_order_acquire) != 2) return Status::ok();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<std::string> unfired;
+  const int rank = g_rank.load(std::memory_order_relaxed);
+  for (const Spec& s : g_specs) {
+    if (s.rank >= 0 && s.rank != rank) continue;
+    if (s.seen < s.hit) {
+      unfired.push_back(fmt::format("'{}' ({} of {} matching call(s))", s.text, s.seen, s.hit));
+    }
+  }
+  if (unfired.empty()) return Status::ok();
+  return Status::error(
+      "SPARQ_FAULT: {} never fired: the run did not reach it, so the trial did not inject its "
+      "fault",
+      fmt::join(unfired, ", "));
 }
 
 void set_rank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }

@@ -6,8 +6,9 @@
 //
 //   point   the name passed to fault::point() (see the list in docs/reliability.md)
 //   rank    only on this rank (default: every rank)
-//   step    only when the caller passes step index S (0-based: the progress line says step S+1;
-//           default: any step; callers without a step pass -1)
+//   step    only when the caller passes step S: the 0-based step index for training points
+//           (the progress line says step S+1), the checkpoint's own number for checkpoint.*
+//           (step=4 is step-00000004); default: any step; callers without a step pass -1
 //   hit     fire on the N-th matching call of this process (1-based, default 1), so a test can
 //           pick a "random" moment inside a repeated point such as a chunked file write
 //   action  exit  : _exit(3) at once, no MPI_Finalize, no flush (a crashed process)   [default]
@@ -57,6 +58,12 @@ struct Job {
 // run_training() checks as "train": an embedder that also writes shards in the process
 // cannot arm shard.* for the same run.
 Status check_job(const Job& job);
+
+// At the end of a run that went to its end: an armed spec of this rank that never fired (a
+// checkpoint step off the save interval, a step before the resume or in the dense warm-up, a
+// hit past the last matching call: what check_job cannot know) is an error naming it, so that
+// the trial fails instead of passing without its fault (review, 2026-12-07).
+Status check_all_fired();
 
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);

@@ -148,13 +148,16 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   // What the train command refuses before it gets here, an embedder's call is refused too
   // (review, 2026-12-05): a malformed SPARQ_FAULT aborted the first step, and a dry run
   // dropped stop_at and the export without a word.
-  SPARQ_RETURN_IF_ERROR(
+  // Agreed below with the export path: SPARQ_FAULT is each process's environment, and a spec
+  // refused on one rank alone returned there while the others waited in the start-up
+  // agreement until comm.timeout_s (review, 2026-12-07).
+  const Status faults =
       fault::check_job({.app = "train",
                         .world_size = comm.size(),
                         .mpi = comm.backend().starts_with("mpi"),
                         .checkpoints = !config_in.train.checkpoint_dir.empty(),
                         .compresses = !config_in.compress.compress.compression_off(),
-                        .steps = config_in.train.steps}));
+                        .steps = config_in.train.steps});
   if (options.trainer.dry_run && (options.stop_at >= 0 || !options.export_safetensors.empty())) {
     return Status::error("a dry run trains and writes nothing: {} does not apply",
                          options.stop_at >= 0 ? "stop_at" : "export_safetensors");
@@ -172,17 +175,18 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
     // run without checkpoints lost its weights (review, 2026-12-06). Agreed on a start-up
     // engine (the trainer's does not exist yet), so every rank stops alike; agreed always,
     // so that an embedder that names the path on rank 0 only still makes the same calls.
-    Status writable;
-    if (comm.rank() == 0 && !options.export_safetensors.empty()) {
+    Status writable = faults;
+    if (writable.is_ok() && comm.rank() == 0 && !options.export_safetensors.empty()) {
       writable = check_output_file_can_be_written(options.export_safetensors,
                                                   "export_safetensors (--export-safetensors)");
     }
     Status agreed;
     comm::CommEngine startup(comm, {.timeout_s = config.comm.timeout_s, .name = "start-up"});
-    SPARQ_RETURN_IF_ERROR(startup.run("agree: the export path", -1, [&](comm::Communicator& c) {
-      agreed = comm::agree_on_errors(c, writable);
-      return Status::ok();
-    }));
+    SPARQ_RETURN_IF_ERROR(
+        startup.run("agree: SPARQ_FAULT and the export path", -1, [&](comm::Communicator& c) {
+          agreed = comm::agree_on_errors(c, writable);
+          return Status::ok();
+        }));
     SPARQ_RETURN_IF_ERROR(agreed);
   }
   SPARQ_ASSIGN_OR_RETURN(auto trainer, Trainer::create(config, comm, options.trainer));

@@ -113,6 +113,11 @@ grep -q "prepare_data never reaches checkpoint.write" <<<"$out" || fail "no reas
 
 # A failed Markov run leaves no folder it made (it kept an empty one: review, 2026-12-06),
 # and reports its progress (it printed nothing for a minute at 500M tokens).
+# A hit past the shards written never fires: the run fails rather than pass without its fault.
+out=$(SPARQ_FAULT="shard.close,hit=3,action=fail" "$BIN" --markov-tokens 1000 --val-fraction 0.1 --out "$T/hit3" 2>&1) &&
+  fail "a fault that never fired passed: $out"
+grep -q "SPARQ_FAULT: 'shard.close,hit=3,action=fail' (2 of 3 matching call(s)) never fired" <<<"$out" ||
+  fail "unfired fault not named: $out"
 out=$(SPARQ_FAULT="shard.close,hit=1,action=fail" "$BIN" --markov-tokens 1000 --out "$T/mk/new/deeper" 2>&1) &&
   fail "markov: a failure to finish train.bin was ignored: $out"
 [ ! -e "$T/mk" ] || fail "markov: the --out folders a failed run made were left: $(find "$T/mk")"

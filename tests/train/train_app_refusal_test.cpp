@@ -100,6 +100,19 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
     EXPECT_NE(p.output.find("SPARQ_FAULT: "), std::string::npos) << p.output;
     EXPECT_EQ(p.output.find("FATAL"), std::string::npos) << p.output;
   }
+  // A spec in one rank's environment alone is agreed too: that rank returned at once while the
+  // other waited in the start-up agreement until comm.timeout_s, and no line named SPARQ_FAULT
+  // (review, 2026-12-07).
+  const ProcessResult one_rank = run_train(
+      2, base + "--set comm.timeout_s=60 --dry-run",
+      {.timeout_s = 120,
+       .rank_wrapper =
+           "[ \"$OMPI_COMM_WORLD_RANK\" = 1 ] && export SPARQ_FAULT=comm.collective,rank=5"});
+  EXPECT_EQ(one_rank.exit_code, 1) << one_rank.output;
+  EXPECT_NE(one_rank.output.find("error on rank 1 of 2: SPARQ_FAULT: 'comm.collective,rank=5'"),
+            std::string::npos)
+      << one_rank.output;
+  EXPECT_EQ(one_rank.output.find("did not finish within"), std::string::npos) << one_rank.output;
   // Specs that only the job can tell would never fire: a rank the job lacks, a point only
   // prepare_data reaches (they ran to exit 0 without their fault: review, 2026-12-06), a
   // checkpoint point in a run without checkpoints (default.yaml has no checkpoint_dir), a
@@ -119,6 +132,20 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
     EXPECT_EQ(p.exit_code, 1) << fault << "\n" << p.output;
     EXPECT_NE(p.output.find(why), std::string::npos) << fault << "\n" << p.output;
   }
+  // What only the run can tell: a checkpoint step off the save interval passed with exit 0
+  // and nothing injected (review, 2026-12-07). The run ends with an error naming the spec.
+  const ProcessResult unfired =
+      run_train(0,
+                base +
+                    "--set train.steps=4 --set optim.warmup_steps=1 --set model.n_layer=1 "
+                    "--set train.checkpoint_interval=2 --set train.checkpoint_dir=" +
+                    sparq::testing::scratch_dir("train_refusal", "unfired").string(),
+                {.fault = "checkpoint.write,step=3"});
+  EXPECT_EQ(unfired.exit_code, 1) << unfired.output;
+  EXPECT_NE(unfired.output.find("SPARQ_FAULT: 'checkpoint.write,step=3' (0 of 1 matching "
+                                "call(s)) never fired"),
+            std::string::npos)
+      << unfired.output;
   // Bad command-line arguments exit with 2, as docs/config.md says, not CLI11's own codes
   // (105-114; found by a docs review); --help exits 0.
   for (const std::string args :

@@ -276,13 +276,17 @@ Status check_job(const Job& job) {
   return Status::ok();
 }
 
-Status check_all_fired() {
+Status check_all_fired(std::int64_t first_step) {
   if (g_state.load(std::memory_order_acquire) != 2) return Status::ok();
   std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<std::string> unfired;
   const int rank = g_rank.load(std::memory_order_relaxed);
   for (const Spec& s : g_specs) {
     if (s.rank >= 0 && s.rank != rank) continue;
+    // Training points count step indices (first_step is the first this run takes); a
+    // checkpoint is numbered by the steps done, and first_step's own is not rewritten.
+    const bool checkpoint_point = s.point.starts_with("checkpoint.");
+    if (s.step >= 0 && (checkpoint_point ? s.step <= first_step : s.step < first_step)) continue;
     if (s.seen < s.hit) {
       unfired.push_back(fmt::format("'{}' ({} of {} matching call(s))", s.text, s.seen, s.hit));
     }

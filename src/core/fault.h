@@ -60,10 +60,13 @@ struct Job {
 Status check_job(const Job& job);
 
 // At the end of a run that went to its end: an armed spec of this rank that never fired (a
-// checkpoint step off the save interval, a step before the resume or in the dense warm-up, a
-// hit past the last matching call: what check_job cannot know) is an error naming it, so that
-// the trial fails instead of passing without its fault (review, 2026-12-07).
-Status check_all_fired();
+// checkpoint step off the save interval, a step in the dense warm-up, a hit past the last
+// matching call: what check_job cannot know) is an error naming it, so that the trial fails
+// instead of passing without its fault (review, 2026-12-07). `first_step`: the step a
+// resumed run started from (0 for a fresh one); specs of earlier steps belong to the run it
+// continues (a trial sets one SPARQ_FAULT for its whole stop-and-resume sequence) and are
+// not checked.
+Status check_all_fired(std::int64_t first_step = 0);
 
 // The rank used by the `rank=` filter; set once by the communicator's start-up (default 0).
 void set_rank(int rank);

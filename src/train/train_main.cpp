@@ -242,7 +242,8 @@ int train_main(int argc, char** argv) {
   if (summary->stop_signal != 0) return 128 + summary->stop_signal;
   // A SPARQ_FAULT spec this rank never reached fails the trial (fault::check_all_fired); each
   // rank's own, said by that rank.
-  if (const Status fired = fault::check_all_fired(); !fired.is_ok()) {
+  if (const Status fired = fault::check_all_fired(summary->steps - summary->steps_run);
+      !fired.is_ok()) {
     return fail_here(fired, rank, world);
   }
   return 0;

@@ -61,11 +61,12 @@ namespace sparq::train {
 
 namespace {
 
-// --stop-at saves no final checkpoint: a user testing resume must know what there is to
-// resume from (review, 2026-12-07): this run's newest save, else the checkpoint it resumed
-// from, which stays as it was.
-std::string what_stop_at_left(const TrainSummary& s, const std::string& checkpoints,
-                              const std::string& resumed_from) {
+// What a stopped run (a stop signal, --stop-at) leaves to resume from: this run's newest save
+// (a signal saves the step it stopped after; --stop-at saves no final checkpoint), else the
+// checkpoint it resumed from, which stays as it was (review, 2026-12-07: --stop-at said
+// nothing, then "nothing" after a resume).
+std::string what_there_is_to_resume_from(const TrainSummary& s, const std::string& checkpoints,
+                                         const std::string& resumed_from) {
   if (!checkpoints.empty() && s.saved_step == s.steps) {
     return fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints);
   }
@@ -228,15 +229,9 @@ int train_main(int argc, char** argv) {
                s.items_per_s, s.data.unit, format_bytes(s.bytes_per_step), s.compression_ratio,
                s.param_checksum);
     const std::string& checkpoints = config->train.checkpoint_dir;
-    if (s.stop_signal != 0) {
-      fmt::print(
-          report, "{}\n",
-          s.steps_run == 0 ? std::string("no step was run: nothing was saved")
-          : checkpoints.empty()
-              ? std::string("train.checkpoint_dir is not set: nothing was saved")
-              : fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints));
-    } else if (s.stopped_early) {
-      fmt::print(report, "--stop-at: {}\n", what_stop_at_left(s, checkpoints, resume));
+    if (s.stopped_early) {
+      fmt::print(report, "{}{}\n", s.stop_signal != 0 ? "" : "--stop-at: ",
+                 what_there_is_to_resume_from(s, checkpoints, resume));
     }
   }
   if (summary->stop_signal != 0) return 128 + summary->stop_signal;

@@ -315,10 +315,7 @@ ProcessResult two_ranks_resumed_on_one(const fs::path& dir, const std::string& m
 // optim.communicate: update keeps each rank's Adam moments, and dgc its momentum u: both are
 // merged by the mean rule (2 -> 1), bitwise on the files, with the warning for exp_avg_sq.
 TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("sparq_elastic_update_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = sparq::testing::scratch_dir("elastic", "update");
   const std::string mode =
       " --set optim.communicate=update --set compress.name=dgc "
       "--set compress.aggregation=auto --set compress.dgc.density=0.05";
@@ -352,10 +349,7 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
 // optim.communicate: momentum keeps Adam's variance replicated (dense steps, then frozen): it is
 // checked equal and kept, where it was averaged and called an estimate (review, 2026-12-07).
 TEST(ElasticResume, MomentumModeKeepsTheReplicatedVariance) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("sparq_elastic_momentum_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = sparq::testing::scratch_dir("elastic", "momentum");
   const std::string mode =
       " --set optim.communicate=momentum --set optim.freeze_steps=2 "
       "--set compress.dense_warmup_steps=2 --set compress.aggregation=allgather";

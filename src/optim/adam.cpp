@@ -272,4 +272,15 @@ std::vector<StateTensor> Adam::state() {
           flat_state(config_.name + ".exp_avg_sq", v_)};
 }
 
+Optimizer::StateAcrossRanks Adam::state_across_ranks(const std::string& state_name) const {
+  StateAcrossRanks across = Optimizer::state_across_ranks(state_name);
+  if (state_name != config_.name + ".exp_avg_sq") return across;
+  if (communicate_ == "momentum") {
+    across.replicated = true;
+    across.label = "Adam's variance";
+  }
+  across.mean_is_exact = across.replicated;
+  return across;
+}
+
 }  // namespace sparq::optim

@@ -77,6 +77,9 @@ class Adam final : public Optimizer {
   void before_communication(std::int64_t step, ParamRange range) override;
   void step(double lr) override;
   std::vector<StateTensor> state() override;
+  // The variance is replicated in the momentum mode (estimated from the averaged dense steps,
+  // then frozen) and per rank but non-linear in the update mode.
+  StateAcrossRanks state_across_ranks(const std::string& state_name) const override;
   Status check_step(std::int64_t step) const override;
   std::vector<std::pair<std::string, std::int64_t>> counters() const override;
   void set_counter(const std::string& name, std::int64_t value) override;

@@ -143,6 +143,12 @@ Buffer Optimizer::flat_state_buffer() const {
   return Buffer::host(static_cast<std::size_t>(store_.flat_numel()) * sizeof(float), true);
 }
 
+Optimizer::StateAcrossRanks Optimizer::state_across_ranks(const std::string& /*state_name*/) const {
+  StateAcrossRanks across;
+  across.replicated = communicate_ == "gradient";
+  return across;
+}
+
 StateTensor Optimizer::flat_state(std::string name, const Buffer& buffer) const {
   return {std::move(name), buffer.view(DType::kF32, {store_.flat_numel()})};
 }

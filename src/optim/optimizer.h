@@ -128,6 +128,18 @@ class Optimizer {
   // views of the state buffers, each with the store's flat layout, on the store's device
   // (device views on CUDA: the caller stages them).
   virtual std::vector<StateTensor> state() = 0;
+  // How one of state()'s buffers relates across ranks, for a resume on another world size
+  // (train/elastic_resume.h): a replicated buffer holds the same bytes on every rank (checked
+  // and kept); a per-rank one is merged by the mean, which is exact for state linear in the
+  // gradients (momenta) and only an estimate otherwise (a per-rank second moment).
+  struct StateAcrossRanks {
+    bool replicated = true;
+    bool mean_is_exact = true;
+    std::string label = "optimizer state";  // names it in the resume log
+  };
+  // Default: all state replicated where the ranks step on the aggregate (communicate:
+  // gradient), else per rank and linear.
+  virtual StateAcrossRanks state_across_ranks(const std::string& state_name) const;
   void set_steps_taken(std::int64_t steps) { steps_ = steps; }
 
  protected:

@@ -2,6 +2,7 @@
 // (train/elastic_resume.h has the merge rules; train/checkpointing.cpp the same-world resume
 // and the metadata checks both paths share).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "train/checkpoint_layout.h"
 #include "train/elastic_resume.h"
@@ -54,20 +55,23 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
   // The optimizer state and the residual exist or not by settings that may change on resume
   // (optim.momentum, compress.error_feedback, the plan): absent, they start from zeros, and
   // load_checkpoint says so.
-  // Momentum mode keeps Adam's variance replicated (estimated from the averaged dense steps,
-  // then frozen): checked equal, as the parameters, where it was averaged without a check
-  // and the warning below called the mean an estimate (review, 2026-12-07).
-  const bool per_rank_optim = config_.optim.communicate != "gradient";
-  const bool momentum_mode = config_.optim.communicate == "momentum";
-  bool averaged_variance = false;
+  // Which optimizer buffers are replicated is the optimizer's to say (Adam keeps its variance
+  // replicated in the momentum mode: checked equal, as the parameters, where it was once
+  // averaged without a check; review, 2026-12-07). Where any is per rank, one warning says
+  // what the merge means for each.
+  std::vector<std::string> how_merged;
+  bool any_per_rank = false;
   for (const StateTensor& s : optimizer_->state()) {
-    const bool variance = s.name.ends_with(".exp_avg_sq");
-    const bool mean = per_rank_optim && !(momentum_mode && variance);
-    averaged_variance = averaged_variance || (mean && variance);
+    const optim::Optimizer::StateAcrossRanks across = optimizer_->state_across_ranks(s.name);
+    any_per_rank = any_per_rank || !across.replicated;
+    how_merged.push_back(fmt::format("{}: {}", s.name,
+                                     across.replicated ? "the same on every rank, kept"
+                                     : across.mean_is_exact
+                                         ? "exact, linear in the gradients"
+                                         : "an estimate, not linear in the gradients"));
     in.sections.push_back({"optim/" + s.name, s.tensor,
-                           mean ? MergeRule::kMean : MergeRule::kReplicated,
-                           momentum_mode && variance ? "Adam's variance" : "optimizer state",
-                           /*may_be_missing=*/true});
+                           across.replicated ? MergeRule::kReplicated : MergeRule::kMean,
+                           across.label, /*may_be_missing=*/true});
   }
   const std::span<float> residual = exchange_->residual();
   if (!residual.empty()) {
@@ -78,16 +82,13 @@ Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
   } else {
     in.residual_section.clear();
   }
-  if (per_rank_optim && is_root() && !optimizer_->state().empty()) {
-    // Momenta are linear in the gradients, so their mean is exact; second moments (update
-    // mode's Adam) are not, but zeroing them would make the next steps huge.
+  if (any_per_rank && is_root()) {
+    // A non-linear state's mean is only an estimate, but zeroing it (Adam's second moment in
+    // the update mode) would make the next steps huge.
     warnings.push_back(fmt::format(
-        "elastic resume: optim.communicate is {}: each rank's optimizer state becomes the "
+        "elastic resume: optim.communicate is {}: the optimizer state per rank becomes the "
         "mean of the {} old ranks' ({})",
-        config_.optim.communicate, old_world,
-        averaged_variance ? "exact for momenta, an estimate for Adam's exp_avg_sq"
-                          : "exact for momenta; Adam's exp_avg_sq, the same on every rank, "
-                            "is kept"));
+        config_.optim.communicate, old_world, fmt::join(how_merged, "; ")));
   }
   return merge_elastic_checkpoint(in);
 }

@@ -1,7 +1,7 @@
 // Optimizer state across skipped steps (a non-finite aggregate: before_communication ran,
 // step() did not) and the f32 limits of the Adam settings: the cases a review found where the
 // bias corrections counted steps the state had not taken, or a setting the f32 moments cannot
-// hold was accepted.
+// hold was accepted; and what each state buffer is across ranks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +218,37 @@ TEST(OptimizerSkips, BetasAndEpsTheF32MomentsCannotHoldAreRefused) {
   edge.beta2 = kMaxBeta;
   edge.eps = 1.2e-38;
   EXPECT_TRUE(make_optimizer(edge, s).is_ok());
+}
+
+// What a resume on another world size does with each state buffer (elastic_resume.h) is the
+// optimizer's to say: replicated where the ranks step on the aggregate and for Adam's frozen
+// variance in the momentum mode, per rank otherwise, the second moment's mean an estimate.
+TEST(OptimizerState, EachBufferSaysHowItRelatesAcrossRanks) {
+  ParamStore s = one_tensor();
+  struct Case {
+    std::string name, communicate, buffer;
+    bool replicated, exact;
+  };
+  for (const Case& c : std::vector<Case>{{"adamw", "gradient", "adamw.exp_avg_sq", true, true},
+                                         {"adamw", "momentum", "adamw.exp_avg", false, true},
+                                         {"adamw", "momentum", "adamw.exp_avg_sq", true, true},
+                                         {"adamw", "update", "adamw.exp_avg", false, true},
+                                         {"adamw", "update", "adamw.exp_avg_sq", false, false},
+                                         {"adam", "update", "adam.exp_avg_sq", false, false},
+                                         {"sgd", "gradient", "sgd.momentum", true, true},
+                                         {"sgd", "update", "sgd.momentum", false, true}}) {
+    OptimConfig config = adamw_with(c.communicate.c_str(), c.communicate == "momentum" ? 2 : 0);
+    config.name = c.name;
+    if (c.name == "sgd") config.momentum = 0.9;
+    auto opt = make_optimizer(config, s);
+    ASSERT_TRUE(opt.is_ok()) << opt.status().message();
+    bool listed = false;
+    for (const StateTensor& t : (*opt)->state()) listed = listed || t.name == c.buffer;
+    ASSERT_TRUE(listed) << c.buffer;
+    const Optimizer::StateAcrossRanks across = (*opt)->state_across_ranks(c.buffer);
+    EXPECT_EQ(across.replicated, c.replicated) << c.name << " " << c.communicate << " " << c.buffer;
+    EXPECT_EQ(across.mean_is_exact, c.exact) << c.name << " " << c.communicate << " " << c.buffer;
+  }
 }
 
 }  // namespace

@@ -324,7 +324,10 @@ TEST(ElasticResume, PerRankOptimizerAndDgcStateAreAveraged) {
   const fs::path two4 = dir / "two" / "step-00000004";
   EXPECT_NE(r.output.find("optimizer state kept (mean of 2)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("dgc compressor state mean of 2"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("an estimate for Adam's exp_avg_sq"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("adamw.exp_avg: exact, linear in the gradients; adamw.exp_avg_sq: an "
+                          "estimate, not linear in the gradients"),
+            std::string::npos)
+      << r.output;
   const auto two = read_all(two4, 2);
   const auto one = read_all(dir / "one" / "step-00000004", 1);
   std::size_t checked = 0;
@@ -358,7 +361,8 @@ TEST(ElasticResume, MomentumModeKeepsTheReplicatedVariance) {
   const fs::path two4 = dir / "two" / "step-00000004";
   EXPECT_NE(r.output.find("Adam's variance rank 0's (the same in all 2 files)"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("exact for momenta; Adam's exp_avg_sq, the same on every rank, is kept"),
+  EXPECT_NE(r.output.find("adamw.exp_avg: exact, linear in the gradients; adamw.exp_avg_sq: the "
+                          "same on every rank, kept"),
             std::string::npos)
       << r.output;
   const auto two = read_all(two4, 2);

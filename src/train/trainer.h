@@ -101,8 +101,9 @@ class Trainer {
     // 1..63) asks the run to stop. The ranks agree (Note [Stopping on a signal],
     // train/stop_signals.h) and all stop after the same step; run() then saves a checkpoint
     // when train.checkpoint_dir is set (no final evaluation) and returns a summary with
-    // stop_signal set. Unset: run() never polls and adds no collective. Set it on every rank
-    // or on none: the poll is a collective.
+    // stop_signal set. Any other non-zero value fails the run with an error naming it, on
+    // every rank. Unset: run() never polls and adds no collective. Set it on every rank or on
+    // none: the poll is a collective.
     std::function<int()> stop_requested;
   };
   static Result<std::unique_ptr<Trainer>> create(const TrainConfig& config,

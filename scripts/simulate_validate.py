@@ -15,6 +15,12 @@ the others repeat some of its cells: each repeated cell gets its errors in every
 median, and the count of cells within 15% is given both ways. A cell measured more than once in
 one run counts once, by its latest record (bench/cluster_report.py's rule).
 
+Records of other cells (ddp_*, the floors) are left out. A sparq cell's record of a model not in
+MODELS below is skipped and said on standard error, model by model. A record that lacks a key
+the script reads (run, model, world, link, status; for status ok also step_ms, forward_ms,
+backward_ms, sparq_bytes_sent), or holds a non-number there, ends the script (exit 1) with one
+line per record naming the file, line, run and cell.
+
 --busy-comm-rate gives, per world size and link, communication's rate while backward computes
 (simulate --busy-comm-rate; docs/simulate.md, "Communication under compute"), as measured on
 the same test bed by scripts/measure_busy_comm_rate.sh; a cell without an entry uses 1.
@@ -39,6 +45,13 @@ CELLS = {"sparq_none": "dense_f32", "sparq_bf16": "dense_bf16", "sparq_lbs": "lb
 MODELS = {"gpt2-tiny": ("configs/bench/gpt2_tiny.yaml", 8, 128),
           "gpt2-30m": ("configs/bench/gpt2_30m.yaml", 4, 256)}
 TARGET = 0.15  # the issue's bound on |predicted - measured| / measured step time
+# The keys read from a record: the cell's identity (every record of a sparq cell, whatever its
+# status), and the measurements (the records that count, status "ok"). cluster_report.py writes
+# a measurement it has no steps for as null, so null counts as missing. optimizer_ms (recorded
+# since 12-03) and exposed_comm_ms are optional.
+IDENTITY_KEYS = ("run", "model", "world", "link", "status")
+MEASURED_KEYS = ("step_ms", "forward_ms", "backward_ms", "sparq_bytes_sent")
+OPTIONAL_KEYS = ("optimizer_ms", "exposed_comm_ms")
 
 
 def parse_busy_rates(text):
@@ -57,6 +70,43 @@ def parse_busy_rates(text):
             sys.exit(f"simulate_validate.py: --busy-comm-rate entry '{item}': the rate must be in (0, 1]")
         rates[(world, link)] = rate
     return rates
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def where(path, line, r):
+    """'results.jsonl, line 7 (run A, gpt2-tiny N=2 1gbit sparq_lbs)': a record, for messages."""
+    show = lambda key: str(r[key]) if r.get(key) is not None else "?"
+    return (f"{path}, line {line} (run {show('run')}, {show('model')} N={show('world')} "
+            f"{show('link')} {show('cell')})")
+
+
+def identity_problems(r):
+    """What is wrong with the keys that place a sparq cell's record: [] if nothing."""
+    problems = []
+    missing = [k for k in IDENTITY_KEYS if r.get(k) is None]
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    if r.get("world") is not None and (not isinstance(r["world"], int) or isinstance(r["world"], bool)
+                                       or r["world"] < 1):
+        problems.append(f"world {json.dumps(r['world'])} is not a positive integer")
+    return problems
+
+
+def measurement_problems(r):
+    """What is wrong with the measurements of a record that counts (status ok): [] if nothing."""
+    problems = []
+    missing = [k for k in MEASURED_KEYS if r.get(k) is None]
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    for k in MEASURED_KEYS + OPTIONAL_KEYS:
+        if r.get(k) is not None and not is_number(r[k]):
+            problems.append(f"{k} {json.dumps(r[k])} is not a number")
+    if is_number(r.get("step_ms")) and r["step_ms"] <= 0:
+        problems.append(f"step_ms {r['step_ms']} is not above 0")
+    return problems
 
 
 def simulate(binary, record, profile, measured_compute, busy_rate):
@@ -169,34 +219,73 @@ def main():
     wanted = [r for r in args.run.split(",") if r]
     # bench/cluster_report.py's rule: a cell measured again replaces the earlier record, so the
     # latest record of each (run, model, world, link, cell) counts (if it failed, the cell is out).
-    latest = {}
+    latest = {}  # key -> (line number, record)
     superseded = 0
+    unreadable = []  # line numbers that are not a JSON object
+    unknown_models = {}  # model -> records of a sparq cell skipped for it
+    bad = []  # (line number, message): one per record the script cannot use
     try:
         results = open(args.results)
     except OSError as e:
         sys.exit(f"simulate_validate.py: cannot read {args.results} (--results): {e.strerror}")
     with results as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             line = line.strip()
             if not line:
                 continue
             try:
                 r = json.loads(line)
             except ValueError:
-                continue  # a line cut by a killed run, as cluster_report.py skips it
+                r = None
+            if not isinstance(r, dict):
+                unreadable.append(number)  # a line cut by a killed run, as cluster_report.py skips it
+                continue
             if wanted and r.get("run") not in wanted:
                 continue
-            if r.get("cell") in CELLS and r.get("model") in MODELS:
-                key = (r.get("run"), r["model"], r.get("world"), r.get("link"), r["cell"])
-                superseded += key in latest
-                latest[key] = r  # a dict keeps the first position: the cell's place in its run
-    records = [r for r in latest.values() if r.get("status") == "ok"]
+            if r.get("cell") not in CELLS:
+                continue  # the other cells of bench_cluster.sh (ddp_*, floors) are not simulated
+            if r.get("model") is not None and r["model"] not in MODELS:
+                # A model without a config and micro-batch in MODELS (bench_cluster.sh's
+                # model_config()) cannot be simulated: skipped, and said below.
+                name = str(r["model"])
+                unknown_models[name] = unknown_models.get(name, 0) + 1
+                continue
+            problems = identity_problems(r)
+            if problems:
+                if r.get("status") == "ok":
+                    problems += measurement_problems(r)
+                bad.append((number, f"{where(args.results, number, r)}: {'; '.join(problems)}"))
+                continue
+            key = (r["run"], r["model"], r["world"], r["link"], r["cell"])
+            superseded += key in latest
+            latest[key] = (number, r)  # a dict keeps the first position: the cell's place in its run
+    if unreadable:
+        shown = ", ".join(map(str, unreadable[:10])) + (", ..." if len(unreadable) > 10 else "")
+        print(f"simulate_validate.py: skipped {len(unreadable)} line(s) of {args.results} that are "
+              f"not a JSON record (line {shown}; a line cut by a killed run)", file=sys.stderr)
+    if unknown_models:
+        listed = ", ".join(f"{m} ({n} record{'s' if n > 1 else ''})" for m, n in unknown_models.items())
+        print(f"simulate_validate.py: skipped the sparq cell records of models this script does not "
+              f"know: {listed}; it knows {', '.join(MODELS)} (MODELS in scripts/simulate_validate.py, "
+              "bench_cluster.sh's model_config())", file=sys.stderr)
+    records = []
+    for number, r in latest.values():
+        if r["status"] != "ok":
+            continue  # the cell's latest measurement failed: the cell is out
+        problems = measurement_problems(r)
+        if problems:
+            bad.append((number, f"{where(args.results, number, r)}: {'; '.join(problems)}"))
+        else:
+            records.append(r)
+    if bad:
+        sys.exit("\n".join(f"simulate_validate.py: {message}" for _, message in sorted(bad)))
     if superseded:
         print(f"simulate_validate.py: {superseded} record(s) replaced by a later record of the same "
               "cell in the same run (the latest counts)", file=sys.stderr)
     if not records:
-        sys.exit(f"simulate_validate.py: no sparq cell records in {args.results}"
-                 f"{' for run ' + args.run if args.run else ''}")
+        sys.exit(f"simulate_validate.py: no sparq cell records of {' or '.join(MODELS)} with status ok "
+                 f"in {args.results}{' for run ' + args.run if args.run else ''}"
+                 f"{' (other models skipped, above)' if unknown_models else ''}")
     runs = wanted or list(dict.fromkeys(r["run"] for r in records))
     missing = [run for run in runs if not any(r["run"] == run for r in records)]
     if missing:

@@ -5,7 +5,9 @@
 #  - a cell measured in two runs gets both errors and their median, and the counts;
 #  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule);
 #  - missing inputs, a failing simulate and bad CSV values are one-line errors, no traceback
-#    (simulate_validate.py and plot_scaling.py).
+#    (simulate_validate.py and plot_scaling.py);
+#  - a record without a key the script reads is a one-line error naming file, line, run and
+#    cell; records of a model the script does not know are skipped and said, model by model.
 #   simulate_validate_test.sh <source dir> <simulate binary>
 set -euo pipefail
 src=$1
@@ -171,6 +173,51 @@ no_trace "a missing --simulate" "cannot run $work/none (--simulate)" \
   python3 scripts/simulate_validate.py --results "$work/results.jsonl" --simulate "$work/none" --run A --out "$work/w"
 no_trace "a failing simulate" "$(command -v false) failed (exit 1) on the record A gpt2-tiny" \
   python3 scripts/simulate_validate.py --results "$work/results.jsonl" --simulate "$(command -v false)" --run A --out "$work/w"
+# A record without forward_ms, sparq_bytes_sent or link ended in a bare KeyError naming no
+# record; one of a model not in MODELS (gpt2-124M) was dropped without a word, and the script
+# then said "no sparq cell records" (review, 2026-12-07).
+python3 - "$work/keys.jsonl" "$work/models.jsonl" <<'EOF'
+import json, sys
+base = {"run": "K", "model": "gpt2-tiny", "world": 2, "link": "1gbit", "cell": "sparq_lbs", "status": "ok",
+        "forward_ms": 310.0, "backward_ms": 30.0, "optimizer_ms": 18.0, "exposed_comm_ms": 10.0,
+        "sparq_bytes_sent": 140000.0, "step_ms": 370.0}
+drop = lambda *keys: {k: v for k, v in base.items() if k not in keys}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(base) + "\n")
+    f.write(json.dumps(dict(drop("forward_ms", "sparq_bytes_sent"), cell="sparq_lbs_2p")) + "\n")
+    f.write(json.dumps(dict(drop("link"), cell="sparq_none")) + "\n")
+    f.write(json.dumps(dict(base, cell="sparq_bf16", step_ms=None)) + "\n")  # cluster_report.py's null
+    # A failed record has no measurements: not an error (the cell is out).
+    f.write(json.dumps(dict(drop("forward_ms", "backward_ms", "step_ms"), cell="sparq_powersgd",
+                            status="failed")) + "\n")
+with open(sys.argv[2], "w") as f:
+    for run, model in (("M", "gpt2-124M"), ("M", "gpt2-124M"), ("M", "llama-7b"), ("N", "gpt2-124M")):
+        f.write(json.dumps(dict(base, run=run, model=model)) + "\n")
+    f.write(json.dumps(dict(base, run="N")) + "\n")
+    f.write(json.dumps(dict(base, run="N", model="gpt2-124M", cell="ddp_dense")) + "\n")  # not a sparq cell
+EOF
+rm -f "$work/w.csv"
+no_trace "records without forward_ms, sparq_bytes_sent and link" \
+  "$work/keys.jsonl, line 2 (run K, gpt2-tiny N=2 1gbit sparq_lbs_2p): missing forward_ms, sparq_bytes_sent" \
+  python3 scripts/simulate_validate.py --results "$work/keys.jsonl" --simulate "$sim" --out "$work/w"
+grep -q -- "$work/keys.jsonl, line 3 (run K, gpt2-tiny N=2 ? sparq_none): missing link" "$work/bad.txt" ||
+  fail "the record without link is not named: $(cat "$work/bad.txt")"
+grep -q -- "$work/keys.jsonl, line 4 (run K, gpt2-tiny N=2 1gbit sparq_bf16): missing step_ms" "$work/bad.txt" ||
+  fail "the record with a null step_ms is not named: $(cat "$work/bad.txt")"
+[[ $(grep -c "simulate_validate.py: " "$work/bad.txt") -eq 3 ]] ||
+  fail "want one line for each of the 3 bad records (not the good or the failed one): $(cat "$work/bad.txt")"
+[[ -e "$work/w.csv" ]] && fail "a table was written despite bad records"
+no_trace "records of unknown models only" \
+  "no sparq cell records of gpt2-tiny or gpt2-30m with status ok in $work/models.jsonl for run M" \
+  python3 scripts/simulate_validate.py --results "$work/models.jsonl" --run M --simulate "$sim" --out "$work/w"
+grep -q "skipped the sparq cell records of models this script does not know: gpt2-124M (2 records), llama-7b (1 record)" \
+  "$work/bad.txt" || fail "the unknown models of run M are not listed: $(cat "$work/bad.txt")"
+# Beside a known model they are skipped, said on standard error, and the known model's cell counts.
+python3 scripts/simulate_validate.py --results "$work/models.jsonl" --run N --simulate "$sim" \
+    --out "$work/n" 2> "$work/log_n.txt" || fail "run N with an unknown model beside: $(cat "$work/log_n.txt")"
+grep -q "does not know: gpt2-124M (1 record); it knows gpt2-tiny, gpt2-30m" "$work/log_n.txt" ||
+  fail "the skipped gpt2-124M record of run N is not said: $(cat "$work/log_n.txt")"
+[[ $(tail -n +2 "$work/n.csv" | cut -d, -f1,2) == "N,gpt2-tiny" ]] || fail "run N's table: $(cat "$work/n.csv")"
 if python3 -c "import matplotlib" 2>/dev/null; then
   no_trace "a missing CSV" "plot_scaling.py: cannot read $work/none.csv" \
     python3 scripts/plot_scaling.py "$work/plots" "$work/none.csv"

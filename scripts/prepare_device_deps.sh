@@ -3,7 +3,8 @@
 # and Python but no Debian -dev packages and no network: the header-only and library
 # dependencies as Debian 12 packages, downloaded here and unpacked (dpkg -x) into
 # .device-deps/root, an ignored folder of the checkout (about 15 MiB). Carry that folder to
-# the GPU machine with the working tree (the device tool's `carry: [".device-deps"]`).
+# the GPU machine with the working tree (the device tool's `carry: [".device-deps"]`, in each
+# of gpu_check.sh's calls: `build`, then the stages; see its first lines and docs/gpu.md).
 #
 #   scripts/prepare_device_deps.sh     # idempotent; needs apt-get (no root needed)
 set -euo pipefail

@@ -95,8 +95,10 @@ std::string known_names() {
 
 Status register_aggregation(AggregationRegistration r) {
   if (!is_registry_name(r.name) || r.name == "auto") {
-    return Status::error("register_aggregation: name '{}' must match [a-z][a-z0-9_]* and not "
-                         "be 'auto'", r.name);
+    return Status::error(
+        "register_aggregation: name '{}' must match [a-z][a-z0-9_]* {}, and "
+        "not be 'auto'",
+        r.name, kNotNullRule);
   }
   if (!r.factory) return Status::error("register_aggregation: {}: no factory", r.name);
   return registry().add(std::move(r), "register_aggregation");

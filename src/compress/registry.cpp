@@ -32,7 +32,8 @@ const std::set<std::string>& general_compress_keys() {
 
 Status register_compressor(CompressorRegistration r) {
   if (!is_registry_name(r.name)) {
-    return Status::error("register_compressor: name '{}' must match [a-z][a-z0-9_]*", r.name);
+    return Status::error("register_compressor: name '{}' must match [a-z][a-z0-9_]* {}", r.name,
+                         kNotNullRule);
   }
   // Its settings section compress.<name> would be the general key itself: every config that
   // chose it was refused with "compress.seed: set twice" (review, 2026-12-05).
@@ -44,8 +45,8 @@ Status register_compressor(CompressorRegistration r) {
   std::set<std::string> seen;
   for (const ConfigKey& key : r.keys) {
     if (!is_registry_name(key.name)) {
-      return Status::error("register_compressor: {}: key '{}' must match [a-z][a-z0-9_]*",
-                           r.name, key.name);
+      return Status::error("register_compressor: {}: key '{}' must match [a-z][a-z0-9_]* {}",
+                           r.name, key.name, kNotNullRule);
     }
     if (!seen.insert(key.name).second) {
       return Status::error("register_compressor: {}: key '{}' declared twice", r.name, key.name);

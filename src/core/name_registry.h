@@ -17,9 +17,15 @@
 
 namespace sparq {
 
-// [a-z][a-z0-9_]* plus the characters in `extra` after the first.
+// The rule every registry's error states after its pattern.
+inline constexpr std::string_view kNotNullRule = "and not 'null', which YAML reads as no value";
+
+// [a-z][a-z0-9_]* plus the characters in `extra` after the first, and not `null`: a name is
+// written unquoted in configs (effective_yaml too), where YAML reads `null` as no value, so
+// such a registration could never be selected and its error listed 'null' as known (review,
+// 2026-12-07). YAML's other plain words (true, off, yes) are read back as the same text.
 inline bool is_registry_name(std::string_view name, std::string_view extra = "") {
-  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  if (name.empty() || !(name[0] >= 'a' && name[0] <= 'z') || name == "null") return false;
   return std::all_of(name.begin(), name.end(), [&](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
            extra.find(c) != std::string_view::npos;

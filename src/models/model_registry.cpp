@@ -16,7 +16,8 @@ NameRegistry<ModelRegistration>& registry() {
 
 Status register_model(ModelRegistration r) {
   if (!is_registry_name(r.name, "-.")) {
-    return Status::error("register_model: name '{}' must match [a-z][a-z0-9_.-]*", r.name);
+    return Status::error("register_model: name '{}' must match [a-z][a-z0-9_.-]* {}", r.name,
+                         kNotNullRule);
   }
   if (!r.factory) return Status::error("register_model: {}: no factory", r.name);
   const auto builtin = model_preset_names();

@@ -85,6 +85,9 @@ TEST(CompressorRegistry, RefusesBadRegistrations) {
   };
   refused({"topk", "again", {}, make_scaled}, "'topk' is already registered");
   refused({"Bad-Name", "", {}, make_scaled}, "must match [a-z][a-z0-9_]*");
+  // YAML reads an unquoted null as no value: no config could select it (review, 2026-12-07).
+  refused({"null", "", {}, make_scaled}, "name 'null' must match [a-z][a-z0-9_]* and not 'null'");
+  refused({"nullish", "", {{"null", "x"}}, make_scaled}, "key 'null' must match");
   refused({"no_factory", "", {}, nullptr}, "no_factory: no factory");
   refused({"twice", "", {{"a", "x"}, {"a", "y"}}, make_scaled}, "key 'a' declared twice");
   // Its section compress.seed would be the general key: every config choosing it failed.
@@ -149,6 +152,13 @@ TEST(AggregationRegistry, BuiltinsAndExternalStrategiesByName) {
   EXPECT_FALSE(register_aggregation({"auto", "", {}, [](const AggregatorOptions& o) {
                  return make_aggregator(Aggregation::kAllgather, o);
                }}).is_ok());
+  EXPECT_FALSE(register_aggregation({"null",
+                                     "",
+                                     {},
+                                     [](const AggregatorOptions& o) {
+                                       return make_aggregator(Aggregation::kAllgather, o);
+                                     }})
+                   .is_ok());
   EXPECT_FALSE(register_aggregation({"allgather", "", {}, [](const AggregatorOptions& o) {
                  return make_aggregator(Aggregation::kAllgather, o);
                }}).is_ok());

@@ -383,6 +383,8 @@ TEST(EmbeddingApi, ModelRegistrationErrors) {
   EXPECT_TRUE(contains(again.message(), "'test_bigram' is already registered")) << again.message();
   const Status builtin = register_model({"gpt2-tiny", "", defaults, factory});
   EXPECT_TRUE(contains(builtin.message(), "'gpt2-tiny' is a built-in preset")) << builtin.message();
+  const Status null_name = register_model({"null", "", defaults, factory});
+  EXPECT_TRUE(contains(null_name.message(), "and not 'null'")) << null_name.message();
   defaults.n_head = 3;  // 128 is not divisible by 3
   const Status invalid = register_model({"test_bad", "", defaults, factory});
   EXPECT_TRUE(contains(invalid.message(), "not divisible by n_head 3")) << invalid.message();

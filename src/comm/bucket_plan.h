@@ -40,7 +40,8 @@ struct BucketPlanConfig {
   std::vector<std::string> dense_patterns;  // shell-style globs on parameter names
   // Tensors that share no bucket with any other tensor (still split by the caps): set by the
   // trainer for the split tied embedding, whose buckets are ready long before their
-  // neighbours' (Note [Tied embedding split], models/model.h). Not a config key.
+  // neighbours' (Note [Tied embedding split], models/model.h). Not a config key: the
+  // trainer sets it, whatever a TrainConfig holds.
   std::vector<std::string> isolated;
 
   Status validate(const std::string& prefix = "comm.") const;

@@ -22,7 +22,9 @@ struct LrScheduleConfig {
   std::string kind = "constant";  // constant | step | linear | cosine
   double lr = 1e-3;
   std::int64_t warmup_steps = 0;
-  std::int64_t total_steps = 0;   // linear/cosine: where the decay reaches min_lr
+  // linear/cosine: where the decay reaches min_lr. In a TrainConfig it is derived, not set:
+  // train.steps (the config reader and the trainer set it).
+  std::int64_t total_steps = 0;
   double min_lr = 0.0;            // floor for linear/cosine
   std::int64_t step_size = 1000;  // step: decay interval
   double gamma = 0.1;             // step: decay factor

@@ -46,11 +46,19 @@ Status check_model_follows_spec(const TrainConfig& config, const std::string& or
 }  // namespace
 
 Result<TrainConfig> validate_train_config(const TrainConfig& config) {
-  const std::string origin = config.origin.empty() ? "<in-code config>" : config.origin;
+  const std::string yaml = effective_yaml(config);
+  // A loaded config edited in code since: its errors name the edit, where they blamed the
+  // file, which holds no such value, and dropped its --set keys (review, 2026-12-07).
+  const bool edited_since_loaded =
+      !config.origin.empty() && !config.resolved_yaml.empty() && yaml != config.resolved_yaml;
+  const std::string origin = config.origin.empty() ? std::string("<in-code config>")
+                             : edited_since_loaded ? config.where() + ", edited in code"
+                                                   : config.origin;
   SPARQ_RETURN_IF_ERROR(check_model_follows_spec(config, origin));
-  SPARQ_ASSIGN_OR_RETURN(TrainConfig validated,
-                         parse_train_config(effective_yaml(config), origin, {}));
-  // The --set keys it was read with still name where its values came from (TrainConfig::where).
+  SPARQ_ASSIGN_OR_RETURN(TrainConfig validated, parse_train_config(yaml, origin, {}));
+  // Still the file it was read from, and the --set keys it was read with still name where its
+  // values came from (TrainConfig::where).
+  if (!config.origin.empty()) validated.origin = config.origin;
   if (!config.origin_with_overrides.empty()) {
     validated.origin_with_overrides = config.origin_with_overrides;
   }

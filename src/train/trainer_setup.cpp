@@ -95,13 +95,19 @@ Status Trainer::build(const Options& options) {
   batches_.resize(static_cast<std::size_t>(slots));
 
   SPARQ_ASSIGN_OR_RETURN(optimizer_, optim::make_optimizer(c.optim, store_));
-  schedule_ = std::make_unique<optim::LrSchedule>(c.schedule);
+  // Fields derived from others, not settings: set here from what they follow, so an edit of a
+  // validated config in code (which effective_yaml does not write, so nothing revalidated it)
+  // cannot reach the schedule or the plan unchecked (review, 2026-12-07).
+  optim::LrScheduleConfig schedule = c.schedule;
+  schedule.total_steps = c.train.steps;  // decays end with the run (config_sections.cpp)
+  schedule_ = std::make_unique<optim::LrSchedule>(schedule);
 
   const std::int64_t tied_rows =
       model_->tied_embedding().empty() ? 0 : store_.entry(model_->tied_embedding()).spec.shape[0];
   SPARQ_ASSIGN_OR_RETURN(split_tied_, resolve_tied_split(c, tied_rows, comm_.size()));
   SPARQ_RETURN_IF_ERROR(c.comm.plan.check_patterns_match(store_).with_context(c.where()));
   comm::BucketPlanConfig plan_config = c.comm.plan;
+  plan_config.isolated.clear();
   if (split_tied_) plan_config.isolated = {model_->tied_embedding()};
   auto plan = comm::BucketPlan::build(store_, model_->layers(), plan_config);
   if (!plan.is_ok()) return plan.status().with_context(c.where() + ": comm");

@@ -2,7 +2,8 @@
 // 2026-12-05): a dry run with stop_at or an export (dropped without a word), a malformed
 // SPARQ_FAULT (which aborted the process at the first step of an embedder's run), a
 // checkpoint directory that cannot be made (found at the final save), and a VGG batch norm
-// that would see one value per channel (2026-12-06: an abort at the first step).
+// that would see one value per channel (2026-12-06: an abort at the first step); and a
+// config edited in code after it was loaded or validated (2026-12-07).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/log_capture.h"
 #include "compress/aggregation.h"
@@ -276,6 +278,50 @@ TEST(RunOptions, TrainStepEndsTheJobAfterTooManyNonFiniteSteps) {
         for (int s = 0; s < 10; ++s) (void)trainer->train_step();
       },
       "the gradient was not finite in 2 steps in a row \\(train.max_nonfinite_in_a_row = 2\\)");
+}
+
+// A loaded config edited in code: the error names the edit and the --set keys, where it blamed
+// the file, which holds no such value (review, 2026-12-07).
+TEST(RunOptions, AnErrorInALoadedConfigEditedInCodeSaysSo) {
+  const std::string file = std::string(SPARQ_SOURCE_DIR) + "/configs/default.yaml";
+  train::TrainConfig config = train::load_train_config(file, {"train.steps=50"}).value();
+  config.schedule.lr = -1;
+  auto refused = train::validate_train_config(config);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message().rfind(
+                file + " with --set train.steps, edited in code: optim.lr: must be >= 0", 0),
+            0u)
+      << refused.status().message();
+  config.schedule.lr = 0.01;
+  auto accepted = train::validate_train_config(config);
+  ASSERT_TRUE(accepted.is_ok()) << accepted.status().message();
+  EXPECT_EQ(accepted->origin, file);  // still the file it was read from
+}
+
+// Fields derived from others (the schedule's end, the plan's isolated tensors) edited after
+// validation reached the trainer unchecked, as effective_yaml does not write them: the
+// trainer sets them from what they follow (review, 2026-12-07).
+TEST(RunOptions, DerivedFieldsEditedInCodeFollowWhatTheyDeriveFrom) {
+  train::TrainConfig config = train::default_train_config().value();
+  config.train.steps = 4;
+  config.train.eval_batches = 1;
+  config.schedule.kind = "cosine";
+  config = train::validate_train_config(config).value();
+  const auto lrs = [](const train::TrainConfig& c) {
+    std::vector<double> seen;
+    train::RunOptions options;
+    options.trainer.on_step = [&](const train::StepMetrics& m) { seen.push_back(m.result.lr); };
+    auto comm = train::make_communicator(c.comm).value();
+    EXPECT_TRUE(train::run_training(c, *comm, options).is_ok());
+    return seen;
+  };
+  const std::vector<double> want = lrs(config);
+  ASSERT_EQ(want.size(), 4u);
+  EXPECT_LT(want[3], 0.5 * want[0]);  // decayed over the 4 steps
+  train::TrainConfig edited = config;
+  edited.schedule.total_steps = 1000;
+  edited.comm.plan.isolated = {"wte"};
+  EXPECT_EQ(lrs(edited), want);
 }
 
 }  // namespace

@@ -71,3 +71,11 @@ write_basic_package_version_file(
 install(FILES ${PROJECT_BINARY_DIR}/sparqConfig.cmake ${PROJECT_BINARY_DIR}/sparqConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/SparqCudaLibraries.cmake
         DESTINATION ${SPARQ_INSTALL_CMAKEDIR})
+
+# The build tree is a package too (find_package(sparq) with sparq_DIR=<build dir>): the same
+# config file, over the targets exported from the build, whose include directories are the
+# source tree's (BUILD_INTERFACE). Without it the build dir's sparqConfig.cmake failed on a
+# missing sparqTargets.cmake (review, 2026-12-07).
+export(EXPORT sparqTargets NAMESPACE sparq:: FILE ${PROJECT_BINARY_DIR}/sparqTargets.cmake)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/SparqCudaLibraries.cmake
+               ${PROJECT_BINARY_DIR}/SparqCudaLibraries.cmake COPYONLY)

@@ -146,7 +146,9 @@ class NcclCommunicator final : public Communicator {
 
 // Fails (Status) without a visible CUDA device, when a host runs more ranks than it has
 // devices, when the bootstrap is not a host communicator, or when options.emulate.ranks is
-// set for a world of several ranks. Collective over `bootstrap`.
+// set for a world of several ranks, and when NCCL's own start fails or times out on any rank
+// (ncclGetUniqueId, ncclCommInitRankConfig: every rank returns the error). Collective over
+// `bootstrap`.
 Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& bootstrap,
                                                                  NcclOptions options = {});
 

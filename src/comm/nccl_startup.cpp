@@ -3,10 +3,12 @@
 // communicator, every failure agreed before any rank enters NCCL's init alone.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/device_identity.h"
@@ -19,6 +21,39 @@
 #include "core/log.h"
 
 namespace sparq::comm {
+namespace {
+
+// ncclCommInitRankConfig in non-blocking mode, polled until it settles or `timeout_s` passes;
+// the error names NCCL's result and its last message (NCCL_DEBUG=WARN says more).
+Status start_nccl(ncclComm_t* comm, int size, const ncclUniqueId& id, int rank, ncclConfig_t config,
+                  double timeout_s) {
+  const auto failure = [&](ncclResult_t result, const std::string& what) {
+    return Status::error("make_nccl_communicator: {}: {}{}{}", what, ncclGetErrorString(result),
+                         *ncclGetLastError(*comm) ? ": " : "", ncclGetLastError(*comm));
+  };
+  const ncclResult_t init = ncclCommInitRankConfig(comm, size, id, rank, &config);
+  if (init != ncclSuccess && init != ncclInProgress) {
+    return failure(init, "ncclCommInitRankConfig");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t query = ncclCommGetAsyncError(*comm, &state);
+    if (query != ncclSuccess) return failure(query, "ncclCommGetAsyncError after the init");
+    if (state == ncclSuccess) return Status::ok();
+    if (state != ncclInProgress) return failure(state, "ncclCommInitRankConfig");
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+        timeout_s) {
+      return Status::error(
+          "make_nccl_communicator: ncclCommInitRankConfig still in progress "
+          "after {} s (comm.timeout_s)",
+          timeout_s);
+    }
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
 
 Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& bootstrap,
                                                                  NcclOptions options) {
@@ -72,17 +107,38 @@ Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& b
         shared->first, shared->second, device, devices,
         std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "unset");
   }
+  // NCCL's start is the step most likely to fail on a new machine (its topology probe, shared
+  // memory, a sandbox): a failure is returned, agreed by every rank, rather than ending the
+  // job, so that the caller can say what to do (a one-rank trainer falls back to the thread
+  // queue) and NCCL's reason reaches the log (review, 2026-12-07: it aborted the process).
   ncclUniqueId id{};
-  if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  std::int32_t id_failed = 0, any_id_failed = 0;
+  ncclResult_t id_result = ncclSuccess;
+  if (rank == 0) {
+    id_result = ncclGetUniqueId(&id);
+    id_failed = id_result == ncclSuccess ? 0 : 1;
+  }
+  bootstrap.allreduce(&id_failed, &any_id_failed, 1, DType::kI32, ReduceOp::kSum);
+  if (any_id_failed != 0) {
+    return Status::error("make_nccl_communicator: ncclGetUniqueId failed on rank 0{}",
+                         rank == 0 ? std::string(": ") + ncclGetErrorString(id_result) : "");
+  }
   bootstrap.broadcast(&id, sizeof(id), DType::kU8, 0);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that init and every call can be polled, timed out and aborted
   ncclComm_t raw = nullptr;
-  NCCL_CHECK(ncclCommInitRankConfig(&raw, size, id, rank, &config));
-  auto comm = std::make_unique<NcclCommunicator>(NcclCommHandle(raw), cuda::Stream(), rank, size,
-                                                 device, options.timeout_s, options.emulate);
-  comm->settle("ncclCommInitRankConfig");
-  return comm;
+  const Status started = start_nccl(&raw, size, id, rank, config, options.timeout_s);
+  NcclCommHandle handle(raw);
+  std::int32_t failed = started.is_ok() ? 0 : 1, any_failed = 0;
+  bootstrap.allreduce(&failed, &any_failed, 1, DType::kI32, ReduceOp::kSum);
+  if (any_failed != 0) {
+    handle.abort();
+    if (!started.is_ok()) return started;
+    return Status::error("make_nccl_communicator: NCCL's start failed on {} other rank(s)",
+                         any_failed);
+  }
+  return std::make_unique<NcclCommunicator>(std::move(handle), cuda::Stream(), rank, size, device,
+                                            options.timeout_s, options.emulate);
 }
 
 }  // namespace sparq::comm

@@ -152,11 +152,24 @@ Status Trainer::connect_buckets() {
     // agreeing that build() succeeded everywhere.
     const comm::NcclQueueOptions options{
         .timeout_s = c.comm.timeout_s, .trace = &trace_, .emulate = c.comm.emulate};
+    Status started;
     SPARQ_RETURN_IF_ERROR(run_control("NCCL bootstrap", [&](comm::Communicator& host) {
-      SPARQ_ASSIGN_OR_RETURN(bucket_queue_, comm::make_nccl_queue(host, *context_, options));
+      auto queue = comm::make_nccl_queue(host, *context_, options);
+      if (queue.is_ok()) bucket_queue_ = std::move(queue).value();
+      started = queue.status();
       return Status::ok();
     }));
-    buckets = bucket_queue_.get();
+    // One rank needs no collective: where NCCL cannot start (a sandboxed machine, a broken
+    // install) it trains on the thread queue, as a build without NCCL does, and says why; an
+    // emulated link needs NCCL's stream. Several ranks agreed on the failure: all refuse.
+    if (!started.is_ok() && (comm_.size() > 1 || c.comm.emulate.ranks > 0)) return started;
+    if (!started.is_ok() && is_root()) {
+      spdlog::warn(
+          "{}; one rank: the buckets go through the thread queue instead of NCCL's "
+          "stream",
+          started.message());
+    }
+    if (started.is_ok()) buckets = bucket_queue_.get();
   } else if (c.comm.emulate.ranks > 0 &&
              !(options_.dry_run && c.train.device == Device::kCUDA && comm::nccl_queue_built())) {
     // A dry run builds on the CPU (it opens no device), so a GPU config with NCCL built is

@@ -204,17 +204,17 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
     // With --resume the checkpoint is loaded too (every check a real resume makes), so a
     // large job can be checked before it is launched; it used to be ignored (review).
     if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
-    if (root) {
-      fmt::print("# resolved config ({})\n{}\n\n{}", config.origin, config.resolved_yaml,
-                 t.describe());
-      if (!options.resume.empty()) {
-        fmt::print("dry run: configuration valid, resumes {} at step {}, nothing trained\n",
-                   options.resume, t.step());
-      } else {
-        fmt::print("dry run: configuration valid, nothing trained\n");
-      }
+    TrainSummary dry;
+    dry.dry_run_report = fmt::format("# resolved config ({})\n{}\n\n{}", config.origin,
+                                     config.resolved_yaml, t.describe());
+    if (!options.resume.empty()) {
+      dry.dry_run_report +=
+          fmt::format("dry run: configuration valid, resumes {} at step {}, nothing trained\n",
+                      options.resume, t.step());
+    } else {
+      dry.dry_run_report += "dry run: configuration valid, nothing trained\n";
     }
-    return TrainSummary{};
+    return dry;
   }
   if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
   if (root) spdlog::info("config {}\n{}", config.origin, t.describe());

@@ -173,7 +173,10 @@ int train_main(int argc, char** argv) {
   options.export_safetensors = export_path;
   auto summary = run_training(*config, *comm, options);
   if (!summary.is_ok()) return fail_agreed(summary.status(), rank, world);
-  if (dry_run) return 0;
+  if (dry_run) {
+    if (rank == 0) fmt::print("{}", summary->dry_run_report);
+    return 0;
+  }
   if (rank == 0) {
     const TrainSummary& s = *summary;
     // The report goes after the export: on standard error when the export went to standard

@@ -60,6 +60,11 @@ struct TrainSummary {
   std::int64_t saved_step = -1;  // the newest step this invocation saved (-1: none)
   int stop_signal = 0;           // the signal that stopped the run (Options::stop_requested)
   DataInfo data;                 // what was trained on (entropy rate, unit)
+  // A dry run (Options::dry_run through run_training()): what `train --dry-run` prints, the
+  // resolved config, the trainer's description and the verdict; empty otherwise. The library
+  // prints nothing itself: the caller shows it (it used to go to stdout unasked and a dry
+  // run's summary was that of a run of 0 steps: review, 2026-12-07).
+  std::string dry_run_report;
 };
 
 // comm.plan: auto's answer (Trainer::Options::plan_buckets).

@@ -46,6 +46,24 @@ TEST(RunOptions, ADryRunRefusesStopAtAndAnExport) {
             std::string::npos);
 }
 
+// A dry run's report is returned, not printed by the library (it went to stdout, and the
+// summary was a 0-step run's: review, 2026-12-07).
+TEST(RunOptions, ADryRunReturnsItsReportAndPrintsNothing) {
+  const train::TrainConfig config = tiny_config();
+  auto comm = train::make_communicator(config.comm).value();
+  train::RunOptions options;
+  options.trainer.dry_run = true;
+  ::testing::internal::CaptureStdout();
+  auto summary = train::run_training(config, *comm, options);
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(printed.find("resolved config"), std::string::npos) << printed;  // log lines only
+  EXPECT_EQ(summary->dry_run_report.rfind("# resolved config (", 0), 0u) << summary->dry_run_report;
+  EXPECT_NE(summary->dry_run_report.find("bucket plan:"), std::string::npos);
+  EXPECT_TRUE(summary->dry_run_report.ends_with("dry run: configuration valid, nothing trained\n"))
+      << summary->dry_run_report;
+}
+
 // In a child process: SPARQ_FAULT is read once per process.
 TEST(RunOptions, AMalformedFaultSpecIsAStatusNotAnAbort) {
   EXPECT_EXIT(

@@ -11,6 +11,14 @@
 namespace sparq::sim {
 namespace {
 
+// A mapping's key as text. A complex key ("? [a, b]\n: 3") has none: as<std::string>() threw
+// YAML::TypedBadConversion out of parse_profile and simulate died with exit 134 (review,
+// 2026-12-07); it is one line naming the mapping instead.
+Status text_key(const YAML::Node& key, const std::string& origin, const std::string& path) {
+  if (key.IsScalar()) return Status::ok();
+  return Status::error("{}: {}: a key that is not text", origin, path);
+}
+
 // Reads a mapping's keys with types and ranges; every error names origin and dotted key.
 class Fields {
  public:
@@ -65,7 +73,8 @@ class Fields {
   // Unknown keys are errors, so a typo never silently falls back to a default.
   Status finish() const {
     for (const auto& kv : node_) {
-      const std::string k = kv.first.as<std::string>();
+      SPARQ_RETURN_IF_ERROR(text_key(kv.first, origin_, where()));
+      const std::string k = kv.first.Scalar();
       if (!seen_.count(k)) return Status::error("{}: {}: unknown key", origin_, key(k));
     }
     return Status::ok();
@@ -163,7 +172,8 @@ Result<MachineProfile> parse_profile(const std::string& yaml_text, const std::st
   if (const YAML::Node codecs = top.child("codecs")) {
     if (!codecs.IsMap()) return Status::error("{}: codecs: expected a mapping", origin);
     for (const auto& kv : codecs) {
-      const std::string name = kv.first.as<std::string>();
+      SPARQ_RETURN_IF_ERROR(text_key(kv.first, origin, "codecs"));
+      const std::string name = kv.first.Scalar();
       Fields r(kv.second, origin, "codecs." + name);
       SPARQ_RETURN_IF_ERROR(r.check_map());
       CodecRate rate;

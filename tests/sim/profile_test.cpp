@@ -59,6 +59,14 @@ TEST(MachineProfile, ErrorsNameTheKey) {
   // Cast to int64 from a double past its range was undefined (review).
   EXPECT_EQ(error(kProfile, "micro_batch: 8", "micro_batch: 1e19"),
             "t.yaml: compute.measured.micro_batch: 1e+19 is too large (at most 2^40)");
+  // A complex key threw YAML::TypedBadConversion through parse_profile: simulate exited 134
+  // (review, 2026-12-07).
+  EXPECT_EQ(error(kProfile, "codecs:\n", "codecs:\n  ? [a, b]\n  : 3\n"),
+            "t.yaml: codecs: a key that is not text");
+  EXPECT_EQ(error(kProfile, "codecs:\n", "? [a, b]\n: 3\ncodecs:\n"),
+            "t.yaml: top level: a key that is not text");
+  EXPECT_EQ(error(kProfile, "    micro_batch: 8\n", "    micro_batch: 8\n    ? {x: 1}\n    : 3\n"),
+            "t.yaml: compute.measured: a key that is not text");
   auto p = parse_profile(kProfile, "t.yaml");
   ASSERT_TRUE(p.is_ok());
   EXPECT_EQ(p->network("1gbit").status().message(),

@@ -81,6 +81,18 @@ double binomial_broadcast_s(double n, int p, const Link& link) {
   return ceil_log2(p) * (link.alpha_s + n * link.beta_s_per_byte);
 }
 
+double scatter_allgather_broadcast_s(const std::string& algorithm, double n, int p,
+                                     const Link& link) {
+  if (p <= 1) return 0;
+  const double scatter = ceil_log2(p) * link.alpha_s + (p - 1.0) / p * n * link.beta_s_per_byte;
+  return scatter + allgather_s(algorithm == "ring" ? "ring" : "best", n / p, p, link);
+}
+
+double broadcast_s(const std::string& algorithm, double n, int p, const Link& link) {
+  return std::min(binomial_broadcast_s(n, p, link),
+                  scatter_allgather_broadcast_s(algorithm, n, p, link));
+}
+
 double recursive_doubling_allgather_s(double m, int p, const Link& link) {
   if (p <= 1) return 0;
   return ceil_log2(p) * link.alpha_s + (p - 1) * m * link.beta_s_per_byte;
@@ -112,7 +124,7 @@ double gtopk_tree_s(double message, double index_set, double k, int p, const Lin
                     const std::string& algorithm) {
   if (p <= 1) return 0;
   return ceil_log2(p) * (link.alpha_s + message * link.beta_s_per_byte) +
-         binomial_broadcast_s(index_set, p, link) + allreduce_s(algorithm, 4.0 * k, p, link);
+         broadcast_s(algorithm, index_set, p, link) + allreduce_s(algorithm, 4.0 * k, p, link);
 }
 
 Result<std::string> parse_algorithm(const std::string& name, const std::string& flag) {

@@ -33,6 +33,11 @@
 //   Bruck alltoall (Thakur et al. 2005, 3.4, short messages), blocks of b bytes:
 //                                          ceil(log2 P) alpha + ceil(log2 P) (P b / 2) beta
 //   binomial broadcast (Thakur et al. 2005, 3.2, short messages): ceil(log2 P) (alpha + n beta)
+//   scatter-allgather broadcast (Thakur et al. 2005, 3.2, long messages; van de Geijn): a
+//   binomial scatter of n/P blocks, then an allgather of them:
+//                                          ceil(log2 P) alpha + (P-1)/P n beta + allgather(n/P)
+//   broadcast (MPI_Bcast, which the MPI library runs by size under every comm.allreduce):
+//                                          min(binomial, scatter-allgather)
 //   two_phase sparse allreduce (Renggli et al. 2019, SparCML, "split allgather"; Li & Hoefler
 //   2022, Ok-Topk): an alltoallv of the P-1 per-region messages to their owners, then an
 //   allgatherv of the P region results:    alltoallv(region messages) + allgatherv(results)
@@ -40,7 +45,7 @@
 //   sparsification"; sparq's variant, docs/compress.md "tree"): ceil(log2 P) rounds in which
 //   pairs exchange one k-entry message, then rank 0 broadcasts the global index set and the
 //   k values are summed by one allreduce of k floats:
-//       ceil(log2 P) (alpha + m beta) + broadcast(index set) + ring allreduce(4k)
+//       ceil(log2 P) (alpha + m beta) + broadcast(index set) + allreduce(4k)
 //
 //   auto allreduce (the MPI backend's comm.allreduce: auto, MpiCommunicator::use_ring): sparq's
 //   ring for n >= comm::auto_ring_threshold_bytes(P) (comm/ring_threshold.h), else the MPI
@@ -84,6 +89,16 @@ double ring_allgather_s(double m, int p, const Link& link);
 // Each rank sends one block of `block` bytes to each of the P-1 others.
 double pairwise_alltoall_s(double block, int p, const Link& link);
 double binomial_broadcast_s(double n, int p, const Link& link);
+// Binomial scatter of n/P blocks, then an allgather of them with `algorithm` (allgather_s).
+double scatter_allgather_broadcast_s(const std::string& algorithm, double n, int p,
+                                     const Link& link);
+// MPI_Bcast of n bytes: the cheaper of binomial and scatter-allgather, as MPI libraries switch
+// to the second for long messages. MPI_Bcast is the library's under every comm.allreduce, so
+// every algorithm takes the cheaper; `algorithm` (ring | best | auto) only says how the
+// allgather half is priced: ring for "ring", the cheaper of ring and recursive doubling
+// otherwise. The binomial tree alone priced an index set of megabytes at ceil(log2 P) whole
+// copies (review, 2026-12-07).
+double broadcast_s(const std::string& algorithm, double n, int p, const Link& link);
 double recursive_doubling_allgather_s(double m, int p, const Link& link);
 double bruck_alltoall_s(double block, int p, const Link& link);
 // "ring": ring allgather / pairwise alltoall; "best": the cheaper of the two algorithms (what
@@ -109,8 +124,8 @@ std::string config_allreduce_algorithm(const std::string& comm_allreduce);
 // algorithm: ring | best | auto.
 double allreduce_s(const std::string& algorithm, double n, int p, const Link& link);
 
-// Tree rounds exchanging `message` bytes, the broadcast of `index_set` bytes, the allreduce
-// of `k` floats (4k bytes) with `algorithm`.
+// Tree rounds exchanging `message` bytes, the broadcast of `index_set` bytes (broadcast_s), the
+// allreduce of `k` floats (4k bytes) with `algorithm`.
 double gtopk_tree_s(double message, double index_set, double k, int p, const Link& link,
                     const std::string& algorithm = "ring");
 

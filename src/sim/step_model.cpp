@@ -61,9 +61,9 @@ double control_s(const SimBucket& b, const StepOptions& o) {
       return alltoall_s(o.gather, kControlBytes, p, o.link) +
              allgather_s(o.gather, kControlBytes, p, o.link);
     case CommKind::kTree:  // k, a header per round, the index set's count
-      return binomial_broadcast_s(kControlBytes, p, o.link) +
+      return broadcast_s(o.allreduce, kControlBytes, p, o.link) +
              ceil_log2(p) * (o.link.alpha_s + kControlBytes * o.link.beta_s_per_byte) +
-             binomial_broadcast_s(kControlBytes, p, o.link);
+             broadcast_s(o.allreduce, kControlBytes, p, o.link);
     case CommKind::kDenseAllreduce:
     case CommKind::kAllreduce:
     case CommKind::kPowerSgd:

@@ -89,6 +89,30 @@ TEST(Collectives, GatherScatterBroadcast) {
   expect_rel(alltoall_s("best", 1e6, 2, kLink), 1e-5 + 1e-3);  // pairwise: 1 step of 1 MB
 }
 
+// MPI_Bcast of a long message is a binomial scatter and an allgather (about 2 n beta), not
+// ceil(log2 P) whole copies: the tree's index set was priced by the short-message tree at
+// every size (review, 2026-12-07).
+TEST(Collectives, BroadcastTakesScatterAllgatherForLongMessages) {
+  const double n = 1e6;
+  // scatter: log2 P alpha + (P-1)/P n beta; recursive-doubling allgather of n/P: the same
+  const double long_1024 = 2 * (1e-4 + 1023.0 / 1024 * 1e-3);
+  expect_rel(scatter_allgather_broadcast_s("best", n, 1024, kLink), long_1024);
+  expect_rel(broadcast_s("best", n, 1024, kLink), long_1024);
+  expect_rel(broadcast_s("auto", n, 1024, kLink), long_1024);
+  EXPECT_LT(broadcast_s("best", n, 1024, kLink), binomial_broadcast_s(n, 1024, kLink) / 4);
+  // ring: a ring allgather's 1023 latencies lose to the binomial tree at P = 1024 ...
+  expect_rel(broadcast_s("ring", n, 1024, kLink), binomial_broadcast_s(n, 1024, kLink));
+  // ... and win at P = 4: 2 alpha + 3/4 n beta, then 3 (alpha + n/4 beta)
+  expect_rel(broadcast_s("ring", n, 4, kLink), 2e-5 + 0.75e-3 + 3 * (1e-5 + 250e-6));
+  // short messages stay on the binomial tree
+  expect_rel(broadcast_s("best", 100, 1024, kLink), 10 * (1e-5 + 1e-7));
+  EXPECT_EQ(broadcast_s("best", n, 1, kLink), 0);
+  // The tree's index set goes through it: 10 rounds of 1000 bytes, the 1 MB index set,
+  // best allreduce of 4k = 1 MB.
+  expect_rel(gtopk_tree_s(1000, n, 250000, 1024, kLink, "best"),
+             10 * (1e-5 + 1e-6) + long_1024 + best_allreduce_s(n, 1024, kLink));
+}
+
 TEST(Collectives, SparseAllreduces) {
   // alltoall of 3 x 500 bytes + allgather of 3 x 300 bytes
   expect_rel(two_phase_s(500, 300, 4, kLink), 3 * (1e-5 + 5e-7) + 3 * (1e-5 + 3e-7));

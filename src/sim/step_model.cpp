@@ -128,11 +128,14 @@ double payload_cost_s(const SimBucket& b, const StepOptions& o) {
       const double message = b.message_bytes(b.numel);
       const double k = b.kept(b.numel);
       const double index_set = tree_index_set_bytes(k);
-      // A merge by encode adds, per round on the root's path, the second decode and the encode.
+      const int rounds = ceil_log2(p);
+      // A merge by encode adds, per round on the root's path, the zero-fill of its dense sum
+      // (dense_.assign), the second decode and the encode.
       const double merges =
-          b.merges_by_encode ? ceil_log2(p) * (decode_s(b, n) + encode_s(b, n)) : 0.0;
+          b.merges_by_encode ? rounds * (fill_s(b, n) + decode_s(b, n) + encode_s(b, n)) : 0.0;
+      // The result is not decoded: the bucket is zero-filled and the k values written.
       return encode_s(b, n) + gtopk_tree_s(message, index_set, k, p, o.link, o.allreduce) +
-             (ceil_log2(p) + 1) * decode_s(b, n) + merges;
+             rounds * decode_s(b, n) + fill_s(b, n) + merges;
     }
     case CommKind::kTiedRows: {
       const double rows = static_cast<double>(b.rows);

@@ -32,12 +32,16 @@
 //   allgather              encode(n) + allgatherv(P messages) + P decode(n)
 //   two_phase              encode(n) + alltoallv(region messages) + P decode(n/P)
 //                          + encode(n/P) + allgatherv(region results) + P decode(n/P)
-//   tree (gtopk)           encode(n) + gtopk_tree(...) + (ceil(log2 P) + 1) decode(n)
-//                          [+ ceil(log2 P) (decode(n) + encode(n)): lists merged by encode]
+//   tree (gtopk)           encode(n) + gtopk_tree(...) + ceil(log2 P) decode(n) + fill(n)
+//                          [+ ceil(log2 P) (fill(n) + decode(n) + encode(n)): lists merged
+//                          by encode]
 //   tied rows              allgather(8) + allgatherv(4 rows) + allgatherv(4 rows dim): counts,
 //                          row ids, values (comm/sparse_rows.h); the adds are not costed
-// with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, n = the bucket's floats,
-// plus the bucket's control messages (Note [Control messages]).
+// with encode(m) = 4m / encode_gbps and decode(m) = 4m / decode_gbps, fill(m) = 4m / fill_gbps,
+// n = the bucket's floats, plus the bucket's control messages (Note [Control messages]).
+// The tree never decodes its result: it zero-fills the bucket and writes the k agreed values
+// (gtopk_aggregator.cpp), and a merge by encode zero-fills its dense sum first each round;
+// the tree priced one more decode(n) instead and no fill (review, 2026-12-07).
 // Collective costs: sim/collectives.h, with the algorithms StepOptions names. Bytes sent per
 // rank: comm/byte_model.h's ring model (rank 0) for allreduce and allgather, its alltoallv
 // model for two_phase, and for the tree rank 0's too, the root (it receives every round's

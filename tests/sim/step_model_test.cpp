@@ -188,6 +188,26 @@ TEST(StepModel, TreePricesTheIndexBroadcastAsSent) {
   EXPECT_DOUBLE_EQ(bucket_bytes_sent(b, 4), 8 + 8 + 4 * 1000 + 6000);
 }
 
+// The tree never decodes its result (gtopk_aggregator.cpp: ops::fill of the bucket, then the k
+// agreed values), and a merge by encode zero-fills its dense sum every round (dense_.assign):
+// priced as one more decode(n) and no fill (review, 2026-12-07). 1e6 floats at P = 4 on a free
+// link: encode 1 ms, decode 0.5 ms, fill 0.1 ms.
+TEST(StepModel, TreeFillsTheResultInsteadOfDecodingIt) {
+  SimBucket b;
+  b.numel = 1000000;
+  b.kind = CommKind::kTree;
+  b.message_bytes = [](std::int64_t) { return 5000.0; };
+  b.kept = [](std::int64_t) { return 1000.0; };
+  b.codec = {4, 8};
+  b.fill_gbps = 40;
+  const StepOptions four{.world_size = 4, .link = {0, 0}};
+  // encode + 2 rounds' decodes + the result's fill (was encode + 3 decodes: 2.5 ms)
+  EXPECT_NEAR(bucket_cost_s(b, four), 1e-3 + 2 * 0.5e-3 + 0.1e-3, 1e-15);
+  // + per round the dense sum's fill, the second decode and the encode (was 5.5 ms)
+  b.merges_by_encode = true;
+  EXPECT_NEAR(bucket_cost_s(b, four), 2.1e-3 + 2 * (0.1e-3 + 0.5e-3 + 1e-3), 1e-15);
+}
+
 // Note [Control messages]: with beta = 0 and no codec time a bucket's cost counts latencies.
 // Found in review: the sizes and counts sent before the payloads were not priced.
 TEST(StepModel, ControlMessagesAreLatencies) {

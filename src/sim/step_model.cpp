@@ -26,6 +26,13 @@ double fill_s(const SimBucket& b, double floats) {  // SimBucket::fill_gbps
 // Two_phase regions: ceil(n / P) floats, the largest of the near-equal regions.
 std::int64_t region_floats(std::int64_t n, int p) { return (n + p - 1) / p; }
 
+// Two_phase regions [n j / P, n (j + 1) / P) (two_phase_region_begin): with P > n, P - n of
+// them are empty, and an empty region has no message and no result (two_phase_aggregator.cpp).
+// The simulator sent every rank message_bytes(1) for each (review, 2026-12-07).
+std::int64_t nonempty_regions(std::int64_t n, int p) { return std::min<std::int64_t>(n, p); }
+// Rank 0's region [0, n / P) is empty when P > n; region 1 when 2n < P.
+bool region_nonempty(std::int64_t n, int p, std::int64_t j) { return n * (j + 1) / p > n * j / p; }
+
 // The tree's broadcast of the global index set (gtopk_aggregator.cpp): k indices as int32
 // (its count goes before it, a control message).
 double tree_index_set_bytes(double k) { return 4.0 * k; }
@@ -39,16 +46,16 @@ double ring_allreduce_sent(double bytes, double elem_bytes, int p) {
       comm::ring_allreduce_bytes(count, static_cast<std::size_t>(elem_bytes), 0, p).sent);
 }
 
+// comm/byte_model.h's ring_allgatherv_bytes and alltoallv_bytes on rank 0 for P equal blocks,
+// in closed form: every block but one, (P-1) m. They built P-length count vectors for each
+// bucket of each evaluation, which made `simulate --plan auto --world 1048576` take 22 s
+// (review, 2026-12-07); tests/sim/step_model_test.cpp checks them against byte_model.
 double ring_allgather_sent(double message, int p) {
-  const std::vector<std::size_t> counts(static_cast<std::size_t>(p),
-                                        static_cast<std::size_t>(message));
-  return static_cast<double>(comm::ring_allgatherv_bytes(counts, 1, 0).sent);
+  return p > 1 ? (p - 1.0) * static_cast<double>(static_cast<std::size_t>(message)) : 0.0;
 }
 
 double alltoall_sent(double block, int p) {
-  const std::vector<std::size_t> blocks(static_cast<std::size_t>(p),
-                                        static_cast<std::size_t>(block));
-  return static_cast<double>(comm::alltoallv_bytes(blocks, blocks, 1, 0).sent);
+  return p > 1 ? (p - 1.0) * static_cast<double>(static_cast<std::size_t>(block)) : 0.0;
 }
 
 // Note [Control messages]: the time of a bucket's control messages.
@@ -117,12 +124,15 @@ double payload_cost_s(const SimBucket& b, const StepOptions& o) {
       const std::int64_t region = region_floats(b.numel, p);
       const double message = b.message_bytes(region);
       const double r = static_cast<double>(region);
+      // The owner of a region receives a message from every rank, P > n or not, so the
+      // alltoallv keeps its P - 1 steps; only non-empty regions' results are decoded.
       const double phase1 = encode_s(b, n) + pairwise_alltoall_s(message, p, o.link) +
                             fill_s(b, r) + p * decode_s(b, r);
       if (!b.server_compression) return phase1 + allgather_s(o.gather, 4.0 * r, p, o.link);
       // Each region result is decoded by a kSet into its region: the whole bucket is filled.
+      const double results = static_cast<double>(nonempty_regions(b.numel, p));
       return phase1 + encode_s(b, r) + allgather_s(o.gather, message, p, o.link) + fill_s(b, n) +
-             p * decode_s(b, r);
+             results * decode_s(b, r);
     }
     case CommKind::kTree: {
       const double message = b.message_bytes(b.numel);
@@ -160,10 +170,15 @@ double payload_bytes_sent(const SimBucket& b, int p) {
       return ring_allgather_sent(b.message_bytes(b.numel), p);
     case CommKind::kTwoPhase: {
       const std::int64_t region = region_floats(b.numel, p);
-      const auto message = static_cast<std::size_t>(b.message_bytes(region));
-      const double result =
-          b.server_compression ? static_cast<double>(message) : 4.0 * static_cast<double>(region);
-      return alltoall_sent(static_cast<double>(message), p) + ring_allgather_sent(result, p);
+      const auto message = static_cast<double>(static_cast<std::size_t>(b.message_bytes(region)));
+      const double result = b.server_compression ? message : 4.0 * static_cast<double>(region);
+      // Rank 0 sends a message to each non-empty region but its own (alltoallv_bytes), and
+      // forwards every non-empty region's result but its right neighbour's
+      // (ring_allgatherv_bytes); with P <= n every region is non-empty: (P-1) of each.
+      const auto nonempty = static_cast<double>(nonempty_regions(b.numel, p));
+      const double messages = nonempty - (region_nonempty(b.numel, p, 0) ? 1 : 0);
+      const double results = nonempty - (region_nonempty(b.numel, p, 1) ? 1 : 0);
+      return messages * message + results * result;
     }
     case CommKind::kTree: {
       // Rank 0 is the tree's root: it receives every round's message and sends none, and

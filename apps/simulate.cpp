@@ -34,8 +34,12 @@ using namespace sparq;
 
 // --buckets P: when each bucket became ready, started and ended, and what it sent.
 void print_timeline(const sim::StepResult& step) {
-  fmt::print("         bucket  ready_ms  start_ms    end_ms   MB_sent   (backward ends at {:.3f})\n",
-             step.forward_ms + step.backward_ms);
+  // The step's control allreduces come first (Note [Per-step control]): backward ends after
+  // them too.
+  fmt::print(
+      "         bucket  ready_ms  start_ms    end_ms   MB_sent   (backward ends at {:.3f}; "
+      "the step's control allreduces take {:.3f} before the forward)\n",
+      step.control_ms + step.forward_ms + step.backward_ms, step.control_ms);
   for (const sim::BucketTiming& b : step.buckets)
     fmt::print("         {:>6} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}\n", b.index, b.ready_ms,
                b.start_ms, b.end_ms, b.bytes_sent / 1e6);
@@ -148,8 +152,8 @@ Status run(const std::string& config_path, const std::vector<std::string>& sets,
       if (split && !layout->split_plan) continue;
       auto buckets = sim::simulate_buckets(*layout, in.config, profile, split);
       if (!buckets.is_ok()) return buckets.status().with_context("cell " + cell.name);
-      (split ? in.split : in.plain) = {compute.forward_s, compute.backward_s, compute.optimizer_s,
-                                       std::move(buckets).value()};
+      (split ? in.split : in.plain) =
+          sim::train_step_input(*layout, compute, std::move(buckets).value());
     }
     inputs.push_back(std::move(in));
   }

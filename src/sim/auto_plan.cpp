@@ -139,7 +139,7 @@ Result<AutoPlan> choose_auto_plan(const ModelLayout& layout, const train::TrainC
                     options[0].buckets[b].kind != CommKind::kTiedRows;
   }
   const auto evaluate = [&](const std::vector<std::size_t>& pick) {
-    StepInput input{compute.forward_s, compute.backward_s, compute.optimizer_s, {}};
+    StepInput input = train_step_input(layout, compute, {});
     for (std::size_t b = 0; b < n; ++b) input.buckets.push_back(options[pick[b]].buckets[b]);
     return simulate_step(input, step_options);
   };

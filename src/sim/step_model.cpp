@@ -198,6 +198,19 @@ double payload_bytes_sent(const SimBucket& b, int p) {
 
 }  // namespace
 
+double step_control_s(const StepInput& in, const StepOptions& o) {
+  const int p = o.world_size;
+  if (p <= 1) return 0;
+  return (in.polls_stop_signals ? allreduce_s(o.allreduce, kStopPollBytes, p, o.link) : 0.0) +
+         (in.counts_targets ? allreduce_s(o.allreduce, kTargetCountBytes, p, o.link) : 0.0);
+}
+
+double step_control_bytes(const StepInput& in, int p) {
+  if (p <= 1) return 0;
+  return (in.polls_stop_signals ? kStopPollBytes : 0.0) +
+         (in.counts_targets ? kTargetCountBytes : 0.0);
+}
+
 double bucket_cost_s(const SimBucket& b, const StepOptions& o) {
   return payload_cost_s(b, o) + control_s(b, o);
 }
@@ -214,7 +227,9 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
   // ready[i]: backward runs layers in reverse, so layer i is final after the intervals of
   // layers i..L-1.
   std::vector<double> ready(layers);
-  double t = in.forward_s;
+  // Note [Per-step control]: the step's control allreduces block before the forward.
+  const double control = step_control_s(in, o);
+  double t = control + in.forward_s;
   for (std::size_t i = layers; i-- > 0;) {
     t += in.backward_s[i];
     ready[i] = t;
@@ -223,7 +238,9 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
 
   StepResult r;
   r.forward_ms = in.forward_s * 1e3;
-  r.backward_ms = (backward_end - in.forward_s) * 1e3;
+  r.backward_ms = (backward_end - control - in.forward_s) * 1e3;
+  r.control_ms = control * 1e3;
+  r.bytes_sent = step_control_bytes(in, o.world_size);
   // (readiness during backward, position in in.buckets): the launch order, by when each bucket
   // completes, also with comm.overlap: false, whose scheduler holds the buckets until backward
   // ends and then submits them in that same readiness order (Note [Readiness launch order]);
@@ -271,7 +288,7 @@ StepResult simulate_step(const StepInput& in, const StepOptions& o) {
     r.buckets.push_back({bucket.index, ready_s * 1e3, start * 1e3, end * 1e3, sent});
   }
   r.comm_end_ms = comm_end * 1e3;
-  r.exposed_comm_ms = std::max(0.0, comm_end - backward_end) * 1e3;
+  r.exposed_comm_ms = (std::max(0.0, comm_end - backward_end) + control) * 1e3;
   r.step_ms = (std::max(backward_end, comm_end) + in.optimizer_s) * 1e3;
   return r;
 }

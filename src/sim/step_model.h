@@ -10,6 +10,8 @@
 //   end = start + cost(bucket). With comm.overlap = false every bucket is ready at B, and they
 //   launch in the same readiness order (the order their gradients completed in).
 //   Then the optimizer: step = max(B, last end) + optimizer.
+//   With per-step control collectives (Note [Per-step control]) the step starts with them,
+//   blocking: forward begins at C, their time, and every time above moves by C.
 //
 // Note [Communication under compute]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -63,6 +65,20 @@
 // They are latency-dominated, so they matter most at small buckets and large P. The GPU path
 // sends fixed-capacity messages without them (compress/device_*.cpp); the simulator prices the
 // CPU path.
+//
+// Note [Per-step control]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Two allreduces of every step sit outside the buckets, before the forward, and block it; the
+// trainer adds them to the step's exposed communication and bytes_sent (add_exposed_control),
+// with their payload bytes:
+//   stop poll      Trainer::run's agreement on stop signals, 64 int32 = 256 bytes, every step
+//                  when the run polls (Trainer::Options::stop_requested; the train app always
+//                  sets it) and P > 1 (trainer.cpp, agree_on_stop_signal);
+//   target count   models that weigh counted targets (Model::weighs_counted_targets: BERT's
+//                  MLM) sum the step's counted targets, one int64 = 8 bytes
+//                  (data_parallel.cpp, weigh_micro_batches).
+// Each is allreduce_s of StepOptions::allreduce. Left out of the model until 2026-12-07
+// (review), which put a latency-bound collective or two a step outside every prediction.
 #pragma once
 
 #include <cstdint>
@@ -119,7 +135,14 @@ struct StepInput {
   std::vector<double> backward_s;  // per layer, layers() order: the interval ending at its readiness
   double optimizer_s = 0;
   std::vector<SimBucket> buckets;
+  // Note [Per-step control]; train_step_input() (sim/workload.h) sets them as train runs.
+  bool polls_stop_signals = false;
+  bool counts_targets = false;
 };
+
+// Note [Per-step control]: the payload bytes of each allreduce, as the trainer counts them.
+inline constexpr double kStopPollBytes = 256;   // 64 int32 slots
+inline constexpr double kTargetCountBytes = 8;  // one int64
 
 struct StepOptions {
   int world_size = 1;
@@ -141,10 +164,15 @@ struct BucketTiming {
 struct StepResult {
   double step_ms = 0, forward_ms = 0, backward_ms = 0;  // backward_ms: its duration
   double comm_end_ms = 0;        // from the step's start; backward's end when nothing is sent
-  double exposed_comm_ms = 0;    // max(0, comm end - backward end)
+  double exposed_comm_ms = 0;    // max(0, comm end - backward end) + control_ms
+  double control_ms = 0;         // Note [Per-step control]: before the forward, blocking
   double bytes_sent = 0;         // per rank, all buckets
   std::vector<BucketTiming> buckets;  // in launch order
 };
+
+// Note [Per-step control]: their seconds and bytes on one rank (0 at P = 1).
+double step_control_s(const StepInput& input, const StepOptions& options);
+double step_control_bytes(const StepInput& input, int world_size);
 
 // One bucket's cost in seconds and the bytes one rank sends for it.
 double bucket_cost_s(const SimBucket& bucket, const StepOptions& options);

@@ -83,6 +83,14 @@ Result<int> vocab_head_layer(const ModelConfig& mc, const std::vector<LayerParam
 
 }  // namespace
 
+StepInput train_step_input(const ModelLayout& layout, const ComputeTimes& compute,
+                           std::vector<SimBucket> buckets) {
+  StepInput in{compute.forward_s, compute.backward_s, compute.optimizer_s, std::move(buckets)};
+  in.polls_stop_signals = true;
+  in.counts_targets = layout.weighs_counted_targets;
+  return in;
+}
+
 Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& config) {
   auto layout = std::make_unique<ModelLayout>();
   layout->model = config.model;
@@ -91,6 +99,7 @@ Result<std::unique_ptr<ModelLayout>> build_layout(const train::TrainConfig& conf
   model->declare(layout->store);
   layout->layers = model->layers();
   layout->tied_embedding = model->tied_embedding();
+  layout->weighs_counted_targets = model->weighs_counted_targets();
   SPARQ_ASSIGN_OR_RETURN(layout->head_layer, vocab_head_layer(config.model, layout->layers));
   const comm::BucketPlanConfig plan_config = config.comm.plan;
   // Offsets only: the simulator never touches the values, and prices models far larger than

@@ -73,6 +73,9 @@ struct ModelLayout {
   // right after it: GPT-2's ln_f, BERT's mlm.decoder), -1 for a model without one (VGG). Not
   // tied_embedding, which only GPT-2 names: BERT's head was left out of the FLOP model.
   int head_layer = -1;
+  // Model::weighs_counted_targets() (BERT): a step starts with the allreduce of its counted
+  // targets (Note [Per-step control], sim/step_model.h).
+  bool weighs_counted_targets = false;
   ParamStore store;
   std::unique_ptr<comm::BucketPlan> plan;
   std::unique_ptr<comm::BucketPlan> split_plan;  // the tied table isolated; null without one
@@ -90,6 +93,12 @@ struct ComputeTimes {
 };
 Result<ComputeTimes> compute_times(const ModelLayout& layout, const MachineProfile& profile,
                                    std::int64_t micro_batch, std::int64_t seq_len);
+
+// The step of `layout` as the train app runs it, for simulate_step: `compute`, `buckets`, and
+// the per-step control allreduces (Note [Per-step control], sim/step_model.h): the stop poll
+// (train always polls) and, for a model that weighs counted targets, the target count.
+StepInput train_step_input(const ModelLayout& layout, const ComputeTimes& compute,
+                           std::vector<SimBucket> buckets);
 
 // LEB128 bytes of v.
 int leb128_bytes(std::uint64_t v);

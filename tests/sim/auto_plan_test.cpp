@@ -230,8 +230,8 @@ TEST(AutoPlan, PricesTheConfiguredAllreduceAsTheBackendRunsIt) {
     auto plan = choose_auto_plan(*layout, c, p, link, 8, 1.0);
     ASSERT_TRUE(plan.is_ok()) << plan.status().message();
     const ComputeTimes t = compute_times(*layout, p, c.train.micro_batch, c.data.seq_len).value();
-    const StepInput in{t.forward_s, t.backward_s, t.optimizer_s,
-                       simulate_buckets(*layout, c, p, plan->tied_split).value()};
+    const StepInput in =
+        train_step_input(*layout, t, simulate_buckets(*layout, c, p, plan->tied_split).value());
     const StepOptions o{.world_size = 8,
                         .link = {link.alpha_s(), link.beta_s_per_byte()},
                         .allreduce = allreduce == "mpi" ? "best" : allreduce,
@@ -272,8 +272,8 @@ TEST(AutoPlan, PricingOptionsAreThoseOfTheStepModel) {
                             .gather = "ring",
                             .overlap = c.comm.overlap,
                             .busy_comm_rate = 0.5};
-  const StepInput fixed{compute.forward_s, compute.backward_s, compute.optimizer_s,
-                        simulate_buckets(*layout, c, p, plan->tied_split).value()};
+  const StepInput fixed =
+      train_step_input(*layout, compute, simulate_buckets(*layout, c, p, plan->tied_split).value());
   const StepResult expected = simulate_step(fixed, options);
   EXPECT_DOUBLE_EQ(plan->fixed_step_ms, expected.step_ms);
   EXPECT_DOUBLE_EQ(plan->fixed_exposed_ms, expected.exposed_comm_ms);

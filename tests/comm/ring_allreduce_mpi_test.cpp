@@ -1,9 +1,12 @@
 // The MPI backend's allreduce algorithms (comm.allreduce: mpi | ring | auto), run by ctest
-// under mpirun with 1 to 4 ranks. Rank r's input element i is (r+1) * (i % 17): every partial
-// sum is a small integer (at most 160), exact in every tested dtype, so each result is
-// compared byte for byte with the encoded reference, and a checksum gathered from all ranks
-// shows they hold identical bytes. Sizes cover empty segments (count < P), sub-chunk
-// boundaries and several sub-chunks per segment.
+// under mpirun. Rank r's input element i is (i % 17) + r + 1: every partial sum, in whatever
+// order the ring or MPI adds, is an integer of at most 16 P + P (P + 1) / 2, exact in every
+// tested dtype while that is at most 256, the integers bf16's 8 significant bits hold: up
+// to P = 11 (kMaxExactRanks). So each result is compared byte for byte with the encoded
+// reference, and a checksum gathered from all ranks shows they hold identical bytes. The
+// inputs were (r + 1) * (i % 17) until 2026-12-07: exact up to P = 4 only, at 7 ranks a
+// bf16 partial sum such as 13 * 21 = 273 needs 9 bits and rounded. Sizes cover empty segments
+// (count < P), sub-chunk boundaries and several sub-chunks per segment.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -38,7 +41,11 @@ const char* name(AllreduceAlgorithm a) {
   return "?";
 }
 
-double input_at(int rank, std::size_t i) { return (rank + 1.0) * static_cast<double>(i % 17); }
+// Every rank adds at least 1 to every element, so a rank left out of a sum always shows.
+double input_at(int rank, std::size_t i) { return static_cast<double>(i % 17) + rank + 1.0; }
+
+// The largest P whose sums, at most 16 P + P (P + 1) / 2, stay exact in bf16 (<= 256).
+constexpr int kMaxExactRanks = 11;
 
 std::vector<double> inputs(int rank, std::size_t n) {
   std::vector<double> v(n);
@@ -46,10 +53,12 @@ std::vector<double> inputs(int rank, std::size_t n) {
   return v;
 }
 
-// Sum over ranks of input_at: (i % 17) * P(P+1)/2.
+// Sum over ranks of input_at: P (i % 17) + P (P + 1) / 2.
 std::vector<double> sums(int size, std::size_t n) {
   std::vector<double> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 17) * size * (size + 1) / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = static_cast<double>(i % 17) * size + size * (size + 1) / 2.0;
+  }
   return v;
 }
 
@@ -107,6 +116,8 @@ TEST(RingAllreduce, SumIsExactAndIdenticalOnEveryRankForEveryAlgorithm) {
   for (AllreduceAlgorithm algorithm : kAlgorithms) {
     auto comm = make_comm(algorithm);
     const int rank = comm->rank(), size = comm->size();
+    ASSERT_LE(size, kMaxExactRanks)
+        << "bf16 sums of these inputs round above " << kMaxExactRanks << " ranks";
     for (DType dtype : kDTypes) {
       for (std::size_t n : sizes(size, dtype)) {
         const std::string what = std::string(name(algorithm)) + " " +
@@ -135,11 +146,13 @@ TEST(RingAllreduce, SumIsExactAndIdenticalOnEveryRankForEveryAlgorithm) {
 }
 
 TEST(RingAllreduce, AvgIsExactForFloatDtypes) {
-  // The sums are (i % 17) * P(P+1)/2, so the means are multiples of 0.5 up to 40: exact in
-  // f32, f16 and bf16, and the division by P (divide_host, as on the MPI path) is exact.
+  // The means are (i % 17) + (P + 1) / 2, multiples of 0.5 up to 22: exact in f32, f16 and
+  // bf16, and the division by P (divide_host, as on the MPI path) of an exact sum is exact.
   for (AllreduceAlgorithm algorithm : kAlgorithms) {
     auto comm = make_comm(algorithm);
     const int rank = comm->rank(), size = comm->size();
+    ASSERT_LE(size, kMaxExactRanks)
+        << "bf16 sums of these inputs round above " << kMaxExactRanks << " ranks";
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       for (std::size_t n : sizes(size, dtype)) {
         const std::string what = std::string(name(algorithm)) + " " +

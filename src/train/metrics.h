@@ -56,6 +56,16 @@ std::string to_json(const EvalMetrics& m);
 std::string format_bytes(double bytes);
 std::string format_duration(double seconds);
 
+// A resume at step S continues the history up to S: records of `metrics` past S are of steps
+// this run redoes (a run killed after its last checkpoint) or of a history it branches away
+// from (an earlier step resumed, the later checkpoints set aside). They were left in the file,
+// after which study.py read the abandoned history's final evaluation as the run's (review,
+// 2026-12-07). The whole file is copied to "<metrics>.superseded" (".2", ... when taken) and
+// the file rewritten with the records up to S. Nothing happens when no record is past S, or
+// `metrics` is missing, standard output or not a regular file. Returns a message saying what
+// was done, or why not (for the caller to log).
+std::vector<std::string> set_aside_records_past(const std::string& metrics, std::int64_t step);
+
 // Appends lines to a file, each with one write(2), so a crashed run keeps every finished step.
 // A record that cannot be written (disk full, /dev/full, a vanished mount) is a warning the
 // first time and is counted, never the end of the run: the metrics are a diagnostic, and the

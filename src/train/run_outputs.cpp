@@ -50,6 +50,10 @@ Status Trainer::open_run_outputs() {
   }
   Status opened;
   if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+    if (step_ > 0) {
+      for (const std::string& m : set_aside_records_past(c.log.metrics_path, step_))
+        spdlog::info("log.metrics: {}", m);
+    }
     opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
   }
   SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));

@@ -139,6 +139,12 @@ std::vector<std::string> unread_settings(const TrainConfig& c) {
            "comm.plan: auto reads it"},
       },
       "comm.", "comm.plan: " + c.comm.plan_mode));
+  // Per-layer buckets have no first cap (bucket_plan.cpp): it was ignored without a word
+  // (review, 2026-12-07).
+  append(optim::unread_notes(
+      {{"first_bucket_mb", c.comm.plan.first_bucket_mb != defaults.comm.plan.first_bucket_mb,
+        c.comm.plan.bucket_mb > 0, "buckets capped by size read it"}},
+      "comm.", "comm.bucket_mb: 0 (one bucket per layer)"));
   return notes;
 }
 

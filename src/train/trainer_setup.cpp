@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "comm/agree.h"
@@ -339,6 +340,16 @@ std::string Trainer::describe() const {
   for (const std::string& unread : c.schedule.unread_settings())
     s += "           note: " + unread + "\n";
   for (const std::string& unread : unread_settings(c)) s += "           note: " + unread + "\n";
+  // Only two_phase reads compress.server_compression, and a bucket's strategy is known once the
+  // exchange is built (compress.aggregation: auto, comm.plan: auto): it was ignored without a
+  // word for every other strategy (review, 2026-12-07).
+  const std::vector<std::string> strategies = exchange_->aggregation_names();
+  if (c.compress.aggregator.server_compression !=
+          compress::AggregatorOptions{}.server_compression &&
+      std::find(strategies.begin(), strategies.end(), "two_phase") == strategies.end()) {
+    s += "           note: compress.server_compression is ignored: only two_phase reads it, and "
+         "no bucket of this run aggregates by two_phase\n";
+  }
   // Settings that are valid but leave part of what they ask for undone in this run (the
   // decays refuse the first; these schedules and the freeze would pass without a word).
   if (c.schedule.warmup_steps >= c.train.steps) {

@@ -1,5 +1,6 @@
 // log.metrics' file: a record that cannot be written is counted, not fatal, and a resumed
-// run drops the incomplete last record an interrupted run left before appending its own.
+// run drops the incomplete last record an interrupted run left before appending its own, and
+// sets aside the records past the step it resumes.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -130,6 +131,32 @@ TEST(MetricsFile, AnIncompleteRecordLongerThanOneReadIsDroppedWhole) {
     writer.write("{\"step\":1}");
   }
   EXPECT_EQ(whole_file(path), "{\"step\":1}\n");
+}
+
+// A resume at step S: records past S (steps redone, or an abandoned history) leave the file,
+// kept whole in "<file>.superseded"; study.py read the abandoned history's last evaluation as
+// the run's (review, 2026-12-07).
+TEST(MetricsFile, AResumeSetsAsideTheRecordsPastItsStep) {
+  const std::string path = metrics_scratch("branch.jsonl");
+  std::filesystem::remove(path + ".superseded");
+  const std::string upto2 =
+      "{\"event\":\"step\",\"step\":1}\n{\"event\":\"step\",\"step\":2}\n"
+      "{\"event\":\"eval\",\"step\":2}\n";
+  const std::string past =
+      "{\"event\":\"step\",\"step\":3}\n{\"event\":\"eval\",\"step\":4}\n"
+      "{\"event\":\"end\",\"step\":4}\n{\"event\":\"step\",\"st";
+  put_file(path, upto2 + past);
+  const auto said = set_aside_records_past(path, 2);
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("held 3 records past step 2"), std::string::npos) << said[0];
+  EXPECT_EQ(whole_file(path), upto2);
+  EXPECT_EQ(whole_file(path + ".superseded"), upto2 + past);
+  // Nothing past the step: nothing done, no copy.
+  EXPECT_TRUE(set_aside_records_past(path, 2).empty());
+  EXPECT_TRUE(set_aside_records_past(path, 7).empty());
+  EXPECT_FALSE(std::filesystem::exists(path + ".superseded.2"));
+  EXPECT_TRUE(set_aside_records_past(metrics_scratch("missing.jsonl"), 1).empty());
+  EXPECT_TRUE(set_aside_records_past("/dev/stdout", 1).empty());
 }
 
 }  // namespace

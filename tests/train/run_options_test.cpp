@@ -10,12 +10,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/log_capture.h"
 #include "compress/aggregation.h"
+#include "train/checkpoint.h"
 #include "train/run.h"
 
 namespace sparq {
@@ -340,6 +342,39 @@ TEST(RunOptions, DerivedFieldsEditedInCodeFollowWhatTheyDeriveFrom) {
   edited.schedule.total_steps = 1000;
   edited.comm.plan.isolated = {"wte"};
   EXPECT_EQ(lrs(edited), want);
+}
+
+// A resume from an earlier step (a branch: train.steps changed) left the abandoned history's
+// steps, evaluation and end record in log.metrics, read back as the run's (review,
+// 2026-12-07): the file now goes on from the resumed step, the old one kept beside it.
+TEST(RunOptions, AResumeFromAnEarlierStepContinuesTheMetricsFromThere) {
+  const std::string dir = ::testing::TempDir() + "/branch_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  train::TrainConfig config = tiny_config();
+  config.train.steps = 6;
+  config.train.eval_interval = 2;
+  config.train.checkpoint_dir = dir + "/ckpt";
+  config.train.checkpoint_interval = 2;
+  config.log.metrics_path = dir + "/m.jsonl";
+  config = train::validate_train_config(config).value();
+  auto comm = train::make_communicator(config.comm).value();
+  ASSERT_TRUE(train::run_training(config, *comm, {}).is_ok());
+  config.train.steps = 4;
+  config = train::validate_train_config(config).value();
+  train::RunOptions options;
+  options.resume = train::checkpoint_dir(config.train.checkpoint_dir, 2);
+  ASSERT_TRUE(train::run_training(config, *comm, options).is_ok());
+  std::ifstream in(config.log.metrics_path);
+  std::vector<std::string> steps;
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t at = line.find("\"step\":");
+    steps.push_back(line.substr(10, line.find('"', 10) - 10) + " " +
+                    line.substr(at + 7, line.find(',', at) - at - 7));
+  }
+  EXPECT_EQ(steps, (std::vector<std::string>{"step 1", "step 2", "eval 2", "step 3", "step 4",
+                                             "eval 4", "end 4"}));
+  EXPECT_TRUE(std::filesystem::exists(config.log.metrics_path + ".superseded"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -325,6 +325,20 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
         "note: optim.min_lr is ignored: only the schedules linear and cosine read it"}) {
     EXPECT_NE(undone.output.find(note), std::string::npos) << note << "\n" << undone.output;
   }
+  // Settings ignored by the run's bucket plan or strategy (review, 2026-12-07): the first cap
+  // of per-layer buckets, server compression where no bucket goes through two_phase.
+  const ProcessResult unread =
+      run_train(0,
+                "--config configs/default.yaml --set comm.bucket_mb=0 --set comm.first_bucket_mb=2 "
+                "--set compress.name=topk --set compress.aggregation=allgather "
+                "--set compress.server_compression=false --dry-run");
+  EXPECT_EQ(unread.exit_code, 0) << unread.output;
+  for (const char* note :
+       {"note: comm.first_bucket_mb is ignored: only buckets capped by size read it, and this "
+        "run has comm.bucket_mb: 0",
+        "note: compress.server_compression is ignored: only two_phase reads it"}) {
+    EXPECT_NE(unread.output.find(note), std::string::npos) << note << "\n" << unread.output;
+  }
   // bf16 GEMM operands are a GPU setting the dry run validates and shows.
   const ProcessResult bf16 = run_train(0,
                                        "--config configs/gpt2_wikitext_tiny.yaml --set "

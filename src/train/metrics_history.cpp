@@ -1,0 +1,84 @@
+// set_aside_records_past (metrics.h): a resumed run's metrics file goes on from the step it
+// resumes, with what lay past that step kept beside it.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "core/file_io.h"
+#include "core/output_file.h"
+#include "train/metrics.h"
+
+namespace sparq::train {
+namespace {
+
+// The "step" of one JSON record as the trainer writes it; nullopt for a line without one.
+std::optional<std::int64_t> record_step(std::string_view line) {
+  constexpr std::string_view kKey = "\"step\":";
+  const std::size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::int64_t step = 0;
+  const char* begin = line.data() + at + kKey.size();
+  const auto [end, error] = std::from_chars(begin, line.data() + line.size(), step);
+  if (error != std::errc() || end == begin) return std::nullopt;
+  return step;
+}
+
+}  // namespace
+
+std::vector<std::string> set_aside_records_past(const std::string& metrics, std::int64_t step) {
+  // Standard output or a descriptor is the user's stream (never rewritten); a link to a file
+  // rewrites the file it names, as set_aside_metrics moves it (checkpoint.h).
+  if (metrics.empty() || is_special_file(metrics)) return {};
+  const std::string file = resolve_links(metrics);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return {};
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream whole;
+  whole << in.rdbuf();
+  if (!in.good() && !in.eof()) return {};
+  const std::string text = whole.str();
+  // Complete lines only: an incomplete last one is the record a killed run was writing, which
+  // the writer's open() drops anyway.
+  std::string kept;
+  std::int64_t past = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t newline = text.find('\n', pos);
+    if (newline == std::string::npos) break;
+    const std::string_view line(text.data() + pos, newline + 1 - pos);
+    const std::optional<std::int64_t> at = record_step(line);
+    if (at && *at > step) {
+      ++past;
+    } else {
+      kept += line;
+    }
+    pos = newline + 1;
+  }
+  if (past == 0) return {};
+  std::string to = file + ".superseded";
+  for (int n = 2; std::filesystem::exists(to, ec); ++n)
+    to = fmt::format("{}.superseded.{}", file, n);
+  std::filesystem::copy_file(file, to, ec);
+  if (ec) {
+    return {
+        fmt::format("cannot keep a copy of '{}' as '{}': {}; its {} records past step {} "
+                    "stay in it, and readers take the last record of each step",
+                    file, to, ec.message(), past, step)};
+  }
+  if (const Status s = write_file_atomic(file, kept); !s.is_ok()) {
+    return {
+        fmt::format("cannot rewrite '{}' up to step {}: {}; its {} records past that step "
+                    "stay in it (also in '{}')",
+                    file, step, s.message(), past, step, to)};
+  }
+  return {
+      fmt::format("'{}' held {} records past step {}, where this run resumes (steps it "
+                  "redoes, or a history it branches away from): the whole file is kept as "
+                  "'{}', and '{}' goes on from step {}",
+                  file, past, step, to, file, step)};
+}
+
+}  // namespace sparq::train

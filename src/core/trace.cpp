@@ -31,8 +31,8 @@ std::string escape(std::string_view s) {
 const char* lane_name(TraceLane lane) {
   switch (lane) {
     case TraceLane::kCompute: return "compute";
-    case TraceLane::kCommunication: return "communication";
-    case TraceLane::kCompression: return "compression";
+    case TraceLane::kCommunication:
+      return "communication";
   }
   return "?";
 }
@@ -61,7 +61,7 @@ std::string TraceRecorder::chrome_events(int rank, std::int64_t origin_us) const
   // Name the rows once: the process by rank, the threads by lane.
   out += fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"rank {}"}}}})",
                      rank, rank);
-  for (TraceLane lane : {TraceLane::kCompute, TraceLane::kCommunication, TraceLane::kCompression}) {
+  for (TraceLane lane : {TraceLane::kCompute, TraceLane::kCommunication}) {
     out += fmt::format(
         R"(,{{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})", rank,
         static_cast<int>(lane), lane_name(lane));

@@ -19,7 +19,9 @@
 
 namespace sparq {
 
-enum class TraceLane : int { kCompute = 0, kCommunication = 1, kCompression = 2 };
+// A bucket's compression is on the communication lane, inside its task (comm_engine.cpp); a
+// lane of its own was named in every trace and never written (review, 2026-12-07).
+enum class TraceLane : int { kCompute = 0, kCommunication = 1 };
 
 struct TraceSpan {
   std::string name;      // "backward h.3.attn", "allgather bucket 2"

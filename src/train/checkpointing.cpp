@@ -134,6 +134,10 @@ Status Trainer::save_checkpoint() {
   // Agreed too: a rank 0 that cannot write the marker (a full disk) must stop every rank,
   // not leave the others waiting for it in the next step's collectives.
   Status marked = Status::ok();
+  // The step records up to this step are made durable before the step is: a power cut could
+  // keep the fsynced checkpoint and lose the records before it, which a resume from it would
+  // never write again (review, 2026-12-07).
+  if (is_root()) metrics_.sync();
   if (is_root()) marked = mark_complete(dir, comm_.size());
   SPARQ_RETURN_IF_ERROR(agree(marked, fmt::format("marking checkpoint {} complete", dir)));
   saved_step_ = step_;

@@ -170,6 +170,11 @@ Status JsonlWriter::open(const std::string& path, bool append) {
   return Status::ok();
 }
 
+void JsonlWriter::sync() {
+  struct stat st {};
+  if (fd_ >= 0 && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) ::fdatasync(fd_);
+}
+
 void JsonlWriter::write(const std::string& line) {
   if (fd_ < 0) return;
   const std::string record = (fragment_left_ ? "\n" : "") + line + "\n";

@@ -83,6 +83,10 @@ class JsonlWriter {
   // record starts a line of its own and every line of the file is one JSON record.
   Status open(const std::string& path, bool append);
   void write(const std::string& line);
+  // fdatasync of what was written (a checkpoint's save calls it before the step's COMPLETE);
+  // nothing for standard output, a pipe or a device, and a failure is not an error (the
+  // metrics are a diagnostic).
+  void sync();
   bool is_open() const { return fd_ >= 0; }
   // Records that write() could not write since open().
   std::int64_t lost_records() const { return lost_records_; }

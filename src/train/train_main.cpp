@@ -179,10 +179,14 @@ int train_main(int argc, char** argv) {
   }
   if (rank == 0) {
     const TrainSummary& s = *summary;
-    // The report goes after the export: on standard error when the export went to standard
-    // output, so that the file holds the export alone (core/output_file.h).
+    // The report goes after the export: on standard error when the export or the metrics
+    // went to standard output, so that the stream holds the export or the JSONL records
+    // alone (core/output_file.h; the metrics case was missed: review, 2026-12-07).
+    const auto to_stdout = [](const std::string& path) {
+      return !path.empty() && writes_to_standard_output(path);
+    };
     std::FILE* report =
-        !export_path.empty() && writes_to_standard_output(export_path) ? stderr : stdout;
+        to_stdout(export_path) || to_stdout(config->log.metrics_path) ? stderr : stdout;
     std::string result = fmt::format("loss {:.4f}", s.eval.loss);
     if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
     if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);

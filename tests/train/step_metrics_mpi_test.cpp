@@ -16,10 +16,13 @@
 namespace sparq::train {
 namespace {
 
-// What the buckets (and the tied-rows tail) sent: the rest of bytes_sent is control traffic.
-std::uint64_t bucket_bytes(const comm::StepCommStats& s) {
-  std::uint64_t sum = s.tail ? s.tail->bytes.sent : 0;
-  for (const comm::BucketTiming& b : s.buckets) sum += b.bytes.sent;
+// What the buckets (and the tied-rows tail) sent or received: the rest is control traffic.
+std::uint64_t bucket_bytes(const comm::StepCommStats& s, bool received = false) {
+  const auto of = [received](const comm::BucketTiming& b) {
+    return received ? b.bytes.received : b.bytes.sent;
+  };
+  std::uint64_t sum = s.tail ? of(*s.tail) : 0;
+  for (const comm::BucketTiming& b : s.buckets) sum += of(b);
   return sum;
 }
 
@@ -51,6 +54,7 @@ TEST(StepMetricsMpi, ControlCollectivesAreCountedInTheStep) {
     for (const StepMetrics& m : steps) {
       const comm::StepCommStats& s = m.result.comm;
       EXPECT_EQ(s.bytes_sent - bucket_bytes(s), control) << "step " << m.step();
+      EXPECT_EQ(s.bytes_received - bucket_bytes(s, true), control) << "step " << m.step();
       EXPECT_GE(s.exposed_ms, 0.0);
       EXPECT_LE(s.exposed_ms, m.result.step_ms);
     }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # sparq vs PyTorch DDP on the emulated cluster of scripts/cluster.sh (docs/cluster.md).
-# For each link rate, world size, model and cell: one short training run, one rank per node
-# namespace, TCP over tbf-shaped veths. Each cell's record is appended to
-# $OUT/results.jsonl as soon as it finishes; bench/cluster_report.py prints the tables.
+# For each link rate, world size and model, REPS repetitions of every cell: one short
+# training run each, one rank per node namespace, TCP over tbf-shaped veths. Within a
+# repetition sparq's and PyTorch's cells alternate (their floors first, then sparq, DDP,
+# sparq, DDP, ...; every other repetition starts with PyTorch), so a drift of the machine's
+# speed reaches both frameworks alike. Each cell's record is appended to $OUT/results.jsonl
+# as soon as it finishes; bench/cluster_report.py prints the tables (median and IQR over the
+# repetitions).
 #
 #   sudo bench/bench_cluster.sh                        everything (hours: see docs/cluster.md)
 #   sudo MODELS=gpt2-tiny WORLDS=2 LINKS=100mbit CELLS="sparq_lbs ddp_dense" STEPS=3 \
@@ -14,6 +18,7 @@
 #            ddp_dense ddp_fp16 ddp_powersgd sparq_floor torch_floor]
 #   PROFILES [profiles]: where sparq_lbs_auto finds this_machine_<model>.yaml (comm.plan: auto)
 #   STEPS [8], WARMUP [2]: steps per run, and the first steps left out of every median
+#   REPS [3]: repetitions of every cell, floors included, per (link, N, model)
 #   OUT [runs/bench_cluster]   RUN_ID [date-time]   CELL_TIMEOUT [1800] seconds per cell
 #   LAUNCH_TIMEOUT [300]: seconds a sparq cell may go without its first step record before
 #     its launch counts as hung (an orted that never reported back; docs/cluster.md): it is
@@ -27,10 +32,20 @@
 #   TORCH_OPENBLAS_CORETYPE: the OpenBLAS kernels PyTorch runs (its OPENBLAS_CORETYPE);
 #     unset: SkylakeX on a CPU with AVX-512 F/BW/DQ/VL (Debian's OpenBLAS runs Haswell
 #     kernels on AVX-512 AMD EPYCs), else the inherited OPENBLAS_CORETYPE or OpenBLAS's choice
+#   TORCH_CPU_CAPABILITY: ATen's kernels (its ATEN_CPU_CAPABILITY: default, avx2, avx512);
+#     unset: avx512 on a CPU with AVX-512 F/BW/DQ/VL and FMA (torch 1.13 runs its AVX2
+#     kernels there otherwise), else ATen's own choice. none: never set
+#   TORCH_MALLOC [tuned]: PyTorch's allocator. tuned: glibc with
+#     GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4000000000 (the
+#     logits' temporaries, ~206 MB for gpt2-tiny, stay on glibc's heap instead of being
+#     mmapped and unmapped, and page-faulted in again, every step; sparq allocates its
+#     buffers once); jemalloc: LD_PRELOAD of Debian's libjemalloc.so.2 (libjemalloc2);
+#     system: glibc's defaults (the runs committed before 2026-12-07)
 #   TRAIN [build/apps/train]  PYTHON [/usr/bin/python3]
-# Floors (sparq_floor, torch_floor) do not use the network: they run once per (model, N),
-# with the first link, as N single-process runs started at once (the CPU contention of N
-# ranks); the report uses them for every link.
+# Floors (sparq_floor, torch_floor) do not use the network: N single-process runs started
+# at once (the CPU contention of N ranks). They run in every repetition of every link, next
+# to the cells they are the floor of (until 2026-12-07 once per (model, N), at the first
+# link only, and reused for the second).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -42,6 +57,8 @@ ALL_CELLS="sparq_none sparq_bf16 sparq_lbs sparq_lbs_2p sparq_powersgd sparq_lbs
 CELLS="${CELLS:-$ALL_CELLS}"
 STEPS="${STEPS:-8}"
 WARMUP="${WARMUP:-2}"
+REPS="${REPS:-3}"
+TORCH_MALLOC="${TORCH_MALLOC:-tuned}"
 OUT="${OUT:-runs/bench_cluster}"
 RUN_ID="${RUN_ID:-$(date +%Y%m%d-%H%M%S)}"
 CELL_TIMEOUT="${CELL_TIMEOUT:-1800}"
@@ -82,6 +99,10 @@ sparq_sets() {
 check_setup() {
   [[ "$STEPS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ && "$WARMUP" -lt "$STEPS" ]] \
     || die "STEPS ($STEPS) and WARMUP ($WARMUP): whole numbers, WARMUP < STEPS"
+  [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS ($REPS): a whole number >= 1"
+  case "$TORCH_MALLOC" in tuned | jemalloc | system) ;;
+    *) die "TORCH_MALLOC: tuned, jemalloc or system, got '$TORCH_MALLOC'" ;;
+  esac
   local c m
   for c in $CELLS; do
     [[ " ${ALL_CELLS//$'\n'/ } " == *" $c "* ]] || die "CELLS: unknown cell '$c'"
@@ -109,12 +130,43 @@ check_setup() {
   # the AVX-512 subsets the SkylakeX kernels need, PyTorch is given them, over any inherited
   # OPENBLAS_CORETYPE; TORCH_OPENBLAS_CORETYPE chooses otherwise.
   local core="${TORCH_OPENBLAS_CORETYPE:-}"
-  if [[ -z "$core" ]] && grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
-     grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+  if [[ -z "$core" ]] && has_cpu_flags avx512f avx512bw avx512dq avx512vl; then
     core=SkylakeX
   fi
   [[ -n "$core" ]] && TORCH_ENV+=(OPENBLAS_CORETYPE="$core")
-  say "PyTorch's BLAS: ${TORCH_BLAS:-system}, OpenBLAS core ${core:-${OPENBLAS_CORETYPE:-its own choice}}"
+  # ATen's own kernels (softmax, layer norm, GELU, AdamW's element-wise passes): torch 1.13
+  # picks AVX2 on an AVX-512 host unless told otherwise. ATen does not check the CPU when
+  # told, so avx512 is set only where the CPU has what its AVX512 kernels use.
+  local capability="${TORCH_CPU_CAPABILITY:-}"
+  if [[ -z "$capability" ]] && has_cpu_flags avx512f avx512bw avx512dq avx512vl fma; then
+    capability=avx512
+  fi
+  [[ "$capability" == none ]] && capability=""
+  [[ -n "$capability" ]] && TORCH_ENV+=(ATEN_CPU_CAPABILITY="$capability")
+  # glibc mmaps every allocation above its threshold (at most 32 MB) and unmaps it on free,
+  # so the logits' temporaries (B*T*V floats: 206 MB for gpt2-tiny) are page-faulted in
+  # again every step, a cost sparq, which allocates once, does not pay (review, 2026-12-07).
+  local malloc_env=""
+  case "$TORCH_MALLOC" in
+    tuned) malloc_env="GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4000000000" ;;
+    jemalloc)
+      local jemalloc
+      jemalloc="$(ldconfig -p 2>/dev/null | awk '/libjemalloc\.so\.2 / {print $NF; exit}')"
+      [[ -n "$jemalloc" && -f "$jemalloc" ]] || jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+      [[ -f "$jemalloc" ]] || die "TORCH_MALLOC=jemalloc: no libjemalloc.so.2 (apt-get install libjemalloc2)"
+      malloc_env="LD_PRELOAD=$jemalloc" ;;
+  esac
+  [[ -n "$malloc_env" ]] && TORCH_ENV+=("$malloc_env")
+  # What PyTorch's processes get beyond the inherited environment, for the records (each
+  # DDP and torch_floor record also carries ddp_peer.py's own report of what it ran on).
+  TORCH_ENV_TEXT="${TORCH_ENV[*]:1}"
+  say "PyTorch's BLAS: ${TORCH_BLAS:-system}, OpenBLAS core ${core:-${OPENBLAS_CORETYPE:-its own choice}}," \
+    "ATen ${capability:-its own choice}, allocator $TORCH_MALLOC${malloc_env:+ ($malloc_env)}"
+}
+
+has_cpu_flags() {  # FLAG... : whether /proc/cpuinfo lists every one
+  local flag
+  for flag in "$@"; do grep -qw "$flag" /proc/cpuinfo || return 1; done
 }
 
 # Debian's python3-torch is built with BLAS_INFO=generic: without an optimised libblas.so.3
@@ -165,15 +217,11 @@ with_watchers() {  # metrics dir world CMD...
 }
 
 
-run_cell() {  # model world link cell
-  local model="$1" world="$2" link="$3" cell="$4" cfg b t dir sets=() s
+run_cell() {  # model world link cell rep
+  local model="$1" world="$2" link="$3" cell="$4" rep="$5" cfg b t dir sets=() s
   read -r cfg b t <<< "$(model_config "$model")"
-  local floor=0; [[ "$cell" == *_floor ]] && floor=1
-  if [[ "$floor" == 1 ]]; then
-    dir="$OUT/$RUN_ID/$model-n$world/$cell"; link="-"
-  else
-    dir="$OUT/$RUN_ID/$model-n$world-$link/$cell"
-  fi
+  # Floors too run under the link's cluster (their record names it), though they send nothing.
+  dir="$OUT/$RUN_ID/$model-n$world-$link/rep$rep/$cell"
   rm -rf "$dir"; mkdir -p "$dir"
   local tokens=$((STEPS * world * b * (t + 1) * 2)); [[ "$tokens" -lt 262144 ]] && tokens=262144
   for s in $(sparq_sets "$cell" "$model" "$link"); do sets+=(--set "$s"); done
@@ -184,7 +232,7 @@ run_cell() {  # model world link cell
   # shellcheck disable=SC2016  # expanded by the inner shell of the floors
   local per_node='exec "$0" "$@"' node_file='"$CELL_DIR/node$SPARQ_NODE.jsonl"'
   local rc=0 started; started="$(date +%s)"
-  say "[$model N=$world $link] $cell -> $dir"
+  say "[$model N=$world $link rep $rep/$REPS] $cell -> $dir"
   case "$cell" in
     # The floors' per-node file names need each node's SPARQ_NODE: an inner shell adds them.
     sparq_floor)
@@ -220,8 +268,9 @@ run_cell() {  # model world link cell
   local summary_rc=0
   "$PYTHON" bench/cluster_report.py cell --dir "$dir" --results "$RESULTS" --run "$RUN_ID" \
     --model "$model" --world "$world" --link "$link" --cell "$cell" --batch "$b" --seq "$t" \
-    --steps "$STEPS" --warmup "$WARMUP" --exit-code "$rc" --seconds "$seconds" \
-    --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" || summary_rc=$?
+    --steps "$STEPS" --warmup "$WARMUP" --rep "$rep" --exit-code "$rc" --seconds "$seconds" \
+    --mpi-args "$MPI_ARGS" --torch-blas "${TORCH_BLAS:-}" --torch-env "${TORCH_ENV_TEXT:-}" \
+    || summary_rc=$?
   # A cell fails when its command does, when its record says so (it exited 0 but measured
   # too few steps, or a node's floor is missing: cluster_report.py exits 3), or when its
   # summary could not be made. Only the first was counted, and the run exited 0 with failed
@@ -235,27 +284,46 @@ run_cell() {  # model world link cell
 }
 
 FAILED_CELLS=0
+TORCH_ENV_TEXT=""
+
+# The order of one repetition's cells: the two floors, then sparq's and PyTorch's cells in
+# turn (ABAB), each framework's in CELLS order; PyTorch's first in even repetitions. Until
+# 2026-12-07 every sparq cell ran before every DDP cell, once, and the floors at the first
+# link only: a machine that slowed down during a group slowed DDP alone (review).
+cell_order() {  # rep -> cells, one a line
+  local rep="$1" c sparq=() torch=() i
+  for c in $CELLS; do [[ "$c" == sparq_floor ]] && sparq+=("$c"); done
+  for c in $CELLS; do [[ "$c" == torch_floor ]] && torch+=("$c"); done
+  for c in $CELLS; do [[ "$c" == sparq_* && "$c" != *_floor ]] && sparq+=("$c"); done
+  for c in $CELLS; do [[ "$c" == ddp_* ]] && torch+=("$c"); done
+  local first=("${sparq[@]}") second=("${torch[@]}")
+  if ((rep % 2 == 0)); then first=("${torch[@]}"); second=("${sparq[@]}"); fi
+  for ((i = 0; i < ${#first[@]} || i < ${#second[@]}; i++)); do
+    if ((i < ${#first[@]})); then echo "${first[i]}"; fi
+    if ((i < ${#second[@]})); then echo "${second[i]}"; fi
+  done
+}
 
 main() {
   check_setup
   mkdir -p "$OUT"
-  say "run $RUN_ID: models [$MODELS], worlds [$WORLDS], links [$LINKS], $STEPS steps" \
-    "(median of the last $((STEPS - WARMUP))), results in $RESULTS"
+  say "run $RUN_ID: models [$MODELS], worlds [$WORLDS], links [$LINKS], $REPS repetition(s)" \
+    "of $STEPS steps (median of the last $((STEPS - WARMUP))), results in $RESULTS"
   PORT=29600
-  local link world model cell first_link=1
+  local link world model cell rep
   trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
   for link in $LINKS; do
     for world in $WORLDS; do
       "$CLUSTER" down >/dev/null 2>&1 || true
       "$CLUSTER" up "$world" --rate "$link" || die "cluster.sh up $world --rate $link failed"
       for model in $MODELS; do
-        for cell in $CELLS; do
-          [[ "$cell" == *_floor && "$first_link" == 0 ]] && continue
-          run_cell "$model" "$world" "$link" "$cell"
+        for ((rep = 1; rep <= REPS; rep++)); do
+          for cell in $(cell_order "$rep"); do
+            run_cell "$model" "$world" "$link" "$cell" "$rep"
+          done
         done
       done
     done
-    first_link=0
   done
   "$CLUSTER" down
   "$PYTHON" bench/cluster_report.py report --results "$RESULTS" --run "$RUN_ID"

@@ -17,16 +17,24 @@ SPARQ_MASTER_IP / SPARQ_NODE / SPARQ_WORLD that scripts/cluster.sh run sets in e
 gloo uses eth0 (GLOO_SOCKET_IFNAME) unless told otherwise.
 
 A step is zero_grad + forward + backward (DDP's allreduce overlaps it and is complete when
-backward returns) + optimizer.step. Each rank prints its step times on stderr; rank 0 (every
-rank in compute mode) appends JSONL records to --metrics: {"event":"step","step","step_ms",
+backward returns) + optimizer.step. DDP runs with gradient_as_bucket_view=True (the
+gradients are views into the buckets, no copy in or out: sparq's gradients live in its
+buckets too) and static_graph=True (every step uses every parameter the same way). Each rank
+prints its step times on stderr; rank 0 (every rank in compute mode) appends JSONL records to
+--metrics: first {"event":"config", "peer": {...}} (what this process runs on: torch version,
+the ATen CPU capability in use, the BLAS libraries mapped and OpenBLAS's core, the allocator
+settings, threads, DDP options; see peer_config), then {"event":"step","step","step_ms",
 "forward_ms","backward_ms","optimizer_ms","loss","tx_bytes","rx_bytes"} (tx/rx: this node's
 eth0 counters after the step, when /sys shows them) and a final {"event":"end",
-"median_step_ms"} over the steps after --warmup. Benchmark only: nothing is asserted.
+"median_step_ms","peer"} over the steps after --warmup. --print-config prints the
+configuration record and exits. Benchmark only: nothing is asserted.
 """
 import argparse
+import ctypes
 import datetime
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -47,6 +55,16 @@ MODELS = {
 }
 POWERSGD_RANK = 4
 POWERSGD_START_ITER = 2  # torch requires > 1 with error feedback or warm start
+# DDP's options (torch 1.13 API): the gradients are views into the buckets, and the graph is
+# the same every step (review, 2026-12-07: plain DDP(model) copied every gradient into its
+# bucket and back, work sparq does not do).
+DDP_OPTIONS = {"gradient_as_bucket_view": True, "static_graph": True}
+# Libraries whose presence in this process says which BLAS / allocator it really runs on.
+BLAS_LIB = re.compile(r"lib(open)?blas|libmkl|libblis|libcblas|libflexiblas")
+MALLOC_LIB = re.compile(r"libjemalloc|libtcmalloc|libmimalloc")
+ENV_RECORDED = ("GLIBC_TUNABLES", "LD_PRELOAD", "LD_LIBRARY_PATH", "ATEN_CPU_CAPABILITY",
+                "OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "MALLOC_ARENA_MAX")
 
 
 def env_int(*names, default=None):
@@ -64,9 +82,105 @@ def read_counter(name):
         return None
 
 
+def aten_cpu_capability():
+    """The ATen CPU capability in use: torch.backends.cpu.get_cpu_capability() where it
+    exists (torch >= 2.0), else the "CPU capability usage" line of torch.__config__.show()
+    (torch 1.13). Debian's torch 1.13 picks AVX2 on an AVX-512 host unless
+    ATEN_CPU_CAPABILITY=avx512 says otherwise."""
+    try:
+        import torch.backends.cpu as backends_cpu  # absent in torch 1.13
+        return str(backends_cpu.get_cpu_capability())
+    except (ImportError, AttributeError):
+        pass
+    match = re.search(r"CPU capability usage:\s*(.+)", torch.__config__.show())
+    return match.group(1).strip() if match else None
+
+
+def mapped_libraries(pattern):
+    """Paths of the shared objects mapped into this process whose file name matches."""
+    found = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if path.startswith("/") and pattern.search(os.path.basename(path)) \
+                        and path not in found:
+                    found.append(path)
+    except OSError:
+        pass
+    return found
+
+
+def openblas_info(paths):
+    """OpenBLAS's own report (core, build config, threads) from the first mapped library
+    that exports openblas_get_corename; None where no OpenBLAS is mapped."""
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)  # already mapped: the same handle, nothing reloaded
+        except OSError:
+            continue
+        if not hasattr(lib, "openblas_get_corename"):
+            continue
+        info = {"library": path}
+        for name, restype in (("openblas_get_corename", ctypes.c_char_p),
+                              ("openblas_get_config", ctypes.c_char_p),
+                              ("openblas_get_num_threads", ctypes.c_int)):
+            func = getattr(lib, name, None)
+            if func is None:
+                continue
+            func.restype, func.argtypes = restype, []
+            value = func()
+            info[name[len("openblas_get_"):]] = value.decode() if isinstance(value, bytes) \
+                else value
+        return info
+    return None
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def peer_config(mode=None):
+    """What this process computes with, for the results record: a comparison is only as fair
+    as its peer's BLAS kernels, ATen's vector width, allocator and threads (review,
+    2026-12-08: the committed figures ran on Haswell kernels, AVX2 and glibc's per-step
+    mmap/munmap of the logits' temporaries, and nothing in the records said so)."""
+    blas = mapped_libraries(BLAS_LIB)
+    flags = cpu_flags()
+    config = {
+        "torch_version": torch.__version__,
+        "aten_cpu_capability": aten_cpu_capability(),
+        "blas_libraries": blas,
+        "openblas": openblas_info(blas),
+        "malloc_libraries": mapped_libraries(MALLOC_LIB),
+        "env": {name: os.environ.get(name) for name in ENV_RECORDED},
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "host_avx512": "avx512f" in flags,
+        "python": sys.version.split()[0],
+    }
+    if mode is not None:
+        config["mode"] = mode
+        if mode != "compute":
+            config["ddp"] = dict(DDP_OPTIONS, bucket_cap_mb=25)
+    return config
+
+
 def make_ddp(model, mode):
     from torch.nn.parallel import DistributedDataParallel as DDP
-    ddp = DDP(model)  # default buckets: 25 MiB, first bucket 1 MiB (sparq's defaults too)
+    # Default buckets: 25 MiB, first bucket 1 MiB (sparq's defaults too). The comm hooks
+    # below (fp16, PowerSGD) work with both options: PowerSGD compresses the bucket's buffer
+    # in place, which the gradients then view; static_graph lets DDP's reducer delay the
+    # first step's allreduce to the end of backward (a warm-up step, outside every median).
+    ddp = DDP(model, **DDP_OPTIONS)
     if mode == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
@@ -117,12 +231,17 @@ def main():
     parser.add_argument("--warmup", type=int, default=2, help="steps left out of the median")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--metrics", default="", help="JSONL file (rank 0; every rank in compute)")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print this process's configuration record (JSON) and exit")
     args = parser.parse_args()
     if args.warmup >= args.steps:
         parser.error(f"--warmup {args.warmup} must be below --steps {args.steps}")
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
+    if args.print_config:
+        print(json.dumps({"event": "config", "peer": peer_config(args.mode)}))
+        return
     rank = env_int("RANK", "SPARQ_NODE", default=0)
     world = env_int("WORLD_SIZE", "SPARQ_WORLD", default=1)
     distributed = args.mode != "compute"
@@ -147,8 +266,16 @@ def main():
     writes = args.metrics and (rank == 0 or not distributed)
     out = open(args.metrics, "a") if writes else None
     params = sum(p.numel() for p in model.parameters())
+    config = peer_config(args.mode)
     print(f"ddp_peer rank {rank}/{world} {args.model} mode {args.mode}: {params} parameters, "
-          f"B={args.batch} T={args.seq}", file=sys.stderr)
+          f"B={args.batch} T={args.seq}; torch {config['torch_version']}, ATen "
+          f"{config['aten_cpu_capability']}, OpenBLAS core "
+          f"{(config['openblas'] or {}).get('corename')}, GLIBC_TUNABLES "
+          f"{config['env']['GLIBC_TUNABLES']}, LD_PRELOAD {config['env']['LD_PRELOAD']}",
+          file=sys.stderr)
+    if out:
+        out.write(json.dumps({"event": "config", "peer": config}) + "\n")
+        out.flush()
 
     times = []
     for step in range(1, args.steps + 1):
@@ -179,7 +306,7 @@ def main():
     print(f"ddp_peer rank {rank}: median step {median:.1f} ms over steps "
           f"{args.warmup + 1}..{args.steps}", file=sys.stderr)
     if out:
-        out.write(json.dumps({"event": "end", "median_step_ms": median}) + "\n")
+        out.write(json.dumps({"event": "end", "median_step_ms": median, "peer": config}) + "\n")
         out.close()
     if distributed:
         dist.barrier()

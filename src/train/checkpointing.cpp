@@ -193,6 +193,8 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   }
   f.meta["skipped_total"] = std::to_string(skipped_total_);
   f.meta["nonfinite_in_a_row"] = std::to_string(nonfinite_in_a_row_);
+  // Note [An evaluation a stop skipped] (trainer.cpp); absent in older checkpoints: none.
+  f.meta["eval_pending"] = eval_pending_ ? "1" : "0";
   f.meta["config"] = config_.resolved_yaml;
 
   const ParamStore& host = host_params();
@@ -323,6 +325,11 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   SPARQ_RETURN_IF_ERROR(optimizer_->check_resume(step_).with_context(file));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, f.meta_int("skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, f.meta_int("nonfinite_in_a_row"));
+  eval_pending_ = false;
+  if (f.meta.count("eval_pending")) {
+    SPARQ_ASSIGN_OR_RETURN(const std::int64_t pending, f.meta_int("eval_pending"));
+    eval_pending_ = pending != 0;
+  }
   resumed_from_ = dir;
   start_step_ = step_;
   // Said by resume() once every rank has loaded alike: a resume another rank refused, or

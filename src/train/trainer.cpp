@@ -232,6 +232,16 @@ EvalMetrics Trainer::evaluate() {
   return e;
 }
 
+EvalMetrics Trainer::evaluate_and_report() {
+  const EvalMetrics e = evaluate();
+  if (is_root()) {
+    spdlog::info("{}", format_eval(e));
+    metrics_.write(to_json(e));
+  }
+  if (options_.on_eval) options_.on_eval(e);
+  return e;
+}
+
 Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   const TrainConfig& c = config_;
   SPARQ_RETURN_IF_ERROR(open_run_outputs());
@@ -249,6 +259,13 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         stop_at, c.train.steps, c.train.steps,
         c.train.checkpoint_dir.empty() ? "" : " and checkpoint");
   }
+  // Note [An evaluation a stop skipped]: the resumed step's periodic evaluation first (a run
+  // that ends at this step evaluates it as its final one anyway).
+  if (eval_pending_ && step_ < c.train.steps && (stop_at < 0 || step_ < stop_at)) {
+    if (is_root()) spdlog::info("step {}: its evaluation, which the stop skipped", step_);
+    evaluate_and_report();
+  }
+  eval_pending_ = false;
   TrainSummary summary;
   const std::int64_t first_step = step_, first_skipped = skipped_total_;
   const std::int64_t trace_end = c.log.trace_start + c.log.trace_steps;
@@ -314,27 +331,29 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                    "non-finite steps");
     }
     if (!c.log.trace_path.empty() && step_ == trace_end) SPARQ_RETURN_IF_ERROR(write_trace());
+    const bool evaluates =
+        c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps;
+    // Note [An evaluation a stop skipped]
+    // A stop asked during a step that evaluates skips the evaluation and saves the step: the
+    // grace period before SIGKILL (mpirun's second, a Slurm warning) may not cover one
+    // (review, 2026-12-07: the evaluation ran in full first). The ranks poll again here, before
+    // the periodic checkpoint, so that the step's checkpoint (saved after the loop) records the
+    // evaluation as pending, and a resume from it runs it first: it was never run at all, and
+    // the study tool dropped that step from every seed's curve (review, 2026-12-07).
+    // Collective, as the poll above; only at the steps that evaluate.
+    if (evaluates && options_.stop_requested) {
+      SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
+      if (summary.stop_signal != 0) {
+        eval_pending_ = true;
+        break;
+      }
+    }
     // The checkpoint before the evaluation, as at the end of the run (below).
     if (!c.train.checkpoint_dir.empty() && c.train.checkpoint_interval > 0 &&
         step_ % c.train.checkpoint_interval == 0 && step_ < c.train.steps) {
       SPARQ_RETURN_IF_ERROR(save_checkpoint());
     }
-    if (c.train.eval_interval > 0 && step_ % c.train.eval_interval == 0 && step_ < c.train.steps) {
-      // A stop asked during this step goes to its checkpoint without the evaluation: the grace
-      // period before SIGKILL (mpirun's second, a Slurm warning) may not cover one (review,
-      // 2026-12-07: the evaluation ran in full first). Collective, as the poll above; only at
-      // the steps that evaluate.
-      if (options_.stop_requested) {
-        SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
-        if (summary.stop_signal != 0) break;
-      }
-      const EvalMetrics e = evaluate();
-      if (is_root()) {
-        spdlog::info("{}", format_eval(e));
-        metrics_.write(to_json(e));
-      }
-      if (options_.on_eval) options_.on_eval(e);
-    }
+    if (evaluates) evaluate_and_report();
   }
   summary.steps = step_;
   summary.data = data_info_;
@@ -346,8 +365,8 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   summary.stopped_early = (stop_at >= 0 && step_ >= stop_at) || summary.stop_signal != 0;
   if (summary.stop_signal != 0 && !c.train.checkpoint_dir.empty()) {
     // Note [Stopping on a signal]: what the run did since its last checkpoint is kept.
-    const bool saved = c.train.checkpoint_interval > 0 && step_ % c.train.checkpoint_interval == 0;
-    if (summary.steps_run > 0 && !saved) SPARQ_RETURN_IF_ERROR(save_checkpoint());
+    // (A stop before an evaluating step's periodic checkpoint left it unsaved: saved here.)
+    if (summary.steps_run > 0 && saved_step_ != step_) SPARQ_RETURN_IF_ERROR(save_checkpoint());
   }
   // A run that stops inside the trace window (a signal, --stop-at) writes the steps it traced,
   // after a signal's checkpoint (the grace period is for that); they were lost (review,
@@ -373,12 +392,7 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                      resumed_from_);
       }
     }
-    summary.eval = evaluate();
-    if (is_root()) {
-      spdlog::info("{}", format_eval(summary.eval));
-      metrics_.write(to_json(summary.eval));
-    }
-    if (options_.on_eval) options_.on_eval(summary.eval);
+    summary.eval = evaluate_and_report();
   }
   summary.saved_step = saved_step_;
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);

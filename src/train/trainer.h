@@ -130,6 +130,8 @@ class Trainer {
   // below the current step is an error.
   Result<TrainSummary> run(std::int64_t stop_at = -1);
   EvalMetrics evaluate();
+  // evaluate(), then logs it, writes its record and calls Options::on_eval.
+  EvalMetrics evaluate_and_report();
   // One training step outside run() (benchmarks drive the loop themselves): no logging,
   // evaluation or checkpoint. The safety checks of run() hold, and end the job when broken:
   // the optimizer's readiness (a variance frozen from skipped warm-up steps divides by eps)
@@ -254,6 +256,9 @@ class Trainer {
   std::string resumed_from_;          // the step directory resume() loaded, if any
   std::int64_t start_step_ = 0;       // its step (0: a fresh start)
   std::int64_t saved_step_ = -1;      // the newest step this invocation saved; -1: none yet
+  // Note [An evaluation a stop skipped]: step_'s periodic evaluation is still to run (checkpoint
+  // metadata "eval_pending").
+  bool eval_pending_ = false;
   bool other_histories_checked_ = false;  // set_aside_checkpoints_from() ran before the first save
   // The caller's OpenMP thread count before train.threads changed it; restored on destruction
   // (0: unchanged), so that an embedder's count and the next Trainer's default are its own.

@@ -221,6 +221,7 @@ TEST(RunOptions, AStopDuringAnEvaluatingStepSavesWithoutEvaluating) {
   config.train.eval_interval = 2;
   config.train.checkpoint_dir =
       ::testing::TempDir() + "/stop_before_eval_" + std::to_string(::getpid());
+  config.train.checkpoint_interval = 2;
   config = train::validate_train_config(config).value();
   auto comm = train::make_communicator(config.comm).value();
   train::RunOptions options;
@@ -236,6 +237,20 @@ TEST(RunOptions, AStopDuringAnEvaluatingStepSavesWithoutEvaluating) {
   EXPECT_EQ(summary->steps, 4);
   EXPECT_EQ(evals, 1);  // step 2's, not step 4's
   EXPECT_EQ(summary->saved_step, 4);
+  // The resume runs step 4's evaluation first: it was never run, and the study tool dropped
+  // that step from the curves (review, 2026-12-07). Then the final one, at step 6.
+  std::vector<std::int64_t> evaluated;
+  train::RunOptions resumed;
+  resumed.resume = config.train.checkpoint_dir;
+  resumed.trainer.on_eval = [&](const train::EvalMetrics& e) { evaluated.push_back(e.step); };
+  ASSERT_TRUE(train::run_training(config, *comm, resumed).is_ok());
+  EXPECT_EQ(evaluated, (std::vector<std::int64_t>{4, 6}));
+  // A resume from a step whose evaluation ran (step 2, saved before it) does not run it again.
+  evaluated.clear();
+  resumed.resume = train::checkpoint_dir(config.train.checkpoint_dir, 2);
+  resumed.stop_at = 3;
+  ASSERT_TRUE(train::run_training(config, *comm, resumed).is_ok());
+  EXPECT_TRUE(evaluated.empty()) << evaluated.front();
   std::filesystem::remove_all(config.train.checkpoint_dir);
 }
 

@@ -12,8 +12,17 @@ links 1gbit and 100mbit were measured on the emulated cluster), twice:
   - from the profile alone (what the simulator predicts for a machine it has not run on).
 It writes a Markdown table and a CSV. With several runs (--run A,B,C) the first is the table and
 the others repeat some of its cells: each repeated cell gets its errors in every run and their
-median, and the count of cells within 15% is given both ways. A cell measured more than once in
-one run counts once, by its latest record (bench/cluster_report.py's rule).
+median, and the count of cells within 15% is given both ways.
+
+Repetitions (bench_cluster.sh's REPS; the record's `rep`, 1-based; a record without one, written
+before REPS, is repetition 1) are grouped as bench/cluster_report.py groups them: the latest record
+of each (run, model, world, link, cell, rep) counts, so a rerun of a repetition replaces it, and
+a cell's measure in a run is the median, over its repetitions with status ok, of each
+repetition's medians over steps (cluster_report.py's summarise_reps(); the forward, backward and
+optimizer times given to the simulator are such medians too). A cell none of whose repetitions
+measured is out. Where the records carry `rep`, the table gives each cell's count of repetitions
+("2 of 3" where one failed) and the interquartile range of their step times; on records without
+`rep` (one repetition each) the output is what it was before repetitions.
 
 Records of other cells (ddp_*, the floors) are left out. A sparq cell's record of a model not in
 MODELS below is skipped and said on standard error, model by model. A record that lacks a key
@@ -38,6 +47,10 @@ import statistics
 import subprocess
 import sys
 
+# The repetitions' statistics are bench/cluster_report.py's own (standard library only).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from cluster_report import median_or_none, summarise_reps  # noqa: E402
+
 # bench_cluster.sh's cells -> the simulator's cells (src/sim/workload.cpp).
 CELLS = {"sparq_none": "dense_f32", "sparq_bf16": "dense_bf16", "sparq_lbs": "lbs_allgather",
          "sparq_lbs_2p": "lbs_two_phase", "sparq_powersgd": "powersgd"}
@@ -48,7 +61,8 @@ TARGET = 0.15  # the issue's bound on |predicted - measured| / measured step tim
 # The keys read from a record: the cell's identity (every record of a sparq cell, whatever its
 # status), and the measurements (the records that count, status "ok"). cluster_report.py writes
 # a measurement it has no steps for as null, so null counts as missing. optimizer_ms (recorded
-# since 12-03) and exposed_comm_ms are optional.
+# since 12-03) and exposed_comm_ms are optional, and so is rep (bench_cluster.sh's REPS, since
+# 12-07; missing: repetition 1, as cluster_report.py reads it).
 IDENTITY_KEYS = ("run", "model", "world", "link", "status")
 MEASURED_KEYS = ("step_ms", "forward_ms", "backward_ms", "sparq_bytes_sent")
 OPTIONAL_KEYS = ("optimizer_ms", "exposed_comm_ms")
@@ -92,7 +106,36 @@ def identity_problems(r):
     if r.get("world") is not None and (not isinstance(r["world"], int) or isinstance(r["world"], bool)
                                        or r["world"] < 1):
         problems.append(f"world {json.dumps(r['world'])} is not a positive integer")
+    if "rep" in r and (not isinstance(r["rep"], int) or isinstance(r["rep"], bool) or r["rep"] < 1):
+        problems.append(f"rep {json.dumps(r['rep'])} is not a positive integer")
     return problems
+
+
+def measure_cell(reps):
+    """A cell's repetitions in one run, {rep: its latest record}, -> the record the table
+    compares with: each measurement the median over the repetitions with status ok (None if
+    none measured), as bench/cluster_report.py's report takes it, with the count of those
+    repetitions and the IQR of their step times. One repetition: its own record's values."""
+    summary = summarise_reps({(r["run"], rep): r for rep, r in reps.items()})
+    if summary["n"] == 0:
+        return None
+    ok = summary["records"]
+    cell = {k: ok[0][k] for k in ("run", "model", "world", "link", "cell")}
+    cell.update(step_ms=summary["step_ms"], exposed_comm_ms=summary["exposed_comm_ms"],
+                sparq_bytes_sent=summary["sparq_bytes_sent"],
+                reps=summary["n"], reps_total=summary["total"], step_iqr_ms=summary["step_iqr"])
+    for k in ("forward_ms", "backward_ms", "optimizer_ms"):
+        cell[k] = median_or_none(r.get(k) for r in ok)
+    return cell
+
+
+def reps_text(t):
+    """'3', or '2 of 3' where a repetition failed (cluster_report.py's reps column)."""
+    return str(t["reps"]) if t["reps"] == t["reps_total"] else f"{t['reps']} of {t['reps_total']}"
+
+
+def fmt_iqr(value):
+    return "-" if value is None else f"{value:.0f}"
 
 
 def measurement_problems(r):
@@ -133,8 +176,9 @@ def simulate(binary, record, profile, measured_compute, busy_rate):
     return rows[0]
 
 
-def predict(args, busy_rates, r):
-    """One measured record -> one row of the table."""
+def predict(args, busy_rates, r, with_reps):
+    """One measured cell (measure_cell()) -> one row of the table; with_reps: the records carry
+    rep, and the row its count of repetitions and their IQR."""
     profile = os.path.join(args.profiles, f"this_machine_{r['model']}.yaml")
     if not os.path.exists(profile):
         sys.exit(f"simulate_validate.py: {profile} missing (measure it with sim_profile)")
@@ -145,19 +189,23 @@ def predict(args, busy_rates, r):
     err = (step - r["step_ms"]) / r["step_ms"]
     print(f"{r['run']:16} {r['model']:9} N={r['world']} {r['link']:7} {r['cell']:14} measured "
           f"{r['step_ms']:8.0f} ms predicted {step:8.0f} ms ({100 * err:+.1f}%), profile only "
-          f"{step_alone:8.0f} ms", file=sys.stderr)
-    return {"run": r["run"], "model": r["model"], "world": r["world"], "link": r["link"],
-            "cell": r["cell"], "busy_comm_rate": busy,
-            "measured_step_ms": r["step_ms"], "predicted_step_ms": step, "error": err,
-            "measured_exposed_ms": r.get("exposed_comm_ms") or 0.0,
-            "predicted_exposed_ms": float(p["exposed_comm_ms"]),
-            "measured_mb": r["sparq_bytes_sent"] / 1e6, "predicted_mb": float(p["mb_sent_per_rank"]),
-            "profile_only_step_ms": step_alone,
-            "profile_only_error": (step_alone - r["step_ms"]) / r["step_ms"],
-            "within": abs(err) <= TARGET}
+          f"{step_alone:8.0f} ms" + (f", {reps_text(r)} rep(s), step IQR {fmt_iqr(r['step_iqr_ms'])} ms"
+                                      if with_reps else ""), file=sys.stderr)
+    row = {"run": r["run"], "model": r["model"], "world": r["world"], "link": r["link"],
+           "cell": r["cell"], "busy_comm_rate": busy,
+           "measured_step_ms": r["step_ms"], "predicted_step_ms": step, "error": err,
+           "measured_exposed_ms": r.get("exposed_comm_ms") or 0.0,
+           "predicted_exposed_ms": float(p["exposed_comm_ms"]),
+           "measured_mb": r["sparq_bytes_sent"] / 1e6, "predicted_mb": float(p["mb_sent_per_rank"]),
+           "profile_only_step_ms": step_alone,
+           "profile_only_error": (step_alone - r["step_ms"]) / r["step_ms"],
+           "within": abs(err) <= TARGET}
+    if with_reps:
+        row.update(reps=r["reps"], reps_total=r["reps_total"], measured_step_iqr_ms=r["step_iqr_ms"])
+    return row
 
 
-def write_markdown(args, table, runs):
+def write_markdown(args, table, runs, with_reps):
     key = lambda t: (t["model"], t["world"], t["link"], t["cell"])
     main_rows = [t for t in table if t["run"] == runs[0]]
     by_cell = {}
@@ -169,27 +217,39 @@ def write_markdown(args, table, runs):
                 "totals and optimizer time (`--compute-ms`), and from the profile alone; "
                 "communication's rate under backward (`--busy-comm-rate`) per world and link: "
                 f"{args.busy_comm_rate or '1 everywhere'}.\n\n")
-        f.write("| model | N | link | cell | measured step ms | predicted step ms | error | "
+        if with_reps:
+            f.write("Each cell's measured values are the medians over its repetitions that measured "
+                    "(reps; \"2 of 3\" where one failed) of each repetition's medians over steps, and "
+                    "the prediction given the measured compute takes the medians of their forward, "
+                    "backward and optimizer times; step IQR: the interquartile range of the "
+                    "repetitions' step times (bench/cluster_report.py's statistics).\n\n")
+        f.write("| model | N | link | cell | measured step ms | "
+                + ("reps | measured step IQR ms | " if with_reps else "")
+                + "predicted step ms | error | "
                 "measured exposed ms | predicted exposed ms | measured MB/rank | predicted MB/rank | "
                 "profile only step ms | error |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_reps else "")
+                + "\n")
         for t in main_rows:
             mark = "" if t["within"] else " **(> 15%)**"
+            spread = f"{reps_text(t)} | {fmt_iqr(t['measured_step_iqr_ms'])} | " if with_reps else ""
             f.write(f"| {t['model']} | {t['world']} | {t['link']} | {t['cell']} | {t['measured_step_ms']:.0f} | "
-                    f"{t['predicted_step_ms']:.0f} | {100 * t['error']:+.1f}%{mark} | {t['measured_exposed_ms']:.0f} | "
+                    f"{spread}{t['predicted_step_ms']:.0f} | {100 * t['error']:+.1f}%{mark} | {t['measured_exposed_ms']:.0f} | "
                     f"{t['predicted_exposed_ms']:.0f} | {t['measured_mb']:.2f} | {t['predicted_mb']:.2f} | "
                     f"{t['profile_only_step_ms']:.0f} | {100 * t['profile_only_error']:+.1f}% |\n")
         f.write(f"\n{sum(t['within'] for t in main_rows)} of {len(main_rows)} cells within 15% of the "
                 f"measured step time in run {runs[0]}.\n")
-        # One row per run and cell (main() keeps each run's latest record), so a cell with more
-        # than one row was measured in more than one run.
+        # One row per run and cell (main() takes each run's repetitions together), so a cell with
+        # more than one row was measured in more than one run.
         repeated = [rows for rows in by_cell.values() if len(rows) > 1]
         if not repeated:
             return
         again = [run for run in runs[1:] if any(r["run"] == run for rows in repeated for r in rows)]
         f.write(f"\nCells measured again ({', '.join(again)}); the median is over each run's error:\n\n"
-                "| model | N | link | cell | measured step ms, each run | predicted | error, each run | "
-                "median error |\n|---|---|---|---|---|---|---|---|\n")
+                "| model | N | link | cell | measured step ms, each run | "
+                + ("reps, each run | " if with_reps else "")
+                + "predicted | error, each run | "
+                "median error |\n|---|---|---|---|---|---|---|---|" + ("---|" if with_reps else "") + "\n")
         for rows in repeated:
             t = rows[0]
             median = statistics.median(r["error"] for r in rows)
@@ -197,6 +257,8 @@ def write_markdown(args, table, runs):
             measured = ", ".join(f"{r['measured_step_ms']:.0f}" for r in rows)
             predicted = ", ".join(f"{r['predicted_step_ms']:.0f}" for r in rows)
             errors = ", ".join(f"{100 * r['error']:+.1f}%" for r in rows)
+            if with_reps:
+                measured += " | " + ", ".join(reps_text(r) for r in rows)
             f.write(f"| {t['model']} | {t['world']} | {t['link']} | {t['cell']} | {measured} | {predicted} | "
                     f"{errors} | {100 * median:+.1f}%{mark} |\n")
         first_cells = [rows for rows in by_cell.values() if any(r["run"] == runs[0] for r in rows)]
@@ -217,9 +279,12 @@ def main():
     args = ap.parse_args()
     busy_rates = parse_busy_rates(args.busy_comm_rate)
     wanted = [r for r in args.run.split(",") if r]
-    # bench/cluster_report.py's rule: a cell measured again replaces the earlier record, so the
-    # latest record of each (run, model, world, link, cell) counts (if it failed, the cell is out).
-    latest = {}  # key -> (line number, record)
+    # bench/cluster_report.py's rule: a repetition measured again replaces the earlier record, so
+    # the latest record of each (run, model, world, link, cell, rep) counts (a record without rep,
+    # written before REPS, is repetition 1); a cell's repetitions that measured are taken together
+    # (measure_cell()), and a cell none of whose repetitions measured is out.
+    latest = {}  # (run, model, world, link, cell) -> {rep: (line number, record)}
+    with_reps = False  # whether any record counted carries rep
     superseded = 0
     unreadable = []  # line numbers that are not a JSON object
     unknown_models = {}  # model -> records of a sparq cell skipped for it
@@ -257,8 +322,11 @@ def main():
                 bad.append((number, f"{where(args.results, number, r)}: {'; '.join(problems)}"))
                 continue
             key = (r["run"], r["model"], r["world"], r["link"], r["cell"])
-            superseded += key in latest
-            latest[key] = (number, r)  # a dict keeps the first position: the cell's place in its run
+            # a dict keeps the first position: the cell's place in its run
+            reps = latest.setdefault(key, {})
+            superseded += r.get("rep", 1) in reps
+            reps[r.get("rep", 1)] = (number, r)
+            with_reps = with_reps or "rep" in r
     if unreadable:
         shown = ", ".join(map(str, unreadable[:10])) + (", ..." if len(unreadable) > 10 else "")
         print(f"simulate_validate.py: skipped {len(unreadable)} line(s) of {args.results} that are "
@@ -268,20 +336,21 @@ def main():
         print(f"simulate_validate.py: skipped the sparq cell records of models this script does not "
               f"know: {listed}; it knows {', '.join(MODELS)} (MODELS in scripts/simulate_validate.py, "
               "bench_cluster.sh's model_config())", file=sys.stderr)
-    records = []
-    for number, r in latest.values():
-        if r["status"] != "ok":
-            continue  # the cell's latest measurement failed: the cell is out
-        problems = measurement_problems(r)
-        if problems:
-            bad.append((number, f"{where(args.results, number, r)}: {'; '.join(problems)}"))
-        else:
-            records.append(r)
+    for reps in latest.values():
+        for number, r in reps.values():
+            if r["status"] != "ok":
+                continue  # this repetition's latest measurement failed: it is out
+            problems = measurement_problems(r)
+            if problems:
+                bad.append((number, f"{where(args.results, number, r)}: {'; '.join(problems)}"))
     if bad:
         sys.exit("\n".join(f"simulate_validate.py: {message}" for _, message in sorted(bad)))
+    records = [cell for cell in (measure_cell({rep: r for rep, (_, r) in reps.items()})
+                                 for reps in latest.values()) if cell is not None]
     if superseded:
         print(f"simulate_validate.py: {superseded} record(s) replaced by a later record of the same "
-              "cell in the same run (the latest counts)", file=sys.stderr)
+              f"cell{' and repetition' if with_reps else ''} in the same run (the latest counts)",
+              file=sys.stderr)
     if not records:
         sys.exit(f"simulate_validate.py: no sparq cell records of {' or '.join(MODELS)} with status ok "
                  f"in {args.results}{' for run ' + args.run if args.run else ''}"
@@ -291,13 +360,13 @@ def main():
     if missing:
         sys.exit(f"simulate_validate.py: no sparq cell records of run {', '.join(missing)} in {args.results}")
     records.sort(key=lambda r: runs.index(r["run"]))  # stable: each run keeps its order
-    table = [predict(args, busy_rates, r) for r in records]
+    table = [predict(args, busy_rates, r, with_reps) for r in records]
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(table[0]))
         w.writeheader()
         w.writerows(table)
-    write_markdown(args, table, runs)
+    write_markdown(args, table, runs, with_reps)
     first = [t for t in table if t["run"] == runs[0]]
     print(f"wrote {args.out}.md and {args.out}.csv: {sum(t['within'] for t in first)} of {len(first)} "
           f"within 15% in run {runs[0]}", file=sys.stderr)

@@ -4,6 +4,9 @@
 #  - --busy-comm-rate and --compute-ms refuse bad values with a message naming them;
 #  - a cell measured in two runs gets both errors and their median, and the counts;
 #  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule);
+#  - a cell's repetitions (rep, bench_cluster.sh's REPS) count together: the median over those that
+#    measured, a failed one left out, with their count and IQR in the table; records without rep
+#    get no such columns;
 #  - missing inputs, a failing simulate and bad CSV values are one-line errors, no traceback
 #    (simulate_validate.py and plot_scaling.py);
 #  - a record without a key the script reads is a one-line error naming file, line, run and
@@ -155,6 +158,59 @@ assert "Cells measured again (E)" in de_md, de_md
 assert "| 370, 407 |" in de_md, de_md
 assert "median error: 1 of 1 cells of run D within 15%" in de_md, de_md
 print("simulate_validate.py OK: a cell measured twice in run D counts once, by its latest record")
+EOF
+# Run R measures the cell in 3 repetitions (bench_cluster.sh's REPS), the second failed, the first
+# rerun (its older record far off); run S holds one record (no rep) of the medians of R's two ok
+# repetitions. R's cell is the median over repetitions 1 and 3, so R and S predict alike; its rep
+# count and IQR are shown. The old-style tables above have no such columns.
+python3 - "$work/reps.jsonl" <<'EOF'
+import json, sys
+base = {"model": "gpt2-tiny", "world": 2, "link": "1gbit", "cell": "sparq_lbs", "status": "ok",
+        "backward_ms": 30.0, "exposed_comm_ms": 10.0, "sparq_bytes_sent": 140000.0}
+with open(sys.argv[1], "w") as f:
+    for rec in (dict(base, rep=1, step_ms=2000.0, forward_ms=900.0, optimizer_ms=90.0),
+                dict(base, rep=1, step_ms=370.0, forward_ms=300.0, optimizer_ms=16.0),
+                {k: v for k, v in dict(base, rep=2, status="failed").items() if k != "backward_ms"},
+                dict(base, rep=3, step_ms=410.0, forward_ms=320.0, optimizer_ms=20.0,
+                     exposed_comm_ms=30.0, sparq_bytes_sent=160000.0)):
+        f.write(json.dumps(dict(rec, run="R")) + "\n")
+    f.write(json.dumps(dict(base, run="S", step_ms=390.0, forward_ms=310.0, optimizer_ms=18.0,
+                            exposed_comm_ms=20.0, sparq_bytes_sent=150000.0)) + "\n")
+EOF
+reps=(python3 scripts/simulate_validate.py --results "$work/reps.jsonl" --simulate "$sim"
+      --busy-comm-rate 2:1gbit=0.78)
+"${reps[@]}" --run R --out "$work/r" 2> "$work/log_r.txt" || fail "run R: $(cat "$work/log_r.txt")"
+grep -q "1 record(s) replaced by a later record of the same cell and repetition" "$work/log_r.txt" ||
+  fail "the rerun repetition is not reported: $(cat "$work/log_r.txt")"
+grep -q "2 of 3 rep(s), step IQR 20 ms" "$work/log_r.txt" || fail "no repetitions on standard error: $(cat "$work/log_r.txt")"
+"${reps[@]}" --run S --out "$work/s" 2> "$work/log_s.txt" || fail "run S: $(cat "$work/log_s.txt")"
+"${reps[@]}" --run R,S --out "$work/rs" 2> "$work/log_rs.txt" || fail "runs R,S: $(cat "$work/log_rs.txt")"
+python3 - "$work" <<'EOF'
+import csv, sys
+w = sys.argv[1]
+r, s = list(csv.DictReader(open(f"{w}/r.csv"))), list(csv.DictReader(open(f"{w}/s.csv")))
+r_md, s_md, rs_md = (open(f"{w}/{n}.md").read() for n in ("r", "s", "rs"))
+assert len(r) == 1 and len(s) == 1, (r, s)
+r, s = r[0], s[0]
+# The median of the two ok repetitions (370, 410), not the last (410) nor the replaced 2000.
+assert float(r["measured_step_ms"]) == 390.0, r
+assert abs(float(r["measured_exposed_ms"]) - 20.0) < 1e-9 and abs(float(r["measured_mb"]) - 0.15) < 1e-9, r
+# The simulator got the medians of forward and optimizer time (310, 18), as run S's record has them.
+for k in ("predicted_step_ms", "predicted_exposed_ms", "profile_only_step_ms", "error"):
+    assert r[k] == s[k], (k, r[k], s[k])
+assert (r["reps"], r["reps_total"], float(r["measured_step_iqr_ms"])) == ("2", "3", 20.0), r
+assert "reps" not in s and "measured_step_iqr_ms" not in s, s  # records without rep: as before
+assert "| measured step ms | reps | measured step IQR ms | predicted step ms |" in r_md, r_md
+assert "| gpt2-tiny | 2 | 1gbit | sparq_lbs | 390 | 2 of 3 | 20 | " in r_md, r_md
+assert "medians over its repetitions" in r_md, r_md
+assert "1 of 1 cells within 15% of the measured step time in run R" in r_md, r_md
+assert "| reps |" not in s_md and "repetitions" not in s_md, s_md
+assert "| 390, 390 | 2 of 3, 1 |" in rs_md, rs_md  # S beside R: one repetition, no spread
+for old in ("v", "d", "de"):
+    md = open(f"{w}/{old}.md").read()
+    assert "| reps |" not in md and "IQR" not in md, (old, md)
+    assert "reps" not in open(f"{w}/{old}.csv").readline(), old
+print("simulate_validate.py OK: 3 repetitions, one failed: the median of the other two, '2 of 3' shown")
 EOF
 if "${validate[@]}" --run A,Z --out "$work/w" > "$work/bad.txt" 2>&1; then fail "a missing run was accepted"; fi
 grep -q "run Z" "$work/bad.txt" || fail "the missing run is not named: $(cat "$work/bad.txt")"

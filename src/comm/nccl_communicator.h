@@ -147,8 +147,9 @@ class NcclCommunicator final : public Communicator {
 // Fails (Status) without a visible CUDA device, when a host runs more ranks than it has
 // devices, when the bootstrap is not a host communicator, or when options.emulate.ranks is
 // set for a world of several ranks, and when NCCL's own start fails or times out on any rank
-// (ncclGetUniqueId, ncclCommInitRankConfig: every rank returns the error). Collective over
-// `bootstrap`.
+// (ncclGetUniqueId, ncclCommInitRankConfig: every rank fails, a failing rank with NCCL's
+// reason, the others saying how many ranks failed; the trainer agrees the texts into one
+// report). Collective over `bootstrap`.
 Result<std::unique_ptr<NcclCommunicator>> make_nccl_communicator(Communicator& bootstrap,
                                                                  NcclOptions options = {});
 

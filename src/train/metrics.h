@@ -60,10 +60,11 @@ std::string format_duration(double seconds);
 // this run redoes (a run killed after its last checkpoint) or of a history it branches away
 // from (an earlier step resumed, the later checkpoints set aside). They were left in the file,
 // after which study.py read the abandoned history's final evaluation as the run's (review,
-// 2026-12-07). The whole file is copied to "<metrics>.superseded" (".2", ... when taken) and
-// the file rewritten with the records up to S. Nothing happens when no record is past S, or
-// `metrics` is missing, standard output or not a regular file. Returns a message saying what
-// was done, or why not (for the caller to log).
+// 2026-12-07). They are moved to "<metrics>.past-<S>" (".2", ... when taken) and the file
+// keeps the records up to S. Nothing happens when no record is past S, or `metrics` is
+// missing, standard output or not a regular file. Called by a resume that trains (one that
+// only evaluates or stops at once writes nothing past S). Returns a message saying what was
+// done, or why not (for the caller to log).
 std::vector<std::string> set_aside_records_past(const std::string& metrics, std::int64_t step);
 
 // Appends lines to a file, each with one write(2), so a crashed run keeps every finished step.

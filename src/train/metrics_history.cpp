@@ -43,7 +43,7 @@ std::vector<std::string> set_aside_records_past(const std::string& metrics, std:
   const std::string text = whole.str();
   // Complete lines only: an incomplete last one is the record a killed run was writing, which
   // the writer's open() drops anyway.
-  std::string kept;
+  std::string kept, removed;
   std::int64_t past = 0;
   for (std::size_t pos = 0; pos < text.size();) {
     const std::size_t newline = text.find('\n', pos);
@@ -52,33 +52,35 @@ std::vector<std::string> set_aside_records_past(const std::string& metrics, std:
     const std::optional<std::int64_t> at = record_step(line);
     if (at && *at > step) {
       ++past;
+      removed += line;
     } else {
       kept += line;
     }
     pos = newline + 1;
   }
   if (past == 0) return {};
-  std::string to = file + ".superseded";
+  // The records removed, alone, under a name of their own: a copy of the whole file per
+  // resume grew with every requeue of a preempted job, and took the ".superseded" names a
+  // fresh start's set-aside pairs with its checkpoints (self-review, 2026-12-07).
+  std::string to = fmt::format("{}.past-{}", file, step);
   for (int n = 2; std::filesystem::exists(to, ec); ++n)
-    to = fmt::format("{}.superseded.{}", file, n);
-  std::filesystem::copy_file(file, to, ec);
-  if (ec) {
+    to = fmt::format("{}.past-{}.{}", file, step, n);
+  if (const Status s = write_file_atomic(to, removed); !s.is_ok()) {
     return {
-        fmt::format("cannot keep a copy of '{}' as '{}': {}; its {} records past step {} "
-                    "stay in it, and readers take the last record of each step",
-                    file, to, ec.message(), past, step)};
+        fmt::format("cannot keep the {} records of '{}' past step {} in '{}': {}; they stay "
+                    "in it, and readers take the last record of each step",
+                    past, file, step, to, s.message())};
   }
   if (const Status s = write_file_atomic(file, kept); !s.is_ok()) {
     return {
         fmt::format("cannot rewrite '{}' up to step {}: {}; its {} records past that step "
                     "stay in it (also in '{}')",
-                    file, step, s.message(), past, step, to)};
+                    file, step, s.message(), past, to)};
   }
   return {
       fmt::format("'{}' held {} records past step {}, where this run resumes (steps it "
-                  "redoes, or a history it branches away from): the whole file is kept as "
-                  "'{}', and '{}' goes on from step {}",
-                  file, past, step, to, file, step)};
+                  "redoes, or a history it branches away from): moved to '{}'",
+                  file, past, step, to)};
 }
 
 }  // namespace sparq::train

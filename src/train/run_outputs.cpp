@@ -32,7 +32,7 @@ bool Trainer::only_evaluates_a_saved_step() const {
           same_directory(parent_directory(resumed_from_), root));
 }
 
-Status Trainer::open_run_outputs() {
+Status Trainer::open_run_outputs(std::int64_t stop_at) {
   const TrainConfig& c = config_;
   // A fresh start in a used checkpoint_dir sets its steps aside before its first step, and
   // their records in log.metrics with them (they were truncated away; and set aside only at
@@ -50,7 +50,11 @@ Status Trainer::open_run_outputs() {
   }
   Status opened;
   if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
-    if (step_ > 0) {
+    // Only a resume that trains: one that only evaluates (or stops at once) writes no step
+    // past this one, and left the file out of step with the checkpoints it keeps (self-review,
+    // 2026-12-07).
+    const bool trains = step_ < c.train.steps && (stop_at < 0 || stop_at > step_);
+    if (step_ > 0 && trains) {
       for (const std::string& m : set_aside_records_past(c.log.metrics_path, step_))
         spdlog::info("log.metrics: {}", m);
     }

@@ -244,7 +244,7 @@ EvalMetrics Trainer::evaluate_and_report() {
 
 Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   const TrainConfig& c = config_;
-  SPARQ_RETURN_IF_ERROR(open_run_outputs());
+  SPARQ_RETURN_IF_ERROR(open_run_outputs(stop_at));
   if (stop_at >= 0 && stop_at < step_) {
     // It used to stop at once and report "stopped after 0 steps (5..4, ...)" (review).
     return agree(
@@ -261,7 +261,8 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   }
   // Note [An evaluation a stop skipped]: the resumed step's periodic evaluation first (a run
   // that ends at this step evaluates it as its final one anyway).
-  if (eval_pending_ && step_ < c.train.steps && (stop_at < 0 || step_ < stop_at)) {
+  if (eval_pending_ && c.train.eval_interval > 0 && step_ < c.train.steps &&
+      (stop_at < 0 || step_ < stop_at)) {
     if (is_root()) spdlog::info("step {}: its evaluation, which the stop skipped", step_);
     evaluate_and_report();
   }

@@ -212,7 +212,7 @@ class Trainer {
   Status write_trace();
   // Collective, at the start of run(): a fresh start's set-aside of other histories (with
   // their log.metrics), then log.metrics opened and train.checkpoint_dir made, each agreed.
-  Status open_run_outputs();
+  Status open_run_outputs(std::int64_t stop_at);
   // A resume from this checkpoint_dir (its step, or a step set aside in it) with no step left
   // to run, to evaluate it again: it rewrites nothing there (run_outputs.cpp).
   bool only_evaluates_a_saved_step() const;

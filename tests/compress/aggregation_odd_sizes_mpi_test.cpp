@@ -132,12 +132,15 @@ void run_case(comm::Communicator& comm, const Case& cs, const Strategy& st, std:
     ctx.bucket_id = 3;
     ef.begin_step();
     const Status status = strategy->run(bucket, *c, &ef, comm, ctx);
-    ASSERT_TRUE(status.is_ok()) << status.message() << " step " << step;
+    // EXPECT, not ASSERT, for what one rank sees alone: a return on that rank only would
+    // leave the others in the gathers below, a hang instead of a failure (self-review,
+    // 2026-12-07). Checks of gathered values fail alike on every rank.
+    EXPECT_TRUE(status.is_ok()) << status.message() << " step " << step;
     const std::vector<float> s_new = server();
 
     const auto buckets = gather(comm, bucket);
     for (int r = 0; r < p; ++r) {
-      ASSERT_EQ(std::memcmp(buckets.data() + r * n, bucket.data(), n * sizeof(float)), 0)
+      EXPECT_EQ(std::memcmp(buckets.data() + r * n, bucket.data(), n * sizeof(float)), 0)
           << "rank " << r << " holds another bucket than rank " << me << ", step " << step;
     }
     std::vector<double> flow(n), kept(n), scale(n);
@@ -146,7 +149,7 @@ void run_case(comm::Communicator& comm, const Case& cs, const Strategy& st, std:
       kept[i] = double(s_new[i]) - s_old[i];
       scale[i] = std::fabs(g[i]) + std::fabs(e_old[i]) + std::fabs(residual[i]) +
                  p * (std::fabs(bucket[i]) + std::fabs(s_old[i]) + std::fabs(s_new[i]));
-      ASSERT_TRUE(std::isfinite(bucket[i]) && std::isfinite(residual[i])) << i;
+      EXPECT_TRUE(std::isfinite(bucket[i]) && std::isfinite(residual[i])) << i;
     }
     const auto flows = gather(comm, flow), kepts = gather(comm, kept), scales = gather(comm, scale);
     for (std::size_t i = 0; cs.conserves && i < n; ++i) {
@@ -166,7 +169,7 @@ void run_case(comm::Communicator& comm, const Case& cs, const Strategy& st, std:
     }
     if (cs.empty) {
       EXPECT_TRUE(std::all_of(bucket.begin(), bucket.end(), [](float v) { return v == 0; }));
-      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(residual[i], g[i] + e_old[i]) << i;
+      for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(residual[i], g[i] + e_old[i]) << i;
     }
     if (cs.density > 0) {
       // top-k sends its k entries of a = g + e exactly, so e_new is 0 there and a elsewhere:

@@ -133,28 +133,32 @@ TEST(MetricsFile, AnIncompleteRecordLongerThanOneReadIsDroppedWhole) {
   EXPECT_EQ(whole_file(path), "{\"step\":1}\n");
 }
 
-// A resume at step S: records past S (steps redone, or an abandoned history) leave the file,
-// kept whole in "<file>.superseded"; study.py read the abandoned history's last evaluation as
-// the run's (review, 2026-12-07).
+// A resume at step S: records past S (steps redone, or an abandoned history) leave the file
+// for "<file>.past-<S>"; study.py read the abandoned history's last evaluation as the run's
+// (review, 2026-12-07).
 TEST(MetricsFile, AResumeSetsAsideTheRecordsPastItsStep) {
   const std::string path = metrics_scratch("branch.jsonl");
-  std::filesystem::remove(path + ".superseded");
+  std::filesystem::remove(path + ".past-2");
   const std::string upto2 =
       "{\"event\":\"step\",\"step\":1}\n{\"event\":\"step\",\"step\":2}\n"
       "{\"event\":\"eval\",\"step\":2}\n";
   const std::string past =
       "{\"event\":\"step\",\"step\":3}\n{\"event\":\"eval\",\"step\":4}\n"
-      "{\"event\":\"end\",\"step\":4}\n{\"event\":\"step\",\"st";
-  put_file(path, upto2 + past);
+      "{\"event\":\"end\",\"step\":4}\n";
+  put_file(path, upto2 + past + "{\"event\":\"step\",\"st");  // and a cut-off record
   const auto said = set_aside_records_past(path, 2);
   ASSERT_EQ(said.size(), 1u);
   EXPECT_NE(said[0].find("held 3 records past step 2"), std::string::npos) << said[0];
   EXPECT_EQ(whole_file(path), upto2);
-  EXPECT_EQ(whole_file(path + ".superseded"), upto2 + past);
-  // Nothing past the step: nothing done, no copy.
+  EXPECT_EQ(whole_file(path + ".past-2"), past);
+  // Nothing past the step: nothing done, no file.
   EXPECT_TRUE(set_aside_records_past(path, 2).empty());
   EXPECT_TRUE(set_aside_records_past(path, 7).empty());
-  EXPECT_FALSE(std::filesystem::exists(path + ".superseded.2"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".past-2.2"));
+  // A second set-aside at the same step takes the next free name.
+  put_file(path, upto2 + past);
+  ASSERT_EQ(set_aside_records_past(path, 2).size(), 1u);
+  EXPECT_EQ(whole_file(path + ".past-2.2"), past);
   EXPECT_TRUE(set_aside_records_past(metrics_scratch("missing.jsonl"), 1).empty());
   EXPECT_TRUE(set_aside_records_past("/dev/stdout", 1).empty());
 }

@@ -361,7 +361,7 @@ TEST(RunOptions, DerivedFieldsEditedInCodeFollowWhatTheyDeriveFrom) {
 
 // A resume from an earlier step (a branch: train.steps changed) left the abandoned history's
 // steps, evaluation and end record in log.metrics, read back as the run's (review,
-// 2026-12-07): the file now goes on from the resumed step, the old one kept beside it.
+// 2026-12-07): the file now goes on from the resumed step, the records past it kept beside it.
 TEST(RunOptions, AResumeFromAnEarlierStepContinuesTheMetricsFromThere) {
   const std::string dir = ::testing::TempDir() + "/branch_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
@@ -374,10 +374,17 @@ TEST(RunOptions, AResumeFromAnEarlierStepContinuesTheMetricsFromThere) {
   config = train::validate_train_config(config).value();
   auto comm = train::make_communicator(config.comm).value();
   ASSERT_TRUE(train::run_training(config, *comm, {}).is_ok());
-  config.train.steps = 4;
-  config = train::validate_train_config(config).value();
   train::RunOptions options;
   options.resume = train::checkpoint_dir(config.train.checkpoint_dir, 2);
+  // A resume that only evaluates step 2 writes nothing past it and keeps the later
+  // checkpoints: the records stay (self-review, 2026-12-07), its evaluation appended.
+  train::TrainConfig evaluates = config;
+  evaluates.train.steps = 2;
+  evaluates = train::validate_train_config(evaluates).value();
+  ASSERT_TRUE(train::run_training(evaluates, *comm, options).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(config.log.metrics_path + ".past-2"));
+  config.train.steps = 4;
+  config = train::validate_train_config(config).value();
   ASSERT_TRUE(train::run_training(config, *comm, options).is_ok());
   std::ifstream in(config.log.metrics_path);
   std::vector<std::string> steps;
@@ -386,9 +393,9 @@ TEST(RunOptions, AResumeFromAnEarlierStepContinuesTheMetricsFromThere) {
     steps.push_back(line.substr(10, line.find('"', 10) - 10) + " " +
                     line.substr(at + 7, line.find(',', at) - at - 7));
   }
-  EXPECT_EQ(steps, (std::vector<std::string>{"step 1", "step 2", "eval 2", "step 3", "step 4",
-                                             "eval 4", "end 4"}));
-  EXPECT_TRUE(std::filesystem::exists(config.log.metrics_path + ".superseded"));
+  EXPECT_EQ(steps, (std::vector<std::string>{"step 1", "step 2", "eval 2", "eval 2", "end 2",
+                                             "step 3", "step 4", "eval 4", "end 4"}));
+  EXPECT_TRUE(std::filesystem::exists(config.log.metrics_path + ".past-2"));
   std::filesystem::remove_all(dir);
 }
 

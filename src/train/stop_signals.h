@@ -20,9 +20,14 @@
 #pragma once
 
 #include <csignal>
+#include <cstddef>
 #include <string>
 
 namespace sparq::train {
+
+// Slots of the stop poll's allreduce: one per signal number, slot 0 counting the ranks whose
+// Trainer::Options::stop_requested returned something else (Note [Stopping on a signal]).
+inline constexpr std::size_t kStopSignalSlots = 64;
 
 // Installs the recording handlers for SIGINT, SIGTERM and SIGUSR1 (SA_RESTART, so that
 // interrupted system calls resume). Call once, after MPI is initialised.

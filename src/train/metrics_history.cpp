@@ -4,8 +4,6 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "core/file_io.h"
@@ -36,11 +34,9 @@ std::vector<std::string> set_aside_records_past(const std::string& metrics, std:
   const std::string file = resolve_links(metrics);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return {};
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream whole;
-  whole << in.rdbuf();
-  if (!in.good() && !in.eof()) return {};
-  const std::string text = whole.str();
+  auto read = read_file(file);
+  if (!read.is_ok()) return {};  // the writer's open() reports what is wrong with the file
+  const std::string& text = *read;
   // Complete lines only: an incomplete last one is the record a killed run was writing, which
   // the writer's open() drops anyway.
   std::string kept, removed;

@@ -1,6 +1,7 @@
 // Trainer: one step (step_once), evaluation, the trace, and the run loop with its progress,
-// evaluation and checkpoint cadence. Set-up is in trainer_setup.cpp, checkpoints in
-// checkpointing.cpp, the ranks' agreement on a resume in resume_agreement.cpp.
+// evaluation and checkpoint cadence. Set-up is in trainer_setup.cpp, the start-up description in
+// trainer_describe.cpp, checkpoints in checkpointing.cpp, the ranks' agreement on a resume in
+// resume_agreement.cpp.
 #include "train/trainer.h"
 
 #include <fmt/format.h>

@@ -152,6 +152,9 @@ Status import_gpt2_hf(ParamStore& store, const std::string& path, std::int64_t v
                          store.entries().size(), used.size());
   }
   if (check_only) return Status::ok();
+  for (const HfMapping& m : mappings) {
+    SPARQ_RETURN_IF_ERROR(file.check_finite(*by_name.find(m.hf)->second));
+  }
 
   std::vector<float> tmp;
   for (const HfMapping& m : mappings) {

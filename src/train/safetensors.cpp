@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -272,6 +273,39 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// Converts n elements of a float dtype (convertible_to_f32) at src, which need not be aligned.
+void convert_to_f32(std::string_view dtype, const char* src, float* out, std::size_t n) {
+  if (n == 0) return;  // memcpy must not see the null data() of an empty span (fuzzing)
+  if (dtype == "F32") {
+    std::memcpy(out, src, n * 4);
+  } else if (dtype == "F16" || dtype == "BF16") {
+    std::vector<std::uint16_t> bits(n);  // the source need not be 2-byte aligned
+    std::memcpy(bits.data(), src, n * 2);
+    if (dtype == "F16") {
+      half_to_float(bits.data(), out, n);
+    } else {
+      bf16_to_float(bits.data(), out, n);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, src + 8 * i, 8);
+      out[i] = static_cast<float>(v);
+    }
+  }
+}
+
+Status unconvertible(const std::string& path, const SafetensorsEntry& e) {
+  return Status::error(
+      "safetensors '{}': tensor '{}' has dtype {}, which cannot be loaded "
+      "as f32 (F32, F16, BF16, F64 can)",
+      path, e.name, e.dtype);
+}
+
+}  // namespace
+
 Status SafetensorsFile::read_f32(const SafetensorsEntry& e, std::span<float> out) const {
   SPARQ_CHECK(has_data_, "SafetensorsFile::read_f32 on a file read by read_header()");
   const auto n = static_cast<std::size_t>(e.numel());
@@ -279,31 +313,29 @@ Status SafetensorsFile::read_f32(const SafetensorsEntry& e, std::span<float> out
     return Status::error("safetensors '{}': tensor '{}' has {} elements, the destination {}", path_,
                          e.name, n, out.size());
   }
-  // Nothing to convert (and memcpy must not see the null data() of an empty span: fuzzing).
-  if (n == 0 && convertible_to_f32(e.dtype)) return Status::ok();
+  if (!convertible_to_f32(e.dtype)) return unconvertible(path_, e);
+  convert_to_f32(e.dtype, bytes_.data() + data_begin_ + e.begin, out.data(), n);
+  return Status::ok();
+}
+
+Status SafetensorsFile::check_finite(const SafetensorsEntry& e) const {
+  SPARQ_CHECK(has_data_, "SafetensorsFile::check_finite on a file read by read_header()");
+  if (!convertible_to_f32(e.dtype)) return unconvertible(path_, e);
+  const auto n = static_cast<std::size_t>(e.numel());
+  const std::size_t width = e.dtype == "F64" ? 8 : e.dtype == "F32" ? 4 : 2;
   const char* src = bytes_.data() + data_begin_ + e.begin;
-  // A zero-element tensor has out.data() == nullptr, which memcpy must not get even for 0 bytes.
-  if (e.dtype == "F32") {
-    if (n != 0) std::memcpy(out.data(), src, n * 4);
-  } else if (e.dtype == "F16" || e.dtype == "BF16") {
-    std::vector<std::uint16_t> bits(n);  // the source need not be 2-byte aligned
-    if (n != 0) std::memcpy(bits.data(), src, n * 2);
-    if (e.dtype == "F16") {
-      half_to_float(bits.data(), out.data(), n);
-    } else {
-      bf16_to_float(bits.data(), out.data(), n);
+  std::vector<float> chunk(std::min<std::size_t>(n, 1 << 14));
+  for (std::size_t at = 0; at < n; at += chunk.size()) {
+    const std::size_t count = std::min(chunk.size(), n - at);
+    convert_to_f32(e.dtype, src + at * width, chunk.data(), count);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!std::isfinite(chunk[i])) {
+        return Status::error(
+            "safetensors '{}': tensor '{}' holds a non-finite value ({} at element {}, as f32): "
+            "the file is damaged or the run that wrote it diverged",
+            path_, e.name, chunk[i], at + i);
+      }
     }
-  } else if (e.dtype == "F64") {
-    for (std::size_t i = 0; i < n; ++i) {
-      double v;
-      std::memcpy(&v, src + 8 * i, 8);
-      out[i] = static_cast<float>(v);
-    }
-  } else {
-    return Status::error(
-        "safetensors '{}': tensor '{}' has dtype {}, which cannot be loaded "
-        "as f32 (F32, F16, BF16, F64 can)",
-        path_, e.name, e.dtype);
   }
   return Status::ok();
 }

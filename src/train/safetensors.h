@@ -59,6 +59,10 @@ class SafetensorsFile {
   const SafetensorsEntry* find(std::string_view name) const;
   // Converts the tensor to f32 into `out`, whose size must equal its element count.
   Status read_f32(const SafetensorsEntry& entry, std::span<float> out) const;
+  // An error naming the tensor, the value and its element when any element is NaN or
+  // infinite once converted to f32: the importers refuse such weights before copying anything
+  // (they trained nothing but skipped steps, blamed on the learning rate: review, 2026-12-07).
+  Status check_finite(const SafetensorsEntry& entry) const;
   // Convenience: the tensor as a new vector (error when absent).
   Result<std::vector<float>> read_f32(std::string_view name) const;
 
@@ -113,7 +117,8 @@ struct ImportOptions {
 };
 
 // Loads tensors named as sparq names them (export_safetensors' files) into `store`.
-// Shapes must match exactly. Everything is validated before anything is copied, so on error
+// Shapes must match exactly, and every value must be finite (SafetensorsFile::check_finite).
+// Everything is validated before anything is copied, so on error
 // the store is unchanged. The store must be allocated on the CPU unless options.check_only.
 // `state`: the model's state tensors (export_safetensors), on any device, loaded under the same
 // rules as the parameters but for ImportOptions::state_absent.

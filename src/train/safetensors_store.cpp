@@ -107,6 +107,8 @@ Status import_safetensors(ParamStore& store, const std::string& path, const Impo
   }
   if (options.state_absent) *options.state_absent = state_absent;
   if (options.check_only) return Status::ok();
+  for (const auto& [p, t] : plan) SPARQ_RETURN_IF_ERROR(file.check_finite(*t));
+  for (const auto& [s, t] : state_plan) SPARQ_RETURN_IF_ERROR(file.check_finite(*t));
   for (const auto& [p, t] : plan) {
     SPARQ_RETURN_IF_ERROR(file.read_f32(
         *t, std::span<float>(store.params() + p->offset, static_cast<std::size_t>(p->numel))));

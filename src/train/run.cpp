@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "core/output_file.h"
 #include "sim/auto_plan.h"
+#include "train/output_paths.h"
 #include "train/safetensors.h"
 #include "train/stop_signals.h"
 
@@ -188,10 +189,13 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
       writable = check_output_file_can_be_written(options.export_safetensors,
                                                   "export_safetensors (--export-safetensors)");
     }
+    if (writable.is_ok() && comm.rank() == 0) {
+      writable = check_outputs_spare_inputs(config, options.export_safetensors);
+    }
     Status agreed;
     comm::CommEngine startup(comm, {.timeout_s = config.comm.timeout_s, .name = "start-up"});
     SPARQ_RETURN_IF_ERROR(
-        startup.run("agree: SPARQ_FAULT and the export path", -1, [&](comm::Communicator& c) {
+        startup.run("agree: SPARQ_FAULT and the output paths", -1, [&](comm::Communicator& c) {
           agreed = comm::agree_on_errors(c, writable);
           return Status::ok();
         }));

@@ -112,7 +112,9 @@ std::string format_progress(const StepMetrics& m) {
 }
 
 std::string format_eval(const EvalMetrics& m) {
-  std::string line = fmt::format("eval at step {} | loss {:.4f}", m.step, m.loss);
+  std::string line = std::isnan(m.loss)
+                         ? fmt::format("eval at step {} | loss n/a (no target scored)", m.step)
+                         : fmt::format("eval at step {} | loss {:.4f}", m.step, m.loss);
   if (m.perplexity >= 0) line += fmt::format(" | perplexity {:.2f}", m.perplexity);
   if (m.accuracy >= 0) line += fmt::format(" | accuracy {:.2f}%", 100.0 * m.accuracy);
   if (m.source_loss >= 0) line += fmt::format(" | source's own loss {:.4f}", m.source_loss);

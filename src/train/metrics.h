@@ -37,7 +37,7 @@ struct StepMetrics {
 
 struct EvalMetrics {
   std::int64_t step = 0;
-  double loss = 0;
+  double loss = 0;         // NaN when no target was scored (count 0): null in the JSONL
   double perplexity = -1;  // language models
   double accuracy = -1;    // VGG top-1, BERT masked-token accuracy
   std::int64_t count = 0;  // targets or images evaluated (all ranks)

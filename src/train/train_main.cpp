@@ -187,7 +187,8 @@ int train_main(int argc, char** argv) {
     };
     std::FILE* report =
         to_stdout(export_path) || to_stdout(config->log.metrics_path) ? stderr : stdout;
-    std::string result = fmt::format("loss {:.4f}", s.eval.loss);
+    std::string result = std::isnan(s.eval.loss) ? std::string("loss n/a (no target scored)")
+                                                 : fmt::format("loss {:.4f}", s.eval.loss);
     if (s.eval.perplexity >= 0) result += fmt::format(", perplexity {:.2f}", s.eval.perplexity);
     if (s.eval.accuracy >= 0) result += fmt::format(", accuracy {:.2f}%", 100 * s.eval.accuracy);
     if (s.data.entropy_rate >= 0 && !s.stopped_early && s.data.loss_bound > s.data.entropy_rate) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <span>
 
@@ -190,10 +191,25 @@ EvalMetrics Trainer::evaluate() {
   e.step = step_;
   e.count = all.count;
   const double n = static_cast<double>(all.count);
-  e.loss = all.count > 0 ? all.loss / n : 0.0;
+  if (all.count == 0) {
+    // Nothing scored (BERT rows with no masked token): a loss of 0 read as a perfect model
+    // (review, 2026-12-07). NaN is null in the metrics and "n/a" in the log (EvalMetrics).
+    e.loss = std::numeric_limits<double>::quiet_NaN();
+    if (is_root()) {
+      spdlog::warn("evaluation at step {} scored no target: {}; its loss and accuracy are unknown",
+                   step_,
+                   mlm ? fmt::format("no token of the evaluated rows is masked (data.mask_prob {}, "
+                                     "data.seq_len {}, train.eval_batches {})",
+                                     config_.data.mask_prob, config_.data.seq_len,
+                                     config_.train.eval_batches)
+                       : std::string("the evaluated batches hold no counted target"));
+    }
+    return e;
+  }
+  e.loss = all.loss / n;
   if (lm && !mlm) e.perplexity = std::exp(e.loss);
-  if (mlm || !lm) e.accuracy = all.count > 0 ? static_cast<double>(all.correct) / n : 0.0;
-  if (source && all.count > 0) e.source_loss = all.source_loss / n;
+  if (mlm || !lm) e.accuracy = static_cast<double>(all.correct) / n;
+  if (source) e.source_loss = all.source_loss / n;
   return e;
 }
 

@@ -16,6 +16,7 @@
 
 #include "comm/communicator.h"
 #include "comm/mpi_communicator.h"
+#include "core/file_io.h"
 #include "core/tensor_copy.h"
 #include "train/eval_sums.h"
 #include "train/trainer.h"
@@ -171,6 +172,32 @@ TEST(EvaluationMpi, BatchNormStatisticsAreRankZerosForEvaluationsAndCheckpoints)
     }
     EXPECT_EQ(ranks_off_rank_zero(c, t.model_state()), 0);
   }
+}
+
+// An evaluation that scores no target (BERT rows with no masked token) reported loss 0 and
+// accuracy 0%, a perfect model's loss (review, 2026-12-07): its loss is unknown, NaN here and
+// null in the metrics file.
+TEST(EvaluationMpi, AnEvaluationWithNoTargetHasNoLoss) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  const std::string metrics = ::testing::TempDir() + "/no_target_eval.jsonl";
+  auto config = parse_train_config(kCases[1].yaml, "bert",
+                                   {"data.mask_prob=1e-6", "train.micro_batch=1",
+                                    "train.eval_batches=2", "log.metrics=" + metrics});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  auto trainer = Trainer::create(*config, **world);
+  ASSERT_TRUE(trainer.is_ok()) << trainer.status().message();
+  auto summary = (*trainer)->run();
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(summary->eval.count, 0);
+  EXPECT_TRUE(std::isnan(summary->eval.loss)) << summary->eval.loss;
+  EXPECT_LT(summary->eval.accuracy, 0.0) << "an accuracy of nothing";
+  if ((*world)->rank() != 0) return;
+  const std::string records = *read_file(metrics);
+  EXPECT_NE(records.find(R"({"event":"eval","step":1,"loss":null,"perplexity":null,)"
+                         R"("accuracy":null,"count":0,)"),
+            std::string::npos)
+      << records;
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ void Bert::declare(ParamStore& store) const {
 void Bert::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
   fused_head_ = head_slot_->bind(arena_, ctx);
-  arena_.allocate(ctx.device());
+  if (!shape_.plan_only) arena_.allocate(ctx.device());  // RunShape::plan_only
   const auto type_bytes = static_cast<std::size_t>(shape_.micro_batch * shape_.seq_len) *
                           sizeof(std::int32_t);
   zero_types_ = ctx.is_cuda() ? Buffer::device(type_bytes, /*zeroed=*/true)

@@ -84,7 +84,7 @@ void Gpt2::declare(ParamStore& store) const {
 void Gpt2::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
   fused_head_ = head_slot_->bind(arena_, ctx);
-  arena_.allocate(ctx.device());
+  if (!shape_.plan_only) arena_.allocate(ctx.device());  // RunShape::plan_only
   for (LayerBase* layer :
        {static_cast<LayerBase*>(emb_drop_.get()), static_cast<LayerBase*>(loss_.get()),
         static_cast<LayerBase*>(&gelu_), static_cast<LayerBase*>(&residual_)}) {

@@ -120,6 +120,10 @@ struct RunShape {
   // run, which binds a CUDA config's model to the host): some layers keep other things on a
   // GPU (attention's [B, H, T, T] probabilities, the logits instead of the fused head).
   Device device = Device::kCPU;
+  // A dry run's model: bind() reserves the activations but allocates none (they are never
+  // used), so a config whose one row of activations exceeds the host's memory still checks and
+  // reports its estimate instead of aborting (review, 2026-12-07). Such a model must not run.
+  bool plan_only = false;
 };
 
 class Model {

@@ -87,7 +87,7 @@ void Vgg::declare(ParamStore& store) const {
 
 void Vgg::bind_layers(const ParamStore& store) {
   const ExecContext& ctx = store.context();
-  arena_.allocate(ctx.device());
+  if (!shape_.plan_only) arena_.allocate(ctx.device());  // RunShape::plan_only
   loss_->bind_context(ctx);
   relu_.bind_context(ctx);
   for (Stage& st : stages_) {

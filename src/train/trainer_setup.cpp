@@ -43,8 +43,10 @@ Status Trainer::build(const Options& options) {
   if (c.model.arch == ModelArch::kVgg) {
     SPARQ_RETURN_IF_ERROR(Vgg::check_training_batch(c.model, c.train.micro_batch));
   }
-  SPARQ_ASSIGN_OR_RETURN(model_,
-                         make_model(c.model, {rows, lm ? c.data.seq_len : 0, c.train.device}));
+  SPARQ_ASSIGN_OR_RETURN(model_, make_model(c.model, {.micro_batch = rows,
+                                                      .seq_len = lm ? c.data.seq_len : 0,
+                                                      .device = c.train.device,
+                                                      .plan_only = options.dry_run}));
   model_->declare(store_);
   const auto dense_last = [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); };
   store_.allocate(context(), dense_last);

@@ -199,6 +199,22 @@ TEST(TrainApp, DryRunSucceedsForEveryConfig) {
   EXPECT_GE(configs, 7);
 }
 
+// A dry run allocates no activations (models/model.h, RunShape::plan_only): one whose single
+// row needs 140 GB (a million-token context, 16 layers) aborted with "out of host memory"
+// where training would report the same need (review, 2026-12-07); now it reports it.
+TEST(TrainApp, DryRunOfAConfigLargerThanMemoryReportsItsNeed) {
+  const ProcessResult p =
+      run_train(0,
+                "--config configs/default.yaml --set model.n_ctx=1048576 --set model.n_layer=16 "
+                "--set data.seq_len=1048576 --set data.markov.train_tokens=1048577 "
+                "--set data.markov.eval_tokens=1048577 --set train.micro_batch=1 --dry-run");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  // About 140,000 MiB: the per-thread attention areas make the figure depend on the threads.
+  EXPECT_NE(p.output.find("MiB for B=1 T=1048576"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("memory:    about 14"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("dry run: configuration valid"), std::string::npos) << p.output;
+}
+
 // A GPU config can be checked where there is no GPU: the dry run opens no device, prints the
 // device plan and the bucket plan, and says what training would refuse.
 TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {

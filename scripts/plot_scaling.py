@@ -5,8 +5,9 @@
 
 One PNG per (model, network) found in the CSV files: scaling efficiency against the world
 size P (log2 axis), one line per cell, written to OUT_DIR/<model>_<network>.png (characters
-of the model other than letters, digits, ".", "_" and "-" as "_"; OUT_DIR is created when
-missing).
+of the model and the network other than letters, digits, ".", "_" and "-" as "_"; OUT_DIR is
+created when missing). A (model, network, cell, world) given twice is an error naming both
+rows: one curve would zigzag through both values.
 Needs matplotlib (Debian: python3-matplotlib).
 """
 import csv
@@ -28,7 +29,7 @@ def read_rows(paths):
     """Every row of the CSV files, with world and efficiency as numbers; a file that cannot be
     read or a value that is not a number ends the script naming the file and line (they
     ended it in a traceback; review, 2026-12-07)."""
-    rows = []
+    rows, seen = [], {}  # (model, network, cell, world) -> where it was first given
     for path in paths:
         try:
             with open(path, newline="") as f:
@@ -41,10 +42,24 @@ def read_rows(paths):
                     except (TypeError, ValueError):
                         sys.exit(f"plot_scaling.py: {path}, line {line}: world '{row['world']}' "
                                  f"or efficiency '{row['efficiency']}' is not a number")
+                    # Two CSVs of one model and network (a rerun beside the first) were drawn
+                    # as one zigzag line without a word (review, 2026-12-07).
+                    key = (row["model"], row["network"], row["cell"], row["world"])
+                    if key in seen:
+                        sys.exit(f"plot_scaling.py: {path}, line {line}: model '{key[0]}', network "
+                                 f"'{key[1]}', cell '{key[2]}', world {key[3]} is also in "
+                                 f"{seen[key]}; plot one of them")
+                    seen[key] = f"{path}, line {line}"
                     rows.append(row)
         except OSError as e:
             sys.exit(f"plot_scaling.py: cannot read {path}: {e.strerror}")
     return rows
+
+
+def file_part(text):
+    """text as part of a file name: characters other than letters, digits, '.', '_', '-' as '_'
+    (so no '/': the name stays in OUT_DIR)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
 
 
 def main(argv):
@@ -77,8 +92,9 @@ def main(argv):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper right")
         fig.tight_layout()
-        # A model with overrides is "gpt2-tiny n_layer=6 n_embd=384": no spaces in file names.
-        path = f"{out_dir}/{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}_{network}.png"
+        # A model with overrides is "gpt2-tiny n_layer=6 n_embd=384": no spaces in file names;
+        # and no '/' ("../x" as a network wrote outside OUT_DIR, or crashed: review, 2026-12-07).
+        path = f"{out_dir}/{file_part(model)}_{file_part(network)}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         print(f"wrote {path}")

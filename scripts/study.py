@@ -143,7 +143,11 @@ def prepare(study, binary, dry_run):
         say(f"{tag}: {'would run' if dry_run else 'running'}: {command}")
         if dry_run:
             continue
-        rc = subprocess.run(["bash", "-c", command], cwd=ROOT, stdin=subprocess.DEVNULL).returncode
+        try:
+            rc = runs.run_child(["bash", "-c", command], cwd=ROOT, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            say(f"{tag}: FAILED (cannot start bash: {e}); no cell was run")
+            return False
         missing = [c for c in creates if not (ROOT / c).exists()]
         if rc != 0 or missing:
             why = f"exit status {rc}" if rc else f"did not create {', '.join(missing)}"
@@ -280,9 +284,13 @@ def run_one(study, cell, seed, path, tag, binary, dry_run, resolver):
     # What the trainer resolves this command to (its --dry-run), kept in study.json: a later
     # edit of the base config reruns the run only if it changes this.
     resolved = settings.resolve_config(cmd, ROOT)
-    rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name, "seed": seed,
-                                              "base_config": base_text,
-                                              "resolved_config": resolved})
+    try:
+        rc, wall = runs.execute(cmd, path, ROOT, {"study": study.name, "cell": cell.name,
+                                                  "seed": seed, "base_config": base_text,
+                                                  "resolved_config": resolved})
+    except runs.Stopped as e:
+        say(f"  stopped by {e}: the run ended with exit status {e.returncode} (in its study.json)")
+        raise
     if rc == 0 and runs.read_run(path).finished:
         say(f"  done in {wall:.1f} s{final_text(study, path)}")
         return "done"
@@ -297,6 +305,19 @@ def run_one(study, cell, seed, path, tag, binary, dry_run, resolver):
 
 def main(argv=None):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `study.py --list | head` ends quietly
+    # Ctrl-C, SIGTERM and SIGHUP stop the run in progress as the trainer's own signal would,
+    # wait for it and record it, then end study.py (128 + the signal); SIGTERM or SIGHUP
+    # killed study.py and left the trainer running, and Ctrl-C killed the trainer (review,
+    # 2026-12-07).
+    runs.STOP.install()
+    try:
+        return _main(argv)
+    except runs.Stopped as e:
+        print(f"study.py: stopped by {e}", file=sys.stderr)
+        return 128 + e.signum
+
+
+def _main(argv):
     args = parse_args(argv)
     try:
         study = load_study(args.study)

@@ -2,7 +2,8 @@
 
 Time axis: the cumulative step_ms of the step records (training steps only, no evaluation or
 start-up), the one clock every run has. Total wall time: what study.py measured (study.json)
-when it made the run, else the same step_ms sum; each cell says which (wall_source).
+when it made the run, else the same step_ms sum; each cell says which (wall_source). Step
+records without step_ms (an older trainer's) leave the times from there on unknown (None).
 """
 import bisect
 import math
@@ -29,6 +30,10 @@ def _latest_by_step(records, event):
     return [by_step[s] for s in sorted(by_step)]
 
 
+def _seconds(ms):
+    return None if ms is None else ms / 1000.0
+
+
 def mean(values):
     values = [v for v in values if v is not None]
     return statistics.fmean(values) if values else None
@@ -48,11 +53,11 @@ class RunStats:
     final_metric: float | None
     final_loss: float | None
     bytes_per_step: float | None  # mean bytes_sent per step record
-    wall_s: float | None
-    wall_source: str          # "measured" or "step_ms"
+    wall_s: float | None      # None: unknown (no study.json, and steps without step_ms)
+    wall_source: str          # "measured", "step_ms" or "unknown"
     end_step: int | None = None   # the step of the end record: the run's horizon
     target_step: int | None = None
-    target_time: float | None = None
+    target_time: float | None = None  # None also when the steps up to it lack step_ms
     tail_loss: float | None = None  # mean train loss of the last 10% of steps
     rel_error_mean: float | None = None
 
@@ -63,7 +68,10 @@ def run_stats(seed, files, metric, target):
     cum_bytes, cum_ms, total_bytes, total_ms = [], [], 0.0, 0.0
     for r in steps:
         total_bytes += _num(r.get("bytes_sent")) or 0.0
-        total_ms += _num(r.get("step_ms")) or 0.0
+        # A step without its time makes every sum past it unknown: counted as 0, a run of an
+        # older format looked the fastest (review, 2026-12-07).
+        ms = _num(r.get("step_ms"))
+        total_ms = None if total_ms is None or ms is None else total_ms + ms
         cum_bytes.append(total_bytes)
         cum_ms.append(total_ms)
 
@@ -84,14 +92,16 @@ def run_stats(seed, files, metric, target):
         eval_metric=[_num(r.get(metric)) for r in evals],
         eval_loss=[_num(r.get("loss")) for r in evals],
         eval_bytes=[upto(cum_bytes, r["step"]) for r in evals],
-        eval_time=[upto(cum_ms, r["step"]) / 1000.0 for r in evals],
+        eval_time=[_seconds(upto(cum_ms, r["step"])) for r in evals],
         rel_error=[(r["step"], _num(r["rel_compression_error"])) for r in steps
                    if _num(r.get("rel_compression_error")) is not None],
         final_metric=_num(evals[-1].get(metric)) if evals else None,
         final_loss=_num(evals[-1].get("loss")) if evals else None,
         bytes_per_step=mean([_num(r.get("bytes_sent")) for r in steps]),
-        wall_s=_num(measured) if _num(measured) is not None else total_ms / 1000.0,
-        wall_source="measured" if _num(measured) is not None else "step_ms",
+        wall_s=_num(measured) if _num(measured) is not None else (
+            _seconds(total_ms) if steps else None),
+        wall_source="measured" if _num(measured) is not None else (
+            "step_ms" if steps and total_ms is not None else "unknown"),
         end_step=files.end_step)
     if target is not None:
         for step, loss, t in zip(stats.eval_steps, stats.eval_loss, stats.eval_time):
@@ -143,8 +153,12 @@ class CellStats:
 
     @property
     def wall_source(self):
-        sources = {r.wall_source for r in self.runs}
-        return sources.pop() if len(sources) == 1 else ("mixed" if sources else None)
+        """How the wall times in the cell's mean were had; "unknown" when none is known (a run
+        whose time is unknown is left out of the mean, which then says its n)."""
+        sources = {r.wall_source for r in self.runs if r.wall_s is not None}
+        if not sources:
+            return "unknown" if self.runs else None
+        return sources.pop() if len(sources) == 1 else "mixed"
 
     @property
     def target_reached(self):

@@ -30,7 +30,9 @@ def _aligned(runs, steps_of, ys_of, xs_of):
         warnings.simplefilter("ignore", RuntimeWarning)
         # The sample std (ddof=1), as the summary table's; a band needs two seeds (_figure).
         std = np.std(y, axis=0, ddof=1) if len(runs) > 1 else np.zeros(y.shape[1])
-        return np.nanmean(x, axis=0), np.mean(y, axis=0), std
+        # An x unknown in one seed (a time without step_ms) is unknown in the mean too: the
+        # others' alone would pass for all of them under the label's n.
+        return np.mean(x, axis=0), np.mean(y, axis=0), std
 
 
 def _moving_average(values, window):

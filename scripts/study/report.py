@@ -8,7 +8,7 @@ from .settings import read_base, run_changes, train_command
 
 WORSE_WHEN_HIGHER = {"perplexity": True, "loss": True, "accuracy": False}
 DIGITS = {"perplexity": 2, "loss": 4, "accuracy": 4}
-WALL_MARK = {"measured": "m", "step_ms": "Σ", "mixed": "m/Σ"}
+WALL_MARK = {"measured": "m", "step_ms": "Σ", "mixed": "m/Σ", "unknown": "no step_ms"}
 
 
 def collect(study, out, root, resolver=None):
@@ -53,15 +53,30 @@ def _fmt(spread, digits, scale=1.0, finished=None):
     return text + (f" (n={spread.n})" if finished is not None and spread.n < finished else "")
 
 
+def _steps_text(steps):
+    """The eval steps at which seeds reached the target: "step 6", or "steps 6-12" when they
+    differ (their mean, "step 8", was no eval step at all: review, 2026-12-07)."""
+    low, high = min(steps), max(steps)
+    return f"step {low}" if low == high else f"steps {low}-{high}"
+
+
 def _target_text(cell, target):
     reached = cell.target_reached
     if not cell.runs:
         return "–"
     if not reached:
         return "not reached"
-    text = (f"{Spread.of([r.target_time for r in reached]).mean:.1f} s @ step "
-            f"{Spread.of([r.target_step for r in reached]).mean:.0f}")
+    # The time is known only when every seed that reached the target logged step_ms up to it
+    # (a mean over fewer would pass for all of them).
+    times = [r.target_time for r in reached]
+    seconds = "–" if None in times else f"{Spread.of(times).mean:.1f} s"
+    text = f"{seconds} @ {_steps_text([r.target_step for r in reached])}"
     return text if len(reached) == len(cell.runs) else f"{text} ({len(reached)}/{len(cell.runs)} seeds)"
+
+
+def _table_cell(text):
+    """text as one cell of a markdown table: a '|' would end the cell, a line break the row."""
+    return " ".join(str(text).replace("|", "\\|").splitlines())
 
 
 def paired_means(cell, reference, attribute):
@@ -122,8 +137,11 @@ def cell_numbers(cell, reference, study):
         "wall_s": cell.spread("wall_s").as_dict(), "wall_source": cell.wall_source,
         "time_to_target": None if study.target is None or not cell.runs else {
             "target_loss": study.target, "seeds_reached": len(reached),
-            "seconds": Spread.of([r.target_time for r in reached]).mean,
-            "step": Spread.of([r.target_step for r in reached]).mean},
+            "seconds": (None if any(r.target_time is None for r in reached)
+                        else Spread.of([r.target_time for r in reached]).mean),
+            # The mean of eval steps is no eval step: the steps themselves, one per seed.
+            "step": Spread.of([r.target_step for r in reached]).mean,
+            "steps": [r.target_step for r in reached]},
         "rel_compression_error": cell.spread("rel_error_mean").as_dict(),
         "train_loss_last10pct": cell.spread("tail_loss").as_dict(),
         "problems": [{"seed": s, "status": d} for s, d in cell.problems],
@@ -173,6 +191,7 @@ def _markdown(study, cells, rows, display_out):
             return _fmt(spread, digits, scale, finished=len(cell.runs))
 
         wall = fmt(cell.spread("wall_s"), 1)
+        wall = wall if not cell.runs else f"{wall} ({WALL_MARK[cell.wall_source]})"
         values = [cell.name, cell.label, f"{len(cell.runs)}/{len(study.seeds)}",
                   fmt(cell.spread("final_metric"), digits)]
         values += [] if lead_is_loss else [fmt(cell.spread("final_loss"), 4)]
@@ -189,19 +208,22 @@ def _markdown(study, cells, rows, display_out):
             values += ["–" if pts is None else f"{pts:+.2f}"]
         values += [fmt(Spread.of([r.bytes_per_step for r in cell.runs]), 3, 1 / MIB),
                    "–" if ratio is None else f"{ratio:.4f}",
-                   wall if not cell.runs else f"{wall} ({WALL_MARK[cell.wall_source]})"]
+                   wall]
         values += [_target_text(cell, study.target)] if study.target is not None else []
         values += [fmt(cell.spread("rel_error_mean"), 4)] if any_error else []
         values += [fmt(cell.spread("tail_loss"), 4)]
-        lines.append("| " + " | ".join(values) + " |")
+        lines.append("| " + " | ".join(_table_cell(v) for v in values) + " |")
     lines += ["", "Means over the finished seeds, ± the sample standard deviation when more than "
               "one finished; (n=k) marks a mean over fewer seeds, the others having logged null "
               f"for it. The vs and bytes × columns compare with `{study.reference}` over "
               "the seeds both finished (named when that is not all of them). Bytes: `bytes_sent` of rank 0's step records. Wall time: "
               "m = measured by study.py (launch to exit, with start-up and evaluation); "
               "Σ = sum of `step_ms` of the step records (training steps only: a run made "
-              "without study.py). Time to target and the time axis of eval_vs_time.png: "
-              "cumulative `step_ms` up to the first eval whose loss reached the target."]
+              "without study.py); – (no step_ms): neither (a run made without study.py by a "
+              "trainer that logged no `step_ms`). Time to target and the time axis of "
+              "eval_vs_time.png: cumulative `step_ms` up to the first eval whose loss reached "
+              "the target, @ the eval step at which the seeds reached it (their range when "
+              "it differs)."]
     notes = [(c.name, n) for c in cells for n in c.notes]
     # A cell at another horizon than the reference's (each consistent in itself) has no note
     # of its own: its refusal is the note.

@@ -5,10 +5,12 @@ trainer's stdout+stderr in train.log next to it, and study.json (what this tool 
 A study.py process running a run holds <out>/<cell>/.seed<s>.lock (flock) meanwhile.
 """
 import fcntl
+import hashlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,6 +22,9 @@ RECORD_FILE = "study.json"
 # An unfinished run whose metrics changed this recently is probably still being written by a
 # run started by hand; restarting it would clobber that run.
 BUSY_SECONDS = 120
+# study.json from before it kept the metrics' fingerprint is judged by time: a copy of the
+# folder (cp -r) writes the two files moments apart, a run redone by hand takes longer.
+LEGACY_SLACK_SECONDS = 5
 
 
 def run_dir(out, cell, seed):
@@ -34,7 +39,8 @@ class RunFiles:
     bad_lines: int = 0                           # lines that were not JSON (e.g. a cut-off write)
     record: dict | None = None                   # study.json, when study.py made the run
     exists: bool = False
-    stale_record: bool = False                   # a study.json older than metrics.jsonl, ignored
+    stale_record: bool = False                   # a study.json of another metrics.jsonl, ignored
+    fingerprint: dict | None = None              # of metrics.jsonl as it is (None: no file)
 
     @property
     def returncode(self):
@@ -77,10 +83,9 @@ class RunFiles:
         metrics = self.path / METRICS_FILE
         if self.finished or not metrics.exists():
             return False
-        # study.py's own record of how the run ended, no older than its metrics: it has ended.
-        record = self.path / RECORD_FILE
-        if (self.returncode is not None and record.exists()
-                and record.stat().st_mtime >= metrics.stat().st_mtime):
+        # study.py's own record of how the run ended, of these very metrics (read_run drops
+        # one of other metrics): it has ended.
+        if self.returncode is not None:
             return False
         return (now or time.time()) - metrics.stat().st_mtime < BUSY_SECONDS
 
@@ -104,10 +109,40 @@ class RunFiles:
         if self.bad_lines:
             where += f", {self.bad_lines} unreadable line(s) in metrics.jsonl"
         if self.stale_record:
-            where += ", study.json older than metrics.jsonl (ignored)"
+            where += ", study.json written for another metrics.jsonl (ignored)"
         if rc not in (None, 0):
             return f"failed (exit status {rc}), {where}"
         return f"unfinished, {where}"
+
+
+def fingerprint(data):
+    """What study.json keeps of the metrics file its run left (data: the file's bytes), to
+    tell later whether the file on disk is still that one: copies keep it, a rerun by hand or
+    an append changes it, a touch does not."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def metrics_fingerprint(path):
+    """fingerprint() of <path>/metrics.jsonl, or None when there is none."""
+    try:
+        return fingerprint((Path(path) / METRICS_FILE).read_bytes())
+    except OSError:
+        return None
+
+
+def _record_is_of(files, record, metrics):
+    """Whether study.json `record` describes the metrics file on disk. It keeps the file's
+    fingerprint as the run left it (null: the run wrote none); mtimes alone made a copied
+    study's runs unfinished (cp -r writes study.json first) and let a touch of metrics.jsonl
+    revive a failed run (review, 2026-12-07). Without one (an older study.json) time decides:
+    one clearly older than metrics.jsonl is of an earlier attempt, the run redone by hand."""
+    if "metrics_fingerprint" in record:
+        return record["metrics_fingerprint"] == files.fingerprint
+    try:
+        written = (files.path / RECORD_FILE).stat().st_mtime
+        return written + LEGACY_SLACK_SECONDS >= metrics.stat().st_mtime
+    except OSError:
+        return True
 
 
 def read_run(path):
@@ -117,19 +152,24 @@ def read_run(path):
         files.record = json.loads((path / RECORD_FILE).read_text())
     except (OSError, json.JSONDecodeError):
         files.record = None
+    if not isinstance(files.record, dict):
+        files.record = None
     metrics = path / METRICS_FILE
-    if not metrics.exists():
-        return files
-    files.exists = True
-    # study.py writes study.json when its run has ended, so a study.json older than the
-    # metrics describes an earlier attempt (the run was redone by hand since): not this run.
     try:
-        if files.record is not None and (
-                (path / RECORD_FILE).stat().st_mtime < metrics.stat().st_mtime):
-            files.record, files.stale_record = None, True
+        data = metrics.read_bytes()
     except OSError:
-        pass
-    for line in metrics.read_text(errors="replace").splitlines():
+        data = None
+    if data is not None:
+        files.exists = True
+        files.fingerprint = fingerprint(data)
+    # study.py writes study.json when its run has ended: one of other metrics (an earlier
+    # attempt; the run was redone by hand, or the file written to since) is not this run's.
+    if files.record is not None and (data is not None or files.record.get("metrics_fingerprint")):
+        if not _record_is_of(files, files.record, metrics):
+            files.record, files.stale_record = None, True
+    if data is None:
+        return files
+    for line in data.decode(errors="replace").splitlines():
         if not line.strip():
             continue
         try:
@@ -225,26 +265,109 @@ def is_locked(path):
         os.close(fd)
 
 
-def execute(cmd, path, root, meta):
-    """Runs cmd from the repository root with its output in train.log; writes study.json."""
-    path.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    interrupted = None
-    with open(path / LOG_FILE, "wb") as log:
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """study.py got a stop signal (Ctrl-C, SIGTERM, SIGHUP); raised once no child runs."""
+
+    def __init__(self, signum, returncode=None):
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.returncode = signum, returncode  # the child's, when one ran
+
+
+class _Stop:
+    """The stop signals' handler. While a child runs (guarded), a signal is passed on to the
+    child's process group (SIGHUP as SIGTERM) and the child is waited for, so the trainer
+    stops as on its own signal (after its step, with its end record) and its exit status is
+    recorded; Stopped is raised after. Elsewhere a signal raises Stopped at once. The child
+    has its own process group, so Ctrl-C at a terminal reaches it once, through here: a
+    second signal ends the trainer at once (docs/reliability.md), which a second Ctrl-C
+    should do, and the first must not."""
+
+    def __init__(self):
+        self.child, self.guarded = None, False
+        self.signals, self.forwarded = [], 0  # received while guarded; how many passed on
+
+    def guard(self, on):
+        self.guarded, self.signals, self.forwarded = on, ([] if on else self.signals), 0
+
+    def install(self):
+        for sig in STOP_SIGNALS:
+            if signal.getsignal(sig) != signal.SIG_IGN:  # nohup, a background job: kept
+                signal.signal(sig, self.handle)
+
+    def handle(self, signum, frame):
+        if not self.guarded:
+            raise Stopped(signum)
+        self.signals.append(signum)
+        self.forward()
+
+    def forward(self):
+        """Passes on the signals not passed on yet, once the child exists (one that came
+        while it was being started waits for it)."""
+        while self.child is not None and self.forwarded < len(self.signals):
+            signum = self.signals[self.forwarded]
+            self.forwarded += 1
+            if self.child.returncode is None:
+                try:  # the trainer stops cleanly on SIGINT and SIGTERM; SIGHUP would kill it
+                    os.killpg(self.child.pid, signal.SIGTERM if signum == signal.SIGHUP else signum)
+                except OSError:  # it has just ended
+                    pass
+
+    def run(self, cmd, **kwargs):
+        """cmd's exit status, waiting for it whatever signal comes (subprocess.run would
+        SIGKILL the child 0.25 s after a Ctrl-C, cutting its stop short); OSError when it
+        cannot start. Call under guarded."""
+        child = subprocess.Popen(cmd, process_group=0, **kwargs)
+        self.child = child
+        self.forward()
         try:
-            rc = subprocess.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL).returncode
-        except OSError as e:  # e.g. the launcher or binary does not exist
-            log.write(f"study.py: cannot start {cmd[0]}: {e}\n".encode())
-            rc = 127
-        except KeyboardInterrupt as e:  # recorded, so the next study sees the run has ended
-            rc, interrupted = -2, e
-    wall = time.time() - started
-    record = dict(meta, command=shlex.join(cmd), returncode=rc, wall_s=round(wall, 3),
-                  started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)))
-    (path / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
-    if interrupted is not None:
-        raise interrupted
+            return child.wait()  # a handled signal interrupts nothing here (PEP 475)
+        finally:
+            self.child = None
+
+
+STOP = _Stop()
+
+
+def run_child(cmd, **kwargs):
+    """A child process (a prepare step) run as execute runs a run: a stop signal is passed on
+    to it and it is waited for; then Stopped is raised."""
+    STOP.guard(True)
+    try:
+        rc = STOP.run(cmd, **kwargs)
+    finally:
+        STOP.guard(False)
+    if STOP.signals:
+        raise Stopped(STOP.signals[0], rc)
+    return rc
+
+
+def execute(cmd, path, root, meta):
+    """Runs cmd from the repository root with its output in train.log; writes study.json,
+    with the fingerprint of the metrics the run left, also when a stop signal ended it (then
+    Stopped is raised after)."""
+    path.mkdir(parents=True, exist_ok=True)
+    STOP.guard(True)
+    try:
+        started = time.time()
+        with open(path / LOG_FILE, "wb") as log:
+            try:
+                rc = STOP.run(cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+            except OSError as e:  # e.g. the launcher or binary does not exist
+                log.write(f"study.py: cannot start {cmd[0]}: {e}\n".encode())
+                rc = 127
+        wall = time.time() - started
+        record = dict(meta, command=shlex.join(cmd), returncode=rc, wall_s=round(wall, 3),
+                      started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+                      metrics_fingerprint=metrics_fingerprint(path))
+        (path / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    finally:
+        STOP.guard(False)
+    if STOP.signals:
+        raise Stopped(STOP.signals[0], rc)
     return rc, wall
 
 

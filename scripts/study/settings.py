@@ -68,25 +68,67 @@ def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
     return cmd + (["--dry-run"] if dry_check else [])
 
 
+# Keys that change only what the trainer prints, never what it trains or logs to
+# metrics.jsonl (docs/config.md, log): editing one reruns nothing. The other log keys stay:
+# log.metrics is the tool's, log.trace and its window add work to steps, and
+# log.never_sent_window adds a decode per step and a metrics field.
+OUTPUT_ONLY_KEYS = ("log.progress_interval", "log.per_rank_timing")
+
+
+def effective_overrides(items):
+    """--set overrides as the trainer applies them, as {key: value}: the last of a key wins,
+    and a section set whole (`train={...}`) replaces what came before of it (train.steps), so
+    two orders that configure alike give the same mapping and two that do not differ."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        key = key.strip()
+        for old in [k for k in out if k == key or k.startswith(key + ".")]:
+            del out[old]
+        out[key] = value
+    return out
+
+
 def run_definition(cmd):
-    """What defines a run in its command: the arguments from --config on, without the
-    log.metrics override (where it is written, not what it trains), then the launcher (the
-    words before the binary, with its -np: a run on another world size is another run; the
-    binary's own path is left out, so a --binary copy does not rerun a study)."""
+    """What defines a run in its command, as a mapping: the base config ("--config"), the
+    overrides by key (effective_overrides, without log.metrics, where it is written, nor the
+    OUTPUT_ONLY_KEYS, so their order and the printing do not count), any other argument,
+    and the launcher (the words before the binary, with its -np: a run on another world size
+    is another run; the binary's own path is left out, so a --binary copy does not rerun a
+    study). A reordered common: or a progress_interval edit reran every finished run (review,
+    2026-12-07)."""
     args = list(cmd)
     if "--config" not in args:
         return None
     start = args.index("--config")
     launcher = args[:max(start - 1, 0)]
     args = args[start:]
-    out, i = [], 0
+    overrides, other, i = [], [], 0
     while i < len(args):
-        if args[i] == "--set" and i + 1 < len(args) and args[i + 1].startswith("log.metrics="):
+        if args[i] == "--set" and i + 1 < len(args):
+            overrides.append(args[i + 1])
             i += 2
-            continue
-        out.append(args[i])
-        i += 1
-    return out + (["--launcher", " ".join(launcher)] if launcher else [])
+        elif args[i] == "--config" and i + 1 < len(args):
+            other.append(("--config", args[i + 1]))
+            i += 2
+        else:
+            other.append((args[i], None))
+            i += 1
+    out = {k: v for k, v in effective_overrides(overrides).items()
+           if k != "log.metrics" and k not in OUTPUT_ONLY_KEYS}
+    out["--config"] = tuple(other)
+    out["--launcher"] = " ".join(launcher)
+    return out
+
+
+def _definition_text(definition, key):
+    """One entry of run_definition as the change message shows it."""
+    value = definition[key]
+    if key == "--config":
+        return " ".join(w for pair in value for w in pair if w is not None and w != "--config")
+    if key == "--launcher":
+        return value or "no launcher"
+    return f"{key}={value}"
 
 
 def read_base(root, base):
@@ -213,15 +255,16 @@ def changed_settings(files, cmd, base_text=None, resolved_now=None, ignore=()):
     parts = []
     before, now = run_definition(shlex.split(recorded)), run_definition(cmd)
     if before is not None and now is not None and before != now:
-        flags = ("--set", "--launcher")
-        gone = [a for a in before if a not in now and a not in flags]
-        added = [a for a in now if a not in before and a not in flags]
+        added = [_definition_text(now, k) for k in now if before.get(k) != now[k]]
+        gone = [_definition_text(before, k) for k in before if now.get(k) != before[k]
+                and not (k == "--launcher" and not before[k])]  # "now" says the new one
         parts += [f"now {' '.join(added)}" if added else "", f"was {' '.join(gone)}" if gone else ""]
-        parts = [p for p in parts if p] or ["the same settings in another order"]
+        parts = [p for p in parts if p]
     recorded_base = record.get("base_config")
     if (base_text is not None and recorded_base is not None
             and config_lines(base_text) != config_lines(recorded_base)):
-        base = now[1] if now and len(now) > 1 else "the base config"
+        base = next((v for k, v in (now or {}).get("--config", ()) if k == "--config"),
+                    "the base config")
         recorded_resolved = record.get("resolved_config")
         current = resolved_now() if recorded_resolved and resolved_now else None
         diffs = (config_differences(recorded_resolved, current, ignore)

@@ -1,4 +1,5 @@
 """The study file: which trainer runs a convergence study is made of (docs/study.md)."""
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,10 @@ DEFAULT_BINARY = "build/apps/train"
 # Set for every run by the tool itself; a study that set them would break the run layout.
 RESERVED_KEYS = ("train.seed", "log.metrics")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # names become folder names
+# What the reports write into the study root, beside the cell folders; a cell of such a name
+# made study.py fail on creating its folder (review, 2026-12-07).
+REPORT_FILES = ("summary.md", "summary.json")
+REPORT_SUFFIX = ".png"
 TOP_KEYS = ("name", "base", "world_size", "launcher", "binary", "common", "seeds", "seed_keys",
             "reference", "metric", "target", "prepare", "cells")
 
@@ -111,8 +116,10 @@ def load_study(path):
     if metric not in METRICS:
         fail("metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
     target = doc.get("target")
-    if target is not None and (not isinstance(target, (int, float)) or isinstance(target, bool)):
-        fail("target", f"must be a number (an eval loss), got {target!r}")
+    # .inf would count every eval as reaching it, .nan none (review, 2026-12-07).
+    if target is not None and (not isinstance(target, (int, float)) or isinstance(target, bool)
+                               or not math.isfinite(target)):
+        fail("target", f"must be a finite number (an eval loss), got {target!r}")
 
     # Which config keys a seed sets. train.seed alone by default (the model's init, dropout,
     # data order): every seed then shares compress.seed's draws (stochastic rounding,
@@ -173,6 +180,9 @@ def _cells(value, fail):
         key = f"cells.{name}"
         if not isinstance(name, str) or not NAME.match(name):
             fail(key, "a cell name must be letters, digits, '_', '-' or '.' (it names a folder)")
+        if name.lower() in REPORT_FILES or name.lower().endswith(REPORT_SUFFIX):
+            fail(key, f"'{name}' is the name of a report in the study root (summary.md, "
+                      "summary.json, *.png); a cell names a folder there: choose another name")
         label = name
         if isinstance(body, dict):
             for k in body:

@@ -55,6 +55,15 @@ import json, sys
 r = json.load(open(sys.argv[1])); r["returncode"] = int(sys.argv[2]); json.dump(r, open(sys.argv[1], "w"))
 PYEOF
 }
+refingerprint() {  # refingerprint RUN_DIR: study.json as if written after the metrics as they are
+  "$PY" - "$1" <<'PYEOF'
+import hashlib, json, sys
+data = open(sys.argv[1] + "/metrics.jsonl", "rb").read()
+r = json.load(open(sys.argv[1] + "/study.json"))
+r["metrics_fingerprint"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+json.dump(r, open(sys.argv[1] + "/study.json", "w"))
+PYEOF
+}
 truncate_run() {  # truncate_run METRICS STEP: the run as if it had trained STEP steps
   "$PY" - "$1" "$2" <<'PYEOF'
 import json, sys
@@ -151,6 +160,7 @@ last = max(i for i, l in enumerate(lines) if json.loads(l).get("event") == "eval
 record = json.loads(lines[last]); record["loss"] = None; lines[last] = json.dumps(record)
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PYEOF
+refingerprint "$T/out_null/lbs/seed2"  # the trainer wrote that null
 expect "null final metric reported" 0 "summary" -- "$T/tiny.yaml" --out "$T/out_null" --report-only
 check "null final metric listed" grep -q "lbs\` seed 2: finished without a final loss" "$T/out_null/summary.md"
 check "vs dense paired over seed 1" "$PY" -c "
@@ -174,12 +184,16 @@ check "prepare skipped" test "$(count 'prepare 1/1: skip')" -eq 1
 check "nothing rerun" test "$(count 'running')" -eq 0
 check "metrics unchanged" test "$sums" == "$(md5sum "$OUT"/*/seed*/metrics.jsonl)"
 
-# A run redone by hand after a failed study attempt counts: its study.json, older than its
-# metrics.jsonl, describes the attempt, not the run (review, 2026-12-06).
+# A run redone by hand after a failed study attempt counts: its study.json, of other metrics
+# than those on disk (its fingerprint), describes the attempt, not the run (review,
+# 2026-12-06). A touch of the file is no redo (study_records_test.sh).
 cp -rp "$OUT" "$T/out_h"
 set_rc "$T/out_h/dense/seed1/study.json" 1
-touch -d '1 minute ago' "$T/out_h/dense/seed1/study.json"
-touch "$T/out_h/dense/seed1/metrics.jsonl"
+"$PY" - "$T/out_h/dense/seed1/metrics.jsonl" <<'PYEOF'
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in records))  # other bytes
+PYEOF
 expect "a run redone by hand is listed" 0 "dense " -- "$T/tiny.yaml" --out "$T/out_h" --list
 check "a run redone by hand counts" test "$(count 'seed[12]: finished$')" -eq 4
 # A run made by hand at another horizon is not this study's run: a 6-step run in a cell of
@@ -238,13 +252,11 @@ check "only that run reran" test "$(count '  done in')" -eq 1
 check "old files moved aside" test -s "$OUT/lbs/seed2.prev/metrics.jsonl"
 check "rerun finished" grep -q '"stopped_early":false' "$OUT/lbs/seed2/metrics.jsonl"
 
-# A run that ended (study.json, newer than its metrics, says how) is not busy: rerun at once.
+# A run that ended (its study.json, of these metrics, says how) is not busy: rerun at once.
 sed -i '$d' "$OUT/lbs/seed2/metrics.jsonl"
 touch -d '1 minute ago' "$OUT/lbs/seed2/metrics.jsonl"
-"$PY" - "$OUT/lbs/seed2/study.json" <<'PYEOF'
-import json, sys
-r = json.load(open(sys.argv[1])); r["returncode"] = 1; json.dump(r, open(sys.argv[1], "w"))
-PYEOF
+set_rc "$OUT/lbs/seed2/study.json" 1
+refingerprint "$OUT/lbs/seed2"
 expect "an ended run is not busy" 0 "lbs seed2: running \(unfinished run moved" -- "$T/tiny.yaml" --out "$OUT"
 
 # An end record does not make a run finished when the job exited nonzero (another rank, the
@@ -409,6 +421,15 @@ check "the first process finished its run" grep -q "done in" "$T/first.txt"
 check "nothing was moved aside" test ! -e "$T/out_lock/dense/seed1.prev"
 rm -rf "$T/out_lock/dense/seed1"
 expect "a lock file alone is no run" 0 "seed1: missing" -- "$T/waiting.yaml" --out "$T/out_lock" --list
+
+# More: the fingerprint of a run's metrics, stop signals, runs without step_ms, what counts
+# as other settings, refused names and targets, the table's escaping, plot_scaling.py.
+if bash "$(dirname "${BASH_SOURCE[0]}")/study_records_test.sh" "$PY" "$STUDY_PY" "$TRAIN"; then
+  echo "ok   study_records_test.sh"
+else
+  echo "FAIL study_records_test.sh"
+  failures=$((failures + 1))
+fi
 
 expect "bad study file" 2 "cells.lbs.labl: unknown key" -- <(sed 's/label: dense f32/label: x/; s/  lbs: \[.*\]/  lbs: {labl: y}/' "$T/tiny.yaml")
 expect "unknown --only cell" 2 "--only: unknown cell" -- "$T/tiny.yaml" --out "$OUT" --only nope

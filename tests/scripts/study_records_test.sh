@@ -17,25 +17,8 @@ trap 'rm -rf "$T"' EXIT
 failures=0
 OUT=$T/out
 
-expect() {  # expect NAME WANT_RC PATTERN -- ARGS...: study.py ARGS, its exit code and output
-  local name=$1 want_rc=$2 pattern=$3
-  shift 4
-  last=$("$PY" "$STUDY_PY" "$@" --binary "$TRAIN" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -qE -- "$pattern" <<<"$last"; then
-    echo "FAIL $name: rc=$rc (want $want_rc), output lacks /$pattern/:"
-    sed 's/^/    /' <<<"$last"
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
-count() { grep -cE -- "$1" <<<"$last"; }
+# expect, check, count.
+source "$(dirname "${BASH_SOURCE[0]}")/study_checks.sh"
 json_set() {  # json_set FILE KEY VALUE_AS_JSON: one key of study.json (null: removed)
   "$PY" - "$@" <<'PYEOF'
 import json, sys

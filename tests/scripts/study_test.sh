@@ -29,26 +29,8 @@ trap 'rm -rf "$T"' EXIT
 failures=0
 OUT=$T/out
 
-# expect NAME WANT_RC PATTERN -- ARGS...: runs study.py ARGS, checks exit code and output.
-expect() {
-  local name=$1 want_rc=$2 pattern=$3
-  shift 4
-  last=$("$PY" "$STUDY_PY" "$@" --binary "$TRAIN" 2>&1)
-  local rc=$?
-  if [[ $rc -ne $want_rc ]] || ! grep -qE -- "$pattern" <<<"$last"; then
-    echo "FAIL $name: rc=$rc (want $want_rc), output lacks /$pattern/:"
-    sed 's/^/    /' <<<"$last"
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
-}
-count() { grep -cE -- "$1" <<<"$last"; }
+# expect, check, count.
+source "$(dirname "${BASH_SOURCE[0]}")/study_checks.sh"
 set_rc() {  # set_rc STUDY_JSON RC: what study.py recorded as the run's exit status
   "$PY" - "$1" "$2" <<'PYEOF'
 import json, sys

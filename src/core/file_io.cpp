@@ -84,17 +84,6 @@ Result<std::string> read_file(const std::string& path) {
   return bytes;
 }
 
-Result<int> create_fresh_file(const std::string& path) {
-  // A stale file (an earlier write killed part-way) might be read-only or a hard link
-  // shared with something else: unlink it rather than truncate it in place.
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return Status::error("cannot remove the stale '{}': {}", path, std::strerror(errno));
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error("cannot create '{}': {}", path, std::strerror(errno));
-  return fd;
-}
-
 Status check_file_can_be_written(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -245,19 +234,6 @@ Result<std::string> link_unnamed(int fd, const std::string& path) {
   return Status::error("cannot name the new contents of '{}': 8 random names were taken", path);
 }
 
-// A new file under a fresh private name, created exclusively (never over another's).
-Result<std::pair<int, std::string>> create_private_file(const std::string& path) {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    std::string name = private_temp_name(path);
-    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return std::pair{fd, std::move(name)};
-    if (errno != EEXIST) {
-      return Status::error("cannot create '{}': {}", name, std::strerror(errno));
-    }
-  }
-  return Status::error("cannot create a file beside '{}': 8 random names were taken", path);
-}
-
 // Gives the new file the replaced file's permission bits (`mode`; none for a new path, which
 // keeps the 0644 & ~umask it was created with). A filesystem without Unix modes (EPERM,
 // EOPNOTSUPP: vfat, some FUSE) cannot keep them and keeps none anyway: not an error there.
@@ -320,6 +296,18 @@ Result<std::string> write_private_file(const std::string& path,
 }
 
 }  // namespace
+
+Result<std::pair<int, std::string>> create_private_file(const std::string& path) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string name = private_temp_name(path);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return std::pair{fd, std::move(name)};
+    if (errno != EEXIST) {
+      return Status::error("cannot create '{}': {}", name, std::strerror(errno));
+    }
+  }
+  return Status::error("cannot create a file beside '{}': 8 random names were taken", path);
+}
 
 Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
   const std::string_view pieces[] = {bytes};

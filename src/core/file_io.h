@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/status.h"
 
@@ -56,6 +57,12 @@ struct AtomicWrite {
 // file is 0644 less the umask.
 Status write_file_atomic(const std::string& path, std::string_view bytes,
                          const AtomicWrite& how = {});
+
+// A new empty file beside `path` under a private name, path + ".tmp." + 16 random hex digits,
+// created with O_EXCL (never over another writer's), and its descriptor open for writing: for
+// writers that stream a file too large to hold and rename it over `path` themselves (the shard
+// writer, data/shard.h). Note [Atomic writes without a shared temporary name].
+Result<std::pair<int, std::string>> create_private_file(const std::string& path);
 // The same for the concatenation of `pieces`, never assembled in memory: a checkpoint's image
 // was a second copy of everything it saves (about 4 GB more at each save of GPT-2 124M with
 // Adam and a residual: review, 2026-12-07). Chunks and fault points count over the whole
@@ -67,12 +74,6 @@ Status write_file_atomic(const std::string& path, std::span<const std::string_vi
 // bytes written; when fewer than all, *error holds the failure's errno (ENOSPC for a call
 // that wrote nothing). The loop every writer of a buffer to a descriptor shares.
 std::size_t write_fully(int fd, std::string_view bytes, int* error);
-
-// Creates `path` anew for writing (a file descriptor, O_CLOEXEC): a stale file there is
-// unlinked first, never truncated in place (it may be read-only, or a hard link to something
-// else). The shard writer's temporary file is made by it, and write_file_atomic's private
-// one where the filesystem has no unnamed files.
-Result<int> create_fresh_file(const std::string& path);
 
 // Whether write_file_atomic(path, ...) could place a file at `path` now: its folder exists, is
 // a folder this process may create files in, and `path` is not a folder. For outputs written

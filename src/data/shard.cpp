@@ -57,8 +57,9 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
   w.header_.tokenizer = std::move(tokenizer);
   w.header_.vocab_size = vocab_size;
   w.header_.token_width = vocab_size <= 65536 ? 2 : 4;
-  const std::string tmp = path + ".tmp";
-  SPARQ_ASSIGN_OR_RETURN(const int fd, create_fresh_file(tmp));  // a stale tmp is not reused
+  SPARQ_ASSIGN_OR_RETURN(auto created, create_private_file(path));
+  const auto& [fd, tmp] = created;
+  w.tmp_path_ = tmp;
   w.file_ = ::fdopen(fd, "wb");
   if (!w.file_) {
     const int err = errno;
@@ -75,6 +76,7 @@ Result<ShardWriter> ShardWriter::create(const std::string& path, std::string tok
 
 ShardWriter::ShardWriter(ShardWriter&& o) noexcept
     : path_(std::move(o.path_)),
+      tmp_path_(std::move(o.tmp_path_)),
       file_(o.file_),
       state_(o.state_),
       header_(std::move(o.header_)),
@@ -85,7 +87,7 @@ ShardWriter::ShardWriter(ShardWriter&& o) noexcept
 
 ShardWriter::~ShardWriter() {
   if (file_) std::fclose(file_);
-  if (state_ != State::kDone) std::remove((path_ + ".tmp").c_str());
+  if (state_ != State::kDone && !tmp_path_.empty()) std::remove(tmp_path_.c_str());
 }
 
 Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
@@ -105,7 +107,7 @@ Status ShardWriter::append(std::span<const std::uint32_t> tokens) {
   }
   const std::size_t bytes = tokens.size() * width;
   if (std::fwrite(scratch_.data(), 1, bytes, file_) != bytes) {
-    return Status::error("write to '{}.tmp' failed: {}", path_, std::strerror(errno));
+    return Status::error("write to '{}' failed: {}", tmp_path_, std::strerror(errno));
   }
   checksum_.update(scratch_.data(), bytes);
   header_.token_count += tokens.size();
@@ -155,7 +157,7 @@ Status ShardWriter::close() {
   file_ = nullptr;
   state_ = State::kClosed;
   if (f.step == nullptr) return Status::ok();
-  const std::string tmp = path_ + ".tmp";
+  const std::string& tmp = tmp_path_;
   std::remove(tmp.c_str());
   state_ = State::kDone;
   return Status::error("{} of '{}' failed ({} tokens written): {}", f.step, tmp,
@@ -165,7 +167,7 @@ Status ShardWriter::close() {
 
 Status ShardWriter::commit() {
   SPARQ_CHECK(state_ == State::kClosed, "commit() of shard {} without close()", path_);
-  const std::string tmp = path_ + ".tmp";
+  const std::string& tmp = tmp_path_;
   if (fault::point("shard.rename")) {
     return Status::error("cannot rename '{}' to '{}': injected fault (SPARQ_FAULT shard.rename)",
                          tmp, path_);

@@ -52,9 +52,13 @@ inline std::uint64_t shard_checksum(const void* data, std::size_t bytes) {
   return checksum64(data, bytes);
 }
 
-// Streams tokens to `path` (written as path + ".tmp", renamed into place at the end), so
-// memory use does not grow with the shard. The width is fixed by vocab_size at construction.
-// A stale path + ".tmp" from an interrupted earlier run is replaced, not written through.
+// Streams tokens to `path` (written under a private temporary name, path + ".tmp.<16 hex>",
+// renamed into place at the end), so memory use does not grow with the shard. The width is
+// fixed by vocab_size at construction. Two writers of one path (two prepare_data runs given
+// one --out) never touch each other's file, and the last rename wins with a complete shard:
+// with the shared path + ".tmp" of before, one run unlinked the other's file part-way and the
+// run that reported success left an empty shard (review, 2026-12-07; Note [Atomic writes
+// without a shared temporary name], core/file_io.h). A path + ".tmp" is never touched.
 //
 // Fault points (core/fault.h; hit=N picks the N-th shard of the process): "shard.close"
 // before the fsync of the temporary file, "shard.rename" before its rename.
@@ -71,25 +75,27 @@ class ShardWriter {
   Status append(std::span<const std::uint32_t> tokens);
   // Fails, naming the shard, when the header's 32-bit document count would wrap.
   Status add_documents(std::uint64_t n);
-  // Writes the header, flushes, fsyncs and closes path + ".tmp": the complete shard is then
+  // Writes the header, flushes, fsyncs and closes the temporary file: the complete shard is then
   // durable under the temporary name, and only commit() remains. On failure the temporary
   // file is removed.
   Status close();
-  // Renames path + ".tmp" over `path` (after close()). Does not fsync the directory.
+  // Renames the temporary file over `path` (after close()). Does not fsync the directory.
   Status commit();
   // close(), commit() and an fsync of the directory: for a shard written on its own. The
   // writer is spent afterwards.
   Status finish();
 
   const std::string& path() const { return path_; }
+  const std::string& temporary_path() const { return tmp_path_; }
   std::uint64_t token_count() const { return header_.token_count; }
 
  private:
-  // kClosed: the complete shard is on disk as path + ".tmp"; kDone: nothing left to clean up
+  // kClosed: the complete shard is on disk as tmp_path_; kDone: nothing left to clean up
   // (renamed into place, removed after a failure, or moved from).
   enum class State { kOpen, kClosed, kDone };
   ShardWriter() = default;
   std::string path_;
+  std::string tmp_path_;  // the private temporary name
   std::FILE* file_ = nullptr;
   State state_ = State::kOpen;
   ShardHeader header_;

@@ -85,7 +85,7 @@ cp "$O/val.bin" "$T/old_val.bin"
 echo "the cat sat again" >>"$T/in/a.txt"
 out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" prep --input "$T/in" --out "$O" --val-fraction 0.2 2>&1) &&
   fail "a failure to finish val.bin was ignored: $out"
-grep -q "fsync of '$O/val.bin.tmp' failed" <<<"$out" || fail "unclear close message: $out"
+grep -qE "fsync of '$O/val.bin.tmp.[0-9a-f]{16}' failed" <<<"$out" || fail "unclear close message: $out"
 same "$O/train.bin" "$T/old_train.bin" "a failed run replaced train.bin"
 same "$O/val.bin" "$T/old_val.bin" "a failed run replaced val.bin"
 out=$(SPARQ_FAULT="shard.rename,hit=1,action=fail" prep --input "$T/in" --out "$O" --val-fraction 0.2 2>&1) &&
@@ -98,7 +98,7 @@ out=$(SPARQ_FAULT="shard.rename,hit=2,action=fail" prep --input "$T/in" --out "$
 grep -q "now from this run: '$O/train.bin'; missing: '$O/val.bin'" <<<"$out" || fail "unclear rename message: $out"
 cmp -s "$O/train.bin" "$T/old_train.bin" && fail "train.bin is not from the new run"
 [ ! -e "$O/val.bin" ] || fail "an old val.bin was left next to a new train.bin"
-[ -z "$(ls "$O" | grep '\.tmp$')" ] || fail "temporary files left: $(ls "$O")"
+[ -z "$(ls "$O" | grep '\.tmp')" ] || fail "temporary files left: $(ls "$O")"
 out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --val-fraction 0.1 --out "$T" 2>&1) &&
   fail "markov: a failure to finish val.bin was ignored: $out"
 "$BIN" --verify "$T/train.bin" | grep -q "ok, 1000 tokens" || fail "markov: a failed run replaced train.bin"

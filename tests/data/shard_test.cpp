@@ -87,31 +87,92 @@ TEST(Shard, DocumentCountPastThe32BitHeaderFieldIsAnError) {
   EXPECT_EQ(ShardReader::open(temp_path("docs.bin"))->header().document_count, 0xFFFFFFFFu);
 }
 
-TEST(Shard, StaleTemporaryIsReplacedNotWrittenThrough) {
-  const std::string victim = temp_path("victim.txt"), path = temp_path("stale.bin");
+// The temporary files of shard writers left in `dir` (none once every writer is done).
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.find(".tmp") != std::string::npos) found.push_back(name);
+  }
+  return found;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = temp_path(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// A path + ".tmp" (an earlier version's leftover, a killed run's, the user's) is neither
+// written through nor removed: the writer's own temporary file has a private name.
+TEST(Shard, APathDotTmpIsNeverTouched) {
+  const std::string dir = fresh_dir("stale_tmp");
+  const std::string victim = dir + "/victim.txt", path = dir + "/stale.bin";
   ASSERT_TRUE(write_file_atomic(victim, "keep me").is_ok());
-  std::filesystem::remove(path + ".tmp");
   std::filesystem::create_symlink(victim, path + ".tmp");  // as a killed run might leave
   ASSERT_TRUE(write_shard(path, "x", 10, std::vector<std::uint32_t>{1, 2, 3}, 1).is_ok());
   EXPECT_EQ(*read_file(victim), "keep me");
   EXPECT_EQ(ShardReader::open(path)->size(), 3u);
+  EXPECT_TRUE(std::filesystem::is_symlink(path + ".tmp"));
 }
 
 TEST(Shard, CloseLeavesTheShardUnderItsTemporaryNameUntilCommit) {
-  const std::string path = temp_path("closed.bin");
-  std::filesystem::remove(path);
+  const std::string dir = fresh_dir("closed");
+  const std::string path = dir + "/closed.bin";
   {
     auto writer = ShardWriter::create(path, "x", 10);
     ASSERT_TRUE(writer->close().is_ok());
-    EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
+    EXPECT_TRUE(writer->temporary_path().starts_with(path + ".tmp."));
+    EXPECT_TRUE(std::filesystem::exists(writer->temporary_path()));
     EXPECT_FALSE(std::filesystem::exists(path));
   }  // never committed: the destructor removes it
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(temporaries(dir), std::vector<std::string>{});
   auto writer = ShardWriter::create(path, "x", 10);
   ASSERT_TRUE(writer->close().is_ok());
   ASSERT_TRUE(writer->commit().is_ok());
   EXPECT_TRUE(ShardReader::open(path).is_ok());
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(temporaries(dir), std::vector<std::string>{});
+}
+
+// Two writers of one path (two prepare_data runs given one --out): each writes its own file,
+// the last to finish wins with its complete shard, and one that gives up removes only its own.
+// With the shared path + ".tmp" of before, the second writer unlinked the first's file, the
+// first then renamed the second's half-written file into place while reporting success, and
+// the second failed (review, 2026-12-07).
+TEST(Shard, TwoWritersOfOnePathNeverTouchEachOthersFile) {
+  const std::string dir = fresh_dir("two_writers");
+  const std::string path = dir + "/train.bin";
+  const std::vector<std::uint32_t> a_tokens = random_tokens(5000, 50, 1),
+                                   b_tokens = random_tokens(3000, 50, 2);
+  auto a = ShardWriter::create(path, "a", 50);
+  ASSERT_TRUE(a.is_ok()) << a.status().message();
+  ASSERT_TRUE(a->append(std::span(a_tokens).first(2500)).is_ok());
+  auto b = ShardWriter::create(path, "b", 50);
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_NE(a->temporary_path(), b->temporary_path());
+  ASSERT_TRUE(b->append(std::span(b_tokens).first(1000)).is_ok());
+  ASSERT_TRUE(a->append(std::span(a_tokens).subspan(2500)).is_ok());
+  ASSERT_TRUE(a->add_documents(1).is_ok());
+  ASSERT_TRUE(a->finish().is_ok());
+  auto done = ShardReader::open(path);
+  ASSERT_TRUE(done.is_ok()) << done.status().message();
+  EXPECT_EQ(done->header().tokenizer, "a");
+  EXPECT_EQ(done->size(), a_tokens.size());
+  ASSERT_TRUE(b->append(std::span(b_tokens).subspan(1000)).is_ok());
+  ASSERT_TRUE(b->add_documents(1).is_ok());
+  ASSERT_TRUE(b->finish().is_ok());
+  auto last = ShardReader::open(path);
+  ASSERT_TRUE(last.is_ok()) << last.status().message();
+  EXPECT_EQ(last->header().tokenizer, "b");
+  EXPECT_EQ(last->size(), b_tokens.size());
+  // One that gives up (destroyed before its commit) leaves the other's shard as it was.
+  {
+    auto c = ShardWriter::create(path, "c", 50);
+    ASSERT_TRUE(c->append(a_tokens).is_ok());
+  }
+  EXPECT_EQ(ShardReader::open(path)->header().tokenizer, "b");
+  EXPECT_EQ(temporaries(dir), std::vector<std::string>{});
 }
 
 // Train and validation shards in a folder of their own, from an "earlier run".
@@ -146,7 +207,7 @@ TEST_F(ShardPair, FinishTogetherReplacesBoth) {
   ASSERT_TRUE(write_new_pair().is_ok());
   EXPECT_EQ(tokenizer("train.bin"), "new");
   EXPECT_EQ(tokenizer("val.bin"), "new");
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/train.bin.tmp"));
+  EXPECT_EQ(temporaries(dir_), std::vector<std::string>{});
 }
 
 TEST_F(ShardPair, OldCompanionThatCannotBeRemovedLeavesBothOldFiles) {
@@ -159,8 +220,7 @@ TEST_F(ShardPair, OldCompanionThatCannotBeRemovedLeavesBothOldFiles) {
       << st.message();
   EXPECT_NE(st.message().find("no file was replaced"), std::string::npos) << st.message();
   EXPECT_EQ(tokenizer("train.bin"), "old");
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/train.bin.tmp"));
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/val.bin.tmp"));
+  EXPECT_EQ(temporaries(dir_), std::vector<std::string>{});
 }
 
 TEST(Shard, FromBytesReadsWhatOpenReads) {

@@ -35,6 +35,8 @@ AdamScalars adam_scalars(const OptimConfig& config, double lr, std::int64_t step
   s.lr = static_cast<float>(lr);
   s.beta1 = static_cast<float>(config.beta1);
   s.beta2 = static_cast<float>(config.beta2);
+  s.one_minus_beta1 = static_cast<float>(1.0 - config.beta1);
+  s.one_minus_beta2 = static_cast<float>(1.0 - config.beta2);
   s.eps = static_cast<float>(config.eps);
   // m keeps its bias correction after the freeze (Note [Frozen variance's bias correction]).
   s.step_size = static_cast<float>(lr / (1.0 - std::pow(config.beta1, t)));
@@ -94,12 +96,13 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     floor_frozen_variance(range);
   }
   const float b1 = static_cast<float>(config_.beta1);
+  const float one_minus_b1 = static_cast<float>(1.0 - config_.beta1);  // AdamScalars
   if (on_cuda()) {
 #if SPARQ_HAS_CUDA
     const ParamRange span = tensors_span(range);
     cuda::adam_momentum_into_grads(grads, params, m, device_->decay_table(), span.offset,
                                    span.end(), l2 ? static_cast<float>(config_.weight_decay) : 0.0f,
-                                   b1, store_.context().cuda().stream.get());
+                                   b1, one_minus_b1, store_.context().cuda().stream.get());
 #endif
     return;
   }
@@ -111,7 +114,8 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     const std::int64_t n = e.numel;
     // `parallel for`, not `parallel for simd`: Note [Reduction lanes], core/ops.cpp.
 #pragma omp parallel for schedule(static) if (n > 32768)
-    for (std::int64_t i = 0; i < n; ++i) g[i] = adam_local_momentum(g[i], p[i], wd, b1, mm[i]);
+    for (std::int64_t i = 0; i < n; ++i)
+      g[i] = adam_local_momentum(g[i], p[i], wd, b1, one_minus_b1, mm[i]);
   });
 }
 

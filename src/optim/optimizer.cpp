@@ -28,11 +28,12 @@ Status OptimConfig::validate(const std::string& prefix) const {
   if (sgd && nesterov && (momentum <= 0.0 || dampening != 0.0)) {
     return Status::error("{}nesterov: needs momentum > 0 and dampening 0", prefix);
   }
-  // Note [Betas and eps in f32]: the moments are f32 and use the f32 roundings of the betas
-  // and eps, while the bias corrections are computed from the double betas (as PyTorch does).
-  // Within 1e-6 of 1 a beta's f32 rounding is off by more than 1% of (1 - beta), and from
-  // 1 - 3e-8 it is 1 (v would never grow while its correction divides by almost 0); an eps
-  // below FLT_MIN is 0 or subnormal in f32 (0/0 on a coordinate whose v is 0).
+  // Note [Betas and eps in f32]: the moments are f32 and decay by the f32 roundings of the
+  // betas, while the new gradient's weight 1 - beta and the bias corrections are computed from
+  // the double betas (as PyTorch does: AdamScalars). Within 1e-6 of 1 a beta's f32 rounding is
+  // off by more than 1% of (1 - beta), so the two weights no longer sum to 1 within 1% of the
+  // gradient's, and from 1 - 3e-8 it is 1 (the moment would never forget); an eps below FLT_MIN
+  // is 0 or subnormal in f32 (0/0 on a coordinate whose v is 0).
   if (!sgd && !(beta1 >= 0.0 && beta1 <= kMaxBeta)) {
     return Status::error("{}beta1: must be in [0, {}] (the moments are f32), got {}", prefix,
                          kMaxBeta, beta1);

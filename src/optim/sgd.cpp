@@ -12,7 +12,7 @@ SgdScalars sgd_scalars(const OptimConfig& config, double lr, std::int64_t steps_
   SgdScalars s;
   s.lr = static_cast<float>(lr);
   s.momentum = static_cast<float>(config.momentum);
-  s.damp = 1.0f - static_cast<float>(config.dampening);
+  s.damp = static_cast<float>(1.0 - config.dampening);  // as AdamScalars::one_minus_beta1
   s.first = steps_taken == 0;
   s.nesterov = config.nesterov;
   return s;

@@ -49,6 +49,11 @@ struct AdamScalars {
   float lr = 0.0f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
+  // 1 - beta rounded from double, as PyTorch passes it (alpha = 1 - beta, a host double): from
+  // the f32 beta, 1 - beta was 1.3% off at beta 0.999999 and a few ulps off at 0.9 (Note
+  // [Betas and eps in f32], optimizer.cpp; review, 2026-12-07).
+  float one_minus_beta1 = 0.1f;
+  float one_minus_beta2 = 0.001f;
   float eps = 1e-8f;
   float step_size = 0.0f;     // lr / (1 - beta1^t), frozen variance or not (adam.h)
   // 1 / sqrt(1 - beta2^t); when frozen, t is v's update count at the freeze
@@ -66,8 +71,8 @@ SPARQ_HOST_DEVICE inline void adam_update(float g, float wd, const AdamScalars& 
   } else {
     gi = mul_add(wd, p, gi);
   }
-  m = mul_add(s.beta1, m, (1.0f - s.beta1) * gi);
-  v = mul_add(s.beta2, v, (1.0f - s.beta2) * gi * gi);
+  m = mul_add(s.beta1, m, s.one_minus_beta1 * gi);
+  v = mul_add(s.beta2, v, s.one_minus_beta2 * gi * gi);
   p -= s.step_size * m / mul_add(std::sqrt(v), s.inv_sqrt_bc2, s.eps);
 }
 
@@ -94,10 +99,11 @@ SPARQ_HOST_DEVICE inline void adam_frozen_update(float momentum, float wd, const
 
 // communicate: momentum: this rank's momentum m = b1 m + (1 - b1) (g + wd_l2 p) (wd_l2 the
 // tensor's decay for adam, 0 for adamw) is kept as local state and is what travels.
+// (one_minus_beta1: AdamScalars::one_minus_beta1.)
 SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2, float beta1,
-                                                   float& m) {
+                                                   float one_minus_beta1, float& m) {
   const float gi = mul_add(wd_l2, p, g);
-  const float m_new = mul_add(beta1, m, (1.0f - beta1) * gi);
+  const float m_new = mul_add(beta1, m, one_minus_beta1 * gi);
   m = std::isfinite(gi) ? m_new : m;  // Note [Local state and non-finite gradients]
   return m_new;
 }
@@ -108,8 +114,8 @@ SPARQ_HOST_DEVICE inline float adam_local_momentum(float g, float p, float wd_l2
 SPARQ_HOST_DEVICE inline float adam_local_direction(float g, float p, float wd_l2,
                                                     const AdamScalars& s, float& m, float& v) {
   const float gi = mul_add(wd_l2, p, g);
-  const float m_new = mul_add(s.beta1, m, (1.0f - s.beta1) * gi);
-  const float v_new = mul_add(s.beta2, v, (1.0f - s.beta2) * gi * gi);
+  const float m_new = mul_add(s.beta1, m, s.one_minus_beta1 * gi);
+  const float v_new = mul_add(s.beta2, v, s.one_minus_beta2 * gi * gi);
   // Note [Local state and non-finite gradients]. A select, not a branch: the loops stay
   // vectorised, and finite inputs give the same bits as before.
   const bool finite = std::isfinite(gi);

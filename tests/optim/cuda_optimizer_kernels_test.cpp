@@ -194,12 +194,12 @@ TEST(CudaAdamKernel, MomentumIntoGradsTouchesOnlyItsRange) {
   std::vector<float> g = g0, m = m0;
   for (std::int64_t i = begin; i < end; ++i) {
     const float w = decay[static_cast<std::size_t>(i / kChunk)] ? 0.02f : 0.0f;
-    g[i] = adam_local_momentum(g[i], p[i], w, 0.9f, m[i]);
+    g[i] = adam_local_momentum(g[i], p[i], w, 0.9f, 0.1f, m[i]);
   }
   GuardedDeviceArray<float> dp(p), dg(g0), dm(m0);
   GuardedDeviceArray<std::uint8_t> ddecay(decay);
-  cuda::adam_momentum_into_grads(dg.data(), dp.data(), dm.data(), ddecay.data(), begin, end,
-                                 0.02f, 0.9f, nullptr);
+  cuda::adam_momentum_into_grads(dg.data(), dp.data(), dm.data(), ddecay.data(), begin, end, 0.02f,
+                                 0.9f, 0.1f, nullptr);
   const std::vector<float> got = dg.download();
   testing::expect_close(got, g, kUpdateBound, "momentum into grads");
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {

@@ -86,10 +86,12 @@ struct SharedMathLoop {
     }
     if (!frozen(step)) return;
     const float b1 = static_cast<float>(config.beta1);
+    const float one_minus_b1 = static_cast<float>(1.0 - config.beta1);
     for (const ParamEntry& e : store.entries()) {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
-        store.grads()[i] = adam_local_momentum(store.grads()[i], store.params()[i], wd, b1, m[i]);
+        store.grads()[i] =
+            adam_local_momentum(store.grads()[i], store.params()[i], wd, b1, one_minus_b1, m[i]);
       }
     }
   }
@@ -270,7 +272,7 @@ TEST(UpdateMath, LocalRulesKeepNonFiniteGradientsOutOfTheirState) {
     EXPECT_EQ(v, v_ref);
 
     float mom = -0.75f;
-    EXPECT_FALSE(std::isfinite(adam_local_momentum(bad, 2.0f, 0.0f, 0.9f, mom)));
+    EXPECT_FALSE(std::isfinite(adam_local_momentum(bad, 2.0f, 0.0f, 0.9f, 0.1f, mom)));
     EXPECT_EQ(mom, -0.75f);
 
     for (const SgdScalars& s : {sg, nesterov}) {

@@ -41,11 +41,12 @@ struct Reference {
     }
     if (config.name == "sgd" || !frozen(step)) return;
     const float b1 = static_cast<float>(config.beta1);
+    const float one_minus_b1 = static_cast<float>(1.0 - config.beta1);  // PyTorch's alpha
     for (const ParamEntry& e : store.entries()) {
       const float wd = config.name == "adam" ? decay(e) : 0.0f;
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
-        m[i] = mul_add(b1, m[i], (1.0f - b1) * mul_add(wd, store.params()[i], g));
+        m[i] = mul_add(b1, m[i], one_minus_b1 * mul_add(wd, store.params()[i], g));
         g = m[i];
       }
     }
@@ -53,7 +54,7 @@ struct Reference {
 
   void sgd_direction() {
     const float mu = static_cast<float>(config.momentum);
-    const float damp = 1.0f - static_cast<float>(config.dampening);
+    const float damp = static_cast<float>(1.0 - config.dampening);
     for (const ParamEntry& e : store.entries()) {
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
@@ -70,6 +71,9 @@ struct Reference {
   void adam_direction() {
     const std::int64_t t = steps + 1;
     const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
+    // 1 - beta from the double betas, as PyTorch passes it (alpha = 1 - beta).
+    const float one_minus_b1 = static_cast<float>(1.0 - config.beta1),
+                one_minus_b2 = static_cast<float>(1.0 - config.beta2);
     const float eps = static_cast<float>(config.eps);
     const float bc1 = static_cast<float>(1.0 / (1.0 - std::pow(config.beta1, t)));
     const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(config.beta2, t)));
@@ -78,8 +82,8 @@ struct Reference {
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
         float& g = store.grads()[i];
         const float gi = mul_add(wd, store.params()[i], g);
-        m[i] = mul_add(b1, m[i], (1.0f - b1) * gi);
-        v[i] = mul_add(b2, v[i], (1.0f - b2) * gi * gi);
+        m[i] = mul_add(b1, m[i], one_minus_b1 * gi);
+        v[i] = mul_add(b2, v[i], one_minus_b2 * gi * gi);
         g = bc1 * m[i] / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
       }
     }
@@ -105,7 +109,7 @@ struct Reference {
 
   void sgd_step(double lr_d) {
     const float lr = static_cast<float>(lr_d), mu = static_cast<float>(config.momentum);
-    const float damp = 1.0f - static_cast<float>(config.dampening);
+    const float damp = static_cast<float>(1.0 - config.dampening);
     for (const ParamEntry& e : store.entries()) {
       const float wd = decay(e);
       for (std::int64_t i = e.offset; i < e.offset + e.numel; ++i) {
@@ -137,6 +141,9 @@ struct Reference {
     if (is_frozen && steps == config.freeze_steps) floor_variance();
     const float lr = static_cast<float>(lr_d);
     const float b1 = static_cast<float>(config.beta1), b2 = static_cast<float>(config.beta2);
+    // 1 - beta from the double betas, as PyTorch passes it (alpha = 1 - beta).
+    const float one_minus_b1 = static_cast<float>(1.0 - config.beta1),
+                one_minus_b2 = static_cast<float>(1.0 - config.beta2);
     const float eps = static_cast<float>(config.eps);
     const std::int64_t t_v = is_frozen ? config.freeze_steps : t;
     // m's bias correction continues through the freeze (adam.h).
@@ -159,8 +166,8 @@ struct Reference {
           p -= step_size * gi / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
           continue;
         }
-        m[i] = mul_add(b1, m[i], (1.0f - b1) * gi);
-        v[i] = mul_add(b2, v[i], (1.0f - b2) * gi * gi);
+        m[i] = mul_add(b1, m[i], one_minus_b1 * gi);
+        v[i] = mul_add(b2, v[i], one_minus_b2 * gi * gi);
         p -= step_size * m[i] / mul_add(std::sqrt(v[i]), inv_sqrt_bc2, eps);
       }
     }

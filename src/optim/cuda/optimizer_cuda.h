@@ -41,12 +41,13 @@ void adam_step(float* params, const float* grads, float* m, float* v, const std:
                std::int64_t n, const AdamScalars& scalars, bool frozen, float weight_decay,
                const float* grad_scale, const double* guard_norm, cudaStream_t stream);
 
-// grads[i] = adam_local_momentum(grads[i], params[i], wd_l2(i), beta1, m[i]) for i in
-// [begin, end) (absolute indices of the flat layout); wd_l2(i) is weight_decay_l2 where the
-// element's tensor decays (pass 0 for adamw).
+// grads[i] = adam_local_momentum(grads[i], params[i], wd_l2(i), beta1, one_minus_beta1, m[i])
+// for i in [begin, end) (absolute indices of the flat layout); wd_l2(i) is weight_decay_l2
+// where the element's tensor decays (pass 0 for adamw).
 void adam_momentum_into_grads(float* grads, const float* params, float* m,
                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
-                              float weight_decay_l2, float beta1, cudaStream_t stream);
+                              float weight_decay_l2, float beta1, float one_minus_beta1,
+                              cudaStream_t stream);
 
 // communicate: update (optimizer.h), before the exchange: for i in [begin, end),
 //   adam: grads[i] = adam_local_direction(grads[i], params[i], wd_l2(i), scalars, m[i], v[i])

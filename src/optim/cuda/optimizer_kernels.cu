@@ -74,15 +74,14 @@ __global__ void adam_kernel(float* __restrict__ params, const float* __restrict_
   }
 }
 
-__global__ void momentum_to_send_kernel(float* __restrict__ grads,
-                                        const float* __restrict__ params,
+__global__ void momentum_to_send_kernel(float* __restrict__ grads, const float* __restrict__ params,
                                         float* __restrict__ m,
-                                        const std::uint8_t* __restrict__ decay,
-                                        std::int64_t begin, std::int64_t end,
-                                        float weight_decay_l2, float beta1) {
+                                        const std::uint8_t* __restrict__ decay, std::int64_t begin,
+                                        std::int64_t end, float weight_decay_l2, float beta1,
+                                        float one_minus_beta1) {
   for (std::int64_t i = begin + first_index(); i < end; i += grid_stride()) {
     const float wd = decay_of(decay, i, weight_decay_l2);
-    grads[i] = adam_local_momentum(grads[i], params[i], wd, beta1, m[i]);
+    grads[i] = adam_local_momentum(grads[i], params[i], wd, beta1, one_minus_beta1, m[i]);
   }
 }
 
@@ -143,10 +142,11 @@ void adam_step(float* params, const float* grads, float* m, float* v, const std:
 
 void adam_momentum_into_grads(float* grads, const float* params, float* m,
                               const std::uint8_t* decay, std::int64_t begin, std::int64_t end,
-                              float weight_decay_l2, float beta1, cudaStream_t stream) {
+                              float weight_decay_l2, float beta1, float one_minus_beta1,
+                              cudaStream_t stream) {
   if (end <= begin) return;
   momentum_to_send_kernel<<<blocks_for(end - begin), kThreads, 0, stream>>>(
-      grads, params, m, decay, begin, end, weight_decay_l2, beta1);
+      grads, params, m, decay, begin, end, weight_decay_l2, beta1, one_minus_beta1);
   CUDA_CHECK(cudaGetLastError());
 }
 

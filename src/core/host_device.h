@@ -22,10 +22,12 @@ namespace sparq {
 // FMA (-march=native); in x * y + z * w each may fuse either product. Shared per-element math
 // that must give the device's bits on the host writes its multiply-adds out with mul_add():
 // rounded once (fmaf) on the device and on FMA hosts, where the forms chosen are those g++
-// picked before, so the CPU's results did not change. A host compiled without FMA has nothing
-// to contract and rounds twice, as it always did (its bits then differ from the device's).
+// picked before, so the CPU's results did not change. x86 names FMA __FMA__ (-march=native or
+// -mfma), Arm __ARM_FEATURE_FMA (every AArch64: a Grace host beside its GPU rounded twice
+// while its device fused; review, 2026-12-07). An x86 host compiled without FMA rounds twice,
+// as it always did (its bits then differ from the device's).
 SPARQ_HOST_DEVICE inline float mul_add(float a, float b, float c) {
-#if defined(__CUDA_ARCH__) || defined(__FMA__)
+#if defined(__CUDA_ARCH__) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
   return fmaf(a, b, c);
 #else
   return a * b + c;

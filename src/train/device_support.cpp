@@ -1,5 +1,7 @@
 // check_device_support (train_config.h): what train.device: cuda cannot run yet, judged on
 // the config alone, so the dry run can say it on a machine without a GPU.
+#include <utility>
+
 #include "compress/aggregation.h"
 #include "compress/device_codec.h"
 #include "compress/registry.h"
@@ -17,6 +19,19 @@ Status check_device_support(const TrainConfig& c) {
   }
   if (c.train.device != Device::kCUDA) return Status::ok();
   if (c.compress.compress.compression_off()) return Status::ok();
+  // The device compressors count a bucket's elements in 32 bits (CUB's scans and selections):
+  // a bucket of 2^31 floats (8 GiB) or more aborted in its first compressed step, where the
+  // CPU path compresses it (review, 2026-12-07). A bucket is at most comm.bucket_mb (or
+  // first_bucket_mb): a larger tensor is split (comm/bucket_plan.h).
+  for (const auto& [key, mb] : {std::pair{"comm.bucket_mb", c.comm.plan.bucket_mb},
+                                std::pair{"comm.first_bucket_mb", c.comm.plan.first_bucket_mb}}) {
+    if (mb >= 8192) {
+      return Status::error(
+          "{}: {}: {} MiB is 2^31 floats or more, which the GPU compressors cannot index (they "
+          "count in 32 bits); use less than 8192 with train.device: cuda",
+          c.where(), key, mb);
+    }
+  }
   // The GPU compression path so far: compressors with a CUDA twin, by the strategies built
   // on the device for them (compress::device_strategy_built).
   SPARQ_ASSIGN_OR_RETURN(auto compressor, compress::make_compressor(c.compress.compress));

@@ -61,6 +61,10 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
               "--set compress.aggregation=tree",
        "compress\\.aggregation: tree is not built on the GPU yet for topk_sampled \\(issue 17\\); "
        "use allgather or two_phase with train\\.device: cuda"},
+      // The GPU compressors count in 32 bits: such a bucket aborted its first step (review).
+      {base + "--set train.device=cuda --set comm.bucket_mb=8192",
+       "comm\\.bucket_mb: 8192 MiB is 2\\^31 floats or more, which the GPU compressors cannot "
+       "index"},
       // An emulated world is one GPU standing in for a cluster (comm/emulated_link.h).
       {base + "--set comm.emulate.ranks=4",
        "comm\\.emulate\\.ranks lets one GPU stand in for a cluster"},

@@ -87,6 +87,16 @@ Result<YamlReader> YamlReader::from_file(const std::string& path) {
     }
     return Status::error("{}: cannot open config file: {}", path, text.status().message());
   }
+  // A file with no document (empty, or only comments) trained the defaults without a word: a
+  // config cut to 0 bytes by a full disk ran another job (review, 2026-12-07). Defaults on
+  // purpose are one line: `train: {}`.
+  SPARQ_ASSIGN_OR_RETURN(const YAML::Node parsed, load_one_document_with_marks(*text, path));
+  if (parsed.IsNull()) {
+    return Status::error(
+        "{}: the config file holds no settings (it is empty or only comments: a truncated "
+        "copy?); for every default on purpose, write `train: {{}}`",
+        path);
+  }
   return from_string(*text, path);
 }
 

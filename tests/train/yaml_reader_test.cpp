@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/file_io.h"
+
 namespace sparq::train {
 namespace {
 
@@ -93,6 +95,17 @@ TEST(YamlReader, ErrorsNameFileAndKey) {
   ASSERT_FALSE(directory.is_ok());
   EXPECT_NE(directory.status().message().find("it is a directory, not a file"), std::string::npos)
       << directory.status().message();
+  // A file with no settings (a config cut to 0 bytes) trained the defaults without a word.
+  for (const char* text : {"", "# only a comment\n\n"}) {
+    const std::string empty = ::testing::TempDir() + "/empty_config.yaml";
+    ASSERT_TRUE(write_file_atomic(empty, text).is_ok());
+    auto none = YamlReader::from_file(empty);
+    ASSERT_FALSE(none.is_ok()) << "'" << text << "'";
+    EXPECT_NE(none.status().message().find("the config file holds no settings"), std::string::npos)
+        << none.status().message();
+    ASSERT_TRUE(write_file_atomic(empty, "train: {}\n").is_ok());
+    EXPECT_TRUE(YamlReader::from_file(empty).is_ok());
+  }
 }
 
 TEST(YamlReader, ARepeatedKeyIsAnErrorNamingItsLine) {

@@ -239,6 +239,22 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
     tok->merges_.insert_or_assign(key, MergeInfo{rank++, static_cast<std::uint32_t>(m)});
   }
   if (tok->merges_.empty()) return Status::error("{}: no merges found", vocab_bpe_path);
+  // Every token but the 256 bytes and <|endoftext|> is some merge's result: a merges file cut
+  // short (a truncated download) or of another vocabulary left tokens no text could produce,
+  // and was accepted; its shards' ids were then not GPT-2's (review, 2026-12-07).
+  std::vector<bool> made(seen.size(), false);
+  for (const auto& [pair, info] : tok->merges_) made[info.merged] = true;
+  for (int b = 0; b < 256; ++b) made[tok->byte_ids_[b]] = true;
+  made[tok->eot_id_] = true;
+  const auto unmade = static_cast<std::size_t>(std::count(made.begin(), made.end(), false));
+  if (unmade > 0) {
+    const auto first =
+        static_cast<std::uint32_t>(std::find(made.begin(), made.end(), false) - made.begin());
+    return Status::error(
+        "{}: {} of the {} tokens of {} are made by no merge (the first: id {}): the merges file "
+        "is cut short or belongs to another vocabulary",
+        vocab_bpe_path, unmade, seen.size(), encoder_json_path, first);
+  }
   return tok;
 }
 

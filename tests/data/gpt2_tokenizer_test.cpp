@@ -302,6 +302,18 @@ TEST_F(SyntheticGpt2Vocab, VocabBpeErrorsNameFileAndLine) {
       << bad.status().message();
 }
 
+// A merges file cut short (a truncated download) loaded, and its ids were not GPT-2's: every
+// token but the bytes and <|endoftext|> must be some merge's result (review, 2026-12-07).
+TEST_F(SyntheticGpt2Vocab, AMergesFileThatMakesNotEveryTokenIsRefused) {
+  auto cut = load("#version: 0.2\nh e\n");  // "hel" (id 257) is made by no merge
+  ASSERT_FALSE(cut.is_ok());
+  EXPECT_EQ(cut.status().message(),
+            dir_ + "/vocab.bpe: 1 of the 259 tokens of " + dir_ +
+                "/encoder.json are made by no merge (the first: id 257): the merges file is cut "
+                "short or belongs to another vocabulary");
+  EXPECT_TRUE(load("#version: 0.2\nh e\nhe l\n").is_ok());
+}
+
 TEST_F(SyntheticGpt2Vocab, EncoderJsonErrorsNameFileAndLine) {
   write("encoder.json", "{\"a\": 0,\n\"\xE2\x82\xAC\": 1}");
   auto bad = Gpt2Tokenizer::load(dir_ + "/encoder.json", dir_ + "/vocab.bpe");

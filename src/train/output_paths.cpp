@@ -20,7 +20,11 @@ struct NamedPath {
 
 // Whether a and b are one file: the same file system object when both exist (links, hard
 // links), else the same absolute path once the links of its existing part are resolved.
-bool same_file(const std::string& a, const std::string& b) {
+bool same_file(const std::string& a_path, const std::string& b_path) {
+  // Links followed first, a link to a file not written yet too: weakly_canonical stops at a
+  // dangling link, and a metrics file written through one was replaced by the export (self-
+  // review, 2026-12-07).
+  const std::string a = resolve_links(a_path), b = resolve_links(b_path);
   std::error_code ec;
   if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
   // Absolute first: a relative path with no existing part stays as written ("./m" and "m").
@@ -30,7 +34,9 @@ bool same_file(const std::string& a, const std::string& b) {
   return !ec && wa == wb;
 }
 
-// The files a run reads: a folder (data.train for cifar10) stands for the files in it.
+// The files a run reads: a CIFAR-10 folder (data.train) stands for the batch files its loader
+// opens, not for every file in it (a metrics file kept there refused the run's own resume:
+// self-review, 2026-12-07).
 std::vector<NamedPath> inputs_of(const TrainConfig& c) {
   std::vector<NamedPath> inputs;
   std::error_code ec;
@@ -40,8 +46,9 @@ std::vector<NamedPath> inputs_of(const TrainConfig& c) {
         std::pair{"train.init_from", c.train.init_from}}) {
     if (path.empty()) continue;
     if (fs::is_directory(path, ec)) {
-      for (const auto& entry : fs::directory_iterator(path, ec)) {
-        if (entry.is_regular_file(ec)) inputs.push_back({key, entry.path().string(), path});
+      for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                               "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}) {
+        inputs.push_back({key, (fs::path(path) / name).string(), path});
       }
     } else {
       inputs.push_back({key, path});

@@ -57,6 +57,12 @@ TEST(OutputPaths, AnOutputNamingAnInputIsRefusedByPathLinkOrHardLink) {
   EXPECT_NE(message(s).find("log.trace"), std::string::npos) << message(s);
   c.log.trace_path = dir + "/trace.json";
   EXPECT_TRUE(check_outputs_spare_inputs(c, dir + "/export.safetensors").is_ok());
+  // A link to a file not written yet is that file: the export replaced the metrics written
+  // through it.
+  fs::create_symlink(dir + "/export2.safetensors", dir + "/dangling.jsonl");
+  c.log.metrics_path = dir + "/dangling.jsonl";
+  s = check_outputs_spare_inputs(c, dir + "/export2.safetensors");
+  EXPECT_NE(message(s).find("name the same file"), std::string::npos) << message(s);
 }
 
 TEST(OutputPaths, AFileInADataFolderAndTwoOutputsOnOneFileAreRefused) {
@@ -70,6 +76,11 @@ TEST(OutputPaths, AFileInADataFolderAndTwoOutputsOnOneFileAreRefused) {
   EXPECT_NE(message(s).find("(data.train '" + dir + "': its file '" + dir + "/test_batch.bin')"),
             std::string::npos)
       << message(s);
+  // Other files in the folder are not read: a metrics file kept there is fine (it refused the
+  // run's own resume).
+  c.log.metrics_path = dir + "/metrics.jsonl";
+  ASSERT_TRUE(write_file_atomic(c.log.metrics_path, "{}\n").is_ok());
+  EXPECT_TRUE(check_outputs_spare_inputs(c, "").is_ok());
   // Neither exists yet: the same path, spelt two ways.
   const std::string out = folder("outputs");
   c.log.metrics_path = out + "/m.jsonl";

@@ -268,8 +268,10 @@ def is_locked(path):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class Stopped(Exception):
-    """study.py got a stop signal (Ctrl-C, SIGTERM, SIGHUP); raised once no child runs."""
+class Stopped(BaseException):
+    """study.py got a stop signal (Ctrl-C, SIGTERM, SIGHUP); raised once no child runs. A
+    BaseException, as KeyboardInterrupt is: the report's `except Exception` swallowed it and
+    the study went on to its next run (self-review, 2026-12-07)."""
 
     def __init__(self, signum, returncode=None):
         super().__init__(signal.Signals(signum).name)

@@ -158,6 +158,12 @@ int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::Mar
   if (!quiet && tty) std::fprintf(stderr, "\n");
   if (const sparq::Status st = sparq::data::finish_together(order); !st) return fail(st.message());
   for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
+  for (const auto& w : writers) {
+    for (const std::string& file : sparq::data::other_writers_temporaries(w.path())) {
+      fmt::print(stderr, "prepare_data: warning: {}\n",
+                 sparq::data::describe_other_writers_temporary(file));
+    }
+  }
   warn_stale_val(options, val_tokens > 0);
   fmt::print("{}\n", chain.describe());
   return exit_status_of_trial();

@@ -243,6 +243,11 @@ class Preparer {
     std::vector<ShardWriter*> writers = {&train_};
     if (val_) writers.push_back(&*val_);
     SPARQ_RETURN_IF_ERROR(finish_together(writers));
+    for (const ShardWriter* w : writers) {
+      for (const std::string& file : other_writers_temporaries(w->path())) {
+        warn(describe_other_writers_temporary(file));
+      }
+    }
     summary_.train_path = train_.path();
     if (val_) summary_.val_path = val_->path();
     summary_.seconds = clock_.seconds();

@@ -155,6 +155,13 @@ class ShardReader {
   const std::uint8_t* payload_ = nullptr;
 };
 
+// Temporary files of other writers of `path` beside it (path + ".tmp." + 16 hex digits): once
+// this run's writers are done, those are another run's, killed part-way (nothing removes them:
+// no writer can tell a dead run's file from a live one's) or still writing. For a warning that
+// names them, so that a killed run's full-size file does not sit there unseen.
+std::vector<std::string> other_writers_temporaries(const std::string& path);
+std::string describe_other_writers_temporary(const std::string& file);
+
 // Writes a whole in-memory token array as a shard (tests, synthetic sources).
 Status write_shard(const std::string& path, const std::string& tokenizer, std::uint32_t vocab_size,
                    std::span<const std::uint32_t> tokens, std::uint32_t document_count);

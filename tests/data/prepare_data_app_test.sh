@@ -102,6 +102,14 @@ cmp -s "$O/train.bin" "$T/old_train.bin" && fail "train.bin is not from the new 
 out=$(SPARQ_FAULT="shard.close,hit=2,action=fail" "$BIN" --markov-tokens 1000 --val-fraction 0.1 --out "$T" 2>&1) &&
   fail "markov: a failure to finish val.bin was ignored: $out"
 "$BIN" --verify "$T/train.bin" | grep -q "ok, 1000 tokens" || fail "markov: a failed run replaced train.bin"
+# A killed run leaves its private temporary file (no writer can tell a dead run's from a live
+# one's); the next run names it in a warning rather than leave a full-size file unseen.
+mkdir -p "$T/k"
+SPARQ_FAULT="shard.rename,hit=1,action=kill" "$BIN" --markov-tokens 1000 --out "$T/k" >/dev/null 2>&1 &&
+  fail "a killed run exited 0"
+out=$("$BIN" --markov-tokens 1000 --out "$T/k" 2>&1) || fail "the run after a killed one failed: $out"
+grep -qE "warning: '$T/k/train.bin.tmp.[0-9a-f]{16}' is another run's unfinished shard" <<<"$out" ||
+  fail "a killed run's temporary file was not named: $out"
 
 # A point only train reaches would never fire here: refused before any work (it ran to exit 0
 # without its fault: review, 2026-12-06).

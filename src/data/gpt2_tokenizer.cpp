@@ -239,13 +239,18 @@ Result<std::unique_ptr<Gpt2Tokenizer>> Gpt2Tokenizer::load(const std::string& en
     tok->merges_.insert_or_assign(key, MergeInfo{rank++, static_cast<std::uint32_t>(m)});
   }
   if (tok->merges_.empty()) return Status::error("{}: no merges found", vocab_bpe_path);
-  // Every token but the 256 bytes and <|endoftext|> is some merge's result: a merges file cut
-  // short (a truncated download) or of another vocabulary left tokens no text could produce,
-  // and was accepted; its shards' ids were then not GPT-2's (review, 2026-12-07).
+  // Every token but the 256 bytes and special tokens (<|endoftext|>, and any other spelt <...>:
+  // <pad>, <mask>, added to a vocabulary, encode as plain text like <|endoftext|> does) is some
+  // merge's result: a merges file cut short (a truncated download) or of another vocabulary
+  // left tokens no text could produce, and was accepted; its shards' ids were then not GPT-2's
+  // (review, 2026-12-07).
   std::vector<bool> made(seen.size(), false);
   for (const auto& [pair, info] : tok->merges_) made[info.merged] = true;
   for (int b = 0; b < 256; ++b) made[tok->byte_ids_[b]] = true;
-  made[tok->eot_id_] = true;
+  for (std::size_t id = 0; id < made.size(); ++id) {
+    const std::string& bytes = tok->id_to_bytes_[id];
+    if (bytes.size() >= 3 && bytes.front() == '<' && bytes.back() == '>') made[id] = true;
+  }
   const auto unmade = static_cast<std::size_t>(std::count(made.begin(), made.end(), false));
   if (unmade > 0) {
     const auto first =

@@ -312,6 +312,12 @@ TEST_F(SyntheticGpt2Vocab, AMergesFileThatMakesNotEveryTokenIsRefused) {
                 "/encoder.json are made by no merge (the first: id 257): the merges file is cut "
                 "short or belongs to another vocabulary");
   EXPECT_TRUE(load("#version: 0.2\nh e\nhe l\n").is_ok());
+  // Special tokens added to a vocabulary (spelt <...>) are made by no merge, as <|endoftext|>.
+  std::string json = *read_file(dir_ + "/encoder.json");
+  json.replace(json.rfind('}'), 1, ",\n\"<pad>\": 259}");
+  write("encoder.json", json);
+  auto special = load("#version: 0.2\nh e\nhe l\n");
+  EXPECT_TRUE(special.is_ok()) << special.status().message();
 }
 
 TEST_F(SyntheticGpt2Vocab, EncoderJsonErrorsNameFileAndLine) {

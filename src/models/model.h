@@ -140,8 +140,9 @@ class Model {
   // Binds the layers to an allocated store and records each layer's tensor ranges. The model
   // runs in the store's ExecContext from then on: its activations are allocated on that
   // device and every layer dispatches there (Note [Layer dispatch], layers/param_set.h).
-  // Once per model: the activation arena is allocated by the first bind and a second one is
-  // refused (ActivationArena::allocate); a model for another store is a new model.
+  // Once per model: the activation arena is allocated by the first bind (reserved only, under
+  // RunShape::plan_only) and a second bind is refused (ActivationArena::allocate); a model
+  // for another store is a new model.
   void bind(const ParamStore& store);
   bool bound() const { return store_ != nullptr; }
 

@@ -49,6 +49,7 @@ struct AdamScalars {
   float lr = 0.0f;
   float beta1 = 0.9f;
   float beta2 = 0.999f;
+  // Set with the betas (adam_scalars builds all of them from the config).
   // 1 - beta rounded from double, as PyTorch passes it (alpha = 1 - beta, a host double): from
   // the f32 beta, 1 - beta was 1.3% off at beta 0.999999 and a few ulps off at 0.9 (Note
   // [Betas and eps in f32], optimizer.cpp; review, 2026-12-07).

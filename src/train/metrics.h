@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ struct StepMetrics {
 
 struct EvalMetrics {
   std::int64_t step = 0;
-  double loss = 0;         // NaN when no target was scored (count 0): null in the JSONL
+  // NaN when no target was scored (count 0: null in the JSONL) or no evaluation ran (the
+  // TrainSummary of a run stopped before its final one).
+  double loss = std::numeric_limits<double>::quiet_NaN();
   double perplexity = -1;  // language models
   double accuracy = -1;    // VGG top-1, BERT masked-token accuracy
   std::int64_t count = 0;  // targets or images evaluated (all ranks)

@@ -50,7 +50,7 @@ struct TrainSummary {
   std::int64_t skipped = 0;      // skipped steps in total
   std::int64_t skipped_run = 0;  // of them, in this invocation
   double last_loss = 0;          // mean training loss of the last 10% of this run's steps
-  EvalMetrics eval;              // the final evaluation
+  EvalMetrics eval;              // the final evaluation (count 0, loss NaN: none ran)
   double items_per_s = 0;        // mean over this run
   double bytes_per_step = 0;     // this rank, on the wire
   double compression_ratio = 1;  // dense f32 bytes / payload bytes

@@ -92,6 +92,8 @@ AdamScalars example_adam_scalars(bool decoupled) {
   s.lr = 0.01f;
   s.beta1 = 0.9f;
   s.beta2 = 0.95f;
+  s.one_minus_beta1 = 0.1f;  // set with the betas (adam_scalars does: AdamScalars)
+  s.one_minus_beta2 = 0.05f;
   s.step_size = 0.012f;
   s.inv_sqrt_bc2 = 3.1f;
   s.decoupled = decoupled;

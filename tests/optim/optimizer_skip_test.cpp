@@ -220,9 +220,6 @@ TEST(OptimizerSkips, BetasAndEpsTheF32MomentsCannotHoldAreRefused) {
   EXPECT_TRUE(make_optimizer(edge, s).is_ok());
 }
 
-// What a resume on another world size does with each state buffer (elastic_resume.h) is the
-// optimizer's to say: replicated where the ranks step on the aggregate and for Adam's frozen
-// variance in the momentum mode, per rank otherwise, the second moment's mean an estimate.
 // Adam's first step is lr sign(g) exactly (m_hat = g, v_hat = g^2) whatever the betas, as in
 // PyTorch, which weighs the new gradient by 1 - beta computed in double. From the f32 beta,
 // 1 - beta was 1.3% off at 0.999999 (the step 0.66% short with beta2 there, 1.3% long with
@@ -244,6 +241,9 @@ TEST(OptimizerSkips, TheFirstAdamStepIsTheLearningRateWhateverTheBetas) {
   }
 }
 
+// What a resume on another world size does with each state buffer (elastic_resume.h) is the
+// optimizer's to say: replicated where the ranks step on the aggregate and for Adam's frozen
+// variance in the momentum mode, per rank otherwise, the second moment's mean an estimate.
 TEST(OptimizerState, EachBufferSaysHowItRelatesAcrossRanks) {
   ParamStore s = one_tensor();
   struct Case {

@@ -20,6 +20,12 @@ import sys
 import time
 from pathlib import Path
 
+# The trainer runs in a process group of its own (Popen's process_group, new in 3.11), so that
+# a stop signal reaches it once, through study.py (study/runs.py).
+if sys.version_info < (3, 11):
+    sys.exit(f"study.py: needs Python 3.11 or later (Debian 12's python3), not "
+             f"{sys.version.split()[0]}")
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 

@@ -5,11 +5,44 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "core/checksum.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace sparq::train {
+namespace {
+
+// The newest complete step directory of `root` below `step`, or "" when there is none.
+std::string complete_step_before(const std::string& root, std::int64_t step) {
+  std::string best;
+  std::int64_t best_step = -1;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string dir = entry.path().string();
+    Result<std::int64_t> s = parse_step(dir);
+    if (s.is_ok() && *s<step&& * s> best_step && is_complete(dir)) {
+      best = dir;
+      best_step = *s;
+    }
+  }
+  return best;
+}
+
+// A resume of a checkpoint root whose newest complete step cannot be loaded names the step
+// before it, which a resume must then be given by hand (review, 2026-12-07: the error named
+// the damaged file only, and left finding an older step to the user).
+Status with_earlier_step(const Status& failed, const std::string& path, const std::string& dir) {
+  if (failed.is_ok() || same_directory(path, dir)) return failed;
+  Result<std::int64_t> step = parse_step(dir);
+  const std::string earlier = step.is_ok() ? complete_step_before(path, *step) : std::string();
+  if (earlier.empty()) return failed;
+  return Status::error("{}; the newest complete step before it: --resume {}", failed.message(),
+                       earlier);
+}
+
+}  // namespace
 
 Status Trainer::resume(const std::string& path) {
   // Every rank resolves a checkpoint root itself; on a shared file system whose directory
@@ -30,8 +63,9 @@ Status Trainer::resume(const std::string& path) {
     }
   }
   ResumeMessages messages;
-  SPARQ_RETURN_IF_ERROR(agree(load_checkpoint(*dir, messages), "resuming from " + path));
-  SPARQ_RETURN_IF_ERROR(check_replicas_loaded_alike(*dir));
+  SPARQ_RETURN_IF_ERROR(with_earlier_step(
+      agree(load_checkpoint(*dir, messages), "resuming from " + path), path, *dir));
+  SPARQ_RETURN_IF_ERROR(with_earlier_step(check_replicas_loaded_alike(*dir), path, *dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
   // once every rank has loaded (server_residual_resume.cpp).
   SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));

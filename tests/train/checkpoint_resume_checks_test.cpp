@@ -190,6 +190,28 @@ TEST(ResumeChecks, StateAbsentFromTheCheckpointStartsAsInAFreshRun) {
       << "the first momentum after the resume was not the gradient";
 }
 
+// A root whose newest complete step cannot be loaded (a damaged rank file) names the step
+// before it: the error named the damaged file only (review, 2026-12-07).
+TEST(ResumeChecks, ADamagedNewestStepNamesTheStepBeforeIt) {
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  const std::string root = fresh_dir("resume_damaged_newest");
+  ASSERT_TRUE(make_trainer(root, {"train.steps=4"}, *self)->run().is_ok());
+  const std::string newest = checkpoint_rank_file(checkpoint_dir(root, 4), 0);
+  fs::resize_file(newest, fs::file_size(newest) / 2);
+  const Status s = make_trainer(root + "/resumed", {"train.steps=6"}, *self)->resume(root);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(
+      s.message().find("; the newest complete step before it: --resume " + checkpoint_dir(root, 2)),
+      std::string::npos)
+      << s.message();
+  // Named by hand, the damaged step is the user's choice: no other step is offered.
+  const Status named =
+      make_trainer(root + "/resumed", {"train.steps=6"}, *self)->resume(checkpoint_dir(root, 4));
+  ASSERT_FALSE(named.is_ok());
+  EXPECT_EQ(named.message().find("newest complete step before it"), std::string::npos)
+      << named.message();
+}
+
 TEST(ResumeChecks, TheFirstSaveIntoANewCheckpointDirWarnsOfNothing) {
   const std::string root = fresh_dir("fresh") + "/new/ckpt";  // neither exists yet
   EXPECT_TRUE(set_aside_checkpoints_from(root, 0).empty());

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -131,9 +132,11 @@ Status clear_complete(const std::string& dir);
 // (warnings for the caller to log; a failed cleanup must not fail the save).
 std::vector<std::string> prune_checkpoints(const std::string& root, std::int64_t keep,
                                            const std::string& just_written);
-// The complete step directory of `root` with the highest step. An error when `root` cannot
-// be read or holds no complete checkpoint (the message says which, and names `root`).
-Result<std::string> latest_checkpoint(const std::string& root);
+// The complete step directory of `root` with the highest step (below `below`, when given:
+// the step before a damaged one). An error when `root` cannot be read or holds no such
+// checkpoint (the message says which, and names `root`).
+Result<std::string> latest_checkpoint(
+    const std::string& root, std::int64_t below = std::numeric_limits<std::int64_t>::max());
 // What --resume PATH names: a step directory itself (an error when it does not exist or is
 // incomplete), a complete directory under another name (a step set aside as
 // "<step dir>.superseded"), or a checkpoint root's latest_checkpoint().

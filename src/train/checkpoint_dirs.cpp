@@ -177,11 +177,11 @@ Result<std::vector<StepDir>> list_step_dirs(const std::string& root) {
 
 }  // namespace
 
-Result<std::string> latest_checkpoint(const std::string& root) {
+Result<std::string> latest_checkpoint(const std::string& root, std::int64_t below) {
   SPARQ_ASSIGN_OR_RETURN(const std::vector<StepDir> dirs, list_step_dirs(root));
   const StepDir* best = nullptr;
   for (const StepDir& d : dirs) {
-    if (d.complete && (best == nullptr || d.step > best->step)) best = &d;
+    if (d.complete && d.step < below && (best == nullptr || d.step > best->step)) best = &d;
   }
   if (best == nullptr) return Status::error("no complete checkpoint in '{}'", root);
   return best->dir.string();

@@ -5,8 +5,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-
 #include "core/checksum.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -14,32 +12,17 @@
 namespace sparq::train {
 namespace {
 
-// The newest complete step directory of `root` below `step`, or "" when there is none.
-std::string complete_step_before(const std::string& root, std::int64_t step) {
-  std::string best;
-  std::int64_t best_step = -1;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-    const std::string dir = entry.path().string();
-    Result<std::int64_t> s = parse_step(dir);
-    if (s.is_ok() && *s<step&& * s> best_step && is_complete(dir)) {
-      best = dir;
-      best_step = *s;
-    }
-  }
-  return best;
-}
-
 // A resume of a checkpoint root whose newest complete step cannot be loaded names the step
 // before it, which a resume must then be given by hand (review, 2026-12-07: the error named
 // the damaged file only, and left finding an older step to the user).
 Status with_earlier_step(const Status& failed, const std::string& path, const std::string& dir) {
   if (failed.is_ok() || same_directory(path, dir)) return failed;
   Result<std::int64_t> step = parse_step(dir);
-  const std::string earlier = step.is_ok() ? complete_step_before(path, *step) : std::string();
-  if (earlier.empty()) return failed;
+  if (!step.is_ok()) return failed;
+  Result<std::string> earlier = latest_checkpoint(path, *step);
+  if (!earlier.is_ok()) return failed;
   return Status::error("{}; the newest complete step before it: --resume {}", failed.message(),
-                       earlier);
+                       *earlier);
 }
 
 }  // namespace

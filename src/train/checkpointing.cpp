@@ -242,6 +242,7 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   // SGD's momentum): absent, it starts from zeros; not kept here, it is dropped; both said.
   std::vector<std::string> kept;
   if (!exchange_->residual().empty()) kept.push_back("residual");
+  const std::size_t optimizer_sections = optimizer_->state().size();
   for (const StateTensor& s : optimizer_->state()) kept.push_back("optim/" + s.name);
   const StatePresence presence = state_presence(f, kept);
   const bool saved_residual = f.has_section("residual");
@@ -314,19 +315,16 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   }
   SPARQ_RETURN_IF_ERROR(restore_data_position(f, file, elastic, world, messages.warnings));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, f.meta_int("optimizer.steps"));
-  // An optimizer none of whose state the checkpoint holds (optim.momentum 0 -> 0.9, another
-  // optim.name) starts from zeros, and its state has taken no step: so its count starts again
-  // too, and SGD's first momentum is the gradient and Adam's bias corrections count from 1, as
-  // in the fresh run the warning names (they went on counting the old optimizer's steps: with
-  // dampening 0.5 the first step was half a fresh run's; review, 2026-12-07). communicate:
-  // update counts its local moments by the trainer's step, which goes on.
-  const std::vector<StateTensor> optimizer_state = optimizer_->state();
+  // An optimizer none of whose state the checkpoint holds (optim.momentum 0 -> 0.9) starts
+  // from zeros, and its state has taken no step: so its count starts again too, and SGD's
+  // first momentum is the gradient, as in the fresh run the warning names (the count went on,
+  // and with dampening 0.5 the first step was half a fresh run's; review, 2026-12-07).
+  // communicate: update counts its local moments by the trainer's step, which goes on.
+  const auto absent_optimizer_sections = static_cast<std::size_t>(
+      std::count_if(presence.absent.begin(), presence.absent.end(),
+                    [](const std::string& section) { return section.starts_with("optim/"); }));
   const bool optimizer_state_absent =
-      !optimizer_state.empty() &&
-      std::all_of(optimizer_state.begin(), optimizer_state.end(), [&](const StateTensor& s) {
-        return std::find(presence.absent.begin(), presence.absent.end(), "optim/" + s.name) !=
-               presence.absent.end();
-      });
+      optimizer_sections > 0 && absent_optimizer_sections == optimizer_sections;
   optimizer_->set_steps_taken(optimizer_state_absent ? 0 : opt_steps);
   for (const auto& [name, value] : optimizer_->counters()) {
     // A checkpoint written before this counter existed leaves the optimizer's default.

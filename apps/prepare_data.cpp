@@ -15,6 +15,7 @@
 
 #include "core/cli_args.h"
 #include "core/fault.h"
+#include "core/file_io.h"
 #include "core/timer.h"
 #include "data/corpus.h"
 #include "data/markov_source.h"
@@ -159,7 +160,7 @@ int write_markov(const sparq::data::MarkovConfig& config, const sparq::data::Mar
   if (const sparq::Status st = sparq::data::finish_together(order); !st) return fail(st.message());
   for (const auto& w : writers) fmt::print("{:<14} {} tokens\n", w.path(), w.token_count());
   for (const auto& w : writers) {
-    for (const std::string& file : sparq::data::other_writers_temporaries(w.path())) {
+    for (const std::string& file : sparq::private_temporaries(w.path())) {
       fmt::print(stderr, "prepare_data: warning: {}\n",
                  sparq::data::describe_other_writers_temporary(file));
     }

@@ -309,6 +309,24 @@ Result<std::pair<int, std::string>> create_private_file(const std::string& path)
   return Status::error("cannot create a file beside '{}': 8 random names were taken", path);
 }
 
+std::vector<std::string> private_temporaries(const std::string& path) {
+  const std::filesystem::path p(path);
+  // private_temp_name's form: path + ".tmp." + 16 hex digits.
+  const std::string prefix = p.filename().string() + ".tmp.";
+  std::vector<std::string> found;
+  std::error_code ec;
+  const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == prefix.size() + 16 && name.starts_with(prefix) &&
+        name.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos) {
+      found.push_back((p.parent_path() / name).string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 Status write_file_atomic(const std::string& path, std::string_view bytes, const AtomicWrite& how) {
   const std::string_view pieces[] = {bytes};
   return write_file_atomic(path, std::span<const std::string_view>(pieces), how);

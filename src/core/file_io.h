@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -63,6 +64,9 @@ Status write_file_atomic(const std::string& path, std::string_view bytes,
 // writers that stream a file too large to hold and rename it over `path` themselves (the shard
 // writer, data/shard.h). Note [Atomic writes without a shared temporary name].
 Result<std::pair<int, std::string>> create_private_file(const std::string& path);
+// The files under such private names beside `path` (sorted): another writer's, still writing
+// or killed before its rename.
+std::vector<std::string> private_temporaries(const std::string& path);
 // The same for the concatenation of `pieces`, never assembled in memory: a checkpoint's image
 // was a second copy of everything it saves (about 4 GB more at each save of GPT-2 124M with
 // Adam and a residual: review, 2026-12-07). Chunks and fault points count over the whole

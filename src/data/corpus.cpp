@@ -244,7 +244,7 @@ class Preparer {
     if (val_) writers.push_back(&*val_);
     SPARQ_RETURN_IF_ERROR(finish_together(writers));
     for (const ShardWriter* w : writers) {
-      for (const std::string& file : other_writers_temporaries(w->path())) {
+      for (const std::string& file : private_temporaries(w->path())) {
         warn(describe_other_writers_temporary(file));
       }
     }

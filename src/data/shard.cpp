@@ -238,23 +238,6 @@ Status finish_together(std::span<ShardWriter* const> writers) {
   return Status::ok();
 }
 
-std::vector<std::string> other_writers_temporaries(const std::string& path) {
-  const std::filesystem::path p(path);
-  const std::string prefix = p.filename().string() + ".tmp.";
-  std::vector<std::string> found;
-  std::error_code ec;
-  const std::filesystem::path dir = p.parent_path().empty() ? "." : p.parent_path();
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() == prefix.size() + 16 && name.starts_with(prefix) &&
-        name.find_first_not_of("0123456789abcdef", prefix.size()) == std::string::npos) {
-      found.push_back((p.parent_path() / name).string());
-    }
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
 std::string describe_other_writers_temporary(const std::string& file) {
   return fmt::format(
       "'{}' is another run's unfinished shard: left by a run that was killed, or being written "

@@ -155,11 +155,10 @@ class ShardReader {
   const std::uint8_t* payload_ = nullptr;
 };
 
-// Temporary files of other writers of `path` beside it (path + ".tmp." + 16 hex digits): once
-// this run's writers are done, those are another run's, killed part-way (nothing removes them:
-// no writer can tell a dead run's file from a live one's) or still writing. For a warning that
-// names them, so that a killed run's full-size file does not sit there unseen.
-std::vector<std::string> other_writers_temporaries(const std::string& path);
+// The warning for one of private_temporaries(path) (core/file_io.h) found beside a shard once
+// this run's writers are done: another run's, killed part-way (nothing removes it: no writer
+// can tell a dead run's file from a live one's) or still writing, so that a killed run's
+// full-size file does not sit there unseen.
 std::string describe_other_writers_temporary(const std::string& file);
 
 // Writes a whole in-memory token array as a shard (tests, synthetic sources).

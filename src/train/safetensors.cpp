@@ -1,3 +1,5 @@
+// The safetensors format read and validated (train/safetensors.h); written in
+// safetensors_write.cpp.
 #include "train/safetensors.h"
 
 #include <algorithm>
@@ -6,13 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <utility>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/file_io.h"
-#include "core/output_file.h"
 #include "data/unicode.h"
 #include "train/json_subset.h"
 
@@ -21,7 +21,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
-constexpr std::string_view kMetadataKey = "__metadata__";
 // Headers of real models are a few hundred KB; this only stops absurd allocations.
 constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;
 
@@ -217,7 +216,7 @@ Status SafetensorsFile::parse_header(std::uint64_t file_bytes) {
     return Status::error("safetensors '{}': the header is not a JSON object", path);
   }
   for (auto& [name, value] : doc->members) {
-    if (name == kMetadataKey) {
+    if (name == kSafetensorsMetadataKey) {
       if (value.kind != Json::Kind::kObject) {
         return Status::error("safetensors '{}': __metadata__ is not an object", path);
       }
@@ -346,58 +345,6 @@ Result<std::vector<float>> SafetensorsFile::read_f32(std::string_view name) cons
   std::vector<float> v(static_cast<std::size_t>(e->numel()));
   SPARQ_RETURN_IF_ERROR(read_f32(*e, v));
   return v;
-}
-
-// ---- writing -----------------------------------------------------------------------------
-
-Status write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  std::string header = "{";
-  if (!metadata.empty()) {
-    append_json_string(header, kMetadataKey);
-    header += ":{";
-    bool first = true;
-    for (const auto& [k, v] : metadata) {
-      if (!first) header += ',';
-      first = false;
-      append_json_string(header, k);
-      header += ':';
-      append_json_string(header, v);
-    }
-    header += '}';
-  }
-  std::set<std::string_view> names;
-  std::uint64_t offset = 0;
-  for (const SafetensorsTensor& t : tensors) {
-    if (t.name == kMetadataKey || !names.insert(t.name).second) {
-      return Status::error("safetensors '{}': tensor name '{}' is reserved or repeated", path,
-                           t.name);
-    }
-    std::int64_t numel = 1;
-    for (const std::int64_t d : t.shape) numel *= d;
-    if (numel < 0 || static_cast<std::size_t>(numel) != t.values.size()) {
-      return Status::error("safetensors '{}': tensor '{}' has shape {} but {} values", path, t.name,
-                           dims_str(t.shape), t.values.size());
-    }
-    if (header.size() > 1) header += ',';
-    append_json_string(header, t.name);
-    header += fmt::format(R"(:{{"dtype":"F32","shape":[{}],"data_offsets":[{},{}]}})",
-                          fmt::join(t.shape, ","), offset, offset + t.values.size_bytes());
-    offset += t.values.size_bytes();
-  }
-  header += '}';
-  header.resize((header.size() + 7) / 8 * 8, ' ');  // keeps the data 8-byte aligned
-
-  std::string out;
-  out.reserve(8 + header.size() + offset);
-  const std::uint64_t header_len = header.size();
-  out.append(reinterpret_cast<const char*>(&header_len), 8);
-  out += header;
-  for (const SafetensorsTensor& t : tensors) {
-    out.append(reinterpret_cast<const char*>(t.values.data()), t.values.size_bytes());
-  }
-  // Through a link to the file it names, into a device or pipe in place (core/output_file.h).
-  return write_output_file(path, out);
 }
 
 }  // namespace sparq::train

@@ -126,6 +126,9 @@ Status import_safetensors(ParamStore& store, const std::string& path,
                           const ImportOptions& options = {},
                           const std::vector<StateTensor>& state = {});
 
+// The header key of the file's string metadata, never a tensor's name.
+inline constexpr std::string_view kSafetensorsMetadataKey = "__metadata__";
+
 // Helpers for importers of other naming schemes (train/hf_gpt2.h), so every importer
 // validates and reports shapes, dtypes and the store's device the same way.
 // The dtypes read_f32 converts: F32, F16, BF16, F64.

@@ -1,6 +1,6 @@
 // A parameter store (and the model's state tensors) to and from a safetensors file under
-// their own names (train/safetensors.h; the format itself is read and written in
-// safetensors.cpp, Hugging Face GPT-2 names in hf_gpt2.cpp).
+// their own names (train/safetensors.h; the format itself is read in safetensors.cpp and
+// written in safetensors_write.cpp, Hugging Face GPT-2 names in hf_gpt2.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -54,14 +54,12 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace) 
   comm.allgather(&mine, hosts.data(), 1, DType::kI64);
   const bool one_host =
       std::all_of(hosts.begin(), hosts.end(), [&](auto h) { return h == hosts[0]; });
-  return gather_trace_events(comm, trace, one_host, [] { return now_us(); });
+  return gather_trace_events(
+      comm, trace, one_host, [] { return now_us(); }, kMaxMergedTraceBytes);
 }
 
-// What a rank's trace may hold in the merged one: a sanity bound on the sizes peers send.
-constexpr std::size_t kMaxTraceBytes = std::size_t{1} << 32;
-
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, bool shared_clock,
-                                const std::function<std::int64_t()>& now) {
+                                const std::function<std::int64_t()>& now, std::size_t max_total) {
   const std::vector<TraceSpan> spans = trace.spans();
   // This rank's clock reading of the common moment: 0 when the clocks are shared.
   std::int64_t anchor = 0;
@@ -78,22 +76,40 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, 
   const std::int64_t origin = earliest == kNone ? 0 : anchor + earliest;
 
   std::string mine = trace.chrome_events(comm.rank(), origin);
-  // Above the bound every rank checks sizes against, this rank's events are left out with a
-  // word, rather than the bound ending a run that traced a long window.
-  if (mine.size() > kMaxTraceBytes) {
-    spdlog::warn("rank {}: its trace of {} bytes is left out of the merged trace (above {})",
-                 comm.rank(), mine.size(), kMaxTraceBytes);
-    mine.clear();
+  const std::size_t p = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> sizes(p);
+  const auto own = static_cast<std::int64_t>(mine.size());
+  comm.allgather(&own, sizes.data(), 1, DType::kI64);
+  // Ranks' events are kept in rank order while the merged trace stays within max_total; the
+  // others are left out with a word, rather than the bound ending a run that traced a long
+  // window. Every rank decides from the same sizes, so all agree on the counts. (The bound was
+  // 4 GiB a rank and the job ended in allgatherv once a count or an offset passed INT_MAX:
+  // review, 2026-12-07.)
+  std::vector<std::size_t> counts(p, 0);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < p; ++r) {
+    const std::size_t size = checked_peer_size(sizes[r], std::numeric_limits<std::int64_t>::max(),
+                                               static_cast<int>(r), "its trace");
+    if (size <= max_total - total) {
+      counts[r] = size;
+      total += size;
+    } else if (comm.rank() == 0) {
+      spdlog::warn(
+          "rank {}'s trace of {} bytes is left out of the merged trace (bounded at {} "
+          "bytes, {} taken by the ranks before it); trace a shorter window "
+          "(log.trace_start, log.trace_steps)",
+          r, size, max_total, total);
+    }
   }
-  std::vector<std::uint8_t> recv;
-  std::vector<std::size_t> counts, displs;
-  allgather_bytes(comm, {reinterpret_cast<const std::uint8_t*>(mine.data()), mine.size()},
-                  std::nullopt, kMaxTraceBytes, recv, counts, displs);
+  if (counts[static_cast<std::size_t>(comm.rank())] == 0) mine.clear();
+  const std::vector<std::size_t> displs = packed_displs(counts);
+  std::string recv(total, '\0');
+  comm.allgatherv(mine.data(), recv.data(), counts, displs, DType::kU8);
   std::string all;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
+  for (std::size_t r = 0; r < p; ++r) {
     if (counts[r] == 0) continue;
     if (!all.empty()) all += ",";
-    all.append(reinterpret_cast<const char*>(recv.data()) + displs[r], counts[r]);
+    all.append(recv, displs[r], counts[r]);
   }
   return all;
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,10 +47,15 @@ std::size_t checked_peer_size(std::int64_t size, std::size_t max, int peer, std:
 // the ranks' host names differ, each rank's times are re-based on the moment it leaves one
 // barrier, so the merged trace is aligned to within that barrier's exit skew (about a one-way
 // network latency) instead of being off by the hosts' difference in uptime.
+//
+// The merged string holds at most kMaxMergedTraceBytes (MPI's counts and offsets are ints):
+// ranks are taken in order while their events fit, and rank 0 warns of each one left out.
+inline constexpr std::size_t kMaxMergedTraceBytes = std::numeric_limits<int>::max();
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace);
-// The same with the choice made by the caller (tests): `shared_clock` false re-bases every
-// rank's spans on now() read right after a barrier; now() must read the spans' clock.
+// The same with the choices made by the caller (tests): `shared_clock` false re-bases every
+// rank's spans on now() read right after a barrier; now() must read the spans' clock;
+// `max_total` bounds the merged string.
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, bool shared_clock,
-                                const std::function<std::int64_t()>& now);
+                                const std::function<std::int64_t()>& now, std::size_t max_total);
 
 }  // namespace sparq::comm

@@ -258,7 +258,7 @@ TEST(Gather, TraceEventsOfHostsWithUnrelatedClocksAreAlignedOnABarrier) {
   trace.enable(true);
   trace.record({"span", "test", start + 100 * rank, start + 100 * rank + 10});
   for (const bool shared : {false, true}) {
-    const std::string all = gather_trace_events(*comm, trace, shared, clock);
+    const std::string all = gather_trace_events(*comm, trace, shared, clock, kMaxMergedTraceBytes);
     // One span per rank, in rank order.
     const std::string event = "\"name\":\"span\",\"cat\":\"test\",\"ph\":\"X\",\"ts\":";
     std::size_t at = 0;
@@ -278,4 +278,34 @@ TEST(Gather, TraceEventsOfHostsWithUnrelatedClocksAreAlignedOnABarrier) {
 }
 
 }  // namespace
+// The merged trace is bounded (MPI counts and offsets are ints): ranks are taken in order while
+// their events fit and the others are left out, on every rank alike; the job goes on. A rank
+// over INT_MAX bytes, or ranks whose offsets passed it, ended the job in allgatherv (review,
+// 2026-12-07); a small bound stands in for INT_MAX here.
+TEST(Gather, TraceEventsOverTheBoundAreLeftOutAndTheRunGoesOn) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  TraceRecorder trace;
+  trace.enable(true);
+  // Rank 1 records 50 spans, the others one each.
+  const int spans = rank == 1 ? 50 : 1;
+  for (int i = 0; i < spans; ++i) trace.record({"span", "test", 1000 + i, 1001 + i});
+  const std::string one = trace.chrome_events(rank, 1000);
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(size));
+  const auto own = static_cast<std::int64_t>(one.size());
+  comm->allgather(&own, sizes.data(), 1, DType::kI64);
+  // Room for rank 0 and rank 2 but not for rank 1's 50 spans; then room for rank 0 only.
+  const std::size_t small =
+      static_cast<std::size_t>(sizes[0]) + static_cast<std::size_t>(size > 2 ? sizes[2] : 0);
+  for (const std::size_t bound : {small, static_cast<std::size_t>(sizes[0])}) {
+    const std::string all = gather_trace_events(*comm, trace, true, now_us, bound);
+    EXPECT_LE(all.size(), bound + static_cast<std::size_t>(size)) << "bound " << bound;
+    for (int r = 0; r < size; ++r) {
+      const bool kept = r == 0 || (r == 2 && bound == small);
+      const bool present = all.find("\"pid\":" + std::to_string(r) + ",") != std::string::npos;
+      EXPECT_EQ(present, kept) << "rank " << r << ", bound " << bound << ": " << all;
+    }
+  }
+}
+
 }  // namespace sparq::comm

@@ -127,6 +127,12 @@ class Communicator {
 
   const ByteCounters& bytes() const { return bytes_; }
   void reset_bytes() { bytes_ = {}; }
+  // What the collectives since `before` (an earlier bytes()) moved: a control task's own
+  // bytes, as the communicator counted them, not recomputed by its caller.
+  ByteCounters bytes_since(const ByteCounters& before) const {
+    return {bytes_.sent - before.sent, bytes_.received - before.received,
+            bytes_.calls - before.calls};
+  }
 
  protected:
   void count(std::uint64_t sent, std::uint64_t received) {

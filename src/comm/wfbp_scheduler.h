@@ -74,13 +74,14 @@ struct StepCommStats {
   double exposed_ms = 0;    // wait after backward ended, until the last bucket was back
   double hidden_fraction() const { return comm_busy_ms > 0 ? hidden_ms / comm_busy_ms : 0.0; }
   // A blocking control collective of the step outside the buckets (the trainer's stop poll,
-  // BERT's target count): communication no compute hides, so exposed and busy both. An
-  // allreduce receives what it sends (received was left out: review, 2026-12-07).
-  void add_exposed_control(double ms, std::uint64_t bytes) {
+  // BERT's target count): communication no compute hides, so exposed and busy both. Its
+  // bytes are the communicator's count (Communicator::bytes_since): the callers' own figure
+  // (n sent, n received) was short by 2(P-1)/P n on three ranks and more (review, 2026-12-07).
+  void add_exposed_control(double ms, const ByteCounters& bytes) {
     exposed_ms += ms;
     comm_busy_ms += ms;
-    bytes_sent += bytes;
-    bytes_received += bytes;
+    bytes_sent += bytes.sent;
+    bytes_received += bytes.received;
   }
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;

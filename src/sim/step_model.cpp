@@ -207,8 +207,10 @@ double step_control_s(const StepInput& in, const StepOptions& o) {
 
 double step_control_bytes(const StepInput& in, int p) {
   if (p <= 1) return 0;
-  return (in.polls_stop_signals ? kStopPollBytes : 0.0) +
-         (in.counts_targets ? kTargetCountBytes : 0.0);
+  // Rank 0's share of the ring, as the communicator counts it (the trainer's figure since
+  // 2026-12-07, when it stopped counting the payload once).
+  return (in.polls_stop_signals ? ring_allreduce_sent(kStopPollBytes, 4, p) : 0.0) +
+         (in.counts_targets ? ring_allreduce_sent(kTargetCountBytes, 8, p) : 0.0);
 }
 
 double bucket_cost_s(const SimBucket& b, const StepOptions& o) {

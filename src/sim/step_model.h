@@ -69,8 +69,8 @@
 // Note [Per-step control]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // Two allreduces of every step sit outside the buckets, before the forward, and block it; the
-// trainer adds them to the step's exposed communication and bytes_sent (add_exposed_control),
-// with their payload bytes:
+// trainer adds them to the step's exposed communication and to its bytes as the communicator
+// counted them (add_exposed_control; the ring's 2(P-1)/P of the payload on rank 0). Payloads:
 //   stop poll      Trainer::run's agreement on stop signals, 64 int32 = 256 bytes, every step
 //                  when the run polls (Trainer::Options::stop_requested; the train app always
 //                  sets it) and P > 1 (trainer.cpp, agree_on_stop_signal);

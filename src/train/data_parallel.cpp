@@ -57,8 +57,8 @@ DataParallelStepper::DataParallelStepper(Model& model, ParamStore& store,
               model_.config().spec);
 }
 
-std::uint64_t DataParallelStepper::weigh_micro_batches(std::int64_t step,
-                                                       std::span<const Batch> micro_batches) {
+comm::ByteCounters DataParallelStepper::weigh_micro_batches(std::int64_t step,
+                                                            std::span<const Batch> micro_batches) {
   // Note [Token-weighted micro-batches]: the counts first, then s_ri = P A c_ri / C.
   std::int64_t total = 0;
   for (const Batch& b : micro_batches) {
@@ -67,8 +67,11 @@ std::uint64_t DataParallelStepper::weigh_micro_batches(std::int64_t step,
     total += counted;
   }
   int ranks = 1;
+  comm::ByteCounters moved;
   const Status s = options_.control->run("count targets", step, [&](comm::Communicator& c) {
+    const comm::ByteCounters before = c.bytes();
     c.allreduce(&total, &total, 1, DType::kI64, comm::ReduceOp::kSum);
+    moved = c.bytes_since(before);
     ranks = c.size();
     return Status::ok();
   });
@@ -79,7 +82,7 @@ std::uint64_t DataParallelStepper::weigh_micro_batches(std::int64_t step,
   for (double& scale : target_scales_) {
     scale = total > 0 ? micro_batches_in_step * scale / static_cast<double>(total) : 1.0;
   }
-  return ranks > 1 ? sizeof(total) : 0;
+  return moved;
 }
 
 void DataParallelStepper::submit_tied_rows(float scale) {
@@ -109,7 +112,7 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   // The count's allreduce blocks before the forward: exposed communication, which the comm
   // metrics left out while step_ms held it (review, 2026-12-07).
   double count_ms = 0;
-  std::uint64_t count_bytes = 0;
+  comm::ByteCounters count_bytes;
   if (model_.weighs_counted_targets()) {
     const Stopwatch count_watch;
     count_bytes = weigh_micro_batches(step, micro_batches);

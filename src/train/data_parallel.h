@@ -127,8 +127,8 @@ class DataParallelStepper {
   void guarded_optimizer_step(std::int64_t step, StepResult& r);
   void* compute_stream() const;  // the store's CUDA compute stream (nullptr on the CPU)
   // Note [Token-weighted micro-batches]: target_scales_ for the step's micro-batches. Returns
-  // the bytes its count sent (0 on one rank).
-  std::uint64_t weigh_micro_batches(std::int64_t step, std::span<const Batch> micro_batches);
+  // the bytes its count moved.
+  comm::ByteCounters weigh_micro_batches(std::int64_t step, std::span<const Batch> micro_batches);
 
   Model& model_;
   ParamStore& store_;

@@ -12,7 +12,7 @@
 
 namespace sparq::train {
 
-Result<int> Trainer::agree_on_stop_signal() {
+Result<int> Trainer::agree_on_stop_signal(comm::ByteCounters* moved) {
   const int local = options_.stop_requested();
   // Anything but 0 or a signal number is refused, the same on one rank and on several: one
   // rank returned it unchecked and stopped, several dropped it and never stopped (review,
@@ -29,7 +29,9 @@ Result<int> Trainer::agree_on_stop_signal() {
   std::array<std::int32_t, kStopSignalSlots> held{}, all{};
   held[out_of_range ? 0 : static_cast<std::size_t>(local)] = out_of_range || local > 0 ? 1 : 0;
   SPARQ_RETURN_IF_ERROR(run_control("agree: stop signals", [&](comm::Communicator& c) {
+    const comm::ByteCounters before = c.bytes();
     c.allreduce(held.data(), all.data(), held.size(), DType::kI32, comm::ReduceOp::kSum);
+    if (moved) *moved = c.bytes_since(before);
     return Status::ok();
   }));
   if (all[0] > 0) {

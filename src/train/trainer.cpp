@@ -84,7 +84,7 @@ Status Trainer::agree(const Status& local, const std::string& what) {
   return agreed;
 }
 
-StepMetrics Trainer::step_once(double control_ms, std::uint64_t control_bytes) {
+StepMetrics Trainer::step_once(double control_ms, const comm::ByteCounters& control_bytes) {
   model_->set_training(true);
   for (std::size_t a = 0; a < batches_.size(); ++a) {
     batches_[a] = train_data_->next(static_cast<int>(a));
@@ -180,13 +180,12 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
   while (step_ < c.train.steps) {
     if (stop_at >= 0 && step_ >= stop_at) break;
     double poll_ms = 0;
-    std::uint64_t poll_bytes = 0;
+    comm::ByteCounters poll_bytes;
     if (options_.stop_requested) {
       const Stopwatch poll_watch;
-      SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
+      SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal(&poll_bytes));
       if (summary.stop_signal != 0) break;
       poll_ms = poll_watch.millis();
-      poll_bytes = comm_.size() > 1 ? kStopSignalSlots * sizeof(std::int32_t) : 0;
     }
     const bool tracing = !c.log.trace_path.empty() && step_ >= c.log.trace_start &&
                          step_ < trace_end;

@@ -202,13 +202,14 @@ class Trainer {
   // engine exists on a start-up engine bounded by comm.timeout_s.
   Status run_control(const std::string& what, const comm::CommQueue::Task& task);
   // control_ms/control_bytes: run()'s stop poll before the step, counted in it.
-  StepMetrics step_once(double control_ms = 0, std::uint64_t control_bytes = 0);
+  StepMetrics step_once(double control_ms = 0, const comm::ByteCounters& control_bytes = {});
   // Collective, at the end of resume(): Note [A server residual no server sends]; `what`
   // names the resume in an agreed error.
   Status fold_server_residual(const std::string& what);
   // Note [Stopping on a signal]: the signal some rank was asked to stop with (0: none), the
   // same on every rank.
-  Result<int> agree_on_stop_signal();
+  // `moved`, when given: the bytes its poll moved (none on one rank).
+  Result<int> agree_on_stop_signal(comm::ByteCounters* moved = nullptr);
   Status write_trace();
   // Collective, at the start of run(): a fresh start's set-aside of other histories (with
   // their log.metrics), then log.metrics opened and train.checkpoint_dir made, each agreed.

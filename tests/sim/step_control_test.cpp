@@ -37,16 +37,17 @@ TEST(StepControl, BlocksBeforeTheForwardAndIsExposed) {
   EXPECT_NEAR(r.backward_ms, plain.backward_ms, 1e-9);
   // Every bucket moves by the control's time: the forward starts after it.
   EXPECT_NEAR(r.buckets[0].start_ms, plain.buckets[0].start_ms + control_s * 1e3, 1e-9);
-  // The trainer counts their payloads (add_exposed_control): 256 + 8 bytes.
-  EXPECT_DOUBLE_EQ(r.bytes_sent, plain.bytes_sent + 264);
-  EXPECT_DOUBLE_EQ(step_control_bytes(in, 8), 264);
+  // The trainer counts what the communicator counted (add_exposed_control): on rank 0 of a
+  // ring of 8, 2 x 64 int32 less its two blocks of 8, and the int64's one block, 448 + 8 bytes.
+  EXPECT_DOUBLE_EQ(r.bytes_sent, plain.bytes_sent + 456);
+  EXPECT_DOUBLE_EQ(step_control_bytes(in, 8), 456);
   // The configured algorithm prices them: the ring's 14 latencies at P = 8.
   const StepOptions ring{.world_size = 8, .link = {1e-5, 1e-9}, .allreduce = "ring"};
   EXPECT_NEAR(step_control_s(in, ring),
               ring_allreduce_s(256, 8, ring.link) + ring_allreduce_s(8, 8, ring.link), 1e-18);
   in.counts_targets = false;
   EXPECT_NEAR(step_control_s(in, o), allreduce_s("best", 256, 8, o.link), 1e-18);
-  EXPECT_DOUBLE_EQ(step_control_bytes(in, 8), 256);
+  EXPECT_DOUBLE_EQ(step_control_bytes(in, 8), 448);
   // One worker polls nothing over the network.
   const StepResult one = simulate_step(in, {.world_size = 1, .link = o.link});
   EXPECT_EQ(one.control_ms, 0);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "models/config.h"
 #include "train/train_config.h"
 
 namespace sparq::train {
@@ -160,6 +161,28 @@ std::vector<std::string> state_presence_warnings(const StatePresence& presence,
                     section == "residual" ? "; what it still owed is never applied" : ""));
   }
   return out;
+}
+
+Status check_model(const CheckpointFile& f, const std::string& here) {
+  SPARQ_ASSIGN_OR_RETURN(const std::string there, f.meta_value("model"));
+  if (there == here) return Status::ok();
+  const auto refuse = [&](const std::string& why) {
+    return Status::error(
+        "checkpoint '{}' does not match this config: {}model is '{}' there and '{}' here", f.path,
+        why, there, here);
+  };
+  Result<ModelConfig> saved = parse_model_spec(there), now = parse_model_spec(here);
+  if (!saved.is_ok() || !now.is_ok()) return refuse("");
+  static const std::set<std::string_view> kFree = {"preset",   "dropout",    "attn_dropout",
+                                                   "init_std", "fused_head", "ln_eps",
+                                                   "bn_eps",   "bn_momentum"};
+  std::vector<std::string> differ;
+  for (const std::string& field : differing_model_fields(*saved, *now)) {
+    if (!kFree.count(field)) differ.push_back(field);
+  }
+  if (differ.empty()) return Status::ok();
+  return refuse(
+      fmt::format("{} differ{}: ", fmt::join(differ, ", "), differ.size() == 1 ? "s" : ""));
 }
 
 Status check_layout(const CheckpointFile& f, const std::string& here, const std::string& config) {

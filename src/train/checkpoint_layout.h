@@ -63,6 +63,16 @@ std::string layout_text(const ParamStore& store);
 //     comm.plan_min_compression). `here` is this run's aggregation_names(); checked only
 //     when both plans have the same ranges (check_bucket_plan covers the others).
 Status check_layout(const CheckpointFile& f, const std::string& layout, const std::string& config);
+
+// The refusal of a resume into another model: the checkpoint's "model" spec and `here` (this
+// run's ModelConfig::spec) are read back as models (parse_model_spec) and compared by the
+// fields that decide the parameters or the function they hold (arch, sizes, nsp, layout, ...).
+// They were compared as text, so the same model with its keys in another order, a default
+// spelled out, or a changed dropout was refused (review, 2026-12-07). The settings left out
+// (dropout, attn_dropout, init_std, fused_head, ln_eps, bn_eps, bn_momentum, the preset's
+// name) may change on resume, as lr may; the resume's "other settings" line says so. A spec
+// that does not read back is compared as text.
+Status check_model(const CheckpointFile& f, const std::string& here);
 Status check_bucket_plan(const CheckpointFile& f, const BucketRanges& here,
                          const std::string& config);
 Status check_bucket_kinds(const CheckpointFile& f, const std::vector<std::string>& here,

@@ -256,10 +256,11 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
         "'{}' here",
         file, key, have, want);
   };
-  for (const auto& [key, want] : {std::pair<std::string, std::string>{"model", config_.model.spec},
-                                  {"flat_numel", std::to_string(store_.flat_numel())},
-                                  {"compressor", config_.compress.compress.name},
-                                  {"optimizer", optimizer_->name()}}) {
+  SPARQ_RETURN_IF_ERROR(check_model(f, config_.model.spec));
+  for (const auto& [key, want] :
+       {std::pair<std::string, std::string>{"flat_numel", std::to_string(store_.flat_numel())},
+        {"compressor", config_.compress.compress.name},
+        {"optimizer", optimizer_->name()}}) {
     SPARQ_ASSIGN_OR_RETURN(std::string have, f.meta_value(key));
     SPARQ_RETURN_IF_ERROR(must_match(key, have, want));
   }

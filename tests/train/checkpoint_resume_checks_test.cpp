@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -363,6 +364,43 @@ TEST(ResumeChecks, TheSameShardByAnotherPathIsTheSameData) {
   EXPECT_NE(log.text().find("resume: the training data differs from the checkpoint's"),
             std::string::npos)
       << log.text();
+}
+
+// The checkpoint's model is compared as a model, not as its spec's text (review, 2026-12-07):
+// the same model with its keys in another order, a default spelled out, or another dropout
+// resumes (the last said with the other changed settings); another n_head, which keeps the
+// layout but not the function, is refused by name.
+TEST(ResumeChecks, TheSameModelInOtherWordsResumesAndAnotherModelIsRefused) {
+  const std::string root = fresh_dir("model_spec");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  SPARQ_CHECK(make_trainer(root, {}, *self)->run().is_ok(), "training failed");
+  const std::string saved_model =
+      "model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1}";
+  const auto resume_with = [&](const std::string& model, const std::string& sub) {
+    std::string text = kResumeChecksConfig;
+    text.replace(text.find(saved_model), saved_model.size(), model);
+    auto config = parse_train_config(text, "checkpoint_resume_checks_test",
+                                     {"train.checkpoint_dir=" + root + "/" + sub, "train.steps=2"});
+    SPARQ_CHECK(config.is_ok(), "{}", config.status().message());
+    auto trainer = Trainer::create(*config, *self);
+    SPARQ_CHECK(trainer.is_ok(), "{}", trainer.status().message());
+    return (*trainer)->resume(checkpoint_dir(root, 2));
+  };
+  for (const auto& [model, sub] : std::vector<std::pair<std::string, std::string>>{
+           {"model: {preset: gpt2-tiny, n_layer: 1, n_ctx: 16, vocab_size: 64}", "reordered"},
+           {"model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1, ln_eps: 1.0e-5, "
+            "n_head: 4}",
+            "defaults"},
+           {"model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1, dropout: 0.1}",
+            "dropout"}}) {
+    const Status s = resume_with(model, sub);
+    EXPECT_TRUE(s.is_ok()) << model << "\n" << s.message();
+  }
+  expect_refused(
+      resume_with("model: {preset: gpt2-tiny, vocab_size: 64, n_ctx: 16, n_layer: 1, n_head: 2}",
+                  "heads"),
+      {"does not match this config: n_head differs: model is 'gpt2-tiny vocab_size=64 n_ctx=16 "
+       "n_layer=1' there and 'gpt2-tiny vocab_size=64 n_ctx=16 n_layer=1 n_head=2' here"});
 }
 
 }  // namespace

@@ -147,6 +147,18 @@ void flatten(const YAML::Node& node, const std::string& prefix,
 
 }  // namespace
 
+std::optional<std::string> config_setting(const std::string& yaml, const std::string& key) {
+  std::map<std::string, std::string> leaves;
+  try {
+    flatten(YAML::Load(yaml), "", leaves);
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+  const auto it = leaves.find(key);
+  if (it == leaves.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<std::string> config_differences(const std::string& before, const std::string& after) {
   std::map<std::string, std::string> a, b;
   try {

@@ -5,6 +5,7 @@
 // same data, or another seed, is refused (docs/reliability.md, "Data position").
 #include <fmt/format.h>
 
+#include <charconv>
 #include <string_view>
 
 #include "train/checkpoint.h"
@@ -32,13 +33,26 @@ Status Trainer::restore_data_position(const CheckpointFile& f, const std::string
         file, loader.seed, config_.train.seed, loader.seed);
   }
   // The global number of items consumed in the epoch: written since elastic resume exists;
-  // before, step counted global batches of the writing world (G = micro_batch * world).
+  // before, step counted global batches of the writing run (G = its micro_batch x its world).
+  // Its micro-batch is its resolved config's: this run's, which may differ, put the data
+  // elsewhere (review, 2026-12-07: 2 ranks x 4 items x 5 steps resumed at item 80 with
+  // micro_batch 8). Only a checkpoint without that config takes this run's.
   if (f.meta.count("loader.position")) {
     SPARQ_ASSIGN_OR_RETURN(std::int64_t position, f.meta_int("loader.position"));
     loader.position = static_cast<std::uint64_t>(position);
-  } else if (elastic) {
-    loader.position = loader.step * static_cast<std::uint64_t>(config_.train.micro_batch) *
-                      static_cast<std::uint64_t>(world);
+  } else {
+    std::uint64_t micro_batch = static_cast<std::uint64_t>(config_.train.micro_batch);
+    if (const auto saved = config_setting(f.meta_or("config", ""), "train.micro_batch")) {
+      std::uint64_t parsed = 0;
+      const auto [end, error] =
+          std::from_chars(saved->data(), saved->data() + saved->size(), parsed);
+      if (error != std::errc() || end != saved->data() + saved->size() || parsed == 0) {
+        return Status::error("{}: the checkpoint's config has train.micro_batch '{}'", file,
+                             *saved);
+      }
+      micro_batch = parsed;
+    }
+    loader.position = loader.step * micro_batch * static_cast<std::uint64_t>(world);
   }
   // The data's identity, not its path (a checkpoint of before 2026-12-07 has only the
   // description, path included): the same shard named from another working directory was

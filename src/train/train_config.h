@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,9 @@ std::string effective_yaml(const TrainConfig& config);
 // key order ("(none)" for a key only one side has); empty when they agree. A resume logs
 // them against the config its checkpoint was written with.
 std::vector<std::string> config_differences(const std::string& before, const std::string& after);
+// One setting of such a text by its dotted key ("train.micro_batch"), as flow YAML; nullopt
+// when the text has no such leaf or cannot be read.
+std::optional<std::string> config_setting(const std::string& yaml, const std::string& key);
 
 // What the chosen train.device and precision cannot run yet (bf16 with vgg; on cuda: a
 // compressor without a GPU twin, a strategy not built there (the tree with topk_sampled),

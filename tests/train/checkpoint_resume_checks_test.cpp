@@ -306,6 +306,26 @@ TEST(ResumeChecks, ResumingOnFewerItemsThanThePositionStartsTheNextEpoch) {
       << damaged.message();
 }
 
+// A checkpoint from before loader.position was saved counts its step in global batches of the
+// run that wrote it: with another train.micro_batch the resume continued at step x the new
+// batch (review, 2026-12-07); it continues at step x the checkpoint's.
+TEST(ResumeChecks, APositionlessCheckpointCountsItsOwnMicroBatch) {
+  const std::string root = fresh_dir("positionless");
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  ASSERT_TRUE(make_trainer(root, {}, *self)->run().is_ok());  // position 4 (2 steps of 2)
+  const std::string file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
+  auto f = read_checkpoint_file(file);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_EQ(f->meta.erase("loader.position"), 1u);
+  ASSERT_TRUE(write_checkpoint_file(file, *f).is_ok());
+  auto resumed = make_trainer(root + "/resumed", {"train.micro_batch=4"}, *self);
+  ASSERT_TRUE(resumed->resume(checkpoint_dir(root, 2)).is_ok());
+  ASSERT_TRUE(resumed->save_checkpoint().is_ok());
+  auto saved = read_checkpoint_file(checkpoint_rank_file(checkpoint_dir(root + "/resumed", 2), 0));
+  ASSERT_TRUE(saved.is_ok()) << saved.status().message();
+  EXPECT_EQ(saved->meta_or("loader.position", ""), "4");
+}
+
 // What a resume says (the warnings above, "resumed from") is said once every rank agreed to
 // resume: a resume refused after the load had begun logged its warnings, then failed (review,
 // 2026-12-07).

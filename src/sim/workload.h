@@ -2,10 +2,11 @@
 // from a TrainConfig and a MachineProfile (docs/simulate.md, "The workload").
 //
 //   ModelLayout   the real parameter layout and bucket plan: make_model + declare, ParamStore
-//                 allocated on the CPU with the plan's is_dense placement (BucketPlan::build
-//                 needs an allocated store: one allocation per config, 1 GB for gpt2-124M,
-//                 never initialised), BucketPlan::build with the config's comm keys, and for a
-//                 model with a tied embedding a second plan with the table isolated.
+//                 laid out with the plan's is_dense placement (ParamStore::lay_out: offsets
+//                 and sizes only, no parameter or gradient buffers, so a model larger than the
+//                 host's memory is priced too; simulate for gpt2-124M peaks at about 8 MB
+//                 resident), BucketPlan::build with the config's comm keys, and for a model
+//                 with a tied embedding a second plan with the table isolated.
 //   tied split    when resolve_tied_split() says the training would split the tied embedding
 //                 at this world size (Note [Tied embedding split], models/model.h): the
 //                 isolated table's buckets are ready with the last layer's interval (which

@@ -20,7 +20,16 @@ Result<double> table_bytes_per_element(const TrainConfig& c, std::int64_t tied_r
   // An f32 value and a 4-byte index per kept entry: more than any sparse format spends
   // (docs/compress.md), so the estimate errs towards splitting.
   if (auto rho = compressor->density()) return *rho * 8.0;
-  return 4.0;  // unknown before its layout (powersgd): priced as dense
+  // A size that follows the matrix layout (powersgd: 4 r (rows + cols) bytes for the table):
+  // the table as its own [tied_rows, n_embd] matrix. Priced as dense, powersgd split the table
+  // at P = 2 and sent 29 MB a step per rank instead of 3.8 MB on gpt2-124M (review,
+  // 2026-12-07). A layout the compressor refuses (a rank above n_embd) is refused by the run.
+  const compress::MatrixSegment table{"tied embedding", 0, static_cast<std::size_t>(tied_rows),
+                                      static_cast<std::size_t>(c.model.n_embd)};
+  if (compressor->set_layout(n, {table}).is_ok()) {
+    if (auto bytes = compressor->fixed_message_bytes(n)) return static_cast<double>(*bytes) / n;
+  }
+  return 4.0;  // still unknown: priced as dense
 }
 
 }  // namespace
@@ -31,9 +40,10 @@ Result<double> table_bytes_per_element(const TrainConfig& c, std::int64_t tied_r
 // `auto` splits only when those rows, step_tokens * n_embd * 4 bytes over all ranks, cost at
 // most half of what the table's own exchange costs, tied_rows * n_embd * e bytes with e its
 // wire bytes per element: 4 dense, 2 for the bf16/fp16 casts, fixed_message_bytes / n for
-// fixed-size messages, 8 * density for sparse ones. Dense, that is "the step's tokens cover
-// at most half of the rows". Compressed at density 0.01 the rows usually lose: on the
-// emulated cluster (4 nodes, 100 Mbit/s, gpt2-tiny, lbs 1% 4-bit) the split sent 1.85 MiB a
+// fixed-size messages, 8 * density for sparse ones, and for powersgd its factors' bytes with
+// the table as one matrix, 4 r (tied_rows + n_embd) / (tied_rows n_embd). Dense, that is "the
+// step's tokens cover at most half of the rows". Compressed at density 0.01 the rows usually lose:
+// on the emulated cluster (4 nodes, 100 Mbit/s, gpt2-tiny, lbs 1% 4-bit) the split sent 1.85 MiB a
 // step per rank, 80% of it the rows, against 370 KiB unsplit, and its step took 1.31-1.33 s
 // against 1.15-1.16 s (docs/comm.md).
 Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, int world_size) {

@@ -209,6 +209,11 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
   EXPECT_FALSE(resolve("compress: {name: lbs, lbs: {density: 0.01}}", true, 2).value());
   EXPECT_TRUE(resolve("compress: {name: lbs, lbs: {density: 0.01}}\ntrain: {micro_batch: 2}",
                       true, 2).value());
+  // powersgd prices the table as its [50304, 128] matrix at rank 4, 4 x 4 (50304 + 128) bytes
+  // or 0.125 a float, so the split pays up to 788 tokens a step: 1024 are too many (it was
+  // priced as dense and split: review, 2026-12-07), 256 are not.
+  EXPECT_FALSE(resolve("compress: {name: powersgd}", true, 2).value());
+  EXPECT_TRUE(resolve("compress: {name: powersgd}\ntrain: {micro_batch: 2}", true, 2).value());
   // The bf16 cast halves the table, so half as many tokens as dense: 24 ranks x 512 tokens
   // are within a quarter of the rows, 25 are not.
   EXPECT_TRUE(resolve("compress: {name: bf16}", true, 24).value());

@@ -2,8 +2,10 @@
 // shards and the output folder skipped), files named twice refused, folder links and NUL
 // bytes said, unreadable subfolders named. Split from corpus_test.cpp.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -120,6 +122,22 @@ TEST_F(InputTree, SkippedFolderLinksAndNulBytesAreSaid) {
   EXPECT_NE(summary->warnings[1].find("input '" + dir_ + "/in/sub/utf16.txt' holds NUL bytes"),
             std::string::npos)
       << summary->warnings[1];
+}
+
+// A broken link or a pipe in a walked folder is skipped, and said (it was skipped without a
+// word: review, 2026-12-07).
+TEST_F(InputTree, BrokenLinksAndPipesAreSkippedAndSaid) {
+  write("/in/a.txt", "a b\n");
+  std::filesystem::create_symlink(dir_ + "/nowhere.txt", dir_ + "/in/broken.txt");
+  ASSERT_EQ(::mkfifo((dir_ + "/in/pipe").c_str(), 0600), 0);
+  std::vector<std::string> warnings;
+  auto files = expand_inputs({dir_ + "/in"}, "", &warnings);
+  ASSERT_TRUE(files.is_ok()) << files.status().message();
+  ASSERT_EQ(files->size(), 1u);
+  std::sort(warnings.begin(), warnings.end());
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0], "'" + dir_ + "/in/broken.txt' is a link to nothing that exists: skipped");
+  EXPECT_EQ(warnings[1], "'" + dir_ + "/in/pipe' is neither a file nor a folder: skipped");
 }
 
 TEST_F(InputTree, TheOutputDirectoryIsNoInput) {

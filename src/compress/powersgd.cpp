@@ -333,7 +333,8 @@ Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
   }
   if (pos != in.size()) return Status::error("powersgd: saved state has trailing bytes");
   // A factor is empty (not drawn yet) or exactly [rows or cols, rank]: a state saved with
-  // another compress.rank or layout would otherwise be read past its end.
+  // another rank (options_.rank_key, as the config names it) or layout would otherwise be read
+  // past its end.
   const std::size_t r = rank();
   for (std::size_t m = 0; m < matrices_.size(); ++m) {
     const MatrixSegment& s = matrices_[m];
@@ -342,8 +343,9 @@ Status PowerSgdCompressor::load_state(std::span<const std::uint8_t> in) {
     if (!p_fits || !q_fits) {
       return Status::error(
           "powersgd: saved factors of tensor '{}' [{}, {}] hold {} and {} floats, not the {} and "
-          "{} of rank {}: was the state saved with another compress.rank?",
-          s.name, s.rows, s.cols, p[m].size(), q[m].size(), s.rows * r, s.cols * r, r);
+          "{} of rank {}: was the state saved with another {}?",
+          s.name, s.rows, s.cols, p[m].size(), q[m].size(), s.rows * r, s.cols * r, r,
+          options_.rank_key);
     }
   }
   // An odd exchange of the alternating scheme starts from the P of the one before (Q alone

@@ -244,5 +244,16 @@ TEST(ResumeChecks, TheSameModelInOtherWordsResumesAndAnotherModelIsRefused) {
        "n_layer=1' there and 'gpt2-tiny vocab_size=64 n_ctx=16 n_layer=1 n_head=2' here"});
 }
 
+// PowerSGD's saved factors hold its rank: another rank is refused, naming the setting as the
+// config spells it (the message said "compress.rank", a key that does not exist: review,
+// 2026-12-07).
+TEST(ResumeChecks, AnotherPowerSgdRankIsRefusedByItsName) {
+  const std::string root = fresh_dir("powersgd_rank");
+  expect_refused(
+      train_then_resume(root, {"compress.name=powersgd", "compress.powersgd.rank=2"},
+                        {"compress.powersgd.rank=4"}),
+      {"not the", "of rank 4: was the state saved with another compress.powersgd.rank?"});
+}
+
 }  // namespace
 }  // namespace sparq::train

@@ -50,7 +50,8 @@ void DenseCastCompressor::encode(std::span<const float> a, const EncodeContext& 
     return;
   }
   const float inv_p = 1.0f / static_cast<float>(ctx.world_size);
-  const float limit = half_sum_limit(ctx.world_size);  // Note [fp16 sums stay finite]
+  // Note [fp16 sums stay finite]
+  const float limit = cast16_sum_limit(format_ == Format::kF16, ctx.world_size);
   auto* out = reinterpret_cast<std::uint16_t*>(msg.data());
   const std::size_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 8)
@@ -58,8 +59,8 @@ void DenseCastCompressor::encode(std::span<const float> a, const EncodeContext& 
     float scaled[kChunk];
     const std::size_t begin = c * kChunk, len = std::min(kChunk, n - begin);
     for (std::size_t j = 0; j < len; ++j) scaled[j] = a[begin + j] * inv_p;
+    for (std::size_t j = 0; j < len; ++j) scaled[j] = clamp_to_half_range(scaled[j], limit);
     if (format_ == Format::kF16) {
-      for (std::size_t j = 0; j < len; ++j) scaled[j] = clamp_to_half_range(scaled[j], limit);
       float_to_half(scaled, out + begin, len);
     } else {
       float_to_bf16(scaled, out + begin, len);

@@ -124,4 +124,25 @@ SPARQ_HOST_DEVICE inline float float_of_bf16_bits(std::uint16_t bits) {
   return bits_as_float(static_cast<std::uint32_t>(bits) << 16);
 }
 
+// Note [fp16 sums stay finite] for the bf16 cast: the largest bf16 h with
+// P h (1 + 2^-8)^P <= FLT_MAX (bf16 rounds each addition by at most a relative 2^-8), and for
+// one rank the largest finite bf16. Unclamped, a value within 0.2% of FLT_MAX rounded to Inf,
+// and two messages of 2^127 summed to it, with the fp16 cast's consequences (review,
+// 2026-12-07). clamp_to_half_range clamps to it as to the half bound.
+inline float bf16_sum_limit(int world_size) {
+  constexpr std::uint16_t kLargestFinite = 0x7f7f;
+  if (world_size <= 1) return float_of_bf16_bits(kLargestFinite);
+  const double wanted = 3.4028234663852886e38 /
+                        (world_size * std::pow(1.0 + 1.0 / 256.0, static_cast<double>(world_size)));
+  std::uint16_t bits = bf16_bits_of(static_cast<float>(wanted));
+  if (bits > kLargestFinite) bits = kLargestFinite;
+  if (static_cast<double>(float_of_bf16_bits(bits)) > wanted) --bits;  // not above it
+  return float_of_bf16_bits(bits);
+}
+
+// The message clamp of the 16-bit casts (dense_cast.cpp and its kernels alike).
+inline float cast16_sum_limit(bool half, int world_size) {
+  return half ? half_sum_limit(world_size) : bf16_sum_limit(world_size);
+}
+
 }  // namespace sparq

@@ -342,5 +342,51 @@ TEST(CompressorProperties, Fp16MessagesSaturatedByAllRanksSumToAFiniteHalf) {
   }
 }
 
+// The bf16 cast had no clamp: a value within 0.2% of FLT_MAX rounded to Inf, and two messages
+// of 2^127 summed to it, with the fp16 cast's old consequences (review, 2026-12-07). It
+// saturates at bf16_sum_limit(P) (Note [fp16 sums stay finite]), the residual keeping the
+// excess, and P saturated messages sum to a finite bf16, chained or in a tree.
+TEST(CompressorProperties, Bf16SaturatesAndSumsOfSaturatedMessagesStayFinite) {
+  auto c = make("bf16");
+  EncodeContext ctx = context(0);
+  constexpr float kMax = std::numeric_limits<float>::max();
+  for (const int p : {1, 2}) {
+    ctx.world_size = p;
+    std::vector<float> residual(2, 0.0f);
+    ErrorFeedback ef(residual);
+    const std::vector<float> g = {kMax, -kMax};
+    Message msg;
+    ef.encode(*c, g, 0, ctx, msg);
+    const std::vector<float> sent = decode_dense(*c, msg, g.size(), ctx);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(sent[i]) && std::isfinite(residual[i])) << p << " " << i;
+      EXPECT_EQ(sent[i] / static_cast<float>(p), (i == 0 ? 1 : -1) * bf16_sum_limit(p)) << p;
+      EXPECT_EQ(residual[i], g[i] - sent[i]) << p << " " << i;  // mass conservation
+    }
+  }
+  EXPECT_EQ(bf16_sum_limit(1), float_of_bf16_bits(0x7f7f));  // the largest finite bf16
+  const auto add = [](std::uint16_t a, std::uint16_t b) {    // as comm/mpi_types.cpp sums
+    return bf16_bits_of(float_of_bf16_bits(a) + float_of_bf16_bits(b));
+  };
+  for (const int p : {2, 3, 4, 7, 16, 64, 256}) {
+    const std::uint16_t one = bf16_bits_of(bf16_sum_limit(p));
+    EXPECT_EQ(float_of_bf16_bits(one), bf16_sum_limit(p)) << p;
+    std::uint16_t chain = one;
+    for (int r = 1; r < p; ++r) chain = add(chain, one);
+    std::vector<std::uint16_t> tree(static_cast<std::size_t>(p), one);
+    while (tree.size() > 1) {
+      std::vector<std::uint16_t> next;
+      for (std::size_t i = 0; i + 1 < tree.size(); i += 2)
+        next.push_back(add(tree[i], tree[i + 1]));
+      if (tree.size() % 2) next.push_back(tree.back());
+      tree = std::move(next);
+    }
+    EXPECT_TRUE(std::isfinite(float_of_bf16_bits(chain)) &&
+                std::isfinite(float_of_bf16_bits(tree[0])))
+        << p;
+    if (p <= 16) EXPECT_GE(static_cast<double>(p) * bf16_sum_limit(p), 0.85 * kMax) << p;
+  }
+}
+
 }  // namespace
 }  // namespace sparq::compress

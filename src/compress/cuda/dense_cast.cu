@@ -12,8 +12,8 @@ using namespace codec;  // grid.cuh: kThreads, grid_for, first_index, stride
 __global__ void encode_kernel(bool half, const float* a, std::size_t n, float inv_p, float limit,
                               std::uint16_t* out) {
   for (std::size_t i = first_index(); i < n; i += stride()) {
-    const float scaled = a[i] * inv_p;
-    out[i] = half ? half_bits_of(clamp_to_half_range(scaled, limit)) : bf16_bits_of(scaled);
+    const float scaled = clamp_to_half_range(a[i] * inv_p, limit);
+    out[i] = half ? half_bits_of(scaled) : bf16_bits_of(scaled);
   }
 }
 
@@ -22,9 +22,8 @@ __global__ void encode_feedback_kernel(bool half, const float* g, float* e, std:
                                        std::uint16_t* out) {
   for (std::size_t i = first_index(); i < n; i += stride()) {
     const float a = g[i] + e[i];
-    const float scaled = a * inv_p;
-    const std::uint16_t bits =
-        half ? half_bits_of(clamp_to_half_range(scaled, limit)) : bf16_bits_of(scaled);
+    const float scaled = clamp_to_half_range(a * inv_p, limit);
+    const std::uint16_t bits = half ? half_bits_of(scaled) : bf16_bits_of(scaled);
     out[i] = bits;
     // The CPU's decode into e with alpha -1 (Note [Written-out multiply-adds]).
     e[i] = mul_add(minus_p, half ? float_of_half_bits(bits) : float_of_bf16_bits(bits), a);
@@ -50,7 +49,8 @@ void cast16_encode(Cast16 format, const float* a, std::size_t n, int world_size,
   if (n == 0) return;
   // Rounded once on the host, by the CPU codec's expression.
   const float inv_p = 1.0f / static_cast<float>(world_size);
-  const float limit = half_sum_limit(world_size);  // Note [fp16 sums stay finite]
+  // Note [fp16 sums stay finite]
+  const float limit = cast16_sum_limit(format == Cast16::kF16, world_size);
   encode_kernel<<<grid_for(n), kThreads, 0, stream>>>(format == Cast16::kF16, a, n, inv_p, limit,
                                                       out);
   CUDA_CHECK(cudaGetLastError());
@@ -61,7 +61,7 @@ void cast16_encode_with_feedback(Cast16 format, const float* g, float* e, std::s
   if (n == 0) return;
   const float inv_p = 1.0f / static_cast<float>(world_size);
   const float minus_p = -1.0f * static_cast<float>(world_size);  // the decode's alpha * P
-  const float limit = half_sum_limit(world_size);
+  const float limit = cast16_sum_limit(format == Cast16::kF16, world_size);
   encode_feedback_kernel<<<grid_for(n), kThreads, 0, stream>>>(format == Cast16::kF16, g, e, n,
                                                                inv_p, limit, minus_p, out);
   CUDA_CHECK(cudaGetLastError());

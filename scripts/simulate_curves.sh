@@ -43,7 +43,7 @@ for name in ${MODELS:-gpt2_124M bert_base}; do
   config=${CONFIGS[$name]:-}
   [[ -n $config ]] || { echo "MODELS: unknown '$name' (${!CONFIGS[*]})" >&2; exit 1; }
   "$SIMULATE" --config "$config" --profile "$PROFILE" --network 10gbit --network 100gbit \
-      --world "$WORLD" --allreduce "$ALLREDUCE" "${sets[@]}" --csv "$OUT/$name.csv" | grep -v "\[info\]" > "$OUT/$name.txt"
+      --world "$WORLD" --allreduce "$ALLREDUCE" ${sets[@]+"${sets[@]}"} --csv "$OUT/$name.csv" | grep -v "\[info\]" > "$OUT/$name.txt"
   echo "wrote $OUT/$name.csv and $OUT/$name.txt"
   csvs+=("$OUT/$name.csv")
 done

@@ -80,8 +80,8 @@ std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace, 
   std::vector<std::int64_t> sizes(p);
   const auto own = static_cast<std::int64_t>(mine.size());
   comm.allgather(&own, sizes.data(), 1, DType::kI64);
-  // Ranks' events are kept in rank order while the merged trace stays within max_total; the
-  // others are left out with a word, rather than the bound ending a run that traced a long
+  // Each rank's events in rank order are kept if they still fit in max_total, else left out
+  // with a word, rather than the bound ending a run that traced a long
   // window. Every rank decides from the same sizes, so all agree on the counts. (The bound was
   // 4 GiB a rank and the job ended in allgatherv once a count or an offset passed INT_MAX:
   // review, 2026-12-07.)

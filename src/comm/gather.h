@@ -48,8 +48,9 @@ std::size_t checked_peer_size(std::int64_t size, std::size_t max, int peer, std:
 // barrier, so the merged trace is aligned to within that barrier's exit skew (about a one-way
 // network latency) instead of being off by the hosts' difference in uptime.
 //
-// The merged string holds at most kMaxMergedTraceBytes (MPI's counts and offsets are ints):
-// ranks are taken in order while their events fit, and rank 0 warns of each one left out.
+// The ranks' events gathered total at most kMaxMergedTraceBytes (MPI's counts and offsets are
+// ints; the joining commas come on top): each rank in order is kept if its events still fit,
+// else left out, and rank 0 warns of each one left out.
 inline constexpr std::size_t kMaxMergedTraceBytes = std::numeric_limits<int>::max();
 std::string gather_trace_events(Communicator& comm, const TraceRecorder& trace);
 // The same with the choices made by the caller (tests): `shared_clock` false re-bases every

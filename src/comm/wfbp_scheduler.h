@@ -76,7 +76,8 @@ struct StepCommStats {
   // A blocking control collective of the step outside the buckets (the trainer's stop poll,
   // BERT's target count): communication no compute hides, so exposed and busy both. Its
   // bytes are the communicator's count (Communicator::bytes_since): the callers' own figure
-  // (n sent, n received) was short by 2(P-1)/P n on three ranks and more (review, 2026-12-07).
+  // (n sent, n received) fell short of the ring's 2(P-1)/P n from three ranks on (review,
+  // 2026-12-07).
   void add_exposed_control(double ms, const ByteCounters& bytes) {
     exposed_ms += ms;
     comm_busy_ms += ms;

@@ -2,8 +2,8 @@
 //   none: the message is the bucket itself, f32[n] (4n bytes). Lossless.
 //   fp16: f16[n] of a / P (2n bytes); bf16: bf16[n] of a / P (2n bytes).
 // The 16-bit casts scale by 1/P BEFORE the cast so that the sum of P messages, formed in the
-// 16-bit type by the collective, cannot overflow where a single gradient did not (fp16 also
-// saturates at half_sum_limit(P): Note [fp16 sums stay finite], core/half_math.h); decoding
+// 16-bit type by the collective, cannot overflow where a single gradient did not (both also
+// saturate at cast16_sum_limit(P): Note [fp16 sums stay finite], core/half_math.h); decoding
 // multiplies by P again: D(m) = P * float(m), a linear map, so D(sum of m) = sum of D(m).
 // Config keys: none.
 #pragma once

@@ -70,10 +70,11 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // Two allreduces of every step sit outside the buckets, before the forward, and block it; the
 // trainer adds them to the step's exposed communication and to its bytes as the communicator
-// counted them (add_exposed_control; the ring's 2(P-1)/P of the payload on rank 0). Payloads:
+// counted them (add_exposed_control: the ring model's bytes, rank 0's in the simulator, about
+// 2(P-1)/P of a large payload, one int64 for the single-element count). Payloads:
 //   stop poll      Trainer::run's agreement on stop signals, 64 int32 = 256 bytes, every step
 //                  when the run polls (Trainer::Options::stop_requested; the train app always
-//                  sets it) and P > 1 (trainer.cpp, agree_on_stop_signal);
+//                  sets it) and P > 1 (stop_poll.cpp, agree_on_stop_signal);
 //   target count   models that weigh counted targets (Model::weighs_counted_targets: BERT's
 //                  MLM) sum the step's counted targets, one int64 = 8 bytes
 //                  (data_parallel.cpp, weigh_micro_batches).
@@ -140,7 +141,7 @@ struct StepInput {
   bool counts_targets = false;
 };
 
-// Note [Per-step control]: the payload bytes of each allreduce, as the trainer counts them.
+// Note [Per-step control]: the payload of each allreduce (priced as the ring's bytes on rank 0).
 inline constexpr double kStopPollBytes = 256;   // 64 int32 slots
 inline constexpr double kTargetCountBytes = 8;  // one int64
 

@@ -172,7 +172,9 @@ Status check_model(const CheckpointFile& f, const std::string& here) {
         why, there, here);
   };
   Result<ModelConfig> saved = parse_model_spec(there), now = parse_model_spec(here);
-  if (!saved.is_ok() || !now.is_ok()) return refuse("");
+  if (!saved.is_ok())
+    return refuse(fmt::format("its spec does not read back ({}): ", saved.status().message()));
+  if (!now.is_ok()) return refuse("");
   static const std::set<std::string_view> kFree = {"preset",   "dropout",    "attn_dropout",
                                                    "init_std", "fused_head", "ln_eps",
                                                    "bn_eps",   "bn_momentum"};

@@ -52,7 +52,13 @@ Status Trainer::restore_data_position(const CheckpointFile& f, const std::string
       }
       micro_batch = parsed;
     }
-    loader.position = loader.step * micro_batch * static_cast<std::uint64_t>(world);
+    std::uint64_t position = 0;
+    if (__builtin_mul_overflow(loader.step, micro_batch, &position) ||
+        __builtin_mul_overflow(position, static_cast<std::uint64_t>(world), &position)) {
+      return Status::error("{}: loader.step {} is not a position (damaged checkpoint)", file,
+                           loader.step);
+    }
+    loader.position = position;
   }
   // The data's identity, not its path (a checkpoint of before 2026-12-07 has only the
   // description, path included): the same shard named from another working directory was

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -309,6 +310,22 @@ TEST(CompressorProperties, Fp16SaturatesAndErrorFeedbackKeepsTheExcess) {
   EXPECT_TRUE(std::isnan(back[1]));
 }
 
+// P copies of the 16-bit message `one` summed with `add` (one rounding per addition) in a chain
+// and in a pairwise tree, as the allreduces sum them: {chain, tree}.
+template <typename Add>
+std::array<std::uint16_t, 2> chain_and_tree_sums(std::uint16_t one, int p, Add add) {
+  std::uint16_t chain = one;
+  for (int r = 1; r < p; ++r) chain = add(chain, one);
+  std::vector<std::uint16_t> tree(static_cast<std::size_t>(p), one);
+  while (tree.size() > 1) {
+    std::vector<std::uint16_t> next;
+    for (std::size_t i = 0; i + 1 < tree.size(); i += 2) next.push_back(add(tree[i], tree[i + 1]));
+    if (tree.size() % 2) next.push_back(tree.back());
+    tree = std::move(next);
+  }
+  return {chain, tree[0]};
+}
+
 // Note [fp16 sums stay finite]: P messages saturated at half_sum_limit(P), summed in f16 with
 // one rounding per addition (as comm/mpi_types.cpp's half_sum_n, in a chain and in a tree),
 // stay finite; at 65504 each, two of them summed to Inf and the step was skipped while error
@@ -323,17 +340,7 @@ TEST(CompressorProperties, Fp16MessagesSaturatedByAllRanksSumToAFiniteHalf) {
       const float limit = half_sum_limit(p);
       const std::uint16_t one = half_bits_of(sign * limit);
       EXPECT_EQ(float_of_half_bits(one), sign * limit) << p;  // a half itself
-      std::uint16_t chain = one;
-      for (int r = 1; r < p; ++r) chain = add(chain, one);
-      std::vector<std::uint16_t> tree(static_cast<std::size_t>(p), one);
-      while (tree.size() > 1) {
-        std::vector<std::uint16_t> next;
-        for (std::size_t i = 0; i + 1 < tree.size(); i += 2)
-          next.push_back(add(tree[i], tree[i + 1]));
-        if (tree.size() % 2) next.push_back(tree.back());
-        tree = std::move(next);
-      }
-      for (const std::uint16_t sum : {chain, tree[0]}) {
+      for (const std::uint16_t sum : chain_and_tree_sums(one, p, add)) {
         EXPECT_TRUE(std::isfinite(float_of_half_bits(sum))) << p;
         EXPECT_LE(std::fabs(float_of_half_bits(sum)), 65504.0f) << p;
       }
@@ -371,19 +378,9 @@ TEST(CompressorProperties, Bf16SaturatesAndSumsOfSaturatedMessagesStayFinite) {
   for (const int p : {2, 3, 4, 7, 16, 64, 256}) {
     const std::uint16_t one = bf16_bits_of(bf16_sum_limit(p));
     EXPECT_EQ(float_of_bf16_bits(one), bf16_sum_limit(p)) << p;
-    std::uint16_t chain = one;
-    for (int r = 1; r < p; ++r) chain = add(chain, one);
-    std::vector<std::uint16_t> tree(static_cast<std::size_t>(p), one);
-    while (tree.size() > 1) {
-      std::vector<std::uint16_t> next;
-      for (std::size_t i = 0; i + 1 < tree.size(); i += 2)
-        next.push_back(add(tree[i], tree[i + 1]));
-      if (tree.size() % 2) next.push_back(tree.back());
-      tree = std::move(next);
+    for (const std::uint16_t sum : chain_and_tree_sums(one, p, add)) {
+      EXPECT_TRUE(std::isfinite(float_of_bf16_bits(sum))) << p;
     }
-    EXPECT_TRUE(std::isfinite(float_of_bf16_bits(chain)) &&
-                std::isfinite(float_of_bf16_bits(tree[0])))
-        << p;
     if (p <= 16) EXPECT_GE(static_cast<double>(p) * bf16_sum_limit(p), 0.85 * kMax) << p;
   }
 }

@@ -30,19 +30,9 @@ using sparq::testing::expect_refused;
 using sparq::testing::field;
 using sparq::testing::read_lines;
 using sparq::testing::run_train;
+using sparq::testing::small_default_run;
 
 fs::path scratch(const std::string& name) { return sparq::testing::scratch_dir("train_app", name); }
-
-// A small, fast variant of the default config (lbs with error feedback, so the residual and
-// compressor state must survive the checkpoint too).
-std::string small_run(const fs::path& dir, const std::string& name) {
-  return "--config configs/default.yaml --set train.steps=10 --set model.n_layer=2 "
-         "--set optim.warmup_steps=2 "
-         "--set train.eval_interval=0 --set train.eval_batches=2 --set log.progress_interval=0 "
-         "--set train.checkpoint_interval=4 --set train.checkpoint_dir=" +
-         (dir / (name + "_ckpt")).string() + " --set log.metrics=" +
-         (dir / (name + ".jsonl")).string();
-}
 
 TEST(TrainApp, DefaultConfigLearnsTheMarkovSource) {
   const fs::path dir = scratch("default");
@@ -75,24 +65,25 @@ TEST(TrainApp, DefaultConfigLearnsTheMarkovSource) {
   EXPECT_GT(std::stod(field(steps.back(), "compression_ratio")), 20.0);
 }
 
-// Trains small_run(name) + `extra` for 10 steps uninterrupted, and again interrupted after step
-// 6 and resumed from its step-4 checkpoint: every step record and the final parameters agree.
+// Trains small_default_run(name) + `extra` for 10 steps uninterrupted, and again interrupted after
+// step 6 and resumed from its step-4 checkpoint: every step record and the final parameters agree.
 // `skipped_step` (1-based, as the records count), when given, must be the one skipped step of
 // both runs, so that a fault which never fired cannot pass as the unskipped case.
 void expect_resume_bit_identical(const fs::path& dir, const std::string& extra,
                                  const std::string& skipped_step = "") {
-  const ProcessResult full = run_train(2, small_run(dir, "full") + extra);
+  const ProcessResult full = run_train(2, small_default_run(dir, "full") + extra);
   ASSERT_EQ(full.exit_code, 0) << full.output;
 
   // Interrupted after step 6: the last checkpoint is step 4, steps 5 and 6 are lost.
-  const ProcessResult cut = run_train(2, small_run(dir, "cut") + extra + " --stop-at 6");
+  const ProcessResult cut = run_train(2, small_default_run(dir, "cut") + extra + " --stop-at 6");
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   ASSERT_TRUE(fs::exists(dir / "cut_ckpt" / "step-00000004" / "COMPLETE"));
   ASSERT_FALSE(fs::exists(dir / "cut_ckpt" / "step-00000006"));
   // A dry run loads and checks the checkpoint, says where it would continue, and trains
   // nothing (it ignored --resume).
-  const ProcessResult checked = run_train(
-      2, small_run(dir, "cut") + extra + " --dry-run --resume " + (dir / "cut_ckpt").string());
+  const ProcessResult checked =
+      run_train(2, small_default_run(dir, "cut") + extra + " --dry-run --resume " +
+                       (dir / "cut_ckpt").string());
   ASSERT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_NE(checked.output.find("cut_ckpt at step 4, nothing trained"), std::string::npos)
       << checked.output;
@@ -100,7 +91,7 @@ void expect_resume_bit_identical(const fs::path& dir, const std::string& extra,
     // Before the data exists (the case the dry run is for): the checkpoint is still checked;
     // the data position cannot be. It dereferenced the missing loader (review, 2026-12-05).
     const ProcessResult no_data = run_train(
-        2, small_run(dir, "cut") +
+        2, small_default_run(dir, "cut") +
                " --set data.source=shard --set data.train=" + (dir / "not_yet.bin").string() +
                " --dry-run --resume " + (dir / "cut_ckpt").string());
     ASSERT_EQ(no_data.exit_code, 0) << no_data.output;
@@ -108,8 +99,8 @@ void expect_resume_bit_identical(const fs::path& dir, const std::string& extra,
     EXPECT_NE(no_data.output.find("cut_ckpt at step 4, nothing trained"), std::string::npos)
         << no_data.output;
   }
-  const ProcessResult resumed =
-      run_train(2, small_run(dir, "cut") + extra + " --resume " + (dir / "cut_ckpt").string());
+  const ProcessResult resumed = run_train(
+      2, small_default_run(dir, "cut") + extra + " --resume " + (dir / "cut_ckpt").string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   // From step 4 itself: a run that said so but retrained from step 0 would produce the same
   // records and checksum (training is deterministic), so the where and the record count are
@@ -157,9 +148,9 @@ TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
   // Another world size is an elastic resume now: elastic_resume_test.cpp.
 
   // Resumed without error feedback: the residual the checkpoint holds is dropped, with a word.
-  const ProcessResult no_ef =
-      run_train(2, small_run(dir, "no_ef") + " --set compress.error_feedback=false --resume " +
-                       (dir / "cut_ckpt" / "step-00000004").string());
+  const ProcessResult no_ef = run_train(2, small_default_run(dir, "no_ef") +
+                                               " --set compress.error_feedback=false --resume " +
+                                               (dir / "cut_ckpt" / "step-00000004").string());
   ASSERT_EQ(no_ef.exit_code, 0) << no_ef.output;
   EXPECT_NE(no_ef.output.find("the checkpoint's error-feedback residual is dropped"),
             std::string::npos)
@@ -179,7 +170,7 @@ TEST(TrainApp, ResumeAfterInterruptionIsBitIdentical) {
     c = static_cast<char>(c ^ 0x10);
     f.write(&c, 1);
   }
-  const std::string resume_bad = small_run(dir, "bad") + " --resume " + bad.string();
+  const std::string resume_bad = small_default_run(dir, "bad") + " --resume " + bad.string();
   expect_refused(run_train(2, resume_bad), "corrupt");
   fs::resize_file(bad / "rank-00000.ckpt", fs::file_size(bad / "rank-00000.ckpt") - 100);
   expect_refused(run_train(2, resume_bad), "truncated");
@@ -196,8 +187,8 @@ TEST(TrainApp, ResumeIsBitIdenticalWhenSendingUpdatesOrMomentum) {
   const fs::path momentum = scratch("resume_momentum");
   expect_resume_bit_identical(momentum, " --set optim.communicate=momentum --set "
                                         "optim.freeze_steps=5 --set compress.dense_warmup_steps=5");
-  const ProcessResult other = run_train(2, small_run(update, "other") + " --resume " +
-                                               (update / "cut_ckpt").string());
+  const ProcessResult other = run_train(
+      2, small_default_run(update, "other") + " --resume " + (update / "cut_ckpt").string());
   expect_refused(other, "optimizer.communicate is 'update' there and 'gradient' here");
   // Step 1 skipped before a freeze at step 3: the frozen variance is corrected for the 2 Adam
   // steps it had (Note [Frozen variance's bias correction], optim/adam.h), a count the step-4
@@ -218,7 +209,7 @@ TEST(TrainApp, AFreezeAfterOnlySkippedStepsStopsTheRun) {
   const fs::path dir = scratch("freeze_unestimated");
   ASSERT_EQ(setenv("SPARQ_FAULT", "gradient.nonfinite,step=0,action=fail", 1), 0);
   const ProcessResult r =
-      run_train(2, small_run(dir, "frozen") +
+      run_train(2, small_default_run(dir, "frozen") +
                        " --set train.checkpoint_interval=0 --set "
                        "optim.communicate=momentum --set optim.freeze_steps=1 --set "
                        "compress.dense_warmup_steps=1");
@@ -232,15 +223,16 @@ TEST(TrainApp, SafetensorsExportAndImport) {
   const fs::path dir = scratch("safetensors");
   const fs::path exported = dir / "trained.safetensors";
   const ProcessResult trained =
-      run_train(2, small_run(dir, "a") + " --export-safetensors " + exported.string());
+      run_train(2, small_default_run(dir, "a") + " --export-safetensors " + exported.string());
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   ASSERT_TRUE(fs::exists(exported));
   const auto end = events(read_lines(dir / "a.jsonl"), "end");
   ASSERT_FALSE(end.empty());
 
   // Starting from the export reproduces the trained parameters exactly.
-  const ProcessResult loaded = run_train(
-      0, small_run(dir, "b") + " --set train.init_from=" + exported.string() + " --stop-at 0");
+  const ProcessResult loaded =
+      run_train(0, small_default_run(dir, "b") + " --set train.init_from=" + exported.string() +
+                       " --stop-at 0");
   ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
   EXPECT_NE(loaded.output.find("(sparq names)"), std::string::npos) << loaded.output;
   const std::string checksum = field(end.back(), "param_checksum");
@@ -251,12 +243,13 @@ TEST(TrainApp, SafetensorsExportAndImport) {
   // A resume takes every parameter from its checkpoint and does not read the initial
   // weights again: it failed once the file had moved (review, 2026-12-06).
   const std::string from_export = " --set train.init_from=" + exported.string();
-  const ProcessResult started = run_train(2, small_run(dir, "c") + from_export + " --stop-at 6");
+  const ProcessResult started =
+      run_train(2, small_default_run(dir, "c") + from_export + " --stop-at 6");
   ASSERT_EQ(started.exit_code, 0) << started.output;
   const fs::path moved = dir / "moved.safetensors";
   fs::rename(exported, moved);
-  const ProcessResult resumed =
-      run_train(2, small_run(dir, "c") + from_export + " --resume " + (dir / "c_ckpt").string());
+  const ProcessResult resumed = run_train(
+      2, small_default_run(dir, "c") + from_export + " --resume " + (dir / "c_ckpt").string());
   fs::rename(moved, exported);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
@@ -286,92 +279,6 @@ TEST(TrainApp, SafetensorsExportAndImport) {
   expect_refused(run_train(0, "--config configs/default.yaml --set log.metrics= "
                                 "--set train.init_from=" + exported.string() + " --stop-at 0"),
                  "train.init_from");
-  fs::remove_all(dir);
-}
-
-// Per (rank, step) of a traced run: whether the first bucket was submitted before the last
-// layer's backward ended (before the backward of the whole model: overlap possible).
-std::map<std::pair<int, int>, bool> first_bucket_before_backward_ends(const fs::path& dir,
-                                                                      const std::string& name,
-                                                                      const std::string& extra) {
-  const fs::path trace = dir / ("not_yet_" + name) / "trace.json";  // its folder is made
-  const ProcessResult r =
-      run_train(2, small_run(dir, name) + " --set log.trace=" + trace.string() +
-                       " --set log.trace_start=4 --set log.trace_steps=2" + extra);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream in(trace);
-  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_FALSE(json.empty());
-  // (rank, step) -> the end of its last layer's backward span, the first-bucket submission.
-  std::map<std::pair<int, int>, double> layers_end, enqueue0;
-  std::set<std::pair<int, int>> backward;
-  const std::regex event(
-      R"re(\{"name":"([^"]*)","cat":"([^"]*)","ph":"X","ts":([0-9]+),"dur":([0-9]+),"pid":([0-9]+),"tid":[0-9]+,"args":\{"step":([0-9]+))re");
-  for (auto it = std::sregex_iterator(json.begin(), json.end(), event);
-       it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
-    const double start = std::stod(m[3]), end = start + std::stod(m[4]);
-    const auto key = std::make_pair(std::stoi(m[5]), std::stoi(m[6]));
-    if (m[1] == "backward 0") backward.insert(key);
-    if (m[1] == "enqueue bucket 0") enqueue0[key] = start;
-    if (m[2] == "backward.layer") layers_end[key] = std::max(layers_end[key], end);
-  }
-  EXPECT_EQ(backward.size(), 4u) << "2 ranks x 2 traced steps";
-  // Steps numbered as the log and the metrics number them (from 1).
-  EXPECT_NE(r.output.find("wrote trace of steps 5..6"), std::string::npos) << r.output;
-  std::map<std::pair<int, int>, bool> before;
-  for (const auto& key : backward) {
-    EXPECT_TRUE(key.second == 5 || key.second == 6) << "trace step " << key.second;
-    EXPECT_TRUE(enqueue0.count(key) && layers_end.count(key))
-        << "rank " << key.first << " step " << key.second;
-    before[key] = enqueue0[key] < layers_end[key];
-  }
-  return before;
-}
-
-// The Chrome trace of a real run: per rank, the first bucket was handed to the engine before
-// that step's backward ended (the overlap WFBP exists for), and the layer and exchange spans
-// are present. optim.communicate: update without clipping overlaps too (it held every bucket
-// until backward ended, only to log the local norm: review, 2026-12-07); with local clipping
-// the buckets wait for the whole local gradient's norm.
-TEST(TrainApp, TraceShowsCommunicationOverlappingBackward) {
-  const fs::path dir = scratch("trace");
-  const std::string update = " --set optim.communicate=update --set optim.clip_norm=";
-  for (const auto& [name, extra, overlaps] :
-       {std::tuple{"gradient", std::string(), true}, std::tuple{"update", update + "0", true},
-        std::tuple{"update_clipped", update + "1", false}}) {
-    for (const auto& [key, before] : first_bucket_before_backward_ends(dir, name, extra)) {
-      EXPECT_EQ(before, overlaps) << name << ": rank " << key.first << " step " << key.second;
-    }
-  }
-  fs::remove_all(dir);
-}
-
-// Without clipping the local norm is summed range by range as backward reports them
-// (holds_buckets_for_local_norm); it must be the norm the held path measures over the whole
-// gradient at once, and the training the same: clip_norm 1e30 holds and clips by exactly 1.
-TEST(TrainApp, TheLocalNormByRangeIsTheHeldPathsNorm) {
-  const fs::path dir = scratch("local_norm");
-  const std::string update =
-      " --set optim.communicate=update --set train.accumulation=2 --set optim.clip_norm=";
-  for (const char* clip : {"0", "1e30"}) {
-    const ProcessResult r =
-        run_train(2, small_run(dir, std::string("clip") + clip) + update + clip);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-  }
-  const auto by_range = events(read_lines(dir / "clip0.jsonl"), "step");
-  const auto held = events(read_lines(dir / "clip1e30.jsonl"), "step");
-  ASSERT_EQ(by_range.size(), 10u);
-  ASSERT_EQ(held.size(), 10u);
-  for (std::size_t i = 0; i < held.size(); ++i) {
-    ASSERT_FALSE(field(held[i], "grad_norm").empty());
-    // Summed in another order: equal to float rounding, not bit for bit.
-    EXPECT_NEAR(std::stod(field(by_range[i], "grad_norm")), std::stod(field(held[i], "grad_norm")),
-                1e-6 * std::stod(field(held[i], "grad_norm")))
-        << "step " << i + 1;
-  }
-  EXPECT_EQ(field(events(read_lines(dir / "clip0.jsonl"), "end").back(), "param_checksum"),
-            field(events(read_lines(dir / "clip1e30.jsonl"), "end").back(), "param_checksum"));
   fs::remove_all(dir);
 }
 
@@ -431,7 +338,7 @@ TEST(TrainApp, ANonFiniteLocalGradientSkipsTheStepOnAllRanks) {
     // mpirun's local ranks inherit its environment.
     ASSERT_EQ(setenv("SPARQ_FAULT", "gradient.nonfinite,rank=1,step=3,action=fail", 1), 0);
     const ProcessResult r = run_train(
-        2, small_run(dir, "nan_" + mode) + " --set train.checkpoint_interval=0" + extra);
+        2, small_default_run(dir, "nan_" + mode) + " --set train.checkpoint_interval=0" + extra);
     unsetenv("SPARQ_FAULT");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("(1 skipped)"), std::string::npos) << r.output;

@@ -1,8 +1,8 @@
 // Helpers for the tests that drive apps/train as a subprocess (train_app_test.cpp and its
-// split train_app_refusal_test.cpp, elastic_resume_test.cpp, checkpoint_fault_app_test.cpp):
-// the mpirun command line, scratch directories, and reading the JSONL metrics a run writes.
-// The targets that include this define SPARQ_SOURCE_DIR, SPARQ_MPIEXEC, SPARQ_MPIRUN_FLAGS
-// and SPARQ_TRAIN_APP.
+// splits train_app_refusal_test.cpp, train_app_overlap_test.cpp, elastic_resume_test.cpp,
+// checkpoint_fault_app_test.cpp): the mpirun command line, scratch directories, and reading the
+// JSONL metrics a run writes. The targets that include this define SPARQ_SOURCE_DIR, SPARQ_MPIEXEC,
+// SPARQ_MPIRUN_FLAGS and SPARQ_TRAIN_APP.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -81,6 +81,18 @@ inline std::vector<std::string> events(const std::vector<std::string>& lines,
     if (field(l, "event") == "\"" + kind + "\"") out.push_back(l);
   }
   return out;
+}
+
+// The arguments of a small, fast variant of the default config, 10 steps (lbs with error
+// feedback, so the residual and compressor state must survive the checkpoint too), with its
+// checkpoints every 4 steps in <dir>/<name>_ckpt and its metrics in <dir>/<name>.jsonl.
+inline std::string small_default_run(const std::filesystem::path& dir, const std::string& name) {
+  return "--config configs/default.yaml --set train.steps=10 --set model.n_layer=2 "
+         "--set optim.warmup_steps=2 "
+         "--set train.eval_interval=0 --set train.eval_batches=2 --set log.progress_interval=0 "
+         "--set train.checkpoint_interval=4 --set train.checkpoint_dir=" +
+         (dir / (name + "_ckpt")).string() +
+         " --set log.metrics=" + (dir / (name + ".jsonl")).string();
 }
 
 }  // namespace sparq::testing

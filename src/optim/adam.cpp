@@ -60,8 +60,8 @@ void Adam::before_communication(std::int64_t step, ParamRange range) {
     // The scalars of this rank's next step at lr = 1: step_size is the bias correction. Its
     // count is the trainer's step, not steps_: the local moments advance on every step, a
     // skipped one too (Note [Local state and non-finite gradients], update_math.h), and
-    // steps_ does not count skipped steps.
-    const AdamScalars s = adam_scalars(config_, 1.0, step, std::nullopt);
+    // steps_ does not count skipped steps; from the step they started at (local_state_origin).
+    const AdamScalars s = adam_scalars(config_, 1.0, step - local_state_origin_, std::nullopt);
     float* v = v_.as<float>();
     if (on_cuda()) {
 #if SPARQ_HAS_CUDA

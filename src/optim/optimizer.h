@@ -141,6 +141,14 @@ class Optimizer {
   // gradient), else per rank and linear.
   virtual StateAcrossRanks state_across_ranks(const std::string& state_name) const;
   void set_steps_taken(std::int64_t steps) { steps_ = steps; }
+  // communicate: update: the trainer's step at which this rank's local moments started: 0 in
+  // a fresh run, the resumed step where a resume found none of the optimizer's state (optim.
+  // momentum 0 -> 0.9). SGD's first local momentum is the gradient and Adam's bias corrections
+  // count from it, as in a fresh run (they counted from step 0: with dampening 0.5 the first
+  // momentum was half a fresh run's; review, 2026-12-07). A checkpoint keeps it
+  // ("optimizer.local_state_origin").
+  std::int64_t local_state_origin() const { return local_state_origin_; }
+  void set_local_state_origin(std::int64_t step) { local_state_origin_ = step; }
 
  protected:
   Optimizer(const ParamStore& store, std::string communicate);
@@ -167,6 +175,7 @@ class Optimizer {
   const ParamStore& store_;
   std::string communicate_;
   std::int64_t steps_ = 0;
+  std::int64_t local_state_origin_ = 0;
   std::unique_ptr<DeviceStep> device_;  // on a CUDA store only
 };
 

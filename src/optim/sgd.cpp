@@ -26,8 +26,9 @@ Sgd::Sgd(const OptimConfig& config, const ParamStore& store)
 void Sgd::before_communication(std::int64_t step, ParamRange range) {
   if (!sends_update()) return;
   // Counted by the trainer's step, not steps_: the local buffer advances on a skipped step
-  // too (Note [Local state and non-finite gradients], update_math.h), so only step 0 starts it.
-  const SgdScalars s = sgd_scalars(config_, 1.0, step);
+  // too (Note [Local state and non-finite gradients], update_math.h), so only the step it
+  // started at (local_state_origin) starts it.
+  const SgdScalars s = sgd_scalars(config_, 1.0, step - local_state_origin_);
   float* grads = store_.grads();
   const float* params = store_.params();
   float* buf = momentum_.as<float>();

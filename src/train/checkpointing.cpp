@@ -176,6 +176,7 @@ Status Trainer::write_rank_checkpoint(const std::string& dir) {
   f.meta["optimizer"] = optimizer_->name();
   f.meta["optimizer.steps"] = std::to_string(optimizer_->steps_taken());
   f.meta["optimizer.communicate"] = config_.optim.communicate;
+  f.meta["optimizer.local_state_origin"] = std::to_string(optimizer_->local_state_origin());
   for (const auto& [name, value] : optimizer_->counters()) {
     f.meta["optimizer." + name] = std::to_string(value);
   }
@@ -320,7 +321,8 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   // from zeros, and its state has taken no step: so its count starts again too, and SGD's
   // first momentum is the gradient, as in the fresh run the warning names (the count went on,
   // and with dampening 0.5 the first step was half a fresh run's; review, 2026-12-07).
-  // communicate: update counts its local moments by the trainer's step, which goes on.
+  // communicate: update counts its local moments by the trainer's step from the step they
+  // started at, which is this one then (Optimizer::local_state_origin).
   const auto absent_optimizer_sections = static_cast<std::size_t>(
       std::count_if(presence.absent.begin(), presence.absent.end(),
                     [](const std::string& section) { return section.starts_with("optim/"); }));
@@ -334,6 +336,17 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
     optimizer_->set_counter(name, saved);
   }
   SPARQ_ASSIGN_OR_RETURN(step_, f.meta_int("step"));
+  std::int64_t local_origin = 0;  // checkpoints before 2026-12-07 have none: 0, as they ran
+  if (optimizer_state_absent) {
+    local_origin = step_;
+  } else if (f.meta.count("optimizer.local_state_origin")) {
+    SPARQ_ASSIGN_OR_RETURN(local_origin, f.meta_int("optimizer.local_state_origin"));
+    if (local_origin < 0 || local_origin > step_) {
+      return Status::error("{}: optimizer.local_state_origin {} is outside [0, step {}]", file,
+                           local_origin, step_);
+    }
+  }
+  optimizer_->set_local_state_origin(local_origin);
   SPARQ_RETURN_IF_ERROR(optimizer_->check_resume(step_).with_context(file));
   SPARQ_ASSIGN_OR_RETURN(skipped_total_, f.meta_int("skipped_total"));
   SPARQ_ASSIGN_OR_RETURN(nonfinite_in_a_row_, f.meta_int("nonfinite_in_a_row"));

@@ -132,24 +132,30 @@ TEST(ResumeChecks, AnotherFreezeStepAcrossTheFreezeIsRefused) {
 // Momentum turned on at a resume starts "as in a fresh run", as its warning says: the first
 // momentum is the gradient itself, so with dampening 0.5 the first step equals plain SGD's. It
 // was half of it: the buffer started from zeros while the step count went on (review,
-// 2026-12-07). And another optimizer starts its count at zero.
+// 2026-12-07). And another optimizer starts its count at zero. Sending the update, the local
+// momentum counted from step 0 and was half of it too (review, 2026-12-07): it counts from the
+// resumed step (Optimizer::local_state_origin).
 TEST(ResumeChecks, StateAbsentFromTheCheckpointStartsAsInAFreshRun) {
-  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
-  const std::string root = fresh_dir("resume_fresh_momentum");
-  const std::vector<std::string> sgd = {"optim.name=sgd", "optim.lr=0.1", "optim.momentum=0",
-                                        "optim.schedule=constant", "optim.warmup_steps=0"};
-  ASSERT_TRUE(make_trainer(root, sgd, *self)->run().is_ok());
-  const auto one_step_after_resume = [&](const std::string& dir, std::vector<std::string> set) {
-    set.insert(set.end(), {"train.steps=3", "train.checkpoint_interval=0"});
-    auto trainer = make_trainer(root + "/" + dir, set, *self);
-    EXPECT_TRUE(trainer->resume(checkpoint_dir(root, 2)).is_ok());
-    EXPECT_TRUE(trainer->run().is_ok());
-    return trainer->param_checksum();
-  };
-  std::vector<std::string> momentum = sgd;
-  momentum.insert(momentum.end(), {"optim.momentum=0.9", "optim.dampening=0.5"});
-  EXPECT_EQ(one_step_after_resume("plain", sgd), one_step_after_resume("momentum", momentum))
-      << "the first momentum after the resume was not the gradient";
+  for (const std::string communicate : {"gradient", "update"}) {
+    SCOPED_TRACE("optim.communicate=" + communicate);
+    std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+    const std::string root = fresh_dir("resume_fresh_momentum_" + communicate);
+    const std::vector<std::string> sgd = {
+        "optim.name=sgd",          "optim.lr=0.1",         "optim.momentum=0",
+        "optim.schedule=constant", "optim.warmup_steps=0", "optim.communicate=" + communicate};
+    ASSERT_TRUE(make_trainer(root, sgd, *self)->run().is_ok());
+    const auto one_step_after_resume = [&](const std::string& dir, std::vector<std::string> set) {
+      set.insert(set.end(), {"train.steps=3", "train.checkpoint_interval=0"});
+      auto trainer = make_trainer(root + "/" + dir, set, *self);
+      EXPECT_TRUE(trainer->resume(checkpoint_dir(root, 2)).is_ok());
+      EXPECT_TRUE(trainer->run().is_ok());
+      return trainer->param_checksum();
+    };
+    std::vector<std::string> momentum = sgd;
+    momentum.insert(momentum.end(), {"optim.momentum=0.9", "optim.dampening=0.5"});
+    EXPECT_EQ(one_step_after_resume("plain", sgd), one_step_after_resume("momentum", momentum))
+        << "the first momentum after the resume was not the gradient";
+  }
 }
 
 // A root whose newest complete step cannot be loaded (a damaged rank file) names the step

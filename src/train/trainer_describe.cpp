@@ -112,9 +112,11 @@ std::string Trainer::describe() const {
   }
   // Settings that are valid but leave part of what they ask for undone in this run (the
   // decays refuse the first; these schedules and the freeze would pass without a word).
-  if (c.schedule.warmup_steps >= c.train.steps) {
+  // Step W - 1 of a W-step warm-up runs at lr itself (lr * W / W): only a longer one never
+  // gets there (the note named W = train.steps too; review, 2026-12-07).
+  if (c.schedule.warmup_steps > c.train.steps) {
     s += fmt::format(
-        "           note: optim.warmup_steps {} >= train.steps {}: the learning "
+        "           note: optim.warmup_steps {} > train.steps {}: the learning "
         "rate never reaches optim.lr\n",
         c.schedule.warmup_steps, c.train.steps);
   }

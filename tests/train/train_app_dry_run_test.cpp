@@ -173,16 +173,23 @@ TEST(TrainApp, DryRunOnCudaNeedsNoDevice) {
   const ProcessResult undone = run_train(
       0,
       "--config configs/default.yaml --set optim.schedule=constant --set "
-      "optim.warmup_steps=300 --set optim.communicate=momentum --set optim.freeze_steps=300 "
+      "optim.warmup_steps=301 --set optim.communicate=momentum --set optim.freeze_steps=300 "
       "--set compress.dense_warmup_steps=300 --dry-run");
   EXPECT_EQ(undone.exit_code, 0) << undone.output;
   for (const char* note :
-       {"note: optim.warmup_steps 300 >= train.steps 300: the learning rate never reaches",
+       {"note: optim.warmup_steps 301 > train.steps 300: the learning rate never reaches",
         "note: optim.freeze_steps 300 >= train.steps 300: the variance never freezes",
         "note: compress.dense_warmup_steps 300 >= train.steps 300: no step compresses",
         "note: optim.min_lr is ignored: only the schedules linear and cosine read it"}) {
     EXPECT_NE(undone.output.find(note), std::string::npos) << note << "\n" << undone.output;
   }
+  // A warm-up as long as the run reaches lr at its last step: no note.
+  const ProcessResult reaches = run_train(0,
+                                          "--config configs/default.yaml --set "
+                                          "optim.schedule=constant --set optim.warmup_steps=300 "
+                                          "--dry-run");
+  EXPECT_EQ(reaches.exit_code, 0) << reaches.output;
+  EXPECT_EQ(reaches.output.find("optim.warmup_steps 300"), std::string::npos) << reaches.output;
   // Settings ignored by the run's bucket plan or strategy (review, 2026-12-07): the first cap
   // of per-layer buckets, server compression where no bucket goes through two_phase.
   const ProcessResult unread =

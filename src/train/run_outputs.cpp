@@ -48,19 +48,6 @@ Status Trainer::open_run_outputs(std::int64_t stop_at) {
     }
     SPARQ_RETURN_IF_ERROR(set_aside_other_histories());
   }
-  Status opened;
-  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
-    // Only a resume that trains: one that only evaluates (or stops at once) writes no step
-    // past this one, and left the file out of step with the checkpoints it keeps (self-review,
-    // 2026-12-07).
-    const bool trains = step_ < c.train.steps && (stop_at < 0 || stop_at > step_);
-    if (step_ > 0 && trains) {
-      for (const std::string& m : set_aside_records_past(c.log.metrics_path, step_))
-        spdlog::info("log.metrics: {}", m);
-    }
-    opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
-  }
-  SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));
   // The checkpoint directory is made now, not at the first save: one that cannot be made
   // was found after the whole run, whose weights were then lost (review, 2026-12-05).
   Status made;
@@ -84,6 +71,22 @@ Status Trainer::open_run_outputs(std::int64_t stop_at) {
     }
   }
   SPARQ_RETURN_IF_ERROR(agree(writable, "checking train.checkpoint_dir"));
+  // log.metrics is opened (and a fresh run's truncated) only once the checkpoint folder
+  // passed: a run refused for its folder emptied the metrics of the run before it (review,
+  // 2026-12-07).
+  Status opened;
+  if (is_root() && !c.log.metrics_path.empty() && !metrics_.is_open()) {
+    // Only a resume that trains: one that only evaluates (or stops at once) writes no step
+    // past this one, and left the file out of step with the checkpoints it keeps (self-review,
+    // 2026-12-07).
+    const bool trains = step_ < c.train.steps && (stop_at < 0 || stop_at > step_);
+    if (step_ > 0 && trains) {
+      for (const std::string& m : set_aside_records_past(c.log.metrics_path, step_))
+        spdlog::info("log.metrics: {}", m);
+    }
+    opened = metrics_.open(c.log.metrics_path, /*append=*/step_ > 0);
+  }
+  SPARQ_RETURN_IF_ERROR(agree(opened, "opening log.metrics"));
   return Status::ok();
 }
 

@@ -160,10 +160,15 @@ TEST(RunOptions, AttentionDropoutPastItsDrawsIsAConfigError) {
 }
 
 // A checkpoint directory that cannot be made was found at the end of the run, whose trained
-// weights were then lost with the trainer (review, 2026-12-05): now before the first step.
+// weights were then lost with the trainer (review, 2026-12-05): now before the first step. And
+// before log.metrics is opened: the refused run emptied the metrics of the run before it
+// (review, 2026-12-07).
 TEST(RunOptions, ACheckpointDirThatCannotBeMadeIsRefusedBeforeAnyStep) {
   train::TrainConfig config = tiny_config();
   config.train.checkpoint_dir = "/proc/sparq_cannot_be_made/checkpoints";
+  config.log.metrics_path =
+      ::testing::TempDir() + "/refused_run_" + std::to_string(::getpid()) + "_metrics.jsonl";
+  std::ofstream(config.log.metrics_path) << "{\"event\":\"step\",\"step\":1}\n";
   config = train::validate_train_config(config).value();
   auto comm = train::make_communicator(config.comm).value();
   int steps = 0;
@@ -176,6 +181,11 @@ TEST(RunOptions, ACheckpointDirThatCannotBeMadeIsRefusedBeforeAnyStep) {
                                             "'/proc/sparq_cannot_be_made/checkpoints'"),
             std::string::npos)
       << refused.status().message();
+  std::ifstream kept(config.log.metrics_path);
+  std::string line;
+  EXPECT_TRUE(std::getline(kept, line)) << "the earlier run's metrics were emptied";
+  EXPECT_EQ(line, "{\"event\":\"step\",\"step\":1}");
+  std::filesystem::remove(config.log.metrics_path);
 }
 
 // A communication task that throws ends the job through the fatal handler (MPI_Abort under

@@ -5,15 +5,35 @@
 // Every sparq app exits 0 on success (and for --help), 1 when its work fails, and 2 for bad
 // command-line arguments. CLI11's own codes (105-114) would differ from app to app and say
 // nothing a script can rely on, so parse errors are mapped to 2 (SPARQ_PARSE_ARGS).
+//
+// Note [One report of a bad argument]
+// Under mpirun every rank parses the same command line before MPI starts, so a bad argument
+// was printed once per rank, unlike every other error (docs/reliability.md, "One line per
+// error"; review, 2026-12-07). The launcher's rank variables name rank 0 before MPI_Init:
+// only it prints an argument error (and --help); every rank exits with the same code.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sparq::cli {
+
+// Whether this process prints argument errors (Note [One report of a bad argument]): rank 0
+// of a launcher that says (Open MPI, MPICH and PMIx, Slurm), or a process no launcher started.
+inline bool reports_argument_errors() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* rank = std::getenv(name); rank != nullptr && *rank != '\0') {
+      return std::string_view(rank) == "0";
+    }
+  }
+  return true;
+}
 
 // A whole argument that is a decimal integer in [0, INT64_MAX]: CLI11's numeric checks take
 // "12abc" against a range of doubles, and let "-5" into an unsigned option as 2^64 - 5.
@@ -60,6 +80,24 @@ inline void decimal_integer_options(CLI::App& app) {
   }
 }
 
+// Note [Empty option values]
+// An option given an empty value (`--resume "$CKPT"` with CKPT unset) was taken as not given:
+// train started afresh and set the checkpoints it was asked to resume aside, and `--config ""`
+// said "cannot open config file ''" (review, 2026-12-07). Every text option of an app (type
+// name TEXT) refuses an empty value as a bad argument (SPARQ_PARSE_ARGS); an option whose
+// empty value means something must say so in its own check, and none does.
+inline void refuse_empty_text_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name().rfind("TEXT", 0) != 0) continue;
+    option->check(CLI::Validator(
+        [](std::string& text) {
+          return text.empty() ? std::string("an empty value (an unset shell variable?)")
+                              : std::string();
+        },
+        ""));
+  }
+}
+
 // The first item of a comma-separated option's list that comes twice, or "": a repeat ran or
 // printed its rows twice (bench_gemm summed a repeated model's step twice; simulate printed a
 // repeated world size's rows twice: review, 2026-12-07), so the apps refuse it.
@@ -75,11 +113,17 @@ inline std::string first_repeated(const std::vector<std::string>& items) {
 }  // namespace sparq::cli
 
 // Parses, or returns from the calling main() with Note [App exit codes]'s code; integer
-// options read as decimal (Note [Decimal integers]).
-#define SPARQ_PARSE_ARGS(app, argc, argv)        \
-  try {                                          \
-    sparq::cli::decimal_integer_options(app);    \
-    (app).parse((argc), (argv));                 \
-  } catch (const CLI::ParseError& parse_error) { \
-    return (app).exit(parse_error) == 0 ? 0 : 2; \
+// options read as decimal (Note [Decimal integers]), text options refuse an empty value (Note
+// [Empty option values]), and only one rank reports (Note [One report of a bad argument]).
+#define SPARQ_PARSE_ARGS(app, argc, argv)                              \
+  try {                                                                \
+    sparq::cli::decimal_integer_options(app);                          \
+    sparq::cli::refuse_empty_text_options(app);                        \
+    (app).parse((argc), (argv));                                       \
+  } catch (const CLI::ParseError& parse_error) {                       \
+    if (sparq::cli::reports_argument_errors()) {                       \
+      return (app).exit(parse_error) == 0 ? 0 : 2;                     \
+    }                                                                  \
+    std::ostringstream unprinted;                                      \
+    return (app).exit(parse_error, unprinted, unprinted) == 0 ? 0 : 2; \
   }

@@ -112,13 +112,18 @@ int train_main(int argc, char** argv) {
   SPARQ_PARSE_ARGS(app, argc, argv);        // Note [App exit codes] (core/cli_args.h)
   if (dry_run && (stop_at >= 0 || !export_path.empty())) {
     // A dry run trains and writes nothing: the flag would be dropped without a word (review).
-    fmt::print(stderr, "train: error: --dry-run trains and writes nothing: {} does not apply\n",
-               stop_at >= 0 ? "--stop-at" : "--export-safetensors");
+    if (cli::reports_argument_errors()) {
+      fmt::print(stderr, "train: error: --dry-run trains and writes nothing: {} does not apply\n",
+                 stop_at >= 0 ? "--stop-at" : "--export-safetensors");
+    }
     return 2;
   }
   for (const std::string& o : overrides) {  // the shape of an argument: bad arguments, 2
     if (const auto shape = parse_set_argument(o); !shape.is_ok()) {
-      fmt::print(stderr, "train: error: {}\n", shape.status().message());
+      // Note [One report of a bad argument] (core/cli_args.h)
+      if (cli::reports_argument_errors()) {
+        fmt::print(stderr, "train: error: {}\n", shape.status().message());
+      }
       return 2;
     }
   }

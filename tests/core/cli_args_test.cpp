@@ -1,5 +1,5 @@
-// core/cli_args.h: Note [Decimal integers] and the non-negative integer check, through a real
-// CLI11 parse as the apps run it (SPARQ_PARSE_ARGS).
+// core/cli_args.h: Note [Decimal integers], Note [Empty option values] and the non-negative
+// integer check, through a real CLI11 parse as the apps run it (SPARQ_PARSE_ARGS).
 #include "core/cli_args.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +69,14 @@ TEST(CliArgs, TextAndFloatOptionsKeepTheirLeadingZeros) {
   ASSERT_EQ(p.code, 0);
   EXPECT_EQ(p.name, "007");
   EXPECT_EQ(p.rate, 0.05);
+}
+
+// Note [Empty option values]: `--resume "$CKPT"` with CKPT unset started a fresh run.
+TEST(CliArgs, AnEmptyTextValueIsABadArgument) {
+  EXPECT_EQ(parse({"--name", ""}).code, 2);
+  EXPECT_EQ(parse({"--name="}).code, 2);
+  EXPECT_EQ(parse({"--name", " "}).code, 0) << "not empty: the option's own check decides";
+  EXPECT_EQ(parse({}).code, 0) << "not given: its default";
 }
 
 }  // namespace

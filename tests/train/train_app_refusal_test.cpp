@@ -6,6 +6,7 @@
 #include <regex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/subprocess.h"
@@ -173,6 +174,26 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
                 .output.find("--dry-run trains and writes nothing: --stop-at does not apply"),
             std::string::npos);
   EXPECT_EQ(run_train(0, "--help").exit_code, 0);
+  // An empty value is a bad argument: `--resume "$CKPT"` with CKPT unset started afresh and
+  // set the checkpoints aside (Note [Empty option values], review 2026-12-07).
+  const ProcessResult empty = run_train(0, "--config configs/default.yaml --resume ''");
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("--resume: an empty value"), std::string::npos) << empty.output;
+  // Under mpirun one rank reports a bad argument, as every other error is reported once
+  // (Note [One report of a bad argument]); each rank printed it (review, 2026-12-07).
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--config configs/default.yaml --bogus", "--bogus"},
+           {"--config configs/default.yaml --set optim.lr", "expected key=value"},
+           {"--config configs/default.yaml --dry-run --stop-at 3", "does not apply"}}) {
+    const ProcessResult p = run_train(2, args);
+    EXPECT_NE(p.exit_code, 0) << args << "\n" << p.output;
+    std::size_t reports = 0;
+    for (std::size_t at = p.output.find(message); at != std::string::npos;
+         at = p.output.find(message, at + 1)) {
+      ++reports;
+    }
+    EXPECT_EQ(reports, 1u) << args << "\n" << p.output;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "train/yaml_document.h"
+
 namespace sparq::sim {
 namespace {
 
@@ -17,6 +19,31 @@ namespace {
 Status text_key(const YAML::Node& key, const std::string& origin, const std::string& path) {
   if (key.IsScalar()) return Status::ok();
   return Status::error("{}: {}: a key that is not text", origin, path);
+}
+
+// A key given twice in any mapping of the profile: yaml-cpp keeps both entries and a lookup
+// finds the first, so a figure appended to correct an earlier one was silently ignored
+// (review, 2026-12-07), as the config reader refuses for configs (train::check_keys).
+Status no_repeated_keys(const YAML::Node& node, const std::string& origin,
+                        const std::string& path) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      SPARQ_RETURN_IF_ERROR(text_key(entry.first, origin, path.empty() ? "top level" : path));
+      const std::string key = entry.first.Scalar();
+      const std::string where = path.empty() ? key : path + "." + key;
+      if (!seen.insert(key).second) {
+        return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
+                             where, entry.first.Mark().line + 1);
+      }
+      SPARQ_RETURN_IF_ERROR(no_repeated_keys(entry.second, origin, where));
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      SPARQ_RETURN_IF_ERROR(no_repeated_keys(node[i], origin, fmt::format("{}[{}]", path, i)));
+    }
+  }
+  return Status::ok();
 }
 
 // Reads a mapping's keys with types and ranges; every error names origin and dotted key.
@@ -142,12 +169,20 @@ Result<NetworkLink> MachineProfile::network(const std::string& wanted) const {
 }
 
 Result<MachineProfile> parse_profile(const std::string& yaml_text, const std::string& origin) {
+  // yaml-cpp reads the first document and drops the rest unchecked (train/yaml_document.h).
+  if (const int line = train::second_document_line(yaml_text); line > 0) {
+    return Status::error(
+        "{}: holds more than one YAML document (the second one's content begins at line {}); "
+        "a machine profile is one document",
+        origin, line);
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     return Status::error("{}: not valid YAML: {}", origin, e.what());
   }
+  SPARQ_RETURN_IF_ERROR(no_repeated_keys(root, origin, ""));
   Fields top(root, origin, "");
   SPARQ_RETURN_IF_ERROR(top.check_map());
   MachineProfile p;

@@ -22,6 +22,8 @@ bool is_document_marker(std::string_view line, std::string_view marker) {
          (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
 }
 
+}  // namespace
+
 // The line (1-based) where a second document's content begins, or 0 for one document.
 // Found in the text, not by yaml-cpp's LoadAll: 0.7 loops forever on some inputs (a config
 // that is just "," grew to gigabytes; jbeder/yaml-cpp#1040, found by fuzzing). A marker at
@@ -55,8 +57,6 @@ int second_document_line(const std::string& text) {
   }
   return 0;
 }
-
-}  // namespace
 
 Result<YAML::Node> load_one_document_with_marks(const std::string& text,
                                                 const std::string& origin) {

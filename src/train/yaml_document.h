@@ -1,6 +1,7 @@
 // Loading the text of a config (or of a --set value) as exactly one YAML document whose nodes
 // are all its own, and the check of a --set value's text for what YAML would cut from it.
-// Internal to the config reader (train/yaml_reader.cpp).
+// Internal to the config reader (train/yaml_reader.cpp); the machine profiles' reader
+// (sim/profile.cpp) shares the one-document rule.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -27,6 +28,10 @@ Result<YAML::Node> load_one_document(const std::string& text, const std::string&
 // The one document of `text` as yaml-cpp parsed it (aliases still shared, line numbers kept),
 // for checks that quote lines before the copy; load_one_document() is this, then the copy.
 Result<YAML::Node> load_one_document_with_marks(const std::string& text, const std::string& origin);
+
+// The line (1-based) where a second YAML document's content begins in `text`, or 0 for one
+// document (load_one_document_with_marks refuses a second one; machine profiles too).
+int second_document_line(const std::string& text);
 
 // A copy of `node` whose every node is new: aliases become values of their own.
 YAML::Node unshared_copy(const YAML::Node& node);

@@ -67,6 +67,15 @@ TEST(MachineProfile, ErrorsNameTheKey) {
             "t.yaml: top level: a key that is not text");
   EXPECT_EQ(error(kProfile, "    micro_batch: 8\n", "    micro_batch: 8\n    ? {x: 1}\n    : 3\n"),
             "t.yaml: compute.measured: a key that is not text");
+  // A key given twice, and a second document, were read as the first alone without a word
+  // (review, 2026-12-07).
+  EXPECT_EQ(error(kProfile, "    forward_ms: 480\n", "    forward_ms: 480\n    forward_ms: 1\n"),
+            "t.yaml: compute.measured.forward_ms: set twice (again at line 9); give each key once");
+  EXPECT_EQ(error(kProfile, "  lbs:", "  lbs: {encode_gbps: 1, decode_gbps: 1}\n  lbs:"),
+            "t.yaml: codecs.lbs: set twice (again at line 16); give each key once");
+  EXPECT_EQ(error(kProfile, "networks:", "---\nname: other\nnetworks:"),
+            "t.yaml: holds more than one YAML document (the second one's content begins at line "
+            "17); a machine profile is one document");
   auto p = parse_profile(kProfile, "t.yaml");
   ASSERT_TRUE(p.is_ok());
   EXPECT_EQ(p->network("1gbit").status().message(),

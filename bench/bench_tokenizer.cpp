@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--gpt2-dir", gpt2_dir, "encoder.json + vocab.bpe")->capture_default_str();
   app.add_option("--bert-dir", bert_dir, "WordPiece vocab.txt")->capture_default_str();
   app.add_option("--threads", threads, "threads for the parallel row")
-      ->check(CLI::PositiveNumber)  // 0 or fewer crashed (review, 2026-12-06)
+      ->check(CLI::Range(1, 4096))  // 0 or fewer crashed (review, 2026-12-06)
       ->capture_default_str();
   SPARQ_PARSE_ARGS(app, argc, argv);  // Note [App exit codes], Note [Decimal integers]
 

@@ -104,6 +104,16 @@ done
 "$PROFILE_BIN" --only compute --model gpt2-tiny --seq-len 999 --out "$T/r.yaml" >"$T/bad.txt" 2>&1
 grep -q -- "--seq-len 999: gpt2-tiny takes 1 to" "$T/bad.txt" ||
   fail "no message naming --seq-len: $(cat "$T/bad.txt")"
+# Integer ranges read as integers: "--micro-batch 0" printed DBL_MAX's 300 digits as its
+# bound (review, 2026-12-07).
+for args in "--micro-batch 0" "--micro-batch 12abc" "--seq-len -1"; do
+  read -r -a words <<<"$args"
+  "$PROFILE_BIN" --only compute --model gpt2-tiny "${words[@]}" --out "$T/r.yaml" >"$T/bad.txt" 2>&1
+  rc=$?
+  [[ $rc -eq 2 ]] || fail "$args exited $rc, want 2: $(cat "$T/bad.txt")"
+  grep -q -- "${words[0]}" "$T/bad.txt" || fail "$args: no message naming ${words[0]}: $(cat "$T/bad.txt")"
+  grep -q "179769" "$T/bad.txt" && fail "$args: the bound is DBL_MAX's digits: $(cat "$T/bad.txt")"
+done
 
 # Only the writer (rank 0) reads the profiles, and its peer hears of a failure before the
 # link's ping-pong: it waited there forever (review, 2026-12-06).

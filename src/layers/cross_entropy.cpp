@@ -105,6 +105,9 @@ void CrossEntropy::place_buffers() {
 float CrossEntropy::run(const Tensor& logits, const Tensor& targets, float* dlogits, float dloss) {
   const std::int64_t n = check_rows(logits, config_.vocab, name_, "logits", device());
   SPARQ_CHECK(n <= config_.max_rows, "{}: {} rows exceed max_rows {}", name_, n, config_.max_rows);
+  // On the device of the context bound now, on either path: bound back to the CPU after a
+  // CUDA run, the CPU path wrote its row losses through a device pointer (review, 2026-12-07).
+  place_buffers();
   if (on_cuda()) return run_cuda(logits, targets, dlogits, dloss);
   SPARQ_CHECK(!targets.empty() && targets.is_cpu() && targets.dtype() == DType::kI32 &&
                   targets.numel() == n,
@@ -129,11 +132,10 @@ float CrossEntropy::run(const Tensor& logits, const Tensor& targets, float* dlog
 float CrossEntropy::run_cuda(const Tensor& logits, const Tensor& targets, float* dlogits,
                              float dloss) {
   const std::int64_t n = logits.numel() / config_.vocab;
-  SPARQ_CHECK(!targets.empty() && targets.device() == device() &&
-                  targets.dtype() == DType::kI32 && targets.numel() == n,
+  SPARQ_CHECK(!targets.empty() && targets.device() == device() && targets.dtype() == DType::kI32 &&
+                  targets.numel() == n,
               "{}: targets must be int32 on {} with {} elements, got {}", name_,
               device_name(device()), n, targets.str());
-  place_buffers();
 #if SPARQ_HAS_CUDA
   auto* totals = reinterpret_cast<cuda::CrossEntropyTotals*>(losses_.as<char>() +
                                                              totals_offset(config_.max_rows));

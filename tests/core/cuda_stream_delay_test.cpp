@@ -28,17 +28,14 @@ TEST(CudaStreamDelay, HoldsItsStreamForTheTimeAsked) {
     after.record(stream.get());
     CUDA_CHECK(cudaStreamSynchronize(stream.get()));
     const float elapsed = after.elapsed_ms_since(before);
+    // At least the time asked; no upper bound: how late it ends is the device's scheduling,
+    // and a test asserts no timing it does not own (a busy shared GPU would fail it).
     EXPECT_GE(elapsed, ms * 0.999) << ms << " ms asked";
-    EXPECT_LT(elapsed, ms + 20.0) << ms << " ms asked";  // late only by scheduling
   }
-  // Nothing asked, nothing enqueued.
-  cuda::Event before(/*timing=*/true), after(/*timing=*/true);
-  before.record(stream.get());
+  // Nothing asked, nothing enqueued: the idle stream has no work pending right after.
   cuda::enqueue_stream_delay(0.0, stream.get());
   cuda::enqueue_stream_delay(-5.0, stream.get());
-  after.record(stream.get());
-  CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  EXPECT_LT(after.elapsed_ms_since(before), 1.0);
+  EXPECT_EQ(cudaStreamQuery(stream.get()), cudaSuccess);
 #endif
 }
 
@@ -56,9 +53,11 @@ TEST(CudaStreamDelay, OtherStreamsRunMeanwhile) {
   }
   compute_done.record(compute.get());
   CUDA_CHECK(cudaStreamSynchronize(compute.get()));
+  // The order of the two events, not a time between them: the delay still runs when the
+  // compute stream is done.
   EXPECT_FALSE(delay_done.ready()) << "the compute stream waited for the delayed stream";
   CUDA_CHECK(cudaStreamSynchronize(link.get()));
-  EXPECT_GT(delay_done.elapsed_ms_since(compute_done), 100.0);
+  EXPECT_GT(delay_done.elapsed_ms_since(compute_done), 0.0);
 #endif
 }
 

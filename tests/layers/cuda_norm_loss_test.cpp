@@ -101,45 +101,57 @@ TEST(CudaCrossEntropy, FusedLossAndGradientMatchCpu) {
   SPARQ_SKIP_WITHOUT_GPU();
   auto ctx = testing::test_cuda_context();
   ASSERT_NE(ctx, nullptr);
-  const std::int64_t n = 3 * 37, v = 128, valid = 101;
-  for (const bool all_ignored : {false, true}) {
-    for (const bool in_place : {false, true}) {
-      CrossEntropy cpu_ce("loss", {v, valid, -100, n}), gpu_ce("loss", {v, valid, -100, n});
-      gpu_ce.bind_context(*ctx);
-      const auto t = lm_targets(n, valid, all_ignored);
-      auto logits = random_floats(n * v, 25, 4.0);
-      std::vector<float> dl(logits.size());
-      GuardedDeviceArray<std::int32_t> gt(t);
-      GuardedDeviceArray<float> glogits(logits), gdl(logits.size());
-      testing::uploads_done();
-      const Tensor ht(const_cast<std::int32_t*>(t.data()), DType::kI32, {n});
-      const float want = cpu_ce.forward_backward(testing::view(logits, {n, v}), ht,
-                                                 testing::view(dl, {n, v}), 1.5f);
-      const Tensor gout = in_place ? glogits.view({n, v}) : gdl.view({n, v});
-      const float got = gpu_ce.forward_backward(glogits.view({n, v}), gt.view({n}), gout, 1.5f);
-      EXPECT_EQ(gpu_ce.counted(), cpu_ce.counted());
-      // Per-row float losses are a few ulps apart; their mean is summed in double.
-      EXPECT_NEAR(got, want, 1e-6 * std::max(1.0f, std::fabs(want))) << all_ignored;
-      if (all_ignored) {
-        EXPECT_EQ(got, 0.0f);
-      }
-      EXPECT_LT(normalized_error(testing::download(gpu_ce.row_losses()),
-                                 testing::to_vector(cpu_ce.row_losses())), 1e-6);
-      // exp and the row sum in another fixed order; padded columns and ignored rows exact 0.
-      const auto gdlogits = in_place ? glogits.download() : gdl.download();
-      EXPECT_LT(normalized_error(gdlogits, dl), 1e-5) << in_place;
-      for (std::int64_t i = 0; i < n; ++i) {
-        for (std::int64_t j = 0; j < v; ++j) {
-          if (t[i] != -100 && j < valid) continue;
-          ASSERT_EQ(gdlogits[i * v + j], 0.0f) << i << " " << j;
+  // The second shape takes the per-row kernel past one block's 256 columns and the target
+  // count past its 1024 threads (only the first ran: review, 2026-12-07).
+  struct Shape {
+    std::int64_t n, v, valid;
+  };
+  for (const auto [n, v, valid] : {Shape{3 * 37, 128, 101}, Shape{1100, 1000, 997}}) {
+    for (const bool all_ignored : {false, true}) {
+      for (const bool in_place : {false, true}) {
+        CrossEntropy cpu_ce("loss", {v, valid, -100, n}), gpu_ce("loss", {v, valid, -100, n});
+        gpu_ce.bind_context(*ctx);
+        const auto t = lm_targets(n, valid, all_ignored);
+        auto logits = random_floats(n * v, 25, 4.0);
+        std::vector<float> dl(logits.size());
+        GuardedDeviceArray<std::int32_t> gt(t);
+        GuardedDeviceArray<float> glogits(logits), gdl(logits.size());
+        testing::uploads_done();
+        const Tensor ht(const_cast<std::int32_t*>(t.data()), DType::kI32, {n});
+        const float want = cpu_ce.forward_backward(testing::view(logits, {n, v}), ht,
+                                                   testing::view(dl, {n, v}), 1.5f);
+        const Tensor gout = in_place ? glogits.view({n, v}) : gdl.view({n, v});
+        const float got = gpu_ce.forward_backward(glogits.view({n, v}), gt.view({n}), gout, 1.5f);
+        EXPECT_EQ(gpu_ce.counted(), cpu_ce.counted());
+        // Per-row float losses are a few ulps apart; their mean is summed in double.
+        EXPECT_NEAR(got, want, 1e-6 * std::max(1.0f, std::fabs(want))) << all_ignored;
+        if (all_ignored) {
+          EXPECT_EQ(got, 0.0f);
         }
-      }
-      EXPECT_TRUE(glogits.guards_intact());
-      EXPECT_TRUE(gdl.guards_intact());
-      // Forward only: the same loss, logits untouched when not in place.
-      if (!in_place) {
-        EXPECT_NEAR(gpu_ce.forward(glogits.view({n, v}), gt.view({n})), got, 1e-7);
-        EXPECT_EQ(glogits.download(), logits);
+        EXPECT_LT(normalized_error(testing::download(gpu_ce.row_losses()),
+                                   testing::to_vector(cpu_ce.row_losses())),
+                  1e-6);
+        // exp and the row sum in another fixed order; padded columns and ignored rows exact 0.
+        const auto gdlogits = in_place ? glogits.download() : gdl.download();
+        EXPECT_LT(normalized_error(gdlogits, dl), 1e-5) << in_place;
+        for (std::int64_t i = 0; i < n; ++i) {
+          for (std::int64_t j = 0; j < v; ++j) {
+            if (t[i] != -100 && j < valid) continue;
+            ASSERT_EQ(gdlogits[i * v + j], 0.0f) << i << " " << j;
+          }
+        }
+        EXPECT_TRUE(glogits.guards_intact());
+        EXPECT_TRUE(gdl.guards_intact());
+        // Forward only: the same loss, logits untouched when not in place.
+        if (!in_place) {
+          EXPECT_NEAR(gpu_ce.forward(glogits.view({n, v}), gt.view({n})), got, 1e-7);
+          EXPECT_EQ(glogits.download(), logits);
+        }
+        // Bound back to the CPU, the layer's buffers follow: its CPU path wrote the row losses
+        // through the device buffer (review, 2026-12-07).
+        gpu_ce.bind_context(ExecContext::cpu());
+        EXPECT_EQ(gpu_ce.forward(testing::view(logits, {n, v}), ht),
+                  cpu_ce.forward(testing::view(logits, {n, v}), ht));
       }
     }
   }

@@ -278,6 +278,14 @@ std::unique_ptr<EncodeCache> Gpt2Tokenizer::new_cache() const {
 }
 
 void Gpt2Tokenizer::merge(std::string_view piece, std::vector<std::uint32_t>* word) const {
+  if (piece.size() > kLongPiece) {
+    merge_long(piece, word);
+  } else {
+    merge_rounds(piece, word);
+  }
+}
+
+void Gpt2Tokenizer::merge_rounds(std::string_view piece, std::vector<std::uint32_t>* word) const {
   word->clear();
   for (const char c : piece) word->push_back(byte_ids_[static_cast<std::uint8_t>(c)]);
   std::vector<std::uint32_t> next;

@@ -58,8 +58,13 @@ class Gpt2Tokenizer final : public Tokenizer {
   Gpt2Tokenizer() = default;
   // Appends the ids of one piece, through `local` when given, else the shared cache.
   void bpe(std::string_view piece, std::vector<std::uint32_t>* out, EncodeCache* local) const;
-  // The merges themselves (no caching).
+  // The merges themselves (no caching): merge_rounds for short pieces (a rescan of the word
+  // per round, as encoder.py), merge_long above kLongPiece bytes (gpt2_merge_long.cpp; the same
+  // result in O(n log n), Note [Long pieces]).
   void merge(std::string_view piece, std::vector<std::uint32_t>* word) const;
+  void merge_rounds(std::string_view piece, std::vector<std::uint32_t>* word) const;
+  void merge_long(std::string_view piece, std::vector<std::uint32_t>* word) const;
+  static constexpr std::size_t kLongPiece = 128;
 
   struct MergeInfo {
     std::uint32_t rank;

@@ -223,6 +223,25 @@ TEST_F(Gpt2TokenizerTest, RandomBytesRoundTripAndMatchReference) {
   }
 }
 
+// Pieces longer than Gpt2Tokenizer::kLongPiece take the heap merge (Note [Long pieces],
+// data/gpt2_merge_long.cpp): runs of letters, digits and symbols of 129 to 1200 bytes, and
+// one letter repeated, equal encoder.py's rounds.
+TEST_F(Gpt2TokenizerTest, LongPiecesMatchTheReferenceAlgorithm) {
+  const ReferenceBpe ref(vocab_);
+  Rng rng(12, 3);
+  const std::string alphabets[] = {"etaoinshrdlucmfwypvbgkjqxz", "0123456789", "+=-_*&^%$#@!~",
+                                   "ab"};
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::string& letters = alphabets[trial % 4];
+    std::string s(129 + rng.below(1072), '\0');
+    for (char& c : s) c = letters[rng.below(static_cast<std::uint32_t>(letters.size()))];
+    if (trial % 6 == 5) s.assign(s.size(), 'a');
+    const auto ids = encode(" " + s);
+    EXPECT_EQ(ids, reference(" " + s, ref)) << s.size() << " bytes of " << letters;
+    EXPECT_EQ(tok_->decode(ids), " " + s);
+  }
+}
+
 TEST_F(Gpt2TokenizerTest, WikiTextRoundTripsByteForByte) {
   SPARQ_REQUIRE_SHARED_DATA(path, "wikitext-2/wiki.valid.raw");
   auto text = read_file(path);
@@ -287,6 +306,26 @@ TEST_F(SyntheticGpt2Vocab, CrlfVocabBpeLoadsLikeLf) {
   EXPECT_EQ(a, (std::vector<std::uint32_t>{257, 'p'}));
   EXPECT_EQ(b, a);
   EXPECT_EQ((*crlf)->merge_count(), 2u);
+}
+
+// Note [Long pieces]: a merge ranked below the merge that makes its left part ("aa a" before
+// "a a") waits for the next round, as encoder.py's rescan finds it only then; a heap that
+// merged pairs in rank order alone would merge "aa a" as soon as "aa" appeared.
+TEST_F(SyntheticGpt2Vocab, LongPiecesMergeRoundByRoundAsShortOnes) {
+  std::string json = *read_file(dir_ + "/encoder.json");
+  json.replace(json.rfind('}'), 1, ",\n\"aa\": 259,\n\"aaa\": 260}");
+  write("encoder.json", json);
+  auto tok = load("#version: 0.2\nh e\nhe l\naa a\na a\n");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+  for (const std::size_t n : {6, 7, 300, 301}) {  // short pieces, then long ones
+    std::vector<std::uint32_t> ids;
+    (*tok)->encode(std::string(n, 'a'), &ids);
+    // Round 1 merges every "a a": n / 2 "aa" and, for odd n, an "a" that round 2 joins to the
+    // last "aa".
+    std::vector<std::uint32_t> want(n / 2, 259);
+    if (n % 2 == 1) want.back() = 260;
+    EXPECT_EQ(ids, want) << n;
+  }
 }
 
 TEST_F(SyntheticGpt2Vocab, VocabBpeErrorsNameFileAndLine) {

@@ -63,6 +63,7 @@ comm::ByteCounters DataParallelStepper::weigh_micro_batches(std::int64_t step,
   std::int64_t total = 0;
   for (const Batch& b : micro_batches) {
     const std::int64_t counted = model_.counted_target_count(b);
+    target_counts_.push_back(counted);
     target_scales_.push_back(static_cast<double>(counted));
     total += counted;
   }
@@ -106,9 +107,10 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
   Stopwatch step_watch;
   const auto count = static_cast<std::int64_t>(micro_batches.size());
   const float accumulation_scale = 1.0f / static_cast<float>(count);
-  double loss_sum = 0.0;
+  double loss_sum = 0.0, weighted_loss_sum = 0.0;
   held_.clear();
   target_scales_.clear();
+  target_counts_.clear();
   // The count's allreduce blocks before the forward: exposed communication, which the comm
   // metrics left out while step_ms held it (review, 2026-12-07).
   double count_ms = 0;
@@ -152,7 +154,11 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     Stopwatch watch;
     {
       ScopedTrace span(trace_, fmt::format("forward {}", i), "forward", step);
-      loss_sum += model_.forward_for_backward(micro_batches[i]);
+      const double loss = model_.forward_for_backward(micro_batches[i]);
+      loss_sum += loss;
+      if (!target_counts_.empty()) {
+        weighted_loss_sum += loss * static_cast<double>(target_counts_[i]);
+      }
     }
     r.forward_ms += watch.millis();
     watch.restart();
@@ -191,7 +197,14 @@ StepResult DataParallelStepper::step(std::int64_t step, std::span<const Batch> m
     if (last && options_.split_tied_embedding) submit_tied_rows(accumulation_scale);
   }
   if (!target_scales_.empty()) model_.set_target_grad_scale(1.0f);  // a backward after the step
-  r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
+  if (target_counts_.empty()) {
+    r.loss = static_cast<float>(loss_sum / static_cast<double>(count));
+  } else {  // Note [Token-weighted micro-batches]: by the counts, NaN without any
+    std::int64_t counted = 0;
+    for (const std::int64_t c : target_counts_) counted += c;
+    r.loss = counted > 0 ? static_cast<float>(weighted_loss_sum / static_cast<double>(counted))
+                         : std::numeric_limits<float>::quiet_NaN();
+  }
   // On a GPU whose buckets run on streams, the optimizer's kernels wait for the exchange on
   // the compute stream, not the host (guarded_optimizer_step).
   if (store_.context().is_cuda() && optimizer_.on_device() && scheduler_.gate(compute_stream())) {

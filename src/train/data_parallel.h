@@ -48,7 +48,10 @@
 // fused-head and CUDA cross-entropies all take it as their dloss), so no kernel changes. Other
 // models get no collective and no scale: their numbers are bit-identical to the equal
 // weights. BERT's NSP term (a mean over rows, as many in every micro-batch) keeps equal
-// weights, and StepResult::loss stays the mean of the micro-batch losses.
+// weights in the gradient. StepResult::loss weighs this rank's micro-batch losses by their
+// counts too (sum c_ri loss_ri / sum c_ri: its masked-token mean without NSP), NaN when none
+// counts a target: equal weights averaged a micro-batch with no target in as 0, and a step
+// with none anywhere logged "loss 0.0000", read as a perfect model (review, 2026-12-07).
 //
 // The caller chooses train or eval mode (model.set_training) before calling step().
 //
@@ -144,6 +147,7 @@ class DataParallelStepper {
   ParamRange tied_range_;             // the tied table in the flat layout
   // s_ri per micro-batch (Note [Token-weighted micro-batches]); empty: equal weights.
   std::vector<double> target_scales_;
+  std::vector<std::int64_t> target_counts_;  // this rank's c_ri, for the step's loss
 };
 
 }  // namespace sparq::train

@@ -102,11 +102,14 @@ std::string format_progress(const StepMetrics& m) {
   const StepResult& r = m.result;
   const int width = static_cast<int>(fmt::format("{}", m.total_steps).size());
   return fmt::format(
-      "step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {} {}/s | comm {:.1f} ms exposed, {:.0f}% "
+      "step {:>{}}/{} | loss {}{} | lr {:.2e} | {} {}/s | comm {:.1f} ms exposed, {:.0f}% "
       "hidden | {} sent (x{:.1f}{}) | eta {}",
-      m.step(), width, m.total_steps, static_cast<double>(r.loss), r.skipped ? " (skipped)" : "",
-      r.lr, si(m.items_per_s), m.unit, r.comm.exposed_ms, 100.0 * r.comm.hidden_fraction(),
-      format_bytes(static_cast<double>(r.comm.bytes_sent)), m.compression_ratio(),
+      m.step(), width, m.total_steps,
+      // NaN: no counted target in this rank's micro-batches (Note [Token-weighted micro-batches])
+      std::isnan(r.loss) ? std::string("n/a") : fmt::format("{:.4f}", static_cast<double>(r.loss)),
+      r.skipped ? " (skipped)" : "", r.lr, si(m.items_per_s), m.unit, r.comm.exposed_ms,
+      100.0 * r.comm.hidden_fraction(), format_bytes(static_cast<double>(r.comm.bytes_sent)),
+      m.compression_ratio(),
       m.rel_compression_error ? fmt::format(", err {:.3f}", *m.rel_compression_error) : "",
       format_duration(m.eta_s));
 }

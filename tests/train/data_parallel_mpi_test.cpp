@@ -29,111 +29,19 @@
 #include "comm/mpi_communicator.h"
 #include "comm/wfbp_scheduler.h"
 #include "core/rng.h"
+#include "data_parallel_test_util.h"
 #include "models/model.h"
 #include "train/data_parallel.h"
 
 namespace sparq::train {
 namespace {
 
-constexpr int kSteps = 5;
-
-comm::FunctionAverager::Fn dense_average(const ParamStore& store) {
-  return [&store](comm::Communicator& c, const comm::Bucket& b, std::int64_t) {
-    float* g = store.grads() + b.range.offset;
-    c.allreduce(g, g, static_cast<std::size_t>(b.range.count), DType::kF32, comm::ReduceOp::kAvg);
-    return Status::ok();
-  };
-}
-
-// The whole global batch of one step, identical on every rank.
-struct GlobalBatch {
-  std::vector<std::int32_t> tokens, targets, labels;
-  std::vector<float> images;
-};
-
-GlobalBatch make_global_batch(const ModelConfig& mc, std::int64_t rows, std::int64_t t, int step) {
-  GlobalBatch g;
-  const std::uint64_t stream = make_stream(RngPurpose::kData, 0, static_cast<std::uint32_t>(step));
-  if (mc.is_language_model()) {
-    g.tokens.resize(rows * t);
-    g.targets.resize(rows * t);
-    for (std::int64_t i = 0; i < rows * (t + 1); ++i) {
-      const auto tok = static_cast<std::int32_t>(random_u32_at(99, stream, i) % mc.vocab_size);
-      const std::int64_t row = i / (t + 1), col = i % (t + 1);
-      if (col < t) g.tokens[row * t + col] = tok;
-      if (col > 0) g.targets[row * t + col - 1] = tok;
-    }
-  } else {
-    const std::int64_t pixels = mc.in_channels * mc.image_size * mc.image_size;
-    g.images.resize(rows * pixels);
-    fill_normal(g.images.data(), g.images.size(), 0.0f, 1.0f, 99, stream);
-    g.labels.resize(rows);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      g.labels[i] = static_cast<std::int32_t>(random_u32_at(98, stream, i) % mc.num_classes);
-    }
-  }
-  return g;
-}
-
-// Rows [first, first + rows) of the global batch as a Batch of views.
-Batch slice(const ModelConfig& mc, GlobalBatch& g, std::int64_t first, std::int64_t rows,
-            std::int64_t t) {
-  Batch b;
-  if (mc.is_language_model()) {
-    b.tokens = Tensor(g.tokens.data() + first * t, DType::kI32, {rows, t});
-    b.targets = Tensor(g.targets.data() + first * t, DType::kI32, {rows, t});
-  } else {
-    const std::int64_t s = mc.image_size, c = mc.in_channels;
-    b.images = Tensor(g.images.data() + first * c * s * s, DType::kF32, {rows, c, s, s});
-    b.labels = Tensor(g.labels.data() + first, DType::kI32, {rows});
-  }
-  return b;
-}
-
-// One training run: a model, its store, optimizer and scheduler on `comm`.
-struct Run {
-  std::unique_ptr<Model> model;
-  ParamStore store;
-  std::unique_ptr<optim::Optimizer> optimizer;
-  std::unique_ptr<comm::BucketPlan> plan;
-  std::vector<float> initial;  // the parameters before step 0
-
-  Run(const ModelConfig& mc, RunShape shape, const optim::OptimConfig& oc) {
-    auto m = make_model(mc, shape);
-    SPARQ_CHECK(m.is_ok(), "{}", m.status().message());
-    model = std::move(m).value();
-    model->declare(store);
-    store.allocate();
-    store.initialize(1234);
-    model->bind(store);
-    initial.assign(store.params(), store.params() + store.flat_numel());
-    if (!mc.is_language_model()) model->set_training(false);
-    optimizer = std::move(optim::make_optimizer(oc, store)).value();
-    comm::BucketPlanConfig pc;
-    pc.first_bucket_mb = 0.05;
-    pc.bucket_mb = 0.25;
-    plan = std::make_unique<comm::BucketPlan>(
-        comm::BucketPlan::build(store, model->layers(), pc).value());
-  }
-
-  void train(comm::Communicator& c, GlobalBatch (*batches)[kSteps], std::int64_t first,
-             std::int64_t rows, std::int64_t t, double lr, bool eval_bn) {
-    comm::CommEngine engine(c, comm::CommEngine::Options{});
-    comm::FunctionAverager averager(dense_average(store));
-    comm::WfbpScheduler sched(*plan, engine, averager);
-    optim::LrScheduleConfig lc;
-    lc.lr = lr;
-    optim::LrSchedule schedule(lc);
-    DataParallelStepper stepper(*model, store, *optimizer, schedule, sched, {});
-    for (int step = 0; step < kSteps; ++step) {
-      Batch b = slice(model->config(), (*batches)[step], first, rows, t);
-      if (eval_bn) model->set_training(false);
-      const StepResult r = stepper.step(step, std::span<const Batch>(&b, 1));
-      ASSERT_FALSE(r.skipped);
-      ASSERT_TRUE(std::isfinite(r.loss));
-    }
-  }
-};
+using testing_dp::dense_average;
+using testing_dp::GlobalBatch;
+using testing_dp::kSteps;
+using testing_dp::make_global_batch;
+using testing_dp::Run;
+using testing_dp::slice;
 
 // How far the P-worker parameters `got` are from the one-worker parameters `want`.
 //
@@ -289,105 +197,6 @@ TEST(DataParallel, AccumulatedMicroBatchesDrawTheirOwnDropoutMasks) {
   const float alone = step0_loss(1), twice = step0_loss(2);
   ASSERT_TRUE(std::isfinite(alone) && std::isfinite(twice));
   EXPECT_NE(twice, alone) << "both micro-batches drew the same dropout masks";
-}
-
-// Note [Token-weighted micro-batches] (data_parallel.h): a BERT micro-batch's MLM loss is a
-// mean over its masked positions, and their number varies. Here micro-batches of two rows
-// alternate between masking about 7 and about 1 of every 16 positions, so weighing the
-// micro-batches equally moves the gradient far beyond rounding (~100%). One SGD step without
-// dropout, with the batch split over ranks, over micro-batches or both, must give the
-// gradient (as the averager leaves it) and update of one worker with the whole batch.
-GlobalBatch make_mlm_batch(const ModelConfig& mc, std::int64_t rows, std::int64_t t) {
-  GlobalBatch g = make_global_batch(mc, rows, t, 0);
-  const std::uint64_t stream = make_stream(RngPurpose::kData, 0, 7);
-  for (std::int64_t i = 0; i < rows * t; ++i) {
-    const std::uint32_t masked = (i / t / 2) % 2 == 0 ? 7 : 1;  // of 16 positions
-    if (random_u32_at(97, stream, i) % 16 >= masked) g.targets[i] = kIgnoreIndex;
-  }
-  for (std::int64_t r = 0; r < rows; ++r) g.labels.push_back(r % 2);  // the NSP labels
-  return g;
-}
-
-struct MlmStep {
-  std::vector<float> grad, update;  // the aggregate gradient; parameters after - before
-};
-
-// One step of rows [first, first + rows) of g in `micro` micro-batches, on `c`.
-MlmStep mlm_step(const ModelConfig& mc, comm::Communicator& c, GlobalBatch& g, std::int64_t first,
-                 std::int64_t rows, std::int64_t micro, std::int64_t t) {
-  const std::int64_t b = rows / micro;
-  struct Run run(mc, {b, t}, {.name = "sgd"});  // "struct": Run alone is gtest's Test::Run
-  MlmStep out;
-  out.grad.assign(static_cast<std::size_t>(run.store.flat_numel()), 0.0f);
-  comm::CommEngine engine(c, comm::CommEngine::Options{});
-  comm::FunctionAverager averager(
-      [&, average = dense_average(run.store)](comm::Communicator& cm, const comm::Bucket& bucket,
-                                              std::int64_t step) {
-        const Status s = average(cm, bucket, step);
-        std::copy_n(run.store.grads() + bucket.range.offset, bucket.range.count,
-                    out.grad.begin() + bucket.range.offset);
-        return s;
-      });
-  comm::WfbpScheduler sched(*run.plan, engine, averager);
-  const optim::LrSchedule schedule(optim::LrScheduleConfig{.lr = 1.0});
-  DataParallelStepper stepper(*run.model, run.store, *run.optimizer, schedule, sched,
-                              {.control = &engine});
-  std::vector<Batch> batches;
-  for (std::int64_t i = 0; i < micro; ++i) {
-    Batch mb = slice(mc, g, first + i * b, b, t);
-    mb.nsp_labels = Tensor(g.labels.data() + first + i * b, DType::kI32, {b});
-    batches.push_back(mb);
-  }
-  EXPECT_FALSE(stepper.step(0, batches).skipped);
-  for (std::size_t i = 0; i < run.initial.size(); ++i) {
-    out.update.push_back(run.store.params()[i] - run.initial[i]);
-  }
-  return out;
-}
-
-// ||got - want|| / ||want|| and max |got - want| / max |want|.
-std::pair<double, double> differences(const std::vector<float>& got,
-                                      const std::vector<float>& want) {
-  double d2 = 0, w2 = 0, dmax = 0, wmax = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - want[i];
-    d2 += d * d, w2 += static_cast<double>(want[i]) * want[i];
-    dmax = std::max(dmax, std::fabs(d)), wmax = std::max(wmax, std::fabs(double{want[i]}));
-  }
-  return {std::sqrt(d2 / w2), dmax / wmax};
-}
-
-TEST(DataParallel, BertMaskedLmWeighsMicroBatchesByTheirMaskedTokens) {
-  auto comm = comm::make_mpi_communicator();
-  ASSERT_TRUE(comm.is_ok()) << comm.status().message();
-  const int rank = (*comm)->rank(), size = (*comm)->size();
-  auto self = comm::make_self_communicator();
-  // fused_head=0: the materialized head, CrossEntropy, whose CUDA twin takes the same seed.
-  for (const char* head : {"fused_head=1", "fused_head=0"}) {
-    const std::string spec =
-        std::string("bert-tiny n_ctx=16 vocab_size=256 dropout=0 attn_dropout=0 nsp=1 ") + head;
-    auto mc = parse_model_spec(spec);
-    ASSERT_TRUE(mc.is_ok()) << mc.status().message();
-    constexpr std::int64_t b = 2, t = 16;
-    GlobalBatch g = make_mlm_batch(*mc, size * b, t);
-    const MlmStep want = mlm_step(*mc, *self, g, 0, size * b, 1, t);
-    const std::pair<const char*, MlmStep> splits[] = {
-        {"one rank, micro-batches of b", mlm_step(*mc, *self, g, 0, size * b, size, t)},
-        {"P ranks, b rows each", mlm_step(*mc, **comm, g, rank * b, b, 1, t)},
-        {"P ranks, micro-batches of one row", mlm_step(*mc, **comm, g, rank * b, b, b, t)},
-    };
-    for (const auto& [what, got] : splits) {
-      const auto [grad_l2, grad_max] = differences(got.grad, want.grad);
-      const auto [update_l2, update_max] = differences(got.update, want.update);
-      const std::string where = fmt::format(
-          "{}, {}, rank {}: relative difference of the gradient {:.3g} (max element {:.3g}), "
-          "of the update {:.3g} (max element {:.3g})",
-          spec, what, rank, grad_l2, grad_max, update_l2, update_max);
-      EXPECT_LT(grad_l2, 1e-5) << where;
-      EXPECT_LT(grad_max, 1e-5) << where;
-      EXPECT_LT(update_l2, 1e-5) << where;
-    }
-  }
 }
 
 TEST(DataParallel, VggTinySgdMomentumMatchesOneWorkerWithPTimesTheBatch) {

@@ -121,36 +121,44 @@ TEST(CudaBlockCodec, FusedErrorFeedbackSendsTheCpuBytesAndConservesMass) {
   // Blocks of 8 and 3-bit codes too: encode_kernel changes x inside its group loop
   // (block_codec.cu), and only blocks of 256 at 2, 4 and 8 bits were covered (review,
   // 2026-12-07).
-  for (std::size_t n : {1, 9, 257, 4099, 70001}) {
-    for (const auto& [bits, block] :
-         {std::pair<int, std::size_t>{2, 256}, {3, 256}, {4, 256}, {8, 256}, {3, 8}, {4, 8}}) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " bits=" + std::to_string(bits) +
-                   " block=" + std::to_string(block));
-      const std::vector<float> g = gradient_like(n, 3 * n + bits);
-      std::vector<float> e = gradient_like(n, 5 * n + bits);
-      for (float& x : e) x *= 0.1f;
-      const BlockQuantParams p{bits, block, false};
-      // The CPU's ErrorFeedback::encode: a = g + e; m = C(a); e = a + (-1) D(m).
-      std::vector<float> a(n);
-      for (std::size_t i = 0; i < n; ++i) a[i] = g[i] + e[i];
-      std::vector<std::uint8_t> want(blockquant_run_bytes(n, p));
-      blockquant_encode_run(a.data(), n, p, RoundingRng{}, want.data());
-      std::vector<float> e_cpu = a;
-      blockquant_decode_run(want.data(), n, p, -1.0f, DecodeMode::kAdd, e_cpu.data());
+  // Stochastic rounding too, with the CPU's draws (RoundingRng = the args' key, stream and
+  // first position): only nearest rounding was fused (review, 2026-12-07).
+  for (const bool stochastic : {false, true}) {
+    for (std::size_t n : {1, 9, 257, 4099, 70001}) {
+      for (const auto& [bits, block] :
+           {std::pair<int, std::size_t>{2, 256}, {3, 256}, {4, 256}, {8, 256}, {3, 8}, {4, 8}}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " bits=" + std::to_string(bits) +
+                     " block=" + std::to_string(block) + (stochastic ? " stochastic" : ""));
+        const std::vector<float> g = gradient_like(n, 3 * n + bits);
+        std::vector<float> e = gradient_like(n, 5 * n + bits);
+        for (float& x : e) x *= 0.1f;
+        const BlockQuantParams p{bits, block, stochastic};
+        const RoundingRng rng{stochastic ? 11u : 0u, stochastic ? 22u : 0u, stochastic ? 5u : 0u,
+                              nullptr};
+        // The CPU's ErrorFeedback::encode: a = g + e; m = C(a); e = a + (-1) D(m).
+        std::vector<float> a(n);
+        for (std::size_t i = 0; i < n; ++i) a[i] = g[i] + e[i];
+        std::vector<std::uint8_t> want(blockquant_run_bytes(n, p));
+        blockquant_encode_run(a.data(), n, p, rng, want.data());
+        std::vector<float> e_cpu = a;
+        blockquant_decode_run(want.data(), n, p, -1.0f, DecodeMode::kAdd, e_cpu.data());
 
-      GuardedDeviceArray<float> dg(g), de(e);
-      GuardedDeviceArray<std::uint8_t> dmsg(want.size());
-      cuda::blockquant_encode_with_feedback(
-          dg.data(), de.data(), n, cuda::BlockCodecArgs{bits, block}, dmsg.data(), nullptr);
-      ASSERT_EQ(dmsg.download(), want);
-      ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact());
-      const std::vector<float> e_gpu = de.download();
-      // Mass conservation on the device: D(m) + e_new == g + e_old, to float rounding.
-      std::vector<float> sent(n, 0.0f);
-      blockquant_decode_run(want.data(), n, p, 1.0f, DecodeMode::kSet, sent.data());
-      for (std::size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(e_gpu[i], e_cpu[i]) << i;
-        ASSERT_NEAR(sent[i] + e_gpu[i], a[i], 1e-6f * (1.0f + std::fabs(a[i]))) << i;
+        GuardedDeviceArray<float> dg(g), de(e);
+        GuardedDeviceArray<std::uint8_t> dmsg(want.size());
+        cuda::blockquant_encode_with_feedback(
+            dg.data(), de.data(), n,
+            cuda::BlockCodecArgs{bits, block, stochastic, rng.key, rng.stream, rng.first_position},
+            dmsg.data(), nullptr);
+        ASSERT_EQ(dmsg.download(), want);
+        ASSERT_TRUE(dmsg.guards_intact() && de.guards_intact());
+        const std::vector<float> e_gpu = de.download();
+        // Mass conservation on the device: D(m) + e_new == g + e_old, to float rounding.
+        std::vector<float> sent(n, 0.0f);
+        blockquant_decode_run(want.data(), n, p, 1.0f, DecodeMode::kSet, sent.data());
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(e_gpu[i], e_cpu[i]) << i;
+          ASSERT_NEAR(sent[i] + e_gpu[i], a[i], 1e-6f * (1.0f + std::fabs(a[i]))) << i;
+        }
       }
     }
   }

@@ -1,5 +1,9 @@
 // comm.split_tied_embedding's rule (train/train_config.h, resolve_tied_split): whether the
 // tied embedding's table and its lookup's rows travel apart.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "compress/registry.h"
@@ -60,6 +64,19 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
     why = "optim.communicate is not gradient (the optimizer needs the whole local gradient)";
   } else if (clips_locally(c)) {
     why = "a local clip scope needs the whole local gradient (its norm) before sending";
+  } else if (static_cast<double>(
+                 std::min(std::int64_t{c.train.micro_batch} * c.data.seq_len, tied_rows)) *
+                 world_size * c.model.n_embd >
+             static_cast<double>(std::numeric_limits<int>::max())) {
+    // Every rank gathers every rank's rows (at most its tokens, at most the table's rows) in
+    // one allgatherv, whose counts and displacements MPI takes as int: past 2^31 - 1 floats
+    // the exchange ended the job at its first step (GPT-2 124M, B = 16, T = 1024: from 171
+    // ranks; review, 2026-12-07).
+    why = fmt::format(
+        "the rows of a step over all ranks, {} ranks x up to {} rows x {} floats, exceed the "
+        "2^31 - 1 floats one MPI allgatherv can gather",
+        world_size, std::min(std::int64_t{c.train.micro_batch} * c.data.seq_len, tied_rows),
+        c.model.n_embd);
   } else if (c.compress.compress.name == "dgc") {
     // Measured: with the split, the convergence test's dgc run (SGD momentum 0.9 kept by the
     // compressor) ended at 1.20x the source's entropy instead of within it.

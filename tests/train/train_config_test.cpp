@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "compress/powersgd.h"
@@ -241,6 +242,17 @@ TEST(TrainConfig, TiedSplitIsResolvedFromWhatTheRunCanDo) {
   EXPECT_FALSE(resolve("optim: {clip_norm: 1.0}", true, 50).value());
   auto small = parse_train_config("optim: {clip_norm: 1.0}", "x.yaml", {}).value();
   EXPECT_FALSE(resolve_tied_split(small, 256, 2).value()) << "the default config's 256 rows";
+  // The rows of all ranks are one allgatherv of at most 2^31 - 1 floats (it ended the job at
+  // the first step past it; review, 2026-12-07): 512 rows x n_embd floats a rank.
+  const std::string always = "comm: {split_tied_embedding: always}";
+  const auto floats_a_rank = 512 * parse_train_config(always, "x.yaml", {}).value().model.n_embd;
+  const auto fits = static_cast<int>(std::numeric_limits<int>::max() / floats_a_rank);
+  EXPECT_TRUE(resolve(always, true, fits).value());
+  const auto too_many = resolve(always, true, fits + 1);
+  ASSERT_FALSE(too_many.is_ok());
+  EXPECT_NE(too_many.status().message().find("exceed the 2^31 - 1 floats one MPI allgatherv"),
+            std::string::npos)
+      << too_many.status().message();
 }
 
 TEST(TrainConfig, DifferencesListTheChangedSettings) {

@@ -167,24 +167,39 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
                         .checkpoints = !config_in.train.checkpoint_dir.empty(),
                         .compresses = !config_in.compress.compress.compression_off(),
                         .steps = config_in.train.steps});
-  if (options.trainer.dry_run && (options.stop_at >= 0 || !options.export_safetensors.empty())) {
-    return Status::error("a dry run trains and writes nothing: {} does not apply",
-                         options.stop_at >= 0 ? "stop_at" : "export_safetensors");
+  // Every check below is this rank's own and is agreed with the others before anything
+  // returns: an embedder's ranks may hold different configs or options (a data shard on some
+  // nodes only, an export path named on rank 0), and a rank that returned alone left the
+  // others in the agreement until comm.timeout_s aborted the job (review, 2026-12-07).
+  Status local = faults;
+  if (local.is_ok() && options.trainer.dry_run &&
+      (options.stop_at >= 0 || !options.export_safetensors.empty())) {
+    local = Status::error("a dry run trains and writes nothing: {} does not apply",
+                          options.stop_at >= 0 ? "stop_at" : "export_safetensors");
   }
   // A config built or edited in code since it was read or validated no longer matches its
-  // resolved_yaml: it gets the YAML checks now (the same on every rank, so agreed as is).
+  // resolved_yaml: it gets the YAML checks now.
   TrainConfig config = config_in;
-  SPARQ_RETURN_IF_ERROR(
-      check_model_follows_spec(config, config.origin.empty() ? "<in-code config>" : config.origin));
-  if (effective_yaml(config) != config.resolved_yaml) {
-    SPARQ_ASSIGN_OR_RETURN(config, validate_train_config(config_in));
+  if (local.is_ok()) {
+    local = check_model_follows_spec(config,
+                                     config.origin.empty() ? "<in-code config>" : config.origin);
   }
+  if (local.is_ok() && effective_yaml(config) != config.resolved_yaml) {
+    auto validated = validate_train_config(config_in);
+    if (validated.is_ok()) {
+      config = std::move(validated).value();
+    } else {
+      local = validated.status();
+    }
+  }
+  // An unchecked config's timeout may be anything: the agreement waits the default then.
+  const double startup_timeout_s = local.is_ok() ? config.comm.timeout_s : CommConfig{}.timeout_s;
   {
     // Rank 0 writes the export after training; a path it cannot write was found then, and a
     // run without checkpoints lost its weights (review, 2026-12-06). Agreed on a start-up
     // engine (the trainer's does not exist yet), so every rank stops alike; agreed always,
     // so that an embedder that names the path on rank 0 only still makes the same calls.
-    Status writable = faults;
+    Status writable = local;
     if (writable.is_ok() && comm.rank() == 0 && !options.export_safetensors.empty()) {
       writable = check_output_file_can_be_written(options.export_safetensors,
                                                   "export_safetensors (--export-safetensors)");
@@ -193,12 +208,12 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
       writable = check_outputs_spare_inputs(config, options.export_safetensors);
     }
     Status agreed;
-    comm::CommEngine startup(comm, {.timeout_s = config.comm.timeout_s, .name = "start-up"});
-    SPARQ_RETURN_IF_ERROR(
-        startup.run("agree: SPARQ_FAULT and the output paths", -1, [&](comm::Communicator& c) {
-          agreed = comm::agree_on_errors(c, writable);
-          return Status::ok();
-        }));
+    comm::CommEngine startup(comm, {.timeout_s = startup_timeout_s, .name = "start-up"});
+    SPARQ_RETURN_IF_ERROR(startup.run("agree: the config, SPARQ_FAULT and the output paths", -1,
+                                      [&](comm::Communicator& c) {
+                                        agreed = comm::agree_on_errors(c, writable);
+                                        return Status::ok();
+                                      }));
     SPARQ_RETURN_IF_ERROR(agreed);
   }
   SPARQ_ASSIGN_OR_RETURN(auto trainer, Trainer::create(config, comm, options.trainer));

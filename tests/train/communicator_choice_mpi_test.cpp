@@ -2,7 +2,7 @@
 // whose launcher sparq does not recognise: MPI is chosen, not a single process per rank
 // (before 2026-12-06 only the launchers' environment variables counted; review). And two
 // trainers side by side in one MPI job, one per half of the world
-// (comm/mpi_communicator_on.h).
+// (comm/mpi_communicator_on.h). And a refusal on one rank reaching every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -57,6 +57,34 @@ TEST(CommunicatorChoice, TwoTrainersOnTheHalvesOfOneJob) {
   auto alone = run_training(c, *self);
   ASSERT_TRUE(alone.is_ok()) << alone.status().message();
   EXPECT_EQ(on_half, alone->param_checksum);
+}
+
+// A config or option refused on one rank alone is the same Status on every rank: the rank
+// returned alone and the others waited in the start-up agreement until comm.timeout_s aborted
+// the job (review, 2026-12-07).
+TEST(CommunicatorChoice, ARefusalOnOneRankIsEveryRanksStatus) {
+  auto comm = make_communicator(CommConfig{}).value();
+  ASSERT_EQ(comm->size(), 2);
+  TrainConfig c = testing::small_markov_run(3);
+  c.comm.timeout_s = 20;  // a hang fails the test instead of blocking it
+  c = validate_train_config(c).value();
+  TrainConfig bad = c;
+  bad.train.steps = -1;  // edited in code after validation: checked again by run_training
+  auto refused = run_training(comm->rank() == 1 ? bad : c, *comm);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("train.steps"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("on rank 1 of 2"), std::string::npos)
+      << refused.status().message();
+  // An option only rank 0 gives: a dry run with an export.
+  RunOptions dry;
+  dry.trainer.dry_run = true;
+  if (comm->rank() == 0) dry.export_safetensors = "/tmp/never.safetensors";
+  auto dry_refused = run_training(c, *comm, dry);
+  ASSERT_FALSE(dry_refused.is_ok());
+  EXPECT_NE(dry_refused.status().message().find("a dry run trains and writes nothing"),
+            std::string::npos)
+      << dry_refused.status().message();
 }
 
 }  // namespace

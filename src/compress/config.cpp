@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/bool_words.h"
+#include "core/decimal_text.h"
 
 namespace sparq::compress {
 namespace {
@@ -28,15 +29,12 @@ Result<double> ConfigReader::real(const std::string& key, double fallback, doubl
   const std::string* text = lookup(key);
   double value = fallback;
   if (text) {
-    char* end = nullptr;
-    value = std::strtod(text->c_str(), &end);
-    // strtod also reads hexadecimal ("0x1p-7") and skips leading blanks, which a YAML number
-    // is not and optim.* refuses (review, 2026-12-06): decimal text only.
-    const bool not_decimal = text->find_first_of("xX \t\n\r\f\v") != std::string::npos;
-    if (text->empty() || not_decimal || end != text->c_str() + text->size() ||
-        !std::isfinite(value)) {
-      return Status::error("{}: expected a number, got '{}'", full_key(key), *text);
-    }
+    // Decimal text only, in every locale (Note [Locale-free numbers], core/decimal_text.h):
+    // no hexadecimal ("0x1p-7") and no leading blanks, which a YAML number is not and optim.*
+    // refuses (review, 2026-12-06).
+    const std::optional<double> parsed = parse_decimal<double>(*text);
+    if (!parsed) return Status::error("{}: expected a number, got '{}'", full_key(key), *text);
+    value = *parsed;
   }
   const bool below = lo_open ? !(value > lo) : !(value >= lo);
   if (below || !(value <= hi)) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/bool_words.h"
+#include "core/decimal_text.h"
 #include "layers/dropout_mask.h"
 #include "models/model_registry.h"
 
@@ -82,19 +83,12 @@ Status parse_int(std::string_view key, std::string_view text, std::int64_t* out)
 }
 
 Status parse_float(std::string_view key, std::string_view text, float* out) {
-  // std::from_chars for float is not in every libstdc++ this builds with; strtof is enough.
-  const std::string s(text);
-  char* end = nullptr;
-  const float v = std::strtof(s.c_str(), &end);
-  // strtof skips leading blanks; the value then went into the spec, which is split on blanks,
-  // and the spec no longer parsed ("dropout= 0.1": review, 2026-12-05).
-  const bool blank_first = !s.empty() && std::isspace(static_cast<unsigned char>(s.front()));
-  // strtof reads hexadecimal too ("0x0.1"), which a YAML number is not (review, 2026-12-06).
-  const bool hexadecimal = s.find_first_of("xX") != std::string::npos;
-  if (s.empty() || blank_first || hexadecimal || end != s.c_str() + s.size() || !std::isfinite(v)) {
-    return Status::error("model key '{}': '{}' is not a finite number", key, text);
-  }
-  *out = v;
+  // In every locale (Note [Locale-free numbers], core/decimal_text.h), and no leading blanks
+  // (the value went into the spec, which is split on blanks, and the spec no longer parsed:
+  // "dropout= 0.1", review 2026-12-05) or hexadecimal ("0x0.1", review 2026-12-06).
+  const std::optional<float> v = parse_decimal<float>(text);
+  if (!v) return Status::error("model key '{}': '{}' is not a finite number", key, text);
+  *out = *v;
   return Status::ok();
 }
 

@@ -1,0 +1,24 @@
+// core/decimal_text.h: parse_decimal reads what strtod read for a YAML number, nothing more.
+#include "core/decimal_text.h"
+
+#include <gtest/gtest.h>
+
+namespace sparq {
+namespace {
+
+TEST(DecimalText, ReadsDecimalNumbersOnly) {
+  EXPECT_EQ(parse_decimal<double>("0.01"), 0.01);
+  EXPECT_EQ(parse_decimal<double>("1e-3"), 1e-3);
+  EXPECT_EQ(parse_decimal<double>("+0.5"), 0.5);
+  EXPECT_EQ(parse_decimal<double>("-2"), -2.0);
+  EXPECT_EQ(parse_decimal<double>(".5"), 0.5);
+  EXPECT_EQ(parse_decimal<float>("0.1"), 0.1f);
+  for (const char* bad :
+       {"", " 1", "1 ", "0x1p-7", "1,5", "inf", "nan", "+-1", "++1", "+", "1e999", "0.1x"}) {
+    EXPECT_FALSE(parse_decimal<double>(bad).has_value()) << "'" << bad << "'";
+  }
+  EXPECT_FALSE(parse_decimal<float>("1e39").has_value()) << "past float's range";
+}
+
+}  // namespace
+}  // namespace sparq

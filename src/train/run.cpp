@@ -238,13 +238,25 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   if (!options.resume.empty()) SPARQ_RETURN_IF_ERROR(t.resume(options.resume));
   if (root) spdlog::info("config {}\n{}", config.origin, t.describe());
   SPARQ_ASSIGN_OR_RETURN(TrainSummary summary, t.run(options.stop_at));
-  if (!options.export_safetensors.empty() && summary.stop_signal != 0 && root) {
-    // Stopped by a signal: the checkpoint holds the step; the export is of finished runs (and
-    // mpirun's SIGKILL follows its SIGTERM within a second).
-    spdlog::warn("stopped by {}: {} not written", stop_signal_name(summary.stop_signal),
-                 options.export_safetensors);
+  // Stopped by a signal: the checkpoint holds the step, and the export is of finished runs
+  // (mpirun's SIGKILL follows its SIGTERM within a second). Without a checkpoint folder the
+  // export is all the run leaves: written then too (the trained parameters were lost; review,
+  // 2026-12-07).
+  const bool stopped = summary.stop_signal != 0;
+  const bool exports =
+      !options.export_safetensors.empty() && (!stopped || config.train.checkpoint_dir.empty());
+  if (!options.export_safetensors.empty() && stopped && root) {
+    if (exports) {
+      spdlog::warn(
+          "stopped by {} with no train.checkpoint_dir: {} takes the parameters of step "
+          "{}, this run's only output (train.init_from reads it; nothing resumes it)",
+          stop_signal_name(summary.stop_signal), options.export_safetensors, t.step());
+    } else {
+      spdlog::warn("stopped by {}: {} not written (the checkpoint holds the step)",
+                   stop_signal_name(summary.stop_signal), options.export_safetensors);
+    }
   }
-  if (!options.export_safetensors.empty() && summary.stop_signal == 0) {
+  if (exports) {
     Status exported;
     if (root) {
       exported = export_safetensors(

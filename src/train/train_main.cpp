@@ -70,9 +70,10 @@ std::string what_there_is_to_resume_from(const TrainSummary& s, const std::strin
   if (!checkpoints.empty() && s.saved_step == s.steps) {
     return fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints);
   }
-  const std::string head = s.steps_run == 0      ? "no step was run, nothing saved"
-                           : checkpoints.empty() ? "train.checkpoint_dir is not set, nothing saved"
-                                                 : "no final checkpoint";
+  const std::string head = s.steps_run == 0 ? "no step was run, nothing saved"
+                           : checkpoints.empty()
+                               ? "train.checkpoint_dir is not set, no checkpoint saved"
+                               : "no final checkpoint";
   if (!checkpoints.empty() && s.saved_step >= 0) {
     return fmt::format("{}; the newest step this run saved is {}: --resume {} continues from it",
                        head, s.saved_step, checkpoints);

@@ -54,7 +54,11 @@ struct Spec {
   std::int64_t hit = 1;
   Action action = Action::kExit;
   std::int64_t seen = 0;   // matching calls so far
-  std::string text;        // as given, for messages
+  // Its action ran. Reaching the hit is not enough: two specs that reach theirs on the same
+  // call (one for any rank, one for rank 1) apply the first's action only, and the second
+  // passed as fired (review, 2026-12-07).
+  bool fired = false;
+  std::string text;  // as given, for messages
 };
 
 std::atomic<int> g_rank{0};
@@ -289,6 +293,11 @@ Status check_all_fired(std::int64_t first_step) {
     if (s.step >= 0 && (checkpoint_point ? s.step <= first_step : s.step < first_step)) continue;
     if (s.seen < s.hit) {
       unfired.push_back(fmt::format("'{}' ({} of {} matching call(s))", s.text, s.seen, s.hit));
+    } else if (!s.fired) {
+      unfired.push_back(fmt::format(
+          "'{}' (its call {} was taken by an earlier spec's action: give it another hit= or "
+          "step=)",
+          s.text, s.hit));
     }
   }
   if (unfired.empty()) return Status::ok();
@@ -329,6 +338,7 @@ bool point(std::string_view name, std::int64_t step) {
       if (++s.seen == s.hit && fired == nullptr) fired = &s;
     }
     if (fired == nullptr) return false;
+    fired->fired = true;
     action = fired->action;
   }
   switch (action) {

@@ -16,7 +16,8 @@ TEST(Fault, FiltersByPointRankStepAndHit) {
   ASSERT_EQ(
       setenv("SPARQ_FAULT",
              "checkpoint.write,rank=1,hit=3,action=fail;gradient.nonfinite,step=7,action=fail;"
-             "shard.close,hit=1,action=fail;shard.close,hit=2,action=fail",
+             "shard.close,hit=1,action=fail;shard.close,hit=2,action=fail;"
+             "gradient.nonfinite,step=9,action=fail;gradient.nonfinite,rank=1,step=9,action=fail",
              1),
       0);
   ASSERT_TRUE(check_environment().is_ok()) << check_environment().message();
@@ -34,6 +35,18 @@ TEST(Fault, FiltersByPointRankStepAndHit) {
   EXPECT_TRUE(point("shard.close"));
   EXPECT_TRUE(point("shard.close"));
   EXPECT_FALSE(point("shard.close"));
+  // Two specs that reach their hit on one call (any rank's and rank 1's): the first acts, and
+  // the second never did, which check_all_fired says; it counted as fired (review,
+  // 2026-12-07).
+  EXPECT_TRUE(point("gradient.nonfinite", 9));
+  const Status unfired = check_all_fired();
+  ASSERT_FALSE(unfired.is_ok());
+  EXPECT_NE(unfired.message().find("'gradient.nonfinite,rank=1,step=9,action=fail' (its call 1 "
+                                   "was taken by an earlier spec's action"),
+            std::string::npos)
+      << unfired.message();
+  EXPECT_EQ(unfired.message().find("'gradient.nonfinite,step=9,action=fail'"), std::string::npos)
+      << unfired.message();
 }
 
 // Each refused spec: the message must name what is wrong.

@@ -30,6 +30,12 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   std::int64_t seed = 0;
   SPARQ_RETURN_IF_ERROR(r.get("compress.seed", &seed, {.min = 0}));
   x.seed = static_cast<std::uint64_t>(seed);
+  // The key that names the compressor is compress.name (not compress.<name>.name); checked
+  // before the sections, or an unknown name's own section was named as the unknown key
+  // ("compress.nope.density: unknown key"; review, 2026-12-07).
+  if (auto found = compress::find_compressor(x.compress.name); !found.is_ok()) {
+    return found.status().with_context(r.where() + ": compress.name");
+  }
   // Compressor settings live under compress.<compressor>.<key>, so that switching
   // compress.name (for example --set compress.name=none) never leaves stray keys behind.
   // Every listed compressor's section is validated, used or not: a typo is always an error.
@@ -58,10 +64,6 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   for (const auto& [name, section] : sections) {
     auto probe = compress::make_compressor(section);
     if (!probe.is_ok()) return probe.status().with_context(r.where());
-  }
-  // The key that names the compressor is compress.name (not compress.<name>.name).
-  if (auto found = compress::find_compressor(x.compress.name); !found.is_ok()) {
-    return found.status().with_context(r.where() + ": compress.name");
   }
   x.compress.params = sections.count(x.compress.name) ? sections[x.compress.name].params
                                                       : std::map<std::string, std::string>{};

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -13,6 +14,18 @@
 
 namespace sparq::train {
 namespace {
+
+// A compressor key's value as YAML reads it back: plain when it is a word or number (as
+// configs write them), else quoted. Written plain, an in-code value "0.1 # note" read back as
+// 0.1, and one with a line break as YAML structure ("train: set twice"; review, 2026-12-07).
+std::string quoted(const std::string& s);
+std::string plain_or_quoted(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '+' ||
+           ch == '-';
+  });
+  return plain ? s : quoted(s);
+}
 
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -89,7 +102,8 @@ std::string effective_yaml(const TrainConfig& c) {
     << fmt::format("  density_warmup_steps: {}\n", x.density_warmup_steps);
   if (!x.compress.params.empty()) {
     y << "  " << x.compress.name << ":\n";
-    for (const auto& [k, v] : x.compress.params) y << "    " << k << ": " << v << "\n";
+    for (const auto& [k, v] : x.compress.params)
+      y << "    " << k << ": " << plain_or_quoted(v) << "\n";
   }
   const CommConfig& m = c.comm;
   y << "comm:\n"

@@ -1,0 +1,47 @@
+// A config built in code (docs/embedding.md) is checked as its YAML would be: compressor values
+// that YAML would read otherwise are refused as themselves, and an unknown compressor is named
+// by compress.name.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "train/run.h"
+
+namespace sparq {
+namespace {
+
+train::TrainConfig lbs_with(const std::string& density) {
+  train::TrainConfig c = train::default_train_config().value();
+  c.compress.compress.name = "lbs";
+  c.compress.compress.params = {{"density", density}};
+  return c;
+}
+
+TEST(InCodeConfig, CompressorValuesAreReadAsThemselves) {
+  EXPECT_TRUE(train::validate_train_config(lbs_with("0.05")).is_ok());
+  // Written plain into the YAML, "0.1 # note" read back as 0.1, and a line break as YAML
+  // structure: "train: set twice" (review, 2026-12-07).
+  for (const std::string bad : {"0.1 # note", "0.1\ntrain: {steps: 3}", "[0.1]"}) {
+    const auto refused = train::validate_train_config(lbs_with(bad));
+    ASSERT_FALSE(refused.is_ok()) << bad;
+    EXPECT_NE(refused.status().message().find("compress.lbs.density: expected a number"),
+              std::string::npos)
+        << refused.status().message();
+  }
+}
+
+TEST(InCodeConfig, AnUnknownCompressorIsNamedByCompressName) {
+  train::TrainConfig c = train::default_train_config().value();
+  c.compress.compress.name = "nope";
+  c.compress.compress.params = {{"density", "0.1"}};
+  const auto refused = train::validate_train_config(c);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("compress.name"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("compress.nope.density: unknown key"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+}  // namespace
+}  // namespace sparq

@@ -73,6 +73,15 @@ Status read_compress(YamlReader& r, TrainConfig& c) {
   SPARQ_RETURN_IF_ERROR(compress::check_density_warmup(**probe, x.density_warmup_steps,
                                                        "compress.density_warmup_steps")
                             .with_context(r.where()));
+  // The pairs the exchange refuses (a strategy's accepts(), compress/aggregation.h) are
+  // refused when the config is read, as docs/embedding.md says: validate_train_config passed
+  // topk with allreduce, which run_training then refused (review, 2026-12-07).
+  if (!x.compress.compression_off()) {
+    SPARQ_RETURN_IF_ERROR(
+        compress::make_aggregator(x.aggregation, **probe, x.aggregator, x.aggregation_key)
+            .status()
+            .with_context(r.where()));
+  }
   // DGC applies the momentum itself (momentum correction before selection); a second
   // momentum in SGD would apply it twice.
   // A variance frozen after compressed steps has seen only what was sent: near zero for every

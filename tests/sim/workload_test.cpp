@@ -169,9 +169,10 @@ TEST(Workload, PricesByTheStrategyTheCompressorAccepts) {
     EXPECT_EQ((*automatic)[i].p_bytes, (*low_rank)[i].p_bytes);
     EXPECT_EQ((*automatic)[i].q_bytes, (*low_rank)[i].q_bytes);
   }
-  auto refused = simulate_buckets(
-      **layout, tiny_config({"compress.name=powersgd", "compress.aggregation=allreduce"}),
-      *profile);
+  // Refused when the config is read now (config_sections_exchange.cpp), as by the trainer.
+  auto refused =
+      train::parse_train_config("model:\n  preset: gpt2-tiny\n", "t.yaml",
+                                {"compress.name=powersgd", "compress.aggregation=allreduce"});
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("compress.aggregation: powersgd cannot aggregate "
                                             "by allreduce"),

@@ -30,6 +30,20 @@ TEST(InCodeConfig, CompressorValuesAreReadAsThemselves) {
   }
 }
 
+// docs/embedding.md: a strategy's accepts() runs whenever a config is read or validated;
+// validate passed topk with allreduce, which run_training then refused (review, 2026-12-07).
+TEST(InCodeConfig, AStrategyThatRefusesTheCompressorIsRefusedByValidation) {
+  train::TrainConfig c = train::default_train_config().value();
+  c.compress.compress.name = "topk";
+  c.compress.aggregation = "allreduce";
+  const auto refused = train::validate_train_config(c);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("compress.aggregation"), std::string::npos)
+      << refused.status().message();
+  c.compress.aggregation = "auto";
+  EXPECT_TRUE(train::validate_train_config(c).is_ok());
+}
+
 TEST(InCodeConfig, AnUnknownCompressorIsNamedByCompressName) {
   train::TrainConfig c = train::default_train_config().value();
   c.compress.compress.name = "nope";

@@ -251,7 +251,7 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
   if (auto registered = find_registered_model(config.preset); registered.is_ok()) {
     SPARQ_ASSIGN_OR_RETURN(model, registered->factory(config, shape));
     if (!model) return Status::error("{}: the registered factory returned no model", config.spec);
-    spdlog::info("{}", model->summary());
+    spdlog::debug("{}", model->summary());  // debug: as the built-in models' below
     return model;
   }
   switch (config.arch) {
@@ -260,8 +260,11 @@ Result<std::unique_ptr<Model>> make_model(const ModelConfig& config, RunShape sh
     case ModelArch::kVgg: model.reset(new Vgg(config, shape)); break;
   }
   if (!model) return Status::error("{}: unsupported architecture", config.spec);
-  // The start-up report: parameter count and activation memory for this micro-batch.
-  spdlog::info("{}", model->summary());
+  // Parameter count and activation memory for this micro-batch, at debug level: the trainer's
+  // start-up report (Trainer::describe) has it, and a library prints nothing of its own in a
+  // dry run (docs/embedding.md); every rank logged it at info, a dry run too (review,
+  // 2026-12-07).
+  spdlog::debug("{}", model->summary());
   return model;
 }
 

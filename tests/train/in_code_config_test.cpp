@@ -1,10 +1,11 @@
 // A config built in code (docs/embedding.md) is checked as its YAML would be: compressor values
-// that YAML would read otherwise are refused as themselves, and an unknown compressor is named
-// by compress.name.
+// that YAML would read otherwise are refused as themselves, an unknown compressor is named by
+// compress.name, a strategy that refuses the compressor is refused; a dry run logs nothing.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "common/log_capture.h"
 #include "train/run.h"
 
 namespace sparq {
@@ -55,6 +56,20 @@ TEST(InCodeConfig, AnUnknownCompressorIsNamedByCompressName) {
   EXPECT_EQ(refused.status().message().find("compress.nope.density: unknown key"),
             std::string::npos)
       << refused.status().message();
+}
+
+// docs/embedding.md: what a dry run prints is returned in dry_run_report, and the library
+// prints nothing; every rank logged the model's summary (review, 2026-12-07).
+TEST(InCodeConfig, ADryRunLogsNothing) {
+  const train::TrainConfig c = train::validate_train_config(lbs_with("0.05")).value();
+  auto comm = train::make_communicator(c.comm).value();
+  train::RunOptions options;
+  options.trainer.dry_run = true;
+  testing::LogCapture log;
+  auto summary = train::run_training(c, *comm, options);
+  ASSERT_TRUE(summary.is_ok()) << summary.status().message();
+  EXPECT_EQ(log.text(), "");
+  EXPECT_NE(summary->dry_run_report.find("parameters in"), std::string::npos);
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 // Under mpirun every rank parses the same command line before MPI starts, so a bad argument
 // was printed once per rank, unlike every other error (docs/reliability.md, "One line per
 // error"; review, 2026-12-07). The launcher's rank variables name rank 0 before MPI_Init:
-// only it prints an argument error (and --help); every rank exits with the same code.
+// only it prints an argument error (and --help); every rank exits with the same code. The
+// limit: a rank whose arguments differ from rank 0's (an MPMD launch, a variable unset on
+// some nodes) reports its bad argument by its exit status 2 alone, which mpirun names.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -84,8 +86,9 @@ inline void decimal_integer_options(CLI::App& app) {
 // An option given an empty value (`--resume "$CKPT"` with CKPT unset) was taken as not given:
 // train started afresh and set the checkpoints it was asked to resume aside, and `--config ""`
 // said "cannot open config file ''" (review, 2026-12-07). Every text option of an app (type
-// name TEXT) refuses an empty value as a bad argument (SPARQ_PARSE_ARGS); an option whose
-// empty value means something must say so in its own check, and none does.
+// name TEXT) refuses an empty value as a bad argument (SPARQ_PARSE_ARGS); no app has an option
+// whose empty value means something, and one that did would need a way out of this rule
+// (CLI11's checks all apply: its own could not undo this one).
 inline void refuse_empty_text_options(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     if (option->get_type_name().rfind("TEXT", 0) != 0) continue;

@@ -302,7 +302,8 @@ Status check_all_fired(std::int64_t first_step) {
   }
   if (unfired.empty()) return Status::ok();
   return Status::error(
-      "SPARQ_FAULT: {} never fired: the run did not reach it, so the trial did not inject its "
+      "SPARQ_FAULT: {} never fired: the run did not reach it (or an earlier spec's action took "
+      "its call), so the trial did not inject its "
       "fault",
       fmt::join(unfired, ", "));
 }

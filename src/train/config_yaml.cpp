@@ -15,12 +15,13 @@
 namespace sparq::train {
 namespace {
 
-// A compressor key's value as YAML reads it back: plain when it is a word or number (as
-// configs write them), else quoted. Written plain, an in-code value "0.1 # note" read back as
-// 0.1, and one with a line break as YAML structure ("train: set twice"; review, 2026-12-07).
+// A text setting as YAML reads it back: plain when it is a word or number (as configs write
+// them), else quoted. Written plain, an in-code value "0.1 # note" read back as 0.1, one with
+// a line break as YAML structure ("train: set twice"), and "-" as a block entry, a YAML error
+// (review, 2026-12-07).
 std::string quoted(const std::string& s);
 std::string plain_or_quoted(const std::string& s) {
-  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) {
+  const bool plain = !s.empty() && s != "-" && std::all_of(s.begin(), s.end(), [](char ch) {
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '+' ||
            ch == '-';
   });
@@ -58,7 +59,7 @@ const char* yes_no(bool b) { return b ? "true" : "false"; }
 std::string effective_yaml(const TrainConfig& c) {
   std::ostringstream y;
   // model: the preset plus the overrides recorded in its spec ("preset k=v k=v").
-  y << "model:\n  preset: " << c.model.preset << "\n";
+  y << "model:\n  preset: " << plain_or_quoted(c.model.preset) << "\n";
   std::istringstream spec(c.model.spec);
   std::string word;
   spec >> word;  // the preset
@@ -70,12 +71,13 @@ std::string effective_yaml(const TrainConfig& c) {
   }
   const DataConfig& d = c.data;
   y << "data:\n"
-    << fmt::format("  source: {}\n  train: {}\n  eval: {}\n  seq_len: {}\n", d.source,
-                   quoted(d.train_path), quoted(d.eval_path), d.seq_len)
-    << fmt::format("  markov:\n    vocab_size: {}\n    order: {}\n    branching: {}\n"
-                   "    smoothing: {}\n    seed: {}\n    train_tokens: {}\n    eval_tokens: {}\n",
-                   d.markov.vocab_size, d.markov.order, d.markov.branching, d.markov.smoothing,
-                   d.markov.seed, d.markov_train_tokens, d.markov_eval_tokens)
+    << fmt::format("  source: {}\n  train: {}\n  eval: {}\n  seq_len: {}\n",
+                   plain_or_quoted(d.source), quoted(d.train_path), quoted(d.eval_path), d.seq_len)
+    << fmt::format(
+           "  markov:\n    vocab_size: {}\n    order: {}\n    branching: {}\n"
+           "    smoothing: {}\n    seed: {}\n    train_tokens: {}\n    eval_tokens: {}\n",
+           d.markov.vocab_size, d.markov.order, d.markov.branching, d.markov.smoothing,
+           d.markov.seed, d.markov_train_tokens, d.markov_eval_tokens)
     << fmt::format("  mask_prob: {}\n  cls_id: {}\n  sep_id: {}\n  mask_id: {}\n  pad_id: {}\n",
                    d.mask_prob, d.cls_id, d.sep_id, d.mask_id, d.pad_id)
     << fmt::format("  augment: {}\n  synthetic:\n    train_images: {}\n    eval_images: {}\n",
@@ -83,27 +85,31 @@ std::string effective_yaml(const TrainConfig& c) {
   const optim::OptimConfig& o = c.optim;
   const optim::LrScheduleConfig& s = c.schedule;
   y << "optim:\n"
-    << fmt::format("  name: {}\n  lr: {}\n  weight_decay: {}\n  momentum: {}\n  dampening: {}\n"
-                   "  nesterov: {}\n  beta1: {}\n  beta2: {}\n  eps: {}\n  freeze_steps: {}\n",
-                   o.name, s.lr, o.weight_decay, o.momentum, o.dampening, yes_no(o.nesterov),
-                   o.beta1, o.beta2, o.eps, o.freeze_steps)
+    << fmt::format(
+           "  name: {}\n  lr: {}\n  weight_decay: {}\n  momentum: {}\n  dampening: {}\n"
+           "  nesterov: {}\n  beta1: {}\n  beta2: {}\n  eps: {}\n  freeze_steps: {}\n",
+           plain_or_quoted(o.name), s.lr, o.weight_decay, o.momentum, o.dampening,
+           yes_no(o.nesterov), o.beta1, o.beta2, o.eps, o.freeze_steps)
     << fmt::format("  communicate: {}\n  frozen_variance_floor: {}\n  clip_scope: {}\n",
-                   o.communicate, o.frozen_variance_floor, c.clip_scope)
-    << fmt::format("  clip_norm: {}\n  schedule: {}\n  warmup_steps: {}\n  min_lr: {}\n"
-                   "  step_size: {}\n  gamma: {}\n",
-                   c.clip_norm, s.kind, s.warmup_steps, s.min_lr, s.step_size, s.gamma);
+                   plain_or_quoted(o.communicate), o.frozen_variance_floor,
+                   plain_or_quoted(c.clip_scope))
+    << fmt::format(
+           "  clip_norm: {}\n  schedule: {}\n  warmup_steps: {}\n  min_lr: {}\n"
+           "  step_size: {}\n  gamma: {}\n",
+           c.clip_norm, plain_or_quoted(s.kind), s.warmup_steps, s.min_lr, s.step_size, s.gamma);
   const compress::GradientExchangeConfig& x = c.compress;
   const std::string& aggregation = x.aggregation;
   y << "compress:\n"
-    << fmt::format("  name: {}\n  error_feedback: {}\n  aggregation: {}\n"
-                   "  server_compression: {}\n  dense_warmup_steps: {}\n  seed: {}\n",
-                   x.compress.name, yes_no(x.error_feedback), aggregation,
-                   yes_no(x.aggregator.server_compression), x.dense_warmup_steps, x.seed)
+    << fmt::format(
+           "  name: {}\n  error_feedback: {}\n  aggregation: {}\n"
+           "  server_compression: {}\n  dense_warmup_steps: {}\n  seed: {}\n",
+           plain_or_quoted(x.compress.name), yes_no(x.error_feedback), plain_or_quoted(aggregation),
+           yes_no(x.aggregator.server_compression), x.dense_warmup_steps, x.seed)
     << fmt::format("  density_warmup_steps: {}\n", x.density_warmup_steps);
   if (!x.compress.params.empty()) {
-    y << "  " << x.compress.name << ":\n";
+    y << "  " << plain_or_quoted(x.compress.name) << ":\n";
     for (const auto& [k, v] : x.compress.params)
-      y << "    " << k << ": " << plain_or_quoted(v) << "\n";
+      y << "    " << plain_or_quoted(k) << ": " << plain_or_quoted(v) << "\n";
   }
   const CommConfig& m = c.comm;
   y << "comm:\n"
@@ -113,25 +119,28 @@ std::string effective_yaml(const TrainConfig& c) {
            "  min_compress_numel: {}\n  dense_patterns: {}\n  overlap: {}\n"
            "  timeout_s: {}\n  emulate:\n    gbit_per_s: {}\n    latency_us: {}\n"
            "    ranks: {}\n  split_tied_embedding: {}\n",
-           m.backend, m.allreduce, m.mpi_wait, m.plan.first_bucket_mb, m.plan.bucket_mb,
-           m.plan.min_compress_numel, flow_list(m.plan.dense_patterns), yes_no(m.overlap),
-           m.timeout_s, m.emulate.gbit_per_s, m.emulate.latency_us, m.emulate.ranks,
-           m.split_tied_embedding)
+           plain_or_quoted(m.backend), plain_or_quoted(m.allreduce), plain_or_quoted(m.mpi_wait),
+           m.plan.first_bucket_mb, m.plan.bucket_mb, m.plan.min_compress_numel,
+           flow_list(m.plan.dense_patterns), yes_no(m.overlap), m.timeout_s, m.emulate.gbit_per_s,
+           m.emulate.latency_us, m.emulate.ranks, plain_or_quoted(m.split_tied_embedding))
     << fmt::format(
            "  plan: {}\n  plan_profile: {}\n  plan_network: {}\n"
            "  plan_min_compression: {}\n",
-           m.plan_mode, quoted(m.plan_profile), quoted(m.plan_network), m.plan_min_compression);
+           plain_or_quoted(m.plan_mode), quoted(m.plan_profile), quoted(m.plan_network),
+           m.plan_min_compression);
   const LoopConfig& t = c.train;
   y << "train:\n"
-    << fmt::format("  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"
-                   "  eval_batches: {}\n  checkpoint_interval: {}\n  checkpoint_dir: {}\n"
-                   "  keep_checkpoints: {}\n",
-                   t.steps, t.micro_batch, t.accumulation, t.eval_interval, t.eval_batches,
-                   t.checkpoint_interval, quoted(t.checkpoint_dir), t.keep_checkpoints)
-    << fmt::format("  seed: {}\n  max_nonfinite_in_a_row: {}\n  threads: {}\n  init_from: {}\n"
-                   "  init_format: {}\n  device: {}\n  precision: {}\n",
-                   t.seed, t.max_nonfinite_in_a_row, t.threads, quoted(t.init_from),
-                   t.init_format, device_name(t.device), t.precision);
+    << fmt::format(
+           "  steps: {}\n  micro_batch: {}\n  accumulation: {}\n  eval_interval: {}\n"
+           "  eval_batches: {}\n  checkpoint_interval: {}\n  checkpoint_dir: {}\n"
+           "  keep_checkpoints: {}\n",
+           t.steps, t.micro_batch, t.accumulation, t.eval_interval, t.eval_batches,
+           t.checkpoint_interval, quoted(t.checkpoint_dir), t.keep_checkpoints)
+    << fmt::format(
+           "  seed: {}\n  max_nonfinite_in_a_row: {}\n  threads: {}\n  init_from: {}\n"
+           "  init_format: {}\n  device: {}\n  precision: {}\n",
+           t.seed, t.max_nonfinite_in_a_row, t.threads, quoted(t.init_from),
+           plain_or_quoted(t.init_format), device_name(t.device), plain_or_quoted(t.precision));
   const LogConfig& l = c.log;
   y << "log:\n"
     << fmt::format("  metrics: {}\n  progress_interval: {}\n  per_rank_timing: {}\n"

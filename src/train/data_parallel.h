@@ -49,9 +49,10 @@
 // models get no collective and no scale: their numbers are bit-identical to the equal
 // weights. BERT's NSP term (a mean over rows, as many in every micro-batch) keeps equal
 // weights in the gradient. StepResult::loss weighs this rank's micro-batch losses by their
-// counts too (sum c_ri loss_ri / sum c_ri: its masked-token mean without NSP), NaN when none
-// counts a target: equal weights averaged a micro-batch with no target in as 0, and a step
-// with none anywhere logged "loss 0.0000", read as a perfect model (review, 2026-12-07).
+// counts too (sum c_ri loss_ri / sum c_ri: its masked-token mean; with NSP the NSP term is
+// weighed alike, and a micro-batch with no masked token drops out with its NSP term), NaN when
+// none counts a target, NSP or not: equal weights averaged a micro-batch with no target in as 0,
+// and a step with none anywhere logged "loss 0.0000", read as a perfect model (review, 2026-12-07).
 //
 // The caller chooses train or eval mode (model.set_training) before calling step().
 //
@@ -84,7 +85,9 @@ namespace sparq::train {
 struct StepResult {
   std::int64_t step = 0;
   float loss = 0;         // mean of the micro-batch losses on this rank (each a mean over
-                          // its own targets; not weighed by their counts)
+                          // its own targets), weighed by their counts where the model weighs
+                          // counted targets (BERT), NaN there when none counts a target
+                          // (Note [Token-weighted micro-batches])
   double grad_norm = 0;   // before clipping: of the aggregate, or of the local gradient
                           // with local clipping
   double lr = 0;

@@ -243,8 +243,10 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
   // export is all the run leaves: written then too (the trained parameters were lost; review,
   // 2026-12-07).
   const bool stopped = summary.stop_signal != 0;
-  const bool exports =
-      !options.export_safetensors.empty() && (!stopped || config.train.checkpoint_dir.empty());
+  // (Not before a step of its own: the file would take the parameters the run started from,
+  // and replace what an earlier run left there.)
+  const bool exports = !options.export_safetensors.empty() &&
+                       (!stopped || (config.train.checkpoint_dir.empty() && summary.steps_run > 0));
   if (!options.export_safetensors.empty() && stopped && root) {
     if (exports) {
       spdlog::warn(
@@ -252,8 +254,10 @@ Result<TrainSummary> run_training(const TrainConfig& config_in, comm::Communicat
           "{}, this run's only output (train.init_from reads it; nothing resumes it)",
           stop_signal_name(summary.stop_signal), options.export_safetensors, t.step());
     } else {
-      spdlog::warn("stopped by {}: {} not written (the checkpoint holds the step)",
-                   stop_signal_name(summary.stop_signal), options.export_safetensors);
+      spdlog::warn("stopped by {}: {} not written ({})", stop_signal_name(summary.stop_signal),
+                   options.export_safetensors,
+                   config.train.checkpoint_dir.empty() ? "no step was run"
+                                                       : "the checkpoint holds the step");
     }
   }
   if (exports) {

@@ -84,10 +84,10 @@ class Trainer {
     // linear in it), so checking a 124M-parameter config does not touch gigabytes.
     bool dry_run = false;
     // Called on every rank after each training step with this rank's metrics (result.loss is
-    // the mean over this rank's micro-batches; skipped steps are reported too, with
-    // result.skipped), and after each evaluation with the all-rank result. For programs
-    // that embed the trainer (include/sparq/train.h); a callback must not call into the
-    // trainer, and what it does between steps is not overlapped with anything.
+    // the mean over this rank's micro-batches, StepResult::loss; skipped steps are reported too,
+    // with result.skipped), and after each evaluation with the all-rank result. For programs that
+    // embed the trainer (include/sparq/train.h); a callback must not call into the trainer, and
+    // what it does between steps is not overlapped with anything.
     std::function<void(const StepMetrics&)> on_step;
     std::function<void(const EvalMetrics&)> on_eval;
     // comm.plan: auto: the per-bucket choices for `plan` at `world_size` ranks
@@ -212,7 +212,8 @@ class Trainer {
   Result<int> agree_on_stop_signal(comm::ByteCounters* moved = nullptr);
   Status write_trace();
   // Collective, at the start of run(): a fresh start's set-aside of other histories (with
-  // their log.metrics), then log.metrics opened and train.checkpoint_dir made, each agreed.
+  // their log.metrics), then train.checkpoint_dir made and checked, then log.metrics opened,
+  // each agreed.
   Status open_run_outputs(std::int64_t stop_at);
   // A resume from this checkpoint_dir (its step, or a step set aside in it) with no step left
   // to run, to evaluate it again: it rewrites nothing there (run_outputs.cpp).

@@ -169,10 +169,18 @@ TEST(Workload, PricesByTheStrategyTheCompressorAccepts) {
     EXPECT_EQ((*automatic)[i].p_bytes, (*low_rank)[i].p_bytes);
     EXPECT_EQ((*automatic)[i].q_bytes, (*low_rank)[i].q_bytes);
   }
-  // Refused when the config is read now (config_sections_exchange.cpp), as by the trainer.
-  auto refused =
+  // Refused when the config is read (config_sections_exchange.cpp), as by the trainer; and by
+  // the simulator for a config edited in code after.
+  const auto read =
       train::parse_train_config("model:\n  preset: gpt2-tiny\n", "t.yaml",
                                 {"compress.name=powersgd", "compress.aggregation=allreduce"});
+  ASSERT_FALSE(read.is_ok());
+  EXPECT_NE(read.status().message().find("powersgd cannot aggregate by allreduce"),
+            std::string::npos)
+      << read.status().message();
+  train::TrainConfig edited = tiny_config({"compress.name=powersgd"});
+  edited.compress.aggregation = "allreduce";
+  auto refused = simulate_buckets(**layout, edited, *profile);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("compress.aggregation: powersgd cannot aggregate "
                                             "by allreduce"),

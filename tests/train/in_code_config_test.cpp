@@ -22,7 +22,7 @@ TEST(InCodeConfig, CompressorValuesAreReadAsThemselves) {
   EXPECT_TRUE(train::validate_train_config(lbs_with("0.05")).is_ok());
   // Written plain into the YAML, "0.1 # note" read back as 0.1, and a line break as YAML
   // structure: "train: set twice" (review, 2026-12-07).
-  for (const std::string bad : {"0.1 # note", "0.1\ntrain: {steps: 3}", "[0.1]"}) {
+  for (const std::string bad : {"0.1 # note", "0.1\ntrain: {steps: 3}", "[0.1]", "-"}) {
     const auto refused = train::validate_train_config(lbs_with(bad));
     ASSERT_FALSE(refused.is_ok()) << bad;
     EXPECT_NE(refused.status().message().find("compress.lbs.density: expected a number"),
@@ -43,6 +43,9 @@ TEST(InCodeConfig, AStrategyThatRefusesTheCompressorIsRefusedByValidation) {
       << refused.status().message();
   c.compress.aggregation = "auto";
   EXPECT_TRUE(train::validate_train_config(c).is_ok());
+  // Every text setting is read as itself: "allgather # x" read back as allgather.
+  c.compress.aggregation = "allgather # x";
+  EXPECT_FALSE(train::validate_train_config(c).is_ok());
 }
 
 TEST(InCodeConfig, AnUnknownCompressorIsNamedByCompressName) {

@@ -45,6 +45,15 @@ TEST(RunOptions, AStopWithoutACheckpointFolderStillExports) {
       EXPECT_EQ(file->metadata().at("step"), "2");
     }
   }
+  // Stopped before any step: nothing to export, and an earlier run's file stays as it was.
+  train::RunOptions at_once;
+  at_once.export_safetensors = dir + "/without.safetensors";
+  const auto before = std::filesystem::last_write_time(at_once.export_safetensors);
+  at_once.trainer.stop_requested = [] { return SIGTERM; };
+  auto stopped = train::run_training(config, *comm, at_once);
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  EXPECT_EQ(stopped->steps_run, 0);
+  EXPECT_EQ(std::filesystem::last_write_time(at_once.export_safetensors), before);
   std::filesystem::remove_all(dir);
 }
 

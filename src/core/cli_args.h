@@ -12,16 +12,20 @@
 // error"; review, 2026-12-07). The launcher's rank variables name rank 0 before MPI_Init:
 // only it prints an argument error (and --help); every rank exits with the same code. The
 // limit: a rank whose arguments differ from rank 0's (an MPMD launch, a variable unset on
-// some nodes) reports its bad argument by its exit status 2 alone, which mpirun names.
+// some nodes) reports its bad argument by its exit status 2 alone, which mpirun names. The
+// other ranks wait 2 s before they exit: the first rank to exit with an error makes mpirun end
+// the job, and when it was a silent one, rank 0 was killed before it printed (CI, 2026-12-07).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace sparq::cli {
@@ -35,6 +39,13 @@ inline bool reports_argument_errors() {
     }
   }
   return true;
+}
+
+// The exit status of an argument error, after Note [One report of a bad argument]'s wait on
+// the ranks that do not report it.
+inline int argument_error_exit(int code) {
+  if (!reports_argument_errors()) std::this_thread::sleep_for(std::chrono::seconds(2));
+  return code;
 }
 
 // A whole argument that is a decimal integer in [0, INT64_MAX]: CLI11's numeric checks take
@@ -118,15 +129,16 @@ inline std::string first_repeated(const std::vector<std::string>& items) {
 // Parses, or returns from the calling main() with Note [App exit codes]'s code; integer
 // options read as decimal (Note [Decimal integers]), text options refuse an empty value (Note
 // [Empty option values]), and only one rank reports (Note [One report of a bad argument]).
-#define SPARQ_PARSE_ARGS(app, argc, argv)                              \
-  try {                                                                \
-    sparq::cli::decimal_integer_options(app);                          \
-    sparq::cli::refuse_empty_text_options(app);                        \
-    (app).parse((argc), (argv));                                       \
-  } catch (const CLI::ParseError& parse_error) {                       \
-    if (sparq::cli::reports_argument_errors()) {                       \
-      return (app).exit(parse_error) == 0 ? 0 : 2;                     \
-    }                                                                  \
-    std::ostringstream unprinted;                                      \
-    return (app).exit(parse_error, unprinted, unprinted) == 0 ? 0 : 2; \
+#define SPARQ_PARSE_ARGS(app, argc, argv)                           \
+  try {                                                             \
+    sparq::cli::decimal_integer_options(app);                       \
+    sparq::cli::refuse_empty_text_options(app);                     \
+    (app).parse((argc), (argv));                                    \
+  } catch (const CLI::ParseError& parse_error) {                    \
+    if (sparq::cli::reports_argument_errors()) {                    \
+      return (app).exit(parse_error) == 0 ? 0 : 2;                  \
+    }                                                               \
+    std::ostringstream unprinted;                                   \
+    const int code = (app).exit(parse_error, unprinted, unprinted); \
+    return sparq::cli::argument_error_exit(code == 0 ? 0 : 2);      \
   }

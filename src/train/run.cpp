@@ -85,6 +85,18 @@ int launched_world_size() {
 
 Result<std::unique_ptr<comm::Communicator>> make_communicator(const CommConfig& config, int* argc,
                                                               char*** argv) {
+  // A CommConfig built in code skips the config reader's choices: an unknown backend was a
+  // single process without a word, an unknown algorithm or wait the default (review,
+  // 2026-12-07).
+  if (config.backend != "auto" && config.backend != "mpi" && config.backend != "self") {
+    return Status::error("comm.backend: '{}' is not one of auto, mpi, self", config.backend);
+  }
+  if (!comm::allreduce_algorithm_from_name(config.allreduce)) {
+    return Status::error("comm.allreduce: '{}' is not an allreduce algorithm", config.allreduce);
+  }
+  if (!comm::mpi_wait_from_name(config.mpi_wait)) {
+    return Status::error("comm.mpi_wait: '{}' is not a way of waiting", config.mpi_wait);
+  }
   std::unique_ptr<comm::Communicator> comm;
   // auto: MPI under a launcher, or when the program has initialised MPI itself (a host whose
   // launcher sparq does not recognise; review, 2026-12-06).

@@ -117,7 +117,7 @@ int train_main(int argc, char** argv) {
       fmt::print(stderr, "train: error: --dry-run trains and writes nothing: {} does not apply\n",
                  stop_at >= 0 ? "--stop-at" : "--export-safetensors");
     }
-    return 2;
+    return cli::argument_error_exit(2);  // Note [One report of a bad argument]
   }
   for (const std::string& o : overrides) {  // the shape of an argument: bad arguments, 2
     if (const auto shape = parse_set_argument(o); !shape.is_ok()) {
@@ -125,7 +125,7 @@ int train_main(int argc, char** argv) {
       if (cli::reports_argument_errors()) {
         fmt::print(stderr, "train: error: {}\n", shape.status().message());
       }
-      return 2;
+      return cli::argument_error_exit(2);
     }
   }
 

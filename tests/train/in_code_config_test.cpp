@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "common/log_capture.h"
 #include "train/run.h"
@@ -59,6 +60,27 @@ TEST(InCodeConfig, AnUnknownCompressorIsNamedByCompressName) {
   EXPECT_EQ(refused.status().message().find("compress.nope.density: unknown key"),
             std::string::npos)
       << refused.status().message();
+}
+
+// A CommConfig built in code: an unknown backend was a single process without a word, an
+// unknown algorithm or wait the default (review, 2026-12-07).
+TEST(InCodeConfig, MakeCommunicatorRefusesUnknownNames) {
+  for (const auto& [field, value] : {std::pair<std::string, std::string>{"backend", "bogus"},
+                                     {"allreduce", "fast"},
+                                     {"mpi_wait", "nap"}}) {
+    train::CommConfig c;
+    if (field == "backend") c.backend = value;
+    if (field == "allreduce") c.allreduce = value;
+    if (field == "mpi_wait") c.mpi_wait = value;
+    const auto refused = train::make_communicator(c);
+    ASSERT_FALSE(refused.is_ok()) << field;
+    EXPECT_NE(refused.status().message().find("comm." + field + ": '" + value + "'"),
+              std::string::npos)
+        << refused.status().message();
+  }
+  train::CommConfig self;
+  self.backend = "self";
+  EXPECT_TRUE(train::make_communicator(self).is_ok());
 }
 
 // docs/embedding.md: what a dry run prints is returned in dry_run_report, and the library

@@ -8,43 +8,11 @@
 #include <set>
 #include <sstream>
 
+#include "compress/registry.h"
 #include "train/yaml_document.h"
 
 namespace sparq::sim {
 namespace {
-
-// A mapping's key as text. A complex key ("? [a, b]\n: 3") has none: as<std::string>() threw
-// YAML::TypedBadConversion out of parse_profile and simulate died with exit 134 (review,
-// 2026-12-07); it is one line naming the mapping instead.
-Status text_key(const YAML::Node& key, const std::string& origin, const std::string& path) {
-  if (key.IsScalar()) return Status::ok();
-  return Status::error("{}: {}: a key that is not text", origin, path);
-}
-
-// A key given twice in any mapping of the profile: yaml-cpp keeps both entries and a lookup
-// finds the first, so a figure appended to correct an earlier one was silently ignored
-// (review, 2026-12-07), as the config reader refuses for configs (train::check_keys).
-Status no_repeated_keys(const YAML::Node& node, const std::string& origin,
-                        const std::string& path) {
-  if (node.IsMap()) {
-    std::set<std::string> seen;
-    for (const auto& entry : node) {
-      SPARQ_RETURN_IF_ERROR(text_key(entry.first, origin, path.empty() ? "top level" : path));
-      const std::string key = entry.first.Scalar();
-      const std::string where = path.empty() ? key : path + "." + key;
-      if (!seen.insert(key).second) {
-        return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
-                             where, entry.first.Mark().line + 1);
-      }
-      SPARQ_RETURN_IF_ERROR(no_repeated_keys(entry.second, origin, where));
-    }
-  } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      SPARQ_RETURN_IF_ERROR(no_repeated_keys(node[i], origin, fmt::format("{}[{}]", path, i)));
-    }
-  }
-  return Status::ok();
-}
 
 // Reads a mapping's keys with types and ranges; every error names origin and dotted key.
 class Fields {
@@ -66,6 +34,8 @@ class Fields {
     if (!v) return required ? missing(k) : Status::ok();
     if (!v.IsScalar()) return Status::error("{}: {}: expected text", origin_, key(k));
     *out = v.as<std::string>();
+    // A network named "" loaded, and no --network could pick it (review, 2026-12-08).
+    if (required && out->empty()) return Status::error("{}: {}: empty", origin_, key(k));
     return Status::ok();
   }
   Status number(const std::string& k, double* out, bool required, bool positive) {
@@ -100,7 +70,6 @@ class Fields {
   // Unknown keys are errors, so a typo never silently falls back to a default.
   Status finish() const {
     for (const auto& kv : node_) {
-      SPARQ_RETURN_IF_ERROR(text_key(kv.first, origin_, where()));
       const std::string k = kv.first.Scalar();
       if (!seen_.count(k)) return Status::error("{}: {}: unknown key", origin_, key(k));
     }
@@ -182,7 +151,9 @@ Result<MachineProfile> parse_profile(const std::string& yaml_text, const std::st
   } catch (const YAML::Exception& e) {
     return Status::error("{}: not valid YAML: {}", origin, e.what());
   }
-  SPARQ_RETURN_IF_ERROR(no_repeated_keys(root, origin, ""));
+  // Every key text and given once, checked over the whole tree before any is read, so the
+  // readers below may take kv.first.Scalar() (train::check_keys; a '.' is only an unknown key).
+  SPARQ_RETURN_IF_ERROR(train::check_keys(root, "", origin, train::DottedKeys::unknown_only));
   Fields top(root, origin, "");
   SPARQ_RETURN_IF_ERROR(top.check_map());
   MachineProfile p;
@@ -207,8 +178,12 @@ Result<MachineProfile> parse_profile(const std::string& yaml_text, const std::st
   if (const YAML::Node codecs = top.child("codecs")) {
     if (!codecs.IsMap()) return Status::error("{}: codecs: expected a mapping", origin);
     for (const auto& kv : codecs) {
-      SPARQ_RETURN_IF_ERROR(text_key(kv.first, origin, "codecs"));
       const std::string name = kv.first.Scalar();
+      // A misspelt compressor ("lbz") loaded, and the run failed later with "codecs.lbs:
+      // missing" (review, 2026-12-08). Compressors an embedder registers count too.
+      if (auto known = compress::find_compressor(name); !known.is_ok()) {
+        return Status::error("{}: codecs.{}: {}", origin, name, known.status().message());
+      }
       Fields r(kv.second, origin, "codecs." + name);
       SPARQ_RETURN_IF_ERROR(r.check_map());
       CodecRate rate;

@@ -54,7 +54,10 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
   const std::string& mode = c.comm.split_tied_embedding;
   if (mode == "never") return false;
   // The lookup's rows of one step, over all ranks, at most (the last micro-batch's tokens).
-  const std::int64_t step_tokens = std::int64_t{c.train.micro_batch} * c.data.seq_len * world_size;
+  const std::int64_t rank_tokens = std::int64_t{c.train.micro_batch} * c.data.seq_len;
+  const std::int64_t step_tokens = rank_tokens * world_size;
+  // One rank's rows in the gather: at most its tokens, and at most the table's rows.
+  const std::int64_t rank_rows = std::min(rank_tokens, tied_rows);
   std::string why;
   if (tied_rows == 0) {
     why = "the model has no tied embedding (GPT-2 has one)";
@@ -64,9 +67,7 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
     why = "optim.communicate is not gradient (the optimizer needs the whole local gradient)";
   } else if (clips_locally(c)) {
     why = "a local clip scope needs the whole local gradient (its norm) before sending";
-  } else if (static_cast<double>(
-                 std::min(std::int64_t{c.train.micro_batch} * c.data.seq_len, tied_rows)) *
-                 world_size * c.model.n_embd >
+  } else if (static_cast<double>(rank_rows) * world_size * c.model.n_embd >
              static_cast<double>(std::numeric_limits<int>::max())) {
     // Every rank gathers every rank's rows (at most its tokens, at most the table's rows) in
     // one allgatherv, whose counts and displacements MPI takes as int: past 2^31 - 1 floats
@@ -75,8 +76,7 @@ Result<bool> resolve_tied_split(const TrainConfig& c, std::int64_t tied_rows, in
     why = fmt::format(
         "the rows of a step over all ranks, {} ranks x up to {} rows x {} floats, exceed the "
         "2^31 - 1 floats one MPI allgatherv can gather",
-        world_size, std::min(std::int64_t{c.train.micro_batch} * c.data.seq_len, tied_rows),
-        c.model.n_embd);
+        world_size, rank_rows, c.model.n_embd);
   } else if (c.compress.compress.name == "dgc") {
     // Measured: with the split, the convergence test's dgc run (SGD momentum 0.9 kept by the
     // compressor) ended at 1.20x the source's entropy instead of within it.

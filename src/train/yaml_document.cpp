@@ -116,13 +116,18 @@ std::string scalar_text(const YAML::Node& n) {
   return e.c_str();
 }
 
-Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
+Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin,
+                  DottedKeys dotted) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& entry : node) {
-      const std::string key = scalar_text(entry.first);
+      if (!entry.first.IsScalar()) {
+        return Status::error("{}: {}: a key that is not text (line {})", origin,
+                             prefix.empty() ? "top level" : prefix, entry.first.Mark().line + 1);
+      }
+      const std::string key = entry.first.Scalar();
       const std::string path = prefix.empty() ? key : prefix + "." + key;
-      if (key.empty() || key.find('.') != std::string::npos) {
+      if (dotted == DottedKeys::refused && (key.empty() || key.find('.') != std::string::npos)) {
         return Status::error(
             "{}: '{}' (line {}): a key must be one plain name; write nested sections "
             "(compress: {{name: topk}}) or --set compress.name=topk",
@@ -132,11 +137,11 @@ Status check_keys(const YAML::Node& node, const std::string& prefix, const std::
         return Status::error("{}: {}: set twice (again at line {}); give each key once", origin,
                              path, entry.first.Mark().line + 1);
       }
-      SPARQ_RETURN_IF_ERROR(check_keys(entry.second, path, origin));
+      SPARQ_RETURN_IF_ERROR(check_keys(entry.second, path, origin, dotted));
     }
   } else if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
-      SPARQ_RETURN_IF_ERROR(check_keys(node[i], fmt::format("{}[{}]", prefix, i), origin));
+      SPARQ_RETURN_IF_ERROR(check_keys(node[i], fmt::format("{}[{}]", prefix, i), origin, dotted));
     }
   }
   return Status::ok();

@@ -44,8 +44,13 @@ std::string scalar_text(const YAML::Node& n);
 //     appended at the end of a config to change an earlier one would be silently ignored;
 //   * a key holding a '.' ("compress.name: topk" at the top level) is never looked up, and
 //     the unknown-key check, which joins paths with '.', would take it for the key it spells
-//     (review, 2026-12-05: such a config trained uncompressed without a word).
-Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin);
+//     (review, 2026-12-05: such a config trained uncompressed without a word);
+//   * a complex key ("? [a, b]\n: 3") has no text to look up.
+// Machine profiles (sim/profile.cpp) share the rule but read their keys with their own
+// reader, which refuses unknown keys one mapping at a time: a '.' there is only unknown.
+enum class DottedKeys { refused, unknown_only };
+Status check_keys(const YAML::Node& node, const std::string& prefix, const std::string& origin,
+                  DottedKeys dotted = DottedKeys::refused);
 
 // What YAML would silently cut from a --set value: a comment ("run #1.jsonl" read as "run")
 // or a document marker ("---" read as no value, which turned log.metrics off); the shell has

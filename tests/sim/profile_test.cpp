@@ -62,11 +62,11 @@ TEST(MachineProfile, ErrorsNameTheKey) {
   // A complex key threw YAML::TypedBadConversion through parse_profile: simulate exited 134
   // (review, 2026-12-07).
   EXPECT_EQ(error(kProfile, "codecs:\n", "codecs:\n  ? [a, b]\n  : 3\n"),
-            "t.yaml: codecs: a key that is not text");
+            "t.yaml: codecs: a key that is not text (line 15)");
   EXPECT_EQ(error(kProfile, "codecs:\n", "? [a, b]\n: 3\ncodecs:\n"),
-            "t.yaml: top level: a key that is not text");
+            "t.yaml: top level: a key that is not text (line 14)");
   EXPECT_EQ(error(kProfile, "    micro_batch: 8\n", "    micro_batch: 8\n    ? {x: 1}\n    : 3\n"),
-            "t.yaml: compute.measured: a key that is not text");
+            "t.yaml: compute.measured: a key that is not text (line 7)");
   // A key given twice, and a second document, were read as the first alone without a word
   // (review, 2026-12-07).
   EXPECT_EQ(error(kProfile, "    forward_ms: 480\n", "    forward_ms: 480\n    forward_ms: 1\n"),
@@ -76,6 +76,11 @@ TEST(MachineProfile, ErrorsNameTheKey) {
   EXPECT_EQ(error(kProfile, "networks:", "---\nname: other\nnetworks:"),
             "t.yaml: holds more than one YAML document (the second one's content begins at line "
             "17); a machine profile is one document");
+  // A misspelt codec and an empty name loaded (review, 2026-12-08).
+  EXPECT_EQ(error(kProfile, "  lbs:", "  lbz:").substr(0, 45),
+            "t.yaml: codecs.lbz: unknown compressor 'lbz' ");
+  EXPECT_EQ(error(kProfile, "{name: 10gbit,", "{name: \"\","), "t.yaml: networks[0].name: empty");
+  EXPECT_EQ(error(kProfile, "name: test-node", "name: \"\""), "t.yaml: name: empty");
   auto p = parse_profile(kProfile, "t.yaml");
   ASSERT_TRUE(p.is_ok());
   EXPECT_EQ(p->network("1gbit").status().message(),

@@ -66,7 +66,13 @@ namespace {
 // checkpoint it resumed from, which stays as it was (review, 2026-12-07: --stop-at said
 // nothing, then "nothing" after a resume).
 std::string what_there_is_to_resume_from(const TrainSummary& s, const std::string& checkpoints,
-                                         const std::string& resumed_from) {
+                                         const std::string& resumed_from, std::int64_t last_step) {
+  // Note [A stop before the final evaluation] (train/trainer.cpp).
+  if (!checkpoints.empty() && s.saved_step == s.steps && s.steps >= last_step) {
+    return fmt::format(
+        "step {}, the last, is saved; its final evaluation was not run: --resume {} runs it",
+        s.steps, checkpoints);
+  }
   if (!checkpoints.empty() && s.saved_step == s.steps) {
     return fmt::format("step {} is saved: continue with --resume {}", s.steps, checkpoints);
   }
@@ -245,7 +251,7 @@ int train_main(int argc, char** argv) {
     const std::string& checkpoints = config->train.checkpoint_dir;
     if (s.stopped_early) {
       fmt::print(report, "{}{}\n", s.stop_signal != 0 ? "" : "--stop-at: ",
-                 what_there_is_to_resume_from(s, checkpoints, resume));
+                 what_there_is_to_resume_from(s, checkpoints, resume, config->train.steps));
     }
   }
   if (summary->stop_signal != 0) return 128 + summary->stop_signal;

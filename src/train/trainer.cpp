@@ -305,7 +305,19 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
                      resumed_from_);
       }
     }
-    summary.eval = evaluate_and_report();
+    // Note [A stop before the final evaluation]: a stop asked during the last step (or the
+    // final checkpoint) skips the final evaluation, as it skips a periodic one, and the run
+    // ends with 128 + the signal; it ran the evaluation in full and ended with status 0, so a
+    // job script took an interrupted job for a finished one (review, 2026-12-07). A resume
+    // from the final checkpoint runs only the evaluation.
+    if (options_.stop_requested) {
+      SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
+    }
+    if (summary.stop_signal != 0) {
+      summary.stopped_early = true;
+    } else {
+      summary.eval = evaluate_and_report();
+    }
   }
   summary.saved_step = saved_step_;
   const std::size_t tail = std::max<std::size_t>(1, losses.size() / 10);

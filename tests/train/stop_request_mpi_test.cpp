@@ -104,5 +104,42 @@ TEST(StopRequest, AResumeStoppedAtOnceLeavesThePendingEvaluationPending) {
   EXPECT_EQ(evaluated, (std::vector<std::int64_t>{2, 4}));
 }
 
+// Note [A stop before the final evaluation]: a stop asked during the last step skips the final
+// evaluation and ends the run as stopped (it ran the evaluation and ended as trained, with
+// status 0: review, 2026-12-07); the final checkpoint is saved, and a resume from it runs the
+// evaluation, once.
+TEST(StopRequest, AStopDuringTheLastStepSkipsTheFinalEvaluation) {
+  auto world = comm::make_mpi_communicator();
+  ASSERT_TRUE(world.is_ok()) << world.status().message();
+  comm::Communicator& c = **world;
+  const std::string dir =
+      ::testing::TempDir() + "/sparq_final_eval_stop_np" + std::to_string(c.size());
+  if (c.rank() == 0) std::filesystem::remove_all(dir);
+  c.barrier();
+  const TrainConfig config = tiny_markov_config({"train.checkpoint_dir=" + dir});
+  std::vector<std::int64_t> evaluated;
+  int polls = 0;
+  Trainer::Options first;
+  // Polls 1-4 come before steps 1-4; the fifth, after the last step, before its evaluation.
+  first.stop_requested = [&] { return ++polls == 5 ? SIGUSR1 : 0; };
+  first.on_eval = [&](const EvalMetrics& e) { evaluated.push_back(e.step); };
+  auto stopped = Trainer::create(config, c, first).value()->run();
+  ASSERT_TRUE(stopped.is_ok()) << stopped.status().message();
+  EXPECT_EQ(stopped->steps, 4);
+  EXPECT_EQ(stopped->stop_signal, SIGUSR1);
+  EXPECT_TRUE(stopped->stopped_early);
+  EXPECT_EQ(stopped->saved_step, 4);
+  EXPECT_TRUE(evaluated.empty()) << "the final evaluation ran after the stop";
+  Trainer::Options left_alone = first;
+  left_alone.stop_requested = [] { return 0; };
+  auto last = Trainer::create(config, c, left_alone).value();
+  ASSERT_TRUE(last->resume(dir).is_ok());
+  auto resumed = last->run();
+  ASSERT_TRUE(resumed.is_ok()) << resumed.status().message();
+  EXPECT_EQ(resumed->steps_run, 0);
+  EXPECT_EQ(resumed->stop_signal, 0);
+  EXPECT_EQ(evaluated, (std::vector<std::int64_t>{4}));
+}
+
 }  // namespace
 }  // namespace sparq::train

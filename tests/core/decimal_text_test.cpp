@@ -18,6 +18,16 @@ TEST(DecimalText, ReadsDecimalNumbersOnly) {
     EXPECT_FALSE(parse_decimal<double>(bad).has_value()) << "'" << bad << "'";
   }
   EXPECT_FALSE(parse_decimal<float>("1e39").has_value()) << "past float's range";
+  EXPECT_FALSE(parse_decimal<float>("-1e39").has_value()) << "past float's range";
+}
+
+// Too small for the type: its nearest value, as strtod read it (from_chars refused it).
+TEST(DecimalText, ReadsANumberBelowTheTypesRangeAsItsNearestValue) {
+  EXPECT_EQ(parse_decimal<float>("1e-50"), 0.0f);
+  EXPECT_EQ(parse_decimal<float>("-1e-50"), -0.0f);
+  EXPECT_EQ(parse_decimal<float>("1e-40"), static_cast<float>(1e-40L)) << "a subnormal";
+  EXPECT_EQ(parse_decimal<double>("1e-400"), 0.0);
+  EXPECT_EQ(parse_decimal<double>("1e-320"), 1e-320) << "a subnormal";
 }
 
 }  // namespace

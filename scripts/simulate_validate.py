@@ -36,7 +36,12 @@ the same test bed by scripts/measure_busy_comm_rate.sh; a cell without an entry 
 
   scripts/simulate_validate.py [--results runs/bench_cluster/results.jsonl] [--run ID[,ID...]]
       [--simulate build/apps/simulate] [--out docs/simulate/validation]
-      [--busy-comm-rate 2:1gbit=0.78,4:1gbit=0.34,...]
+      [--busy-comm-rate 2:1gbit=0.78,4:1gbit=0.34,...] [--cell-set CELL=KEY=VALUE ...]
+
+--cell-set passes --set KEY=VALUE to every simulation of one cell, so that records made before
+a default changed are priced as they ran: run issue21_r3's PowerSGD split the tied embedding
+(comm.split_tied_embedding: auto priced PowerSGD as dense until 2026-12-07, commit 5e3d354), so
+its validation passes --cell-set sparq_powersgd=comm.split_tied_embedding=always.
 """
 import argparse
 import csv
@@ -152,11 +157,25 @@ def measurement_problems(r):
     return problems
 
 
-def simulate(binary, record, profile, measured_compute, busy_rate):
+def parse_cell_sets(items):
+    """--cell-set CELL=KEY=VALUE ... -> {bench_cluster cell: [KEY=VALUE, ...]}."""
+    sets = {}
+    for item in items:
+        cell, _, setting = item.partition("=")
+        if cell not in CELLS or "=" not in setting or setting.startswith("="):
+            sys.exit(f"simulate_validate.py: --cell-set {item!r}: expected CELL=KEY=VALUE with CELL "
+                     f"one of {', '.join(CELLS)}")
+        sets.setdefault(cell, []).append(setting)
+    return sets
+
+
+def simulate(binary, record, profile, measured_compute, busy_rate, cell_sets):
     cfg, b, t = MODELS[record["model"]]
     cmd = [binary, "--config", cfg, "--set", f"train.micro_batch={b}", "--set",
            f"data.seq_len={t}", "--profile", profile, "--network", record["link"],
            "--world", str(record["world"]), "--cells", CELLS[record["cell"]], "--csv", "/dev/stdout"]
+    for setting in cell_sets.get(record["cell"], []):
+        cmd += ["--set", setting]
     if measured_compute:
         measured = f"{record['forward_ms']},{record['backward_ms']}"
         if record.get("optimizer_ms") is not None:  # recorded by cluster_report.py since 12-03
@@ -183,8 +202,8 @@ def predict(args, busy_rates, r, with_reps):
     if not os.path.exists(profile):
         sys.exit(f"simulate_validate.py: {profile} missing (measure it with sim_profile)")
     busy = busy_rates.get((r["world"], r["link"]), 1.0)
-    p = simulate(args.simulate, r, profile, True, busy)
-    alone = simulate(args.simulate, r, profile, False, busy)
+    p = simulate(args.simulate, r, profile, True, busy, args.cell_sets)
+    alone = simulate(args.simulate, r, profile, False, busy, args.cell_sets)
     step, step_alone = float(p["step_ms"]), float(alone["step_ms"])
     err = (step - r["step_ms"]) / r["step_ms"]
     print(f"{r['run']:16} {r['model']:9} N={r['world']} {r['link']:7} {r['cell']:14} measured "
@@ -216,7 +235,9 @@ def write_markdown(args, table, runs, with_reps):
                 "`profiles/this_machine_<model>.yaml`, given each run's measured forward/backward "
                 "totals and optimizer time (`--compute-ms`), and from the profile alone; "
                 "communication's rate under backward (`--busy-comm-rate`) per world and link: "
-                f"{args.busy_comm_rate or '1 everywhere'}.\n\n")
+                f"{args.busy_comm_rate or '1 everywhere'}"
+                + "".join(f"; for {cell}, `--set {v}`" for cell, vs in args.cell_sets.items() for v in vs)
+                + ".\n\n")
         if with_reps:
             f.write("Each cell's measured values are the medians over its repetitions that measured "
                     "(reps; \"2 of 3\" where one failed) of each repetition's medians over steps, and "
@@ -276,7 +297,11 @@ def main():
     ap.add_argument("--profiles", default="profiles")
     ap.add_argument("--out", default="docs/simulate/validation")
     ap.add_argument("--busy-comm-rate", default="", help="WORLD:LINK=RATE,... (default: 1 everywhere)")
+    ap.add_argument("--cell-set", action="append", default=[], metavar="CELL=KEY=VALUE",
+                    help="a config override for every simulation of one bench_cluster cell "
+                    "(repeatable): what the recorded runs used where a default has changed since")
     args = ap.parse_args()
+    args.cell_sets = parse_cell_sets(args.cell_set)
     busy_rates = parse_busy_rates(args.busy_comm_rate)
     wanted = [r for r in args.run.split(",") if r]
     # bench/cluster_report.py's rule: a repetition measured again replaces the earlier record, so

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/simulate_validate.py and the simulate options it drives, on hand-made records:
 #  - simulate --compute-ms F,B,O replaces the profile's optimizer time, and F,B keeps it;
-#  - --busy-comm-rate and --compute-ms refuse bad values with a message naming them;
+#  - --busy-comm-rate, --compute-ms and --cell-set refuse bad values with a message naming them;
+#  - --cell-set passes a --set to one cell's simulations;
 #  - a cell measured in two runs gets both errors and their median, and the counts;
 #  - a cell measured twice in one run counts once, by its latest record (cluster_report.py's rule);
 #  - a cell's repetitions (rep, bench_cluster.sh's REPS) count together: the median over those that
@@ -127,6 +128,24 @@ for bad in "2:1gbit=1.5" "2=0.5" "x:1gbit=0.5"; do
     fail "--busy-comm-rate '$bad' was accepted"
   fi
   grep -q "busy-comm-rate entry '$bad'" "$work/bad.txt" || fail "no message naming '$bad': $(cat "$work/bad.txt")"
+done
+# --cell-set prices one cell as its records ran where a default has changed since (run
+# issue21_r3's PowerSGD split the tied table; review, 2026-12-08): here lbs with the split
+# sends the lookup's rows too, so more bytes; the setting is named in the table's header.
+"${validate[@]}" --run A --out "$work/split" --cell-set sparq_lbs=comm.split_tied_embedding=always 2>/dev/null
+python3 - "$work/v.csv" "$work/split.csv" "$work/split.md" <<'EOF2'
+import csv, sys
+plain, split = (float(next(csv.DictReader(open(p)))["predicted_mb"]) for p in sys.argv[1:3])
+assert split > 2 * plain, (plain, split)
+assert "for sparq_lbs, `--set comm.split_tied_embedding=always`" in open(sys.argv[3]).read()
+print(f"simulate_validate.py OK: --cell-set: {plain:.3f} -> {split:.3f} MB")
+EOF2
+for bad in "sparq_lbs" "sparq_lbs=x" "bogus=a=b" "sparq_lbs==1"; do
+  if "${validate[@]}" --run A --out "$work/w" --cell-set "$bad" > "$work/bad.txt" 2>&1; then
+    fail "--cell-set '$bad' was accepted"
+  fi
+  grep -q -- "--cell-set '$bad': expected CELL=KEY=VALUE" "$work/bad.txt" ||
+    fail "no message naming '$bad': $(cat "$work/bad.txt")"
 done
 # Run D measures the cell twice (the older record far off, as a rerun in bench_cluster.sh leaves
 # it), run E once: D's latest record alone counts, and every count is over the one cell.

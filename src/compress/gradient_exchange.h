@@ -202,6 +202,9 @@ class GradientExchange final : public comm::BucketAverager {
     double folded_mass = 0, dropped_mass = 0;  // sum |s| over them
   };
   Result<ServerResidualFold> fold_loaded_server_residual(comm::Communicator& comm);
+  // Whether this rank loaded a server residual not all zero that the fold above will take
+  // (local: the resume's log, before the fold).
+  bool holds_loaded_server_residual() const;
   // Each bucket's aggregation strategy, in plan order ("none" for a dense bucket): what a
   // checkpoint records so that a resume can name the strategy its state belongs to.
   std::vector<std::string> aggregation_names() const;

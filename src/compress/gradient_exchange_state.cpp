@@ -160,6 +160,15 @@ std::vector<NamedStateMerge> GradientExchange::state_merges(int old_world, int n
   return out;
 }
 
+bool GradientExchange::holds_loaded_server_residual() const {
+  for (const std::vector<float>& region : unapplied_server_) {
+    for (float s : region) {
+      if (s != 0.0f) return true;
+    }
+  }
+  return false;
+}
+
 Result<GradientExchange::ServerResidualFold> GradientExchange::fold_loaded_server_residual(
     comm::Communicator& comm) {
   ServerResidualFold out;

@@ -15,8 +15,10 @@ namespace sparq::train {
 // rank (momentum, update modes) and merged by the mean, like the residual and the model
 // state (BatchNorm statistics, accumulated by each rank from its own micro-batches).
 Result<std::string> Trainer::load_elastic(const std::string& dir, int old_world,
-                                          std::vector<std::string>& warnings) {
+                                          std::vector<std::string>& warnings,
+                                          bool& server_residual_folded) {
   ElasticResumeInput in;
+  in.server_residual_folded = &server_residual_folded;
   // Logged by resume() once every rank agreed (they were logged before a refusal: review,
   // 2026-12-06).
   in.warnings = &warnings;

@@ -149,6 +149,7 @@ std::vector<std::string> state_presence_warnings(const StatePresence& presence,
                                                  const std::string& config) {
   std::vector<std::string> out;
   for (const std::string& section : presence.absent) {
+    if (section == "residual") continue;  // absent_residual_lines
     out.push_back(fmt::format(
         "resume: the checkpoint holds no {} ({}): it starts from zeros, as in a fresh run",
         describe_state(section), presence_reason(f, section, config)));
@@ -161,6 +162,21 @@ std::vector<std::string> state_presence_warnings(const StatePresence& presence,
                     section == "residual" ? "; what it still owed is never applied" : ""));
   }
   return out;
+}
+
+AbsentResidualLines absent_residual_lines(const StatePresence& presence, const CheckpointFile& f,
+                                          const std::string& config) {
+  if (std::find(presence.absent.begin(), presence.absent.end(), "residual") ==
+      presence.absent.end()) {
+    return {};
+  }
+  const std::string head =
+      fmt::format("resume: the checkpoint holds no {} ({})", describe_state("residual"),
+                  presence_reason(f, "residual", config));
+  return {head + ": it starts from zeros, as in a fresh run",
+          head +
+              ": it starts from the two_phase server residual folded into it, zeros "
+              "elsewhere"};
 }
 
 Status check_model(const CheckpointFile& f, const std::string& here) {

@@ -43,6 +43,16 @@ StatePresence state_presence(const CheckpointFile& f, const std::vector<std::str
 std::vector<std::string> state_presence_warnings(const StatePresence& presence,
                                                  const CheckpointFile& f,
                                                  const std::string& config);
+// An absent residual is said apart (not by state_presence_warnings), once the resume knows
+// whether a two_phase server residual was folded into it (Note [A server residual no server
+// sends], compress/gradient_exchange.h): the warning said "starts from zeros" next to the line
+// that folded mass into it (review, 2026-12-08). Both empty when the residual is not absent.
+struct AbsentResidualLines {
+  std::string zeros;   // a warning: what error feedback owed is gone
+  std::string folded;  // information: the server's share of it is kept
+};
+AbsentResidualLines absent_residual_lines(const StatePresence& presence, const CheckpointFile& f,
+                                          const std::string& config);
 
 // What a checkpoint's flat sections (params, optim/*, residual) belong to: the store's layout
 // as its metadata "layout" records it, one "name offset numel" line per tensor in

@@ -308,13 +308,15 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
                                 .with_context(file));
     }
   } else {
-    SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world), messages.warnings));
+    SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world), messages.warnings,
+                                                messages.server_residual_folded));
   }
   // resume() folds a loaded server residual and installs the residual on the device: the
   // fold is a collective, so it waits until every rank has loaded.
   for (std::string& w : state_presence_warnings(presence, f, config_.resolved_yaml)) {
     messages.warnings.push_back(std::move(w));
   }
+  messages.absent_residual = absent_residual_lines(presence, f, config_.resolved_yaml);
   SPARQ_RETURN_IF_ERROR(restore_data_position(f, file, elastic, world, messages.warnings));
   SPARQ_ASSIGN_OR_RETURN(std::int64_t opt_steps, f.meta_int("optimizer.steps"));
   // An optimizer none of whose state the checkpoint holds (optim.momentum 0 -> 0.9) starts

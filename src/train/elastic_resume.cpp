@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -192,7 +193,14 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   for (int p = 0; p < in.old_world; ++p) {
     const std::string path = checkpoint_rank_file(in.dir, p);
     std::error_code ec;  // the throwing form ends the job on EACCES (std::terminate)
-    if (!std::filesystem::exists(path, ec)) {
+    const bool exists = std::filesystem::exists(path, ec);
+    if (ec) {
+      // A file that cannot be looked up (a symlink loop, EACCES on the directory) was reported
+      // as missing (review, 2026-12-08).
+      return Status::error("checkpoint '{}': cannot look up the file of rank {} ({}): {}", in.dir,
+                           p, path, ec.message());
+    }
+    if (!exists) {
       return Status::error(
           "checkpoint '{}' was written by {} rank(s) but has no file for rank "
           "{} ({})",
@@ -245,9 +253,9 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
         } else if (sum != replicated_checksum[i]) {
           return Status::error(
               "checkpoint '{}': section '{}' ({}) differs between rank 0 and "
-              "rank {} although it is replicated: refusing an elastic resume "
-              "(resume on {} rank(s) to keep each rank's own)",
-              in.dir, s.section, s.label, p, in.old_world);
+              "rank {} although it is replicated: a rank file is damaged or from another "
+              "run; resume from an earlier step",
+              in.dir, s.section, s.label, p);
         }
       } else if (absent) {
         SPARQ_RETURN_IF_ERROR(means[i].add(std::span<const float>(), s.section));  // zeros
@@ -261,6 +269,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   }
 
   std::vector<std::pair<std::string, std::string>> parts;
+  std::optional<std::size_t> zeroed_residual_part;  // parts' entry of a residual started at 0
   bool residual_merged = false;
   for (std::size_t i = 0; i < count; ++i) {
     const ElasticSection& s = in.sections[i];
@@ -268,6 +277,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     if (missing[i] == in.old_world && !folds) {
       staging.assign(static_cast<std::size_t>(s.tensor.numel()), 0.0f);
       store_floats(staging, s.tensor);
+      if (s.section == in.residual_section) zeroed_residual_part = parts.size();
       describe(parts, s.label, "started from zeros (not in the checkpoint)");
       continue;
     }
@@ -285,6 +295,7 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
     residual_merged = true;
     std::string rule = fmt::format("kept (mean of {}", in.old_world);
     if (!feed.server.empty()) {
+      if (in.server_residual_folded) *in.server_residual_folded = true;
       feed.server.resize(staging.size(), 0.0);  // the buckets may end before the layout
       means[i].finish(staging, feed.server);
       rule += fmt::format(", plus the two_phase server residual of bucket(s) {}",
@@ -346,6 +357,12 @@ Result<std::string> merge_elastic_checkpoint(const ElasticResumeInput& in) {
   }
   if (in.exchange) {
     SPARQ_RETURN_IF_ERROR(in.exchange->load_state(state, in.rank, in.world).with_context(in.dir));
+    // A two_phase bucket here took its server residual as re-partitioned; with server
+    // compression off it is folded into the residual next (Trainer::fold_server_residual),
+    // which "started from zeros" alone contradicted (review, 2026-12-08).
+    if (zeroed_residual_part && in.exchange->holds_loaded_server_residual()) {
+      parts[*zeroed_residual_part].second += ", then took the two_phase server residual";
+    }
   }
 
   std::string summary;

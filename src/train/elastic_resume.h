@@ -83,6 +83,8 @@ struct ElasticResumeInput {
   // Where rank 0's warnings (state dropped or reset) go, to be logged once every rank agreed
   // to resume (Trainer::resume); null logs them at once.
   std::vector<std::string>* warnings = nullptr;
+  // Set to whether a two_phase server residual was folded into residual_section (may be null).
+  bool* server_residual_folded = nullptr;
 };
 
 // Fills every section's tensor and the exchange's state. Returns the summary that rank 0 logs

@@ -3,9 +3,14 @@
 // size), and the ranks compare what they loaded before any of them trains on it. The load's
 // warnings are logged only once every rank agreed, so a refused resume logs none of them.
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <string>
+#include <vector>
+
 #include "core/checksum.h"
+#include "core/tensor_copy.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -51,10 +56,16 @@ Status Trainer::resume(const std::string& path) {
   SPARQ_RETURN_IF_ERROR(with_earlier_step(check_replicas_loaded_alike(*dir), path, *dir));
   // Note [A server residual no server sends] (gradient_exchange.h): a collective, so only
   // once every rank has loaded (server_residual_resume.cpp).
-  SPARQ_RETURN_IF_ERROR(fold_server_residual("resuming from " + path));
+  SPARQ_ASSIGN_OR_RETURN(const bool folded, fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
   if (is_root()) {
     for (const std::string& line : messages.warnings) spdlog::warn("{}", line);
+    const AbsentResidualLines& absent = messages.absent_residual;
+    if (folded || messages.server_residual_folded) {
+      if (!absent.folded.empty()) spdlog::info("{}", absent.folded);
+    } else if (!absent.zeros.empty()) {
+      spdlog::warn("{}", absent.zeros);
+    }
     for (const std::string& line : messages.info) spdlog::info("{}", line);
   }
   return Status::ok();
@@ -74,19 +85,40 @@ Status Trainer::check_replicas_loaded_alike(const std::string& dir) {
   // Every rank loaded the parameters from its own file: they must be the same bytes, or the
   // replicas train apart from here on. A file damaged in a way its checksum64 misses (two
   // sign flips, core/checksum.h) or taken from another run was resumed without a word
-  // (review, 2026-12-07). The stronger hash of the loaded values, compared across ranks.
+  // (review, 2026-12-07). The stronger hash of the loaded values, compared across ranks; the
+  // same for every optimizer buffer the optimizer says is replicated (its moments on the
+  // aggregate, Adam's frozen variance): a damaged moment on one rank made the replicas'
+  // parameters differ at the next save, and the resume after that blamed the healthy step
+  // (review, 2026-12-08). Per-rank state (residuals, local moments) has nothing to compare.
+  struct Replicated {
+    std::string what;
+    std::uint64_t hash;
+  };
+  std::vector<Replicated> replicated;
   const ParamStore& host = host_params();
-  const std::uint64_t mine =
-      mixed_hash64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float));
-  SPARQ_ASSIGN_OR_RETURN(
-      const std::vector<std::int64_t> all,
-      every_ranks_value("agree: the loaded parameters", static_cast<std::int64_t>(mine)));
-  for (std::size_t r = 1; r < all.size(); ++r) {
-    if (all[r] != all[0]) {
-      return Status::error(
-          "resuming from {}: rank {} loaded other parameters than rank 0 (from {}): a rank "
-          "file is damaged or from another run; resume from an earlier step",
-          dir, r, checkpoint_rank_file(dir, static_cast<int>(r)));
+  replicated.push_back(
+      {"parameters",
+       mixed_hash64(host.params(), static_cast<std::size_t>(host.flat_numel()) * sizeof(float))});
+  std::vector<float> staging;
+  for (const StateTensor& s : optimizer_->state()) {
+    const optim::Optimizer::StateAcrossRanks across = optimizer_->state_across_ranks(s.name);
+    if (!across.replicated) continue;
+    const float* values = host_floats(s.tensor, staging);
+    replicated.push_back(
+        {fmt::format("{} (optim/{})", across.label, s.name),
+         mixed_hash64(values, static_cast<std::size_t>(s.tensor.numel()) * sizeof(float))});
+  }
+  for (const Replicated& r : replicated) {
+    SPARQ_ASSIGN_OR_RETURN(
+        const std::vector<std::int64_t> all,
+        every_ranks_value("agree: the loaded " + r.what, static_cast<std::int64_t>(r.hash)));
+    for (std::size_t rank = 1; rank < all.size(); ++rank) {
+      if (all[rank] != all[0]) {
+        return Status::error(
+            "resuming from {}: rank {} loaded other {} than rank 0 (from {}): a rank file is "
+            "damaged or from another run; resume from an earlier step",
+            dir, rank, r.what, checkpoint_rank_file(dir, static_cast<int>(rank)));
+      }
     }
   }
   return Status::ok();

@@ -30,7 +30,7 @@ void log_server_residual_fold(const compress::GradientExchange::ServerResidualFo
 
 }  // namespace
 
-Status Trainer::fold_server_residual(const std::string& what) {
+Result<bool> Trainer::fold_server_residual(const std::string& what) {
   // On the engine's thread, after resume() agreed that every rank loaded: inside
   // load_checkpoint a rank whose load failed went on to agree() while the others waited in
   // this collective, and the job ended at comm.timeout_s (review, 2026-12-06).
@@ -48,7 +48,7 @@ Status Trainer::fold_server_residual(const std::string& what) {
       }));
   SPARQ_RETURN_IF_ERROR(agree(folded, what));
   if (is_root()) log_server_residual_fold(fold);
-  return Status::ok();
+  return !fold.folded.empty();
 }
 
 }  // namespace sparq::train

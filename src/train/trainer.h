@@ -35,9 +35,10 @@
 #include "optim/optimizer.h"
 #include "train/batch_source.h"
 #include "train/batch_staging.h"
-#include "train/rank_device.h"
+#include "train/checkpoint_layout.h"
 #include "train/data_parallel.h"
 #include "train/metrics.h"
+#include "train/rank_device.h"
 #include "train/train_config.h"
 
 namespace sparq::train {
@@ -168,6 +169,8 @@ class Trainer {
   // What load_checkpoint has to say, said by rank 0 once every rank agreed to resume.
   struct ResumeMessages {
     std::vector<std::string> warnings, info;
+    AbsentResidualLines absent_residual;  // said by resume() after the fold
+    bool server_residual_folded = false;  // by the elastic merge into the residual
   };
   Status load_checkpoint(const std::string& dir, ResumeMessages& messages);  // a step directory
   // load_checkpoint's data position: the loader's state from `f` (written by a world of
@@ -180,8 +183,10 @@ class Trainer {
   Result<std::vector<std::int64_t>> every_ranks_value(const std::string& what, std::int64_t mine);
   // The merge of a checkpoint written by `old_world` ranks (elastic_resume.h); returns the
   // summary of what was merged for the log and appends rank 0's warnings to `warnings`.
+  // `server_residual_folded`: whether a two_phase server residual went into the residual.
   Result<std::string> load_elastic(const std::string& dir, int old_world,
-                                   std::vector<std::string>& warnings);
+                                   std::vector<std::string>& warnings,
+                                   bool& server_residual_folded);
   Status write_rank_checkpoint(const std::string& dir);
   // Collective: every rank learns every rank's failure, so that a failure on one rank (a file
   // missing on one node, a damaged rank file) ends every rank instead of leaving the others
@@ -205,7 +210,8 @@ class Trainer {
   StepMetrics step_once(double control_ms = 0, const comm::ByteCounters& control_bytes = {});
   // Collective, at the end of resume(): Note [A server residual no server sends]; `what`
   // names the resume in an agreed error.
-  Status fold_server_residual(const std::string& what);
+  // Returns whether it folded a server residual into the error-feedback residual.
+  Result<bool> fold_server_residual(const std::string& what);
   // Note [Stopping on a signal]: the signal some rank was asked to stop with (0: none), the
   // same on every rank.
   // `moved`, when given: the bytes its poll moved (none on one rank).

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "compress/aggregation.h"
@@ -14,6 +15,8 @@
 #include "compress/registry.h"
 #include "compress/state_merge.h"
 #include "compress/two_phase_aggregator.h"
+#include "train/checkpoint.h"
+#include "train/elastic_resume.h"
 
 namespace sparq::compress {
 namespace {
@@ -242,3 +245,28 @@ TEST(ElasticMerge, EachOwnerPicksItsRule) {
 
 }  // namespace
 }  // namespace sparq::compress
+
+namespace sparq::train {
+namespace {
+
+// A rank file that cannot be looked up (here a symlink to itself; EACCES on its directory
+// alike) was reported as missing, hiding the system's reason (review, 2026-12-08).
+TEST(ElasticMerge, ARankFileThatCannotBeLookedUpSaysWhy) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "sparq_elastic_merge_loop";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = checkpoint_rank_file(dir.string(), 0);
+  std::filesystem::create_symlink(file, file);
+  ElasticResumeInput in;
+  in.dir = dir.string();
+  in.old_world = 2;
+  const Result<std::string> merged = merge_elastic_checkpoint(in);
+  ASSERT_FALSE(merged.is_ok());
+  EXPECT_NE(merged.status().message().find("cannot look up the file of rank 0"), std::string::npos)
+      << merged.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sparq::train

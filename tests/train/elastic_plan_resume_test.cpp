@@ -405,6 +405,48 @@ TEST(ElasticPlan, ServerResidualWithoutServerCompressionIsFolded) {
       << r.log;
 }
 
+// A run without error feedback saves no residual, but its two_phase servers keep theirs: resumed
+// with error feedback on and server compression off, the residual starts from the folded server
+// residual. The log said "it starts from zeros" next to the fold's line (review, 2026-12-08).
+TEST(ElasticPlan, AResidualSavedWithoutErrorFeedbackStartsFromTheFoldedServerResidual) {
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  const auto two_phase = [](std::size_t) { return "two_phase"; };
+  const std::string root = fresh_dir("no_ef_old");
+  ASSERT_TRUE(
+      make_trainer(root, {"compress.error_feedback=false"}, two_phase, *self)->run().is_ok());
+  const std::string step2 = checkpoint_dir(root, 2);
+  CheckpointFile f = read(step2, 0);
+  ASSERT_FALSE(f.has_section("residual"));
+  // Server residuals not all zero (one rank: its region is the whole bucket), as
+  // ServerResidualWithoutServerCompressionIsFolded writes them.
+  const BucketRanges buckets = *parse_bucket_ranges(f.meta.at("buckets"), "test");
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (saved_aggregations(f)[b] != "two_phase") continue;
+    std::vector<float> server(buckets[b].second);
+    for (std::size_t i = 0; i < server.size(); ++i) server[i] = server_value(i);
+    set_floats(f, fmt::format("exchange/bucket{}.aggregator", b), server);
+  }
+  ASSERT_TRUE(write_checkpoint_file(checkpoint_rank_file(step2, 0), f).is_ok());
+  for (bool elastic : {false, true}) {
+    SCOPED_TRACE(elastic ? "2 -> 1 ranks" : "1 -> 1 rank");
+    if (elastic) widen_to_two_ranks(step2);
+    const Resumed r = resume_and_save(fresh_dir("new"), step2,
+                                      {"compress.server_compression=false"}, two_phase, *self);
+    ASSERT_TRUE(r.status.is_ok()) << r.status.message();
+    EXPECT_NE(r.log.find("holds no error-feedback residual (compress.error_feedback: false -> "
+                         "true): it starts from the two_phase server residual folded into it"),
+              std::string::npos)
+        << r.log;
+    EXPECT_EQ(r.log.find("it starts from zeros"), std::string::npos) << r.log;
+    if (elastic) {
+      EXPECT_NE(r.log.find("residual mass started from zeros (not in the checkpoint), then took "
+                           "the two_phase server residual"),
+                std::string::npos)
+          << r.log;
+    }
+  }
+}
+
 TEST(ElasticPlan, PowerSgdNamesItsRankKeyAsTheConfigDoes) {
   compress::PowerSgdCompressor c({});
   // Rank 4 (the default) above min(2, 3000) of a tensor large enough to be compressed.

@@ -4,7 +4,8 @@
 // handed different step directories of one run, which is what such a listing looks like. And
 // a save that sets another history's step aside lets rank 0 move it before any rank writes.
 // And a one-rank checkpoint resumes on two ranks under comm.split_tied_embedding: always.
-// And rank files of another rank, or whose parameters differ from rank 0's, are refused.
+// And rank files of another rank, or whose parameters or replicated optimizer state differ from
+// rank 0's, are refused.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -114,6 +115,24 @@ TEST(ResumeAgreementMpi, RankFilesOfAnotherRankOrWithOtherParametersAreRefused) 
   EXPECT_NE(diverged.message().find("rank 1 loaded other parameters than rank 0"),
             std::string::npos)
       << diverged.message();
+  // The parameters put back, Adam's first moment changed instead: replicated on every rank in
+  // the gradient mode, it was resumed as it was, and the replicas' parameters parted at the
+  // next step (review, 2026-12-08).
+  edit([&] {
+    auto f = read_checkpoint_file(file1);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    for (auto& [name, bytes] : f->sections) {
+      if (name == "params") bytes[3] = static_cast<char>(bytes[3] ^ 0x80);  // back
+      if (name == "optim/adamw.exp_avg") bytes[3] = static_cast<char>(bytes[3] ^ 0x80);
+    }
+    ASSERT_TRUE(write_checkpoint_file(file1, *f).is_ok());
+  });
+  const Status moments = make_trainer(root + "/moments", comm)->resume(step);
+  ASSERT_FALSE(moments.is_ok()) << "ranks resumed other optimizer moments";
+  EXPECT_NE(moments.message().find(
+                "rank 1 loaded other optimizer state (optim/adamw.exp_avg) than rank 0"),
+            std::string::npos)
+      << moments.message();
 }
 
 // Found in review (2026-12-05): rank 0 set another history's steps aside while the other ranks

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from study import runs, settings  # noqa: E402
 from study.spec import StudyError, load_study  # noqa: E402
+from study.report import refusal  # noqa: E402
 
 
 def say(text=""):
@@ -343,13 +344,26 @@ def _main(argv):
         if error:
             say(f"REPORT FAILED: summary.md/summary.json not written: {error}")
             return REPORT_FAILED
+        reference = next((c for c in reported if c.name == study.reference), None)
         for cell in reported:
             for seed, what in cell.problems:
                 say(f"{cell.name} seed{seed}: {what}")
             for note in cell.notes:
                 say(f"{cell.name}: {note}")
+            # A cell at another horizon than the reference: in summary.md's "Cells not
+            # compared", and not said here (review, 2026-12-08).
+            refused = (refusal(cell, reference) if reference is not None and cell is not reference
+                       and not cell.mixed_steps and not reference.mixed_steps else None)
+            if refused:
+                say(f"{cell.name}: {refused}: compared with no cell")
         say(f"summary: {runs.display_path(out / 'summary.md', ROOT)}")
         return 0
+    # Before any prepare step or run: each run failed on it, after minutes of preparing
+    # (review, 2026-12-08).
+    if not (ROOT / study.base).is_file():
+        print(f"study.py: {args.study}: base: {study.base} not found (a path from the repository "
+              f"root, {ROOT})", file=sys.stderr)
+        return 2
     # The dry run too: it would print commands that cannot run (docs/study.md: exit 2).
     if not (ROOT / binary).exists():
         print(f"study.py: binary {binary} not found (build it: cmake --build build --target train, "

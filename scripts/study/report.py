@@ -79,12 +79,17 @@ def _table_cell(text):
     return " ".join(str(text).replace("|", "\\|").splitlines())
 
 
-def paired_means(cell, reference, attribute):
+def paired_means(cell, reference, attribute, seeds=None):
     """The means of `attribute` over the seeds both cells finished (equal seeds against the
-    reference), and those seeds; None means when they share none."""
+    reference), and those seeds; None means when they share none. `seeds`: exactly these
+    seeds (another attribute's pairing), None means unless both have the value at each."""
     # Seeds where both cells have the value: a null on one side must not unpair the means.
     shared = sorted({r.seed for r in cell.runs if getattr(r, attribute) is not None}
                     & {r.seed for r in reference.runs if getattr(r, attribute) is not None})
+    if seeds is not None:
+        if not seeds or not set(seeds) <= set(shared):
+            return None, None, list(seeds)
+        shared = list(seeds)
     mine = Spread.of([getattr(r, attribute) for r in cell.runs if r.seed in shared]).mean
     ref = Spread.of([getattr(r, attribute) for r in reference.runs if r.seed in shared]).mean
     return mine, ref, shared
@@ -114,7 +119,9 @@ def cell_numbers(cell, reference, study):
         shared = []
     else:
         metric, ref_metric, shared = paired_means(cell, reference, "final_metric")
-        bytes_mean, ref_bytes, _ = paired_means(cell, reference, "bytes_per_step")
+        # Over the seeds of the vs figure, as docs/study.md says: a seed whose final metric is
+        # null paired the bytes over other seeds than the vs column (review, 2026-12-08).
+        bytes_mean, ref_bytes, _ = paired_means(cell, reference, "bytes_per_step", shared)
     reached = cell.target_reached
     return {
         "name": cell.name, "label": cell.label,

@@ -1,6 +1,7 @@
 """What defines a run of a study, and whether the run on disk was made so: the trainer's
 command for a cell and seed, the shell text of prepare steps, and the comparison of a finished
 run's recorded command and resolved config with the study's now (runs.py holds the files)."""
+import json
 import re
 import shlex
 import subprocess
@@ -64,7 +65,9 @@ def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
         cmd += ["--set", override]
     for key in study.seed_keys:  # in order; the default (train.seed alone) is what runs always had
         cmd += ["--set", f"{key}={seed}"]
-    cmd += ["--set", f"log.metrics={metrics_path}"]
+    # Quoted as YAML (JSON's string syntax is YAML's): the trainer reads a --set value as
+    # YAML, and an --out holding " #" or ": " failed every run (review, 2026-12-08).
+    cmd += ["--set", f"log.metrics={json.dumps(str(metrics_path))}"]
     return cmd + (["--dry-run"] if dry_check else [])
 
 
@@ -140,15 +143,21 @@ def read_base(root, base):
 
 
 def config_lines(text):
-    """The lines of a YAML config that can change what it configures: comments (from a '#' at
-    the start of a line or after whitespace) and blank lines dropped, so a comment edit does not
-    rerun a study."""
+    """What a YAML config configures, for telling a real edit from a comment edit (which does
+    not rerun a study): the parsed document where PyYAML reads it; else its lines with comments
+    (from a '#' at the start of a line or after whitespace) and blank lines dropped. The lines
+    alone missed an edit after ' #' inside a quoted value (review, 2026-12-08)."""
+    try:
+        import yaml  # the study tool's dependency (spec.py); the fallback needs none
+        return ("parsed", yaml.safe_load(text))
+    except Exception:  # noqa: BLE001  not YAML PyYAML reads (or no PyYAML): the lines
+        pass
     out = []
     for line in text.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line).rstrip()
         if line.strip():
             out.append(line)
-    return out
+    return ("lines", out)
 
 
 def resolve_config(cmd, root, timeout=600):
@@ -336,4 +345,7 @@ def run_changes(study, cell, files, cmd, base_text, resolver=None):
 def ignored_keys(study):
     """Resolved-config keys left out of the comparison: the run's place and its seed, which
     the command compares (the resolved config now is asked for one seed per cell)."""
-    return ("log.metrics",) + tuple(study.seed_keys)
+    # The keys that only change what the trainer prints, as the command comparison leaves
+    # them out: an edit of log.progress_interval in the base config reran every finished run
+    # (review, 2026-12-08).
+    return ("log.metrics",) + OUTPUT_ONLY_KEYS + tuple(study.seed_keys)

@@ -64,7 +64,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            # A merge key (<<: *anchor) is the base loader's to expand (after this check, so
+            # that a key given here overrides the merged one, as YAML says): constructing it
+            # failed with "could not determine a constructor" (review, 2026-12-08).
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise StudyError(f"line {key_node.start_mark.line + 1}: a key that is not text "
+                                 f"({key!r})") from None
             if key in seen:
                 raise StudyError(f"line {key_node.start_mark.line + 1}: key '{key}' appears twice")
             seen.add(key)
@@ -214,5 +224,9 @@ def _prepare(value, fail):
         creates = [creates] if isinstance(creates, str) else creates
         if not isinstance(creates, list) or not all(isinstance(c, str) for c in creates):
             fail(f"{key}.creates", f"must be a path or a list of paths, got {creates!r}")
+        # "" is the repository root, which always exists: the step was skipped for good
+        # (review, 2026-12-08).
+        if any(not c.strip() for c in creates):
+            fail(f"{key}.creates", f"an empty path in {creates!r}")
         steps.append(PrepareStep(run=_string(item.get("run"), f"{key}.run", fail), creates=creates))
     return steps

@@ -4,7 +4,10 @@
 # study.py (the trainer stops as on its own signal and is recorded), runs without step_ms,
 # which edits of the study file count as other settings, names and values the study file
 # refuses, the summary table's escaping and its time-to-target steps; and scripts/plot_scaling.py
-# (repeated rows, a network that is no file name). Review of 2026-12-07.
+# (repeated rows, a network that is no file name). Review of 2026-12-07. Then (review of
+# 2026-12-08): printing keys edited in the base config, quoted '#' in it, an --out with ' #',
+# a missing base, an empty creates path, YAML merge keys and keys that are no text, the bytes
+# pairing, and --report-only's cells not compared.
 #   study_records_test.sh PYTHON STUDY_PY TRAIN_BINARY
 set -uo pipefail
 PY=$1
@@ -202,6 +205,55 @@ sed 's|,1g,|,../x,|' "$T/a.csv" >"$T/slash.csv"
 last=$("$PY" "$SCRIPTS/plot_scaling.py" "$T/plots" "$T/slash.csv" 2>&1)
 check "a network with a slash is plotted" test $? -eq 0
 check "into OUT_DIR" test -s "$T/plots/gpt2_.._x.png"
+
+# Review of 2026-12-08. An edit of a printing key in the base config reruns nothing (the
+# study command already left them out; the base-config comparison did not).
+cp "$SCRIPTS/../configs/default.yaml" "$T/pbase.yaml"
+sed -e "s|^base: .*|base: $T/pbase.yaml|" -e '/^common:/,/\]/c common: [train.steps=12, train.eval_interval=6, train.eval_batches=2, optim.warmup_steps=2]' \
+  "$T/tiny.yaml" >"$T/pstudy.yaml"
+check "pstudy leaves progress_interval to the base" bash -c "! grep -q progress_interval '$T/pstudy.yaml'"
+expect "own base runs" 0 "dense seed1: running" -- "$T/pstudy.yaml" --out "$T/out_print" --only dense --seeds 1
+sed -i 's/^\(\s*progress_interval:\).*/\1 50/' "$T/pbase.yaml"
+check "the base config has progress_interval to edit" grep -q "progress_interval: 50" "$T/pbase.yaml"
+expect "a printing key's edit in the base reruns nothing" 0 "seed1: finished$" -- "$T/pstudy.yaml" --out "$T/out_print" --only dense --seeds 1 --list
+# A quoted value edited after ' #' is an edit (comment stripping by pattern missed it).
+check "an edit inside a quoted '#' counts" "$PY" -c "
+import sys; sys.path.insert(0, sys.argv[1])
+from study.settings import config_lines
+assert config_lines('a: \"x #1\"\n') != config_lines('a: \"x #2\"\n')
+assert config_lines('a: 1  # one\n') == config_lines('a: 1  # two\n')" "$SCRIPTS"
+# An --out with ' #' and ': ' in it: log.metrics goes to the trainer quoted.
+expect "an --out with ' #' runs" 0 "done in" -- "$T/tiny.yaml" --out "$T/run #1: a" --only dense --seeds 1
+check "its metrics are where they belong" test -s "$T/run #1: a/dense/seed1/metrics.jsonl"
+# A base config that is not there is a bad study file, before any prepare step or run.
+sed "s|^base: .*|base: configs/nope.yaml|" "$T/tiny.yaml" >"$T/nobase.yaml"
+expect "a missing base is refused" 2 "base: configs/nope.yaml not found" -- "$T/nobase.yaml" --out "$T/out_nobase" --dry-run
+# An empty creates path (the repository root, always there) skipped its step for good.
+printf 'prepare:\n  - {run: "echo hi", creates: ""}\n' | cat "$T/tiny.yaml" - >"$T/emptycreates.yaml"
+expect "an empty creates path is refused" 2 "prepare\[0\].creates: an empty path" -- "$T/emptycreates.yaml" --out "$T/out_names" --dry-run
+# YAML merge keys are YAML; a key that is no text is an error, not a traceback.
+sed '/^cells:/,$d' "$T/tiny.yaml" >"$T/merge.yaml"
+printf 'cells:\n  dense: &d {set: [compress.name=none], label: dense f32}\n  lbs: {<<: *d, set: [compress.name=lbs]}\n' >>"$T/merge.yaml"
+expect "a merge key is read" 0 "would run" -- "$T/merge.yaml" --out "$T/out_merge" --dry-run
+printf '  ? [a]\n  : [compress.name=lbs]\n' | cat "$T/merge.yaml" - >"$T/listkey.yaml"
+expect "a list as a key is refused" 2 "a key that is not text" -- "$T/listkey.yaml" --out "$T/out_names" --dry-run
+# The bytes x figure pairs the seeds of the vs figure: a seed with a null final metric paired
+# the bytes over other seeds.
+check "bytes are paired over the vs seeds" "$PY" -c "
+import sys; sys.path.insert(0, sys.argv[1])
+from types import SimpleNamespace as R
+from study.report import paired_means
+cell = R(runs=[R(seed=1, final_metric=1.0, bytes_per_step=10), R(seed=2, final_metric=None, bytes_per_step=30)])
+ref = R(runs=[R(seed=1, final_metric=2.0, bytes_per_step=100), R(seed=2, final_metric=2.0, bytes_per_step=300)])
+_, _, shared = paired_means(cell, ref, 'final_metric')
+assert shared == [1], shared
+assert paired_means(cell, ref, 'bytes_per_step', shared)[:2] == (10, 100)
+assert paired_means(cell, ref, 'bytes_per_step', [])[:2] == (None, None)" "$SCRIPTS"
+# --report-only says which cells are not compared, as summary.md does.
+sed -e 's/^  lbs: \[compress.name=lbs\]/  lbs: [compress.name=lbs, train.steps=8]/' "$T/tiny.yaml" >"$T/horizon.yaml"
+check "horizon.yaml sets lbs's steps" grep -q "train.steps=8]" "$T/horizon.yaml"
+expect "two horizons run" 0 "summary:" -- "$T/horizon.yaml" --out "$T/out_horizon" --seeds 1
+expect "--report-only names the cell at another horizon" 0 "lbs: it ends at step 8, the reference dense at step 12: compared with no cell" -- "$T/horizon.yaml" --out "$T/out_horizon" --report-only
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"

@@ -57,8 +57,13 @@ class [[nodiscard]] Result {
   T& value() & { return checked(); }
   const T& value() const& { return const_cast<Result*>(this)->checked(); }
   T&& value() && { return std::move(checked()); }
+  // Const too: a `const Result<T>&` handed to a function could be read only through value()
+  // (review of the embedding API, 2026-12-07).
   T* operator->() { return &checked(); }
-  T& operator*() { return checked(); }
+  const T* operator->() const { return &const_cast<Result*>(this)->checked(); }
+  T& operator*() & { return checked(); }
+  const T& operator*() const& { return const_cast<Result*>(this)->checked(); }
+  T&& operator*() && { return std::move(checked()); }
 
  private:
   T& checked();

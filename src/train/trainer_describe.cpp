@@ -20,15 +20,18 @@ std::size_t Trainer::memory_estimate_bytes() const {
     optimizer_copies = 2;
   const std::size_t residual = exchange_->residual().size() * sizeof(float);
   return flat * (2 + optimizer_copies) + residual +
-         static_cast<std::size_t>(static_cast<double>(model_->activation_bytes()) *
-                                  activation_scale_);
+         planned_activation_bytes_.value_or(model_->activation_bytes());
 }
 
 std::string Trainer::describe() const {
   const TrainConfig& c = config_;
   std::string s;
   s += fmt::format("model:     {}{}\n", model_->summary(),
-                   activation_scale_ != 1 ? " (dry run: built for one row)" : "");
+                   planned_activation_bytes_
+                       ? fmt::format(" (dry run: built for one row; {} for B={})",
+                                     format_bytes(static_cast<double>(*planned_activation_bytes_)),
+                                     c.train.micro_batch)
+                       : std::string());
   s += fmt::format("data:      {}\n", data_info_.description);
   if (data_info_.entropy_rate >= 0 && data_info_.loss_bound > data_info_.entropy_rate) {
     // Note [A row's achievable loss] (data/markov_source.h).

@@ -27,7 +27,6 @@ Status Trainer::build(const Options& options) {
   trace_.set_step_base(1);  // spans carry the 0-based step index; the trace shows log numbers
   const bool lm = c.model.is_language_model();
   const std::int64_t rows = options.dry_run ? 1 : c.train.micro_batch;
-  activation_scale_ = static_cast<double>(c.train.micro_batch) / static_cast<double>(rows);
   if (c.train.device == Device::kCUDA) {
     SPARQ_ASSIGN_OR_RETURN(local_, local_rank_from_environment(comm_.size()));
     // A dry run checks the config and prints the plan without opening a device, so it works
@@ -47,6 +46,17 @@ Status Trainer::build(const Options& options) {
                                                       .seq_len = lm ? c.data.seq_len : 0,
                                                       .device = c.train.device,
                                                       .plan_only = options.dry_run}));
+  if (rows != c.train.micro_batch) {
+    // Note [A dry run's activations]: the model of one row, and a throwaway plan of two rows.
+    const std::size_t one = model_->activation_bytes();
+    SPARQ_ASSIGN_OR_RETURN(const std::unique_ptr<Model> two,
+                           make_model(c.model, {.micro_batch = 2,
+                                                .seq_len = lm ? c.data.seq_len : 0,
+                                                .device = c.train.device,
+                                                .plan_only = true}));
+    const std::size_t per_row = std::max(two->activation_bytes(), one) - one;
+    planned_activation_bytes_ = one + static_cast<std::size_t>(c.train.micro_batch - 1) * per_row;
+  }
   model_->declare(store_);
   const auto dense_last = [&](const ParamSpec& s) { return c.comm.plan.is_dense(s); };
   store_.allocate(context(), dense_last);

@@ -1,6 +1,9 @@
+#include "core/status.h"
+
 #include <gtest/gtest.h>
 
-#include "core/status.h"
+#include <memory>
+#include <string>
 
 namespace sparq {
 namespace {
@@ -27,6 +30,18 @@ TEST(Result, PropagatesFailures) {
   Result<int> r = doubled(-1);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().message(), "value -1 is not positive");
+}
+
+// A const Result reads through * and -> as through value(); a moved-from one gives its value
+// up (*std::move(r)), as value() && does.
+TEST(Result, ReadsThroughConstAccessorsAndMovesOut) {
+  const Result<std::string> text(std::string("sparq"));
+  EXPECT_EQ(*text, "sparq");
+  EXPECT_EQ(text->size(), 5u);
+  Result<std::unique_ptr<int>> owned(std::make_unique<int>(7));
+  std::unique_ptr<int> taken = *std::move(owned);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(*taken, 7);
 }
 
 }  // namespace

@@ -214,17 +214,17 @@ class MpiCommunicator final : public Communicator {
     const auto rd =
         to_ints(recv_displs, "alltoallv",
                 packed_recv.empty() ? "recv_displs[r]" : "the packed offset of block r");
-    // MPI's in-place alltoallv sends from the receive layout, so it only applies when both
-    // layouts coincide.
-    const bool in_place = in == out && sc == rc && sd == rd;
+    // Never MPI_IN_PLACE: MPI's in-place alltoallv sends from the receive layout, so it would
+    // apply only on the ranks whose two layouts coincide, and MPI_IN_PLACE must be passed by
+    // every rank or by none: ranks that did and ranks that did not hung the job at 3 ranks
+    // (review, 2026-12-08). An input that overlaps the output is copied aside instead.
     std::vector<char> staged;
-    if (!in_place && overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
+    if (overlaps(in, in_bytes, out, out_bytes)) in = stage(staged, in, in_bytes);
     {
       auto guard = lock();
-      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Alltoallv, MPI_Ialltoallv,
-                               in_place ? MPI_IN_PLACE : in, sc.data(), sd.data(),
-                               mpi_datatype(dtype), out, rc.data(), rd.data(), mpi_datatype(dtype),
-                               comm_.get()));
+      MPI_CHECK(MPI_COLLECTIVE(active().wait, MPI_Alltoallv, MPI_Ialltoallv, in, sc.data(),
+                               sd.data(), mpi_datatype(dtype), out, rc.data(), rd.data(),
+                               mpi_datatype(dtype), comm_.get()));
     }
     record(alltoallv_bytes(send_counts, recv_counts, es, rank_));
   }

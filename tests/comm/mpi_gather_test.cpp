@@ -2,6 +2,7 @@
 // point-to-point messages, run by ctest under mpirun with 1 to 4 ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "comm/byte_model.h"
@@ -144,6 +145,34 @@ TEST(MpiCommunicator, AlltoallvUnevenAndZeroCounts) {
     std::vector<char> packed_out(out.size());
     comm->alltoallv(in.data(), send_counts, {}, packed_out.data(), recv_counts, {}, dtype);
     EXPECT_EQ(packed_out, out) << "empty displs mean packed blocks";
+  }
+}
+
+// In place (in == out) while only some ranks' send and receive layouts coincide: those ranks
+// passed MPI_IN_PLACE and the others did not, which MPI forbids, and at 3 ranks the job hung
+// (review, 2026-12-08). Here rank 1's layouts coincide and ranks 0 and 2's do not.
+TEST(MpiCommunicator, AlltoallvInPlaceWithLayoutsThatDifferByRank) {
+  auto comm = make_comm();
+  const int rank = comm->rank(), size = comm->size();
+  constexpr std::size_t kFirst[3][3] = {{1, 2, 0}, {2, 1, 1}, {1, 1, 1}};
+  const auto count = [&](int from, int to) -> std::size_t {  // what `from` sends `to`
+    return from < 3 && to < 3 ? kFirst[from][to] : 1 + static_cast<std::size_t>(from + to) % 2;
+  };
+  std::vector<std::size_t> send_counts(size), recv_counts(size);
+  for (int j = 0; j < size; ++j) {
+    send_counts[j] = count(rank, j);
+    recv_counts[j] = count(j, rank);
+  }
+  std::vector<double> send, expected;
+  for (int j = 0; j < size; ++j) {
+    for (std::size_t i = 0; i < send_counts[j]; ++i) send.push_back(block_value(rank, j, i));
+    for (std::size_t i = 0; i < recv_counts[j]; ++i) expected.push_back(block_value(j, rank, i));
+  }
+  for (DType dtype : kAllDTypes) {
+    std::vector<char> buffer = encode(dtype, send);
+    buffer.resize(std::max(send.size(), expected.size()) * dtype_size(dtype));
+    comm->alltoallv(buffer.data(), send_counts, {}, buffer.data(), recv_counts, {}, dtype);
+    EXPECT_EQ(decode(dtype, buffer.data(), expected.size()), expected) << dtype_name(dtype);
   }
 }
 

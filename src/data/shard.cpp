@@ -33,7 +33,8 @@ void encode_header(const ShardHeader& h, std::uint8_t* out) {
   put(out, 24, h.vocab_size);
   put(out, 28, h.document_count);
   put(out, 32, h.payload_checksum);
-  std::memcpy(out + 40, h.tokenizer.data(), std::min(h.tokenizer.size(), kShardNameBytes - 1));
+  std::memcpy(out + kShardNameOffset, h.tokenizer.data(),
+              std::min(h.tokenizer.size(), kShardNameBytes - 1));
   put(out, kShardHeaderChecksumOffset, shard_checksum(out, kShardHeaderChecksumOffset));
 }
 

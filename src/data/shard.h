@@ -34,6 +34,7 @@ namespace sparq::data {
 inline constexpr char kShardMagic[8] = {'S', 'P', 'A', 'R', 'Q', 'T', 'O', 'K'};
 inline constexpr std::uint32_t kShardVersion = 1;
 inline constexpr std::size_t kShardHeaderBytes = 128;
+inline constexpr std::size_t kShardNameOffset = 40;  // then zeros up to the checksum
 inline constexpr std::size_t kShardNameBytes = 32;
 inline constexpr std::size_t kShardHeaderChecksumOffset = 120;
 

@@ -122,10 +122,30 @@ Status ShardReader::parse(const std::uint8_t* h, std::size_t size, bool verify_p
   hd.vocab_size = get<std::uint32_t>(h, 24);
   hd.document_count = get<std::uint32_t>(h, 28);
   hd.payload_checksum = get<std::uint64_t>(h, 32);
-  const char* name = reinterpret_cast<const char*>(h + 40);
+  const char* name = reinterpret_cast<const char*>(h + kShardNameOffset);
   hd.tokenizer.assign(name, strnlen(name, kShardNameBytes));
   if (hd.token_width != 2 && hd.token_width != 4) {
     return Status::error("shard '{}' has token width {} (expected 2 or 4)", path, hd.token_width);
+  }
+  // Fields whose checksum holds but that contradict the format (docs/data.md): --verify said
+  // "ok" of such a header, which only a tool rewriting it could have written (review,
+  // 2026-12-08). A reader that ignored non-zero reserved bytes would misread a later format.
+  if (hd.vocab_size == 0) {
+    return Status::error("shard '{}' has a vocabulary of size 0 (every id must be below it)", path);
+  }
+  if (hd.token_width == 2 && hd.vocab_size > 65536) {
+    return Status::error(
+        "shard '{}' has 2-byte tokens but a vocabulary of {} (2-byte ids hold at most 65536)", path,
+        hd.vocab_size);
+  }
+  if (strnlen(name, kShardNameBytes) == kShardNameBytes) {
+    return Status::error("shard '{}' has a tokenizer name that is not NUL-terminated", path);
+  }
+  for (std::size_t i = kShardNameOffset + kShardNameBytes; i < kShardHeaderChecksumOffset; ++i) {
+    if (h[i] != 0) {
+      return Status::error(
+          "shard '{}': reserved header byte {} is not zero (written by a newer format?)", path, i);
+    }
   }
   // Compared as a token count, not as count * width bytes: a count near 2^64 would wrap the
   // product around to the file size and let token() read far past the mapping (fuzzing).

@@ -335,6 +335,31 @@ TEST_F(CorruptShard, FutureVersionWithAnIntactHeader) {
   EXPECT_EQ(msg.find("header is corrupt"), std::string::npos) << msg;
 }
 
+// Header fields whose checksum holds but that contradict the format: `prepare_data --verify`
+// said "ok" of them (review, 2026-12-08). Each rewritten with the header checksum made anew.
+TEST_F(CorruptShard, HeaderFieldsThatContradictTheFormat) {
+  const std::vector<std::uint8_t> good = file_bytes(path_);
+  const auto with = [&](std::size_t offset, const std::string& raw) {
+    std::string bytes(good.begin(), good.end());
+    bytes.replace(offset, raw.size(), raw);
+    const std::uint64_t sum = shard_checksum(bytes.data(), kShardHeaderChecksumOffset);
+    std::memcpy(bytes.data() + kShardHeaderChecksumOffset, &sum, sizeof sum);
+    EXPECT_TRUE(write_file_atomic(path_, bytes).is_ok());
+    return error();
+  };
+  const auto u32 = [](std::uint32_t v) { return std::string(reinterpret_cast<char*>(&v), 4); };
+  EXPECT_NE(with(24, u32(0)).find("has a vocabulary of size 0"), std::string::npos);
+  EXPECT_NE(with(24, u32(200000)).find("2-byte tokens but a vocabulary of 200000"),
+            std::string::npos);
+  EXPECT_NE(with(kShardNameOffset, std::string(kShardNameBytes, 'x'))
+                .find("tokenizer name that is not NUL-terminated"),
+            std::string::npos);
+  EXPECT_NE(with(80, "\x01").find("reserved header byte 80 is not zero"), std::string::npos);
+  // Untouched, it reads.
+  ASSERT_TRUE(write_file_atomic(path_, std::string(good.begin(), good.end())).is_ok());
+  EXPECT_TRUE(ShardReader::open(path_).is_ok());
+}
+
 TEST(Shard, MissingFileNamesThePath) {
   auto r = ShardReader::open("/nonexistent/dir/train.bin");
   ASSERT_FALSE(r.is_ok());

@@ -40,6 +40,13 @@ Result<ImageDataset> load_cifar10(const std::vector<std::string>& files) {
 
 Result<ImageDataset> load_cifar10_dir(const std::string& dir, bool train) {
   namespace fs = std::filesystem;
+  // A batch file given for its folder was "no data_batch_*.bin in '.../data_batch_1.bin' (run
+  // scripts/get_data.sh cifar10)" (review, 2026-12-08).
+  std::error_code is_file_ec;
+  if (fs::is_regular_file(dir, is_file_ec)) {
+    return Status::error("'{}' is a file: name the folder that holds {}", dir,
+                         train ? "data_batch_1.bin .. data_batch_5.bin" : "test_batch.bin");
+  }
   std::vector<std::string> files;
   if (train) {
     for (int i = 1; i <= 5; ++i) {

@@ -1,5 +1,6 @@
 // Checkpoint directories (train/checkpoint.h): step directory names, the COMPLETE marker,
 // the latest complete step, retention, and setting aside another history's steps.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -188,17 +189,33 @@ Result<std::string> latest_checkpoint(const std::string& root, std::int64_t belo
 }
 
 Result<std::string> resolve_checkpoint_dir(const std::string& path) {
+  std::error_code ec;
+  // A rank file given for its step directory was "cannot list checkpoint directory
+  // '.../rank-00000.ckpt': No such file or directory" (review, 2026-12-08).
+  if (!parse_step(path).is_ok() && std::filesystem::is_regular_file(path, ec)) {
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    return Status::error(
+        "checkpoint '{}' is a file: pass the step directory that holds it ('{}') or the "
+        "checkpoint root (its newest complete step)",
+        path, parent.empty() ? std::string(".") : parent);
+  }
   // A complete directory under another name is a step set aside by a branching run
   // ("step-00000006.superseded", set_aside_checkpoints_from): named by hand to go back to
   // that history, it resumes like any step (the step comes from the file, not the name).
   if (!parse_step(path).is_ok() && !is_complete(path)) return latest_checkpoint(path);
-  std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
     // "step-100" for "step-00000100" is a typo, not an interrupted save (review).
     if (std::filesystem::exists(path, ec)) {
       return Status::error("checkpoint '{}' is not a directory", path);
     }
-    return Status::error("checkpoint '{}' does not exist", path);
+    // A step pruned since (train.keep_checkpoints): the newest one there is named
+    // (review, 2026-12-08).
+    const std::string root = std::filesystem::path(path).parent_path().string();
+    const Result<std::string> newest = latest_checkpoint(root.empty() ? "." : root);
+    return Status::error("checkpoint '{}' does not exist{}", path,
+                         newest.is_ok()
+                             ? fmt::format(" (the newest complete step beside it: {})", *newest)
+                             : std::string());
   }
   if (!is_complete(path)) {
     return Status::error(

@@ -172,6 +172,14 @@ Status check_set_value_text(const std::string& key, const std::string& text) {
         "it (--set '{}=\"{}\"')",
         key, text, key, text);
   }
+  // A glob ("*.bias") is a YAML alias: "invalid YAML: ... the referenced anchor is not
+  // defined" said nothing of the quoting it needs (review, 2026-12-08).
+  if (first != std::string::npos && text[first] == '*') {
+    return Status::error(
+        "--set {}: the value '{}' begins with '*', which YAML reads as an alias; quote it "
+        "(--set '{}=\"{}\"', or a list: --set '{}=[\"{}\"]')",
+        key, text, key, text, key, text.substr(first));
+  }
   return Status::ok();
 }
 

@@ -105,6 +105,13 @@ TEST(Cifar10, RejectsMalformedFiles) {
   ASSERT_TRUE(write_file_atomic(path, record).is_ok());
   EXPECT_NE(load_cifar10({path}).status().message().find("label 12"), std::string::npos);
   EXPECT_FALSE(load_cifar10_dir("/nonexistent", true).is_ok());
+  // A batch file for its folder: said as such, not "no data_batch_*.bin in" it (review,
+  // 2026-12-08).
+  EXPECT_NE(load_cifar10_dir(path, true)
+                .status()
+                .message()
+                .find("is a file: name the folder that holds data_batch_1.bin"),
+            std::string::npos);
   // A name too long for the OS (ENAMETOOLONG) made std::filesystem::exists throw, which ended
   // the job by std::terminate (review, 2026-12-07): now an error naming the folder.
   const std::string too_long = "/tmp/" + std::string(300, 'a');

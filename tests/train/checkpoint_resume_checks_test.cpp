@@ -51,8 +51,19 @@ TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
   EXPECT_TRUE(same.is_ok()) << same.message();
   // A step directory that does not exist (a typo: "step-2" for "step-00000002") is said to be
   // missing, not an interrupted save (review, 2026-12-05).
+  // The newest step beside it is named (review, 2026-12-08).
   expect_refused(make_trainer(root + "/typo", {}, *self)->resume(root + "/step-2"),
-                 {"checkpoint '" + root + "/step-2' does not exist"});
+                 {"checkpoint '" + root +
+                  "/step-2' does not exist (the newest complete step "
+                  "beside it: " +
+                  checkpoint_dir(root, 2) + ")"});
+  // A rank file for its step directory: "cannot list checkpoint directory" (review, 2026-12-08).
+  const std::string rank_file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
+  expect_refused(make_trainer(root + "/rank_file", {}, *self)->resume(rank_file),
+                 {"checkpoint '" + rank_file +
+                  "' is a file: pass the step directory that holds "
+                  "it ('" +
+                  checkpoint_dir(root, 2) + "')"});
   // A file under a step directory's name exists: it was reported missing (review).
   std::ofstream(root + "/step-00000003") << "not a checkpoint";
   expect_refused(make_trainer(root + "/file", {}, *self)->resume(root + "/step-00000003"),

@@ -328,6 +328,13 @@ TEST(YamlReader, ASetValueThatYamlWouldCutIsRefused) {
         "log.metrics=!!str 5", "comm.dense_patterns=[\"*.bias\"]"}) {
     EXPECT_TRUE(r->set_override(good).is_ok()) << good;
   }
+  // A bare glob is a YAML alias: the error named an undefined anchor, not the quoting it
+  // needs (review, 2026-12-08).
+  const Status glob = r->set_override("comm.dense_patterns=*.bias");
+  EXPECT_NE(glob.message().find("--set comm.dense_patterns: the value '*.bias' begins with '*', "
+                                "which YAML reads as an alias; quote it"),
+            std::string::npos)
+      << glob.message();
   ASSERT_TRUE(r->set_override("log.metrics=\"run #1.jsonl\"").is_ok());
   std::string metrics;
   ASSERT_TRUE(r->get("log.metrics", &metrics).is_ok());

@@ -8,12 +8,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <utility>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/file_io.h"
+#include "data/shard.h"
 #include "data/unicode.h"
+#include "train/checkpoint.h"
 #include "train/json_subset.h"
 
 namespace sparq::train {
@@ -179,6 +182,20 @@ Status SafetensorsFile::parse_header(std::uint64_t file_bytes) {
   if (file_bytes < 8) {
     return Status::error("safetensors '{}' is truncated: {} bytes, no header length", path,
                          file_bytes);
+  }
+  // sparq's own files given for safetensors (train.init_from of a rank file) read their magic
+  // as a header length: "header length 5785792162838958163 runs past the end of the file"
+  // (review, 2026-12-08).
+  if (b.compare(0, 8, std::string_view(kCheckpointMagic, 8)) == 0) {
+    return Status::error(
+        "'{}' is a sparq checkpoint rank file, not safetensors: resume its step directory with "
+        "--resume, or write safetensors from it with --resume <its step directory> --stop-at "
+        "<that step> --export-safetensors <file>",
+        path);
+  }
+  if (b.compare(0, 8, std::string_view(data::kShardMagic, 8)) == 0) {
+    return Status::error("'{}' is a sparq token shard (data.train, data.eval), not safetensors",
+                         path);
   }
   std::uint64_t header_len = 0;
   std::memcpy(&header_len, b.data(), 8);

@@ -57,6 +57,20 @@ TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
                   "/step-2' does not exist (the newest complete step "
                   "beside it: " +
                   checkpoint_dir(root, 2) + ")"});
+  // Resumed without a checkpoint directory: said as a warning, naming where it could go on
+  // saving (review, 2026-12-08).
+  {
+    sparq::testing::LogCapture log;
+    ASSERT_TRUE(make_trainer(root + "/unsaved",
+                             {"train.checkpoint_dir=", "train.checkpoint_interval=0"}, *self)
+                    ->resume(checkpoint_dir(root, 2))
+                    .is_ok());
+    EXPECT_NE(log.text().find("train.checkpoint_dir is not set: this run saves no checkpoint "
+                              "(--set train.checkpoint_dir=" +
+                              root + " goes on saving"),
+              std::string::npos)
+        << log.text();
+  }
   // A rank file for its step directory: "cannot list checkpoint directory" (review, 2026-12-08).
   const std::string rank_file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);
   expect_refused(make_trainer(root + "/rank_file", {}, *self)->resume(rank_file),

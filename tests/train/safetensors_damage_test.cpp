@@ -35,6 +35,14 @@ TEST(Safetensors, DamagedFilesAreRefused) {
       << s.message();
   EXPECT_EQ(import_safetensors(store, path, {.check_only = true}).message(), s.message());
 
+  // sparq's own files, whose magic read as a header length (review, 2026-12-08).
+  ASSERT_TRUE(write_file_atomic(path, std::string("SPARQCKP") + std::string(120, '\0')).is_ok());
+  s = import_safetensors(store, path);
+  EXPECT_TRUE(contains(s, "is a sparq checkpoint rank file, not safetensors")) << s.message();
+  ASSERT_TRUE(write_file_atomic(path, std::string("SPARQTOK") + std::string(120, '\0')).is_ok());
+  s = import_safetensors(store, path);
+  EXPECT_TRUE(contains(s, "is a sparq token shard")) << s.message();
+
   // A header length past the end of the file.
   std::string long_header = bytes;
   const std::uint64_t huge = bytes.size();

@@ -92,6 +92,16 @@ Result<YamlReader> YamlReader::from_file(const std::string& path) {
   // purpose are one line: `train: {}`.
   SPARQ_ASSIGN_OR_RETURN(const YAML::Node parsed, load_one_document_with_marks(*text, path));
   if (parsed.IsNull()) {
+    // Standard input or a pipe: under mpirun only rank 0 gets standard input, and the other
+    // ranks were told to write `train: {}` (review, 2026-12-08).
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return Status::error(
+          "{}: the config holds no settings, and it is not a file (standard input or a pipe?): "
+          "under mpirun only rank 0 gets standard input and no rank gets the shell's pipes; "
+          "write the config to a file, or change keys with --set",
+          path);
+    }
     return Status::error(
         "{}: the config file holds no settings (it is empty or only comments: a truncated "
         "copy?); for every default on purpose, write `train: {{}}`",

@@ -106,6 +106,14 @@ TEST(YamlReader, ErrorsNameFileAndKey) {
     ASSERT_TRUE(write_file_atomic(empty, "train: {}\n").is_ok());
     EXPECT_TRUE(YamlReader::from_file(empty).is_ok());
   }
+  // Empty standard input or a pipe (a rank other than 0 under mpirun with --config /dev/stdin):
+  // told to write `train: {}` (review, 2026-12-08). /dev/null stands for it.
+  auto stream = YamlReader::from_file("/dev/null");
+  ASSERT_FALSE(stream.is_ok());
+  EXPECT_NE(stream.status().message().find("it is not a file (standard input or a pipe?): under "
+                                           "mpirun only rank 0 gets standard input"),
+            std::string::npos)
+      << stream.status().message();
 }
 
 TEST(YamlReader, ARepeatedKeyIsAnErrorNamingItsLine) {

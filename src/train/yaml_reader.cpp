@@ -13,6 +13,7 @@
 
 #include "core/bool_words.h"
 #include "core/file_io.h"
+#include "train/key_suggestion.h"
 #include "train/yaml_document.h"
 
 namespace sparq::train {
@@ -382,12 +383,21 @@ Status YamlReader::check_no_unknown_keys() const {
   for (const std::string& leaf : unknown) {
     (overridden_by(leaf).empty() ? in_file : in_set).push_back(leaf);
   }
+  // Each with the key it most likely meant (train.batch_size: train.micro_batch), which only
+  // compressor keys offered (review, 2026-12-08).
+  const std::vector<std::string> known = keys_read();
+  const auto with_hint = [&](const std::string& leaf) {
+    const std::string meant = nearest_known_key(leaf, known);
+    return meant.empty() ? leaf : fmt::format("{} (did you mean {}?)", leaf, meant);
+  };
   std::string text;
   for (const auto& [where, keys] :
        {std::pair{origin_, &in_file}, std::pair{std::string("--set"), &in_set}}) {
     if (keys->empty()) continue;
+    std::vector<std::string> said;
+    for (const std::string& leaf : *keys) said.push_back(with_hint(leaf));
     text += fmt::format("{}{}: unknown key{} {}", text.empty() ? "" : "; ", where,
-                        keys->size() > 1 ? "s" : "", fmt::join(*keys, ", "));
+                        keys->size() > 1 ? "s" : "", fmt::join(said, ", "));
   }
   return Status::error("{}", text);
 }

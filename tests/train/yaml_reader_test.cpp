@@ -63,8 +63,9 @@ TEST(YamlReader, ErrorsNameTheSetThatGaveTheValue) {
   EXPECT_EQ(r->get("optim.lr", &lr).message(), "--set optim.lr: expected a number, got 'fast'");
   EXPECT_EQ(r->get("data.markov.order", &order).message(),
             "--set data.markov: data.markov.order: expected an integer, got 'x'");
-  EXPECT_EQ(r->check_no_unknown_keys().message(),
-            "x.yaml: unknown key optim.typo_key; --set: unknown key optim.lrr");
+  EXPECT_EQ(
+      r->check_no_unknown_keys().message(),
+      "x.yaml: unknown key optim.typo_key; --set: unknown key optim.lrr (did you mean optim.lr?)");
   // The --set that gave the value: the longest, where a section and its key were both set.
   auto both = YamlReader::from_string("", "x.yaml");
   ASSERT_TRUE(both->set_override("optim={lr: 1}").is_ok());

@@ -124,6 +124,25 @@ inline std::string first_repeated(const std::vector<std::string>& items) {
   return "";
 }
 
+// CLI11's report of arguments no option takes read "The following arguments were not
+// expected: 10 --steps", the arguments in reverse order, and said nothing of --set, which is
+// how a config key is changed (review, 2026-12-08). Other errors are CLI11's own.
+inline std::string failure_message(const CLI::App* app, const CLI::Error& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) {
+    return CLI::FailureMessage::simple(app, e);
+  }
+  std::string extras;
+  for (const std::string& item : app->remaining()) extras += (extras.empty() ? "" : " ") + item;
+  const std::string& path = app->get_name();
+  const std::string name = path.substr(path.find_last_of('/') + 1);  // argv[0]'s file name
+  std::string text =
+      name + ": error: unexpected argument(s): " + extras + " (--help lists the options";
+  if (app->get_option_no_throw("--set") != nullptr) {
+    text += "; a config key is set with --set KEY=VALUE, e.g. --set train.steps=10";
+  }
+  return text + ")\n";
+}
+
 }  // namespace sparq::cli
 
 // Parses, or returns from the calling main() with Note [App exit codes]'s code; integer
@@ -133,6 +152,7 @@ inline std::string first_repeated(const std::vector<std::string>& items) {
   try {                                                             \
     sparq::cli::decimal_integer_options(app);                       \
     sparq::cli::refuse_empty_text_options(app);                     \
+    (app).failure_message(sparq::cli::failure_message);             \
     (app).parse((argc), (argv));                                    \
   } catch (const CLI::ParseError& parse_error) {                    \
     if (sparq::cli::reports_argument_errors()) {                    \

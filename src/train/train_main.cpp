@@ -14,6 +14,7 @@
 #include "train/train_main.h"
 
 #include <fmt/format.h>
+#include <sparq/version.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -95,6 +96,7 @@ std::string what_there_is_to_resume_from(const TrainSummary& s, const std::strin
 
 int train_main(int argc, char** argv) {
   CLI::App app{"sparq train: data-parallel training with compressed gradient communication"};
+  app.set_version_flag("--version", "sparq train " SPARQ_VERSION_STRING);
   std::string config_path;
   std::vector<std::string> overrides;
   std::string resume;

@@ -25,7 +25,8 @@ struct Refusal {
 TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
   const std::string base = "--config configs/default.yaml ";
   const std::vector<Refusal> refusals = {
-      {base + "--set optim.lrr=0.1", "--set: unknown key optim\\.lrr"},
+      {base + "--set optim.lrr=0.1",
+       "--set: unknown key optim\\.lrr \\(did you mean optim\\.lr\\?\\)"},
       {base + "--set optim.lr=fast", "--set optim\\.lr: expected a number"},
       {base + "--set train.micro_batch=0", "--set train\\.micro_batch: must be >= 1"},
       {base + "--set compress.lbs.densty=0.1", "compress\\.lbs\\.densty: unknown key"},
@@ -174,6 +175,17 @@ TEST(TrainApp, RefusalsNameTheProblemAndExitNonZero) {
                 .output.find("--dry-run trains and writes nothing: --stop-at does not apply"),
             std::string::npos);
   EXPECT_EQ(run_train(0, "--help").exit_code, 0);
+  // CLI11 said "not expected: 10 --steps", reversed, and nothing of --set; --version was
+  // "--config is required" (review, 2026-12-08).
+  const ProcessResult extras = run_train(0, "--config configs/default.yaml --steps 10");
+  EXPECT_EQ(extras.exit_code, 2) << extras.output;
+  EXPECT_NE(extras.output.find("train: error: unexpected argument(s): --steps 10 (--help lists "
+                               "the options; a config key is set with --set KEY=VALUE"),
+            std::string::npos)
+      << extras.output;
+  const ProcessResult version = run_train(0, "--version");
+  EXPECT_EQ(version.exit_code, 0) << version.output;
+  EXPECT_NE(version.output.find("sparq train 0."), std::string::npos) << version.output;
   // An empty value is a bad argument: `--resume "$CKPT"` with CKPT unset started afresh and
   // set the checkpoints aside (Note [Empty option values], review 2026-12-07).
   const ProcessResult empty = run_train(0, "--config configs/default.yaml --resume ''");

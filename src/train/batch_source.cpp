@@ -181,10 +181,6 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
   SPARQ_RETURN_IF_ERROR(require_file(path, train ? "data.train" : "data.eval", c.where()));
   auto shard = data::ShardTokenSource::open(path);
   if (!shard.is_ok()) return shard.status().with_context(c.where() + ": " + key);
-  if ((*shard)->vocab_size() > static_cast<std::uint32_t>(c.model.vocab_size)) {
-    return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.where(),
-                         key, path, (*shard)->vocab_size(), c.model.vocab_size);
-  }
   const std::string& tokenizer = (*shard)->shard().header().tokenizer;
   // BERT's [CLS], [SEP], [MASK] and [PAD] (data.cls_id, ...) are WordPiece ids; in another
   // tokenizer's ids they are ordinary tokens, and masked positions could not be told apart.
@@ -194,6 +190,12 @@ Result<std::shared_ptr<const data::TokenSource>> token_source(const TrainConfig&
         "needs a 'bert-uncased' (WordPiece) shard: prepare_data --tokenizer "
         "wordpiece",
         c.where(), key, path, tokenizer);
+  }
+  // After the tokenizer: a GPT-2 shard for BERT was "has vocabulary 50257 but the model only
+  // 30522", which sent the user to raise vocab_size (review, 2026-12-08).
+  if ((*shard)->vocab_size() > static_cast<std::uint32_t>(c.model.vocab_size)) {
+    return Status::error("{}: {}: shard '{}' has vocabulary {} but the model only {}", c.where(),
+                         key, path, (*shard)->vocab_size(), c.model.vocab_size);
   }
   // prepare_data starts every document with the tokenizer's separator, so a WordPiece shard's
   // first token is the [SEP] of the vocabulary it was made with. Another vocabulary's ids in

@@ -61,6 +61,11 @@ TEST(BatchSource, ABertModelNeedsAWordPieceShard) {
                      "BERT model needs a 'bert-uncased' (WordPiece) shard");
   EXPECT_TRUE(
       make(model + "data: {source: shard, seq_len: 32, train: " + bert + "}", true).is_ok());
+  // A GPT-2 shard's vocabulary above the model's: the tokenizer is said first (it said the
+  // vocabulary, which sent the user to raise vocab_size; review, 2026-12-08).
+  const std::string big = shard("gpt2_big", "gpt2", 2000, 4096);
+  expect_refused(make(model + "data: {source: shard, seq_len: 32, train: " + big + "}", true),
+                 "was made by tokenizer 'gpt2', but a BERT model needs a 'bert-uncased'");
 }
 
 // A WordPiece shard made with a vocabulary whose [SEP] is not data.sep_id trained with its

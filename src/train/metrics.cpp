@@ -121,7 +121,12 @@ std::string format_eval(const EvalMetrics& m) {
   if (m.perplexity >= 0) line += fmt::format(" | perplexity {:.2f}", m.perplexity);
   if (m.accuracy >= 0) line += fmt::format(" | accuracy {:.2f}%", 100.0 * m.accuracy);
   if (m.source_loss >= 0) line += fmt::format(" | source's own loss {:.4f}", m.source_loss);
-  return line + fmt::format(" | {} targets", m.count);
+  line += fmt::format(" | {} targets", m.count);
+  if (m.eval_ms >= 0) {
+    line += m.eval_ms < 60e3 ? fmt::format(" in {:.1f} s", m.eval_ms / 1e3)
+                             : " in " + format_duration(m.eval_ms / 1e3);
+  }
+  return line;
 }
 
 std::string to_json(const StepMetrics& m) {
@@ -144,10 +149,10 @@ std::string to_json(const StepMetrics& m) {
 std::string to_json(const EvalMetrics& m) {
   return fmt::format(
       "{{\"event\":\"eval\",\"step\":{},\"loss\":{},\"perplexity\":{},\"accuracy\":{},"
-      "\"count\":{},\"source_loss\":{}}}",
+      "\"count\":{},\"source_loss\":{},\"eval_ms\":{}}}",
       m.step, num(m.loss), m.perplexity >= 0 ? num(m.perplexity) : "null",
       m.accuracy >= 0 ? num(m.accuracy) : "null", m.count,
-      m.source_loss >= 0 ? num(m.source_loss) : "null");
+      m.source_loss >= 0 ? num(m.source_loss) : "null", m.eval_ms >= 0 ? num(m.eval_ms) : "null");
 }
 
 JsonlWriter::~JsonlWriter() {

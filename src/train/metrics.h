@@ -48,6 +48,10 @@ struct EvalMetrics {
   // best any model can score on THIS sample, which differs from the entropy rate by sampling
   // noise (about 1% at 16k targets on configs/default.yaml).
   double source_loss = -1;
+  // Wall time of the evaluation on rank 0, the collectives that sum it included (-1: not
+  // measured). The final evaluation of a GPT-2 config took 8 s with no line until it ended and
+  // no time in its record (review, 2026-12-08).
+  double eval_ms = -1;
 };
 
 // "step   40/300 | loss 3.2141 | lr 6.00e-04 | 12.3k tok/s | comm 1.2 ms exposed | 35.1 KiB

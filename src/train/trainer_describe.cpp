@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <thread>
 
+#include "core/threading.h"
 #include "train/trainer.h"
 
 namespace sparq::train {
@@ -78,9 +80,26 @@ std::string Trainer::describe() const {
          "so training would be refused here; the config is checked all the same\n";
 #endif
   }
-  s += fmt::format("world:     {} rank(s), micro-batch {} x accumulation {} -> global batch {}\n",
-                   comm_.size(), c.train.micro_batch, c.train.accumulation,
-                   std::int64_t{c.train.micro_batch} * c.train.accumulation * comm_.size());
+  // The threads too: plain mpirun without OMP_NUM_THREADS gave every rank all the cores, and
+  // nothing said so (review, 2026-12-08).
+  const int threads = max_threads();
+  s += fmt::format(
+      "world:     {} rank(s) x {} thread(s), micro-batch {} x accumulation {} -> global batch "
+      "{}\n",
+      comm_.size(), threads, c.train.micro_batch, c.train.accumulation,
+      std::int64_t{c.train.micro_batch} * c.train.accumulation * comm_.size());
+  if (c.train.device == Device::kCPU) {
+    const Result<LocalRank> local = local_rank_from_environment(comm_.size());
+    const unsigned cores = std::thread::hardware_concurrency();
+    if (local.is_ok() && cores > 0 &&
+        static_cast<unsigned>(local->size) * static_cast<unsigned>(threads) > cores) {
+      s += fmt::format(
+          "           note: {} rank(s) on this node x {} thread(s) = {} > its {} cores: they "
+          "take turns; set OMP_NUM_THREADS (or train.threads) to {} (scripts/mpirun.sh does)\n",
+          local->size, threads, local->size * threads, cores,
+          std::max(1u, cores / static_cast<unsigned>(local->size)));
+    }
+  }
   if (c.comm.emulate.enabled()) {
     s += fmt::format(
         "link:      emulated, {} Gbit/s, {} us per call{}\n", c.comm.emulate.gbit_per_s,

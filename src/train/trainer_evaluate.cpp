@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/check.h"
+#include "core/timer.h"
 #include "train/eval_sums.h"
 #include "train/trainer.h"
 
@@ -79,7 +80,9 @@ EvalMetrics Trainer::evaluate() {
 }
 
 EvalMetrics Trainer::evaluate_and_report() {
-  const EvalMetrics e = evaluate();
+  const Stopwatch watch;
+  EvalMetrics e = evaluate();
+  e.eval_ms = watch.millis();
   if (is_root()) {
     spdlog::info("{}", format_eval(e));
     metrics_.write(to_json(e));

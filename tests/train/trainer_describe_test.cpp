@@ -1,10 +1,12 @@
-// Note [A dry run's activations] (train/trainer.h): the memory a dry run plans for the
+// What Trainer::describe() says before a run. Note [A dry run's activations]
+// (train/trainer.h): the memory a dry run plans for the
 // micro-batch is what the run it checks then reports, for VGG, whose activations have a part
 // per image that does not grow with the batch, as for GPT-2. The dry run scaled the one-row
 // figure by the batch: VGG at B = 32 planned 170 MiB where the run holds 12 (review,
 // 2026-12-08).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <string>
@@ -55,6 +57,31 @@ TEST(DryRunMemory, PlansTheActivationsTheRunHolds) {
     EXPECT_NEAR(planned, held, 0.005 * held)
         << "the dry run planned " << planned << " MiB, the run holds " << held;
   }
+}
+
+// The threads per rank, and a note when this node's ranks times threads exceed its cores:
+// plain mpirun without OMP_NUM_THREADS gave each rank every core without a word (review,
+// 2026-12-08). The launcher's local size is what a 64-rank node would set.
+TEST(TrainerDescribe, SaysTheThreadsAndWhenTheRanksOversubscribeTheCores) {
+  const std::string yaml =
+      "model: {preset: gpt2-tiny, vocab_size: 256, n_ctx: 64, n_layer: 1}\n"
+      "data: {source: markov, seq_len: 64, markov: {train_tokens: 65536, eval_tokens: 4096}}\n"
+      "train: {steps: 2, micro_batch: 2, eval_batches: 1, eval_interval: 0, threads: 1}\n"
+      "log: {progress_interval: 0}\n";
+  auto config = parse_train_config(yaml, "describe_test", {});
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  std::unique_ptr<comm::Communicator> self = comm::make_self_communicator();
+  const std::string alone = Trainer::create(*config, *self).value()->describe();
+  EXPECT_NE(alone.find("world:     1 rank(s) x 1 thread(s)"), std::string::npos) << alone;
+  EXPECT_EQ(alone.find("take turns"), std::string::npos) << alone;
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "100000", 1);
+  const std::string crowded = Trainer::create(*config, *self).value()->describe();
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_NE(crowded.find("note: 100000 rank(s) on this node x 1 thread(s) = 100000 > its"),
+            std::string::npos)
+      << crowded;
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ def train_command(study, cell, seed, metrics_path, binary, dry_check=False):
         cmd += ["--set", f"{key}={seed}"]
     # Quoted as YAML (JSON's string syntax is YAML's): the trainer reads a --set value as
     # YAML, and an --out holding " #" or ": " failed every run (review, 2026-12-08).
-    cmd += ["--set", f"log.metrics={json.dumps(str(metrics_path))}"]
+    cmd += ["--set", f"log.metrics={json.dumps(str(metrics_path), ensure_ascii=False)}"]
     return cmd + (["--dry-run"] if dry_check else [])
 
 
@@ -149,7 +149,9 @@ def config_lines(text):
     alone missed an edit after ' #' inside a quoted value (review, 2026-12-08)."""
     try:
         import yaml  # the study tool's dependency (spec.py); the fallback needs none
-        return ("parsed", yaml.safe_load(text))
+        # As JSON text: 1 and 1.0 then differ (the trainer may refuse the float), and a .nan
+        # equals itself.
+        return ("parsed", json.dumps(yaml.safe_load(text), sort_keys=True, default=str))
     except Exception:  # noqa: BLE001  not YAML PyYAML reads (or no PyYAML): the lines
         pass
     out = []

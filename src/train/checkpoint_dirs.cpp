@@ -210,7 +210,9 @@ Result<std::string> resolve_checkpoint_dir(const std::string& path) {
     }
     // A step pruned since (train.keep_checkpoints): the newest one there is named
     // (review, 2026-12-08).
-    const std::string root = std::filesystem::path(path).parent_path().string();
+    std::string named = path;
+    while (named.size() > 1 && named.back() == '/') named.pop_back();  // "step-2/"
+    const std::string root = std::filesystem::path(named).parent_path().string();
     const Result<std::string> newest = latest_checkpoint(root.empty() ? "." : root);
     return Status::error("checkpoint '{}' does not exist{}", path,
                          newest.is_ok()

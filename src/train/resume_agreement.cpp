@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -60,16 +59,6 @@ Status Trainer::resume(const std::string& path) {
   SPARQ_ASSIGN_OR_RETURN(const bool folded, fold_server_residual("resuming from " + path));
   exchange_->residual_to_device();  // both load paths filled the host copy
   if (is_root()) {
-    if (config_.train.checkpoint_dir.empty()) {
-      // A DDP user expects a resumed run to go on saving; a run resumed without the
-      // --set train.checkpoint_dir it was started with saved nothing, said only as a changed
-      // setting at info level (review, 2026-12-08).
-      const std::filesystem::path step_dir(*dir);
-      spdlog::warn(
-          "resuming from {}, but train.checkpoint_dir is not set: this run saves no checkpoint "
-          "(--set train.checkpoint_dir={} goes on saving where it left off)",
-          *dir, step_dir.parent_path().string());
-    }
     for (const std::string& line : messages.warnings) spdlog::warn("{}", line);
     const AbsentResidualLines& absent = messages.absent_residual;
     if (folded || messages.server_residual_folded) {

@@ -9,13 +9,14 @@
 // adds the signal it holds to a 64-slot count (one 256-byte allreduce on the control engine,
 // only in runs that poll; on comm.emulate's link it pays that link's price once a step, as a
 // real network would), and all stop after the same step, taking the lowest signal number any
-// rank holds; they poll again before a periodic evaluation and before the final one, which a
-// stop skips (the grace period before SIGKILL is for the save). Nothing is cut short: a step, an
-// evaluation or a checkpoint in progress finishes first. A second signal of the same process gets
-// the default action at once, so a stop that hangs can still be ended. Under mpirun, SIGINT and
-// SIGTERM of mpirun itself reach the ranks as SIGTERM followed by SIGKILL one second later (Open
-// MPI's odls_base_sigkill_timeout), usually too soon for the checkpoint; mpirun forwards SIGUSR1 as
-// it is, which is the way to stop an mpirun job cleanly (docs/reliability.md, "Stopping a run").
+// rank holds; they poll again before a periodic evaluation and (with a checkpoint directory)
+// before the final one, which a stop skips (the grace period before SIGKILL is for the save).
+// Nothing is cut short: a step, an evaluation or a checkpoint in progress finishes first. A second
+// signal of the same process gets the default action at once, so a stop that hangs can still be
+// ended. Under mpirun, SIGINT and SIGTERM of mpirun itself reach the ranks as SIGTERM followed by
+// SIGKILL one second later (Open MPI's odls_base_sigkill_timeout), usually too soon for the
+// checkpoint; mpirun forwards SIGUSR1 as it is, which is the way to stop an mpirun job cleanly
+// (docs/reliability.md, "Stopping a run").
 #pragma once
 
 #include <csignal>

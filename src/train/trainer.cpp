@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <span>
 
@@ -163,6 +164,17 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
         stop_at, c.train.steps, c.train.steps,
         c.train.checkpoint_dir.empty() ? "" : " and checkpoint");
   }
+  if (!resumed_from_.empty() && c.train.checkpoint_dir.empty() && step_ < c.train.steps &&
+      (stop_at < 0 || stop_at > step_) && is_root()) {
+    // A DDP user expects a resumed run to go on saving; one resumed without the --set
+    // train.checkpoint_dir it was started with trained on and saved nothing, said only as a
+    // changed setting at info level (review, 2026-12-08). Not for a resume that trains no step
+    // (an export of the checkpoint, its final evaluation).
+    spdlog::warn(
+        "resumed from {}, but train.checkpoint_dir is not set: this run saves no checkpoint "
+        "(--set train.checkpoint_dir={} goes on saving where it left off)",
+        resumed_from_, std::filesystem::path(resumed_from_).parent_path().string());
+  }
   // Note [An evaluation a stop skipped]: the resumed step's periodic evaluation first (a run
   // that ends at this step evaluates it as its final one anyway).
   TrainSummary summary;
@@ -309,8 +321,9 @@ Result<TrainSummary> Trainer::run(std::int64_t stop_at) {
     // final checkpoint) skips the final evaluation, as it skips a periodic one, and the run
     // ends with 128 + the signal; it ran the evaluation in full and ended with status 0, so a
     // job script took an interrupted job for a finished one (review, 2026-12-07). A resume
-    // from the final checkpoint runs only the evaluation.
-    if (options_.stop_requested) {
+    // from the final checkpoint runs only the evaluation. Without train.checkpoint_dir nothing
+    // could resume it: the evaluation runs, the run's only result.
+    if (options_.stop_requested && !c.train.checkpoint_dir.empty()) {
       SPARQ_ASSIGN_OR_RETURN(summary.stop_signal, agree_on_stop_signal());
     }
     if (summary.stop_signal != 0) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace sparq {
 namespace {
 
@@ -24,7 +26,12 @@ TEST(DecimalText, ReadsDecimalNumbersOnly) {
 // Too small for the type: its nearest value, as strtod read it (from_chars refused it).
 TEST(DecimalText, ReadsANumberBelowTheTypesRangeAsItsNearestValue) {
   EXPECT_EQ(parse_decimal<float>("1e-50"), 0.0f);
-  EXPECT_EQ(parse_decimal<float>("-1e-50"), -0.0f);
+  ASSERT_TRUE(parse_decimal<float>("-1e-50").has_value());
+  EXPECT_TRUE(std::signbit(*parse_decimal<float>("-1e-50"))) << "-0";
+  EXPECT_EQ(parse_decimal<double>("0.000001e-400"), 0.0);
+  EXPECT_EQ(parse_decimal<double>("-1e-99999999999"), 0.0);
+  EXPECT_FALSE(parse_decimal<double>("0.001e312").has_value()) << "1e309: too large";
+  EXPECT_EQ(parse_decimal<float>("123e-2000000000000"), 0.0f) << "past even long double's range";
   EXPECT_EQ(parse_decimal<float>("1e-40"), static_cast<float>(1e-40L)) << "a subnormal";
   EXPECT_EQ(parse_decimal<double>("1e-400"), 0.0);
   EXPECT_EQ(parse_decimal<double>("1e-320"), 1e-320) << "a subnormal";

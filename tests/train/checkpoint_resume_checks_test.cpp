@@ -57,19 +57,25 @@ TEST(ResumeChecks, AnotherDenseLayoutIsRefused) {
                   "/step-2' does not exist (the newest complete step "
                   "beside it: " +
                   checkpoint_dir(root, 2) + ")"});
-  // Resumed without a checkpoint directory: said as a warning, naming where it could go on
-  // saving (review, 2026-12-08).
-  {
+  // With a trailing slash too (self-review, 2026-12-08).
+  expect_refused(make_trainer(root + "/typo", {}, *self)->resume(root + "/step-2/"),
+                 {"(the newest complete step beside it: " + checkpoint_dir(root, 2) + ")"});
+  // Resumed without a checkpoint directory: said as a warning when it trains steps, naming
+  // where it could go on saving; not when it trains none (an export, the final evaluation)
+  // (review, 2026-12-08).
+  for (const int steps : {3, 2}) {
     sparq::testing::LogCapture log;
-    ASSERT_TRUE(make_trainer(root + "/unsaved",
-                             {"train.checkpoint_dir=", "train.checkpoint_interval=0"}, *self)
-                    ->resume(checkpoint_dir(root, 2))
-                    .is_ok());
-    EXPECT_NE(log.text().find("train.checkpoint_dir is not set: this run saves no checkpoint "
-                              "(--set train.checkpoint_dir=" +
-                              root + " goes on saving"),
-              std::string::npos)
-        << log.text();
+    auto unsaved = make_trainer(root + "/unsaved",
+                                {"train.checkpoint_dir=", "train.checkpoint_interval=0",
+                                 "train.steps=" + std::to_string(steps)},
+                                *self);
+    ASSERT_TRUE(unsaved->resume(checkpoint_dir(root, 2)).is_ok());
+    ASSERT_TRUE(unsaved->run().is_ok());
+    const bool warned = log.text().find(
+                            "train.checkpoint_dir is not set: this run saves no checkpoint "
+                            "(--set train.checkpoint_dir=" +
+                            root + " goes on saving") != std::string::npos;
+    EXPECT_EQ(warned, steps == 3) << log.text();
   }
   // A rank file for its step directory: "cannot list checkpoint directory" (review, 2026-12-08).
   const std::string rank_file = checkpoint_rank_file(checkpoint_dir(root, 2), 0);

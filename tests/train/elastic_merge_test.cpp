@@ -4,6 +4,7 @@
 // bucket plan changes with the world size; replicated state is rank 0's; state without a
 // rule is reset and says why.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cstring>
@@ -249,11 +250,12 @@ TEST(ElasticMerge, EachOwnerPicksItsRule) {
 namespace sparq::train {
 namespace {
 
-// A rank file that cannot be looked up (here a symlink to itself; EACCES on its directory
-// alike) was reported as missing, hiding the system's reason (review, 2026-12-08).
+// A rank file that cannot be looked up (here a symlink to itself: ELOOP; the code path is the
+// same for EACCES, which a test run as root cannot provoke) was reported as missing, hiding
+// the system's reason (review, 2026-12-08).
 TEST(ElasticMerge, ARankFileThatCannotBeLookedUpSaysWhy) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "sparq_elastic_merge_loop";
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                    ("sparq_elastic_merge_loop_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string file = checkpoint_rank_file(dir.string(), 0);

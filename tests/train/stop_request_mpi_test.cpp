@@ -139,6 +139,14 @@ TEST(StopRequest, AStopDuringTheLastStepSkipsTheFinalEvaluation) {
   EXPECT_EQ(resumed->steps_run, 0);
   EXPECT_EQ(resumed->stop_signal, 0);
   EXPECT_EQ(evaluated, (std::vector<std::int64_t>{4}));
+  // Without a checkpoint directory nothing could resume it: the final evaluation runs, the
+  // run's only result (self-review, 2026-12-08).
+  evaluated.clear();
+  polls = 0;
+  auto unsaved = Trainer::create(tiny_markov_config(), c, first).value()->run();
+  ASSERT_TRUE(unsaved.is_ok()) << unsaved.status().message();
+  EXPECT_EQ(unsaved->stop_signal, 0);
+  EXPECT_EQ(evaluated, (std::vector<std::int64_t>{4}));
 }
 
 }  // namespace

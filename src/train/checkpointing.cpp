@@ -310,6 +310,16 @@ Status Trainer::load_checkpoint(const std::string& dir, ResumeMessages& messages
   } else {
     SPARQ_ASSIGN_OR_RETURN(merged, load_elastic(dir, static_cast<int>(world), messages.warnings,
                                                 messages.server_residual_folded));
+    // The data position and the state carry over; the batch each step averages does not, and
+    // nothing said so (review, 2026-12-08).
+    const std::int64_t per_rank =
+        std::int64_t{config_.train.micro_batch} * config_.train.accumulation;
+    messages.warnings.push_back(fmt::format(
+        "elastic resume from {} to {} ranks: a step now averages a global batch of {} rows "
+        "(it was {} at this config's micro-batch {} x accumulation {}); optim.lr and its "
+        "schedule stay as configured: scale them with --set if the steps should stay alike",
+        world, comm_.size(), per_rank * comm_.size(), per_rank * world, config_.train.micro_batch,
+        config_.train.accumulation));
   }
   // resume() folds a loaded server residual and installs the residual on the device: the
   // fold is a collective, so it waits until every rank has loaded.

@@ -6,6 +6,7 @@
 // "gemm_backend", "gemm_library", "openmp_threads", "compressors": [names],
 // "compressor_keys": {name: [keys]}, "aggregations": [names], "models": [presets]}.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sparq/version.h>
 
 #include <CLI/CLI.hpp>
@@ -138,10 +139,17 @@ int main(int argc, char** argv) {
   const auto backend = sparq::gemm_backend();
   fmt::print(
       "sparq {}\n  CUDA: {} (device visible: {})\n  NCCL: {}\n  cuDNN: {}\n  MPI: {}\n"
-      "  GEMM: {} ({})\n  OpenMP threads: {}\n\n",
+      "  GEMM: {} ({})\n  OpenMP threads: {}\n",
       kVersion, built(kHasCuda), sparq::cuda_available() ? "yes" : "no", built(kHasNccl),
       built(kHasCudnn), built(kHasMpi), sparq::gemm_backend_name(backend),
       sparq::gemm_backend_library(backend), sparq::max_threads());
+  // What a config may name, as --json lists it: the text output had none of it (review,
+  // 2026-12-08).
+  std::vector<std::string> models = sparq::model_preset_names();
+  for (std::string& name : sparq::registered_model_names()) models.push_back(std::move(name));
+  fmt::print("  compressors: {}\n  aggregations: {}\n  models: {}\n\n",
+             fmt::join(sparq::compress::compressor_names(), ", "),
+             fmt::join(sparq::compress::aggregation_names(), ", "), fmt::join(models, ", "));
 
   sparq::ParamStore store = demo_store(width);
   store.allocate();

@@ -2,12 +2,15 @@
 # sparq_info --json: one JSON object with the build's features, its types, and every
 # compressor the registry knows (the names `compress.name` accepts) with its declared keys,
 # the aggregation strategies and the model presets. The text report names every feature its
-# header promises (NCCL and cuDNN were missing) and the GEMM backend it self-checks.
+# header promises (NCCL and cuDNN were missing), the names a config may use, and the GEMM
+# backend it self-checks.
 #   sparq_info_json_test.sh <sparq_info binary>
 set -euo pipefail
 info=$1
 text=$("$info" --width 8)
-for line in "  CUDA: " "  NCCL: " "  cuDNN: " "  MPI: " "  GEMM: " "  OpenMP threads: "; do
+# And what a config may name: only --json listed it (review, 2026-12-08).
+for line in "  CUDA: " "  NCCL: " "  cuDNN: " "  MPI: " "  GEMM: " "  OpenMP threads: " \
+    "  compressors: none, .*lbs" "  aggregations: allreduce, " "  models: .*gpt2-124M"; do
   grep -q "^$line" <<<"$text" || { echo "FAIL: no '$line' line in sparq_info's report: $text"; exit 1; }
 done
 backend=$(sed -n 's/^  GEMM: \([a-z0-9]*\) .*/\1/p' <<<"$text")
